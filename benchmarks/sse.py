@@ -1,0 +1,104 @@
+"""SSE decoding side by side: svir-proto, httpx-sse, openai-python, and the split floor.
+
+    python -m benchmarks.sse [--chunks 20000] [--repeat 5]
+
+Each decoder turns the same seeded body, cut the same way, into events whose ``data`` is text.
+httpx-sse works on text, so its time includes an incremental UTF-8 decoder, as httpx gives it.
+The floor is ``bytes.split(b"\\n\\n")`` on the joined body: no framing rules, no decoding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+from collections.abc import Callable
+
+from benchmarks._timing import interleaved, table
+from benchmarks.streams import openai_stream, pieces
+from svir_proto.sse import ServerSentEvent, SSEDecoder
+
+
+def svir(parts: list[bytes]) -> int:
+    d = SSEDecoder()
+    n = 0
+    for p in parts:
+        for e in d.feed(p):
+            n += type(e) is ServerSentEvent
+    return n + sum(type(e) is ServerSentEvent for e in d.close())
+
+
+def httpx_sse(parts: list[bytes]) -> int:
+    from httpx_sse._decoders import SSEDecoder as HDecoder
+    from httpx_sse._decoders import SSELineDecoder
+
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    lines = SSELineDecoder()
+    dec = HDecoder()
+    n = 0
+    for p in parts:
+        for line in lines.decode(text.decode(p)):
+            if dec.decode(line) is not None:
+                n += 1
+    for line in lines.flush():
+        n += dec.decode(line) is not None
+    return n
+
+
+def openai_python(parts: list[bytes]) -> int:
+    from openai._streaming import SSEDecoder as ODecoder
+
+    return sum(1 for _ in ODecoder().iter_bytes(iter(parts)))
+
+
+def floor(parts: list[bytes]) -> int:
+    return len([b for b in b"".join(parts).split(b"\n\n") if b])
+
+
+PEERS: dict[str, Callable[[list[bytes]], int]] = {
+    "svir-proto": svir,
+    "httpx-sse 0.4": httpx_sse,
+    "openai-python": openai_python,
+    "floor (split)": floor,
+}
+
+
+def run(chunks: int, repeat: int) -> str:
+    body = openai_stream(chunks)
+    out = [f"body: {len(body) / 1e6:.2f} MB, {chunks + 4} events (seeded; multi-byte text)"]
+    for label, size in [
+        ("1400 B pieces", 1400),
+        ("64 KiB pieces", 65536),
+        ("random 1..4096 B", None),
+    ]:
+        parts = pieces(body, size)
+        counts = {name: fn(parts) for name, fn in PEERS.items()}
+        assert counts["svir-proto"] == counts["httpx-sse 0.4"] == counts["openai-python"], counts
+        times = interleaved(
+            repeat, {name: (lambda fn=fn, parts=parts: fn(parts)) for name, fn in PEERS.items()}
+        )
+        rows = [
+            [
+                name,
+                f"{t * 1e3:.1f}",
+                f"{len(body) / t / 1e6:.1f}",
+                f"{counts['svir-proto'] / t / 1e3:.0f}k",
+                f"{t / times['svir-proto']:.2f}x",
+            ]
+            for name, t in times.items()
+        ]
+        out.append(
+            f"\n{label}\n" + table(["decoder", "ms", "MB/s", "events/s", "time vs svir"], rows)
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--chunks", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    print(run(args.chunks, args.repeat))
+
+
+if __name__ == "__main__":
+    main()

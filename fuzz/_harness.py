@@ -1,0 +1,55 @@
+"""What every fuzz target checks (STYLE.md 4 and 8): for any bytes, a decoder raises only
+`RemoteProtocolError`, and feeding the bytes whole or byte by byte gives the same outcome.
+
+``check(make, data)`` is the invariant; the atheris entry points and the pytest corpus replay
+both call it, so the two can never disagree about what a crash is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from svir_proto import RemoteProtocolError
+
+
+def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object]:
+    events: list[object] = []
+    try:
+        for piece in pieces:
+            events += decoder.feed(piece)
+        events += decoder.close()
+    except RemoteProtocolError as exc:
+        return events, (exc.offset, exc.limit)
+    return events, None
+
+
+def normalise(events: list[object]) -> list[object]:
+    """Join adjacent text-like deltas, so that splits that cut a delta compare equal."""
+    out: list[object] = []
+    for e in events:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and type(prev) is type(e)
+            and hasattr(e, "text")
+            and getattr(prev, "carrier", None) == getattr(e, "carrier", None)
+        ):
+            out[-1] = type(e).__new__(type(e))
+            for field in e.__attrs_attrs__:  # type: ignore[attr-defined]
+                value = getattr(prev, field.name)
+                if field.name == "text":
+                    value += e.text  # type: ignore[attr-defined]
+                object.__setattr__(out[-1], field.name, value)
+        else:
+            out.append(e)
+    return out
+
+
+def check(make: Callable[[], Any], data: bytes) -> None:
+    whole = outcome(make(), [data] if data else [])
+    split = outcome(make(), [data[i : i + 1] for i in range(len(data))])
+    a = (normalise(whole[0]), whole[1])
+    b = (normalise(split[0]), split[1])
+    if a != b:
+        raise AssertionError(f"whole and bytewise differ for {data!r}:\n{a}\n{b}")

@@ -1,0 +1,24 @@
+"""svir-proto: a sans-IO protocol engine for streaming LLM inference over HTTP.
+
+The core turns response bytes into typed events (`svir_proto.events`) and typed requests into
+bytes. It never does I/O: transports in `svir_proto.transports` move the bytes.
+"""
+
+from __future__ import annotations
+
+from . import errors, events, sse
+from ._pull import NEED_DATA, NeedData
+from .errors import *  # noqa: F403
+from .events import *  # noqa: F403
+from .sse import *  # noqa: F403
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NEED_DATA",
+    "NeedData",
+    "__version__",
+    *errors.__all__,
+    *events.__all__,
+    *sse.__all__,
+]

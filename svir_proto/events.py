@@ -1,0 +1,281 @@
+"""The event vocabulary both dialects decode to, and `Completion`, the result of one stream.
+
+Every decoder in svir-proto (OpenAI Chat Completions, LLM-Stream) turns bytes into these
+events, so a consumer that handles them handles every server of either dialect, and translating
+between dialects is a function from events to events (ARCHITECTURE.md, "The one event
+vocabulary").
+
+Rules: events are immutable (``attrs.frozen``: slotted, hashable; fields of immutable types),
+flat, and never subclass each other; dispatch on them with ``match`` and end with
+``assert_never``. This module holds values only: no parsing, no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Literal, final
+
+import attrs
+
+from .errors import Failure, FilterResult
+
+__all__ = [
+    "Completion",
+    "Event",
+    "FilterOffsets",
+    "FilterVerdict",
+    "FinishReason",
+    "Finished",
+    "ParsedArguments",
+    "ReasoningCarrier",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "RequestFailed",
+    "ResponseStarted",
+    "StreamEnded",
+    "StreamFailed",
+    "StreamStarted",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "Usage",
+]
+
+ReasoningCarrier = Literal["reasoning_content", "reasoning", "think"]
+
+
+@final
+class FinishReason(enum.Enum):
+    """Why generation stopped, normalised across dialects; the wire value stays in ``raw``."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    OTHER = "other"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StreamStarted:
+    """The stream's identity: the first chunk with a real ``id`` (OpenAI), or ``stream.start``."""
+
+    response_id: str
+    model: str
+    created: int | None = None
+    request_id: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TextDelta:
+    """A fragment of the answer's text (``delta.content``, ``content.delta``)."""
+
+    text: str
+    index: int = 0
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ReasoningDelta:
+    """A fragment of reasoning, with the carrier it arrived in (wire reference section 4)."""
+
+    text: str
+    carrier: ReasoningCarrier
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RefusalDelta:
+    """A fragment of the model's refusal to answer (``delta.refusal``)."""
+
+    text: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolCallDelta:
+    """The fragments of one tool call that one chunk carried; not yet safe to execute."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ParsedArguments:
+    """A tool call's arguments parsed as JSON: ``value``, or ``error`` saying why not."""
+
+    value: object = None
+    error: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A whole tool call, emitted only once the stream is complete and the call checked.
+
+    ``declared`` is ``True`` or ``False`` when the caller told the decoder which tools the
+    request declared (draft section 8.2), ``None`` when it did not.
+    """
+
+    index: int
+    id: str
+    name: str
+    arguments: str
+    declared: bool | None = None
+
+    def parse_arguments(self) -> ParsedArguments:
+        """Parse ``arguments`` as JSON; invalid JSON is reported, never raised."""
+        try:
+            return ParsedArguments(value=json.loads(self.arguments))
+        except ValueError as exc:
+            return ParsedArguments(error=f"tool call {self.id!r} ({self.name}): {exc}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Finished:
+    """The finish reason (``finish_reason``, ``content.stop``), normalised, with the raw value."""
+
+    reason: FinishReason
+    raw: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token counts (the usage chunk, LLM-Stream ``usage``)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class FilterOffsets:
+    """Azure ``content_filter_offsets``: which part of the answer an annotation applies to."""
+
+    check_offset: int | None = None
+    start_offset: int | None = None
+    end_offset: int | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class FilterVerdict:
+    """A content-filter verdict on the prompt or on the answer (Azure, wire reference 3.7).
+
+    ``filtered`` is true when any category blocked; ``detected`` when any category detected
+    something, blocked or not (annotate-only filters).
+    """
+
+    scope: Literal["prompt", "completion"]
+    results: tuple[FilterResult, ...]
+    offsets: FilterOffsets | None = None
+    filtered: bool = False
+    detected: bool = False
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StreamFailed:
+    """The server reported a failure inside the stream; what came before stays in the result."""
+
+    error: Failure
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StreamEnded:
+    """The last event of every stream; ``complete`` as in `Completion.complete`."""
+
+    complete: bool
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ResponseStarted:
+    """A response head that is a stream: its status and headers (lower-cased names)."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RequestFailed:
+    """A response head (and bounded body) that is a failure, not a stream."""
+
+    failure: Failure
+
+
+Event = (
+    StreamStarted
+    | TextDelta
+    | ReasoningDelta
+    | RefusalDelta
+    | ToolCallDelta
+    | ToolCall
+    | Finished
+    | Usage
+    | FilterVerdict
+    | StreamFailed
+    | StreamEnded
+    | ResponseStarted
+    | RequestFailed
+)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Completion:
+    """The result of one stream, kept by every decoder as ``decoder.result``.
+
+    Each signal that a stream may end with is recorded separately, because servers disagree on
+    which they send (PEERS.md, "knowing that the answer is complete"):
+
+    Attributes:
+        text, reasoning, refusal: the joined deltas.
+        tool_calls: the whole, checked calls; empty until the stream is complete.
+        finish_reason, finish_raw: the normalised finish reason and the wire value.
+        usage: token counts, if the server sent them.
+        filter_verdicts: every content-filter verdict, prompt and answer.
+        error: the failure the server reported in the stream, if any.
+        done: the end marker was seen (``[DONE]``, ``stream.end``).
+        closed: the body ended (the caller passed ``b""``).
+        cut: the body ended inside an event, so something was lost.
+        usage_missing: usage was expected (the request asked for it) and never came.
+        filtered: a verdict said the answer was blocked, even with a ``stop`` finish.
+        ignored_after_done: events that arrived after the end marker and were ignored.
+        problems: what the decoder noticed and did not repair (for example a ``stop`` finish
+            with tool calls), one sentence each.
+        complete: a finish reason, then the end marker, and no error: the answer is whole.
+    """
+
+    text: str = ""
+    reasoning: str = ""
+    refusal: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: FinishReason | None = None
+    finish_raw: str | None = None
+    usage: Usage | None = None
+    filter_verdicts: tuple[FilterVerdict, ...] = ()
+    error: Failure | None = None
+    done: bool = False
+    closed: bool = False
+    cut: bool = False
+    usage_missing: bool = False
+    filtered: bool = False
+    ignored_after_done: int = 0
+    problems: tuple[str, ...] = ()
+    complete: bool = False
+
+    def parsed_arguments(self) -> tuple[ParsedArguments, ...]:
+        """Each tool call's arguments parsed as JSON, in call order, errors reported per call."""
+        return tuple(call.parse_arguments() for call in self.tool_calls)

@@ -1,0 +1,587 @@
+"""Server-sent events: bytes to events (`SSEDecoder`) and events to bytes (`SSEEncoder`).
+
+The decoder follows the WHATWG HTML "interpreting an event stream" rules (section 9.2.6), from
+bytes, in one pass:
+
+Rule 1: a line ends at LF, CRLF or CR; a CR that ends one piece may meet its LF in the next, and
+    that LF is not a second (blank) line.
+Rule 2: one leading UTF-8 BOM is removed, at the byte level, before anything else.
+Rule 3: a line starting with ``:`` is a comment: never dispatched as an event, but returned as
+    `SSEComment` so keep-alives are visible.
+Rule 4: a line without a colon is a field name with an empty value; one space after the colon
+    is removed; several ``data`` lines join with ``\\n``; the type defaults to ``message``;
+    ``id`` persists across events and an ``id`` containing NUL is ignored; ``retry`` counts only
+    if it is ASCII digits; unknown fields are ignored.
+Rule 5: a blank line dispatches the event, unless it had no ``data`` line.
+Rule 6: at the end of the body an unterminated line and an undispatched event are discarded,
+    and `EndOfStream` says so (``incomplete``).
+
+Bounds and cost: everything since the last blank line (the event being assembled, comments and
+an unterminated line included) is bounded by ``max_event_size``; past it a
+`RemoteProtocolError` names the limit, at the offset where that event began, however the input
+was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
+
+Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
+3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `RemoteProtocolError` with the
+byte's offset), because a silent U+FFFD would change the model's text or a tool call's arguments
+without notice; ``errors="replace"`` gives the browser's behaviour.
+
+This module must never do I/O.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from itertools import repeat
+from typing import Final, Literal, NamedTuple, final
+
+import attrs
+
+from ._pull import PullDecoder
+from .errors import RemoteProtocolError
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_SIZE",
+    "EndOfStream",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEEncoder",
+    "SSEFramer",
+    "SSEItem",
+    "ServerSentEvent",
+    "batch_offset",
+]
+
+DEFAULT_MAX_EVENT_SIZE: Final = 8 * 1024 * 1024
+"""Bytes one event may take on the wire (8 MiB). httpx2's SSE decoder, the only other Python
+decoder with a default bound, uses 1 MiB; an LLM-Stream ``tool.call`` carries a call's whole
+arguments in one event, and a tool that writes a file can pass hundreds of KB, so we allow more."""
+
+_MAX_RETRY_DIGITS: Final = 18  # fits an int64; longer values are ignored like non-digits
+_NONE: Final = sys.maxsize  # "no such byte in the buffer" for the cached line-end positions
+_BOM: Final = b"\xef\xbb\xbf"
+SEPARATOR: Final = b"\n\ndata: "
+"""What separates the payloads of consecutive simple events."""
+_LF: Final = 10
+_CR: Final = 13
+
+Errors = Literal["strict", "replace"]
+
+
+class ServerSentEvent(NamedTuple):
+    """One dispatched event: its type, data, the last event id, and the ``retry`` it carried.
+
+    A named tuple rather than an attrs class: immutable, hashable and slotted all the same, and
+    several times cheaper to build, which matters at one per event (see benchmarks/sse.py).
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    retry: int | None = None
+
+
+class SSEComment(NamedTuple):
+    """A comment line (``:`` then text, one leading space removed); keep-alives look like this."""
+
+    text: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class EndOfStream:
+    """The body ended. ``incomplete``: an event or a line had begun and was discarded (Rule 6).
+
+    ``offset`` is where that discarded part began; it is not part of equality.
+    """
+
+    incomplete: bool
+    offset: int = attrs.field(default=0, eq=False)
+
+
+SSEItem = ServerSentEvent | SSEComment | EndOfStream
+
+RawEvent = tuple[str | None, bytes, int | list[int], str, int | None, int]
+"""A framed event before its data is decoded: (type or None, data, the offset of its data
+line's value, or of each one's when there are several, last event id, retry, offset of the
+event's first byte)."""
+RawComment = tuple[str, int]
+"""A framed comment: (text, offset)."""
+RawBatch = tuple[int, list[bytearray], str]
+"""A run of events that were each exactly ``data: <payload>`` and a blank line, all of type
+``message`` with no retry: (offset of the first event, the payloads, the last event id). Event
+k begins at the first's offset plus ``len(payload) + 8`` for each payload before it (see
+`batch_offset`)."""
+RawItem = RawEvent | RawComment | RawBatch
+
+
+class SSEFramer:
+    """Rules 1 to 6 from bytes to raw items, with no object per event beyond a tuple.
+
+    `SSEDecoder` and the dialect decoders share it, so the framing rules live in one place;
+    the dialect decoders read the data bytes directly (a JSON parser takes bytes) and never
+    build a `ServerSentEvent`.
+
+    Args and limits as `SSEDecoder`.
+    """
+
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, errors: Errors = "strict"):
+        if type(max_event_size) is not int or max_event_size < 1:
+            raise ValueError(f"max_event_size must be a positive int, not {max_event_size!r}")
+        if errors not in ("strict", "replace"):
+            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        self.max_event_size: Final = max_event_size
+        self.errors: Final[Errors] = errors
+        self.retry: int | None = None
+        self.last_event_id = ""
+        self.end: EndOfStream | None = None
+        # Positions are absolute (counted from the first byte received) unless named otherwise.
+        self._buf = bytearray()  # unconsumed bytes; _buf[0] is at _base
+        self._base = 0
+        self._eof = False
+        self._lf = -1  # the next LF, or -1: none before _lf_from
+        self._lf_from = 0  # where the next search for an LF may resume
+        self._cr = _NONE  # the next CR, or _NONE: none in _buf
+        self._scan = 0  # where the next search for a blank line may resume
+        self._bom = True  # the BOM question is still open
+        self._skip_lf = False  # the last line ended in a CR that ended a piece
+        self._event_start = 0  # absolute offset of the first byte after the last blank line
+        self._fields = False  # a field line was seen since the last blank line
+        self._data: list[bytes] = []
+        self._data_at: list[int] = []
+        self._type: str | None = None
+        self._retry_here: int | None = None
+
+    def receive(self, data: bytes) -> None:
+        """Append bytes; ``b""`` ends the body."""
+        if not data:
+            self._eof = True
+            return
+        buf = self._buf
+        start = self._base + len(buf)
+        buf += data
+        if self._cr == _NONE:
+            i = data.find(b"\r")
+            if i >= 0:
+                self._cr = start + i
+
+    def frame(self, out: list[RawItem]) -> None:
+        """Append every item the buffer completes to ``out``; at the end of body set ``end``.
+
+        Raises:
+            RemoteProtocolError: a limit was exceeded or text was not UTF-8; the items framed
+                before the problem are in ``out`` already.
+        """
+        if self._cr != _NONE or self._eof or self._skip_lf or self._bom:
+            self._frame_lines(out)
+            return
+        # Fast path: no CR in the buffer, so every line ends in LF and every event in "\n\n".
+        # Frame every complete event at once and leave the rest, unprocessed, for later.
+        buf = self._buf
+        base = self._base
+        end = buf.rfind(b"\n\n", self._scan - base)
+        if end < 0 and buf[:1] == b"\n":
+            # _buf always begins at a line start: a leading LF is a blank line on its own.
+            self._lines([b""], base, out)
+            del buf[:1]
+            base = self._base = base + 1
+        elif end >= 0:
+            if self._fields or base != self._event_start or not self._batch(buf, end, out):
+                self._blocks(bytes(buf[:end]), base, out)
+            del buf[: end + 2]
+            base = self._base = self._event_start = base + end + 2
+        n = len(buf)
+        self._scan = base + n - 1 if n else base
+        if base + n - self._event_start > self.max_event_size:
+            self._overflow(buf, out)
+
+    def _frame_lines(self, out: list[RawItem]) -> None:
+        """The general path: one line at a time, any line end; the BOM; the end of body."""
+        buf = self._buf
+        n = len(buf)
+        pos = 0
+        if self._bom:
+            if n < 3 and _BOM.startswith(buf) and not self._eof:
+                return
+            self._bom = False
+            if buf.startswith(_BOM):
+                pos = self._event_start = 3
+        base = self._base
+        try:
+            while pos < n:
+                if self._skip_lf:
+                    self._skip_lf = False
+                    if buf[pos] == _LF:  # the LF of a CRLF split across pieces
+                        if self._event_start == base + pos:
+                            self._event_start += 1
+                        pos += 1
+                        continue
+                pos = self._line(buf, pos, n, out)
+                if pos < 0:
+                    pos = -pos - 1
+                    break
+            self._check_size(base + n)
+        finally:
+            if pos:
+                del buf[:pos]
+                self._base = base + pos
+                self._scan = max(self._scan, base + pos)
+        if self._eof:
+            self.end = EndOfStream(incomplete=bool(buf) or self._fields, offset=self._event_start)
+
+    def _line(self, buf: bytearray, pos: int, n: int, out: list[RawItem]) -> int:
+        """Apply the line at ``pos``, whatever its line end; return the next position, or
+        ``-pos-1`` when the line is not complete yet."""
+        base = self._base
+        lf = self._lf - base
+        if lf < pos:
+            lf = buf.find(b"\n", max(pos, self._lf_from - base))
+            if lf < 0:
+                self._lf = -1
+                self._lf_from = base + n
+                lf = _NONE
+            else:
+                self._lf = base + lf
+        cr = self._cr - base if self._cr != _NONE else _NONE
+        if cr < pos:
+            cr = buf.find(b"\r", pos)
+            if cr < 0:
+                self._cr = cr = _NONE
+            else:
+                self._cr = base + cr
+        end = lf if lf < cr else cr
+        if end == _NONE:
+            return -pos - 1
+        nxt = end + 1
+        if end == cr:
+            if nxt < n:
+                if buf[nxt] == _LF:
+                    nxt += 1
+            else:
+                self._skip_lf = True
+        self._lines([bytes(buf[pos:end])], base + pos, out)
+        if end == pos:  # a blank line: the event starts after its whole line end
+            self._event_start = base + nxt
+        return nxt
+
+    def _blocks(self, region: bytes, at: int, out: list[RawItem]) -> None:
+        """Apply a region of whole events: blocks of LF-terminated lines, each block followed by
+        a blank line (the region's last one not included).
+
+        Most events are one ``data: `` line: a run of them is framed with one split, checked
+        by counting LFs, and every other block goes through `_lines`, which applies the rules
+        line by line. Both give the same items and the same verdicts.
+        """
+        limit = self.max_event_size
+        # The first block continues an event begun earlier (fields, or comments, already
+        # applied): it goes through _lines, which counts those bytes too.
+        pending = self._fields or self._event_start != at
+        last_id = self.last_event_id
+        for block in region.split(b"\n\n"):
+            if not pending and block[:6] == b"data: " and b"\n" not in block and len(block) < limit:
+                out.append((None, block[6:], at + 6, last_id, None, at))
+            else:
+                if not pending:
+                    self._event_start = at
+                pending = False
+                lines = block.split(b"\n")
+                lines.append(b"")
+                self._lines(lines, at, out)
+                last_id = self.last_event_id
+            at += len(block) + 2
+        self._event_start = at
+
+    def _batch(self, buf: bytearray, end: int, out: list[RawItem]) -> bool:
+        """Frame ``buf[:end]`` as one `RawBatch` if it is a run of simple events (each one
+        ``data: `` line, then a blank line); ``False`` if it is not.
+
+        If the separators account for every LF, no block had another line. A run that could
+        exceed the size bound goes the exact way instead, which finds the event at fault.
+        """
+        if end >= self.max_event_size or not buf.startswith(b"data: "):
+            return False
+        span = buf[6:end]
+        payloads = span.split(SEPARATOR)
+        if span.count(b"\n") != 2 * len(payloads) - 2:
+            return False
+        out.append((self._base, payloads, self.last_event_id))
+        return True
+
+    def _overflow(self, buf: bytearray, out: list[RawItem]) -> None:
+        """The unprocessed rest exceeds the bound: apply its complete lines one by one (so what
+        they emit, and where the error is found, match a body split any other way), then
+        raise for the unterminated line."""
+        last = buf.rfind(b"\n")
+        if last >= 0:
+            self._lines(bytes(buf[:last]).split(b"\n"), self._base, out)
+        self._check_size(self._base + len(buf))
+
+    def _lines(self, lines: list[bytes], at: int, out: list[RawItem]) -> None:
+        """Apply complete lines, each counted as followed by one byte of line end; the hot loop
+        of the whole package.
+
+        The size bound is checked before each line is applied, against the bytes up to that
+        line's end: the same lines pass or fail whatever way the body was split, and nothing of
+        a line that fails is emitted.
+        """
+        data = self._data
+        data_at = self._data_at
+        limit = self.max_event_size
+        limit_at = self._event_start + limit
+        for line in lines:
+            nxt = at + len(line) + 1
+            if not line:  # Rule 5: dispatch
+                if at > limit_at:
+                    self._check_size(at)
+                if data:
+                    out.append(
+                        (
+                            self._type,
+                            data[0] if len(data) == 1 else b"\n".join(data),
+                            data_at[0] if len(data_at) == 1 else data_at,
+                            self.last_event_id,
+                            self._retry_here,
+                            self._event_start,
+                        )
+                    )
+                    data = self._data = []
+                    data_at = self._data_at = []
+                self._type = self._retry_here = None
+                self._fields = False
+                self._event_start = nxt
+                limit_at = nxt + limit
+            else:
+                if nxt > limit_at:
+                    self._check_size(nxt)
+                if line[:6] == b"data: ":
+                    data.append(line[6:])
+                    data_at.append(at + 6)
+                    self._fields = True
+                else:
+                    self._field(line, at, out)
+            at = nxt
+
+    def _field(self, line: bytes, at: int, out: list[RawItem]) -> None:
+        """Apply one non-blank line other than ``data: ...`` (Rules 3 and 4)."""
+        colon = line.find(b":")
+        if colon == 0:
+            text = line[2:] if line[1:2] == b" " else line[1:]
+            out.append((self._text(text, at + len(line) - len(text)), at))
+            return
+        self._fields = True
+        if colon < 0:
+            name = line
+            value = b""
+        else:
+            name = line[:colon]
+            value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+        value_at = at + len(line) - len(value)
+        if name == b"data":
+            self._data.append(value)
+            self._data_at.append(value_at)
+        elif name == b"event":
+            self._type = self._text(value, value_at) or None
+        elif name == b"id":
+            if b"\0" not in value:
+                self.last_event_id = self._text(value, value_at)
+        elif name == b"retry" and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
+            self.retry = self._retry_here = int(value)
+
+    def _check_size(self, upto: int) -> None:
+        if upto - self._event_start > self.max_event_size:
+            raise RemoteProtocolError(
+                f"an event is larger than max_event_size ({self.max_event_size} bytes)",
+                offset=self._event_start,
+                limit="max_event_size",
+                limit_value=self.max_event_size,
+            )
+
+    def _text(self, raw: bytes, at: int) -> str:
+        try:
+            return raw.decode("utf-8", self.errors)
+        except UnicodeDecodeError as exc:
+            raise RemoteProtocolError(
+                f"invalid UTF-8 in the event stream: {exc.reason}", offset=at + exc.start
+            ) from exc
+
+    def decode_data(self, data: bytes | bytearray, data_at: int | list[int]) -> str:
+        """Decode an event's joined data; on invalid UTF-8, name the byte's offset."""
+        try:
+            return data.decode("utf-8", self.errors)
+        except UnicodeDecodeError as exc:
+            raise RemoteProtocolError(
+                f"invalid UTF-8 in an event's data: {exc.reason}",
+                offset=offset_in_parts(data, data_at, exc.start),
+            ) from exc
+
+
+class SSEDecoder(PullDecoder[SSEItem]):
+    """Decode a ``text/event-stream`` body, piece by piece, with the pull API (STYLE.md 2).
+
+    Yields `ServerSentEvent` and `SSEComment` items, then one `EndOfStream`.
+
+    Args:
+        max_event_size: bytes an event may take on the wire, everything since the previous
+            blank line counted (see the module docstring).
+        errors: ``"strict"`` (invalid UTF-8 raises `RemoteProtocolError` with its offset) or
+            ``"replace"`` (U+FFFD, as browsers do).
+    """
+
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, errors: Errors = "strict"):
+        super().__init__()
+        self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)
+        self._raw: list[RawItem] = []
+        self._receive = self._framer.receive  # type: ignore[method-assign]
+        self._decode = partial(bytearray.decode, encoding="utf-8", errors=errors)
+
+    @property
+    def max_event_size(self) -> int:
+        return self._framer.max_event_size
+
+    @property
+    def retry(self) -> int | None:
+        """The last valid ``retry`` the stream set, in milliseconds, or ``None``."""
+        return self._framer.retry
+
+    @property
+    def last_event_id(self) -> str:
+        """The id the next event will carry (Rule 4)."""
+        return self._framer.last_event_id
+
+    def _receive(self, data: bytes) -> None:
+        self._framer.receive(data)
+
+    def _fill(self) -> None:
+        framer = self._framer
+        raw = self._raw
+        raw.clear()
+        try:
+            framer.frame(raw)
+        except RemoteProtocolError as exc:
+            self._deferred = exc
+        queue = self._queue
+        decode = framer.decode_data
+        errors = framer.errors
+        for item in raw:
+            if len(item) == 3:
+                at, payloads, last_id = item
+                try:
+                    texts = list(map(self._decode, payloads))
+                except UnicodeDecodeError:
+                    texts = []
+                    for k, payload in enumerate(payloads):
+                        try:
+                            texts.append(
+                                framer.decode_data(payload, batch_offset(at, payloads, k) + 6)
+                            )
+                        except RemoteProtocolError as exc:
+                            self._deferred = exc
+                            break
+                # Built in C: one tuple per event, none of them through Python bytecode.
+                queue += map(
+                    tuple.__new__,
+                    repeat(ServerSentEvent),
+                    zip(repeat("message"), texts, repeat(last_id), repeat(None)),
+                )
+                if self._deferred is not None:
+                    return
+                continue
+            if len(item) == 2:
+                queue.append(SSEComment(item[0]))
+                continue
+            etype, data, data_at, id_, retry, _ = item
+            try:
+                text = data.decode("utf-8", errors)
+            except UnicodeDecodeError:
+                try:
+                    text = decode(data, data_at)
+                except RemoteProtocolError as exc:
+                    self._deferred = exc
+                    return
+            queue.append(ServerSentEvent(etype or "message", text, id_, retry))
+        if framer.end is not None and self._deferred is None:
+            self._terminal = framer.end
+            queue.append(framer.end)
+
+
+def batch_offset(at: int, payloads: list[bytearray], k: int) -> int:
+    """The offset where event ``k`` of a `RawBatch` that begins at ``at`` begins."""
+    return at + sum(len(p) + 8 for p in payloads[:k])
+
+
+def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:
+    """Map an index in data joined from lines (``\\n`` between them) to its body offset."""
+    if isinstance(data_at, int):
+        return data_at + index
+    start = 0
+    for at in data_at:
+        end = data.find(b"\n", start)
+        if end < 0 or index < end:
+            return at + index - start
+        start = end + 1
+    return data_at[-1] if data_at else 0  # pragma: no cover - index is always inside data
+
+
+@final
+class SSEEncoder:
+    """Encode events as ``text/event-stream`` bytes, for servers and the gateway.
+
+    Data containing line breaks (LF, CRLF or CR) goes out as several ``data`` lines, which a
+    decoder joins with LF: the text comes back with LF line breaks. Every method returns
+    ``bytes`` and keeps no state.
+    """
+
+    def event(
+        self,
+        data: str,
+        *,
+        event: str | None = None,
+        id: str | None = None,
+        retry: int | None = None,
+    ) -> bytes:
+        """One event, ending in its blank line.
+
+        Raises:
+            ValueError: ``event`` or ``id`` contains a line break, ``id`` contains NUL, or
+                ``retry`` is negative: the stream could not carry them.
+        """
+        parts: list[str] = []
+        if event is not None:
+            _check_line("event", event)
+            parts.append(f"event: {event}\n")
+        if id is not None:
+            _check_line("id", id)
+            if "\0" in id:
+                raise ValueError("id must not contain NUL: decoders ignore such an id")
+            parts.append(f"id: {id}\n")
+        if retry is not None:
+            if retry < 0:
+                raise ValueError(f"retry must be >= 0, not {retry}")
+            parts.append(f"retry: {retry}\n")
+        if "\n" in data or "\r" in data:
+            for line in data.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+                parts.append(f"data: {line}\n")
+        else:
+            parts.append(f"data: {data}\n")
+        parts.append("\n")
+        return "".join(parts).encode("utf-8")
+
+    def encode(self, item: ServerSentEvent) -> bytes:
+        """A `ServerSentEvent` as bytes (its ``event`` written only when not ``message``)."""
+        return self.event(
+            item.data,
+            event=None if item.event == "message" else item.event,
+            id=item.id or None,
+            retry=item.retry,
+        )
+
+    def comment(self, text: str = "") -> bytes:
+        """A comment line and a blank line: a keep-alive that dispatches nothing."""
+        _check_line("comment", text)
+        return f": {text}\n\n".encode() if text else b":\n\n"
+
+
+def _check_line(what: str, value: str) -> None:
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"{what} must not contain a line break: {value!r}")

@@ -1,0 +1,63 @@
+"""Shared test helpers: splitting bodies into pieces and normalising event lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFORMANCE = ROOT / "tests" / "conformance"
+
+T = TypeVar("T")
+
+
+class Feedable(Protocol[T]):  # the pull API's helpers
+    def feed(self, data: bytes) -> list[T]: ...
+    def close(self) -> list[T]: ...
+
+
+def split_at(body: bytes, cuts: Iterable[int]) -> list[bytes]:
+    """Cut ``body`` at the given offsets (any order, duplicates allowed: empty pieces skipped)."""
+    points = sorted({c for c in cuts if 0 < c < len(body)})
+    pieces = []
+    last = 0
+    for p in [*points, len(body)]:
+        pieces.append(body[last:p])
+        last = p
+    return [p for p in pieces if p]
+
+
+def run(decoder: Feedable[T], pieces: Sequence[bytes]) -> list[T]:
+    out: list[T] = []
+    for piece in pieces:
+        out.extend(decoder.feed(piece))
+    out.extend(decoder.close())
+    return out
+
+
+def bytewise(body: bytes) -> list[bytes]:
+    return [body[i : i + 1] for i in range(len(body))]
+
+
+@st.composite
+def splits(draw: st.DrawFn, body: bytes) -> list[bytes]:
+    """A strategy: any split of ``body`` into pieces."""
+    if not body:
+        return []
+    cuts = draw(st.lists(st.integers(0, len(body)), max_size=min(len(body), 40)))
+    return split_at(body, cuts)
+
+
+def load_cases(path: Path) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))["cases"]
+    return cases
+
+
+def case_body(case: dict[str, Any]) -> bytes:
+    if "input_hex" in case:
+        return bytes.fromhex(case["input_hex"])
+    return str(case["input"]).encode("utf-8")

@@ -1,0 +1,170 @@
+"""Hypothesis: any split of any stream decodes like the whole stream, and like a naive model."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto import RemoteProtocolError
+from svir_proto.sse import (
+    EndOfStream,
+    ServerSentEvent,
+    SSEComment,
+    SSEDecoder,
+    SSEEncoder,
+    SSEFramer,
+    SSEItem,
+    batch_offset,
+)
+from tests.helpers import run, splits
+
+TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20
+) | st.sampled_from(["", " ", "ü", "世界", "😀x", "[DONE]", '{"a":1}', "\x00", "\u2028"])
+NAMES = st.sampled_from(["data", "data", "data", "event", "id", "retry", "foo", "DATA", ""])
+END = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    parts: list[str] = []
+    if draw(st.booleans()):
+        parts.append("\ufeff")
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["field", "field", "comment", "blank", "nocolon", "retry"]))
+        if kind == "field":
+            parts.append(f"{draw(NAMES)}:{draw(st.sampled_from(['', ' ']))}{draw(TEXT)}")
+        elif kind == "comment":
+            parts.append(f":{draw(TEXT)}")
+        elif kind == "nocolon":
+            parts.append(draw(NAMES))
+        elif kind == "retry":
+            parts.append(f"retry: {draw(st.integers(0, 10**6))}")
+        parts.append(draw(END))
+        if kind == "blank" or draw(st.booleans()):
+            parts.append(draw(END))
+    if draw(st.booleans()):
+        parts.append(draw(TEXT))  # an unterminated tail
+    return "".join(parts).encode("utf-8")
+
+
+def model(body: bytes) -> list[SSEItem]:
+    """The WHATWG algorithm, written as plainly as possible over the whole decoded text."""
+    text = body.decode("utf-8")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = re.split(r"\r\n|\r|\n", text)
+    tail = lines.pop()  # not terminated by an end-of-line: discarded
+    out: list[SSEItem] = []
+    data: list[str] = []
+    etype = ""
+    last_id = ""
+    retry = None
+    pending = False
+    for line in lines:
+        if line == "":
+            if data:
+                out.append(
+                    ServerSentEvent(
+                        event=etype or "message", data="\n".join(data), id=last_id, retry=retry
+                    )
+                )
+            data, etype, retry, pending = [], "", None, False
+            continue
+        if line.startswith(":"):
+            out.append(SSEComment(text=line[2:] if line[1:2] == " " else line[1:]))
+            continue
+        pending = True
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            etype = value
+        elif name == "id" and "\0" not in value:
+            last_id = value
+        elif name == "retry" and value and all("0" <= c <= "9" for c in value) and len(value) <= 18:
+            retry = int(value)
+    out.append(EndOfStream(incomplete=pending or tail != ""))
+    return out
+
+
+@given(st.data())
+def test_any_split_equals_whole_and_the_model(data: st.DataObject) -> None:
+    body = data.draw(streams())
+    whole = run(SSEDecoder(), [body])
+    assert whole == model(body)
+    assert run(SSEDecoder(), data.draw(splits(body))) == whole
+
+
+def framed(pieces: list[bytes]) -> list[object]:
+    framer = SSEFramer()
+    out: list[object] = []
+    for p in [*pieces, b""]:
+        framer.receive(p)
+        framer.frame(out)  # type: ignore[arg-type]
+    assert framer.end is not None
+    items: list[object] = []
+    for item in out:
+        if len(item) == 3:  # a batch: the same events, framed in one step
+            at, payloads, last_id = item  # type: ignore[misc]
+            for k, payload in enumerate(payloads):
+                start = batch_offset(at, payloads, k)
+                items.append((None, bytes(payload), start + 6, last_id, None, start))
+        else:
+            items.append(item)
+    return [*items, framer.end.offset]
+
+
+@given(st.data())
+def test_raw_items_and_offsets_do_not_depend_on_split(data: st.DataObject) -> None:
+    body = data.draw(streams())
+    assert framed(data.draw(splits(body))) == framed([body])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=30).filter(lambda s: "\r" not in s),
+            st.one_of(st.none(), st.sampled_from(["x", "tool.call", "stream.start"])),
+            st.one_of(
+                st.none(), st.text(max_size=5).filter(lambda s: not set(s) & {"\r", "\n", "\0"})
+            ),
+        ),
+        max_size=8,
+    ),
+    st.data(),
+)
+def test_encoder_output_decodes_back(
+    items: list[tuple[str, str | None, str | None]], data: st.DataObject
+) -> None:
+    enc = SSEEncoder()
+    body = b"".join(enc.event(d, event=e, id=i) for d, e, i in items)
+    decoded = run(SSEDecoder(), data.draw(splits(body)))
+    last_id = ""
+    expected: list[SSEItem] = []
+    for d, e, i in items:
+        last_id = i if i is not None else last_id
+        expected.append(ServerSentEvent(event=e or "message", data=d, id=last_id))
+    assert decoded == [*expected, EndOfStream(incomplete=False)]
+
+
+@given(st.data(), st.integers(4, 60), st.binary(max_size=200))
+def test_errors_do_not_depend_on_split(data: st.DataObject, limit: int, noise: bytes) -> None:
+    body = data.draw(streams()) + noise
+
+    def outcome(pieces: list[bytes]) -> object:
+        d = SSEDecoder(max_event_size=limit)
+        events: list[SSEItem] = []
+        try:
+            for p in pieces:
+                events += d.feed(p)
+            events += d.close()
+        except RemoteProtocolError as exc:
+            return (events, type(exc), exc.offset, exc.limit)
+        return (events, None)
+
+    assert outcome(data.draw(splits(body))) == outcome([body])

@@ -1,0 +1,76 @@
+"""The distribution's layout works three ways: editable install, the repo root, the wheel.
+
+``svir_proto.transports`` is built from the top-level ``transports/`` folder (a ``package-dir``
+mapping in pyproject.toml; ``svir_proto/transports`` is a symlink to it for the source tree).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import svir_proto.transports
+from tests.helpers import ROOT
+
+PROBE = (
+    "import svir_proto, svir_proto.transports, svir_proto.sse;"
+    "print(svir_proto.__file__); print(svir_proto.transports.__file__)"
+)
+
+
+def test_editable_install_maps_transports_to_the_top_level_folder() -> None:
+    assert Path(svir_proto.transports.__file__).resolve() == ROOT / "transports" / "__init__.py"
+
+
+def test_runs_from_a_source_tree_without_install(tmp_path: Path) -> None:
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv", ".git"))
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[0].startswith(str(copy)), out
+    assert Path(out[1]).resolve() == (copy / "transports" / "__init__.py").resolve()
+
+
+@pytest.mark.slow
+def test_built_wheel_contains_and_imports_the_layout(tmp_path: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("svir_proto-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {
+        "svir_proto/py.typed",
+        "svir_proto/sse.py",
+        "svir_proto/transports/__init__.py",
+    } <= names
+    assert not any(n.startswith(("transports/", "tests/", "benchmarks/")) for n in names)
+    env = {**os.environ, "PYTHONPATH": str(wheel)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out[0].startswith(str(wheel)), out
+    assert out[1].startswith(str(wheel)), out

@@ -1,0 +1,275 @@
+"""SSEDecoder and SSEEncoder: limits, UTF-8 policy, offsets, the pull API, linear cost."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from svir_proto import NEED_DATA, LocalProtocolError, RemoteProtocolError
+from svir_proto.sse import (
+    DEFAULT_MAX_EVENT_SIZE,
+    EndOfStream,
+    ServerSentEvent,
+    SSEComment,
+    SSEDecoder,
+    SSEEncoder,
+    SSEFramer,
+)
+from tests.helpers import bytewise, run
+
+
+def ev(data: str, **kw: object) -> ServerSentEvent:
+    return ServerSentEvent(data=data, **kw)  # type: ignore[arg-type]
+
+
+def test_pull_api_need_data_then_event_then_terminal_repeats() -> None:
+    d = SSEDecoder()
+    assert d.next_event() is NEED_DATA
+    d.receive_data(b"data: a\n")
+    assert d.next_event() is NEED_DATA
+    d.receive_data(b"\n")
+    assert d.next_event() == ev("a")
+    assert d.next_event() is NEED_DATA
+    d.receive_data(b"")
+    end = d.next_event()
+    assert end == EndOfStream(incomplete=False)
+    assert d.next_event() is end  # terminal state repeats
+    assert d.close() == []
+
+
+def test_receive_accepts_bytearray_and_memoryview() -> None:
+    d = SSEDecoder()
+    d.receive_data(bytearray(b"data: a"))
+    d.receive_data(memoryview(b"\n\n"))
+    assert d.next_event() == ev("a")
+
+
+def test_data_after_eof_is_a_local_error() -> None:
+    d = SSEDecoder()
+    d.close()
+    with pytest.raises(LocalProtocolError):
+        d.receive_data(b"data: x\n\n")
+
+
+def test_framer_offsets_count_from_the_first_byte() -> None:
+    framer = SSEFramer()
+    out: list[object] = []
+    framer.receive(b"\xef\xbb\xbfdata: a\n\n: c\n\ndata: b\r\ndata: c\r\n\r\ndata: d")
+    framer.receive(b"")
+    framer.frame(out)  # type: ignore[arg-type]
+    assert out == [
+        (None, b"a", 9, "", None, 3),
+        ("c", 12),
+        (None, b"b\nc", [23, 32], "", None, 17),
+    ]
+    assert framer.end == EndOfStream(incomplete=True)
+    assert framer.end.offset == 37
+
+
+def test_max_event_size_names_the_limit_and_keeps_earlier_events() -> None:
+    d = SSEDecoder(max_event_size=17)
+    body = b"data: 0123456789\n\ndata: 0123456789ABCDEF\n\n"
+    assert d.feed(body) == [ev("0123456789")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"")
+    assert info.value.limit == "max_event_size"
+    assert info.value.limit_value == 17
+    assert info.value.offset == 18
+    assert "max_event_size" in str(info.value)
+    with pytest.raises(RemoteProtocolError) as again:  # poisoned: the same error again
+        d.next_event()
+    assert again.value is info.value
+
+
+@pytest.mark.parametrize("piece", [1, 3, 1024])
+def test_max_event_size_verdict_does_not_depend_on_split(piece: int) -> None:
+    body = b"data: ok\n\n" + b"data: " + b"x" * 40 + b"\n\n"
+    for limit, fails in [(47, False), (46, True)]:  # the event is 47 bytes up to its blank line
+        d = SSEDecoder(max_event_size=limit)
+        pieces = [body[i : i + piece] for i in range(0, len(body), piece)]
+        if fails:
+            with pytest.raises(RemoteProtocolError) as info:
+                run(d, pieces)
+            assert info.value.offset == 10
+        else:
+            assert run(d, pieces)[-2] == ev("x" * 40)
+
+
+def test_unterminated_huge_line_is_bounded() -> None:
+    d = SSEDecoder(max_event_size=1000)
+    for _ in range(10):
+        d.feed(b"x" * 100)  # never a line end: must not grow forever
+    with pytest.raises(RemoteProtocolError):
+        d.feed(b"x")
+
+
+def test_comments_count_toward_the_bound() -> None:
+    d = SSEDecoder(max_event_size=100)
+    with pytest.raises(RemoteProtocolError):
+        run(d, [b":" + b"k" * 200 + b"\n"])
+
+
+def test_default_limit_is_documented_value() -> None:
+    assert SSEDecoder().max_event_size == DEFAULT_MAX_EVENT_SIZE == 8 * 1024 * 1024
+
+
+def test_invalid_utf8_strict_names_the_byte() -> None:
+    d = SSEDecoder()
+    assert d.feed(b"data: ok\n\n") == [ev("ok")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"data: a\ndata: b\xffc\n\n")
+    assert info.value.offset == 10 + 8 + 7
+
+
+def test_invalid_utf8_in_comment_and_event_type() -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        run(SSEDecoder(), [b": \xc3\n\n"])
+    assert info.value.offset == 2
+    with pytest.raises(RemoteProtocolError) as info:
+        run(SSEDecoder(), [b"data: a\n\nevent: x\xe2\x82\ndata: b\n\n"])
+    assert info.value.offset == 9 + 8
+
+
+def test_invalid_utf8_replace_policy() -> None:
+    events = run(SSEDecoder(errors="replace"), [b"data: a\xffb\n\n"])
+    assert events[0] == ev("a\ufffdb")
+
+
+def test_multibyte_split_inside_character() -> None:
+    body = "data: ü世😀\n\n".encode()
+    assert run(SSEDecoder(), bytewise(body))[0] == ev("ü世😀")
+
+
+def test_partial_bom_then_eof_is_data_not_bom() -> None:
+    assert run(SSEDecoder(), [b"\xef\xbb"]) == [EndOfStream(incomplete=True)]
+
+
+def test_bom_split_across_pieces() -> None:
+    assert run(SSEDecoder(), [b"\xef", b"\xbb", b"\xbfdata: a\n\n"])[0] == ev("a")
+
+
+def test_retry_is_kept_on_the_decoder() -> None:
+    d = SSEDecoder()
+    d.feed(b"retry: 250\n\ndata: a\n\n")
+    assert d.retry == 250
+    d.feed(b"retry: 12345678901234567890\ndata: b\n\n")  # too many digits: ignored
+    assert d.retry == 250
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="max_event_size"):
+        SSEDecoder(max_event_size=0)
+    with pytest.raises(ValueError, match="errors"):
+        SSEDecoder(errors="ignore")  # type: ignore[arg-type]
+
+
+def test_feed_returns_events_before_error_then_raises() -> None:
+    d = SSEDecoder(max_event_size=20)
+    out = d.feed(b"data: a\n\ndata: b\n\n" + b"data: " + b"z" * 30 + b"\n\n")
+    assert out == [ev("a"), ev("b")]
+    with pytest.raises(RemoteProtocolError):
+        d.feed(b"")
+    with pytest.raises(RemoteProtocolError):
+        d.receive_data(b"more")
+
+
+# -- encoder --------------------------------------------------------------------------------
+
+
+def test_encoder_writes_fields_and_splits_lines() -> None:
+    enc = SSEEncoder()
+    out = enc.event("a\nb\r\nc\rd", event="x", id="7", retry=10)
+    assert isinstance(out, bytes)
+    assert out == b"event: x\nid: 7\nretry: 10\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
+    assert run(SSEDecoder(), [out])[0] == ServerSentEvent(
+        event="x", data="a\nb\nc\nd", id="7", retry=10
+    )
+
+
+def test_encoder_empty_and_leading_space_round_trip() -> None:
+    enc = SSEEncoder()
+    for data in ["", " lead", "trail\n", "\n\n"]:
+        assert run(SSEDecoder(), [enc.event(data)])[0] == ev(data)
+
+
+def test_encoder_comment_and_encode() -> None:
+    enc = SSEEncoder()
+    assert enc.comment() == b":\n\n"
+    assert enc.comment("ping") == b": ping\n\n"
+    assert run(SSEDecoder(), [enc.comment("ping")])[0] == SSEComment(text="ping")
+    item = ServerSentEvent(event="message", data="x", id="3")
+    assert enc.encode(item) == b"id: 3\ndata: x\n\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"event": "a\nb"}, "line break"),
+        ({"id": "a\rb"}, "line break"),
+        ({"id": "a\0b"}, "NUL"),
+        ({"retry": -1}, "retry"),
+    ],
+)
+def test_encoder_rejects_what_the_stream_cannot_carry(
+    kwargs: dict[str, object], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        SSEEncoder().event("x", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="line break"):
+        SSEEncoder().comment("a\nb")
+
+
+# -- linear cost ----------------------------------------------------------------------------
+
+
+def _best_of(n: int, fn: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _one_event(size: int, piece: int, line_end: bytes = b"\n") -> Callable[[], object]:
+    line = b"data: " + b"x" * 58 + line_end
+    body = line * (size // len(line)) + line_end
+
+    def go() -> object:
+        d = SSEDecoder()
+        out = []
+        for i in range(0, len(body), piece):
+            out += d.feed(body[i : i + piece])
+        out += d.close()
+        assert isinstance(out[0], ServerSentEvent)
+        return out
+
+    return go
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("size", "piece", "line_end"),
+    [
+        (1 << 20, 1024, b"\n"),  # 1 MiB vs 4 MiB in 1 KiB pieces, LF fast path
+        (1 << 20, 1024, b"\r"),  # the same through the CR path
+        (16 << 10, 1, b"\n"),  # 16 KiB vs 64 KiB byte by byte
+        (16 << 10, 1, b"\r\n"),
+    ],
+)
+def test_cost_is_linear_in_size(size: int, piece: int, line_end: bytes) -> None:
+    # Quadratic behaviour makes 4N cost 16x N; linear, 4x. A factor of 8 cannot be reached by a
+    # fast or slow machine alone, only by growth.
+    small = _best_of(3, _one_event(size, piece, line_end))
+    large = _best_of(3, _one_event(4 * size, piece, line_end))
+    assert large / small < 8, (small, large)
+
+
+@pytest.mark.slow
+def test_one_4mib_event_in_1kib_and_small_pieces() -> None:
+    for piece in (1024, 97):
+        out = _one_event(4 << 20, piece)()
+        assert isinstance(out[0], ServerSentEvent)
+        assert len(out[0].data) > 3_700_000  # 4 MiB on the wire, less the "data: " prefixes
