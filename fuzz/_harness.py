@@ -1,5 +1,6 @@
 """What every fuzz target checks (STYLE.md 4 and 8): for any bytes, a decoder raises only
-`RemoteProtocolError`, and feeding the bytes whole or byte by byte gives the same outcome.
+`RemoteProtocolError`, and feeding the bytes whole or byte by byte gives the same outcome:
+the same events (deltas joined), the same error, and the same result.
 
 ``check(make, data)`` is the invariant; the atheris entry points and the pytest corpus replay
 both call it, so the two can never disagree about what a crash is.
@@ -13,15 +14,17 @@ from typing import Any
 from svir_proto import RemoteProtocolError
 
 
-def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object]:
+def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, object]:
+    """The events, the error (offset and limit), and the decoder's result if it keeps one."""
     events: list[object] = []
+    error = None
     try:
         for piece in pieces:
             events += decoder.feed(piece)
         events += decoder.close()
     except RemoteProtocolError as exc:
-        return events, (exc.offset, exc.limit)
-    return events, None
+        error = (exc.offset, exc.limit)
+    return events, error, getattr(decoder, "result", None)
 
 
 def normalise(events: list[object]) -> list[object]:
@@ -49,7 +52,7 @@ def normalise(events: list[object]) -> list[object]:
 def check(make: Callable[[], Any], data: bytes) -> None:
     whole = outcome(make(), [data] if data else [])
     split = outcome(make(), [data[i : i + 1] for i in range(len(data))])
-    a = (normalise(whole[0]), whole[1])
-    b = (normalise(split[0]), split[1])
+    a = (normalise(whole[0]), whole[1], whole[2])
+    b = (normalise(split[0]), split[1], split[2])
     if a != b:
         raise AssertionError(f"whole and bytewise differ for {data!r}:\n{a}\n{b}")

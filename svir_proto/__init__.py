@@ -6,10 +6,12 @@ bytes. It never does I/O: transports in `svir_proto.transports` move the bytes.
 
 from __future__ import annotations
 
-from . import errors, events, sse
+from . import errors, events, openai, speed, sse
 from ._pull import NEED_DATA, NeedData
 from .errors import *  # noqa: F403
 from .events import *  # noqa: F403
+from .openai import *  # noqa: F403
+from .speed import *  # noqa: F403
 from .sse import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -20,5 +22,7 @@ __all__ = [
     "__version__",
     *errors.__all__,
     *events.__all__,
+    *openai.__all__,
+    *speed.__all__,
     *sse.__all__,
 ]

@@ -101,6 +101,10 @@ class PullDecoder(Generic[E]):
         """
         self.receive_data(data)
         if self._terminated:
+            if self._dirty:  # a stream that ended at its marker may still count what follows
+                self._dirty = False
+                self._fill()
+                self._queue = []
             return []
         out = self._queue[self._qpos :] if self._qpos else self._queue
         self._queue = []
@@ -124,8 +128,8 @@ class PullDecoder(Generic[E]):
 
     def close(self) -> list[E]:
         """End the body (``receive_data(b"")``) and return the remaining events, the last one
-        terminal. After the terminal event, returns an empty list."""
-        if self._terminated:
+        terminal. Once the body has ended, returns an empty list."""
+        if self._eof:
             return []
         return self.feed(b"")
 

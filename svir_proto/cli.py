@@ -1,8 +1,10 @@
 """The ``svir`` command: what svir-proto sees in a stream, shown to a person.
 
 ``svir decode FILE`` reads a recorded response body (``-`` for standard input) and prints what
-the decoders make of it, piece by piece as a network would deliver it. This is the one core
-module allowed to reach the transports (ARCHITECTURE.md module map); ``decode`` needs none.
+the decoders make of it, fed piece by piece as a network would deliver it: the typed events of
+the OpenAI-compatible dialect and the final result (``--sse`` shows the SSE events instead).
+This is the one core module allowed to reach the transports (ARCHITECTURE.md module map);
+``decode`` needs none.
 """
 
 from __future__ import annotations
@@ -13,6 +15,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import ProtocolError
+from .events import (
+    Completion,
+    Event,
+    FilterVerdict,
+    Finished,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from .openai import ChatStreamDecoder
 from .sse import EndOfStream, SSEComment, SSEDecoder
 
 __all__ = ["main"]
@@ -22,25 +40,23 @@ def _read(path: str) -> bytes:
     return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
 
 
-def decode(path: str, *, piece: int, out: list[str]) -> int:
-    body = _read(path)
+def _pieces(body: bytes, piece: int) -> list[bytes]:
+    return [body[i : i + piece] for i in range(0, len(body), piece)]
+
+
+def decode_sse(body: bytes, piece: int, out: list[str]) -> int:
     decoder = SSEDecoder()
-    items = []
     try:
-        for i in range(0, len(body), piece):
-            items += decoder.feed(body[i : i + piece])
-        items += decoder.close()
+        for p in _pieces(body, piece):
+            out.extend(_show_sse(item) for item in decoder.feed(p))
+        out.extend(_show_sse(item) for item in decoder.close())
     except ProtocolError as exc:
-        for item in items:
-            out.append(_show(item))
         out.append(f"error: {exc}")
         return 1
-    for item in items:
-        out.append(_show(item))
     return 0
 
 
-def _show(item: object) -> str:
+def _show_sse(item: object) -> str:
     if isinstance(item, SSEComment):
         return f": {item.text}"
     if isinstance(item, EndOfStream):
@@ -48,17 +64,85 @@ def _show(item: object) -> str:
     return repr(item)
 
 
+def decode_openai(body: bytes, piece: int, out: list[str]) -> int:
+    decoder = ChatStreamDecoder()
+    status = 0
+    try:
+        for p in _pieces(body, piece):
+            out.extend(_show(e) for e in decoder.feed(p))
+        out.extend(_show(e) for e in decoder.close())
+    except ProtocolError as exc:
+        out.append(f"error: {exc}")
+        status = 1
+    out.append("")
+    out.extend(_show_result(decoder.result))
+    return status
+
+
+def _show(e: Event) -> str:
+    match e:
+        case StreamStarted():
+            return f"started   {e.response_id or '(no id)'} model={e.model or '?'}"
+        case TextDelta():
+            return f"text      {e.text!r}"
+        case ReasoningDelta():
+            return f"reasoning {e.text!r} ({e.carrier})"
+        case RefusalDelta():
+            return f"refusal   {e.text!r}"
+        case ToolCallDelta():
+            parts = [f"#{e.index}"] + [
+                f"{k}={v!r}" for k, v in (("id", e.id), ("name", e.name)) if v
+            ]
+            return f"tool part {' '.join(parts)} args+={e.arguments!r}"
+        case ToolCall():
+            flag = "" if e.declared is not False else "  (NOT DECLARED)"
+            return f"tool call #{e.index} {e.id} {e.name}({e.arguments}){flag}"
+        case Finished():
+            return f"finished  {e.reason.value} (raw {e.raw!r})"
+        case Usage():
+            return f"usage     prompt={e.prompt_tokens} completion={e.completion_tokens}"
+        case FilterVerdict():
+            what = "FILTERED" if e.filtered else "detected" if e.detected else "clean"
+            return f"filter    {e.scope}: {what} ({len(e.results)} categories)"
+        case StreamFailed():
+            return f"failed    {e.error.kind.value}: {e.error.message}"
+        case StreamEnded():
+            return f"ended     complete={e.complete}"
+    return repr(e)
+
+
+def _show_result(r: Completion) -> list[str]:
+    lines = ["result:"]
+    for label, value in (("text", r.text), ("reasoning", r.reasoning), ("refusal", r.refusal)):
+        if value:
+            lines.append(f"  {label}: {value!r}")
+    for call in r.tool_calls:
+        parsed = call.parse_arguments()
+        args = parsed.value if parsed.error is None else f"(invalid JSON) {call.arguments!r}"
+        lines.append(f"  call {call.id}: {call.name}({args})")
+    finish = r.finish_raw or "none"
+    lines.append(f"  finish: {finish}   usage: {r.usage or 'none'}")
+    lines.append(
+        f"  [DONE]: {r.done}   body ended: {r.closed}{' (cut)' if r.cut else ''}"
+        f"   filtered: {r.filtered}   error: {r.error.kind.value if r.error else 'none'}"
+    )
+    lines.extend(f"  noticed: {p}" for p in r.problems)
+    lines.append(f"  complete: {r.complete}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="svir", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="svir", description=(__doc__ or "").split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     dec = sub.add_parser("decode", help="decode a recorded response body and show its events")
     dec.add_argument("file", help="a recorded body (text/event-stream), or - for stdin")
-    dec.add_argument(
-        "--piece", type=int, default=64, help="feed the body in pieces of this many bytes"
-    )
+    dec.add_argument("--piece", type=int, default=64, help="feed the body in pieces of N bytes")
+    dec.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
     args = parser.parse_args(argv)
+    body = _read(args.file)
     lines: list[str] = []
-    status = decode(args.file, piece=max(1, args.piece), out=lines)
+    piece = max(1, args.piece)
+    status = decode_sse(body, piece, lines) if args.sse else decode_openai(body, piece, lines)
     print("\n".join(lines))
     return status
 

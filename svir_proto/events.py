@@ -242,7 +242,11 @@ class Completion:
 
     Attributes:
         text, reasoning, refusal: the joined deltas.
+        reasoning_carrier: the key the reasoning first arrived in, to send it back under the
+            same key (``"think"``: inline markers, never sent back).
         tool_calls: the whole, checked calls; empty until the stream is complete.
+        pending_tool_calls: the calls as assembled so far when they never became whole (a
+            stream cut, or failed, before ``[DONE]``): kept, never passed off as executable.
         finish_reason, finish_raw: the normalised finish reason and the wire value.
         usage: token counts, if the server sent them.
         filter_verdicts: every content-filter verdict, prompt and answer.
@@ -260,8 +264,10 @@ class Completion:
 
     text: str = ""
     reasoning: str = ""
+    reasoning_carrier: ReasoningCarrier | None = None
     refusal: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    pending_tool_calls: tuple[ToolCallDelta, ...] = ()
     finish_reason: FinishReason | None = None
     finish_raw: str | None = None
     usage: Usage | None = None

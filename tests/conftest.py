@@ -10,3 +10,19 @@ settings.register_profile(
 )
 settings.register_profile("nightly", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+import pytest  # noqa: E402
+
+from svir_proto import _json  # noqa: E402
+
+BACKENDS = ["orjson", "json"] if _json.orjson is not None else ["json"]
+
+
+@pytest.fixture(params=BACKENDS)
+def json_backend(request: pytest.FixtureRequest) -> object:
+    """Run a test with each JSON parser: orjson (the fast extra) and the standard library."""
+    before = _json.BACKEND
+    _json.use(request.param)
+    yield request.param
+    _json.use(before)

@@ -1,0 +1,35 @@
+"""Atheris target for `ChatStreamDecoder`: ``python fuzz/fuzz_openai.py CORPUS fuzz/corpus/openai``.
+
+Seeds: the conformance fixtures (tests/conformance/openai), one file each.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import check
+
+from svir_proto.openai import ChatStreamDecoder
+
+
+def make() -> ChatStreamDecoder:
+    return ChatStreamDecoder(max_event_size=4096, max_tool_calls=8, max_result_size=4096)
+
+
+def test_one_input(data: bytes) -> None:
+    check(make, data)
+
+
+def main() -> None:
+    import atheris  # only the fuzzer needs it
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

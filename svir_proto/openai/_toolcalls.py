@@ -1,0 +1,187 @@
+"""Assembling streamed tool calls (wire reference 3.3; PEERS.md, "which call a delta belongs to").
+
+Field rules, which get every surveyed server right at once:
+
+Rule 1: a piece belongs to the call with its ``index``. Without an index it belongs to the call
+    with its ``id``; without either, to the only call there is (or a new one if there is none).
+Rule 2: ``id`` is set once; an identical repeat is ignored. A *different* id on an index that
+    already has one starts a new call (servers that reuse index 0 for the next call).
+Rule 3: ``name`` takes the first value; a repeat of the whole name so far is ignored (servers
+    that repeat it on every chunk); anything else is a continuation and is appended. The wire
+    cannot tell a repeat from a continuation equal to the name so far (``aa`` sent as ``a``,
+    ``a``); we read it as a repeat, because servers that repeat names are common and tool names
+    that are their own first half doubled are not.
+Rule 4: ``arguments`` always append.
+
+Deltas carry the wire index (a piece without one gets the next free position). Checks at the
+end (`finish`): wire indices contiguous from 0, ids non-empty and unique, names non-empty; a
+violation raises `ToolCallError`, which names the call. Whole calls come in wire-index order.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ..errors import RemoteProtocolError
+from ..events import ToolCall, ToolCallDelta
+
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError"]
+
+DEFAULT_MAX_TOOL_CALLS: Final = 128
+"""Calls one response may make. OpenAI documents no limit; 128 is the most tools a request may
+declare there, and a model calls each at most a few times (compare h2's CONTINUATION_BACKLOG:
+count what grows, not only bytes)."""
+
+
+class ToolCallError(RemoteProtocolError):
+    """The server's tool calls break the rules of wire reference 3.3.
+
+    Attributes:
+        index: the call's position among the calls, in wire-index order.
+        call_id: its id, as far as it arrived.
+    """
+
+    def __init__(self, message: str, *, index: int, call_id: str, offset: int | None = None):
+        super().__init__(message, offset=offset)
+        self.index = index
+        self.call_id = call_id
+
+
+class _Call:
+    __slots__ = ("args", "id", "name", "pos", "wire_index")
+
+    def __init__(self, pos: int, wire_index: int) -> None:
+        self.pos = pos  # order of first appearance: breaks ties between reused wire indices
+        self.wire_index = wire_index
+        self.id = ""
+        self.name = ""
+        self.args: list[str] = []
+
+
+class ToolCallAssembler:
+    """Tool-call pieces in, `ToolCallDelta` events out; whole `ToolCall` events at the end."""
+
+    def __init__(self, *, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS) -> None:
+        self.max_tool_calls = max_tool_calls
+        self.calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
+        self._by_id: dict[str, _Call] = {}
+
+    def piece(self, raw: object, at: int) -> ToolCallDelta:
+        """Apply one element of ``delta.tool_calls``; return what it carried."""
+        if not isinstance(raw, dict):
+            raise RemoteProtocolError(f"a tool call must be an object, not {raw!r}", offset=at)
+        index = raw.get("index")
+        call_id = raw.get("id")
+        function = raw.get("function")
+        if function is None:
+            function = {}
+        elif not isinstance(function, dict):
+            raise RemoteProtocolError("tool call 'function' must be an object", offset=at)
+        name = function.get("name")
+        args = function.get("arguments")
+        for field, value in (
+            ("id", call_id),
+            ("function.name", name),
+            ("function.arguments", args),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise RemoteProtocolError(
+                    f"tool call {field} must be a string, not {value!r}", offset=at
+                )
+        if index is not None and (type(index) is not int or index < 0):
+            raise RemoteProtocolError(
+                f"tool call index must be an int >= 0, not {index!r}", offset=at
+            )
+        call = self._resolve(index, call_id or None, at)  # Rule 1
+        new_id = None
+        if call_id and call_id != call.id:
+            call.id = new_id = call_id  # Rule 2 (a different id was resolved to a new call)
+            self._by_id[call_id] = call
+        name_part = None
+        if name and name != call.name:  # Rule 3
+            call.name += name
+            name_part = name
+        if args:  # Rule 4
+            call.args.append(args)
+        return ToolCallDelta(
+            index=call.wire_index,
+            id=new_id,
+            name=name_part,
+            arguments=args or "",
+        )
+
+    def _resolve(self, index: int | None, call_id: str | None, at: int) -> _Call:
+        if index is not None:
+            call = self._by_index.get(index)
+            if call is not None and not (call_id and call.id and call_id != call.id):
+                return call
+        elif call_id is not None:
+            known = self._by_id.get(call_id)
+            if known is not None:
+                return known
+        elif len(self.calls) == 1:
+            return self.calls[0]
+        elif self.calls:
+            raise RemoteProtocolError(
+                f"a tool call has neither index nor id while {len(self.calls)} calls are open",
+                offset=at,
+            )
+        if len(self.calls) >= self.max_tool_calls:
+            raise RemoteProtocolError(
+                f"more than max_tool_calls ({self.max_tool_calls}) tool calls",
+                offset=at,
+                limit="max_tool_calls",
+                limit_value=self.max_tool_calls,
+            )
+        call = _Call(len(self.calls), index if index is not None else len(self.calls))
+        self.calls.append(call)
+        self._by_index[call.wire_index] = call
+        return call
+
+    def pending(self) -> tuple[ToolCallDelta, ...]:
+        """The calls as assembled so far (for a stream that never completed)."""
+        return tuple(
+            ToolCallDelta(index=i, id=c.id or None, name=c.name or None, arguments="".join(c.args))
+            for i, c in enumerate(self.calls)
+        )
+
+    def finish(self, declared: frozenset[str] | None) -> tuple[ToolCall, ...]:
+        """Check the calls (see the module docstring) and return them whole.
+
+        Raises:
+            ToolCallError: indices with a gap, an empty or repeated id, an empty name.
+        """
+        wire = sorted({c.wire_index for c in self.calls})
+        if wire != list(range(len(wire))):
+            missing = sorted(set(range(max(wire) + 1)) - set(wire))
+            last = self._by_index[wire[-1]]
+            raise ToolCallError(
+                f"tool call indices are not contiguous from 0: {wire} (missing {missing})",
+                index=len(self.calls) - 1,
+                call_id=last.id,
+            )
+        seen: dict[str, int] = {}
+        out = []
+        ordered = sorted(self.calls, key=lambda c: (c.wire_index, c.pos))
+        for i, c in enumerate(ordered):
+            label = f"tool call {i} (id {c.id!r}, name {c.name!r})"
+            if not c.id:
+                raise ToolCallError(f"{label} has no id", index=i, call_id=c.id)
+            if c.id in seen:
+                raise ToolCallError(
+                    f"{label} repeats the id of tool call {seen[c.id]}", index=i, call_id=c.id
+                )
+            if not c.name:
+                raise ToolCallError(f"{label} has no name", index=i, call_id=c.id)
+            seen[c.id] = i
+            out.append(
+                ToolCall(
+                    index=i,
+                    id=c.id,
+                    name=c.name,
+                    arguments="".join(c.args),
+                    declared=None if declared is None else c.name in declared,
+                )
+            )
+        return tuple(out)

@@ -1,0 +1,517 @@
+"""The OpenAI-compatible Chat Completions stream: response bytes to events and a `Completion`.
+
+Every fact of the wire reference sections 3 and 4 is handled here, for OpenAI, Azure OpenAI,
+vLLM, llama.cpp, LM Studio and mlx-lm alike:
+
+Rule 1 (identity, 3.2): the stream's ``id`` and ``model`` come from the first chunk that has
+    them. Azure's prompt-filter and annotation chunks (empty ``id``/``model``) never become it.
+Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is not supported).
+    A chunk with empty ``choices``, no ``object``, no ``delta``, or unknown keys is never
+    dropped and never crashes; each delta key may be ``null``.
+Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
+    with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
+    ``tool_calls`` (see ``_toolcalls``), in that order.
+Rule 4 (finish): the first ``finish_reason`` counts; a later one is noted in ``problems``.
+    ``tool_calls`` exactly when calls exist, except ``length``: a mismatch is noted, not
+    repaired.
+Rule 5 (usage, 3.4): a chunk's ``usage`` object is a `Usage`; ``null`` never erases one.
+Rule 6 (errors, 3.5): an ``{"error": ...}`` chunk and an ``event: error`` (JSON or plain text)
+    are `StreamFailed`; what came before stays in the result, which is then not complete.
+Rule 7 (filters, 3.7): Azure's prompt verdict (``prompt_filter_results``, older
+    ``prompt_annotations``), per-choice ``content_filter_results`` and asynchronous annotations
+    (``content_filter_offsets``) are `FilterVerdict` events.
+Rule 8 (the end): ``[DONE]`` ends the stream: the tool calls are checked and emitted whole, then
+    `StreamEnded`. Data after ``[DONE]`` is counted, not decoded. A body that ends before
+    ``[DONE]`` gives ``StreamEnded(complete=False)``, even after a finish chunk.
+
+A payload that is not JSON is a `RemoteProtocolError` with its byte offset. This module never
+does I/O; clocks belong to the caller (see `svir_proto.speed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+from .. import _json
+from .._pull import PullDecoder
+from ..errors import Failure, FailureKind, RemoteProtocolError
+from ..events import (
+    Completion,
+    Event,
+    FilterOffsets,
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    ReasoningCarrier,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from ..sse import DEFAULT_MAX_EVENT_SIZE, EndOfStream, RawItem, SSEFramer
+from ._failures import failure_from_error_object, filter_results
+from ._think import ThinkSplitter
+from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
+
+__all__ = ["DEFAULT_MAX_RESULT_SIZE", "ChatStreamDecoder"]
+
+DEFAULT_MAX_RESULT_SIZE: Final = 64 * 1024 * 1024
+"""Characters of text, reasoning, refusal and tool-call arguments one response may accumulate
+(64 Mi). The largest context windows served today hold about a million tokens, a few MB of text;
+this bound is far above any real answer and far below what would exhaust memory."""
+
+_FINISH: Final = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "tool_call": FinishReason.TOOL_CALLS,  # mlx-lm before PR #782
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_DONE: Final = b"[DONE]"
+_IN_STREAM: Final = FailureKind.SERVER_ERROR  # an error inside a 200 stream, unless recognised
+
+
+class ChatStreamDecoder(PullDecoder[Event]):
+    """Decode a streamed Chat Completions response body (the bytes after the head).
+
+    Args:
+        declared_tools: the names of the tools the request declared; a call of any other tool
+            is flagged (``ToolCall.declared`` is ``False`` and a problem is noted). ``None``:
+            not checked.
+        expect_usage: the request asked for usage (``stream_options.include_usage``); a stream
+            that ends without it sets ``usage_missing``.
+        think_tags: split inline ``<think>...</think>`` out of ``content`` (section 4).
+        think_opened: the chat template opened ``<think>`` in the prompt, so the content starts
+            inside reasoning.
+        max_event_size: bytes one SSE event may take (see `SSEDecoder`).
+        max_tool_calls: calls one response may make.
+        max_result_size: characters the result may accumulate.
+
+    Events come with the pull API (``receive_data``/``next_event``, ``feed``/``close``); the
+    whole picture is ``result``, at any time.
+    """
+
+    def __init__(
+        self,
+        *,
+        declared_tools: Collection[str] | None = None,
+        expect_usage: bool = False,
+        think_tags: bool = True,
+        think_opened: bool = False,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+    ) -> None:
+        super().__init__()
+        self._framer = SSEFramer(max_event_size=max_event_size)
+        self._receive = self._framer.receive  # type: ignore[method-assign]
+        self._loads = _json.loads
+        self._raw: list[RawItem] = []
+        self._framing_stopped = False  # the bytes after [DONE] broke SSE framing
+        self._declared = None if declared_tools is None else frozenset(declared_tools)
+        self._expect_usage = expect_usage
+        self._think = ThinkSplitter(opened=think_opened) if think_tags else None
+        self._max_result = max_result_size
+        self._calls = ToolCallAssembler(max_tool_calls=max_tool_calls)
+        # what the stream has said so far
+        self._id = ""
+        self._started = False
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._carrier: ReasoningCarrier | None = None
+        self._refusal: list[str] = []
+        self._size = 0
+        self._finish: Finished | None = None
+        self._usage: Usage | None = None
+        self._verdicts: list[FilterVerdict] = []
+        self._failure: Failure | None = None  # the first failure the stream reported
+        self._tool_calls: tuple[ToolCall, ...] = ()
+        self._done = False
+        self._closed = False
+        self._cut = False
+        self._ignored = 0
+        self._problems: list[str] = []
+
+    # -- the result ------------------------------------------------------------------------
+
+    @property
+    def result(self) -> Completion:
+        """Everything the stream has said so far; see `Completion`."""
+        text = self._joined(self._text)
+        finish = self._finish
+        failure = self._failure
+        completion_filtered = any(v.filtered for v in self._verdicts if v.scope == "completion")
+        return Completion(
+            text=text,
+            reasoning=self._joined(self._reasoning),
+            reasoning_carrier=self._carrier,
+            refusal=self._joined(self._refusal),
+            tool_calls=self._tool_calls,
+            pending_tool_calls=() if self._tool_calls else self._calls.pending(),
+            finish_reason=None if finish is None else finish.reason,
+            finish_raw=None if finish is None else finish.raw,
+            usage=self._usage,
+            filter_verdicts=tuple(self._verdicts),
+            error=failure,
+            done=self._done,
+            closed=self._closed,
+            cut=self._cut,
+            usage_missing=self._expect_usage
+            and self._usage is None
+            and (self._done or self._closed),
+            filtered=completion_filtered
+            or (finish is not None and finish.reason is FinishReason.CONTENT_FILTER),
+            ignored_after_done=self._ignored,
+            problems=tuple(self._problems),
+            complete=self._complete(),
+        )
+
+    def _complete(self) -> bool:
+        return (
+            self._done
+            and self._finish is not None
+            and self._failure is None
+            and self._deferred is None  # a stream that broke the protocol is never whole
+        )
+
+    @staticmethod
+    def _joined(parts: list[str]) -> str:
+        if len(parts) > 1:  # join once; later calls start from the joined text
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+    # -- bytes to payloads -------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        if self._framing_stopped:
+            return
+        raw = self._raw
+        raw.clear()
+        framing_error: RemoteProtocolError | None = None
+        try:
+            self._framer.frame(raw)
+        except RemoteProtocolError as exc:
+            framing_error = exc
+        try:
+            for item in raw:
+                if len(item) == 3:  # a batch of simple events
+                    at, payloads, _ = item
+                    for payload in payloads:
+                        self._payload(payload, at + 6)
+                        at += len(payload) + 8
+                elif len(item) == 6:
+                    etype, data, data_at, _, _, _ = item
+                    start = data_at if isinstance(data_at, int) else data_at[0]
+                    if self._done:
+                        self._ignored += 1  # Rule 8, whatever the event type
+                    elif etype is None or etype == "message":
+                        self._payload(data, start)
+                    elif etype == "error":
+                        self._event_error(data, start)
+                    # other event types are not part of this protocol (3.1): ignored
+        except RemoteProtocolError as exc:
+            if self._terminal is None:
+                self._deferred = exc
+                return
+            self._problems.append(f"after [DONE]: {exc}")
+        if framing_error is not None:
+            if self._terminal is None:
+                self._deferred = framing_error
+            else:  # after [DONE]: noted once; what follows is not read at all
+                self._problems.append(f"after [DONE]: {framing_error}")
+                self._framing_stopped = True
+            return
+        end = self._framer.end
+        if end is not None and not self._closed:
+            self._end(end)
+
+    def _payload(self, payload: bytes | bytearray, at: int) -> None:
+        if self._done:
+            self._ignored += 1  # Rule 8
+            return
+        if payload == _DONE:
+            self._on_done()
+            return
+        try:
+            obj = self._loads(payload)
+        except (ValueError, RecursionError) as exc:
+            raise _json_error(payload, at, exc) from exc
+        if type(obj) is not dict:
+            raise RemoteProtocolError(
+                f"a chunk must be a JSON object, not {type(obj).__name__}", offset=at
+            )
+        # Rule 1
+        cid = obj.get("id")
+        if cid != self._id:
+            self._identity(obj, cid)
+        # Rule 2
+        choices = obj.get("choices")
+        if choices is not None:
+            if type(choices) is not list:
+                raise RemoteProtocolError("'choices' must be a list", offset=at)
+            for choice in choices:
+                self._choice(choice, at)
+        usage = obj.get("usage")
+        if usage is not None:
+            self._on_usage(usage, at)
+        error = obj.get("error")
+        if error is not None:
+            self._fail(failure_from_error_object(obj, status=None, default=_IN_STREAM))
+        prompt = obj.get("prompt_filter_results")
+        if prompt is None:
+            prompt = obj.get("prompt_annotations")
+        if prompt is not None:
+            self._prompt_verdicts(prompt)
+
+    # -- one chunk ---------------------------------------------------------------------------
+
+    def _identity(self, obj: dict[str, object], cid: object) -> None:
+        model = obj.get("model")
+        if not (cid or model):
+            return  # Azure filter chunks and annotations: never the identity
+        if not self._started:
+            created = obj.get("created")
+            self._started = True
+            self._id = cid if isinstance(cid, str) else ""
+            self._queue.append(
+                StreamStarted(
+                    response_id=self._id,
+                    model=model if isinstance(model, str) else "",
+                    created=created if type(created) is int and created > 0 else None,
+                )
+            )
+        elif cid and self._id and not any(p.startswith("chunk id changed") for p in self._problems):
+            self._problems.append(f"chunk id changed from {self._id!r} to {cid!r}")
+
+    def _choice(self, choice: object, at: int) -> None:
+        if type(choice) is not dict:
+            raise RemoteProtocolError("a choice must be an object", offset=at)
+        index = choice.get("index")
+        if index and index != 0:
+            raise RemoteProtocolError(
+                f"choice index {index!r}: only one choice (n = 1) is supported", offset=at
+            )
+        delta = choice.get("delta")
+        if delta is not None:
+            if type(delta) is not dict:
+                raise RemoteProtocolError("'delta' must be an object", offset=at)
+            if delta:
+                self._delta(delta, at)
+        if "content_filter_results" in choice or "content_filter_offsets" in choice:
+            self._completion_verdict(choice)
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            self._on_finish(finish, at)
+
+    def _delta(self, delta: dict[str, object], at: int) -> None:
+        queue = self._queue
+        if not self._started:  # a server that never said who it is
+            self._started = True
+            queue.append(StreamStarted(response_id="", model=""))
+        # Rule 3, reasoning first: it precedes the content it comes with
+        rc = delta.get("reasoning_content")
+        if rc:
+            self._reason(_string(rc, "reasoning_content", at), "reasoning_content")
+        r = delta.get("reasoning")
+        if r and r != rc:
+            self._reason(_string(r, "reasoning", at), "reasoning")
+        content = delta.get("content")
+        if content:
+            if type(content) is not str:
+                raise RemoteProtocolError("delta.content must be a string", offset=at)
+            think = self._think
+            if think is None or (not think.inside and not think.held and "<" not in content):
+                self._grow(len(content), at)
+                self._text.append(content)
+                queue.append(TextDelta(text=content))
+            else:
+                for reasoning, piece in think.split(content):
+                    self._emit_split(reasoning, piece, at)
+        refusal = delta.get("refusal")
+        if refusal:
+            text = _string(refusal, "refusal", at)
+            self._grow(len(text), at)
+            self._refusal.append(text)
+            queue.append(RefusalDelta(text=text))
+        calls = delta.get("tool_calls")
+        if calls is not None:
+            if type(calls) is not list:
+                raise RemoteProtocolError("delta.tool_calls must be a list", offset=at)
+            for raw in calls:
+                call = self._calls.piece(raw, at)
+                self._grow(len(call.arguments) + len(call.name or ""), at)
+                queue.append(call)
+
+    def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
+        self._grow(len(text), None)
+        if self._carrier is None:
+            self._carrier = carrier
+        self._reasoning.append(text)
+        self._queue.append(ReasoningDelta(text=text, carrier=carrier))
+
+    def _emit_split(self, reasoning: bool, piece: str, at: int | None) -> None:
+        self._grow(len(piece), at)
+        if reasoning:
+            if self._carrier is None:
+                self._carrier = "think"
+            self._reasoning.append(piece)
+            self._queue.append(ReasoningDelta(text=piece, carrier="think"))
+        else:
+            self._text.append(piece)
+            self._queue.append(TextDelta(text=piece))
+
+    def _grow(self, n: int, at: int | None) -> None:
+        self._size += n
+        if self._size > self._max_result:
+            raise RemoteProtocolError(
+                f"the response is larger than max_result_size ({self._max_result} characters)",
+                offset=at,
+                limit="max_result_size",
+                limit_value=self._max_result,
+            )
+
+    def _flush_think(self) -> None:
+        if self._think is not None:
+            for reasoning, piece in self._think.flush():
+                self._emit_split(reasoning, piece, None)
+
+    def _on_finish(self, raw: object, at: int) -> None:
+        if not isinstance(raw, str):
+            raise RemoteProtocolError(f"finish_reason must be a string, not {raw!r}", offset=at)
+        if self._finish is not None:  # Rule 4
+            self._problems.append(f"a second finish_reason {raw!r} after {self._finish.raw!r}")
+            return
+        self._flush_think()
+        self._finish = Finished(reason=_FINISH.get(raw, FinishReason.OTHER), raw=raw)
+        self._queue.append(self._finish)
+
+    def _on_usage(self, raw: object, at: int) -> None:
+        if not isinstance(raw, dict):
+            raise RemoteProtocolError("'usage' must be an object", offset=at)
+        details = raw.get("completion_tokens_details")
+        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        self._usage = Usage(
+            prompt_tokens=_count(raw.get("prompt_tokens")),
+            completion_tokens=_count(raw.get("completion_tokens")),
+            total_tokens=_count(raw.get("total_tokens")),
+            reasoning_tokens=_count(reasoning),
+        )
+        self._queue.append(self._usage)
+
+    def _fail(self, failure: Failure) -> None:
+        self._flush_think()
+        if self._failure is None:
+            self._failure = failure
+        self._queue.append(StreamFailed(error=failure))
+
+    def _event_error(self, data: bytes, at: int) -> None:
+        """``event: error`` (LM Studio): JSON or plain text, then usually nothing more."""
+        try:
+            body: object = self._loads(data)
+        except (ValueError, RecursionError):
+            body = data.decode("utf-8", "replace").strip()
+        self._fail(failure_from_error_object(body, status=None, default=_IN_STREAM))
+
+    def _prompt_verdicts(self, raw: object) -> None:
+        for entry in raw if isinstance(raw, list) else [raw]:
+            if isinstance(entry, dict):
+                results = filter_results(entry.get("content_filter_results"))
+                if results:
+                    self._verdict(FilterVerdict(scope="prompt", results=results))
+
+    def _completion_verdict(self, choice: dict[str, object]) -> None:
+        results = filter_results(choice.get("content_filter_results"))
+        raw_offsets = choice.get("content_filter_offsets")
+        offsets = None
+        if isinstance(raw_offsets, dict):
+            offsets = FilterOffsets(
+                check_offset=_count(raw_offsets.get("check_offset")),
+                start_offset=_count(raw_offsets.get("start_offset")),
+                end_offset=_count(raw_offsets.get("end_offset")),
+            )
+        if results or offsets is not None:
+            self._verdict(FilterVerdict(scope="completion", results=results, offsets=offsets))
+
+    def _verdict(self, verdict: FilterVerdict) -> None:
+        results = verdict.results
+        verdict = FilterVerdict(
+            scope=verdict.scope,
+            results=results,
+            offsets=verdict.offsets,
+            filtered=any(r.filtered for r in results),
+            detected=any(
+                r.filtered or r.detected or (r.severity not in (None, "safe")) for r in results
+            ),
+        )
+        self._verdicts.append(verdict)
+        self._queue.append(verdict)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def _on_done(self) -> None:
+        """``[DONE]`` (Rule 8): check and emit the tool calls, then end the stream."""
+        self._done = True
+        self._flush_think()
+        finish = self._finish
+        if finish is not None and self._failure is None:
+            self._tool_calls = self._calls.finish(self._declared)
+            self._queue.extend(self._tool_calls)
+            has_calls = bool(self._tool_calls)
+            if has_calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
+                self._problems.append(f"tool calls arrived with finish_reason {finish.raw!r}")
+            if not has_calls and finish.reason is FinishReason.TOOL_CALLS:
+                self._problems.append("finish_reason 'tool_calls' without any tool call")
+            for call in self._tool_calls:
+                if call.declared is False:
+                    self._problems.append(
+                        f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
+                    )
+        elif finish is None and self._failure is None:
+            self._problems.append("[DONE] came without a finish_reason")
+        self._terminate()
+
+    def _end(self, end: EndOfStream) -> None:
+        """The body ended."""
+        self._closed = True
+        self._cut = end.incomplete
+        if not self._done:
+            self._flush_think()
+            if self._finish is not None:
+                self._problems.append("the body ended after the finish chunk but before [DONE]")
+            self._terminate()
+
+    def _terminate(self) -> None:
+        ended = StreamEnded(complete=self._complete())
+        self._terminal = ended
+        self._queue.append(ended)
+
+
+def _string(value: object, field: str, at: int) -> str:
+    if type(value) is not str:
+        raise RemoteProtocolError(f"delta.{field} must be a string, not {value!r}", offset=at)
+    return value
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def _json_error(payload: bytes | bytearray, at: int, exc: BaseException) -> RemoteProtocolError:
+    """Say where a payload stopped being JSON (or UTF-8), as a byte offset in the body."""
+    if isinstance(exc, UnicodeDecodeError):
+        return RemoteProtocolError(f"invalid UTF-8 in a chunk: {exc.reason}", offset=at + exc.start)
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return RemoteProtocolError(f"invalid UTF-8 in a chunk: {bad.reason}", offset=at + bad.start)
+    if isinstance(exc, RecursionError):
+        return RemoteProtocolError("a chunk's JSON is nested too deeply", offset=at)
+    pos = getattr(exc, "pos", None)
+    where = at + len(text[:pos].encode()) if isinstance(pos, int) else at
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return RemoteProtocolError(f"a chunk is not JSON ({exc}): {shown!r}", offset=where)

@@ -1,0 +1,54 @@
+"""Every OpenAI fixture, whole, byte by byte and in pieces of 7, with both JSON backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from svir_proto.openai import ChatStreamDecoder
+from tests.conformance.openai_results import summary
+from tests.helpers import CONFORMANCE, bytewise, run
+
+FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads(path.with_suffix(".json").read_text("utf-8"))
+    return meta
+
+
+def test_fixtures_name_their_source() -> None:
+    assert len(FIXTURES) >= 20
+    for f in FIXTURES:
+        meta = load(f)
+        assert meta["source"]
+        assert meta["expected"]["events"]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "sevens"])
+def test_fixture(path: Path, mode: str, json_backend: str) -> None:
+    meta = load(path)
+    body = path.read_bytes()
+    pieces = {
+        "whole": [body],
+        "bytewise": bytewise(body),
+        "sevens": [body[i : i + 7] for i in range(0, len(body), 7)],
+    }[mode]
+    decoder = ChatStreamDecoder(**meta["options"])
+    events = run(decoder, pieces)
+    assert summary(events, decoder.result) == meta["expected"]
+
+
+def test_wire_reference_example_result() -> None:
+    """The reference states the result in words: call-a is lookup({"value":1}), call-b
+    lookup({"value":2})."""
+    d = ChatStreamDecoder()
+    run(d, [(CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()])
+    calls = d.result.tool_calls
+    assert [(c.id, c.name) for c in calls] == [("call-a", "lookup"), ("call-b", "lookup")]
+    assert [p.value for p in d.result.parsed_arguments()] == [{"value": 1}, {"value": 2}]
+    assert d.result.complete

@@ -1,0 +1,242 @@
+"""Hypothesis: the OpenAI decoder against splits, and against models of what servers send."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto import RemoteProtocolError
+from svir_proto.openai import ChatStreamDecoder
+from tests.conformance.openai_results import summary
+from tests.helpers import CONFORMANCE, run, splits
+
+FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))
+HEAD = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+def sse(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return sse({**HEAD, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+@given(st.sampled_from(FIXTURES), st.data())
+def test_any_split_of_a_fixture_gives_the_same_events_and_result(
+    path: Path, data: st.DataObject
+) -> None:
+    options = json.loads(path.with_suffix(".json").read_text())["options"]
+    body = path.read_bytes()
+    whole = ChatStreamDecoder(**options)
+    expected = summary(run(whole, [body]), whole.result)
+    split = ChatStreamDecoder(**options)
+    assert summary(run(split, data.draw(splits(body))), split.result) == expected
+
+
+def fragments(draw: st.DrawFn, text: str) -> list[str]:
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=5))))
+    out, last = [], 0
+    for c in [*cuts, len(text)]:
+        out.append(text[last:c])
+        last = c
+    return [f for f in out if f] or [""]
+
+
+NAMES = st.from_regex(r"[a-z][a-z_]{0,12}", fullmatch=True)
+ARGS = st.dictionaries(
+    st.text(min_size=1, max_size=5), st.one_of(st.integers(), st.text(max_size=8)), max_size=3
+)
+
+
+@st.composite
+def tool_call_streams(draw: st.DrawFn) -> tuple[bytes, list[tuple[str, str, str]]]:
+    """Calls cut into pieces the way servers do: id and the start of the name first, then more
+    name and arguments; pieces of different calls interleaved in any order; some servers repeat
+    id and name on every piece."""
+    n = draw(st.integers(1, 4))
+    names = draw(st.lists(NAMES, min_size=n, max_size=n))
+    calls = [(f"call_{i}", names[i], json.dumps(draw(ARGS), ensure_ascii=False)) for i in range(n)]
+    repeat = draw(st.booleans())
+    queues = []
+    for i, (cid, name, args) in enumerate(calls):
+        name_parts = [name] if repeat else fragments(draw, name)
+        if any(part == "".join(name_parts[:k]) for k, part in enumerate(name_parts) if k):
+            name_parts = [
+                name
+            ]  # a continuation equal to the name so far reads as a repeat (Rule 3)
+        arg_parts = fragments(draw, args)
+        pieces = [
+            {
+                "index": i,
+                "id": cid,
+                "type": "function",
+                "function": {"name": name_parts[0], "arguments": ""},
+            }
+        ]
+        for part in name_parts[1:]:
+            pieces.append({"index": i, "function": {"name": part}})
+        for part in arg_parts:
+            p: dict[str, Any] = {"index": i, "function": {"arguments": part}}
+            if repeat:
+                p = {"index": i, "id": cid, "function": {"name": name, "arguments": part}}
+            pieces.append(p)
+        queues.append(pieces)
+    body = [chunk({"role": "assistant", "content": None})]
+    while any(queues):
+        live = [q for q in queues if q]
+        q = live[draw(st.integers(0, len(live) - 1))]
+        take = draw(st.integers(1, 2))
+        body.append(chunk({"tool_calls": [q.pop(0) for _ in range(min(take, len(q)))]}))
+    body.append(chunk({}, "tool_calls"))
+    body.append(b"data: [DONE]\n\n")
+    return b"".join(body), calls
+
+
+@given(tool_call_streams(), st.data())
+def test_tool_calls_reassemble_exactly(
+    stream: tuple[bytes, list[tuple[str, str, str]]], data: st.DataObject
+) -> None:
+    body, calls = stream
+    d = ChatStreamDecoder()
+    run(d, data.draw(splits(body)))
+    assert d.result.complete, d.result.problems
+    assert [(c.id, c.name, c.arguments) for c in d.result.tool_calls] == calls
+    assert [p.value for p in d.result.parsed_arguments()] == [json.loads(a) for _, _, a in calls]
+
+
+SAFE_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12).filter(
+    lambda s: "<think>" not in s and "</think>" not in s
+)
+
+
+@st.composite
+def think_streams(draw: st.DrawFn) -> tuple[bytes, str, str]:
+    """Alternating answer and reasoning segments, rendered with markers, then cut anywhere."""
+    segments = draw(st.lists(SAFE_TEXT, min_size=1, max_size=5))
+    rendered = ""
+    text = reasoning = ""
+    for i, seg in enumerate(segments):
+        if i % 2:
+            rendered += "<think>" + seg + "</think>"
+            reasoning += seg
+        else:
+            rendered += seg
+            text += seg
+    # a segment of text that ends in "<", "<t"... followed by a marker stays unambiguous only
+    # if the text does not itself end in a marker prefix; the model below checks the whole.
+    pieces = fragments(draw, rendered)
+    body = b"".join(chunk({"content": p}) for p in pieces) + chunk({}, "stop") + b"data: [DONE]\n\n"
+    return body, text, reasoning
+
+
+@given(think_streams())
+def test_think_markers_split_anywhere(stream: tuple[bytes, str, str]) -> None:
+    body, text, reasoning = stream
+    d = ChatStreamDecoder()
+    run(d, [body])
+    assert (d.result.text, d.result.reasoning) == (text, reasoning)
+
+
+@st.composite
+def mixed_streams(draw: st.DrawFn) -> bytes:
+    """Anything a server may send, valid or not, in any order."""
+    kinds = st.sampled_from(
+        [
+            "text",
+            "reason",
+            "refusal",
+            "tool",
+            "usage",
+            "finish",
+            "error",
+            "azure",
+            "done",
+            "junk",
+            "event_error",
+            "comment",
+        ]
+    )
+    out = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(kinds)
+        if kind == "text":
+            out.append(
+                chunk(
+                    {
+                        "content": draw(
+                            st.sampled_from(["a", "<thi", "nk>", "</think>", "ü😀", "x<"])
+                        )
+                    }
+                )
+            )
+        elif kind == "reason":
+            out.append(chunk({draw(st.sampled_from(["reasoning", "reasoning_content"])): "r"}))
+        elif kind == "refusal":
+            out.append(chunk({"refusal": "no"}))
+        elif kind == "tool":
+            piece = {"index": draw(st.integers(0, 2)), "function": {"arguments": "{"}}
+            if draw(st.booleans()):
+                piece["id"] = draw(st.sampled_from(["a", "b"]))
+            if draw(st.booleans()):
+                piece["function"]["name"] = draw(st.sampled_from(["f", "g"]))
+            out.append(chunk({"tool_calls": [piece]}))
+        elif kind == "usage":
+            out.append(
+                sse({**HEAD, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}})
+            )
+        elif kind == "finish":
+            out.append(chunk({}, draw(st.sampled_from(["stop", "length", "tool_calls", "weird"]))))
+        elif kind == "error":
+            out.append(sse({"error": {"message": "maximum context length"}}))
+        elif kind == "azure":
+            out.append(
+                sse(
+                    {
+                        "choices": [
+                            {
+                                "content_filter_offsets": {"start_offset": 1},
+                                "content_filter_results": {
+                                    "hate": {"filtered": draw(st.booleans())}
+                                },
+                                "index": 0,
+                            }
+                        ],
+                        "id": "",
+                        "model": "",
+                    }
+                )
+            )
+        elif kind == "done":
+            out.append(b"data: [DONE]\n\n")
+        elif kind == "junk":
+            out.append(b"data: " + draw(st.binary(max_size=8)) + b"\n\n")
+        elif kind == "event_error":
+            out.append(b"event: error\ndata: oops\n\n")
+        else:
+            out.append(b": ping\n\n")
+    return b"".join(out)
+
+
+def outcome(pieces: list[bytes]) -> tuple[Any, ...]:
+    d = ChatStreamDecoder()
+    events: list[Any] = []
+    error = None
+    try:
+        for p in pieces:
+            events += d.feed(p)
+        events += d.close()
+    except RemoteProtocolError as exc:  # anything else fails the test as a crash
+        error = (type(exc), exc.offset, exc.limit)
+    return summary(events, d.result), error
+
+
+@given(mixed_streams(), st.data())
+def test_any_stream_any_split_same_outcome_and_only_remote_errors(
+    body: bytes, data: st.DataObject
+) -> None:
+    assert outcome(data.draw(splits(body))) == outcome([body])

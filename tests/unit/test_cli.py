@@ -1,0 +1,52 @@
+"""The svir command, run as a person would: a real process, real files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+
+def svir(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "svir_proto.cli", *args],
+        input=stdin.decode() if stdin else None,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_decode_shows_typed_events_and_the_result() -> None:
+    out = svir("decode", "examples/tool-calls.sse", "--piece", "7")
+    assert out.returncode == 0, out.stderr
+    assert 'tool call #0 call-a lookup({"value":1})' in out.stdout
+    assert "call call-b: lookup({'value': 2})" in out.stdout
+    assert "complete: True" in out.stdout
+
+
+def test_decode_think_example() -> None:
+    out = svir("decode", "examples/think.sse")
+    assert "reasoning 'The user' (think)" in out.stdout
+    assert "text: '\\n\\nHello! How can I help?'" in out.stdout
+
+
+def test_decode_sse_mode_and_stdin() -> None:
+    out = svir("decode", "-", "--sse", stdin=b": hi\n\ndata: x\n\ndata: y")
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == [
+        ": hi",
+        "ServerSentEvent(event='message', data='x', id='', retry=None)",
+        "end of body (an incomplete event was discarded)",
+    ]
+
+
+def test_decode_reports_a_broken_stream_and_keeps_what_came() -> None:
+    out = svir(
+        "decode", "-", stdin=b'data: {"choices":[{"delta":{"content":"kept"}}]}\n\ndata: {bad\n\n'
+    )
+    assert out.returncode == 1
+    assert "text      'kept'" in out.stdout
+    assert "error: a chunk is not JSON" in out.stdout
+    assert "complete: False" in out.stdout

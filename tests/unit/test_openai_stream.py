@@ -1,0 +1,456 @@
+"""ChatStreamDecoder: each rule of the module docstring, its errors, limits and bounds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from svir_proto import (
+    NEED_DATA,
+    FailureKind,
+    Finished,
+    FinishReason,
+    LocalProtocolError,
+    ReasoningDelta,
+    RemoteProtocolError,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCallDelta,
+)
+from svir_proto.openai import ChatStreamDecoder, ToolCallError
+from tests.helpers import bytewise, run
+
+HEAD = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **top: Any) -> bytes:
+    choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+    if delta is not None:
+        choice["delta"] = delta
+    obj = {**HEAD, "choices": [choice], **top}
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+
+
+def decode(body: bytes, **options: Any) -> tuple[list[Any], ChatStreamDecoder]:
+    d = ChatStreamDecoder(**options)
+    return run(d, [body]), d
+
+
+def test_pull_api() -> None:
+    d = ChatStreamDecoder()
+    assert d.next_event() is NEED_DATA
+    d.receive_data(chunk({"content": "hi"}))
+    assert d.next_event() == StreamStarted(response_id="c1", model="m", created=1)
+    assert d.next_event() == TextDelta(text="hi")
+    assert d.next_event() is NEED_DATA
+    d.receive_data(chunk({}, "stop") + DONE)
+    assert d.next_event() == Finished(reason=FinishReason.STOP, raw="stop")
+    end = d.next_event()
+    assert end == StreamEnded(complete=True)
+    assert d.next_event() is end
+
+
+def test_complete_needs_finish_and_done_and_no_error() -> None:
+    _, d = decode(chunk({"content": "x"}) + chunk({}, "stop") + DONE)
+    assert d.result.complete
+    assert d.result.done
+    assert d.result.closed
+    _, d = decode(chunk({"content": "x"}) + chunk({}, "stop"))  # cut before [DONE]
+    assert not d.result.complete
+    assert d.result.finish_reason is FinishReason.STOP
+
+
+def test_result_before_the_end() -> None:
+    d = ChatStreamDecoder()
+    d.feed(chunk({"content": "par"}) + chunk({"content": "tial"}))
+    r = d.result
+    assert r.text == "partial"
+    assert not r.complete
+    assert not r.closed
+    assert d.result.text == "partial"  # joining twice changes nothing
+
+
+def test_cut_inside_an_event_is_recorded() -> None:
+    _, d = decode(chunk({"content": "x"}) + b'data: {"id":')
+    assert d.result.cut
+    assert not d.result.complete
+
+
+def test_json_error_names_the_offset_and_keeps_what_came_before() -> None:
+    good = chunk({"content": "kept"})
+    d = ChatStreamDecoder()
+    assert TextDelta(text="kept") in d.feed(good + b'data: {"id": nope}\n\n')
+    with pytest.raises(RemoteProtocolError) as info:
+        d.close()
+    assert info.value.offset == len(good) + 6 + len('{"id": ')
+    assert d.result.text == "kept"
+    with pytest.raises(RemoteProtocolError):  # poisoned
+        d.next_event()
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        (b"[1, 2]", "JSON object"),
+        (b'"text"', "JSON object"),
+        (b'{"choices": {}}', "must be a list"),
+        (b'{"choices": [1]}', "choice must be an object"),
+        (b'{"choices": [{"index": 1, "delta": {"content": "x"}}]}', "one choice"),
+        (b'{"choices": [{"delta": []}]}', "must be an object"),
+        (b'{"choices": [{"delta": {"content": 5}}]}', "content must be a string"),
+        (b'{"choices": [{"delta": {"reasoning": 5}}]}', "reasoning must be a string"),
+        (b'{"choices": [{"delta": {"tool_calls": {}}}]}', "must be a list"),
+        (b'{"choices": [{"delta": {"tool_calls": [5]}}]}', "must be an object"),
+        (b'{"choices": [{"delta": {"tool_calls": [{"index": -1}]}}]}', "index must be"),
+        (b'{"choices": [{"delta": {"tool_calls": [{"id": 7}]}}]}', "id must be a string"),
+        (b'{"choices": [{"delta": {"tool_calls": [{"function": 7}]}}]}', "must be an object"),
+        (b'{"choices": [{"finish_reason": 3}]}', "finish_reason must be"),
+        (b'{"usage": 3}', "'usage' must be an object"),
+        (b"[" * 100_000, "nested|not JSON"),
+        (b'{"a": "\xff"}', "UTF-8"),
+    ],
+)
+def test_malformed_chunks_are_remote_errors(payload: bytes, match: str, json_backend: str) -> None:
+    with pytest.raises(RemoteProtocolError, match=match):
+        decode(b"data: " + payload + b"\n\n")
+
+
+def test_invalid_utf8_offset() -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(b'data: {"a": "b\xffc"}\n\n')
+    assert info.value.offset == 6 + len('{"a": "b')
+
+
+def test_identity_skips_azure_filter_chunks_and_notes_a_change() -> None:
+    prompt = b'data: {"choices":[],"created":0,"id":"","model":"","prompt_filter_results":[]}\n\n'
+    body = prompt + chunk({"content": "a"}) + chunk({"content": "b"}, id="other")
+    events, d = decode(body)
+    assert events[0] == StreamStarted(response_id="c1", model="m", created=1)
+    assert any("chunk id changed" in p for p in d.result.problems)
+
+
+def test_a_server_without_identity_still_starts() -> None:
+    events, _ = decode(b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n' + DONE)
+    assert events[0] == StreamStarted(response_id="", model="")
+    assert events[1] == TextDelta(text="x")
+
+
+def test_empty_choices_no_object_no_delta_never_crash() -> None:
+    body = (
+        b'data: {"choices":[]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":null,"finish_reason":null}]}\n\n'
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":null,"role":null,'
+        b'"reasoning_content":null,"refusal":null,"tool_calls":null,"audio":{}}}]}\n\n'
+    )
+    events, d = decode(body)
+    assert [type(e) for e in events] == [StreamStarted, StreamEnded]
+    assert d.result.text == ""
+
+
+def test_second_finish_is_noted_not_applied() -> None:
+    _, d = decode(chunk({}, "stop") + chunk({}, "length") + DONE)
+    assert d.result.finish_reason is FinishReason.STOP
+    assert any("second finish_reason" in p for p in d.result.problems)
+
+
+def test_unknown_finish_reason_is_other_with_raw() -> None:
+    events, _ = decode(chunk({}, "abort") + DONE)
+    assert Finished(reason=FinishReason.OTHER, raw="abort") in events
+
+
+def test_finish_and_calls_mismatch_is_reported_not_repaired() -> None:
+    call = {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}]}
+    _, d = decode(chunk(call) + chunk({}, "stop") + DONE)
+    assert d.result.finish_reason is FinishReason.STOP
+    assert len(d.result.tool_calls) == 1
+    assert any("finish_reason 'stop'" in p for p in d.result.problems)
+    _, d = decode(chunk({}, "tool_calls") + DONE)
+    assert any("without any tool call" in p for p in d.result.problems)
+    _, d = decode(chunk(call) + chunk({}, "length") + DONE)
+    assert d.result.problems == ()
+
+
+def tc(**piece: Any) -> bytes:
+    return chunk({"tool_calls": [piece]})
+
+
+@pytest.mark.parametrize(
+    ("pieces", "match"),
+    [
+        (
+            [
+                tc(index=0, id="a", function={"name": "f"}),
+                tc(index=2, id="b", function={"name": "g"}),
+            ],
+            "contiguous",
+        ),
+        ([tc(index=0, function={"name": "f"})], "has no id"),
+        ([tc(index=0, id="a"), tc(index=1, id="b", function={"name": "g"})], "has no name"),
+        (
+            [
+                tc(index=0, id="a", function={"name": "f"}),
+                tc(index=1, id="a", function={"name": "g"}),
+            ],
+            "repeats the id",
+        ),
+    ],
+)
+def test_tool_call_violations_name_the_call(pieces: list[bytes], match: str) -> None:
+    d = ChatStreamDecoder()
+    body = b"".join(pieces) + chunk({}, "tool_calls") + DONE
+    with pytest.raises(ToolCallError, match=match) as info:
+        run(d, [body])
+    assert isinstance(info.value, RemoteProtocolError)
+    assert info.value.call_id in ("a", "b", "")
+    assert not d.result.complete
+    assert d.result.tool_calls == ()
+    assert d.result.pending_tool_calls
+
+
+def test_tool_calls_only_when_complete() -> None:
+    body = tc(index=0, id="a", function={"name": "f", "arguments": '{"x":'}) + chunk(
+        {}, "tool_calls"
+    )
+    events, d = decode(body)  # no [DONE]
+    assert not any(type(e).__name__ == "ToolCall" for e in events)
+    assert d.result.tool_calls == ()
+    assert d.result.pending_tool_calls == (
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x":'),
+    )
+
+
+def test_reused_index_with_new_id_is_a_new_call() -> None:
+    body = (
+        tc(index=0, id="a", function={"name": "f", "arguments": "{}"})
+        + tc(index=0, id="b", function={"name": "g", "arguments": "{}"})
+        + chunk({}, "tool_calls")
+        + DONE
+    )
+    _, d = decode(body)
+    assert [(c.index, c.id, c.name) for c in d.result.tool_calls] == [(0, "a", "f"), (1, "b", "g")]
+
+
+def test_piece_without_index_or_id_goes_to_the_only_open_call() -> None:
+    body = (
+        tc(index=0, id="a", function={"name": "get_", "arguments": '{"q":'})
+        + tc(function={"name": "weather", "arguments": "1}"})
+        + chunk({}, "tool_calls")
+        + DONE
+    )
+    _, d = decode(body)
+    (call,) = d.result.tool_calls
+    assert (call.name, call.arguments) == ("get_weather", '{"q":1}')
+
+
+def test_ambiguous_piece_is_an_error() -> None:
+    body = tc(index=0, id="a", function={"name": "f"}) + tc(index=1, id="b", function={"name": "g"})
+    with pytest.raises(RemoteProtocolError, match="neither index nor id"):
+        decode(body + tc(function={"arguments": "x"}))
+
+
+def test_invalid_arguments_are_reported_per_call() -> None:
+    body = (
+        tc(index=0, id="a", function={"name": "f", "arguments": '{"ok": true}'})
+        + tc(index=1, id="b", function={"name": "g", "arguments": "{broken"})
+        + chunk({}, "tool_calls")
+        + DONE
+    )
+    _, d = decode(body)
+    ok, bad = d.result.parsed_arguments()
+    assert ok.value == {"ok": True}
+    assert ok.error is None
+    assert bad.error is not None
+    assert "'b'" in bad.error
+
+
+def test_max_tool_calls_is_a_named_limit() -> None:
+    body = b"".join(tc(index=i, id=f"c{i}", function={"name": "f"}) for i in range(4))
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(body, max_tool_calls=3)
+    assert info.value.limit == "max_tool_calls"
+
+
+def test_max_result_size_is_a_named_limit() -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(
+            chunk({"content": "x" * 50}) + chunk({"reasoning_content": "y" * 60}),
+            max_result_size=100,
+        )
+    assert info.value.limit == "max_result_size"
+    assert info.value.limit_value == 100
+
+
+def test_max_event_size_passes_through() -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(chunk({"content": "x" * 500}), max_event_size=100)
+    assert info.value.limit == "max_event_size"
+
+
+def test_reasoning_under_both_keys_once_and_different_texts_twice() -> None:
+    events, _ = decode(chunk({"reasoning_content": "a", "reasoning": "a"}))
+    assert [e for e in events if isinstance(e, ReasoningDelta)] == [
+        ReasoningDelta(text="a", carrier="reasoning_content")
+    ]
+    events, d = decode(
+        chunk({"reasoning": "b"}) + chunk({"reasoning_content": "c", "reasoning": "d"})
+    )
+    assert [e.text for e in events if isinstance(e, ReasoningDelta)] == ["b", "c", "d"]
+    assert d.result.reasoning_carrier == "reasoning"
+
+
+def test_think_tags_can_be_disabled() -> None:
+    _, d = decode(
+        chunk({"content": "<think>x</think>y"}) + chunk({}, "stop") + DONE, think_tags=False
+    )
+    assert d.result.text == "<think>x</think>y"
+    assert d.result.reasoning == ""
+
+
+def test_unclosed_think_at_the_end_stays_reasoning() -> None:
+    _, d = decode(chunk({"content": "<think>still thinking</thi"}))
+    assert d.result.reasoning == "still thinking</thi"
+    assert d.result.text == ""
+
+
+def test_orphan_close_marker_is_text() -> None:
+    _, d = decode(chunk({"content": "a</think>b"}))
+    assert d.result.text == "a</think>b"
+
+
+def test_error_chunk_keeps_what_came_before_and_is_not_complete() -> None:
+    body = (
+        chunk({"content": "half"})
+        + b'data: {"error":{"message":"boom","code":"rate_limit_exceeded"}}\n\n'
+        + DONE
+    )
+    events, d = decode(body)
+    failed = [e for e in events if isinstance(e, StreamFailed)]
+    assert failed[0].error.kind is FailureKind.RATE_LIMITED
+    assert d.result.text == "half"
+    assert d.result.error == failed[0].error
+    assert not d.result.complete
+    assert events[-1] == StreamEnded(complete=False)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (
+            {"message": "This model's maximum context length is 8192 tokens"},
+            FailureKind.CONTEXT_OVERFLOW,
+        ),
+        ({"message": "x", "code": "context_length_exceeded"}, FailureKind.CONTEXT_OVERFLOW),
+        ({"message": "x", "code": "content_filter"}, FailureKind.CONTENT_FILTER),
+        ({"message": "Server is overloaded"}, FailureKind.OVERLOADED),
+        ({"message": "something else"}, FailureKind.SERVER_ERROR),
+        ("a plain string error", FailureKind.SERVER_ERROR),
+    ],
+)
+def test_in_stream_error_kinds(error: Any, kind: FailureKind) -> None:
+    events, _ = decode(b"data: " + json.dumps({"error": error}).encode() + b"\n\n")
+    assert next(e for e in events if isinstance(e, StreamFailed)).error.kind is kind
+
+
+def test_usage_missing_only_when_expected_and_ended() -> None:
+    body = chunk({"content": "x"}) + chunk({}, "stop") + DONE
+    assert decode(body, expect_usage=True)[1].result.usage_missing
+    assert not decode(body)[1].result.usage_missing
+    d = ChatStreamDecoder(expect_usage=True)
+    d.feed(chunk({"content": "x"}))
+    assert not d.result.usage_missing  # not ended yet: it may still come
+
+
+def test_usage_on_every_chunk_keeps_the_last() -> None:
+    body = chunk(
+        {"content": "a"}, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    )
+    body += chunk(
+        {"content": "b"}, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    )
+    _, d = decode(body)
+    assert d.result.usage is not None
+    assert d.result.usage.completion_tokens == 2
+
+
+def test_data_after_done_is_counted_even_after_the_terminal_event() -> None:
+    d = ChatStreamDecoder()
+    events = d.feed(chunk({}, "stop") + DONE)
+    assert events[-1] == StreamEnded(complete=True)
+    assert d.feed(chunk({"content": "late"}) + b"data: garbage\n\n") == []
+    assert d.close() == []
+    assert d.result.ignored_after_done == 2
+    assert d.result.closed
+    assert d.result.text == ""
+
+
+def test_an_error_event_after_done_is_ignored_like_data() -> None:
+    body = chunk({}, "stop") + DONE + b"event: error\ndata: oops\n\n"
+    events, d = decode(body)
+    assert events[-1] == StreamEnded(complete=True)
+    assert d.result.error is None
+    assert d.result.ignored_after_done == 1
+
+
+def test_local_error_after_close() -> None:
+    d = ChatStreamDecoder()
+    d.close()
+    with pytest.raises(LocalProtocolError):
+        d.feed(b"data: x\n\n")
+
+
+def test_split_marker_bytewise_equals_whole() -> None:
+    body = (
+        chunk({"content": "a<thi"}) + chunk({"content": "nk>b</think>c"}) + chunk({}, "stop") + DONE
+    )
+    d1, d2 = ChatStreamDecoder(), ChatStreamDecoder()
+    run(d1, [body])
+    run(d2, bytewise(body))
+    assert d1.result == d2.result
+    assert (d1.result.text, d1.result.reasoning) == ("ac", "b")
+
+
+def test_stdlib_json_path_without_orjson() -> None:
+    """With orjson blocked from importing, the standard library parses, and decodes the same."""
+    code = (
+        "import sys; sys.modules['orjson'] = None\n"
+        "from svir_proto import _json\n"
+        "from svir_proto.openai import ChatStreamDecoder\n"
+        "d = ChatStreamDecoder()\n"
+        'd.feed(b\'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\\n\\n'
+        "data: [DONE]\\n\\n')\n"
+        "print(_json.BACKEND, d.result.text, d.result.complete)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["json", "hi", "True"]
+
+
+def test_fuzz_crash_bad_framing_after_done_is_noted_once() -> None:
+    """fuzz/corpus/openai/crash-after-done-bad-utf8: after [DONE], a line that is not UTF-8
+    broke SSE framing; the framer was then asked again on every piece, so the problem was noted
+    once per piece and the result depended on the split."""
+    body = chunk({}, "stop") + DONE + b"data: x\n\n: \xb4bad\n\ndata: y\n\n"
+    whole = ChatStreamDecoder()
+    run(whole, [body])
+    split = ChatStreamDecoder()
+    run(split, bytewise(body))
+    assert whole.result == split.result
+    assert whole.result.complete
+    assert len(whole.result.problems) == 1
+    assert whole.result.ignored_after_done == 1
+
+
+def test_a_name_continuation_equal_to_the_name_so_far_reads_as_a_repeat() -> None:
+    """The documented limit of Rule 3: "aa" sent as "a", "a" cannot be told from a repeat."""
+    body = tc(index=0, id="x", function={"name": "a"}) + tc(index=0, function={"name": "a"})
+    _, d = decode(body + chunk({}, "tool_calls") + DONE)
+    assert d.result.tool_calls[0].name == "a"
