@@ -6,8 +6,9 @@ bytes. It never does I/O: transports in `svir_proto.transports` move the bytes.
 
 from __future__ import annotations
 
-from . import errors, events, openai, speed, sse
+from . import body, errors, events, openai, speed, sse
 from ._pull import NEED_DATA, NeedData
+from .body import *  # noqa: F403
 from .errors import *  # noqa: F403
 from .events import *  # noqa: F403
 from .openai import *  # noqa: F403
@@ -20,6 +21,7 @@ __all__ = [
     "NEED_DATA",
     "NeedData",
     "__version__",
+    *body.__all__,
     *errors.__all__,
     *events.__all__,
     *openai.__all__,

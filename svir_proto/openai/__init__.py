@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from . import stream
+from . import endpoint, request, retry, status, stream
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallError
+from .endpoint import *  # noqa: F403
+from .request import *  # noqa: F403
+from .retry import *  # noqa: F403
+from .status import *  # noqa: F403
 from .stream import *  # noqa: F403
 
-__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallError", *stream.__all__]
+__all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "ToolCallError",
+    *endpoint.__all__,
+    *request.__all__,
+    *retry.__all__,
+    *status.__all__,
+    *stream.__all__,
+]

@@ -1,0 +1,584 @@
+"""Chat Completions requests: typed, checked at construction, encoded with an exact length.
+
+Wire reference section 2 is the requirement. Every value is checked when it is built, and a
+bad one is a `ValueError` or `TypeError` that names the field (``messages[1].content[2]``).
+
+Layout (2.2): a user message's content is a plain string unless an image needs the array form;
+then one text part comes first and the images after it, and there is no empty text part. Text
+files go inside the text as ``<file name="...">\\n...\\n</file>``. An assistant turn carries its
+``tool_calls`` and its reasoning under the key it arrived in; inline ``<think>`` reasoning is
+never sent back. Images and text files from paths are read from disk while the body is sent
+(`svir_proto.body`).
+
+Server profiles (2.4 to 2.6) adapt a request to what a server accepts, and say what they
+changed. This module reads files only to measure them and check their type; no other I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from ..body import (
+    DEFAULT_PIECE_SIZE,
+    Base64Bytes,
+    Base64File,
+    JSONTextFile,
+    RequestBody,
+    Segment,
+    splice,
+)
+from ..events import Completion, ReasoningCarrier, ToolCall
+
+__all__ = [
+    "AZURE",
+    "IMAGE_TYPES",
+    "LM_STUDIO",
+    "OPENAI",
+    "STRICT",
+    "AssistantMessage",
+    "ChatRequest",
+    "ImagePart",
+    "JSONObjectFormat",
+    "JSONSchemaFormat",
+    "Message",
+    "NamedToolChoice",
+    "ServerProfile",
+    "SystemMessage",
+    "TextFile",
+    "TextFormat",
+    "TextPart",
+    "Tool",
+    "ToolMessage",
+    "UserMessage",
+]
+
+IMAGE_TYPES: Final = {
+    "image/png": ((0, b"\x89PNG\r\n\x1a\n"),),
+    "image/jpeg": ((0, b"\xff\xd8\xff"),),
+    "image/gif": ((0, b"GIF87a"), (0, b"GIF89a")),
+    "image/webp": ((0, b"RIFF"), (8, b"WEBP")),
+}
+"""The image media types servers take, each with the bytes a file of that type begins with."""
+_EXTENSIONS: Final = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # 2.6 for schema names; OpenAI's rule
+REASONING_EFFORTS: Final = ("none", "low", "medium", "high", "xhigh")
+
+
+def _sniff(head: bytes) -> str | None:
+    for media_type, marks in IMAGE_TYPES.items():
+        if media_type == "image/webp":
+            if all(head[at : at + len(m)] == m for at, m in marks):
+                return media_type
+        elif any(head.startswith(m) for _, m in marks):
+            return media_type
+    return None
+
+
+def _check_media_type(where: str, declared: str | None, head: bytes, ext: str | None) -> str:
+    sniffed = _sniff(head)
+    if declared is not None and declared not in IMAGE_TYPES:
+        raise ValueError(f"{where}: media type {declared!r} is not one of {sorted(IMAGE_TYPES)}")
+    if sniffed is None:
+        raise ValueError(f"{where}: the bytes are not a PNG, JPEG, GIF or WebP image")
+    if declared is not None and declared != sniffed:
+        raise ValueError(f"{where}: declared {declared!r} but the bytes are {sniffed!r}")
+    if ext is not None and _EXTENSIONS.get(ext, sniffed) != sniffed:
+        raise ValueError(
+            f"{where}: the name says {_EXTENSIONS[ext]!r} but the bytes are {sniffed!r}"
+        )
+    return sniffed
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TextPart:
+    """Text in a user message."""
+
+    text: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ImagePart:
+    """An image, from bytes in memory or a file on disk; its media type is checked against its
+    first bytes. Use `from_bytes` or `from_path`."""
+
+    media_type: str
+    data: bytes | None = None
+    path: str | None = None
+    size: int = 0
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str | None = None) -> ImagePart:
+        if not isinstance(data, bytes):
+            raise TypeError(f"image data must be bytes, not {type(data).__name__}")
+        checked = _check_media_type("image", media_type, data[:16], None)
+        return cls(media_type=checked, data=data, size=len(data))
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], media_type: str | None = None) -> ImagePart:
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            head = f.read(16)
+        ext = os.path.splitext(path)[1].lower() or None
+        checked = _check_media_type(f"image {path}", media_type, head, ext)
+        return cls(media_type=checked, path=path, size=os.stat(path).st_size)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TextFile:
+    """A text file sent inside the message text as ``<file name="NAME">\\n...\\n</file>``.
+
+    Give ``path`` (read while sending, checked to be UTF-8 now) or ``text``; ``name`` defaults
+    to the path's file name.
+    """
+
+    name: str
+    path: str | None = None
+    text: str | None = None
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], name: str | None = None) -> TextFile:
+        path = os.fspath(path)
+        JSONTextFile(path)  # measure now: not UTF-8 is an error at construction
+        return cls(name=name or os.path.basename(path), path=path)
+
+    @classmethod
+    def from_text(cls, text: str, name: str) -> TextFile:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        return cls(name=name, text=text)
+
+    def opening(self) -> str:
+        return '<file name="' + self.name.replace("&", "&amp;").replace('"', "&quot;") + '">\n'
+
+
+Part = TextPart | ImagePart | TextFile
+
+
+def _parts(value: str | Iterable[Part]) -> tuple[Part, ...]:
+    if isinstance(value, str):
+        return (TextPart(text=value),)
+    parts = tuple(value)
+    for i, part in enumerate(parts):
+        if not isinstance(part, (TextPart, ImagePart, TextFile)):
+            raise TypeError(f"content[{i}] must be a TextPart, ImagePart or TextFile, not {part!r}")
+    return parts
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SystemMessage:
+    content: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class UserMessage:
+    """A user turn: a string, or parts (text, images, text files)."""
+
+    content: tuple[Part, ...] = attrs.field(converter=_parts)
+
+
+def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return tuple(value)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AssistantMessage:
+    """An earlier answer: its text, its tool calls, and its reasoning under the key it came in
+    (``reasoning_carrier``; ``"think"`` reasoning is never sent back, wire reference 4)."""
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
+    reasoning: str | None = None
+    reasoning_carrier: ReasoningCarrier | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for i, call in enumerate(self.tool_calls):
+            if not isinstance(call, ToolCall):
+                raise TypeError(f"tool_calls[{i}] must be a ToolCall, not {call!r}")
+        if self.reasoning is not None and self.reasoning_carrier is None:
+            raise ValueError("reasoning needs reasoning_carrier: the key it arrived in")
+
+    @classmethod
+    def from_completion(cls, completion: Completion) -> AssistantMessage:
+        """The assistant turn to send back after a completed answer."""
+        return cls(
+            content=completion.text or None,
+            tool_calls=completion.tool_calls,
+            reasoning=completion.reasoning or None,
+            reasoning_carrier=completion.reasoning_carrier if completion.reasoning else None,
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolMessage:
+    """A tool's result, for the call with ``tool_call_id``; structured results go as a JSON
+    string (there is no field that marks a failure: say so in the content)."""
+
+    tool_call_id: str
+    content: str
+
+    def __attrs_post_init__(self) -> None:
+        if not self.tool_call_id:
+            raise ValueError("tool_call_id must not be empty")
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Tool:
+    """A function the model may call; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = attrs.field(
+        factory=lambda: {"type": "object", "properties": {}}
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(f"tool name {self.name!r} must be 1 to 64 of A-Z a-z 0-9 _ -")
+        if not isinstance(self.parameters, Mapping):
+            raise TypeError(f"tool {self.name}: parameters must be a JSON Schema object")
+
+
+@final
+@attrs.frozen
+class NamedToolChoice:
+    """``tool_choice`` naming one function: the model must call it."""
+
+    name: str
+
+
+@final
+@attrs.frozen
+class TextFormat:
+    pass
+
+
+@final
+@attrs.frozen
+class JSONObjectFormat:
+    pass
+
+
+@final
+@attrs.frozen(kw_only=True)
+class JSONSchemaFormat:
+    """``response_format`` of type ``json_schema`` (wire reference 2.6). With ``strict``, every
+    object in the schema must list all its properties as required and forbid others."""
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"response_format.json_schema.name {self.name!r} must be 1 to 64 of "
+                "ASCII letters, digits, _ and -"
+            )
+        if self.strict:
+            _check_strict(self.schema, "response_format.json_schema.schema")
+
+
+def _check_strict(schema: object, where: str) -> None:
+    if isinstance(schema, Mapping):
+        if schema.get("type") == "object" or "properties" in schema:
+            props = schema.get("properties", {})
+            required = set(schema.get("required", ()))
+            missing = sorted(set(props) - required)
+            if missing:
+                raise ValueError(f"{where}: strict needs every property required; not: {missing}")
+            if schema.get("additionalProperties") is not False:
+                raise ValueError(f"{where}: strict needs additionalProperties: false")
+        for key, value in schema.items():
+            if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+                for name, sub in value.items():
+                    _check_strict(sub, f"{where}.{key}.{name}")
+            elif key in ("items", "anyOf", "allOf", "oneOf", "not"):
+                for i, sub in enumerate(value if isinstance(value, list) else [value]):
+                    _check_strict(sub, f"{where}.{key}[{i}]")
+
+
+ResponseFormat = TextFormat | JSONObjectFormat | JSONSchemaFormat
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ChatRequest:
+    """A streamed Chat Completions request (``stream`` is always true).
+
+    ``tool_choice`` left ``None`` is not sent: the server's default is ``none`` without tools
+    and ``auto`` with them (2.4). ``include_usage`` asks for the trailing usage chunk
+    (``stream_options``, 2.5).
+    """
+
+    model: str
+    messages: tuple[Message, ...] = attrs.field(converter=tuple)
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=tuple)
+    tool_choice: ToolChoice | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    n: int = 1
+    response_format: ResponseFormat | None = None
+    include_usage: bool = False
+    reasoning_effort: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError("model must be a non-empty string (the id the server lists)")
+        if not self.messages:
+            raise ValueError("messages must not be empty")
+        for i, m in enumerate(self.messages):
+            if not isinstance(m, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
+                raise TypeError(f"messages[{i}] must be a message, not {m!r}")
+        names = [t.name for t in self.tools]
+        for i, tool in enumerate(self.tools):
+            if not isinstance(tool, Tool):
+                raise TypeError(f"tools[{i}] must be a Tool, not {tool!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"tools: names must be unique, got {names}")
+        choice = self.tool_choice
+        if isinstance(choice, NamedToolChoice):
+            if choice.name not in names:
+                raise ValueError(f"tool_choice names {choice.name!r}, which is not in tools")
+        elif choice is not None and choice not in ("auto", "none", "required"):
+            raise ValueError(
+                f"tool_choice must be auto, none, required or a NamedToolChoice, not {choice!r}"
+            )
+        if choice == "required" and not self.tools:
+            raise ValueError("tool_choice 'required' needs tools")
+        if self.max_tokens is not None and (
+            type(self.max_tokens) is not int or self.max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be a positive int, not {self.max_tokens!r}")
+        t = self.temperature
+        if t is not None and (
+            not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t <= 2
+        ):
+            raise ValueError(f"temperature must be in 0.0..2.0, not {t!r}")
+        if self.n != 1:
+            raise ValueError(f"n must be 1: more than one choice is not supported, not {self.n!r}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(
+                f"reasoning_effort must be one of {REASONING_EFFORTS}, "
+                f"not {self.reasoning_effort!r}"
+            )
+        if self.response_format is not None and not isinstance(
+            self.response_format, (TextFormat, JSONObjectFormat, JSONSchemaFormat)
+        ):
+            raise TypeError(
+                f"response_format must be a format object, not {self.response_format!r}"
+            )
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The declared tools, to pass to `ChatStreamDecoder(declared_tools=...)`."""
+        return frozenset(t.name for t in self.tools)
+
+    def body(self, *, piece_size: int = DEFAULT_PIECE_SIZE) -> RequestBody:
+        """The request as a `RequestBody`: exact ``content_length``, files read while sending."""
+        return _encode(self, piece_size)
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+
+class _Placeholders:
+    """Unique marker strings for the segments, with a salt the document cannot contain."""
+
+    def __init__(self, salt: int) -> None:
+        self.salt = salt
+        self.segments: dict[str, Segment] = {}
+
+    def add(self, segment: Segment) -> str:
+        key = f"svir_part_{self.salt}_{len(self.segments)}_"
+        self.segments[key] = segment
+        return key
+
+
+def _user_content(parts: tuple[Part, ...], marks: _Placeholders) -> str | list[dict[str, Any]]:
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, TextFile):
+            body = part.text if part.path is None else marks.add(JSONTextFile(part.path))
+            texts.append(part.opening() + (body or "") + "\n</file>")
+        else:
+            segment: Segment = (
+                Base64File(part.path, part.size)
+                if part.path is not None
+                else Base64Bytes(part.data or b"")
+            )
+            url = f"data:{part.media_type};base64,{marks.add(segment)}"
+            images.append({"type": "image_url", "image_url": {"url": url}})
+    text = "\n".join(t for t in texts if t)
+    if not images:
+        return text
+    return ([{"type": "text", "text": text}] if text else []) + images
+
+
+def _message(m: Message, marks: _Placeholders) -> dict[str, Any]:
+    if isinstance(m, SystemMessage):
+        return {"role": "system", "content": m.content}
+    if isinstance(m, UserMessage):
+        return {"role": "user", "content": _user_content(m.content, marks)}
+    if isinstance(m, ToolMessage):
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    out: dict[str, Any] = {"role": "assistant", "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    if m.reasoning is not None and m.reasoning_carrier in ("reasoning_content", "reasoning"):
+        out[m.reasoning_carrier] = m.reasoning
+    return out
+
+
+def document(request: ChatRequest, marks: _Placeholders) -> dict[str, Any]:
+    """The JSON object of a request, with placeholders where file parts go."""
+    doc: dict[str, Any] = {
+        "model": request.model,
+        "messages": [_message(m, marks) for m in request.messages],
+        "stream": True,
+    }
+    if request.tools:
+        doc["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in request.tools
+        ]
+    choice = request.tool_choice
+    if isinstance(choice, NamedToolChoice):
+        doc["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
+    elif choice is not None:
+        doc["tool_choice"] = choice
+    if request.max_tokens is not None:
+        doc["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        doc["temperature"] = request.temperature
+    fmt = request.response_format
+    if isinstance(fmt, TextFormat):
+        doc["response_format"] = {"type": "text"}
+    elif isinstance(fmt, JSONObjectFormat):
+        doc["response_format"] = {"type": "json_object"}
+    elif isinstance(fmt, JSONSchemaFormat):
+        spec: dict[str, Any] = {"name": fmt.name, "schema": dict(fmt.schema)}
+        if fmt.strict:
+            spec["strict"] = True
+        doc["response_format"] = {"type": "json_schema", "json_schema": spec}
+    if request.include_usage:
+        doc["stream_options"] = {"include_usage": True}
+    if request.reasoning_effort is not None:
+        doc["reasoning_effort"] = request.reasoning_effort
+    return doc
+
+
+def _encode(request: ChatRequest, piece_size: int) -> RequestBody:
+    for salt in range(1000):
+        marks = _Placeholders(salt)
+        doc = document(request, marks)
+        try:
+            return splice(doc, marks.segments, piece_size=piece_size)
+        except ValueError as exc:
+            if "placeholder" not in str(exc):
+                raise
+    raise ValueError(
+        "could not find placeholders the request's text does not contain"
+    )  # pragma: no cover
+
+
+# -- server profiles ------------------------------------------------------------------------
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ServerProfile:
+    """What a server accepts (wire reference 2.4 to 2.6). `adapt` rewrites a request to fit.
+
+    Attributes:
+        named_tool_choice: accepts ``tool_choice`` naming a function (LM Studio does not).
+        json_object: accepts ``response_format`` ``json_object`` (LM Studio does not).
+        tool_choice_without_tools: accepts ``tool_choice`` with no ``tools`` (Azure does not).
+        stream_options, reasoning_effort: accepts these optional fields (strict servers, plain
+            mlx-lm or llama.cpp builds, may reject the whole request).
+        schema_holds_reasoning: a structured answer may arrive as reasoning, not content
+            (LM Studio holds a reasoning model's reasoning to the schema; read
+            ``Completion.reasoning`` when ``text`` is empty).
+    """
+
+    name: str
+    named_tool_choice: bool = True
+    json_object: bool = True
+    tool_choice_without_tools: bool = True
+    stream_options: bool = True
+    reasoning_effort: bool = True
+    schema_holds_reasoning: bool = False
+
+    def adapt(self, request: ChatRequest) -> tuple[ChatRequest, tuple[str, ...]]:
+        """The request this server accepts, and one sentence per change made."""
+        changes: dict[str, Any] = {}
+        notes: list[str] = []
+        if isinstance(request.tool_choice, NamedToolChoice) and not self.named_tool_choice:
+            changes["tool_choice"] = "required"
+            notes.append(
+                f"{self.name} takes tool_choice strings only: "
+                f"{request.tool_choice.name!r} became 'required'"
+            )
+        if (
+            request.tool_choice is not None
+            and not request.tools
+            and not self.tool_choice_without_tools
+        ):
+            changes["tool_choice"] = None
+            notes.append(f"{self.name} rejects tool_choice without tools: not sent")
+        if isinstance(request.response_format, JSONObjectFormat) and not self.json_object:
+            changes["response_format"] = JSON_OBJECT_AS_SCHEMA
+            notes.append(f"{self.name} takes no json_object: sent as a json_schema of any object")
+        if request.include_usage and not self.stream_options:
+            changes["include_usage"] = False
+            notes.append(f"{self.name} may reject stream_options: not sent (no usage chunk)")
+        if request.reasoning_effort is not None and not self.reasoning_effort:
+            changes["reasoning_effort"] = None
+            notes.append(f"{self.name} may reject reasoning_effort: not sent")
+        return (attrs.evolve(request, **changes) if changes else request), tuple(notes)
+
+
+JSON_OBJECT_AS_SCHEMA: Final = JSONSchemaFormat(name="json_object", schema={"type": "object"})
+"""The nearest form of ``json_object`` for servers that take only ``json_schema``."""
+
+OPENAI: Final = ServerProfile(name="OpenAI")
+AZURE: Final = ServerProfile(name="Azure OpenAI", tool_choice_without_tools=False)
+LM_STUDIO: Final = ServerProfile(
+    name="LM Studio", named_tool_choice=False, json_object=False, schema_holds_reasoning=True
+)
+STRICT: Final = ServerProfile(name="a strict server", stream_options=False, reasoning_effort=False)

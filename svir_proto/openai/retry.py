@@ -1,0 +1,98 @@
+"""What to send after a failure, if anything (wire reference 2.4, 2.5 and 5).
+
+Rule 1: a content-filter rejection is never retried: the prompt's evaluation is billed again.
+Rule 2: nothing is retried once the answer has begun (``generated``): a retry would generate
+    it again; the caller decides.
+Rule 3: a strict server's 400/422 to a request carrying the optional ``stream_options`` or
+    ``reasoning_effort`` is retried at once without them: nothing was generated.
+Rule 4: LM Studio's rejections of a named ``tool_choice`` and of ``json_object``, recognised by
+    their messages, are retried at once with the nearest form it accepts.
+Rule 5: rate limits, timeouts, overload and transient failures are retried after
+    ``Retry-After`` or an exponential backoff; nothing else is.
+
+The planner adds no jitter (the core has no randomness); a caller that runs many clients
+should add its own.
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+import attrs
+
+from ..errors import Failure, FailureKind
+from .request import JSON_OBJECT_AS_SCHEMA, ChatRequest, JSONObjectFormat, NamedToolChoice
+
+__all__ = ["RetryPlan", "plan_retry"]
+
+_WAIT: Final = frozenset(
+    {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.OVERLOADED, FailureKind.TRANSIENT}
+)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RetryPlan:
+    """Send ``request`` after ``delay`` seconds, because ``reason``."""
+
+    request: ChatRequest
+    delay: float
+    reason: str
+
+
+def plan_retry(
+    request: ChatRequest,
+    failure: Failure,
+    *,
+    generated: bool = False,
+    attempt: int = 1,
+    max_attempts: int = 3,
+    base_delay: float = 0.5,
+    max_delay: float = 60.0,
+) -> RetryPlan | None:
+    """The next request to send after ``failure``, or ``None`` to stop.
+
+    Args:
+        attempt: how many times ``request`` (or its ancestors) has been sent, from 1.
+        generated: the answer had begun when it failed (an error inside the stream).
+    """
+    if attempt >= max_attempts:
+        return None
+    if failure.kind is FailureKind.CONTENT_FILTER:  # Rule 1
+        return None
+    if generated:  # Rule 2
+        return None
+    message = failure.message
+    if failure.kind is FailureKind.REJECTED and failure.status in (400, 422, None):
+        if "Invalid tool_choice type" in message and isinstance(
+            request.tool_choice, NamedToolChoice
+        ):
+            return RetryPlan(  # Rule 4
+                request=attrs.evolve(request, tool_choice="required"),
+                delay=0.0,
+                reason="the server takes tool_choice strings only: sent 'required'",
+            )
+        if "response_format.type" in message and isinstance(
+            request.response_format, JSONObjectFormat
+        ):
+            return RetryPlan(
+                request=attrs.evolve(request, response_format=JSON_OBJECT_AS_SCHEMA),
+                delay=0.0,
+                reason="the server takes no json_object: sent a json_schema of any object",
+            )
+        if request.include_usage or request.reasoning_effort is not None:  # Rule 3
+            return RetryPlan(
+                request=attrs.evolve(request, include_usage=False, reasoning_effort=None),
+                delay=0.0,
+                reason="a strict server rejected the request: sent without stream_options "
+                "and reasoning_effort",
+            )
+        return None
+    if failure.kind in _WAIT:  # Rule 5
+        delay = failure.retry_after
+        if delay is None:
+            delay = base_delay * 2 ** (attempt - 1)
+        if delay > max_delay:
+            return None  # a wait that long is the server saying no
+        return RetryPlan(request=request, delay=delay, reason=f"{failure.kind.value}: retry")
+    return None

@@ -1,0 +1,335 @@
+"""ChatRequest: checked at construction, laid out as wire reference 2.2 says, exact length."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto import Completion, ToolCall
+from svir_proto.openai import (
+    AZURE,
+    LM_STUDIO,
+    OPENAI,
+    STRICT,
+    AssistantMessage,
+    ChatRequest,
+    ImagePart,
+    JSONObjectFormat,
+    JSONSchemaFormat,
+    NamedToolChoice,
+    SystemMessage,
+    TextFile,
+    TextFormat,
+    TextPart,
+    Tool,
+    ToolMessage,
+    UserMessage,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 100
+
+
+def body_of(request: ChatRequest) -> dict[str, Any]:
+    body = request.body(piece_size=300)
+    raw = body.read()
+    assert len(raw) == body.content_length
+    doc: dict[str, Any] = json.loads(raw)
+    return doc
+
+
+def user(*parts: Any) -> ChatRequest:
+    return ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(
+                content=list(parts)
+                if len(parts) != 1 or not isinstance(parts[0], str)
+                else parts[0]
+            )
+        ],
+    )
+
+
+def test_text_only_is_a_plain_string() -> None:
+    doc = body_of(user("hello"))
+    assert doc == {"model": "m", "messages": [{"role": "user", "content": "hello"}], "stream": True}
+
+
+def test_images_use_the_array_form_text_first(tmp_path: Path) -> None:
+    f = tmp_path / "photo.png"
+    f.write_bytes(PNG)
+    doc = body_of(
+        user(
+            ImagePart.from_path(f),
+            TextPart(text="what is"),
+            TextPart(text="this?"),
+            ImagePart.from_bytes(JPEG),
+        )
+    )
+    content = doc["messages"][0]["content"]
+    assert content[0] == {"type": "text", "text": "what is\nthis?"}
+    assert (
+        content[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    )
+    assert content[2]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert len(content) == 3
+
+
+def test_no_empty_text_part() -> None:
+    content = body_of(user(ImagePart.from_bytes(PNG), TextPart(text="")))["messages"][0]["content"]
+    assert [p["type"] for p in content] == ["image_url"]
+
+
+def test_text_files_are_wrapped_inside_the_text(tmp_path: Path) -> None:
+    f = tmp_path / "notes.md"
+    f.write_text('line "one"\n\ttwo ü', encoding="utf-8")
+    doc = body_of(
+        user(
+            TextPart(text="Summarise:"),
+            TextFile.from_path(f),
+            TextFile.from_text("x", name='we"ird'),
+        )
+    )
+    assert doc["messages"][0]["content"] == (
+        'Summarise:\n<file name="notes.md">\nline "one"\n\ttwo ü\n</file>\n'
+        '<file name="we&quot;ird">\nx\n</file>'
+    )
+
+
+def test_text_file_not_utf8_is_rejected_at_construction(tmp_path: Path) -> None:
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"caf\xe9")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        TextFile.from_path(f)
+
+
+def test_image_media_type_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a PNG"):
+        ImagePart.from_bytes(b"GIF8 nope")
+    with pytest.raises(ValueError, match="declared 'image/png'"):
+        ImagePart.from_bytes(JPEG, "image/png")
+    with pytest.raises(ValueError, match="not one of"):
+        ImagePart.from_bytes(PNG, "image/tiff")
+    f = tmp_path / "lies.jpg"
+    f.write_bytes(PNG)
+    with pytest.raises(ValueError, match="name says 'image/jpeg'"):
+        ImagePart.from_path(f)
+    assert ImagePart.from_bytes(b"RIFF\x00\x00\x00\x00WEBPVP8 ").media_type == "image/webp"
+
+
+def test_assistant_turn_with_tool_calls_reasoning_and_results() -> None:
+    done = Completion(
+        text="",
+        reasoning="think",
+        reasoning_carrier="reasoning_content",
+        tool_calls=(ToolCall(index=0, id="c1", name="f", arguments='{"a":1}'),),
+        complete=True,
+    )
+    req = ChatRequest(
+        model="m",
+        messages=[
+            user("q").messages[0],
+            AssistantMessage.from_completion(done),
+            ToolMessage(tool_call_id="c1", content="42"),
+        ],
+        tools=[Tool(name="f")],
+    )
+    msgs = body_of(req)["messages"]
+    assert msgs[1] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+        ],
+        "reasoning_content": "think",
+    }
+    assert msgs[2] == {"role": "tool", "tool_call_id": "c1", "content": "42"}
+
+
+def test_think_reasoning_is_never_sent_back() -> None:
+    msg = AssistantMessage(content="hi", reasoning="private", reasoning_carrier="think")
+    doc = body_of(ChatRequest(model="m", messages=[msg]))
+    assert doc["messages"][0] == {"role": "assistant", "content": "hi"}
+    with pytest.raises(ValueError, match="reasoning_carrier"):
+        AssistantMessage(content="x", reasoning="r")
+
+
+def test_optional_fields_and_tool_choice_forms() -> None:
+    req = ChatRequest(
+        model="m",
+        messages=[SystemMessage(content="s"), UserMessage(content="u")],
+        tools=[Tool(name="get_weather", description="d", parameters={"type": "object"})],
+        tool_choice=NamedToolChoice("get_weather"),
+        max_tokens=5,
+        temperature=0.5,
+        response_format=JSONSchemaFormat(name="w", schema={"type": "object"}),
+        include_usage=True,
+        reasoning_effort="low",
+    )
+    doc = body_of(req)
+    assert doc["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "d",
+                "parameters": {"type": "object"},
+            },
+        }
+    ]
+    assert doc["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert doc["max_tokens"] == 5
+    assert doc["temperature"] == 0.5
+    assert doc["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "w", "schema": {"type": "object"}},
+    }
+    assert doc["stream_options"] == {"include_usage": True}
+    assert doc["reasoning_effort"] == "low"
+    assert req.tool_names == {"get_weather"}
+    assert "tool_choice" not in body_of(user("x"))  # default: not sent
+    assert body_of(
+        ChatRequest(model="m", messages=[UserMessage(content="x")], response_format=TextFormat())
+    )["response_format"] == {"type": "text"}
+    assert body_of(
+        ChatRequest(
+            model="m", messages=[UserMessage(content="x")], response_format=JSONObjectFormat()
+        )
+    )["response_format"] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"model": ""}, "model"),
+        ({"messages": []}, "messages"),
+        ({"messages": ["hi"]}, r"messages\[0\]"),
+        ({"temperature": 2.5}, "temperature"),
+        ({"temperature": -0.1}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"n": 2}, "n must be 1"),
+        ({"reasoning_effort": "max"}, "reasoning_effort"),
+        ({"tool_choice": "sometimes"}, "tool_choice"),
+        ({"tool_choice": NamedToolChoice("nope")}, "not in tools"),
+        ({"tool_choice": "required"}, "needs tools"),
+        ({"tools": [Tool(name="a"), Tool(name="a")]}, "unique"),
+        ({"response_format": "json"}, "response_format"),
+    ],
+)
+def test_bad_values_name_the_field(kwargs: dict[str, Any], match: str) -> None:
+    base: dict[str, Any] = {"model": "m", "messages": [UserMessage(content="x")]}
+    with pytest.raises((ValueError, TypeError), match=match):
+        ChatRequest(**{**base, **kwargs})
+
+
+def test_part_and_tool_checks() -> None:
+    with pytest.raises(TypeError, match=r"content\[1\]"):
+        UserMessage(content=[TextPart(text="a"), 5])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="tool name"):
+        Tool(name="has space")
+    with pytest.raises(ValueError, match=r"json_schema\.name"):
+        JSONSchemaFormat(name="x" * 65, schema={})
+    with pytest.raises(ValueError, match="tool_call_id"):
+        ToolMessage(tool_call_id="", content="x")
+
+
+def test_strict_schema_rules() -> None:
+    ok = {
+        "type": "object",
+        "properties": {
+            "a": {
+                "type": "object",
+                "properties": {"b": {"type": "string"}},
+                "required": ["b"],
+                "additionalProperties": False,
+            }
+        },
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    JSONSchemaFormat(name="ok", schema=ok, strict=True)
+    bad = json.loads(json.dumps(ok))
+    bad["properties"]["a"]["required"] = []
+    with pytest.raises(ValueError, match=r"properties\.a: strict needs every property required"):
+        JSONSchemaFormat(name="bad", schema=bad, strict=True)
+    with pytest.raises(ValueError, match="additionalProperties"):
+        JSONSchemaFormat(name="bad", schema={"type": "object", "properties": {}}, strict=True)
+    JSONSchemaFormat(name="loose", schema={"type": "object", "properties": {"a": {}}})  # not strict
+
+
+def test_profiles_adapt_and_say_what_changed() -> None:
+    req = ChatRequest(
+        model="m",
+        messages=[UserMessage(content="x")],
+        tools=[Tool(name="f")],
+        tool_choice=NamedToolChoice("f"),
+        response_format=JSONObjectFormat(),
+        include_usage=True,
+        reasoning_effort="high",
+    )
+    assert OPENAI.adapt(req) == (req, ())
+    lm, notes = LM_STUDIO.adapt(req)
+    assert lm.tool_choice == "required"
+    assert isinstance(lm.response_format, JSONSchemaFormat)
+    assert len(notes) == 2
+    strict, notes = STRICT.adapt(req)
+    assert not strict.include_usage
+    assert strict.reasoning_effort is None
+    assert len(notes) == 2
+    azure, notes = AZURE.adapt(
+        ChatRequest(model="m", messages=[UserMessage(content="x")], tool_choice="none")
+    )
+    assert azure.tool_choice is None
+    assert "without tools" in notes[0]
+    assert LM_STUDIO.schema_holds_reasoning
+
+
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@given(TEXT, st.lists(TEXT, max_size=3), st.binary(max_size=300), st.integers(3, 200))
+def test_any_request_encodes_to_its_exact_length_and_json(
+    system: str, texts: list[str], tail: bytes, piece: int
+) -> None:
+    parts: list[Any] = [TextPart(text=t) for t in texts] + [ImagePart.from_bytes(PNG + tail)]
+    req = ChatRequest(
+        model="m", messages=[SystemMessage(content=system), UserMessage(content=parts)]
+    )
+    body = req.body(piece_size=piece)
+    raw = body.read()
+    assert len(raw) == body.content_length
+    doc = json.loads(raw)
+    assert doc["messages"][0]["content"] == system
+    joined = "\n".join(t for t in texts if t)
+    content = doc["messages"][1]["content"]
+    assert (
+        content[-1]["image_url"]["url"]
+        == "data:image/png;base64," + base64.b64encode(PNG + tail).decode()
+    )
+    assert (content[0]["text"] if joined else None) == (joined or None)
+
+
+def test_placeholder_text_in_the_prompt_cannot_confuse_the_splice() -> None:
+    req = user(TextPart(text="svir_part_0_0_ and svir_part_1_0_"), ImagePart.from_bytes(PNG))
+    doc = body_of(req)
+    assert doc["messages"][0]["content"][0]["text"] == "svir_part_0_0_ and svir_part_1_0_"
+
+
+def test_large_image_from_disk_is_not_read_at_construction(tmp_path: Path) -> None:
+    f = tmp_path / "big.png"
+    with f.open("wb") as out:
+        out.write(PNG)
+        out.write(os.urandom(3 << 20))
+    req = user(ImagePart.from_path(f))
+    body = req.body()
+    assert body.content_length > 4 << 20
+    first = next(iter(body))
+    assert len(first) < 64 * 1024

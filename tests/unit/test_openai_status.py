@@ -1,0 +1,153 @@
+"""HTTP outcomes (wire reference section 5): stream, or a typed failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from svir_proto import FailureKind, RequestFailed, ResponseStarted
+from svir_proto.openai import body_outcome, head_outcome, parse_retry_after
+
+SSE = [(b"Content-Type", b"text/event-stream; charset=utf-8")]
+JSON = [("content-type", "application/json")]
+
+
+def failure(
+    status: int,
+    body: object,
+    headers: list[tuple[str, str]] | None = None,
+    now: float | None = None,
+) -> RequestFailed:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    assert head_outcome(status, headers or JSON) is None
+    return body_outcome(status, headers or JSON, raw, now=now)
+
+
+def test_a_stream_is_decided_from_the_head() -> None:
+    started = head_outcome(200, SSE)
+    assert isinstance(started, ResponseStarted)
+    assert started.headers == (("content-type", "text/event-stream; charset=utf-8"),)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_authentication_is_decided_from_the_head_alone(status: int) -> None:
+    out = head_outcome(status, JSON)
+    assert isinstance(out, RequestFailed)
+    assert out.failure.kind is FailureKind.AUTHENTICATION
+    assert out.failure.status == status
+    assert not out.failure.retryable
+
+
+def test_a_success_that_is_not_a_stream() -> None:
+    out = failure(200, {"id": "x", "choices": []})
+    assert out.failure.kind is FailureKind.NOT_A_STREAM
+    assert "application/json" in out.failure.message
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (429, FailureKind.RATE_LIMITED),
+        (408, FailureKind.TIMEOUT),
+        (504, FailureKind.TIMEOUT),
+        (500, FailureKind.TRANSIENT),
+        (502, FailureKind.TRANSIENT),
+        (503, FailureKind.TRANSIENT),
+        (529, FailureKind.OVERLOADED),
+        (400, FailureKind.REJECTED),
+        (413, FailureKind.REJECTED),
+        (422, FailureKind.REJECTED),
+        (418, FailureKind.UNEXPECTED),
+        (404, FailureKind.UNEXPECTED),
+    ],
+)
+def test_status_classes(status: int, kind: FailureKind) -> None:
+    out = failure(status, {"error": {"message": "m", "code": "c"}})
+    assert out.failure.kind is kind
+    assert (out.failure.code, out.failure.message) == ("c", "m")
+
+
+def test_503_overloaded_and_insufficient_quota() -> None:
+    assert (
+        failure(503, {"error": {"message": "Server overloaded"}}).failure.kind
+        is FailureKind.OVERLOADED
+    )
+    quota = failure(
+        429, {"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}
+    )
+    assert quota.failure.kind is FailureKind.REJECTED
+    assert not quota.failure.retryable
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens.",
+                "code": "context_length_exceeded",
+            }
+        },
+        {"error": {"message": "too long", "code": "context_window_exceeded"}},
+        {
+            "error": {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 5000,
+                "n_ctx": 4096,
+            }
+        },
+    ],
+)
+def test_context_overflow_in_every_servers_style(body: object) -> None:
+    assert failure(400, body).failure.kind is FailureKind.CONTEXT_OVERFLOW
+
+
+def test_azure_content_filter_with_verdicts_is_not_retryable() -> None:
+    body = {
+        "error": {
+            "message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+            "content management policy.",
+            "type": None,
+            "param": "prompt",
+            "code": "content_filter",
+            "status": 400,
+            "innererror": {
+                "code": "ResponsibleAIPolicyViolation",
+                "content_filter_result": {
+                    "hate": {"filtered": False, "severity": "safe"},
+                    "jailbreak": {"detected": True, "filtered": True},
+                },
+            },
+        }
+    }
+    out = failure(400, body).failure
+    assert out.kind is FailureKind.CONTENT_FILTER
+    assert not out.retryable
+    jail = next(r for r in out.filter_results if r.category == "jailbreak")
+    assert (jail.detected, jail.filtered) == (True, True)
+
+
+def test_lm_studio_plain_string_error_and_text_bodies() -> None:
+    lm = failure(400, {"error": "'response_format.type' must be 'json_schema' or 'text'"})
+    assert lm.failure.kind is FailureKind.REJECTED
+    assert lm.failure.message.startswith("'response_format.type'")
+    text = failure(502, b"<html>Bad Gateway</html>", [("content-type", "text/html")])
+    assert text.failure.message == "<html>Bad Gateway</html>"
+    assert failure(500, b"").failure.message == "HTTP 500 with an empty body"
+
+
+def test_retry_after_seconds_date_and_ms() -> None:
+    assert failure(429, {}, [("retry-after", "7")]).failure.retry_after == 7.0
+    now = 1_780_000_000.0  # 2026-05-28
+    date = "Thu, 28 May 2026 20:27:10 GMT"
+    assert parse_retry_after([("Retry-After", date)], now=now) == pytest.approx(
+        1_780_000_030.0 - now
+    )
+    assert parse_retry_after([("Retry-After", date)]) is None  # a date needs the caller's now
+    assert parse_retry_after([("retry-after-ms", "1500"), ("retry-after", "9")]) == 1.5
+    assert parse_retry_after([("retry-after", "soon")], now=now) is None
+    assert parse_retry_after([("retry-after", "9" * 20)]) is None
+    assert parse_retry_after([]) is None
