@@ -6,14 +6,16 @@ bytes. It never does I/O: transports in `svir_proto.transports` move the bytes.
 
 from __future__ import annotations
 
-from . import body, errors, events, openai, speed, sse
+from . import body, errors, events, llmstream, openai, speed, sse, translate
 from ._pull import NEED_DATA, NeedData
 from .body import *  # noqa: F403
 from .errors import *  # noqa: F403
 from .events import *  # noqa: F403
+from .llmstream import *  # noqa: F403
 from .openai import *  # noqa: F403
 from .speed import *  # noqa: F403
 from .sse import *  # noqa: F403
+from .translate import *  # noqa: F403
 
 __version__ = "0.1.0"
 
@@ -24,7 +26,9 @@ __all__ = [
     *body.__all__,
     *errors.__all__,
     *events.__all__,
+    *llmstream.__all__,
     *openai.__all__,
     *speed.__all__,
     *sse.__all__,
+    *translate.__all__,
 ]

@@ -101,10 +101,13 @@ class PullDecoder(Generic[E]):
         """
         self.receive_data(data)
         if self._terminated:
-            if self._dirty:  # a stream that ended at its marker may still count what follows
+            if self._dirty:  # a stream that ended at its marker may still see what follows
                 self._dirty = False
                 self._fill()
                 self._queue = []
+                if self._deferred is not None:  # and what follows may break the protocol
+                    self._error = self._deferred
+                    raise self._deferred
             return []
         out = self._queue[self._qpos :] if self._qpos else self._queue
         self._queue = []

@@ -1,8 +1,10 @@
 """The ``svir`` command: what svir-proto sees in a stream, shown to a person.
 
 ``svir decode FILE`` reads a recorded response body (``-`` for standard input) and prints what
-the decoders make of it, fed piece by piece as a network would deliver it: the typed events of
-the OpenAI-compatible dialect and the final result (``--sse`` shows the SSE events instead).
+the decoders make of it, fed piece by piece as a network would deliver it: the typed events
+(of the OpenAI-compatible dialect, or of LLM-Stream when the body begins with ``stream.start``)
+and the final result (``--sse`` shows the SSE events instead). ``svir translate FILE`` shows
+what a gateway sends an LLM-Stream client for a recorded OpenAI body.
 This is the one core module allowed to reach the transports (ARCHITECTURE.md module map);
 ``decode`` needs none.
 """
@@ -30,8 +32,10 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
+from .llmstream import StreamDecoder
 from .openai import ChatStreamDecoder
 from .sse import EndOfStream, SSEComment, SSEDecoder
+from .translate import OpenAIToLLMStream
 
 __all__ = ["main"]
 
@@ -64,8 +68,18 @@ def _show_sse(item: object) -> str:
     return repr(item)
 
 
-def decode_openai(body: bytes, piece: int, out: list[str]) -> int:
-    decoder = ChatStreamDecoder()
+def is_llm_stream(body: bytes) -> bool:
+    """An LLM-Stream body begins with its stream.start event (draft section 5)."""
+    return body.lstrip(b"\xef\xbb\xbf \r\n").startswith(b"event: stream.start")
+
+
+def decode_events(body: bytes, piece: int, out: list[str]) -> int:
+    decoder: ChatStreamDecoder | StreamDecoder
+    if is_llm_stream(body):
+        out.append("(an LLM-Stream body)")
+        decoder = StreamDecoder()
+    else:
+        decoder = ChatStreamDecoder()
     status = 0
     try:
         for p in _pieces(body, piece):
@@ -77,6 +91,19 @@ def decode_openai(body: bytes, piece: int, out: list[str]) -> int:
     out.append("")
     out.extend(_show_result(decoder.result))
     return status
+
+
+def translate(body: bytes, out: list[str]) -> int:
+    """What a gateway would send an LLM-Stream client for this OpenAI upstream body."""
+    decoder = ChatStreamDecoder()
+    translator = OpenAIToLLMStream(model="unknown")
+    try:
+        events = decoder.feed(body) + decoder.close()
+    except ProtocolError as exc:
+        out.append(f"error: {exc}")
+        return 1
+    out.append(b"".join(translator.feed(e) for e in events).decode().rstrip("\n"))
+    return 0
 
 
 def _show(e: Event) -> str:
@@ -123,7 +150,8 @@ def _show_result(r: Completion) -> list[str]:
     finish = r.finish_raw or "none"
     lines.append(f"  finish: {finish}   usage: {r.usage or 'none'}")
     lines.append(
-        f"  [DONE]: {r.done}   body ended: {r.closed}{' (cut)' if r.cut else ''}"
+        f"  end marker ([DONE] or stream.end): {r.done}"
+        f"   body ended: {r.closed}{' (cut)' if r.cut else ''}"
         f"   filtered: {r.filtered}   error: {r.error.kind.value if r.error else 'none'}"
     )
     lines.extend(f"  noticed: {p}" for p in r.problems)
@@ -138,11 +166,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     dec.add_argument("file", help="a recorded body (text/event-stream), or - for stdin")
     dec.add_argument("--piece", type=int, default=64, help="feed the body in pieces of N bytes")
     dec.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
+    tr = sub.add_parser("translate", help="translate a recorded OpenAI stream into LLM-Stream")
+    tr.add_argument("file", help="a recorded OpenAI-compatible body, or - for stdin")
     args = parser.parse_args(argv)
     body = _read(args.file)
     lines: list[str] = []
-    piece = max(1, args.piece)
-    status = decode_sse(body, piece, lines) if args.sse else decode_openai(body, piece, lines)
+    piece = max(1, getattr(args, "piece", 64))
+    if args.command == "translate":
+        status = translate(body, lines)
+    else:
+        status = decode_sse(body, piece, lines) if args.sse else decode_events(body, piece, lines)
     print("\n".join(lines))
     return status
 

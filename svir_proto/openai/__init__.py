@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import endpoint, request, retry, status, stream
+from . import encoder, endpoint, request, retry, status, stream
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallError
+from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
 from .request import *  # noqa: F403
 from .retry import *  # noqa: F403
@@ -13,6 +14,7 @@ from .stream import *  # noqa: F403
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "ToolCallError",
+    *encoder.__all__,
     *endpoint.__all__,
     *request.__all__,
     *retry.__all__,

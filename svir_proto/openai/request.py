@@ -319,6 +319,14 @@ def _check_strict(schema: object, where: str) -> None:
                     _check_strict(sub, f"{where}.{key}[{i}]")
 
 
+def _messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(value)
+
+
+def _tools(value: Iterable[Tool]) -> tuple[Tool, ...]:
+    return tuple(value)
+
+
 ResponseFormat = TextFormat | JSONObjectFormat | JSONSchemaFormat
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
@@ -334,8 +342,8 @@ class ChatRequest:
     """
 
     model: str
-    messages: tuple[Message, ...] = attrs.field(converter=tuple)
-    tools: tuple[Tool, ...] = attrs.field(default=(), converter=tuple)
+    messages: tuple[Message, ...] = attrs.field(converter=_messages)
+    tools: tuple[Tool, ...] = attrs.field(default=(), converter=_tools)
     tool_choice: ToolChoice | None = None
     max_tokens: int | None = None
     temperature: float | None = None

@@ -50,3 +50,26 @@ def test_decode_reports_a_broken_stream_and_keeps_what_came() -> None:
     assert "text      'kept'" in out.stdout
     assert "error: a chunk is not JSON" in out.stdout
     assert "complete: False" in out.stdout
+
+
+def test_decode_recognises_an_llm_stream_body() -> None:
+    out = svir("decode", "examples/llm-stream.sse", "--piece", "5")
+    assert out.returncode == 0, out.stderr
+    assert "(an LLM-Stream body)" in out.stdout
+    assert "text: 'The weather in Vienna is 24C and sunny.'" in out.stdout
+    assert "complete: True" in out.stdout
+
+
+def test_translate_shows_the_llm_stream_a_gateway_would_send() -> None:
+    out = svir("translate", "examples/tool-calls.sse")
+    assert out.returncode == 0, out.stderr
+    events = [line for line in out.stdout.splitlines() if line.startswith("event: ")]
+    assert events == [
+        "event: stream.start",
+        "event: content.delta",
+        "event: tool.call",
+        "event: tool.call",
+        "event: content.stop",
+        "event: usage",
+        "event: stream.end",
+    ]

@@ -1,0 +1,33 @@
+"""Atheris target for the LLM-Stream `StreamDecoder`:
+``python fuzz/fuzz_llmstream.py CORPUS fuzz/corpus/llmstream``. Seeds: the draft's examples."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import check
+
+from svir_proto.llmstream import StreamDecoder
+
+
+def make() -> StreamDecoder:
+    return StreamDecoder(max_event_size=4096, max_result_size=4096)
+
+
+def test_one_input(data: bytes) -> None:
+    check(make, data)
+
+
+def main() -> None:
+    import atheris  # only the fuzzer needs it
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

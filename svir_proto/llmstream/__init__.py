@@ -1,0 +1,11 @@
+"""The LLM-Stream 1.0 dialect (draft-spk-agentproto-llm-stream-00): requests, events,
+negotiation."""
+
+from __future__ import annotations
+
+from . import negotiate, request, stream
+from .negotiate import *  # noqa: F403
+from .request import *  # noqa: F403
+from .stream import *  # noqa: F403
+
+__all__ = [*negotiate.__all__, *request.__all__, *stream.__all__]

@@ -1,0 +1,470 @@
+"""LLM-Stream requests (draft section 4): ``application/llm-request+json``, both directions.
+
+`LLMRequest.parse` (a server) reads a request body and rejects what the draft does not allow
+with a `RequestError` that names the JSON path (``$.messages[1].content[0].media_type``).
+`LLMRequest.body` (a client) encodes one through the exact-length, piece-by-piece
+`RequestBody`, so images, documents and audio stream from disk here too.
+
+Rule 1 (4.2): ``version`` "1.0", ``stream`` true, ``model`` and ``messages`` required.
+Rule 2 (4.3): roles system, user, assistant, tool; content a string or an array of ``text``,
+    ``image``, ``document``, ``audio`` parts (media parts with ``media_type`` and base64
+    ``data``); ``name`` optional; ``tool_call_id`` required for the tool role; assistant
+    ``tool_calls`` as ``{"id", "name", "arguments"}`` (4.8).
+Rule 3 (4.4): tools have a name, a description and a JSON Schema ``parameters`` object.
+Rule 4 (4.5): ``parameters`` ``max_tokens``, ``temperature``, ``top_p``, ``stop_sequences`` are
+    checked; unknown parameters are kept and ignored.
+Rule 5 (4.6, 4.7): ``metadata`` is an object (``request_id`` a string if present);
+    ``extensions`` keys are ``vendor:name``; unknown top-level fields are ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from ..body import DEFAULT_PIECE_SIZE, Base64Bytes, Base64File, RequestBody, Segment, splice
+from ..errors import RemoteProtocolError
+
+__all__ = [
+    "MEDIA_TYPE",
+    "LLMMediaPart",
+    "LLMMessage",
+    "LLMRequest",
+    "LLMTextPart",
+    "LLMTool",
+    "LLMToolCall",
+    "RequestError",
+    "parts",
+]
+
+MEDIA_TYPE: Final = "application/llm-request+json"
+_EXTENSION_KEY: Final = re.compile(r"[^:\s]+:[^:\s]+")
+ROLES: Final = ("system", "user", "assistant", "tool")
+MediaKind = Literal["image", "document", "audio"]
+
+
+class RequestError(RemoteProtocolError):
+    """A request body the draft does not allow; ``path`` names where (``$.messages[0]...``)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMTextPart:
+    text: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMMediaPart:
+    """An image, document or audio part: base64 ``data`` as parsed, or, to send, ``raw`` bytes
+    or a ``path`` read from disk while sending."""
+
+    type: MediaKind
+    media_type: str
+    data: str | None = None
+    raw: bytes | None = None
+    path: str | None = None
+
+    @classmethod
+    def from_path(
+        cls, type: MediaKind, path: str | os.PathLike[str], media_type: str
+    ) -> LLMMediaPart:
+        path = os.fspath(path)
+        os.stat(path)  # it must exist now; it is read while sending
+        return cls(type=type, media_type=media_type, path=path)
+
+    def __attrs_post_init__(self) -> None:
+        if self.type not in ("image", "document", "audio"):
+            raise ValueError(
+                f"a media part's type must be image, document or audio, not {self.type!r}"
+            )
+        if "/" not in self.media_type:
+            raise ValueError(f"media_type {self.media_type!r} is not a media type")
+        if sum(x is not None for x in (self.data, self.raw, self.path)) != 1:
+            raise ValueError("a media part needs exactly one of data, raw or path")
+
+    def decoded(self) -> bytes:
+        """The part's bytes (reads the file for a path)."""
+        if self.raw is not None:
+            return self.raw
+        if self.path is not None:
+            with open(self.path, "rb") as f:
+                return f.read()
+        return base64.b64decode(self.data or "")
+
+
+Part = LLMTextPart | LLMMediaPart
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMMessage:
+    role: str
+    content: str | tuple[Part, ...] | None
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: tuple[LLMToolCall, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, not {self.role!r}")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs tool_call_id (4.3)")
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(
+                "content is required (it may be null only for an assistant's tool calls)"
+            )
+
+    @property
+    def text(self) -> str:
+        """The message's text: the string, or its text parts joined."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(p.text for p in self.content or () if isinstance(p, LLMTextPart))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMTool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+def _messages(value: Iterable[LLMMessage]) -> tuple[LLMMessage, ...]:
+    return tuple(value)
+
+
+def _tools(value: Iterable[LLMTool]) -> tuple[LLMTool, ...]:
+    return tuple(value)
+
+
+def _mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {} if value is None else value
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LLMRequest:
+    """An ``application/llm-request+json`` request. ``parameters`` keeps unknown keys."""
+
+    model: str
+    messages: tuple[LLMMessage, ...] = attrs.field(converter=_messages)
+    tools: tuple[LLMTool, ...] = attrs.field(default=(), converter=_tools)
+    parameters: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+    metadata: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+    extensions: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            _check(self.to_document(placeholders=False), "$")
+        except RequestError as exc:  # the caller's values: a ValueError naming the field
+            raise ValueError(exc.message) from exc
+
+    @property
+    def request_id(self) -> str | None:
+        rid = self.metadata.get("request_id")
+        return rid if isinstance(rid, str) else None
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.tools)
+
+    @classmethod
+    def parse(cls, body: bytes | bytearray | str) -> LLMRequest:
+        """Read a request body (the server side).
+
+        Raises:
+            RequestError: the body is not JSON or breaks the draft; ``path`` says where.
+        """
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise RequestError("$", f"not JSON: {exc}") from exc
+        _check(doc, "$")
+        messages = []
+        for m in doc["messages"]:
+            content = m.get("content")
+            if isinstance(content, list):
+                content = tuple(
+                    LLMTextPart(text=p["text"])
+                    if p["type"] == "text"
+                    else LLMMediaPart(type=p["type"], media_type=p["media_type"], data=p["data"])
+                    for p in content
+                )
+            messages.append(
+                LLMMessage(
+                    role=m["role"],
+                    content=content,
+                    name=m.get("name"),
+                    tool_call_id=m.get("tool_call_id"),
+                    tool_calls=tuple(
+                        LLMToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+                        for c in m.get("tool_calls") or ()
+                    ),
+                )
+            )
+        return cls(
+            model=doc["model"],
+            messages=messages,
+            tools=[
+                LLMTool(name=t["name"], description=t["description"], parameters=t["parameters"])
+                for t in doc.get("tools") or ()
+            ],
+            parameters=doc.get("parameters") or {},
+            metadata=doc.get("metadata") or {},
+            extensions=doc.get("extensions") or {},
+        )
+
+    def to_document(
+        self,
+        *,
+        placeholders: bool = True,
+        segments: dict[str, Segment] | None = None,
+        salt: int = 0,
+    ) -> dict[str, Any]:
+        """The request as a JSON object; media parts given as bytes or paths become
+        placeholders for ``segments`` (or empty base64 when only checking the shape)."""
+        messages = []
+        for m in self.messages:
+            out: dict[str, Any] = {"role": m.role}
+            if isinstance(m.content, tuple):
+                parts: list[dict[str, Any]] = []
+                for p in m.content:
+                    if isinstance(p, LLMTextPart):
+                        parts.append({"type": "text", "text": p.text})
+                        continue
+                    data = p.data
+                    if data is None:
+                        if not placeholders or segments is None:
+                            data = ""
+                        else:
+                            key = f"svir_part_{salt}_{len(segments)}_"
+                            segments[key] = (
+                                Base64File(p.path)
+                                if p.path is not None
+                                else Base64Bytes(p.raw or b"")
+                            )
+                            data = key
+                    parts.append({"type": p.type, "media_type": p.media_type, "data": data})
+                out["content"] = parts
+            else:
+                out["content"] = m.content
+            if m.name is not None:
+                out["name"] = m.name
+            if m.tool_call_id is not None:
+                out["tool_call_id"] = m.tool_call_id
+            if m.tool_calls:
+                out["tool_calls"] = [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+                ]
+            messages.append(out)
+        doc: dict[str, Any] = {
+            "version": "1.0",
+            "stream": True,
+            "model": self.model,
+            "messages": messages,
+        }
+        if self.tools:
+            doc["tools"] = [
+                {"name": t.name, "description": t.description, "parameters": dict(t.parameters)}
+                for t in self.tools
+            ]
+        for key in ("parameters", "metadata", "extensions"):
+            value = getattr(self, key)
+            if value:
+                doc[key] = dict(value)
+        return doc
+
+    def body(self, *, piece_size: int = DEFAULT_PIECE_SIZE) -> RequestBody:
+        """The request as a `RequestBody` with Content-Type ``application/llm-request+json``."""
+        for salt in range(1000):
+            segments: dict[str, Segment] = {}
+            doc = self.to_document(segments=segments, salt=salt)
+            try:
+                return splice(doc, segments, content_type=MEDIA_TYPE, piece_size=piece_size)
+            except ValueError as exc:
+                if "placeholder" not in str(exc):
+                    raise
+        raise ValueError(
+            "could not find placeholders the request's text does not contain"
+        )  # pragma: no cover
+
+
+# -- checking --------------------------------------------------------------------------------
+
+
+def _need(cond: bool, path: str, problem: str) -> None:
+    if not cond:
+        raise RequestError(path, problem)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check(doc: object, at: str) -> None:
+    _need(isinstance(doc, dict), at, "a request must be a JSON object")
+    assert isinstance(doc, dict)
+    _need(
+        doc.get("version") == "1.0", f"{at}.version", f'must be "1.0", not {doc.get("version")!r}'
+    )
+    _need(doc.get("stream") is True, f"{at}.stream", "must be true")
+    _need(
+        isinstance(doc.get("model"), str) and bool(doc.get("model")),
+        f"{at}.model",
+        "a non-empty string is required",
+    )
+    messages = doc.get("messages")
+    _need(
+        isinstance(messages, list) and bool(messages),
+        f"{at}.messages",
+        "a non-empty array is required",
+    )
+    for i, m in enumerate(messages):  # type: ignore[arg-type]
+        _check_message(m, f"{at}.messages[{i}]")
+    tools = doc.get("tools")
+    if tools is not None:
+        _need(isinstance(tools, list), f"{at}.tools", "must be an array")
+        names = set()
+        for i, t in enumerate(tools):
+            p = f"{at}.tools[{i}]"
+            _need(isinstance(t, dict), p, "a tool must be an object")
+            _need(
+                isinstance(t.get("name"), str) and bool(t["name"]),
+                f"{p}.name",
+                "a non-empty string is required",
+            )
+            _need(t["name"] not in names, f"{p}.name", f"{t['name']!r} is declared twice")
+            names.add(t["name"])
+            _need(isinstance(t.get("description"), str), f"{p}.description", "a string is required")
+            _need(
+                isinstance(t.get("parameters"), dict),
+                f"{p}.parameters",
+                "a JSON Schema object is required",
+            )
+    params = doc.get("parameters")
+    if params is not None:
+        p = f"{at}.parameters"
+        _need(isinstance(params, dict), p, "must be an object")
+        mt = params.get("max_tokens")
+        _need(
+            mt is None or (type(mt) is int and mt > 0),
+            f"{p}.max_tokens",
+            f"a positive integer, not {mt!r}",
+        )
+        for key in ("temperature", "top_p"):
+            v = params.get(key)
+            _need(v is None or _is_number(v), f"{p}.{key}", f"a number, not {v!r}")
+        tp = params.get("top_p")
+        _need(tp is None or 0 <= tp <= 1, f"{p}.top_p", f"in 0..1, not {tp!r}")
+        temp = params.get("temperature")
+        _need(temp is None or temp >= 0, f"{p}.temperature", f"not negative, not {temp!r}")
+        stops = params.get("stop_sequences")
+        _need(
+            stops is None or (isinstance(stops, list) and all(isinstance(s, str) for s in stops)),
+            f"{p}.stop_sequences",
+            "an array of strings",
+        )
+    meta = doc.get("metadata")
+    if meta is not None:
+        _need(isinstance(meta, dict), f"{at}.metadata", "must be an object")
+        rid = meta.get("request_id")
+        _need(rid is None or isinstance(rid, str), f"{at}.metadata.request_id", "must be a string")
+    ext = doc.get("extensions")
+    if ext is not None:
+        _need(isinstance(ext, dict), f"{at}.extensions", "must be an object")
+        for key in ext:
+            _need(
+                bool(_EXTENSION_KEY.fullmatch(key)),
+                f"{at}.extensions[{key!r}]",
+                "keys must be vendor:name",
+            )
+
+
+def _check_message(m: object, p: str) -> None:
+    _need(isinstance(m, dict), p, "a message must be an object")
+    assert isinstance(m, dict)
+    role = m.get("role")
+    _need(role in ROLES, f"{p}.role", f"must be one of {', '.join(ROLES)}, not {role!r}")
+    content = m.get("content")
+    calls = m.get("tool_calls")
+    if calls is not None:
+        _need(
+            role == "assistant", f"{p}.tool_calls", "only an assistant message carries tool calls"
+        )
+        _need(isinstance(calls, list), f"{p}.tool_calls", "must be an array")
+        for i, c in enumerate(calls):
+            cp = f"{p}.tool_calls[{i}]"
+            _need(isinstance(c, dict), cp, "a tool call must be an object")
+            for key in ("id", "name", "arguments"):
+                _need(isinstance(c.get(key), str), f"{cp}.{key}", "a string is required")
+    if content is None:
+        _need("content" in m and role == "assistant" and bool(calls), f"{p}.content", "is required")
+    elif isinstance(content, list):
+        _need(bool(content), f"{p}.content", "an array of parts must not be empty")
+        for i, part in enumerate(content):
+            _check_part(part, f"{p}.content[{i}]")
+    else:
+        _need(isinstance(content, str), f"{p}.content", "must be a string or an array of parts")
+    name = m.get("name")
+    _need(name is None or isinstance(name, str), f"{p}.name", "must be a string")
+    tcid = m.get("tool_call_id")
+    if role == "tool":
+        _need(
+            isinstance(tcid, str) and bool(tcid),
+            f"{p}.tool_call_id",
+            "is required for the tool role",
+        )
+    else:
+        _need(tcid is None or isinstance(tcid, str), f"{p}.tool_call_id", "must be a string")
+
+
+def _check_part(part: object, p: str) -> None:
+    _need(isinstance(part, dict), p, "a content part must be an object")
+    assert isinstance(part, dict)
+    kind = part.get("type")
+    if kind == "text":
+        _need(isinstance(part.get("text"), str), f"{p}.text", "a string is required")
+        return
+    _need(
+        kind in ("image", "document", "audio"),
+        f"{p}.type",
+        f"must be text, image, document or audio, not {kind!r}",
+    )
+    mt = part.get("media_type")
+    _need(
+        isinstance(mt, str) and "/" in mt,
+        f"{p}.media_type",
+        f"a media type is required, not {mt!r}",
+    )
+    data = part.get("data")
+    _need(isinstance(data, str), f"{p}.data", "base64 data is required")
+    try:
+        base64.b64decode(data, validate=True)  # type: ignore[arg-type]
+    except (binascii.Error, ValueError) as exc:
+        raise RequestError(f"{p}.data", f"not base64: {exc}") from exc
+
+
+def parts(*items: Part | str) -> tuple[Part, ...]:
+    """Build a content tuple, strings becoming text parts."""
+    return tuple(LLMTextPart(text=i) if isinstance(i, str) else i for i in items)

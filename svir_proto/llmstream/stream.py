@@ -1,0 +1,634 @@
+"""LLM-Stream 1.0 events (draft-spk-agentproto-llm-stream-00, section 5), both directions.
+
+`StreamEncoder` (a server) writes events as SSE: ``v`` "1.0", ``seq`` from 0 rising by one,
+the SSE ``event:`` field equal to ``type``, ``request_id`` echoed on ``stream.start`` and
+``stream.end``, in lifecycle order (``_lifecycle``), and refuses to write out of order.
+`StreamDecoder` (a client) checks every event the same way and decodes it to the event
+vocabulary, keeping a `Completion` that means what it means for the OpenAI dialect: complete is
+``stream.end`` after a ``content.stop``, with no error.
+
+Envelope rules the decoder enforces (each a `RemoteProtocolError`):
+
+Rule 1: ``data`` is one JSON object (5.1); ``v`` is "1.0"; ``type`` is a string equal to the SSE
+    ``event:`` field (5.2).
+Rule 2: ``seq`` is an integer from 0, rising by exactly one: a gap names what was expected and
+    what came (5.2.1). A stream that reaches 2^53 is terminated (8.4, ``limit="seq"``).
+Rule 3: the lifecycle (``_lifecycle``): ``stream.start`` first, ``error`` then only
+    ``stream.end``, nothing after ``stream.end``.
+Rule 4: each event's required fields, with their types (5.3); a block's ``content.delta`` may not
+    follow its ``content.stop``; tool-call ids are unique.
+Rule 5: unknown fields and unknown extension namespaces are ignored (5.2). An unknown event
+    *type* is checked as an envelope (v, seq, type), then ignored and noted in ``problems``: the
+    registry grows by Specification Required (10.2), and a 1.0 client must survive a newer
+    server. ``tool.call`` is checked against the declared tools (8.2): an undeclared tool is
+    flagged (``declared=False``, a problem noted), never passed off as a declared call.
+
+What the draft has no event for travels in an extension field, ``"vendor:svir"``, on the event
+it belongs with, so two svir peers round-trip it and any other conforming parser ignores it:
+
+=============================  ==================================================================
+vocabulary                     on the wire
+=============================  ==================================================================
+``ReasoningDelta``             ``content.delta`` with ``delta.text`` "" and
+                               ``"vendor:svir": {"reasoning": TEXT, "carrier": KEY}``
+``RefusalDelta``               ``content.delta``, text "", ``{"refusal": TEXT}``
+``FilterVerdict``              ``content.delta``, text "", ``{"filter": {scope, results, offsets}}``
+``Finished.raw``               ``content.stop`` ``{"finish": RAW}`` when RAW is not the standard
+                               value (``stop_reason`` is then the nearest of the four)
+``Usage`` extras               ``usage`` ``{"total_tokens": N, "reasoning_tokens": N}``
+``Failure`` kind and code      ``error`` ``{"kind": KIND, "code": CODE or null}``
+=============================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+from .. import _json
+from .._pull import PullDecoder
+from ..errors import Failure, FailureKind, FilterResult, LocalProtocolError, RemoteProtocolError
+from ..events import (
+    Completion,
+    Event,
+    FilterOffsets,
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    ReasoningCarrier,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+from ..sse import DEFAULT_MAX_EVENT_SIZE, EndOfStream, RawItem, SSEFramer
+from ._lifecycle import EVENT_TYPES, State, advance, refusal
+
+__all__ = [
+    "ERROR_CODES",
+    "MAX_SEQ",
+    "STOP_REASONS",
+    "SVIR_EXTENSION",
+    "StreamDecoder",
+    "StreamEncoder",
+]
+
+SVIR_EXTENSION: Final = "vendor:svir"
+MAX_SEQ: Final = 2**53
+"""Section 8.4: past the safe integer limit of JSON numbers a stream is pathological."""
+VERSION: Final = "1.0"
+
+STOP_REASONS: Final = {
+    "end_turn": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+}
+_STOP_OF: Final = {
+    FinishReason.STOP: "end_turn",
+    FinishReason.LENGTH: "max_tokens",
+    FinishReason.TOOL_CALLS: "tool_use",
+    FinishReason.CONTENT_FILTER: "content_filter",
+    FinishReason.OTHER: "end_turn",
+}
+_DEFAULT_RAW: Final = {  # the OpenAI finish_reason each stop_reason stands for
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+ERROR_CODES: Final = {
+    "rate_limited": FailureKind.RATE_LIMITED,
+    "context_length_exceeded": FailureKind.CONTEXT_OVERFLOW,
+    "content_filtered": FailureKind.CONTENT_FILTER,
+    "internal_error": FailureKind.SERVER_ERROR,
+    "overloaded": FailureKind.OVERLOADED,
+}
+_CODE_OF: Final = {
+    FailureKind.RATE_LIMITED: "rate_limited",
+    FailureKind.CONTEXT_OVERFLOW: "context_length_exceeded",
+    FailureKind.CONTENT_FILTER: "content_filtered",
+    FailureKind.OVERLOADED: "overloaded",
+}
+
+
+def error_code(kind: FailureKind) -> str:
+    """The draft's error code for a failure kind (``internal_error`` for the rest)."""
+    return _CODE_OF.get(kind, "internal_error")
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+class StreamEncoder:
+    """Write LLM-Stream events as SSE bytes, in lifecycle order, numbering ``seq``.
+
+    Args:
+        request_id: echoed on ``stream.start`` and ``stream.end`` (section 4.6).
+
+    Every method returns the bytes of one event. Raises `LocalProtocolError` when asked to write
+    out of lifecycle order (``cannot send <type> in state <STATE>``) and `ValueError` for a bad
+    value; either way nothing is written and the state does not change.
+    """
+
+    def __init__(self, *, request_id: str | None = None) -> None:
+        self.request_id = request_id
+        self.seq = 0
+        self.state = State.IDLE
+        self._stopped: set[int] = set()
+
+    def _event(
+        self, type_: str, fields: dict[str, Any], ext: Mapping[str, Any] | None = None
+    ) -> bytes:
+        nxt = advance(self.state, type_)
+        if nxt is None:
+            raise LocalProtocolError(refusal(self.state, type_, "send"))
+        obj = {"v": VERSION, "seq": self.seq, "type": type_, **fields}
+        if ext:
+            obj[SVIR_EXTENSION] = dict(ext)
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        self.state = nxt
+        self.seq += 1
+        return f"event: {type_}\ndata: {data}\n\n".encode()
+
+    def start(self, *, model: str, created: int, request_id: str | None = None) -> bytes:
+        if not isinstance(model, str) or type(created) is not int:
+            raise ValueError("stream.start needs a model (str) and created (int)")
+        rid = request_id if request_id is not None else self.request_id
+        self.request_id = rid
+        fields: dict[str, Any] = {"model": model, "created": created}
+        if rid is not None:
+            fields = {"request_id": rid, **fields}
+        return self._event("stream.start", fields)
+
+    def delta(self, text: str, *, index: int = 0, ext: Mapping[str, Any] | None = None) -> bytes:
+        if not isinstance(text, str):
+            raise ValueError("content.delta text must be a str")
+        if index in self._stopped:
+            raise LocalProtocolError(
+                f"cannot send content.delta for block {index} after its content.stop"
+            )
+        fields = {"index": index, "role": "assistant", "delta": {"text": text}}
+        return self._event("content.delta", fields, ext)
+
+    def stop(
+        self, stop_reason: str, *, index: int = 0, ext: Mapping[str, Any] | None = None
+    ) -> bytes:
+        if stop_reason not in STOP_REASONS:
+            raise ValueError(
+                f"stop_reason must be one of {sorted(STOP_REASONS)}, not {stop_reason!r}"
+            )
+        out = self._event("content.stop", {"index": index, "stop_reason": stop_reason}, ext)
+        self._stopped.add(index)
+        return out
+
+    def tool_call(self, *, id: str, name: str, arguments: str, index: int = 0) -> bytes:
+        if not (
+            isinstance(id, str)
+            and id
+            and isinstance(name, str)
+            and name
+            and isinstance(arguments, str)
+        ):
+            raise ValueError("tool.call needs a non-empty id and name and string arguments")
+        fields = {"index": index, "id": id, "name": name, "arguments": arguments}
+        return self._event("tool.call", fields)
+
+    def usage(
+        self, *, input_tokens: int, output_tokens: int, ext: Mapping[str, Any] | None = None
+    ) -> bytes:
+        fields = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+        return self._event("usage", fields, ext)
+
+    def error(self, code: str, message: str, *, ext: Mapping[str, Any] | None = None) -> bytes:
+        if code not in ERROR_CODES:
+            raise ValueError(f"error code must be one of {sorted(ERROR_CODES)}, not {code!r}")
+        return self._event("error", {"code": code, "message": message}, ext)
+
+    def end(self) -> bytes:
+        fields = {} if self.request_id is None else {"request_id": self.request_id}
+        return self._event("stream.end", fields)
+
+    def encode(self, event: Event) -> bytes:
+        """One vocabulary event as wire bytes (the table in the module docstring).
+
+        ``ToolCallDelta`` has no wire form (``tool.call`` carries whole calls): ``b""``; so do
+        ``ResponseStarted`` and ``RequestFailed``, which are HTTP, not stream, events.
+        """
+        match event:
+            case StreamStarted():
+                return self.start(
+                    model=event.model, created=event.created or 0, request_id=event.request_id
+                )
+            case TextDelta():
+                return self.delta(event.text, index=event.index)
+            case ReasoningDelta():
+                return self.delta("", ext={"reasoning": event.text, "carrier": event.carrier})
+            case RefusalDelta():
+                return self.delta("", ext={"refusal": event.text})
+            case FilterVerdict():
+                return self.delta("", ext={"filter": _verdict_out(event)})
+            case ToolCall():
+                return self.tool_call(
+                    id=event.id, name=event.name, arguments=event.arguments, index=event.index
+                )
+            case Finished():
+                stop = _STOP_OF[event.reason]
+                # the extension only when the plain stop_reason would not give this back
+                plain = (STOP_REASONS[stop], _DEFAULT_RAW[stop]) == (event.reason, event.raw)
+                ext = None if plain else {"finish": event.raw, "reason": event.reason.value}
+                return self.stop(stop, ext=ext)
+            case Usage():
+                extra = {
+                    k: v
+                    for k, v in (
+                        ("total_tokens", event.total_tokens),
+                        ("reasoning_tokens", event.reasoning_tokens),
+                    )
+                    if v is not None
+                }
+                return self.usage(
+                    input_tokens=event.prompt_tokens or 0,
+                    output_tokens=event.completion_tokens or 0,
+                    ext=extra or None,
+                )
+            case StreamFailed():
+                f = event.error
+                return self.error(
+                    error_code(f.kind), f.message, ext={"kind": f.kind.value, "code": f.code}
+                )
+            case StreamEnded():
+                return self.end()
+        return b""
+
+
+def _verdict_out(v: FilterVerdict) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "scope": v.scope,
+        "results": [
+            {k: getattr(r, k) for k in ("category", "filtered", "detected", "severity", "id")}
+            for r in v.results
+        ],
+        "filtered": v.filtered,
+        "detected": v.detected,
+    }
+    if v.offsets is not None:
+        out["offsets"] = {
+            k: getattr(v.offsets, k) for k in ("check_offset", "start_offset", "end_offset")
+        }
+    return out
+
+
+def _verdict_in(raw: object) -> FilterVerdict | None:
+    if not isinstance(raw, dict) or raw.get("scope") not in ("prompt", "completion"):
+        return None
+    results = []
+    for r in raw.get("results") or ():
+        if isinstance(r, dict) and isinstance(r.get("category"), str):
+            results.append(
+                FilterResult(
+                    category=r["category"],
+                    filtered=r.get("filtered") is True,
+                    detected=r.get("detected") if isinstance(r.get("detected"), bool) else None,
+                    severity=r.get("severity") if isinstance(r.get("severity"), str) else None,
+                    id=r.get("id") if isinstance(r.get("id"), str) else None,
+                )
+            )
+    offsets = raw.get("offsets")
+    return FilterVerdict(
+        scope=raw["scope"],
+        results=tuple(results),
+        offsets=FilterOffsets(
+            **{
+                k: v
+                for k, v in offsets.items()
+                if k in ("check_offset", "start_offset", "end_offset")
+                and (v is None or type(v) is int)
+            }
+        )
+        if isinstance(offsets, dict)
+        else None,
+        filtered=raw.get("filtered") is True,
+        detected=raw.get("detected") is True,
+    )
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+class StreamDecoder(PullDecoder[Event]):
+    """Decode an LLM-Stream response body (client side); see the module docstring's rules.
+
+    Args:
+        declared_tools: the tools the request declared (section 8.2); ``None``: not checked.
+        max_event_size: bytes one SSE event may take.
+        max_result_size: characters of text, reasoning and arguments the result may hold.
+    """
+
+    def __init__(
+        self,
+        *,
+        declared_tools: Collection[str] | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_result_size: int = 64 * 1024 * 1024,
+    ) -> None:
+        super().__init__()
+        self._framer = SSEFramer(max_event_size=max_event_size)
+        self._receive = self._framer.receive  # type: ignore[method-assign]
+        self._loads = _json.loads
+        self._raw: list[RawItem] = []
+        self._declared = None if declared_tools is None else frozenset(declared_tools)
+        self._max_result = max_result_size
+        self._state = State.IDLE
+        self._seq = 0
+        self._stopped: set[int] = set()
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._carrier: ReasoningCarrier | None = None
+        self._refusal: list[str] = []
+        self._size = 0
+        self._calls: list[ToolCall] = []
+        self._ids: set[str] = set()
+        self._finish: Finished | None = None
+        self._usage: Usage | None = None
+        self._verdicts: list[FilterVerdict] = []
+        self._failure: Failure | None = None
+        self._closed = False
+        self._cut = False
+        self._problems: list[str] = []
+        self.model: str | None = None
+        self.request_id: str | None = None
+
+    @property
+    def result(self) -> Completion:
+        """Everything the stream has said so far; see `Completion`."""
+        finish = self._finish
+        done = self._state is State.ENDED
+        return Completion(
+            text="".join(self._text),
+            reasoning="".join(self._reasoning),
+            reasoning_carrier=self._carrier,
+            refusal="".join(self._refusal),
+            tool_calls=tuple(self._calls),
+            finish_reason=None if finish is None else finish.reason,
+            finish_raw=None if finish is None else finish.raw,
+            usage=self._usage,
+            filter_verdicts=tuple(self._verdicts),
+            error=self._failure,
+            done=done,
+            closed=self._closed,
+            cut=self._cut,
+            filtered=any(v.filtered for v in self._verdicts if v.scope == "completion")
+            or (finish is not None and finish.reason is FinishReason.CONTENT_FILTER),
+            problems=tuple(self._problems),
+            complete=self._complete(),
+        )
+
+    def _complete(self) -> bool:
+        return (
+            self._state is State.ENDED
+            and self._finish is not None
+            and self._failure is None
+            and self._deferred is None
+        )
+
+    def _fill(self) -> None:
+        raw = self._raw
+        raw.clear()
+        framing_error: RemoteProtocolError | None = None
+        try:
+            self._framer.frame(raw)
+        except RemoteProtocolError as exc:
+            framing_error = exc
+        try:
+            for item in raw:
+                if len(item) == 3:  # events without an event: line
+                    at, payloads, _ = item
+                    for payload in payloads:
+                        self._event(None, payload, at + 6)
+                        at += len(payload) + 8
+                elif len(item) == 6:
+                    etype, data, data_at, _, _, _ = item
+                    self._event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
+        except RemoteProtocolError as exc:
+            self._deferred = exc
+            return
+        if framing_error is not None:
+            self._deferred = framing_error
+            return
+        end = self._framer.end
+        if end is not None and not self._closed:
+            self._end(end)
+
+    def _event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        try:
+            obj = self._loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise RemoteProtocolError(f"an event's data is not JSON: {exc}", offset=at) from exc
+        if type(obj) is not dict:  # Rule 1
+            raise RemoteProtocolError("an event's data must be one JSON object", offset=at)
+        v = obj.get("v")
+        if v != VERSION:
+            raise RemoteProtocolError(f"unsupported version v={v!r}: expected '1.0'", offset=at)
+        seq = obj.get("seq")
+        if type(seq) is not int:  # Rule 2
+            raise RemoteProtocolError(f"seq must be an integer, not {seq!r}", offset=at)
+        if seq >= MAX_SEQ:
+            raise RemoteProtocolError(
+                "seq reached 2^53: the stream is terminated (section 8.4)",
+                offset=at,
+                limit="seq",
+                limit_value=MAX_SEQ,
+            )
+        if seq != self._seq:
+            what = "events were lost" if seq > self._seq else "an event came again or out of order"
+            raise RemoteProtocolError(
+                f"seq gap: expected {self._seq}, got {seq} ({what})", offset=at
+            )
+        type_ = obj.get("type")
+        if not isinstance(type_, str):
+            raise RemoteProtocolError(f"type must be a string, not {type_!r}", offset=at)
+        if type_ != (sse_type or "message"):
+            shown = "no event: field" if sse_type is None else f"event: {sse_type}"
+            raise RemoteProtocolError(f"type {type_!r} does not match the SSE {shown}", offset=at)
+        self._seq += 1
+        if type_ not in EVENT_TYPES:  # Rule 5
+            note = f"ignored events of unknown type {type_!r}"
+            if note not in self._problems:
+                self._problems.append(note)
+            return
+        nxt = advance(self._state, type_)  # Rule 3
+        if nxt is None:
+            raise RemoteProtocolError(refusal(self._state, type_, "receive"), offset=at)
+        ext = obj.get(SVIR_EXTENSION)
+        if not isinstance(ext, dict):
+            ext = {}
+        handler = _HANDLERS[type_]
+        handler(self, obj, ext, at)
+        self._state = nxt
+
+    # Rule 4, one handler per event type
+
+    def _on_start(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        model = _field(obj, "model", str, at)
+        created = _field(obj, "created", int, at)
+        rid = obj.get("request_id")
+        rid = rid if isinstance(rid, str) else None
+        self.model, self.request_id = model, rid
+        self._queue.append(
+            StreamStarted(response_id="", model=model, created=created, request_id=rid)
+        )
+
+    def _on_delta(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        index = _field(obj, "index", int, at)
+        _field(obj, "role", str, at)
+        delta = _field(obj, "delta", dict, at)
+        text = delta.get("text")
+        if not isinstance(text, str):
+            raise RemoteProtocolError("content.delta needs delta.text, a string", offset=at)
+        if index in self._stopped:
+            raise RemoteProtocolError(
+                f"content.delta for block {index} after its content.stop", offset=at
+            )
+        if text:
+            self._grow(len(text), at)
+            self._text.append(text)
+            self._queue.append(TextDelta(text=text, index=index))
+        reasoning = ext.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            carrier: ReasoningCarrier = "reasoning"
+            wire = ext.get("carrier")
+            if wire == "reasoning_content" or wire == "think":
+                carrier = wire
+            self._grow(len(reasoning), at)
+            if self._carrier is None:
+                self._carrier = carrier
+            self._reasoning.append(reasoning)
+            self._queue.append(ReasoningDelta(text=reasoning, carrier=carrier))
+        refused = ext.get("refusal")
+        if isinstance(refused, str) and refused:
+            self._grow(len(refused), at)
+            self._refusal.append(refused)
+            self._queue.append(RefusalDelta(text=refused))
+        verdict = _verdict_in(ext.get("filter"))
+        if verdict is not None:
+            self._verdicts.append(verdict)
+            self._queue.append(verdict)
+
+    def _on_stop(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        index = _field(obj, "index", int, at)
+        reason = _field(obj, "stop_reason", str, at)
+        self._stopped.add(index)
+        if reason not in STOP_REASONS:
+            self._problems.append(f"unknown stop_reason {reason!r}")
+        normal = STOP_REASONS.get(reason, FinishReason.OTHER)
+        raw = ext.get("finish")
+        if isinstance(raw, str):  # a svir peer's own finish reason, and its normal form
+            with contextlib.suppress(ValueError):
+                normal = FinishReason(ext.get("reason"))
+        else:
+            raw = _DEFAULT_RAW.get(reason, reason)
+        self._finish = Finished(reason=normal, raw=raw)
+        self._queue.append(self._finish)
+
+    def _on_tool(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        index = _field(obj, "index", int, at)
+        call_id = _field(obj, "id", str, at)
+        name = _field(obj, "name", str, at)
+        arguments = _field(obj, "arguments", str, at)
+        if not call_id or not name:
+            raise RemoteProtocolError("tool.call needs a non-empty id and name", offset=at)
+        if call_id in self._ids:
+            raise RemoteProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
+        self._ids.add(call_id)
+        self._grow(len(arguments), at)
+        declared = None if self._declared is None else name in self._declared
+        if declared is False:
+            self._problems.append(
+                f"tool call {call_id!r} calls {name!r}, not declared by the request"
+            )
+        call = ToolCall(index=index, id=call_id, name=name, arguments=arguments, declared=declared)
+        self._calls.append(call)
+        self._queue.append(call)
+
+    def _on_usage(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        total = ext.get("total_tokens")
+        reasoning = ext.get("reasoning_tokens")
+        self._usage = Usage(
+            prompt_tokens=_field(obj, "input_tokens", int, at),
+            completion_tokens=_field(obj, "output_tokens", int, at),
+            total_tokens=total if type(total) is int else None,
+            reasoning_tokens=reasoning if type(reasoning) is int else None,
+        )
+        self._queue.append(self._usage)
+
+    def _on_error(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        code = _field(obj, "code", str, at)
+        message = _field(obj, "message", str, at)
+        kind = ERROR_CODES.get(code, FailureKind.SERVER_ERROR)
+        with contextlib.suppress(ValueError):  # a svir peer's finer kind, if it is one we know
+            kind = FailureKind(ext.get("kind", kind.value))
+        if code not in ERROR_CODES:
+            self._problems.append(f"unknown error code {code!r}")
+        # a svir peer says which code the failure had, null included; others have only theirs
+        peer_code = ext.get("code", code)
+        failure = Failure(
+            kind=kind, message=message, code=peer_code if isinstance(peer_code, str) else None
+        )
+        self._failure = failure
+        self._queue.append(StreamFailed(error=failure))
+
+    def _on_end(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
+        self._state = State.ENDED  # so that result and StreamEnded agree
+        if self._finish is None and self._failure is None:
+            self._problems.append("stream.end came without a content.stop")
+        self._terminate()
+
+    def _grow(self, n: int, at: int) -> None:
+        self._size += n
+        if self._size > self._max_result:
+            raise RemoteProtocolError(
+                f"the response is larger than max_result_size ({self._max_result} characters)",
+                offset=at,
+                limit="max_result_size",
+                limit_value=self._max_result,
+            )
+
+    def _end(self, end: EndOfStream) -> None:
+        self._closed = True
+        self._cut = end.incomplete
+        if self._state is not State.ENDED:
+            self._problems.append("the body ended before stream.end")
+            self._terminate()
+
+    def _terminate(self) -> None:
+        ended = StreamEnded(complete=self._complete())
+        self._terminal = ended
+        self._queue.append(ended)
+
+
+def _field(obj: dict[str, Any], name: str, kind: type, at: int) -> Any:
+    value = obj.get(name)
+    if type(value) is not kind:
+        raise RemoteProtocolError(
+            f"{obj.get('type')} needs {name!r} ({kind.__name__}), got {value!r}"[:200], offset=at
+        )
+    return value
+
+
+_HANDLERS: Final = {
+    "stream.start": StreamDecoder._on_start,
+    "content.delta": StreamDecoder._on_delta,
+    "content.stop": StreamDecoder._on_stop,
+    "tool.call": StreamDecoder._on_tool,
+    "usage": StreamDecoder._on_usage,
+    "error": StreamDecoder._on_error,
+    "stream.end": StreamDecoder._on_end,
+}

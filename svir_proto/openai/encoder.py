@@ -1,0 +1,149 @@
+"""Events to OpenAI-compatible Chat Completions chunks: the server side of the dialect, for a
+gateway that answers OpenAI clients from any upstream.
+
+One event gives at most one chunk. Reasoning goes out under the key it came in, and inline
+``think`` reasoning as ``reasoning_content`` (an OpenAI client has the field, so no markers are
+needed). A whole `ToolCall` goes out as one piece with its id, name and arguments. A
+`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `StreamEnded`
+writes ``[DONE]`` unless the stream was cut without an error: then the client sees the cut.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..events import (
+    Event,
+    FilterVerdict,
+    Finished,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["ChatStreamEncoder"]
+
+
+class ChatStreamEncoder:
+    """Write events as ``chat.completion.chunk`` SSE events.
+
+    Args:
+        response_id, model, created: the identity every chunk carries; a `StreamStarted`
+            replaces whichever it sets.
+    """
+
+    def __init__(self, *, response_id: str = "chatcmpl-svir", model: str = "", created: int = 0):
+        self.response_id = response_id
+        self.model = model
+        self.created = created
+        self._failed = False
+
+    def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
+        obj = {
+            "id": self.response_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            **extra,
+        }
+        return (
+            b"data: "
+            + json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+            + b"\n\n"
+        )
+
+    def _delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return self._chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    def encode(self, event: Event) -> bytes:
+        """The bytes for one event (``b""`` for events with no chunk: ToolCallDelta and the
+        HTTP-level events)."""
+        match event:
+            case StreamStarted():
+                self.response_id = event.response_id or self.response_id
+                self.model = event.model or self.model
+                self.created = event.created or self.created
+                return self._delta({"role": "assistant", "content": ""})
+            case TextDelta():
+                return self._delta({"content": event.text})
+            case ReasoningDelta():
+                key = "reasoning" if event.carrier == "reasoning" else "reasoning_content"
+                return self._delta({key: event.text})
+            case RefusalDelta():
+                return self._delta({"refusal": event.text})
+            case ToolCall():
+                call = {
+                    "index": event.index,
+                    "id": event.id,
+                    "type": "function",
+                    "function": {"name": event.name, "arguments": event.arguments},
+                }
+                return self._delta({"tool_calls": [call]})
+            case Finished():
+                return self._delta({}, event.raw)
+            case Usage():
+                usage: dict[str, Any] = {
+                    "prompt_tokens": event.prompt_tokens,
+                    "completion_tokens": event.completion_tokens,
+                    "total_tokens": event.total_tokens,
+                }
+                if event.reasoning_tokens is not None:
+                    usage["completion_tokens_details"] = {
+                        "reasoning_tokens": event.reasoning_tokens
+                    }
+                return self._chunk([], usage=usage)
+            case FilterVerdict():
+                results: dict[str, Any] = {}
+                for r in event.results:
+                    entry = {
+                        k: v
+                        for k, v in (
+                            ("filtered", r.filtered),
+                            ("detected", r.detected),
+                            ("severity", r.severity),
+                            ("id", r.id),
+                        )
+                        if v is not None
+                    }
+                    if r.id is not None:
+                        results.setdefault(r.category, []).append(entry)
+                    else:
+                        results[r.category] = entry
+                if event.scope == "prompt":
+                    return self._chunk(
+                        [],
+                        prompt_filter_results=[
+                            {"prompt_index": 0, "content_filter_results": results}
+                        ],
+                    )
+                choice: dict[str, Any] = {
+                    "index": 0,
+                    "finish_reason": None,
+                    "content_filter_results": results,
+                }
+                if event.offsets is not None:
+                    choice["content_filter_offsets"] = {
+                        k: getattr(event.offsets, k)
+                        for k in ("check_offset", "start_offset", "end_offset")
+                    }
+                return self._chunk([choice])
+            case StreamFailed():
+                self._failed = True
+                error = {
+                    "message": event.error.message,
+                    "type": event.error.kind.value,
+                    "code": event.error.code,
+                }
+                return (
+                    b"data: " + json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n\n"
+                )
+            case StreamEnded():
+                return b"data: [DONE]\n\n" if event.complete or self._failed else b""
+        return b""

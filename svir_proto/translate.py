@@ -1,0 +1,318 @@
+"""Translation between the dialects: OpenAI requests to and from `LLMRequest`, and event
+streams in both directions (draft section 7.1, "API Gateway Translation").
+
+Because both dialects decode to one event vocabulary, translating a stream is choosing the
+other encoder, plus what the draft's lifecycle asks for:
+
+Rule 1: ``tool.call`` carries whole calls, so OpenAI tool-call pieces are not translated; the
+    whole `ToolCall` events that the decoder emits at ``[DONE]`` are.
+Rule 2: ``content.stop`` comes after the block's tool calls (4.8), so the OpenAI finish (which
+    comes before ``[DONE]``) is held until the end, and so is usage, which then follows it
+    (the draft's complete example, 5.5).
+Rule 3: an in-stream failure becomes an ``error`` with the draft's code, then ``stream.end``.
+Rule 4: an upstream stream that was cut (no ``[DONE]``, no error) is passed on as a cut: the
+    held ``content.stop`` and usage go out, and no ``stream.end`` follows. The client then knows
+    the answer is partial, exactly as a direct client of the upstream would.
+Rule 5: events that come before the upstream said who it is (Azure's prompt verdict, an error
+    before any chunk) wait for ``stream.start``, which is written with the request's model if
+    the upstream never names one.
+
+Request fields with no place in the other dialect travel in ``extensions["vendor:openai"]``
+(``tool_choice``, ``response_format``, ``reasoning_effort``); assistant reasoning has no field
+in the draft and is not carried; a text file becomes a ``document`` part (``text/plain``, still
+streamed from disk). Document and audio parts that are not text cannot go to the OpenAI dialect:
+`llm_to_openai` raises ``ValueError`` naming the part.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .events import (
+    Event,
+    Finished,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from .llmstream.request import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    LLMTool,
+    LLMToolCall,
+    Part,
+)
+from .llmstream.stream import StreamEncoder
+from .openai.encoder import ChatStreamEncoder
+from .openai.request import (
+    AssistantMessage,
+    ChatRequest,
+    ImagePart,
+    JSONObjectFormat,
+    JSONSchemaFormat,
+    Message,
+    NamedToolChoice,
+    SystemMessage,
+    TextFile,
+    TextFormat,
+    TextPart,
+    Tool,
+    ToolMessage,
+    UserMessage,
+)
+
+__all__ = ["LLMStreamToOpenAI", "OpenAIToLLMStream", "llm_to_openai", "openai_to_llm"]
+
+OPENAI_EXTENSION: Final = "vendor:openai"
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLMRequest:
+    """An OpenAI request as an `LLMRequest` (the module docstring says what does not carry)."""
+    messages = []
+    for m in request.messages:
+        if isinstance(m, SystemMessage):
+            messages.append(LLMMessage(role="system", content=m.content))
+        elif isinstance(m, UserMessage):
+            parts: list[Part] = []
+            for p in m.content:
+                if isinstance(p, TextPart):
+                    parts.append(LLMTextPart(text=p.text))
+                elif isinstance(p, TextFile):
+                    if p.path is not None:
+                        parts.append(
+                            LLMMediaPart(type="document", media_type="text/plain", path=p.path)
+                        )
+                    else:
+                        parts.append(LLMTextPart(text=p.opening() + (p.text or "") + "\n</file>"))
+                elif p.path is not None:
+                    parts.append(LLMMediaPart(type="image", media_type=p.media_type, path=p.path))
+                else:
+                    parts.append(
+                        LLMMediaPart(type="image", media_type=p.media_type, raw=p.data or b"")
+                    )
+            content: str | tuple[Part, ...] = (
+                parts[0].text
+                if len(parts) == 1 and isinstance(parts[0], LLMTextPart)
+                else tuple(parts)
+            )
+            messages.append(LLMMessage(role="user", content=content))
+        elif isinstance(m, AssistantMessage):
+            calls = tuple(
+                LLMToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls
+            )
+            messages.append(
+                LLMMessage(
+                    role="assistant",
+                    content=m.content if m.content is not None or calls else "",
+                    tool_calls=calls,
+                )
+            )
+        else:
+            messages.append(LLMMessage(role="tool", content=m.content, tool_call_id=m.tool_call_id))
+    params: dict[str, Any] = {}
+    if request.max_tokens is not None:
+        params["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    vendor: dict[str, Any] = {}
+    choice = request.tool_choice
+    if choice is not None:
+        vendor["tool_choice"] = (
+            {"name": choice.name} if isinstance(choice, NamedToolChoice) else choice
+        )
+    fmt = request.response_format
+    if isinstance(fmt, TextFormat):
+        vendor["response_format"] = {"type": "text"}
+    elif isinstance(fmt, JSONObjectFormat):
+        vendor["response_format"] = {"type": "json_object"}
+    elif isinstance(fmt, JSONSchemaFormat):
+        vendor["response_format"] = {
+            "type": "json_schema",
+            "name": fmt.name,
+            "schema": dict(fmt.schema),
+            "strict": fmt.strict,
+        }
+    if request.reasoning_effort is not None:
+        vendor["reasoning_effort"] = request.reasoning_effort
+    return LLMRequest(
+        model=request.model,
+        messages=messages,
+        tools=[
+            LLMTool(name=t.name, description=t.description, parameters=t.parameters)
+            for t in request.tools
+        ],
+        parameters=params,
+        metadata={"request_id": request_id} if request_id is not None else {},
+        extensions={OPENAI_EXTENSION: vendor} if vendor else {},
+    )
+
+
+def llm_to_openai(request: LLMRequest) -> ChatRequest:
+    """An `LLMRequest` as an OpenAI request (usage is always asked for).
+
+    Raises:
+        ValueError: a part the OpenAI dialect cannot carry (audio, a non-text document).
+    """
+    messages: list[Message] = []
+    for i, m in enumerate(request.messages):
+        if m.role == "system":
+            messages.append(SystemMessage(content=m.text))
+        elif m.role == "user":
+            if isinstance(m.content, str):
+                messages.append(UserMessage(content=m.content))
+                continue
+            parts: list[TextPart | ImagePart | TextFile] = []
+            for j, p in enumerate(m.content or ()):
+                if isinstance(p, LLMTextPart):
+                    parts.append(TextPart(text=p.text))
+                elif p.type == "image":
+                    parts.append(
+                        ImagePart.from_path(p.path, p.media_type)
+                        if p.path
+                        else ImagePart.from_bytes(p.decoded(), p.media_type)
+                    )
+                elif p.type == "document" and p.media_type.startswith("text/"):
+                    if p.path is not None:
+                        parts.append(TextFile.from_path(p.path))
+                    else:
+                        parts.append(
+                            TextFile.from_text(p.decoded().decode("utf-8"), name=f"document-{j}")
+                        )
+                else:
+                    raise ValueError(
+                        f"messages[{i}].content[{j}]: the OpenAI dialect cannot carry "
+                        f"a {p.type} part ({p.media_type})"
+                    )
+            messages.append(UserMessage(content=parts))
+        elif m.role == "assistant":
+            calls = tuple(
+                ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)
+                for k, c in enumerate(m.tool_calls)
+            )
+            messages.append(AssistantMessage(content=m.text or None, tool_calls=calls))
+        else:
+            messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=m.text))
+    vendor = request.extensions.get(OPENAI_EXTENSION)
+    vendor = vendor if isinstance(vendor, dict) else {}
+    tools = [
+        Tool(name=t.name, description=t.description, parameters=t.parameters) for t in request.tools
+    ]
+    choice: Any = vendor.get("tool_choice")
+    if isinstance(choice, dict):
+        choice = NamedToolChoice(choice.get("name", ""))
+    fmt_raw = vendor.get("response_format")
+    fmt: Any = None
+    if isinstance(fmt_raw, dict):
+        kind = fmt_raw.get("type")
+        if kind == "text":
+            fmt = TextFormat()
+        elif kind == "json_object":
+            fmt = JSONObjectFormat()
+        elif kind == "json_schema":
+            fmt = JSONSchemaFormat(
+                name=fmt_raw.get("name", ""),
+                schema=fmt_raw.get("schema", {}),
+                strict=bool(fmt_raw.get("strict")),
+            )
+    params = request.parameters
+    return ChatRequest(
+        model=request.model,
+        messages=messages,
+        tools=tools,
+        tool_choice=choice,
+        max_tokens=params.get("max_tokens"),
+        temperature=params.get("temperature"),
+        response_format=fmt,
+        include_usage=True,
+        reasoning_effort=vendor.get("reasoning_effort"),
+    )
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+
+class OpenAIToLLMStream:
+    """OpenAI-dialect events in (from `ChatStreamDecoder`), LLM-Stream bytes out (Rules 1-5).
+
+    Args:
+        model: written on ``stream.start`` if the upstream never names its model.
+        request_id: echoed on ``stream.start`` and ``stream.end``.
+        created: the ``created`` to write if the upstream gives none (the caller's clock).
+    """
+
+    def __init__(self, *, model: str = "", request_id: str | None = None, created: int = 0) -> None:
+        self.encoder = StreamEncoder(request_id=request_id)
+        self._model = model
+        self._created = created
+        self._started = False
+        self._early: list[Event] = []
+        self._finish: Finished | None = None
+        self._usage: Usage | None = None
+        self._failed = False
+
+    def feed(self, event: Event) -> bytes:
+        """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried)."""
+        if isinstance(event, StreamStarted):
+            if self._started:
+                return b""
+            self._started = True
+            start = StreamStarted(
+                response_id=event.response_id,
+                model=event.model or self._model,
+                created=event.created or self._created,
+                request_id=self.encoder.request_id,
+            )
+            early, self._early = self._early, []
+            return self.encoder.encode(start) + b"".join(self.feed(e) for e in early)
+        if not self._started:
+            if isinstance(event, (StreamFailed, StreamEnded)):
+                return self.feed(StreamStarted(response_id="", model=self._model)) + self.feed(
+                    event
+                )
+            self._early.append(event)  # Rule 5
+            return b""
+        if isinstance(event, ToolCallDelta):  # Rule 1
+            return b""
+        if isinstance(event, Finished):  # Rule 2
+            self._finish = event
+            return b""
+        if isinstance(event, Usage):
+            self._usage = event
+            return b""
+        if isinstance(event, StreamFailed):  # Rule 3
+            self._failed = True
+            return self.encoder.encode(event)
+        if isinstance(event, StreamEnded):
+            out = b""
+            if not self._failed:
+                if self._finish is not None:
+                    out += self.encoder.encode(self._finish)
+                if self._usage is not None:
+                    out += self.encoder.encode(self._usage)
+                if not event.complete:
+                    return out  # Rule 4: a cut stays a cut
+            return out + self.encoder.end()
+        if self._failed:
+            return b""  # nothing but stream.end may follow an error
+        return self.encoder.encode(event)
+
+
+class LLMStreamToOpenAI:
+    """LLM-Stream events in (from `StreamDecoder`), OpenAI-dialect bytes out."""
+
+    def __init__(
+        self, *, response_id: str = "chatcmpl-svir", model: str = "", created: int = 0
+    ) -> None:
+        self.encoder = ChatStreamEncoder(response_id=response_id, model=model, created=created)
+
+    def feed(self, event: Event) -> bytes:
+        """The OpenAI-dialect bytes for one event."""
+        return self.encoder.encode(event)

@@ -1,0 +1,499 @@
+"""LLM-Stream: every envelope and lifecycle violation, the encoder's refusals, request paths,
+negotiation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import (
+    FailureKind,
+    FinishReason,
+    LocalProtocolError,
+    ReasoningDelta,
+    RemoteProtocolError,
+    StreamEnded,
+    StreamFailed,
+    TextDelta,
+    ToolCall,
+)
+from svir_proto.llmstream import (
+    ACCEPT_LLM_STREAM,
+    MAX_SEQ,
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    RequestError,
+    StreamDecoder,
+    StreamEncoder,
+    parse_media_type,
+    request_dialect,
+    response_dialect,
+    should_fall_back,
+    unsupported_media_type,
+)
+from svir_proto.llmstream._lifecycle import TRANSITIONS, State, advance
+from tests.helpers import run
+
+
+def ev(type_: str, seq: int, event: str | None = None, **fields: Any) -> bytes:
+    obj = {"v": "1.0", "seq": seq, "type": type_, **fields}
+    head = b"" if event == "" else f"event: {event or type_}\n".encode()
+    return head + b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+START = ev("stream.start", 0, model="m", created=1)
+DELTA1 = ev("content.delta", 1, index=0, role="assistant", delta={"text": "hi"})
+STOP2 = ev("content.stop", 2, index=0, stop_reason="end_turn")
+
+
+def decode(body: bytes, **options: Any) -> tuple[list[Any], StreamDecoder]:
+    d = StreamDecoder(**options)
+    return run(d, [body]), d
+
+
+def test_a_minimal_complete_stream() -> None:
+    events, d = decode(START + DELTA1 + STOP2 + ev("stream.end", 3))
+    assert events[-1] == StreamEnded(complete=True)
+    assert d.result.complete
+    assert d.result.text == "hi"
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (b"event: stream.start\ndata: [1]\n\n", "one JSON object"),
+        (b"event: stream.start\ndata: {nope\n\n", "not JSON"),
+        (
+            ev("stream.start", 0, model="m", created=1).replace(b'"v": "1.0"', b'"v": "2.0"'),
+            "version",
+        ),
+        (ev("stream.start", 0, model="m", created=1).replace(b'"v": "1.0", ', b""), "version"),
+        (ev("stream.start", 1, model="m", created=1), "expected 0, got 1"),
+        (
+            START + ev("content.delta", 3, index=0, role="assistant", delta={"text": "x"}),
+            "expected 1, got 3",
+        ),
+        (
+            START + DELTA1 + ev("content.delta", 1, index=0, role="assistant", delta={"text": "x"}),
+            "expected 2, got 1",
+        ),
+        (
+            ev("stream.start", 0, model="m", created=1).replace(b'"seq": 0', b'"seq": "0"'),
+            "seq must be an integer",
+        ),
+        (
+            ev("stream.start", 0, model="m", created=1).replace(b'"seq": 0', b'"seq": true'),
+            "seq must be an integer",
+        ),
+        (
+            ev("stream.start", 0, event="content.delta", model="m", created=1),
+            "does not match the SSE event: content.delta",
+        ),
+        (
+            ev("stream.start", 0, event="", model="m", created=1),
+            "does not match the SSE no event: field",
+        ),
+        (
+            ev("stream.start", 0, model="m", created=1).replace(
+                b'"type": "stream.start"', b'"type": 5'
+            ),
+            "type must be a string",
+        ),
+        (DELTA1.replace(b'"seq": 1', b'"seq": 0'), "cannot receive content.delta in state IDLE"),
+        (
+            START + ev("stream.start", 1, model="m", created=1),
+            "cannot receive stream.start in state STREAMING",
+        ),
+        (
+            START
+            + ev("error", 1, code="internal_error", message="x")
+            + ev("content.delta", 2, index=0, role="assistant", delta={"text": "x"}),
+            "cannot receive content.delta in state FAILED",
+        ),
+        (
+            START + ev("stream.end", 1) + ev("usage", 2, input_tokens=1, output_tokens=1),
+            "cannot receive usage in state ENDED",
+        ),
+        (START + ev("content.delta", 1, index=0, role="assistant", delta={}), "delta.text"),
+        (
+            START + ev("content.delta", 1, index="0", role="assistant", delta={"text": "x"}),
+            "'index'",
+        ),
+        (
+            START
+            + STOP2.replace(b'"seq": 2', b'"seq": 1')
+            + ev("content.delta", 2, index=0, role="assistant", delta={"text": "x"}),
+            "after its content.stop",
+        ),
+        (
+            START
+            + ev("tool.call", 1, index=0, id="a", name="f", arguments="{}")
+            + ev("tool.call", 2, index=0, id="a", name="g", arguments="{}"),
+            "already used",
+        ),
+        (START + ev("tool.call", 1, index=0, id="", name="f", arguments="{}"), "non-empty id"),
+        (START + ev("tool.call", 1, index=0, id="a", name="f", arguments={}), "'arguments'"),
+        (START + ev("usage", 1, input_tokens="1", output_tokens=1), "'input_tokens'"),
+        (START + ev("error", 1, code="rate_limited"), "'message'"),
+        (ev("stream.start", 0, created=1), "'model'"),
+    ],
+)
+def test_violations_are_remote_errors(body: bytes, match: str, json_backend: str) -> None:
+    d = StreamDecoder()
+    with pytest.raises(RemoteProtocolError, match=match):
+        run(d, [body])
+    assert not d.result.complete
+
+
+def test_seq_at_2_to_the_53_terminates_the_stream() -> None:
+    d = StreamDecoder()
+    d._seq = MAX_SEQ  # a stream that has really come this far is not something to build in a test
+    with pytest.raises(RemoteProtocolError) as info:
+        run(d, [ev("usage", MAX_SEQ, input_tokens=1, output_tokens=1)])
+    assert info.value.limit == "seq"
+    assert info.value.limit_value == 2**53
+
+
+def test_data_after_stream_end_is_an_error_even_after_the_terminal_event() -> None:
+    d = StreamDecoder()
+    assert d.feed(START + STOP2.replace(b'"seq": 2', b'"seq": 1') + ev("stream.end", 2))[
+        -1
+    ] == StreamEnded(complete=True)
+    with pytest.raises(RemoteProtocolError, match="ENDED"):
+        d.feed(ev("content.delta", 3, index=0, role="assistant", delta={"text": "late"}))
+
+
+def test_unknown_fields_extensions_and_event_types_are_ignored() -> None:
+    body = (
+        START
+        + ev(
+            "content.delta",
+            1,
+            index=0,
+            role="assistant",
+            delta={"text": "a", "future": 1},
+            extra=2,
+            **{"vendor:acme": {"x": 1}},
+        )
+        + ev("content.thinking", 2, text="ignored")
+        + ev("content.stop", 3, index=0, stop_reason="end_turn")
+        + ev("stream.end", 4)
+    )
+    events, d = decode(body)
+    assert [type(e).__name__ for e in events] == [
+        "StreamStarted",
+        "TextDelta",
+        "Finished",
+        "StreamEnded",
+    ]
+    assert d.result.complete
+    assert d.result.problems == ("ignored events of unknown type 'content.thinking'",)
+
+
+def test_an_error_then_stream_end() -> None:
+    body = (
+        START
+        + DELTA1
+        + ev("error", 2, code="context_length_exceeded", message="too long")
+        + ev("stream.end", 3)
+    )
+    events, d = decode(body)
+    failed = next(e for e in events if isinstance(e, StreamFailed))
+    assert failed.error.kind is FailureKind.CONTEXT_OVERFLOW
+    assert failed.error.code == "context_length_exceeded"
+    assert events[-1] == StreamEnded(complete=False)
+    assert d.result.text == "hi"
+    assert d.result.done
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [
+        ("rate_limited", FailureKind.RATE_LIMITED),
+        ("content_filtered", FailureKind.CONTENT_FILTER),
+        ("internal_error", FailureKind.SERVER_ERROR),
+        ("overloaded", FailureKind.OVERLOADED),
+        ("weird", FailureKind.SERVER_ERROR),
+    ],
+)
+def test_error_codes(code: str, kind: FailureKind) -> None:
+    events, _ = decode(START + ev("error", 1, code=code, message="m") + ev("stream.end", 2))
+    assert next(e for e in events if isinstance(e, StreamFailed)).error.kind is kind
+
+
+def test_undeclared_tool_is_flagged_never_passed_off() -> None:
+    body = (
+        START
+        + ev("tool.call", 1, index=0, id="c", name="rm_rf", arguments="{}")
+        + ev("content.stop", 2, index=0, stop_reason="tool_use")
+        + ev("stream.end", 3)
+    )
+    events, d = decode(body, declared_tools={"get_weather"})
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    assert call.declared is False
+    assert any("not declared" in p for p in d.result.problems)
+    _, d = decode(body)
+    assert d.result.tool_calls[0].declared is None
+
+
+def test_cut_before_stream_end_is_partial() -> None:
+    _, d = decode(START + DELTA1 + STOP2)
+    assert not d.result.complete
+    assert d.result.finish_reason is FinishReason.STOP
+    assert not d.result.done
+
+
+def test_svir_extensions_carry_what_the_draft_has_no_event_for() -> None:
+    body = (
+        START
+        + ev(
+            "content.delta",
+            1,
+            index=0,
+            role="assistant",
+            delta={"text": ""},
+            **{"vendor:svir": {"reasoning": "hmm", "carrier": "think"}},
+        )
+        + ev(
+            "content.stop",
+            2,
+            index=0,
+            stop_reason="end_turn",
+            **{"vendor:svir": {"finish": "abort"}},
+        )
+    )
+    events, d = decode(body)
+    assert ReasoningDelta(text="hmm", carrier="think") in events
+    assert not any(isinstance(e, TextDelta) for e in events)
+    assert d.result.finish_raw == "abort"
+
+
+# -- the encoder ------------------------------------------------------------------------------
+
+
+def test_the_lifecycle_table_is_closed() -> None:
+    types = {t for _, t in TRANSITIONS}
+    for state in State:
+        for t in types:
+            nxt = advance(state, t)
+            assert nxt is None or nxt in State
+
+
+def test_encoder_refuses_out_of_order_and_changes_nothing() -> None:
+    e = StreamEncoder()
+    with pytest.raises(LocalProtocolError, match=r"cannot send content\.delta in state IDLE"):
+        e.delta("x")
+    assert (e.seq, e.state) == (0, State.IDLE)
+    e.start(model="m", created=1)
+    e.error("internal_error", "boom")
+    with pytest.raises(LocalProtocolError, match="in state FAILED"):
+        e.usage(input_tokens=1, output_tokens=1)
+    e.end()
+    with pytest.raises(LocalProtocolError, match=r"cannot send stream\.end in state ENDED"):
+        e.end()
+    assert e.seq == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda e: e.stop("finished"), "stop_reason"),
+        (lambda e: e.error("teapot", "x"), "error code"),
+        (lambda e: e.tool_call(id="", name="f", arguments="{}"), "non-empty id"),
+        (lambda e: e.delta(5), "str"),
+    ],
+)
+def test_encoder_value_errors(call: Any, match: str) -> None:
+    e = StreamEncoder()
+    e.start(model="m", created=1)
+    with pytest.raises(ValueError, match=match):
+        call(e)
+    assert e.seq == 1
+
+
+def test_encoder_echoes_request_id_and_numbers_seq() -> None:
+    e = StreamEncoder(request_id="r-1")
+    body = e.start(model="m", created=5) + e.delta("a") + e.stop("max_tokens") + e.end()
+    events, d = decode(body)
+    assert events[0].request_id == "r-1"
+    assert b'"seq":3,"type":"stream.end","request_id":"r-1"' in body
+    assert d.result.finish_reason is FinishReason.LENGTH
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+BASE: dict[str, Any] = {
+    "version": "1.0",
+    "stream": True,
+    "model": "m",
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"version": "1.1"}, "$.version"),
+        ({"stream": False}, "$.stream"),
+        ({"model": ""}, "$.model"),
+        ({"messages": []}, "$.messages"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "$.messages[0].role"),
+        ({"messages": [{"role": "user"}]}, "$.messages[0].content"),
+        ({"messages": [{"role": "user", "content": 5}]}, "$.messages[0].content"),
+        ({"messages": [{"role": "user", "content": []}]}, "$.messages[0].content"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "$.messages[0].tool_call_id"),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "video", "media_type": "video/mp4", "data": ""}],
+                    }
+                ]
+            },
+            "$.messages[0].content[0].type",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image", "data": ""}]}]},
+            "$.messages[0].content[0].media_type",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "audio", "media_type": "audio/wav", "data": "***"}],
+                    }
+                ]
+            },
+            "$.messages[0].content[0].data",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text"}]}]},
+            "$.messages[0].content[0].text",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x", "tool_calls": []}]},
+            "$.messages[0].tool_calls",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "name": "f"}]}
+                ]
+            },
+            "$.messages[0].tool_calls[0].arguments",
+        ),
+        ({"tools": [{"name": "f", "description": "d"}]}, "$.tools[0].parameters"),
+        (
+            {
+                "tools": [
+                    {"name": "f", "description": "d", "parameters": {}},
+                    {"name": "f", "description": "d", "parameters": {}},
+                ]
+            },
+            "$.tools[1].name",
+        ),
+        ({"parameters": {"max_tokens": 0}}, "$.parameters.max_tokens"),
+        ({"parameters": {"top_p": 2}}, "$.parameters.top_p"),
+        ({"parameters": {"stop_sequences": "x"}}, "$.parameters.stop_sequences"),
+        ({"metadata": {"request_id": 5}}, "$.metadata.request_id"),
+        ({"extensions": {"acme": {}}}, "$.extensions['acme']"),
+    ],
+)
+def test_request_errors_name_the_json_path(change: dict[str, Any], path: str) -> None:
+    with pytest.raises(RequestError) as info:
+        LLMRequest.parse(json.dumps({**BASE, **change}))
+    assert info.value.path == path
+    assert isinstance(info.value, RemoteProtocolError)
+
+
+def test_request_not_json_and_caller_errors() -> None:
+    with pytest.raises(RequestError, match=r"^\$: not JSON"):
+        LLMRequest.parse(b"{")
+    with pytest.raises(ValueError, match="tool_call_id"):
+        LLMMessage(role="tool", content="x")
+    with pytest.raises(ValueError, match=r"\$.extensions"):
+        LLMRequest(
+            model="m", messages=[LLMMessage(role="user", content="x")], extensions={"bad": 1}
+        )
+
+
+def test_request_media_parts_stream_from_disk(tmp_path: Any) -> None:
+    f = tmp_path / "scan.pdf"
+    f.write_bytes(b"%PDF-1.7 " + bytes(range(256)) * 100)
+    req = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(
+                role="user",
+                content=(
+                    LLMTextPart(text="read"),
+                    LLMMediaPart.from_path("document", f, "application/pdf"),
+                ),
+            )
+        ],
+    )
+    body = req.body(piece_size=999)
+    parsed = LLMRequest.parse(body.read())
+    part = parsed.messages[0].content[1]  # type: ignore[index]
+    assert isinstance(part, LLMMediaPart)
+    assert part.decoded() == f.read_bytes()
+
+
+# -- negotiation ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content_type", "dialect"),
+    [
+        ("application/llm-request+json", "llm-stream"),
+        ("application/llm-request+json; version=1.0", "llm-stream"),
+        ('Application/LLM-Request+JSON; version="1.0"', "llm-stream"),
+        ("application/llm-request+json; version=2.0", None),
+        ("application/json", "openai"),
+        ("application/json; charset=utf-8", "openai"),
+        ("text/plain", None),
+        (None, None),
+        ("", None),
+    ],
+)
+def test_request_dialect(content_type: str | None, dialect: str | None) -> None:
+    assert request_dialect(content_type) == dialect
+
+
+@pytest.mark.parametrize(
+    ("request_is", "accept", "response_is"),
+    [
+        ("llm-stream", None, "llm-stream"),
+        ("openai", None, "openai"),
+        ("openai", "text/event-stream", "openai"),
+        ("openai", ACCEPT_LLM_STREAM, "llm-stream"),
+        (
+            "openai",
+            'application/json;q=0.5, text/event-stream;profile="llm-stream-1.0"',
+            "llm-stream",
+        ),
+        ("openai", "text/event-stream; profile=other", "openai"),
+    ],
+)
+def test_response_dialect(request_is: Any, accept: str | None, response_is: str) -> None:
+    assert response_dialect(request_is, accept) == response_is
+
+
+def test_415_answer_and_fallback() -> None:
+    status, headers, body = unsupported_media_type("text/xml")
+    assert status == 415
+    assert dict(headers)["Accept-Post"] == "application/llm-request+json, application/json"
+    assert json.loads(body)["error"]["code"] == "unsupported_media_type"
+    assert dict(headers)["Content-Length"] == str(len(body))
+    assert should_fall_back(415)
+    assert should_fall_back(200, "message")
+    assert not should_fall_back(200, "stream.start")
+    assert not should_fall_back(200)
+    assert not should_fall_back(500)
+    assert parse_media_type('a/b; x="q\\"uote"; y=z') == ("a/b", {"x": 'q"uote', "y": "z"})

@@ -1,0 +1,142 @@
+"""Translation between the dialects: requests both ways, and the stream rules of translate.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from svir_proto import ToolCall
+from svir_proto.llmstream import LLMMediaPart, LLMMessage, LLMRequest, LLMTextPart, StreamDecoder
+from svir_proto.openai import (
+    AssistantMessage,
+    ChatRequest,
+    ChatStreamDecoder,
+    ImagePart,
+    JSONSchemaFormat,
+    NamedToolChoice,
+    SystemMessage,
+    TextFile,
+    TextPart,
+    Tool,
+    ToolMessage,
+    UserMessage,
+)
+from svir_proto.translate import OpenAIToLLMStream, llm_to_openai, openai_to_llm
+from tests.helpers import CONFORMANCE, run
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 50
+
+
+def test_requests_both_ways(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("plain notes", encoding="utf-8")
+    chat = ChatRequest(
+        model="m",
+        messages=[
+            SystemMessage(content="sys"),
+            UserMessage(
+                content=[TextPart(text="look"), ImagePart.from_bytes(PNG), TextFile.from_path(f)]
+            ),
+            AssistantMessage(
+                content=None, tool_calls=[ToolCall(index=0, id="c1", name="f", arguments="{}")]
+            ),
+            ToolMessage(tool_call_id="c1", content="42"),
+        ],
+        tools=[Tool(name="f", description="d")],
+        tool_choice=NamedToolChoice("f"),
+        max_tokens=9,
+        temperature=0.3,
+        response_format=JSONSchemaFormat(name="s", schema={"type": "object"}),
+        reasoning_effort="low",
+    )
+    llm = openai_to_llm(chat, request_id="r-9")
+    parsed = LLMRequest.parse(llm.body().read())
+    assert parsed.request_id == "r-9"
+    assert parsed.parameters == {"max_tokens": 9, "temperature": 0.3}
+    user = parsed.messages[1].content
+    assert isinstance(user, tuple)
+    assert [p.type if isinstance(p, LLMMediaPart) else "text" for p in user] == [
+        "text",
+        "image",
+        "document",
+    ]
+    assert parsed.messages[2].tool_calls[0].name == "f"
+    back = llm_to_openai(parsed)
+    assert back.tool_choice == NamedToolChoice("f")
+    assert back.response_format == JSONSchemaFormat(name="s", schema={"type": "object"})
+    assert back.reasoning_effort == "low"
+    assert back.include_usage
+    doc = json.loads(back.body().read())
+    assert (
+        doc["messages"][1]["content"][0]["text"]
+        == 'look\n<file name="document-2">\nplain notes\n</file>'
+    )
+    assert doc["messages"][1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def test_parts_the_openai_dialect_cannot_carry() -> None:
+    audio = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(
+                role="user",
+                content=(
+                    LLMTextPart(text="x"),
+                    LLMMediaPart(type="audio", media_type="audio/wav", raw=b"RIFF"),
+                ),
+            )
+        ],
+    )
+    with pytest.raises(
+        ValueError, match=r"content\[1\]: the OpenAI dialect cannot carry a audio part"
+    ):
+        llm_to_openai(audio)
+
+
+def translate(name: str) -> tuple[bytes, ChatStreamDecoder]:
+    d = ChatStreamDecoder()
+    events = run(d, [(CONFORMANCE / "openai" / f"{name}.sse").read_bytes()])
+    t = OpenAIToLLMStream(model="fallback", request_id="r-1")
+    return b"".join(t.feed(e) for e in events), d
+
+
+def types(body: bytes) -> list[str]:
+    return [line[7:].decode() for line in body.split(b"\n") if line.startswith(b"event: ")]
+
+
+def test_tool_calls_come_whole_and_before_content_stop() -> None:
+    body, _ = translate("wire-3.3-tool-calls")
+    assert types(body) == [
+        "stream.start",
+        "content.delta",
+        "tool.call",
+        "tool.call",
+        "content.stop",
+        "usage",
+        "stream.end",
+    ]
+    assert b'"stop_reason":"tool_use"' in body
+    assert b'"request_id":"r-1"' in body
+
+
+def test_errors_map_to_codes_then_stream_end() -> None:
+    body, _ = translate("llamacpp-exceed-context")
+    assert types(body) == ["stream.start", "error", "stream.end"]
+    assert b'"code":"context_length_exceeded"' in body
+    assert b'"model":"fallback"' in body  # the upstream never said who it was
+
+
+def test_a_cut_stays_a_cut() -> None:
+    body, _ = translate("cut-after-finish")
+    assert types(body) == ["stream.start", "content.delta", "content.stop"]
+    d = StreamDecoder()
+    run(d, [body])
+    assert not d.result.complete
+
+
+def test_azure_prompt_verdict_waits_for_stream_start() -> None:
+    body, _ = translate("azure-default")
+    assert types(body)[:2] == ["stream.start", "content.delta"]
+    assert b'"model":"gpt-6-luna-2026-09-22"' in body
