@@ -8,6 +8,7 @@ both call it, so the two can never disagree about what a crash is.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -56,3 +57,12 @@ def check(make: Callable[[], Any], data: bytes) -> None:
     b = (normalise(split[0]), split[1], split[2])
     if a != b:
         raise AssertionError(f"whole and bytewise differ for {data!r}:\n{a}\n{b}")
+
+
+def fuzz(test_one_input: Callable[[bytes], None]) -> None:
+    """Run a target under atheris with the command line's corpus and options."""
+    import atheris  # only the fuzzer needs it
+
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -8,6 +8,13 @@ equal request.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import fuzz
+
 from svir_proto.llmstream import LLMRequest, RequestError
 
 
@@ -24,15 +31,5 @@ def test_one_input(data: bytes) -> None:
     assert LLMRequest.parse(raw) == request
 
 
-def main() -> None:
-    import sys
-
-    import atheris  # only the fuzzer needs it
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz(test_one_input)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import check
+from _harness import check, fuzz
 
 from svir_proto.llmstream import StreamDecoder
 
@@ -21,13 +21,5 @@ def test_one_input(data: bytes) -> None:
     check(make, data)
 
 
-def main() -> None:
-    import atheris  # only the fuzzer needs it
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    fuzz(test_one_input)

@@ -25,7 +25,7 @@ import base64
 import codecs
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final, final
 
 __all__ = [
@@ -33,9 +33,12 @@ __all__ = [
     "Base64Bytes",
     "Base64File",
     "BodyChangedError",
+    "JSONTextFile",
+    "PlaceholderClash",
+    "Placeholders",
     "RequestBody",
     "Segment",
-    "JSONTextFile",
+    "encode_document",
     "escaped_length",
     "splice",
 ]
@@ -46,6 +49,10 @@ DEFAULT_PIECE_SIZE: Final = 48 * 1024
 
 _TWO: Final = b'"\\\n\r\t\b\f'
 _SIX: Final = bytes(sorted(set(range(0x20)) - set(b"\n\r\t\b\f")))
+
+
+class PlaceholderClash(ValueError):
+    """A placeholder did not occur exactly once: the document's own text contains it."""
 
 
 class BodyChangedError(ValueError):
@@ -225,7 +232,7 @@ def splice(
     for key, segment in segments.items():
         at = raw.find(key.encode())
         if at < 0 or raw.find(key.encode(), at + 1) >= 0:
-            raise ValueError(f"placeholder {key!r} must occur exactly once in the document")
+            raise PlaceholderClash(f"placeholder {key!r} must occur exactly once in the document")
         positions.append((at, key, segment))
     last = 0
     for at, key, segment in sorted(positions):
@@ -238,3 +245,41 @@ def splice(
         content_type=content_type,
         piece_size=piece_size,
     )
+
+
+class Placeholders:
+    """Marker strings for segments, unique to one attempt (``salt``) at encoding a document."""
+
+    def __init__(self, salt: int) -> None:
+        self.salt = salt
+        self.segments: dict[str, Segment] = {}
+
+    def add(self, segment: Segment) -> str:
+        """A new placeholder standing for ``segment``: letters, digits and ``_`` only."""
+        key = f"svir_part_{self.salt}_{len(self.segments)}_"
+        self.segments[key] = segment
+        return key
+
+
+def encode_document(
+    build: Callable[[Placeholders], object],
+    *,
+    content_type: str = "application/json",
+    piece_size: int = DEFAULT_PIECE_SIZE,
+) -> RequestBody:
+    """Build a document whose file parts are placeholders, and splice it into a body.
+
+    ``build`` is called with fresh `Placeholders` until their markers occur nowhere in the
+    document's own text (a prompt that quotes one only moves the salt along), so no input can
+    confuse the splice.
+    """
+    for salt in range(1000):
+        marks = Placeholders(salt)
+        document = build(marks)
+        try:
+            return splice(
+                document, marks.segments, content_type=content_type, piece_size=piece_size
+            )
+        except PlaceholderClash:
+            continue
+    raise ValueError("no placeholder salt below 1000 is free in this document")  # pragma: no cover

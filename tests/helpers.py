@@ -43,6 +43,18 @@ def bytewise(body: bytes) -> list[bytes]:
     return [body[i : i + 1] for i in range(len(body))]
 
 
+MODES = ("whole", "bytewise", "sevens")
+
+
+def pieces(mode: str, body: bytes) -> list[bytes]:
+    """A body whole, a byte at a time, or in pieces of 7: the conformance suites' three feeds."""
+    if mode == "whole":
+        return [body] if body else []
+    if mode == "bytewise":
+        return bytewise(body)
+    return [body[i : i + 7] for i in range(0, len(body), 7)]
+
+
 @st.composite
 def splits(draw: st.DrawFn, body: bytes) -> list[bytes]:
     """A strategy: any split of ``body`` into pieces."""

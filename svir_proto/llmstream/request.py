@@ -29,7 +29,14 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
-from ..body import DEFAULT_PIECE_SIZE, Base64Bytes, Base64File, RequestBody, Segment, splice
+from ..body import (
+    DEFAULT_PIECE_SIZE,
+    Base64Bytes,
+    Base64File,
+    Placeholders,
+    RequestBody,
+    encode_document,
+)
 from ..errors import RemoteProtocolError
 
 __all__ = [
@@ -176,7 +183,7 @@ class LLMRequest:
 
     def __attrs_post_init__(self) -> None:
         try:
-            _check(self.to_document(placeholders=False), "$")
+            _check(self.to_document(), "$")
         except RequestError as exc:  # the caller's values: a ValueError naming the field
             raise ValueError(exc.message) from exc
 
@@ -235,15 +242,9 @@ class LLMRequest:
             extensions=doc.get("extensions") or {},
         )
 
-    def to_document(
-        self,
-        *,
-        placeholders: bool = True,
-        segments: dict[str, Segment] | None = None,
-        salt: int = 0,
-    ) -> dict[str, Any]:
-        """The request as a JSON object; media parts given as bytes or paths become
-        placeholders for ``segments`` (or empty base64 when only checking the shape)."""
+    def to_document(self, marks: Placeholders | None = None) -> dict[str, Any]:
+        """The request as a JSON object. Media parts given as bytes or paths become
+        placeholders in ``marks``; without ``marks`` (checking the shape only), empty data."""
         messages = []
         for m in self.messages:
             out: dict[str, Any] = {"role": m.role}
@@ -255,16 +256,12 @@ class LLMRequest:
                         continue
                     data = p.data
                     if data is None:
-                        if not placeholders or segments is None:
+                        if marks is None:
                             data = ""
+                        elif p.path is not None:
+                            data = marks.add(Base64File(p.path))
                         else:
-                            key = f"svir_part_{salt}_{len(segments)}_"
-                            segments[key] = (
-                                Base64File(p.path)
-                                if p.path is not None
-                                else Base64Bytes(p.raw or b"")
-                            )
-                            data = key
+                            data = marks.add(Base64Bytes(p.raw or b""))
                     parts.append({"type": p.type, "media_type": p.media_type, "data": data})
                 out["content"] = parts
             else:
@@ -297,17 +294,7 @@ class LLMRequest:
 
     def body(self, *, piece_size: int = DEFAULT_PIECE_SIZE) -> RequestBody:
         """The request as a `RequestBody` with Content-Type ``application/llm-request+json``."""
-        for salt in range(1000):
-            segments: dict[str, Segment] = {}
-            doc = self.to_document(segments=segments, salt=salt)
-            try:
-                return splice(doc, segments, content_type=MEDIA_TYPE, piece_size=piece_size)
-            except ValueError as exc:
-                if "placeholder" not in str(exc):
-                    raise
-        raise ValueError(
-            "could not find placeholders the request's text does not contain"
-        )  # pragma: no cover
+        return encode_document(self.to_document, content_type=MEDIA_TYPE, piece_size=piece_size)
 
 
 # -- checking --------------------------------------------------------------------------------

@@ -47,8 +47,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-from .. import _json
-from .._pull import PullDecoder
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, LocalProtocolError, RemoteProtocolError
 from ..events import (
     Completion,
@@ -67,7 +66,7 @@ from ..events import (
     ToolCall,
     Usage,
 )
-from ..sse import DEFAULT_MAX_EVENT_SIZE, EndOfStream, RawItem, SSEFramer
+from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
 
 __all__ = [
@@ -323,7 +322,7 @@ def _verdict_in(raw: object) -> FilterVerdict | None:
 # -- decoding ---------------------------------------------------------------------------------
 
 
-class StreamDecoder(PullDecoder[Event]):
+class StreamDecoder(DialectDecoder):
     """Decode an LLM-Stream response body (client side); see the module docstring's rules.
 
     Args:
@@ -337,15 +336,10 @@ class StreamDecoder(PullDecoder[Event]):
         *,
         declared_tools: Collection[str] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
-        max_result_size: int = 64 * 1024 * 1024,
+        max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
     ) -> None:
-        super().__init__()
-        self._framer = SSEFramer(max_event_size=max_event_size)
-        self._receive = self._framer.receive  # type: ignore[method-assign]
-        self._loads = _json.loads
-        self._raw: list[RawItem] = []
+        super().__init__(max_event_size=max_event_size, max_result_size=max_result_size)
         self._declared = None if declared_tools is None else frozenset(declared_tools)
-        self._max_result = max_result_size
         self._state = State.IDLE
         self._seq = 0
         self._stopped: set[int] = set()
@@ -353,15 +347,12 @@ class StreamDecoder(PullDecoder[Event]):
         self._reasoning: list[str] = []
         self._carrier: ReasoningCarrier | None = None
         self._refusal: list[str] = []
-        self._size = 0
         self._calls: list[ToolCall] = []
         self._ids: set[str] = set()
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
         self._failure: Failure | None = None
-        self._closed = False
-        self._cut = False
         self._problems: list[str] = []
         self.model: str | None = None
         self.request_id: str | None = None
@@ -372,10 +363,10 @@ class StreamDecoder(PullDecoder[Event]):
         finish = self._finish
         done = self._state is State.ENDED
         return Completion(
-            text="".join(self._text),
-            reasoning="".join(self._reasoning),
+            text=self._joined(self._text),
+            reasoning=self._joined(self._reasoning),
             reasoning_carrier=self._carrier,
-            refusal="".join(self._refusal),
+            refusal=self._joined(self._refusal),
             tool_calls=tuple(self._calls),
             finish_reason=None if finish is None else finish.reason,
             finish_raw=None if finish is None else finish.raw,
@@ -399,35 +390,7 @@ class StreamDecoder(PullDecoder[Event]):
             and self._deferred is None
         )
 
-    def _fill(self) -> None:
-        raw = self._raw
-        raw.clear()
-        framing_error: RemoteProtocolError | None = None
-        try:
-            self._framer.frame(raw)
-        except RemoteProtocolError as exc:
-            framing_error = exc
-        try:
-            for item in raw:
-                if len(item) == 3:  # events without an event: line
-                    at, payloads, _ = item
-                    for payload in payloads:
-                        self._event(None, payload, at + 6)
-                        at += len(payload) + 8
-                elif len(item) == 6:
-                    etype, data, data_at, _, _, _ = item
-                    self._event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
-        except RemoteProtocolError as exc:
-            self._deferred = exc
-            return
-        if framing_error is not None:
-            self._deferred = framing_error
-            return
-        end = self._framer.end
-        if end is not None and not self._closed:
-            self._end(end)
-
-    def _event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+    def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError) as exc:
@@ -591,27 +554,10 @@ class StreamDecoder(PullDecoder[Event]):
             self._problems.append("stream.end came without a content.stop")
         self._terminate()
 
-    def _grow(self, n: int, at: int) -> None:
-        self._size += n
-        if self._size > self._max_result:
-            raise RemoteProtocolError(
-                f"the response is larger than max_result_size ({self._max_result} characters)",
-                offset=at,
-                limit="max_result_size",
-                limit_value=self._max_result,
-            )
-
-    def _end(self, end: EndOfStream) -> None:
-        self._closed = True
-        self._cut = end.incomplete
+    def _on_body_end(self) -> None:
         if self._state is not State.ENDED:
             self._problems.append("the body ended before stream.end")
             self._terminate()
-
-    def _terminate(self) -> None:
-        ended = StreamEnded(complete=self._complete())
-        self._terminal = ended
-        self._queue.append(ended)
 
 
 def _field(obj: dict[str, Any], name: str, kind: type, at: int) -> Any:

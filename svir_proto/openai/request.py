@@ -28,9 +28,10 @@ from ..body import (
     Base64Bytes,
     Base64File,
     JSONTextFile,
+    Placeholders,
     RequestBody,
     Segment,
-    splice,
+    encode_document,
 )
 from ..events import Completion, ReasoningCarrier, ToolCall
 
@@ -412,20 +413,7 @@ class ChatRequest:
 # -- encoding --------------------------------------------------------------------------------
 
 
-class _Placeholders:
-    """Unique marker strings for the segments, with a salt the document cannot contain."""
-
-    def __init__(self, salt: int) -> None:
-        self.salt = salt
-        self.segments: dict[str, Segment] = {}
-
-    def add(self, segment: Segment) -> str:
-        key = f"svir_part_{self.salt}_{len(self.segments)}_"
-        self.segments[key] = segment
-        return key
-
-
-def _user_content(parts: tuple[Part, ...], marks: _Placeholders) -> str | list[dict[str, Any]]:
+def _user_content(parts: tuple[Part, ...], marks: Placeholders) -> str | list[dict[str, Any]]:
     texts: list[str] = []
     images: list[dict[str, Any]] = []
     for part in parts:
@@ -448,7 +436,7 @@ def _user_content(parts: tuple[Part, ...], marks: _Placeholders) -> str | list[d
     return ([{"type": "text", "text": text}] if text else []) + images
 
 
-def _message(m: Message, marks: _Placeholders) -> dict[str, Any]:
+def _message(m: Message, marks: Placeholders) -> dict[str, Any]:
     if isinstance(m, SystemMessage):
         return {"role": "system", "content": m.content}
     if isinstance(m, UserMessage):
@@ -466,7 +454,7 @@ def _message(m: Message, marks: _Placeholders) -> dict[str, Any]:
     return out
 
 
-def document(request: ChatRequest, marks: _Placeholders) -> dict[str, Any]:
+def document(request: ChatRequest, marks: Placeholders) -> dict[str, Any]:
     """The JSON object of a request, with placeholders where file parts go."""
     doc: dict[str, Any] = {
         "model": request.model,
@@ -512,17 +500,7 @@ def document(request: ChatRequest, marks: _Placeholders) -> dict[str, Any]:
 
 
 def _encode(request: ChatRequest, piece_size: int) -> RequestBody:
-    for salt in range(1000):
-        marks = _Placeholders(salt)
-        doc = document(request, marks)
-        try:
-            return splice(doc, marks.segments, piece_size=piece_size)
-        except ValueError as exc:
-            if "placeholder" not in str(exc):
-                raise
-    raise ValueError(
-        "could not find placeholders the request's text does not contain"
-    )  # pragma: no cover
+    return encode_document(lambda marks: document(request, marks), piece_size=piece_size)
 
 
 # -- server profiles ------------------------------------------------------------------------

@@ -33,12 +33,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-from .. import _json
-from .._pull import PullDecoder
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, RemoteProtocolError
 from ..events import (
     Completion,
-    Event,
     FilterOffsets,
     FilterVerdict,
     Finished,
@@ -46,24 +44,18 @@ from ..events import (
     ReasoningCarrier,
     ReasoningDelta,
     RefusalDelta,
-    StreamEnded,
     StreamFailed,
     StreamStarted,
     TextDelta,
     ToolCall,
     Usage,
 )
-from ..sse import DEFAULT_MAX_EVENT_SIZE, EndOfStream, RawItem, SSEFramer
+from ..sse import DEFAULT_MAX_EVENT_SIZE
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 
 __all__ = ["DEFAULT_MAX_RESULT_SIZE", "ChatStreamDecoder"]
-
-DEFAULT_MAX_RESULT_SIZE: Final = 64 * 1024 * 1024
-"""Characters of text, reasoning, refusal and tool-call arguments one response may accumulate
-(64 Mi). The largest context windows served today hold about a million tokens, a few MB of text;
-this bound is far above any real answer and far below what would exhaust memory."""
 
 _FINISH: Final = {
     "stop": FinishReason.STOP,
@@ -76,7 +68,7 @@ _DONE: Final = b"[DONE]"
 _IN_STREAM: Final = FailureKind.SERVER_ERROR  # an error inside a 200 stream, unless recognised
 
 
-class ChatStreamDecoder(PullDecoder[Event]):
+class ChatStreamDecoder(DialectDecoder):
     """Decode a streamed Chat Completions response body (the bytes after the head).
 
     Args:
@@ -107,16 +99,10 @@ class ChatStreamDecoder(PullDecoder[Event]):
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
     ) -> None:
-        super().__init__()
-        self._framer = SSEFramer(max_event_size=max_event_size)
-        self._receive = self._framer.receive  # type: ignore[method-assign]
-        self._loads = _json.loads
-        self._raw: list[RawItem] = []
-        self._framing_stopped = False  # the bytes after [DONE] broke SSE framing
+        super().__init__(max_event_size=max_event_size, max_result_size=max_result_size)
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._expect_usage = expect_usage
         self._think = ThinkSplitter(opened=think_opened) if think_tags else None
-        self._max_result = max_result_size
         self._calls = ToolCallAssembler(max_tool_calls=max_tool_calls)
         # what the stream has said so far
         self._id = ""
@@ -125,15 +111,12 @@ class ChatStreamDecoder(PullDecoder[Event]):
         self._reasoning: list[str] = []
         self._carrier: ReasoningCarrier | None = None
         self._refusal: list[str] = []
-        self._size = 0
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
         self._failure: Failure | None = None  # the first failure the stream reported
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._done = False
-        self._closed = False
-        self._cut = False
         self._ignored = 0
         self._problems: list[str] = []
 
@@ -179,61 +162,16 @@ class ChatStreamDecoder(PullDecoder[Event]):
             and self._deferred is None  # a stream that broke the protocol is never whole
         )
 
-    @staticmethod
-    def _joined(parts: list[str]) -> str:
-        if len(parts) > 1:  # join once; later calls start from the joined text
-            parts[:] = ["".join(parts)]
-        return parts[0] if parts else ""
+    # -- one SSE event -------------------------------------------------------------------------
 
-    # -- bytes to payloads -------------------------------------------------------------------
-
-    def _fill(self) -> None:
-        if self._framing_stopped:
-            return
-        raw = self._raw
-        raw.clear()
-        framing_error: RemoteProtocolError | None = None
-        try:
-            self._framer.frame(raw)
-        except RemoteProtocolError as exc:
-            framing_error = exc
-        try:
-            for item in raw:
-                if len(item) == 3:  # a batch of simple events
-                    at, payloads, _ = item
-                    for payload in payloads:
-                        self._payload(payload, at + 6)
-                        at += len(payload) + 8
-                elif len(item) == 6:
-                    etype, data, data_at, _, _, _ = item
-                    start = data_at if isinstance(data_at, int) else data_at[0]
-                    if self._done:
-                        self._ignored += 1  # Rule 8, whatever the event type
-                    elif etype is None or etype == "message":
-                        self._payload(data, start)
-                    elif etype == "error":
-                        self._event_error(data, start)
-                    # other event types are not part of this protocol (3.1): ignored
-        except RemoteProtocolError as exc:
-            if self._terminal is None:
-                self._deferred = exc
-                return
-            self._problems.append(f"after [DONE]: {exc}")
-        if framing_error is not None:
-            if self._terminal is None:
-                self._deferred = framing_error
-            else:  # after [DONE]: noted once; what follows is not read at all
-                self._problems.append(f"after [DONE]: {framing_error}")
-                self._framing_stopped = True
-            return
-        end = self._framer.end
-        if end is not None and not self._closed:
-            self._end(end)
-
-    def _payload(self, payload: bytes | bytearray, at: int) -> None:
+    def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if self._done:
-            self._ignored += 1  # Rule 8
+            self._ignored += 1  # Rule 8, whatever the event type
             return
+        if sse_type is not None and sse_type != "message":
+            if sse_type == "error":
+                self._event_error(payload, at)
+            return  # other event types are not part of this protocol (3.1): ignored
         if payload == _DONE:
             self._on_done()
             return
@@ -365,16 +303,6 @@ class ChatStreamDecoder(PullDecoder[Event]):
             self._text.append(piece)
             self._queue.append(TextDelta(text=piece))
 
-    def _grow(self, n: int, at: int | None) -> None:
-        self._size += n
-        if self._size > self._max_result:
-            raise RemoteProtocolError(
-                f"the response is larger than max_result_size ({self._max_result} characters)",
-                offset=at,
-                limit="max_result_size",
-                limit_value=self._max_result,
-            )
-
     def _flush_think(self) -> None:
         if self._think is not None:
             for reasoning, piece in self._think.flush():
@@ -409,7 +337,7 @@ class ChatStreamDecoder(PullDecoder[Event]):
             self._failure = failure
         self._queue.append(StreamFailed(error=failure))
 
-    def _event_error(self, data: bytes, at: int) -> None:
+    def _event_error(self, data: bytes | bytearray, at: int) -> None:
         """``event: error`` (LM Studio): JSON or plain text, then usually nothing more."""
         try:
             body: object = self._loads(data)
@@ -475,20 +403,16 @@ class ChatStreamDecoder(PullDecoder[Event]):
             self._problems.append("[DONE] came without a finish_reason")
         self._terminate()
 
-    def _end(self, end: EndOfStream) -> None:
-        """The body ended."""
-        self._closed = True
-        self._cut = end.incomplete
+    def _on_body_end(self) -> None:
         if not self._done:
             self._flush_think()
             if self._finish is not None:
                 self._problems.append("the body ended after the finish chunk but before [DONE]")
             self._terminate()
 
-    def _terminate(self) -> None:
-        ended = StreamEnded(complete=self._complete())
-        self._terminal = ended
-        self._queue.append(ended)
+    def _after_end(self, exc: RemoteProtocolError) -> bool:
+        self._problems.append(f"after [DONE]: {exc}")  # noted once; what follows is not read
+        return True
 
 
 def _string(value: object, field: str, at: int) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from svir_proto.llmstream import LLMRequest, StreamDecoder, StreamEncoder
 from tests.conformance.openai_results import summary
-from tests.helpers import CONFORMANCE, bytewise, run
+from tests.helpers import CONFORMANCE, MODES, pieces, run
 
 DIR = CONFORMANCE / "llmstream"
 STREAMS = sorted(DIR.glob("*.sse"))
@@ -35,17 +35,12 @@ def test_the_draft_examples_are_all_here() -> None:
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.stem)
-@pytest.mark.parametrize("mode", ["whole", "bytewise", "sevens"])
+@pytest.mark.parametrize("mode", MODES)
 def test_stream(path: Path, mode: str, json_backend: str) -> None:
     m = meta(path)
     body = path.read_bytes()
-    pieces = {
-        "whole": [body],
-        "bytewise": bytewise(body),
-        "sevens": [body[i : i + 7] for i in range(0, len(body), 7)],
-    }[mode]
     d = StreamDecoder(**m["options"])
-    assert summary(run(d, pieces), d.result) == m["expected"]
+    assert summary(run(d, pieces(mode, body)), d.result) == m["expected"]
 
 
 def test_the_encoder_writes_the_complete_example_byte_for_byte() -> None:

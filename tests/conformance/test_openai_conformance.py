@@ -10,7 +10,7 @@ import pytest
 
 from svir_proto.openai import ChatStreamDecoder
 from tests.conformance.openai_results import summary
-from tests.helpers import CONFORMANCE, bytewise, run
+from tests.helpers import CONFORMANCE, MODES, pieces, run
 
 FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))
 
@@ -29,17 +29,12 @@ def test_fixtures_name_their_source() -> None:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-@pytest.mark.parametrize("mode", ["whole", "bytewise", "sevens"])
+@pytest.mark.parametrize("mode", MODES)
 def test_fixture(path: Path, mode: str, json_backend: str) -> None:
     meta = load(path)
     body = path.read_bytes()
-    pieces = {
-        "whole": [body],
-        "bytewise": bytewise(body),
-        "sevens": [body[i : i + 7] for i in range(0, len(body), 7)],
-    }[mode]
     decoder = ChatStreamDecoder(**meta["options"])
-    events = run(decoder, pieces)
+    events = run(decoder, pieces(mode, body))
     assert summary(events, decoder.result) == meta["expected"]
 
 

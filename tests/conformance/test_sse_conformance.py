@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto.sse import EndOfStream, ServerSentEvent, SSEComment, SSEDecoder, SSEItem
-from tests.helpers import CONFORMANCE, bytewise, case_body, load_cases, run
+from tests.helpers import CONFORMANCE, MODES, case_body, load_cases, pieces, run
 
 FILES = sorted((CONFORMANCE / "sse").glob("*.json"))
 CASES = [(f.name, c) for f in FILES for c in load_cases(f)]
@@ -41,16 +41,9 @@ def test_files_exist_and_name_their_source() -> None:
 
 
 @pytest.mark.parametrize(("file", "case"), CASES, ids=[f"{f}:{c['name']}" for f, c in CASES])
-@pytest.mark.parametrize("mode", ["whole", "bytewise", "sevens"])
+@pytest.mark.parametrize("mode", MODES)
 def test_case(file: str, case: dict[str, Any], mode: str) -> None:
-    body = case_body(case)
-    if mode == "whole":
-        pieces = [body] if body else []
-    elif mode == "bytewise":
-        pieces = bytewise(body)
-    else:
-        pieces = [body[i : i + 7] for i in range(0, len(body), 7)]
-    assert run(SSEDecoder(), pieces) == expected(case)
+    assert run(SSEDecoder(), pieces(mode, case_body(case))) == expected(case)
 
 
 def test_conformance_dir_is_real() -> None:

@@ -1,0 +1,121 @@
+"""What the dialect decoders (OpenAI, LLM-Stream) share, written once.
+
+SSE framing into raw items (`SSEFramer`), one ``_on_event(type, data, offset)`` call per event
+(a batch of simple events gives one call per payload, with type ``None``), the bound on what a
+result may accumulate, the end of the body, and the terminal `StreamEnded`. A dialect decides
+what its events mean and what an error after its end marker does (`_after_end`).
+
+A protocol error found while decoding is deferred: the events queued before it are delivered
+first, then it is raised (the pull API's contract, ``_pull``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from . import _json
+from ._pull import PullDecoder
+from .errors import RemoteProtocolError
+from .events import Event, StreamEnded
+from .sse import DEFAULT_MAX_EVENT_SIZE, RawItem, SSEFramer
+
+__all__: list[str] = []
+
+DEFAULT_MAX_RESULT_SIZE: Final = 64 * 1024 * 1024
+"""Characters of text, reasoning, refusal and tool-call arguments one response may accumulate
+(64 Mi). The largest context windows served today hold about a million tokens, a few MB of text;
+this bound is far above any real answer and far below what would exhaust memory."""
+
+
+class DialectDecoder(PullDecoder[Event]):
+    def __init__(
+        self,
+        *,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+    ) -> None:
+        super().__init__()
+        self._framer = SSEFramer(max_event_size=max_event_size)
+        self._receive = self._framer.receive  # type: ignore[method-assign]
+        self._loads = _json.loads
+        self._raw: list[RawItem] = []
+        self._max_result = max_result_size
+        self._size = 0
+        self._closed = False
+        self._cut = False
+        self._framing_stopped = False  # bytes after the end broke framing: not read any more
+
+    def _fill(self) -> None:
+        if self._framing_stopped:
+            return
+        raw = self._raw
+        raw.clear()
+        framing_error: RemoteProtocolError | None = None
+        try:
+            self._framer.frame(raw)
+        except RemoteProtocolError as exc:
+            framing_error = exc
+        on_event = self._on_event
+        try:
+            for item in raw:
+                if len(item) == 3:  # a batch of simple events: one data line each, no type
+                    at, payloads, _ = item
+                    for payload in payloads:
+                        on_event(None, payload, at + 6)
+                        at += len(payload) + 8
+                elif len(item) == 6:
+                    etype, data, data_at, _, _, _ = item
+                    on_event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
+        except RemoteProtocolError as exc:
+            if self._terminal is None or not self._after_end(exc):
+                self._deferred = exc
+                return
+        if framing_error is not None:
+            if self._terminal is None or not self._after_end(framing_error):
+                self._deferred = framing_error
+            else:
+                self._framing_stopped = True
+            return
+        end = self._framer.end
+        if end is not None and not self._closed:
+            self._closed = True
+            self._cut = end.incomplete
+            self._on_body_end()
+
+    def _on_event(
+        self, sse_type: str | None, data: bytes | bytearray, at: int
+    ) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _on_body_end(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _complete(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _after_end(self, exc: RemoteProtocolError) -> bool:
+        """An error in what followed the end marker: ``True`` if the dialect noted it (the
+        stream stays as it was), ``False`` to raise it."""
+        return False
+
+    def _grow(self, n: int, at: int | None) -> None:
+        self._size += n
+        if self._size > self._max_result:
+            raise RemoteProtocolError(
+                f"the response is larger than max_result_size ({self._max_result} characters)",
+                offset=at,
+                limit="max_result_size",
+                limit_value=self._max_result,
+            )
+
+    def _terminate(self) -> None:
+        ended = StreamEnded(complete=self._complete())
+        self._terminal = ended
+        self._queue.append(ended)
+
+    @staticmethod
+    def _joined(parts: list[str]) -> str:
+        """Join deltas once; later calls start from the joined text (no quadratic re-joins)."""
+        if len(parts) > 1:
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
