@@ -109,18 +109,17 @@ class PullDecoder(Generic[E]):
                     self._error = self._deferred
                     raise self._deferred
             return []
-        out = self._queue[self._qpos :] if self._qpos else self._queue
+        out = self._queue  # events next_event() has not taken, then what _fill() appends
+        if self._qpos:
+            out = self._queue = out[self._qpos :]
+            self._qpos = 0
+        self._dirty = False
+        try:
+            self._fill()
+        except Exception as exc:  # a bug, not a protocol error: still poison
+            self._error = exc
+            raise
         self._queue = []
-        self._qpos = 0
-        if self._dirty:
-            self._dirty = False
-            try:
-                self._fill()
-            except Exception as exc:  # a bug, not a protocol error: still poison
-                self._error = exc
-                raise
-            out += self._queue
-            self._queue = []
         if self._terminal is not None and out and out[-1] is self._terminal:
             self._terminated = True
         if self._deferred is not None:

@@ -32,7 +32,6 @@ This module must never do I/O.
 from __future__ import annotations
 
 import sys
-from functools import partial
 from itertools import repeat
 from typing import Final, Literal, NamedTuple, final
 
@@ -187,8 +186,24 @@ class SSEFramer:
             del buf[:1]
             base = self._base = base + 1
         elif end >= 0:
-            if self._fields or base != self._event_start or not self._batch(buf, end, out):
+            # A run of simple events (each one "data: " line, then a blank line) is one batch:
+            # if the separators account for every LF, no block had another line. A run that
+            # could exceed the size bound goes the exact way, which finds the event at fault.
+            payloads = None
+            if (
+                not self._fields
+                and base == self._event_start
+                and end < self.max_event_size
+                and buf.startswith(b"data: ")
+            ):
+                span = buf[6:end]
+                payloads = span.split(SEPARATOR)
+                if span.count(b"\n") != 2 * len(payloads) - 2:
+                    payloads = None
+            if payloads is None:
                 self._blocks(bytes(buf[:end]), base, out)
+            else:
+                out.append((base, payloads, self.last_event_id))
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
         n = len(buf)
@@ -291,22 +306,6 @@ class SSEFramer:
                 last_id = self.last_event_id
             at += len(block) + 2
         self._event_start = at
-
-    def _batch(self, buf: bytearray, end: int, out: list[RawItem]) -> bool:
-        """Frame ``buf[:end]`` as one `RawBatch` if it is a run of simple events (each one
-        ``data: `` line, then a blank line); ``False`` if it is not.
-
-        If the separators account for every LF, no block had another line. A run that could
-        exceed the size bound goes the exact way instead, which finds the event at fault.
-        """
-        if end >= self.max_event_size or not buf.startswith(b"data: "):
-            return False
-        span = buf[6:end]
-        payloads = span.split(SEPARATOR)
-        if span.count(b"\n") != 2 * len(payloads) - 2:
-            return False
-        out.append((self._base, payloads, self.last_event_id))
-        return True
 
     def _overflow(self, buf: bytearray, out: list[RawItem]) -> None:
         """The unprocessed rest exceeds the bound: apply its complete lines one by one (so what
@@ -433,7 +432,9 @@ class SSEDecoder(PullDecoder[SSEItem]):
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)
         self._raw: list[RawItem] = []
         self._receive = self._framer.receive  # type: ignore[method-assign]
-        self._decode = partial(bytearray.decode, encoding="utf-8", errors=errors)
+        # the decode arguments, passed straight to bytearray.decode by map (a partial would
+        # cost a Python-level call per event: 1.8 us per 1400-byte piece on the benchmark)
+        self._decode_args = () if errors == "strict" else (repeat("utf-8"), repeat(errors))
 
     @property
     def max_event_size(self) -> int:
@@ -467,7 +468,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
             if len(item) == 3:
                 at, payloads, last_id = item
                 try:
-                    texts = list(map(self._decode, payloads))
+                    texts = list(map(bytearray.decode, payloads, *self._decode_args))
                 except UnicodeDecodeError:
                     texts = []
                     for k, payload in enumerate(payloads):
