@@ -21,6 +21,13 @@ an unterminated line included) is bounded by ``max_event_size``; past it a
 `RemoteProtocolError` names the limit, at the offset where that event began, however the input
 was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
 
+Speed: while the buffer holds no CR, every event ends in ``\n\n``, and the complete events are
+framed together: a run of events that are each one ``data: `` line (nearly every event an LLM
+server sends) becomes one `RawBatch` from a single C-level split, checked by counting LFs. Any
+other block, and anything with a CR, goes through the line-by-line path, which applies the rules
+above one line at a time; the two give the same items and the same verdicts (the property tests
+check this against a plain model of the algorithm).
+
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `RemoteProtocolError` with the
 byte's offset), because a silent U+FFFD would change the model's text or a tool call's arguments

@@ -1,0 +1,27 @@
+"""Each benchmark runs once, tiny, so that none of them rots (STYLE.md 9). Numbers come from
+running them on a quiet machine, never from here."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import openai as bench_openai
+from benchmarks import request as bench_request
+from benchmarks import sse as bench_sse
+
+
+def test_sse_benchmark_runs_and_all_decoders_agree() -> None:
+    out = bench_sse.run(chunks=200, repeat=1)
+    assert "httpx-sse" in out
+    assert "svir-proto" in out
+
+
+def test_openai_benchmark_runs_and_the_results_agree() -> None:
+    out = bench_openai.run(chunks=200, repeat=1)
+    assert "openai-python" in out
+    assert "floor" in out
+
+
+def test_request_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_request.main(["--images", "1", "--mib", "1"])
+    assert "svir-proto RequestBody" in capsys.readouterr().out
