@@ -87,12 +87,13 @@ def run(chunks: int, repeat: int) -> str:
         "floor: split + orjson": floor_with(_json.orjson.loads if _json.orjson else json.loads),
     }
     out = [f"body: {len(body) / 1e6:.2f} MB, {n} events (seeded; multi-byte text)"]
-    for label, size in [
-        ("1400 B pieces", 1400),
-        ("64 KiB pieces", 65536),
-        ("random 1..4096 B", None),
+    live = [block + b"\n\n" for block in body.split(b"\n\n") if block]
+    for label, parts in [
+        ("one event per piece (a live stream: the server flushes each token)", live),
+        ("1400 B pieces (TCP segments)", pieces(body, 1400)),
+        ("64 KiB pieces (socket reads of a fast stream)", pieces(body, 65536)),
+        ("random 1..4096 B", pieces(body, None)),
     ]:
-        parts = pieces(body, size)
         times = interleaved(
             repeat, {k: (lambda fn=fn, parts=parts: fn(parts)) for k, fn in fns.items()}
         )

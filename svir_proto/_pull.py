@@ -99,7 +99,17 @@ class PullDecoder(Generic[E]):
         If decoding fails after some events were produced, those events are returned and the
         error is raised by the next call.
         """
-        self.receive_data(data)
+        # receive_data(data), inline: feed() runs once per network read
+        if self._error is not None:
+            raise self._error
+        if data:
+            if self._eof:
+                raise LocalProtocolError("received data after the end of the body")
+            self._receive(data if type(data) is bytes else bytes(data))
+        else:
+            self._eof = True
+            self._receive(b"")
+        self._dirty = True
         if self._terminated:
             if self._dirty:  # a stream that ended at its marker may still see what follows
                 self._dirty = False

@@ -186,6 +186,21 @@ class SSEFramer:
         # Frame every complete event at once and leave the rest, unprocessed, for later.
         buf = self._buf
         base = self._base
+        n = len(buf)
+        if (
+            buf.find(b"\n") == n - 2
+            and buf[-1:] == b"\n"
+            and n - 1 <= self.max_event_size
+            and not self._fields
+            and base == self._event_start
+            and buf.startswith(b"data: ")
+        ):
+            # Express: the buffer is exactly one event of one data line, which is what a live
+            # stream's every read holds (the server flushes each token).
+            out.append((base, [buf[6 : n - 2]], self.last_event_id))
+            buf.clear()
+            self._base = self._event_start = self._scan = base + n
+            return
         end = buf.rfind(b"\n\n", self._scan - base)
         if end < 0 and buf[:1] == b"\n":
             # _buf always begins at a line start: a leading LF is a blank line on its own.
@@ -203,10 +218,13 @@ class SSEFramer:
                 and end < self.max_event_size
                 and buf.startswith(b"data: ")
             ):
-                span = buf[6:end]
-                payloads = span.split(SEPARATOR)
-                if span.count(b"\n") != 2 * len(payloads) - 2:
-                    payloads = None
+                if buf.find(b"\n") == end:  # one event, one line: a live stream's usual read
+                    payloads = [buf[6:end]]
+                else:
+                    span = buf[6:end]
+                    payloads = span.split(SEPARATOR)
+                    if span.count(b"\n") != 2 * len(payloads) - 2:
+                        payloads = None
             if payloads is None:
                 self._blocks(bytes(buf[:end]), base, out)
             else:
@@ -474,6 +492,16 @@ class SSEDecoder(PullDecoder[SSEItem]):
         for item in raw:
             if len(item) == 3:
                 at, payloads, last_id = item
+                if len(payloads) == 1:  # one event: no map and zip to set up
+                    try:
+                        text = payloads[0].decode("utf-8", errors)
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        queue.append(
+                            tuple.__new__(ServerSentEvent, ("message", text, last_id, None))
+                        )
+                        continue
                 try:
                     texts = list(map(bytearray.decode, payloads, *self._decode_args))
                 except UnicodeDecodeError:
