@@ -12,7 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from svir_proto import RemoteProtocolError
+import attrs
+
+from svir_proto import ReasoningDelta, RefusalDelta, RemoteProtocolError, TextDelta
 
 
 def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, object]:
@@ -24,27 +26,26 @@ def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, ob
             events += decoder.feed(piece)
         events += decoder.close()
     except RemoteProtocolError as exc:
+        events += exc.pending_events
         error = (exc.offset, exc.limit)
     return events, error, getattr(decoder, "result", None)
 
 
+DELTAS = (TextDelta, ReasoningDelta, RefusalDelta)
+
+
 def normalise(events: list[object]) -> list[object]:
-    """Join adjacent text-like deltas, so that splits that cut a delta compare equal."""
+    """Join adjacent deltas of one kind (and carrier), so that splits that cut a delta compare
+    equal. Nothing else is joined: two comments, say, stay two items."""
     out: list[object] = []
     for e in events:
         prev = out[-1] if out else None
         if (
-            prev is not None
+            isinstance(e, DELTAS)
             and type(prev) is type(e)
-            and hasattr(e, "text")
             and getattr(prev, "carrier", None) == getattr(e, "carrier", None)
         ):
-            out[-1] = type(e).__new__(type(e))
-            for field in e.__attrs_attrs__:  # type: ignore[attr-defined]
-                value = getattr(prev, field.name)
-                if field.name == "text":
-                    value += e.text  # type: ignore[attr-defined]
-                object.__setattr__(out[-1], field.name, value)
+            out[-1] = attrs.evolve(prev, text=prev.text + e.text)  # type: ignore[union-attr]
         else:
             out.append(e)
     return out

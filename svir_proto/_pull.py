@@ -140,10 +140,27 @@ class PullDecoder(Generic[E]):
 
     def close(self) -> list[E]:
         """End the body (``receive_data(b"")``) and return the remaining events, the last one
-        terminal. Once the body has ended, returns an empty list."""
+        terminal. Once the body has ended, returns an empty list.
+
+        Raises:
+            ProtocolError: the body broke the protocol. ``close()`` is the last call, so it
+                never returns without the terminal event: the events decoded before the error
+                that it had not returned yet are on the error's ``pending_events``.
+        """
+        if self._error is not None:
+            raise self._error
         if self._eof:
             return []
-        return self.feed(b"")
+        out = self.feed(b"")
+        error = self._poison()
+        if isinstance(error, ProtocolError):
+            error.pending_events = tuple(out)
+            raise error
+        return out
+
+    def _poison(self) -> BaseException | None:
+        """The error that poisoned this decoder, if any (read afresh after a call)."""
+        return self._error
 
     def events(self) -> Iterator[E]:
         """Iterate over the events available now; stops at `NEED_DATA` or after the terminal."""

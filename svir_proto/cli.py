@@ -55,6 +55,7 @@ def decode_sse(body: bytes, piece: int, out: list[str]) -> int:
             out.extend(_show_sse(item) for item in decoder.feed(p))
         out.extend(_show_sse(item) for item in decoder.close())
     except ProtocolError as exc:
+        out.extend(_show_sse(item) for item in exc.pending_events)
         out.append(f"error: {exc}")
         return 1
     return 0
@@ -86,6 +87,7 @@ def decode_events(body: bytes, piece: int, out: list[str]) -> int:
             out.extend(_show(e) for e in decoder.feed(p))
         out.extend(_show(e) for e in decoder.close())
     except ProtocolError as exc:
+        out.extend(_show(e) for e in exc.pending_events)  # type: ignore[arg-type]
         out.append(f"error: {exc}")
         status = 1
     out.append("")

@@ -36,6 +36,9 @@ class ProtocolError(Exception):
         limit: the name of the limit that was exceeded (for example ``"max_event_size"``), or
             ``None`` when the error is not about a limit.
         limit_value: the value that limit had.
+        pending_events: events decoded before the error that the call which raised it had not
+            returned yet (set by ``close()``, which never returns without the terminal event,
+            so that nothing decoded is dropped).
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class ProtocolError(Exception):
         self.offset: Final = offset
         self.limit: Final = limit
         self.limit_value: Final = limit_value
+        self.pending_events: tuple[object, ...] = ()
 
     def __str__(self) -> str:
         if self.offset is None:

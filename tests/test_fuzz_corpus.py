@@ -61,3 +61,21 @@ def test_the_invariant_can_fail() -> None:
 
     with pytest.raises(AssertionError, match="differ"):
         harness.check(Flaky, b"ab")
+
+
+def test_fuzz_crash_adjacent_comments_are_not_joined() -> None:
+    """fuzz/corpus/sse/crash-adjacent-comments: the harness joined any adjacent items with a
+    text field, and two comments in a row (NamedTuples) cannot be joined that way. Only deltas
+    of one kind are joined now; comments stay apart."""
+    harness = load(FUZZ / "_harness.py")
+    from svir_proto import SSEComment, TextDelta
+
+    items = [SSEComment(text="a"), SSEComment(text="b"), TextDelta(text="x"), TextDelta(text="y")]
+    assert harness.normalise(items) == [
+        SSEComment(text="a"),
+        SSEComment(text="b"),
+        TextDelta(text="xy"),
+    ]
+    load(FUZZ / "fuzz_sse.py").test_one_input(
+        (FUZZ / "corpus" / "sse" / "crash-adjacent-comments").read_bytes()
+    )

@@ -231,6 +231,7 @@ def outcome(pieces: list[bytes]) -> tuple[Any, ...]:
             events += d.feed(p)
         events += d.close()
     except RemoteProtocolError as exc:  # anything else fails the test as a crash
+        events += exc.pending_events
         error = (type(exc), exc.offset, exc.limit)
     return summary(events, d.result), error
 

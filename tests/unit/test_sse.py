@@ -273,3 +273,18 @@ def test_one_4mib_event_in_1kib_and_small_pieces() -> None:
         out = _one_event(4 << 20, piece)()
         assert isinstance(out[0], ServerSentEvent)
         assert len(out[0].data) > 3_700_000  # 4 MiB on the wire, less the "data: " prefixes
+
+
+def test_fuzz_crash_an_error_found_by_close_is_raised_with_its_events() -> None:
+    """fuzz/corpus/sse/crash-error-found-in-close: an error found while closing was deferred
+    to a next call that never comes, so close() returned as if the body were fine (and did
+    so only for some splits). close() now never returns without the terminal event."""
+    d = SSEDecoder()
+    assert d.feed(b"x") == []
+    assert d.feed(b"\n: ok\n: bad \xcf\n") == []  # no blank line: nothing is framed yet
+    with pytest.raises(RemoteProtocolError) as info:
+        d.close()
+    assert info.value.pending_events == (SSEComment(text="ok"),)
+    assert info.value.offset == 13  # the \xcf byte
+    with pytest.raises(RemoteProtocolError):  # and it stays raised
+        d.close()
