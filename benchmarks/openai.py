@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.streams import openai_stream, pieces
+from benchmarks.streams import openai_stream, scenarios
 from svir_proto import _json
 from svir_proto.openai import ChatStreamDecoder
 
@@ -87,13 +87,7 @@ def run(chunks: int, repeat: int) -> str:
         "floor: split + orjson": floor_with(_json.orjson.loads if _json.orjson else json.loads),
     }
     out = [f"body: {len(body) / 1e6:.2f} MB, {n} events (seeded; multi-byte text)"]
-    live = [block + b"\n\n" for block in body.split(b"\n\n") if block]
-    for label, parts in [
-        ("one event per piece (a live stream: the server flushes each token)", live),
-        ("1400 B pieces (TCP segments)", pieces(body, 1400)),
-        ("64 KiB pieces (socket reads of a fast stream)", pieces(body, 65536)),
-        ("random 1..4096 B", pieces(body, None)),
-    ]:
+    for label, parts in scenarios(body):
         times = interleaved(
             repeat, {k: (lambda fn=fn, parts=parts: fn(parts)) for k, fn in fns.items()}
         )

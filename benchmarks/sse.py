@@ -14,7 +14,7 @@ import codecs
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.streams import openai_stream, pieces
+from benchmarks.streams import openai_stream, scenarios
 from svir_proto.sse import ServerSentEvent, SSEDecoder
 
 
@@ -65,13 +65,7 @@ PEERS: dict[str, Callable[[list[bytes]], int]] = {
 def run(chunks: int, repeat: int) -> str:
     body = openai_stream(chunks)
     out = [f"body: {len(body) / 1e6:.2f} MB, {chunks + 4} events (seeded; multi-byte text)"]
-    live = [block + b"\n\n" for block in body.split(b"\n\n") if block]
-    for label, parts in [
-        ("one event per piece (a live stream: the server flushes each token)", live),
-        ("1400 B pieces (TCP segments)", pieces(body, 1400)),
-        ("64 KiB pieces (socket reads of a fast stream)", pieces(body, 65536)),
-        ("random 1..4096 B", pieces(body, None)),
-    ]:
+    for label, parts in scenarios(body):
         counts = {name: fn(parts) for name, fn in PEERS.items()}
         assert counts["svir-proto"] == counts["httpx-sse 0.4"] == counts["openai-python"], counts
         times = interleaved(

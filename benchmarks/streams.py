@@ -83,3 +83,14 @@ def pieces(body: bytes, size: int | None, *, seed: int = 99) -> list[bytes]:
         out.append(body[i : i + n])
         i += n
     return out
+
+
+def scenarios(body: bytes) -> list[tuple[str, list[bytes]]]:
+    """The ways a body reaches a decoder, one per benchmark table."""
+    live = [block + b"\n\n" for block in body.split(b"\n\n") if block]
+    return [
+        ("one event per piece (a live stream: the server flushes each token)", live),
+        ("1400 B pieces (TCP segments)", pieces(body, 1400)),
+        ("64 KiB pieces (socket reads of a fast stream)", pieces(body, 65536)),
+        ("random 1..4096 B", pieces(body, None)),
+    ]
