@@ -110,14 +110,13 @@ class PullDecoder(Generic[E]):
             self._eof = True
             self._receive(b"")
         self._dirty = True
-        if self._terminated:
-            if self._dirty:  # a stream that ended at its marker may still see what follows
-                self._dirty = False
-                self._fill()
-                self._queue = []
-                if self._deferred is not None:  # and what follows may break the protocol
-                    self._error = self._deferred
-                    raise self._deferred
+        if self._terminated:  # a stream that ended at its marker may still see what follows
+            self._dirty = False
+            self._fill()
+            self._queue = []
+            if self._deferred is not None:  # and what follows may break the protocol
+                self._error = self._deferred
+                raise self._deferred
             return []
         out = self._queue  # events next_event() has not taken, then what _fill() appends
         if self._qpos:

@@ -140,3 +140,55 @@ def test_azure_prompt_verdict_waits_for_stream_start() -> None:
     body, _ = translate("azure-default")
     assert types(body)[:2] == ["stream.start", "content.delta"]
     assert b'"model":"gpt-6-luna-2026-09-22"' in body
+
+
+def test_llm_to_openai_maps_every_kind_of_part_and_option(tmp_path: Path) -> None:
+    notes = tmp_path / "n.txt"
+    notes.write_text("from disk", encoding="utf-8")
+    req = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="system", content=(LLMTextPart(text="sys"),)),
+            LLMMessage(
+                role="user",
+                content=(
+                    LLMMediaPart.from_path("document", notes, "text/plain"),
+                    LLMMediaPart(type="document", media_type="text/markdown", raw=b"# inline"),
+                ),
+            ),
+            LLMMessage(role="assistant", content="plain answer"),
+        ],
+        extensions={"vendor:openai": {"tool_choice": "auto", "response_format": {"type": "text"}}},
+    )
+    chat = llm_to_openai(req)
+    assert chat.tool_choice == "auto"
+    doc = json.loads(chat.body().read())
+    assert doc["response_format"] == {"type": "text"}
+    assert doc["messages"][0] == {"role": "system", "content": "sys"}
+    assert (
+        doc["messages"][1]["content"]
+        == '<file name="n.txt">\nfrom disk\n</file>\n<file name="document-1">\n# inline\n</file>'
+    )
+    assert doc["messages"][2] == {"role": "assistant", "content": "plain answer"}
+    json_object = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="x")],
+        extensions={"vendor:openai": {"response_format": {"type": "json_object"}}},
+    )
+    assert json.loads(llm_to_openai(json_object).body().read())["response_format"] == {
+        "type": "json_object"
+    }
+
+
+def test_stream_translation_edge_cases() -> None:
+    from svir_proto import StreamEnded, StreamFailed, StreamStarted, TextDelta
+    from svir_proto.errors import Failure, FailureKind
+
+    t = OpenAIToLLMStream(model="m")
+    out = t.feed(StreamStarted(response_id="a", model="x", created=5))
+    assert t.feed(StreamStarted(response_id="b", model="y")) == b""  # only one stream.start
+    out += t.feed(StreamFailed(error=Failure(kind=FailureKind.OVERLOADED, message="busy")))
+    assert t.feed(TextDelta(text="late")) == b""  # nothing but stream.end after an error
+    out += t.feed(StreamEnded(complete=False))
+    assert types(out) == ["stream.start", "error", "stream.end"]
+    assert b'"code":"overloaded"' in out
