@@ -187,8 +187,9 @@ class SSEFramer:
         buf = self._buf
         base = self._base
         n = len(buf)
+        first_lf = buf.find(b"\n")
         if (
-            buf.find(b"\n") == n - 2
+            first_lf == n - 2
             and buf[-1:] == b"\n"
             and n - 1 <= self.max_event_size
             and not self._fields
@@ -218,7 +219,7 @@ class SSEFramer:
                 and end < self.max_event_size
                 and buf.startswith(b"data: ")
             ):
-                if buf.find(b"\n") == end:  # one event, one line: a live stream's usual read
+                if first_lf == end:  # one event, one line (more complete data after it)
                     payloads = [buf[6:end]]
                 else:
                     span = buf[6:end]
