@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Sequence
 
@@ -33,3 +34,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "-|-".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def main(run: Callable[[int, int], str], doc: str | None, argv: list[str] | None = None) -> None:
+    """The command line the stream benchmarks share: --chunks N --repeat R, then the tables."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--chunks", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    print(run(args.chunks, args.repeat))

@@ -16,11 +16,11 @@ round. The stream is seeded and realistic (multi-byte text, usage chunk, ``[DONE
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
+from benchmarks._timing import main as bench_main
 from benchmarks.streams import openai_stream, scenarios
 from svir_proto import _json
 from svir_proto.openai import ChatStreamDecoder
@@ -105,11 +105,7 @@ def run(chunks: int, repeat: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--chunks", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args(argv)
-    print(run(args.chunks, args.repeat))
+    bench_main(run, __doc__, argv)
 
 
 if __name__ == "__main__":

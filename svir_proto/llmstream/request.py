@@ -48,7 +48,6 @@ __all__ = [
     "LLMTool",
     "LLMToolCall",
     "RequestError",
-    "parts",
 ]
 
 MEDIA_TYPE: Final = "application/llm-request+json"
@@ -450,8 +449,3 @@ def _check_part(part: object, p: str) -> None:
         base64.b64decode(data, validate=True)  # type: ignore[arg-type]
     except (binascii.Error, ValueError) as exc:
         raise RequestError(f"{p}.data", f"not base64: {exc}") from exc
-
-
-def parts(*items: Part | str) -> tuple[Part, ...]:
-    """Build a content tuple, strings becoming text parts."""
-    return tuple(LLMTextPart(text=i) if isinstance(i, str) else i for i in items)
