@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 
 def best_of(repeat: int, fn: Callable[[], object]) -> float:
@@ -16,16 +18,37 @@ def best_of(repeat: int, fn: Callable[[], object]) -> float:
     return best
 
 
-def interleaved(repeat: int, fns: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Best time of each function, the functions taking turns in every round, so that a
-    machine whose speed drifts (a shared VM) slows them all alike and the ratios hold."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
+class Timings(NamedTuple):
+    """Each function's time in every round (the functions take turns within a round)."""
+
+    rounds: dict[str, list[float]]
+
+    @property
+    def best(self) -> dict[str, float]:
+        return {name: min(times) for name, times in self.rounds.items()}
+
+    def ratio(self, name: str, base: str) -> float:
+        """``name``'s time over ``base``'s, the median of the ratios within each round.
+
+        Rounds are back to back, so a machine whose speed drifts (a shared VM) slows both
+        alike within a round; the median then ignores the rounds a burst of noise hit.
+        """
+        return statistics.median(
+            t / b for t, b in zip(self.rounds[name], self.rounds[base], strict=True)
+        )
+
+
+def interleaved(repeat: int, fns: dict[str, Callable[[], object]]) -> Timings:
+    """Time every function ``repeat`` times, taking turns, each round starting with the next
+    function (so none always runs first, after the others warmed or cooled the caches)."""
+    names = list(fns)
+    rounds: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             t = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t)
-    return best
+            fns[name]()
+            rounds[name].append(time.perf_counter() - t)
+    return Timings(rounds)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -40,6 +63,6 @@ def main(run: Callable[[int, int], str], doc: str | None, argv: list[str] | None
     """The command line the stream benchmarks share: --chunks N --repeat R, then the tables."""
     ap = argparse.ArgumentParser(description=doc)
     ap.add_argument("--chunks", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args(argv)
     print(run(args.chunks, args.repeat))

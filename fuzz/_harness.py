@@ -1,6 +1,6 @@
 """What every fuzz target checks (STYLE.md 4 and 8): for any bytes, a decoder raises only
-`RemoteProtocolError`, and feeding the bytes whole or byte by byte gives the same outcome:
-the same events (deltas joined), the same error, and the same result.
+`RemoteProtocolError`, and feeding the bytes whole, byte by byte, or cut after each blank line
+gives the same outcome: the same events (deltas joined), the same error, and the same result.
 
 ``check(make, data)`` is the invariant; the atheris entry points and the pytest corpus replay
 both call it, so the two can never disagree about what a crash is.
@@ -51,13 +51,24 @@ def normalise(events: list[object]) -> list[object]:
     return out
 
 
+def flushes(data: bytes) -> list[bytes]:
+    """The body cut after every blank line, as a server that flushes each event sends it: the
+    shape the decoders' fast lanes take."""
+    pieces = data.split(b"\n\n")
+    return [p + b"\n\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+
+
 def check(make: Callable[[], Any], data: bytes) -> None:
     whole = outcome(make(), [data] if data else [])
-    split = outcome(make(), [data[i : i + 1] for i in range(len(data))])
     a = (normalise(whole[0]), whole[1], whole[2])
-    b = (normalise(split[0]), split[1], split[2])
-    if a != b:
-        raise AssertionError(f"whole and bytewise differ for {data!r}:\n{a}\n{b}")
+    for name, pieces in (
+        ("bytewise", [data[i : i + 1] for i in range(len(data))]),
+        ("flushed", flushes(data)),
+    ):
+        split = outcome(make(), pieces)
+        b = (normalise(split[0]), split[1], split[2])
+        if a != b:
+            raise AssertionError(f"whole and {name} differ for {data!r}:\n{a}\n{b}")
 
 
 def fuzz(test_one_input: Callable[[bytes], None]) -> None:

@@ -47,6 +47,9 @@ class PullDecoder(Generic[E]):
         self._terminated = False
         self._deferred: ProtocolError | None = None
         self._error: BaseException | None = None
+        # A subclass may open a fast lane for feed() while nothing is pending; every other
+        # entry point closes it, and the subclass decides when to open it again.
+        self._fast = False
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append a piece of the body; ``b""`` means the body has ended.
@@ -58,6 +61,7 @@ class PullDecoder(Generic[E]):
             LocalProtocolError: non-empty data after the end of the body.
             ProtocolError: the error that poisoned this decoder earlier, again.
         """
+        self._fast = False
         if self._error is not None:
             raise self._error
         if not data:
@@ -80,6 +84,7 @@ class PullDecoder(Generic[E]):
                 decoder is then poisoned: every later call raises the same error, and its
                 ``result`` (where it has one) keeps everything decoded before it.
         """
+        self._fast = False
         if self._error is not None:
             raise self._error
         if self._qpos >= len(self._queue):
@@ -109,6 +114,10 @@ class PullDecoder(Generic[E]):
         else:
             self._eof = True
             self._receive(b"")
+        return self._received()
+
+    def _received(self) -> list[E]:
+        """The rest of `feed`, once its bytes are received: every event now available."""
         self._dirty = True
         if self._terminated:  # a stream that ended at its marker may still see what follows
             self._dirty = False

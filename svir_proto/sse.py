@@ -21,12 +21,15 @@ an unterminated line included) is bounded by ``max_event_size``; past it a
 `RemoteProtocolError` names the limit, at the offset where that event began, however the input
 was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
 
-Speed: while the buffer holds no CR, every event ends in ``\n\n``, and the complete events are
-framed together: a run of events that are each one ``data: `` line (nearly every event an LLM
-server sends) becomes one `RawBatch` from a single C-level split, checked by counting LFs. Any
-other block, and anything with a CR, goes through the line-by-line path, which applies the rules
-above one line at a time; the two give the same items and the same verdicts (the property tests
-check this against a plain model of the algorithm).
+Speed: two fast lanes take what LLM servers send, events of one ``data: `` line with LF line
+ends. While nothing is pending (`SSEFramer.lane`), `SSEDecoder.feed` takes a piece that is
+exactly one such event with a few C-level checks and no buffer (the express: a live stream's
+every read), and `SSEFramer.take` frames the run of such events a piece completes with one split,
+checked by counting LFs. Anything else (another field, a comment, a CR, the size bound, bytes
+that are not UTF-8) goes the general way, which applies the rules line by line, or block by
+block while the buffer holds no CR. All paths give the same items, offsets and verdicts: the
+property tests check the lanes against the general path and the general path against a plain
+model of the algorithm, and the fuzz targets feed each body whole, byte by byte and flushed.
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `RemoteProtocolError` with the
@@ -39,7 +42,6 @@ This module must never do I/O.
 from __future__ import annotations
 
 import sys
-from itertools import repeat
 from typing import Final, Literal, NamedTuple, final
 
 import attrs
@@ -70,6 +72,7 @@ _BOM: Final = b"\xef\xbb\xbf"
 SEPARATOR: Final = b"\n\ndata: "
 """What separates the payloads of consecutive simple events."""
 _LF: Final = 10
+_new_tuple: Final = tuple.__new__  # builds a ServerSentEvent in C, skipping its Python __new__
 _CR: Final = 13
 
 Errors = Literal["strict", "replace"]
@@ -142,7 +145,13 @@ class SSEFramer:
         self.retry: int | None = None
         self.last_event_id = ""
         self.end: EndOfStream | None = None
+        self.lane = False
+        """The fast lane is open: the buffer begins where an event begins, nothing of that
+        event is applied yet, the buffer holds no CR, the BOM is settled and the body goes on.
+        Then `take` frames a run of simple events with a few C-level scans."""
         # Positions are absolute (counted from the first byte received) unless named otherwise.
+        # SSEDecoder.feed's express lane moves _base, _event_start and _scan past a piece it
+        # took whole without a call, while `lane` is open and _buf is empty.
         self._buf = bytearray()  # unconsumed bytes; _buf[0] is at _base
         self._base = 0
         self._eof = False
@@ -163,6 +172,7 @@ class SSEFramer:
         """Append bytes; ``b""`` ends the body."""
         if not data:
             self._eof = True
+            self.lane = False
             return
         buf = self._buf
         start = self._base + len(buf)
@@ -171,6 +181,49 @@ class SSEFramer:
             i = data.find(b"\r")
             if i >= 0:
                 self._cr = start + i
+                self.lane = False
+
+    def take(self, data: bytes) -> list[bytearray] | None:
+        """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
+        once: the fast lane of `frame`.
+
+        Returns the payloads of the simple events now complete (the `RawBatch` that `frame`
+        would append; it begins at the offset ``_base`` had before), or ``[]`` when none is
+        complete yet. ``None``: the data was received, but what it completes needs `frame`
+        (anything other than a run of simple events, or a limit).
+        """
+        if b"\r" in data:
+            self.receive(data)  # which closes the lane
+            return None
+        self._buf += data
+        return self._run()
+
+    def _run(self) -> list[bytearray] | None:
+        """While `lane` is open: consume the run of simple events the buffer begins with, if it
+        is complete up to the buffer's last blank line; see `take` for what it returns."""
+        buf = self._buf
+        base = self._base
+        n = len(buf)
+        limit = self.max_event_size
+        end = buf.rfind(b"\n\n", self._scan - base)
+        if end < 0:
+            if n > limit or buf[:1] == b"\n":
+                return None
+            self._scan = base + n - 1 if n else base
+            return []
+        # The run may not exceed the bound (a run that could goes the exact way, which finds
+        # the event at fault), nor may what follows it.
+        if end >= limit or n - end - 2 > limit or buf[:6] != b"data: ":
+            return None
+        payloads = buf[6:end].split(SEPARATOR)
+        # Each block is one line if the separators account for every LF.
+        if buf.count(b"\n", 6, end) != 2 * len(payloads) - 2:
+            return None
+        del buf[: end + 2]
+        base += end + 2
+        self._base = self._event_start = base
+        self._scan = base + n - end - 3 if n > end + 2 else base
+        return payloads
 
     def frame(self, out: list[RawItem]) -> None:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
@@ -179,29 +232,30 @@ class SSEFramer:
             RemoteProtocolError: a limit was exceeded or text was not UTF-8; the items framed
                 before the problem are in ``out`` already.
         """
-        if self._cr != _NONE or self._eof or self._skip_lf or self._bom:
-            self._frame_lines(out)
-            return
-        # Fast path: no CR in the buffer, so every line ends in LF and every event in "\n\n".
-        # Frame every complete event at once and leave the rest, unprocessed, for later.
+        if self.lane:
+            at = self._base
+            payloads = self._run()
+            if payloads is not None:
+                if payloads:
+                    out.append((at, payloads, self.last_event_id))
+                return
+        try:
+            if self._cr != _NONE or self._eof or self._skip_lf or self._bom:
+                self._frame_lines(out)
+            else:
+                self._frame_blocks(out)
+        finally:
+            self.lane = (
+                self._cr == _NONE
+                and self._event_start == self._base
+                and not (self._fields or self._eof or self._skip_lf or self._bom)
+            )
+
+    def _frame_blocks(self, out: list[RawItem]) -> None:
+        """No CR in the buffer, so every line ends in LF and every event in "\n\n": apply every
+        complete event at once and leave the rest, unprocessed, for later."""
         buf = self._buf
         base = self._base
-        n = len(buf)
-        first_lf = buf.find(b"\n")
-        if (
-            first_lf == n - 2
-            and buf[-1:] == b"\n"
-            and n - 1 <= self.max_event_size
-            and not self._fields
-            and base == self._event_start
-            and buf.startswith(b"data: ")
-        ):
-            # Express: the buffer is exactly one event of one data line, which is what a live
-            # stream's every read holds (the server flushes each token).
-            out.append((base, [buf[6 : n - 2]], self.last_event_id))
-            buf.clear()
-            self._base = self._event_start = self._scan = base + n
-            return
         end = buf.rfind(b"\n\n", self._scan - base)
         if end < 0 and buf[:1] == b"\n":
             # _buf always begins at a line start: a leading LF is a blank line on its own.
@@ -209,27 +263,7 @@ class SSEFramer:
             del buf[:1]
             base = self._base = base + 1
         elif end >= 0:
-            # A run of simple events (each one "data: " line, then a blank line) is one batch:
-            # if the separators account for every LF, no block had another line. A run that
-            # could exceed the size bound goes the exact way, which finds the event at fault.
-            payloads = None
-            if (
-                not self._fields
-                and base == self._event_start
-                and end < self.max_event_size
-                and buf.startswith(b"data: ")
-            ):
-                if first_lf == end:  # one event, one line (more complete data after it)
-                    payloads = [buf[6:end]]
-                else:
-                    span = buf[6:end]
-                    payloads = span.split(SEPARATOR)
-                    if span.count(b"\n") != 2 * len(payloads) - 2:
-                        payloads = None
-            if payloads is None:
-                self._blocks(bytes(buf[:end]), base, out)
-            else:
-                out.append((base, payloads, self.last_event_id))
+            self._blocks(bytes(buf[:end]), base, out)
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
         n = len(buf)
@@ -458,9 +492,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)
         self._raw: list[RawItem] = []
         self._receive = self._framer.receive  # type: ignore[method-assign]
-        # the decode arguments, passed straight to bytearray.decode by map (a partial would
-        # cost a Python-level call per event: 1.8 us per 1400-byte piece on the benchmark)
-        self._decode_args = () if errors == "strict" else (repeat("utf-8"), repeat(errors))
+        self._last_id = ""  # the framer's last_event_id, as of the last slow feed
 
     @property
     def max_event_size(self) -> int:
@@ -479,67 +511,108 @@ class SSEDecoder(PullDecoder[SSEItem]):
     def _receive(self, data: bytes) -> None:
         self._framer.receive(data)
 
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SSEItem]:
+        if self._fast and type(data) is bytes:
+            framer = self._framer
+            n = len(data)
+            if (
+                data.find(b"\n") == n - 2
+                and data[-1] == _LF
+                and data[:6] == b"data: "
+                and b"\r" not in data
+                and not framer._buf
+                and n - 2 < framer.max_event_size
+            ):
+                # Express: the piece is one whole event of one data line, as a live stream's
+                # every read is (the server flushes each token): no buffer, no framing call.
+                # Text that is not UTF-8 goes the slow way, which applies the policy.
+                try:
+                    text = data[6 : n - 2].decode()
+                except UnicodeDecodeError:
+                    pass
+                else:
+                    framer._base = framer._event_start = framer._scan = framer._base + n
+                    return [_new_tuple(ServerSentEvent, ("message", text, self._last_id, None))]
+            if data:
+                # The fast lane: one call frames the piece (SSEFramer.take), and each payload
+                # of the run of simple events it completes is decoded once.
+                payloads = framer.take(data)
+                if payloads is None:
+                    return self._slow(None)
+                last_id = self._last_id
+                new = _new_tuple
+                try:
+                    return [
+                        new(ServerSentEvent, ("message", p.decode(), last_id, None))
+                        for p in payloads
+                    ]
+                except UnicodeDecodeError:
+                    at = framer._base - sum(len(p) + 8 for p in payloads)
+                    self._raw.append((at, payloads, last_id))
+                    return self._slow(None)
+        return self._slow(data)
+
+    def _slow(self, data: bytes | bytearray | memoryview | None) -> list[SSEItem]:
+        """`feed` the general way (``None``: the framer has the bytes already), then open the
+        fast lanes again if the stream allows: the framer's lane is open (see
+        `SSEFramer.lane`), this decoder is not poisoned, and no event waits in its queue."""
+        self._fast = False
+        out = self._received() if data is None else PullDecoder.feed(self, data)
+        framer = self._framer
+        self._fast = framer.lane and self._error is None
+        self._last_id = framer.last_event_id
+        return out
+
     def _fill(self) -> None:
         framer = self._framer
-        raw = self._raw
-        raw.clear()
+        raw = self._raw  # may hold a batch the fast lane could not decode
+        self._raw = []
         try:
             framer.frame(raw)
         except RemoteProtocolError as exc:
             self._deferred = exc
         queue = self._queue
-        decode = framer.decode_data
         errors = framer.errors
+        new = _new_tuple
         for item in raw:
             if len(item) == 3:
                 at, payloads, last_id = item
-                if len(payloads) == 1:  # one event: no map and zip to set up
-                    try:
-                        text = payloads[0].decode("utf-8", errors)
-                    except UnicodeDecodeError:
-                        pass
-                    else:
-                        queue.append(
-                            tuple.__new__(ServerSentEvent, ("message", text, last_id, None))
-                        )
-                        continue
                 try:
-                    texts = list(map(bytearray.decode, payloads, *self._decode_args))
+                    texts = [p.decode("utf-8", errors) for p in payloads]
                 except UnicodeDecodeError:
-                    texts = []
-                    for k, payload in enumerate(payloads):
-                        try:
-                            texts.append(
-                                framer.decode_data(payload, batch_offset(at, payloads, k) + 6)
-                            )
-                        except RemoteProtocolError as exc:
-                            self._deferred = exc
-                            break
-                # Built in C: one tuple per event, none of them through Python bytecode.
-                queue += map(
-                    tuple.__new__,
-                    repeat(ServerSentEvent),
-                    zip(repeat("message"), texts, repeat(last_id), repeat(None)),
-                )
+                    texts = self._decode_batch(at, payloads)
+                queue += [new(ServerSentEvent, ("message", t, last_id, None)) for t in texts]
                 if self._deferred is not None:
                     return
-                continue
-            if len(item) == 2:
+            elif len(item) == 2:
                 queue.append(SSEComment(item[0]))
-                continue
-            etype, data, data_at, id_, retry, _ = item
-            try:
-                text = data.decode("utf-8", errors)
-            except UnicodeDecodeError:
+            else:
+                etype, data, data_at, id_, retry, _ = item
                 try:
-                    text = decode(data, data_at)
-                except RemoteProtocolError as exc:
-                    self._deferred = exc
-                    return
-            queue.append(ServerSentEvent(etype or "message", text, id_, retry))
+                    text = data.decode("utf-8", errors)
+                except UnicodeDecodeError:
+                    try:
+                        text = framer.decode_data(data, data_at)
+                    except RemoteProtocolError as exc:
+                        self._deferred = exc
+                        return
+                queue.append(ServerSentEvent(etype or "message", text, id_, retry))
         if framer.end is not None and self._deferred is None:
             self._terminal = framer.end
             queue.append(framer.end)
+
+    def _decode_batch(self, at: int, payloads: list[bytearray]) -> list[str]:
+        """Decode a batch's payloads one by one, up to the first that is not UTF-8, whose
+        error (naming its byte) is deferred."""
+        texts = []
+        for payload in payloads:
+            try:
+                texts.append(self._framer.decode_data(payload, at + 6))
+            except RemoteProtocolError as exc:
+                self._deferred = exc
+                break
+            at += len(payload) + 8
+        return texts
 
 
 def batch_offset(at: int, payloads: list[bytearray], k: int) -> int:

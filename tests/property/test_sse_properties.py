@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from svir_proto import RemoteProtocolError
 from svir_proto.sse import (
     EndOfStream,
+    Errors,
     ServerSentEvent,
     SSEComment,
     SSEDecoder,
@@ -168,3 +169,96 @@ def test_errors_do_not_depend_on_split(data: st.DataObject, limit: int, noise: b
         return (events, None)
 
     assert outcome(data.draw(splits(body))) == outcome([body])
+
+
+# The fast lanes (SSEDecoder.feed's express and SSEFramer.take) take streams shaped like an LLM
+# server's: one "data: " line per event, LF line ends, a piece per event or several. These
+# streams are mostly that, with now and then something each lane must hand to the general path.
+LIVE_EVENTS = {
+    "simple": lambda t: f"data: {t}\n\n".encode(),
+    "empty": lambda t: b"data: \n\n",
+    "typed": lambda t: f"event: x\ndata: {t}\n\n".encode(),
+    "id": lambda t: f"id: {t}\ndata: {t}\n\n".encode(),
+    "comment": lambda t: f": {t}\n\n".encode(),
+    "crlf": lambda t: f"data: {t}\r\n\r\n".encode(),
+    "cr": lambda t: f"data: {t}\r\r".encode(),
+    "cr inside": lambda t: f"data: {t}\r{t}\n\n".encode(),
+    "invalid": lambda t: b"data: \xff" + t.encode() + b"\n\n",
+    "blank": lambda t: b"\n",
+    "two lines": lambda t: f"data: {t}\ndata: {t}\n\n".encode(),
+    "nospace": lambda t: f"data:{t}\n\n".encode(),
+}
+LIVE_KINDS = st.sampled_from(["simple"] * 6 + sorted(LIVE_EVENTS))
+
+
+@st.composite
+def live_pieces(draw: st.DrawFn) -> list[bytes]:
+    """Events grouped into pieces, one per piece as often as not; a piece is sometimes cut,
+    inside a line or after one."""
+    events = [LIVE_EVENTS[draw(LIVE_KINDS)](draw(TEXT)) for _ in range(draw(st.integers(0, 20)))]
+    if draw(st.booleans()):
+        events.append(b"data: " + draw(TEXT).encode())  # an unterminated tail
+    pieces: list[bytes] = []
+    i = 0
+    while i < len(events):
+        k = draw(st.sampled_from([1, 1, 1, 2, 3]))
+        piece = b"".join(events[i : i + k])
+        i += k
+        cut = draw(st.sampled_from([None, None, None, "line", "anywhere"]))
+        if cut is not None and len(piece) > 1:
+            ends = [j + 1 for j in range(len(piece) - 1) if piece[j] == 10]
+            at = draw(
+                st.sampled_from(ends) if cut == "line" and ends else st.integers(1, len(piece) - 1)
+            )
+            pieces += [piece[:at], piece[at:]]
+        else:
+            pieces.append(piece)
+    return pieces
+
+
+def outcome(decoder: SSEDecoder, pieces: list[bytes], pull: list[bool]) -> object:
+    """Everything a decoder gives for the pieces, each fed with ``feed`` or, where ``pull`` says
+    so, with ``receive_data`` and ``next_event``; an error ends it, with where it was found."""
+    events: list[SSEItem] = []
+    try:
+        for piece, by_pull in zip(pieces, pull, strict=True):
+            if by_pull:
+                decoder.receive_data(piece)
+                events += decoder.events()
+            else:
+                events += decoder.feed(piece)
+        events += decoder.close()
+    except RemoteProtocolError as exc:
+        return ([*events, *exc.pending_events], exc.offset, exc.limit)
+    ends = [e.offset for e in events if isinstance(e, EndOfStream)]  # not part of equality
+    return (events, ends)
+
+
+class GeneralFramer(SSEFramer):
+    """A framer whose fast lane never takes anything: every byte goes the general way."""
+
+    def _run(self) -> None:
+        return None
+
+
+def general_decoder(limit: int, errors: Errors) -> SSEDecoder:
+    """An `SSEDecoder` on the general path only, when fed with ``receive_data`` alone (which
+    keeps the express lane of ``feed`` closed)."""
+    decoder = SSEDecoder(max_event_size=limit, errors=errors)
+    decoder._framer = GeneralFramer(max_event_size=limit, errors=errors)
+    decoder._receive = decoder._framer.receive  # type: ignore[method-assign]
+    return decoder
+
+
+@given(live_pieces(), st.data(), st.sampled_from(["strict", "replace"]))
+def test_the_fast_lanes_agree_with_the_general_path(
+    pieces: list[bytes], data: st.DataObject, errors: Errors
+) -> None:
+    body = b"".join(pieces)
+    limit = data.draw(st.sampled_from([8 * 1024 * 1024, 12, 40]))
+    by_pull = st.sampled_from([False, False, False, True])
+    pull = data.draw(st.lists(by_pull, min_size=len(pieces), max_size=len(pieces)))
+    reference = outcome(general_decoder(limit, errors), pieces, [True] * len(pieces))
+    assert outcome(SSEDecoder(max_event_size=limit, errors=errors), pieces, pull) == reference
+    if errors == "strict" and limit > len(body) and b"\xff" not in body:
+        assert reference[0] == model(body)  # type: ignore[index]

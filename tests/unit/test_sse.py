@@ -288,3 +288,88 @@ def test_fuzz_crash_an_error_found_by_close_is_raised_with_its_events() -> None:
     assert info.value.offset == 13  # the \xcf byte
     with pytest.raises(RemoteProtocolError):  # and it stays raised
         d.close()
+
+
+# The fast lanes: `feed` takes a piece that is one simple event (the express) or completes a run
+# of them (SSEFramer.take) in a few C-level scans. Each test below feeds one simple event first,
+# so the lanes are open, then something each must hand over to the general path.
+
+OPEN = b"data: open\n\n"
+
+
+def fed(pieces: list[bytes], **kw: object) -> list[object]:
+    d = SSEDecoder(**kw)  # type: ignore[arg-type]
+    out: list[object] = []
+    for p in pieces:
+        out += d.feed(p)
+    return out + d.close()
+
+
+def test_the_express_applies_a_cr_inside_a_piece_as_a_line_end() -> None:
+    # "data: a" CR "b" LF LF: a data line, a line "b" (a field with no value), a blank line.
+    assert fed([OPEN, b"data: a\rb\n\n"])[1] == ev("a")
+
+
+def test_the_express_does_not_take_a_piece_that_ends_a_buffered_event() -> None:
+    assert fed([OPEN, b"event: x\n", b"data: b\n\n"])[1] == ev("b", event="x")
+    assert fed([OPEN, b"data: a", b"data: b\n\n"])[1] == ev("adata: b")
+
+
+def test_offsets_count_the_bytes_the_express_took() -> None:
+    d = SSEDecoder()
+    assert d.feed(OPEN) + d.feed(b"data: \xe2\x82\xac\n\n") == [ev("open"), ev("\u20ac")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"data: ok\xff\n\n")
+    assert info.value.offset == 12 + 11 + 8  # the 0xFF byte
+    d = SSEDecoder()
+    d.feed(OPEN)
+    d.feed(b"data: a\n\n")
+    assert d.close()[0].offset == 12 + 9  # type: ignore[union-attr]
+
+
+def test_the_express_hands_invalid_utf8_to_the_policy() -> None:
+    assert fed([OPEN, b"data: a\xffb\n\n"], errors="replace")[1] == ev("a\ufffdb")
+
+
+def test_the_fast_lanes_keep_the_size_bound() -> None:
+    d = SSEDecoder(max_event_size=14)
+    assert d.feed(OPEN) == [ev("open")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"data: 0123456789\n\n")  # 17 bytes to the end of its data line
+    assert (info.value.offset, info.value.limit) == (12, "max_event_size")
+    d = SSEDecoder(max_event_size=14)
+    assert d.feed(OPEN + b"data: 01") == [ev("open")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"23456789\n\ndata: a\n\n")
+    assert info.value.offset == 12
+
+
+def test_a_run_of_events_split_anywhere_comes_out_whole() -> None:
+    body = b"".join(b"data: %d\n\n" % i for i in range(50))
+    expected = [ev(str(i)) for i in range(50)]
+    for size in (1, 5, 11, 64):
+        pieces = [OPEN] + [body[i : i + size] for i in range(0, len(body), size)]
+        assert fed(pieces)[1:-1] == expected
+
+
+def test_the_lanes_close_for_the_pull_api_and_reopen_after_feed() -> None:
+    d = SSEDecoder()
+    d.feed(OPEN)
+    d.receive_data(b"data: a\n\ndata: b")
+    assert d.next_event() == ev("a")
+    assert d.feed(b"\n\n") == [ev("b")]
+    assert d.feed(b"data: c\n\n") == [ev("c")]
+    assert d.feed(bytearray(b"data: d\n\n")) + d.feed(memoryview(b"data: e\n\n")) == [
+        ev("d"),
+        ev("e"),
+    ]
+
+
+def test_a_poisoned_decoder_takes_no_lane() -> None:
+    d = SSEDecoder()
+    d.feed(OPEN)
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"data: \xff\n\n")
+    with pytest.raises(RemoteProtocolError) as again:
+        d.feed(b"data: a\n\n")
+    assert again.value is info.value
