@@ -25,6 +25,9 @@ _OVERFLOW_PHRASES: Final = (
 )
 _RATE_CODES: Final = frozenset({"rate_limit_exceeded", "rate_limited", "too_many_requests"})
 _OVERLOAD_CODES: Final = frozenset({"overloaded", "server_overloaded", "overloaded_error"})
+# A svir peer (ChatStreamEncoder, so the gateway) writes a failure's kind as error.type. Every
+# kind name but "server_error", which OpenAI itself sends on a 500 that should stay transient.
+_KIND_TYPES: Final = frozenset(k.value for k in FailureKind) - {FailureKind.SERVER_ERROR.value}
 
 
 def classify(
@@ -41,6 +44,8 @@ def classify(
         return FailureKind.RATE_LIMITED
     if marks & _OVERLOAD_CODES or "overloaded" in text:
         return FailureKind.OVERLOADED
+    if type_ in _KIND_TYPES:
+        return FailureKind(type_)
     return default
 
 

@@ -361,10 +361,10 @@ class ChatRequest:
         for i, m in enumerate(self.messages):
             if not isinstance(m, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
                 raise TypeError(f"messages[{i}] must be a message, not {m!r}")
-        names = [t.name for t in self.tools]
         for i, tool in enumerate(self.tools):
             if not isinstance(tool, Tool):
                 raise TypeError(f"tools[{i}] must be a Tool, not {tool!r}")
+        names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise ValueError(f"tools: names must be unique, got {names}")
         choice = self.tool_choice

@@ -333,3 +333,43 @@ def test_large_image_from_disk_is_not_read_at_construction(tmp_path: Path) -> No
     assert body.content_length > 4 << 20
     first = next(iter(body))
     assert len(first) < 64 * 1024
+
+
+# -- each wrong type named --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ImagePart.from_bytes("not bytes"), "image data must be bytes, not str"),
+        (lambda: TextFile.from_text(b"bytes", name="a.txt"), "text must be a str, not bytes"),
+        (lambda: AssistantMessage(content="x", tool_calls=("call",)), r"tool_calls\[0\]"),
+        (lambda: Tool(name="f", parameters=["not", "a", "schema"]), "JSON Schema object"),
+        (
+            lambda: ChatRequest(model="m", messages=[UserMessage(content="hi")], tools=["f"]),
+            r"tools\[0\] must be a Tool",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named(build: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        build()
+
+
+def test_strict_schemas_are_checked_inside_items_and_combinators() -> None:
+    loose = {"type": "object", "properties": {"a": {"type": "string"}}}
+    tight = {**loose, "required": ["a"], "additionalProperties": False}
+    with pytest.raises(ValueError, match=r"schema\.properties\.xs\.items\[0\]: strict"):
+        JSONSchemaFormat(
+            name="s",
+            schema={
+                **tight,
+                "properties": {"xs": {"type": "array", "items": loose}},
+                "required": ["xs"],
+            },
+            strict=True,
+        )
+    with pytest.raises(ValueError, match=r"schema\.anyOf\[1\]: strict"):
+        JSONSchemaFormat(name="s", schema={"anyOf": [tight, loose]}, strict=True)
+    # booleans are schemas too ("not": true), with nothing to check inside
+    JSONSchemaFormat(name="s", schema={"anyOf": [tight, {"not": True}]}, strict=True)
