@@ -66,10 +66,9 @@ class DialectDecoder(PullDecoder[Event]):
                 elif len(item) == 6:
                     etype, data, data_at, _, _, _ = item
                     on_event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
-        except RemoteProtocolError as exc:
-            if self._terminal is None or not self._after_end(exc):
-                self._deferred = exc
-                return
+        except RemoteProtocolError as exc:  # a dialect reads nothing after its end marker
+            self._deferred = exc
+            return
         if framing_error is not None:
             if self._terminal is None or not self._after_end(framing_error):
                 self._deferred = framing_error

@@ -58,7 +58,6 @@ __all__ = [
     "SSEFramer",
     "SSEItem",
     "ServerSentEvent",
-    "batch_offset",
 ]
 
 DEFAULT_MAX_EVENT_SIZE: Final = 8 * 1024 * 1024
@@ -120,8 +119,7 @@ RawComment = tuple[str, int]
 RawBatch = tuple[int, list[bytearray], str]
 """A run of events that were each exactly ``data: <payload>`` and a blank line, all of type
 ``message`` with no retry: (offset of the first event, the payloads, the last event id). Event
-k begins at the first's offset plus ``len(payload) + 8`` for each payload before it (see
-`batch_offset`)."""
+k begins at the first's offset plus ``len(payload) + 8`` for each payload before it."""
 RawItem = RawEvent | RawComment | RawBatch
 
 
@@ -508,9 +506,6 @@ class SSEDecoder(PullDecoder[SSEItem]):
         """The id the next event will carry (Rule 4)."""
         return self._framer.last_event_id
 
-    def _receive(self, data: bytes) -> None:
-        self._framer.receive(data)
-
     def feed(self, data: bytes | bytearray | memoryview) -> list[SSEItem]:
         if self._fast and type(data) is bytes:
             framer = self._framer
@@ -610,14 +605,9 @@ class SSEDecoder(PullDecoder[SSEItem]):
                 texts.append(self._framer.decode_data(payload, at + 6))
             except RemoteProtocolError as exc:
                 self._deferred = exc
-                break
+                return texts
             at += len(payload) + 8
-        return texts
-
-
-def batch_offset(at: int, payloads: list[bytearray], k: int) -> int:
-    """The offset where event ``k`` of a `RawBatch` that begins at ``at`` begins."""
-    return at + sum(len(p) + 8 for p in payloads[:k])
+        return texts  # pragma: no cover - called only when one payload failed to decode
 
 
 def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:

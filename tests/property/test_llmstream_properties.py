@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from svir_proto import (
@@ -171,7 +172,9 @@ def openai_fixture(path: Path) -> tuple[ChatStreamDecoder, list[Any]]:
     return d, events
 
 
-@given(st.sampled_from(FIXTURES), st.data())
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+@settings(max_examples=max(10, settings().max_examples // 10))  # per fixture
+@given(st.data())
 def test_openai_fixtures_translated_to_llm_stream_keep_their_completion(
     path: Path, data: st.DataObject
 ) -> None:
@@ -184,7 +187,7 @@ def test_openai_fixtures_translated_to_llm_stream_keep_their_completion(
     assert kept(llm.result) == kept(original.result), path.name
 
 
-@given(st.sampled_from(FIXTURES))
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
 def test_and_back_to_the_openai_dialect(path: Path) -> None:
     original, events = openai_fixture(path)
     there = OpenAIToLLMStream(model="fallback-model")

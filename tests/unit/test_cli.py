@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -9,12 +10,14 @@ from tests.helpers import ROOT
 
 
 def svir(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "svir_proto.cli", *args],
-        input=stdin.decode() if stdin else None,
+        input=stdin,
         capture_output=True,
-        text=True,
         cwd=ROOT,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
 
 
@@ -73,3 +76,42 @@ def test_translate_shows_the_llm_stream_a_gateway_would_send() -> None:
         "event: usage",
         "event: stream.end",
     ]
+
+
+def test_decode_sse_mode_reports_a_broken_stream_and_keeps_what_came() -> None:
+    out = svir("decode", "-", "--sse", stdin=b"data: kept\n\ndata: \xff\n\n")
+    assert out.returncode == 1
+    assert out.stdout.splitlines()[0] == (
+        "ServerSentEvent(event='message', data='kept', id='', retry=None)"
+    )
+    assert "error: invalid UTF-8" in out.stdout
+
+
+def test_translate_reports_a_broken_upstream() -> None:
+    out = svir("translate", "-", stdin=b"data: {bad\n\n")
+    assert out.returncode == 1
+    assert "error: a chunk is not JSON" in out.stdout
+
+
+def test_decode_shows_refusals_usage_filters_and_failures() -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"refusal": "no"}}]},
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {},
+                    "content_filter_results": {"hate": {"filtered": True, "severity": "high"}},
+                }
+            ]
+        },
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
+        {"error": {"message": "boom", "type": "server_error"}},
+    ]
+    body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    out = svir("decode", "-", stdin=body)
+    assert "refusal   'no'" in out.stdout
+    assert "filter    completion: FILTERED (1 categories)" in out.stdout
+    assert "usage     prompt=3 completion=1" in out.stdout
+    assert "failed    " in out.stdout
+    assert ": boom" in out.stdout

@@ -497,3 +497,137 @@ def test_415_answer_and_fallback() -> None:
     assert not should_fall_back(200)
     assert not should_fall_back(500)
     assert parse_media_type('a/b; x="q\\"uote"; y=z') == ("a/b", {"x": 'q"uote', "y": "z"})
+
+
+# -- building requests: each bad value named ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"type": "video", "media_type": "video/mp4", "raw": b"x"}, "image, document or audio"),
+        ({"type": "image", "media_type": "png", "raw": b"x"}, "is not a media type"),
+        ({"type": "image", "media_type": "image/png"}, "exactly one of data, raw or path"),
+        ({"type": "image", "media_type": "image/png", "raw": b"x", "data": "eA=="}, "exactly one"),
+    ],
+)
+def test_a_media_part_names_what_is_wrong(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LLMMediaPart(**kwargs)
+
+
+def test_media_part_bytes_from_each_source(tmp_path: Any) -> None:
+    assert LLMMediaPart(type="image", media_type="image/png", raw=b"\x89P").decoded() == b"\x89P"
+    assert LLMMediaPart(type="audio", media_type="audio/wav", data="AAE=").decoded() == b"\0\1"
+    f = tmp_path / "a.pdf"
+    f.write_bytes(b"%PDF-1.7")
+    assert LLMMediaPart.from_path("document", f, "application/pdf").decoded() == b"%PDF-1.7"
+
+
+def test_bytes_that_break_framing_after_stream_end_are_an_error() -> None:
+    body = START + DELTA1 + STOP2 + ev("stream.end", 3)
+    d = StreamDecoder(max_event_size=200)
+    events = d.feed(body)
+    assert events[-1] == StreamEnded(complete=True)
+    with pytest.raises(RemoteProtocolError, match="max_event_size"):
+        d.feed(b"data: " + b"x" * 300)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"role": "robot", "content": "x"}, "role must be one of"),
+        ({"role": "tool", "content": "x"}, "needs tool_call_id"),
+        ({"role": "user", "content": None}, "content is required"),
+    ],
+)
+def test_a_message_names_what_is_wrong(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LLMMessage(**kwargs)
+
+
+def test_a_named_message_keeps_its_name_on_the_wire() -> None:
+    req = LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi", name="ann")])
+    doc = json.loads(req.body().read())
+    assert doc["messages"][0] == {"role": "user", "content": "hi", "name": "ann"}
+    assert LLMRequest.parse(req.body().read()).messages[0].name == "ann"
+
+
+def test_media_type_parameters_without_a_value_or_a_name_are_skipped() -> None:
+    assert parse_media_type("Text/Plain; charset") == ("text/plain", {})
+    assert parse_media_type('a/b; =x; Q="a\\"b"; r=1') == ("a/b", {"q": 'a"b', "r": "1"})
+
+
+def test_tool_names_are_the_declared_tools() -> None:
+    from svir_proto.llmstream import LLMTool
+
+    req = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="hi")],
+        tools=[LLMTool(name="f", description="", parameters={"type": "object"})],
+    )
+    assert req.tool_names == {"f"}
+
+
+# -- the encoder's and decoder's less travelled paths ------------------------------------------
+
+
+def test_encoder_checks_start_and_refuses_a_delta_after_its_stop() -> None:
+    with pytest.raises(ValueError, match="model"):
+        StreamEncoder().start(model=None, created=1)  # type: ignore[arg-type]
+    e = StreamEncoder()
+    e.start(model="m", created=1)
+    e.stop("end_turn", index=0)
+    with pytest.raises(LocalProtocolError, match=r"after its content\.stop"):
+        e.delta("late", index=0)
+    assert e.delta("other block", index=1).startswith(b"event: content.delta\n")
+
+
+def test_encoder_encodes_the_end_and_skips_tool_call_pieces() -> None:
+    from svir_proto import ToolCallDelta
+
+    e = StreamEncoder()
+    e.start(model="m", created=1)
+    assert e.encode(ToolCallDelta(index=0, id="c", name="f", arguments="{")) == b""
+    assert e.encode(StreamEnded(complete=True)).startswith(b"event: stream.end\n")
+
+
+def test_decoder_notes_an_unknown_type_once_and_an_unknown_stop_reason() -> None:
+    body = (
+        START
+        + ev("content.thinking", 1)
+        + ev("content.thinking", 2)
+        + ev("content.stop", 3, index=0, stop_reason="sleepy")
+        + ev("stream.end", 4)
+    )
+    _, d = decode(body)
+    assert d.result.problems == (
+        "ignored events of unknown type 'content.thinking'",
+        "unknown stop_reason 'sleepy'",
+    )
+    assert d.result.finish_reason is FinishReason.OTHER
+
+
+def test_decoder_reads_the_svir_extension_defensively() -> None:
+    ext = {
+        "reasoning": "hm",
+        "carrier": "telepathy",  # not a carrier: the default one
+        "filter": {"scope": "completion", "results": ["not a result", {"category": "hate"}]},
+    }
+    body = (
+        START
+        + ev(
+            "content.delta",
+            1,
+            index=0,
+            role="assistant",
+            delta={"text": ""},
+            **{"vendor:svir": ext},
+        )
+        + STOP2
+        + ev("stream.end", 3)
+    )
+    events, _ = decode(body)
+    assert ReasoningDelta(text="hm", carrier="reasoning") in events
+    verdicts = [e for e in events if type(e).__name__ == "FilterVerdict"]
+    assert [r.category for r in verdicts[0].results] == ["hate"]

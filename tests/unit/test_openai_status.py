@@ -151,3 +151,24 @@ def test_retry_after_seconds_date_and_ms() -> None:
     assert parse_retry_after([("retry-after", "soon")], now=now) is None
     assert parse_retry_after([("retry-after", "9" * 20)]) is None
     assert parse_retry_after([]) is None
+
+
+def test_retry_after_ms_that_is_not_a_number_falls_back_to_retry_after() -> None:
+    assert parse_retry_after([("retry-after-ms", "soon"), ("retry-after", "3")]) == 3.0
+    assert parse_retry_after([("retry-after-ms", "-5"), ("retry-after", "4")]) == 4.0
+    assert parse_retry_after([("retry-after-ms", "1e13")]) is None
+    # a date with "-0000" has no time zone (RFC 5322): no honest delay
+    assert parse_retry_after([("retry-after", "Thu, 28 May 2026 20:27:10 -0000")], now=0.0) is None
+
+
+def test_a_body_that_looks_like_json_but_is_not_is_kept_as_text() -> None:
+    got = failure(500, b'{"error": "half').failure
+    assert got.kind is FailureKind.TRANSIENT
+    assert '{"error": "half' in got.message
+
+
+def test_a_401_body_read_for_its_message_is_still_authentication() -> None:
+    body = json.dumps({"error": {"message": "bad key", "type": "invalid_request_error"}})
+    got = body_outcome(401, JSON, body.encode())
+    assert got.failure.kind is FailureKind.AUTHENTICATION
+    assert got.failure.message == "bad key"

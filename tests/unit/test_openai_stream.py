@@ -454,3 +454,65 @@ def test_a_name_continuation_equal_to_the_name_so_far_reads_as_a_repeat() -> Non
     body = tc(index=0, id="x", function={"name": "a"}) + tc(index=0, function={"name": "a"})
     _, d = decode(body + chunk({}, "tool_calls") + DONE)
     assert d.result.tool_calls[0].name == "a"
+
+
+# -- less travelled paths ----------------------------------------------------------------------
+
+
+def test_a_changing_chunk_id_is_noted_once() -> None:
+    body = chunk({"content": "a"}) + b"".join(chunk({"content": x}, id=f"c{x}") for x in "bc")
+    _, d = decode(body + chunk({}, "stop") + DONE)
+    assert [p for p in d.result.problems if "chunk id" in p] == [
+        "chunk id changed from 'c1' to 'cb'"
+    ]
+
+
+def test_prompt_filter_results_that_say_nothing_give_no_verdict() -> None:
+    prompt = [7, {"prompt_index": 0, "content_filter_results": {}}, {"prompt_index": 1}]
+    events, _ = decode(chunk({"content": "a"}, prompt_filter_results=prompt) + DONE)
+    assert not [e for e in events if type(e).__name__ == "FilterVerdict"]
+
+
+def test_filter_results_skip_what_is_not_a_result() -> None:
+    results = {"hate": "high", "violence": [{"filtered": True, "severity": "high"}, 3]}
+    body = chunk({"content": "a"}) + (
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":null,'
+        b'"content_filter_results":' + json.dumps(results).encode() + b"}]}\n\n"
+    )
+    events, _ = decode(body + DONE)
+    verdicts = [e for e in events if type(e).__name__ == "FilterVerdict"]
+    assert [(r.category, r.filtered) for r in verdicts[0].results] == [("violence", True)]
+
+
+def test_a_tool_call_piece_by_id_alone_or_by_nothing_at_all() -> None:
+    first = {"tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{"}}]}
+    more = {"tool_calls": [{"function": {"arguments": "}"}}]}
+    d = ChatStreamDecoder()
+    events = d.feed(chunk(first) + chunk(more) + chunk({}, "tool_calls"))
+    assert [e.arguments for e in events if isinstance(e, ToolCallDelta)] == ["{", "}"]
+    with pytest.raises(ToolCallError, match="has no id"):
+        d.feed(DONE)
+    two = {
+        "tool_calls": [
+            {"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}},
+            {"index": 1, "id": "b", "function": {"name": "g", "arguments": ""}},
+        ]
+    }
+    by_id = {"tool_calls": [{"id": "b", "function": {"arguments": "{}"}}]}
+    _, d = decode(chunk(two) + chunk(by_id) + chunk({}, "tool_calls") + DONE)
+    assert [(c.id, c.arguments) for c in d.result.tool_calls] == [("a", ""), ("b", "{}")]
+
+
+def test_a_lt_sign_that_starts_no_marker_is_text_at_once() -> None:
+    events, _ = decode(chunk({"content": "a<th<x"}) + chunk({"content": "y"}) + DONE)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["a<th<x", "y"]
+
+
+def test_the_first_failure_in_a_stream_is_the_one_kept() -> None:
+    body = (
+        b'data: {"error": {"message": "first", "type": "server_error"}}\n\n'
+        b'data: {"error": {"message": "second", "type": "server_error"}}\n\n'
+    )
+    _, d = decode(body)
+    assert d.result.error is not None
+    assert d.result.error.message == "first"

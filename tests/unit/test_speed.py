@@ -30,9 +30,9 @@ def test_rate_counts_intervals_between_first_and_last() -> None:
 
 def test_no_rate_with_one_token_or_a_short_window() -> None:
     m = SpeedMeter()
-    assert m.rate is None
+    assert (m.rate, m.window) == (None, 0.0)
     m.observe(TextDelta(text="x"), 1.0)
-    assert m.rate is None
+    assert (m.rate, m.window) == (None, 0.0)
     m.observe(TextDelta(text="y"), 1.04)
     assert m.rate is None  # 40 ms < 50 ms
     m.observe(TextDelta(text="z"), 1.06)

@@ -373,3 +373,34 @@ def test_a_poisoned_decoder_takes_no_lane() -> None:
     with pytest.raises(RemoteProtocolError) as again:
         d.feed(b"data: a\n\n")
     assert again.value is info.value
+
+
+def test_a_blank_line_after_crlf_counts_both_line_end_bytes() -> None:
+    # "data: abc" CR LF is 11 bytes: the blank line after it starts past a bound of 10.
+    with pytest.raises(RemoteProtocolError) as info:
+        SSEDecoder(max_event_size=10).feed(b"data: abc\r\n\r\n")
+    assert (info.value.offset, info.value.limit) == (0, "max_event_size")
+    assert SSEDecoder(max_event_size=11).feed(b"data: abc\r\n\r\n") == [ev("abc")]
+
+
+def test_last_event_id_and_retry_are_visible_between_events() -> None:
+    d = SSEDecoder()
+    assert (d.last_event_id, d.retry) == ("", None)
+    d.feed(b"id: 7\nretry: 1500\ndata: a\n\n")
+    assert (d.last_event_id, d.retry) == ("7", 1500)
+
+
+def test_a_run_with_a_bad_payload_keeps_the_events_before_it() -> None:
+    d = SSEDecoder()
+    d.feed(OPEN)
+    assert d.feed(b"data: a\n\ndata: b\xff\n\ndata: c\n\n") == [ev("a")]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.feed(b"data: d\n\n")
+    assert info.value.offset == 12 + 9 + 7
+
+
+def test_a_run_broken_by_a_comment_is_applied_block_by_block() -> None:
+    body = b"data: a\n\n: note\n\ndata: b\n\nevent: x\ndata: c\n\n"
+    expected = [ev("a"), SSEComment("note"), ev("b"), ev("c", event="x")]
+    assert fed([OPEN, body])[1:-1] == expected  # the lanes open: blocks
+    assert fed([body])[:-1] == expected  # the first piece: lines

@@ -14,10 +14,12 @@ from svir_proto.openai import (
     ChatRequest,
     ChatStreamDecoder,
     ImagePart,
+    JSONObjectFormat,
     JSONSchemaFormat,
     NamedToolChoice,
     SystemMessage,
     TextFile,
+    TextFormat,
     TextPart,
     Tool,
     ToolMessage,
@@ -192,3 +194,41 @@ def test_stream_translation_edge_cases() -> None:
     out += t.feed(StreamEnded(complete=False))
     assert types(out) == ["stream.start", "error", "stream.end"]
     assert b'"code":"overloaded"' in out
+
+
+@pytest.mark.parametrize("fmt", [None, TextFormat(), JSONObjectFormat()])
+def test_a_plain_request_both_ways(tmp_path: Path, fmt: object) -> None:
+    photo = tmp_path / "p.png"
+    photo.write_bytes(PNG)
+    chat = ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(
+                content=[
+                    TextFile.from_text("inline notes", name="n.txt"),
+                    ImagePart.from_path(photo),
+                ]
+            )
+        ],
+        response_format=fmt,
+    )
+    llm = openai_to_llm(chat)
+    parsed = LLMRequest.parse(llm.body().read())
+    assert parsed.parameters == {}
+    assert [type(p).__name__ for p in parsed.messages[0].content] == [  # type: ignore[union-attr]
+        "LLMTextPart",
+        "LLMMediaPart",
+    ]
+    back = llm_to_openai(parsed)
+    assert (back.response_format, back.tool_choice, back.max_tokens) == (fmt, None, None)
+    assert back.messages[0].content[1].data == PNG  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("fmt", ["json", {"type": "grammar"}])
+def test_a_response_format_the_openai_dialect_lacks_is_dropped(fmt: object) -> None:
+    req = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="hi")],
+        extensions={"vendor:openai": {"response_format": fmt}},
+    )
+    assert llm_to_openai(req).response_format is None
