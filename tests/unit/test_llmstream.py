@@ -247,17 +247,17 @@ def test_cut_before_stream_end_is_partial() -> None:
     assert not d.result.done
 
 
+def svir_delta(seq: int, ext: dict[str, Any]) -> bytes:
+    """An empty content.delta that carries only the svir extension."""
+    return ev(
+        "content.delta", seq, index=0, role="assistant", delta={"text": ""}, **{"vendor:svir": ext}
+    )
+
+
 def test_svir_extensions_carry_what_the_draft_has_no_event_for() -> None:
     body = (
         START
-        + ev(
-            "content.delta",
-            1,
-            index=0,
-            role="assistant",
-            delta={"text": ""},
-            **{"vendor:svir": {"reasoning": "hmm", "carrier": "think"}},
-        )
+        + svir_delta(1, {"reasoning": "hmm", "carrier": "think"})
         + ev(
             "content.stop",
             2,
@@ -614,19 +614,7 @@ def test_decoder_reads_the_svir_extension_defensively() -> None:
         "carrier": "telepathy",  # not a carrier: the default one
         "filter": {"scope": "completion", "results": ["not a result", {"category": "hate"}]},
     }
-    body = (
-        START
-        + ev(
-            "content.delta",
-            1,
-            index=0,
-            role="assistant",
-            delta={"text": ""},
-            **{"vendor:svir": ext},
-        )
-        + STOP2
-        + ev("stream.end", 3)
-    )
+    body = START + svir_delta(1, ext) + STOP2 + ev("stream.end", 3)
     events, _ = decode(body)
     assert ReasoningDelta(text="hm", carrier="reasoning") in events
     verdicts = [e for e in events if type(e).__name__ == "FilterVerdict"]
