@@ -47,9 +47,10 @@ class PullDecoder(Generic[E]):
         self._terminated = False
         self._deferred: ProtocolError | None = None
         self._error: BaseException | None = None
-        # A subclass may open a fast lane for feed() while nothing is pending; every other
-        # entry point closes it, and the subclass decides when to open it again.
-        self._fast = False
+        # A subclass may open fast lanes for feed() (any value but None) while nothing is
+        # pending; every other entry point closes them, and the subclass decides when to open
+        # them again.
+        self._fast: bool | None = None
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append a piece of the body; ``b""`` means the body has ended.
@@ -61,7 +62,7 @@ class PullDecoder(Generic[E]):
             LocalProtocolError: non-empty data after the end of the body.
             ProtocolError: the error that poisoned this decoder earlier, again.
         """
-        self._fast = False
+        self._fast = None
         if self._error is not None:
             raise self._error
         if not data:
@@ -84,7 +85,7 @@ class PullDecoder(Generic[E]):
                 decoder is then poisoned: every later call raises the same error, and its
                 ``result`` (where it has one) keeps everything decoded before it.
         """
-        self._fast = False
+        self._fast = None
         if self._error is not None:
             raise self._error
         if self._qpos >= len(self._queue):

@@ -148,8 +148,6 @@ class SSEFramer:
         event is applied yet, the buffer holds no CR, the BOM is settled and the body goes on.
         Then `take` frames a run of simple events with a few C-level scans."""
         # Positions are absolute (counted from the first byte received) unless named otherwise.
-        # SSEDecoder.feed's express lane moves _base, _event_start and _scan past a piece it
-        # took whole without a call, while `lane` is open and _buf is empty.
         self._buf = bytearray()  # unconsumed bytes; _buf[0] is at _base
         self._base = 0
         self._eof = False
@@ -180,6 +178,11 @@ class SSEFramer:
             if i >= 0:
                 self._cr = start + i
                 self.lane = False
+
+    def skip(self, n: int) -> None:
+        """Count ``n`` bytes of whole events taken without this framer (`SSEDecoder.feed`'s
+        express), while `lane` was open and the buffer empty."""
+        self._base = self._event_start = self._scan = self._base + n
 
     def take(self, data: bytes) -> list[bytearray] | None:
         """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
@@ -489,8 +492,9 @@ class SSEDecoder(PullDecoder[SSEItem]):
         super().__init__()
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)
         self._raw: list[RawItem] = []
-        self._receive = self._framer.receive  # type: ignore[method-assign]
         self._last_id = ""  # the framer's last_event_id, as of the last slow feed
+        self._skipped = 0  # bytes the express took that the framer has not counted yet
+        self._express_limit = max_event_size + 2
 
     @property
     def max_event_size(self) -> int:
@@ -507,54 +511,67 @@ class SSEDecoder(PullDecoder[SSEItem]):
         return self._framer.last_event_id
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[SSEItem]:
+        # self._fast: None, the lanes are closed; False, the lane is open (SSEFramer.take);
+        # True, the express too (feed takes a whole event itself: the framer holds no bytes).
         if self._fast and type(data) is bytes:
-            framer = self._framer
             n = len(data)
             if (
                 data.find(b"\n") == n - 2
-                and data[-1] == _LF
+                and data[-1] == 10  # LF
                 and data[:6] == b"data: "
                 and b"\r" not in data
-                and not framer._buf
-                and n - 2 < framer.max_event_size
+                and n < self._express_limit
             ):
                 # Express: the piece is one whole event of one data line, as a live stream's
-                # every read is (the server flushes each token): no buffer, no framing call.
+                # every read is (the server flushes each token): no buffer, no framing call,
+                # and its bytes are counted into the framer's offsets when it is next used.
                 # Text that is not UTF-8 goes the slow way, which applies the policy.
                 try:
                     text = data[6 : n - 2].decode()
                 except UnicodeDecodeError:
                     pass
                 else:
-                    framer._base = framer._event_start = framer._scan = framer._base + n
+                    self._skipped += n
                     return [_new_tuple(ServerSentEvent, ("message", text, self._last_id, None))]
-            if data:
-                # The fast lane: one call frames the piece (SSEFramer.take), and each payload
-                # of the run of simple events it completes is decoded once.
-                payloads = framer.take(data)
-                if payloads is None:
-                    return self._slow(None)
-                last_id = self._last_id
-                new = _new_tuple
-                try:
-                    return [
-                        new(ServerSentEvent, ("message", p.decode(), last_id, None))
-                        for p in payloads
-                    ]
-                except UnicodeDecodeError:
-                    at = framer._base - sum(len(p) + 8 for p in payloads)
-                    self._raw.append((at, payloads, last_id))
-                    return self._slow(None)
+        if self._fast is not None and data and type(data) is bytes:
+            # The fast lane: one call frames the piece (SSEFramer.take), and each payload of
+            # the run of simple events it completes is decoded once.
+            framer = self._framer
+            if self._skipped:
+                framer.skip(self._skipped)
+                self._skipped = 0
+            payloads = framer.take(data)
+            if payloads is None:
+                return self._slow(None)
+            self._fast = not framer._buf
+            last_id = self._last_id
+            new = _new_tuple
+            try:
+                return [
+                    new(ServerSentEvent, ("message", p.decode(), last_id, None)) for p in payloads
+                ]
+            except UnicodeDecodeError:
+                at = framer._base - sum(len(p) + 8 for p in payloads)
+                self._raw.append((at, payloads, last_id))
+                return self._slow(None)
         return self._slow(data)
+
+    def _receive(self, data: bytes) -> None:
+        if self._skipped:
+            self._framer.skip(self._skipped)
+            self._skipped = 0
+        self._framer.receive(data)
 
     def _slow(self, data: bytes | bytearray | memoryview | None) -> list[SSEItem]:
         """`feed` the general way (``None``: the framer has the bytes already), then open the
         fast lanes again if the stream allows: the framer's lane is open (see
-        `SSEFramer.lane`), this decoder is not poisoned, and no event waits in its queue."""
-        self._fast = False
+        `SSEFramer.lane`), this decoder is not poisoned, and no event waits in its queue; the
+        express too if the framer holds no bytes."""
+        self._fast = None
         out = self._received() if data is None else PullDecoder.feed(self, data)
         framer = self._framer
-        self._fast = framer.lane and self._error is None
+        if framer.lane and self._error is None:
+            self._fast = not framer._buf
         self._last_id = framer.last_event_id
         return out
 

@@ -245,7 +245,6 @@ def general_decoder(limit: int, errors: Errors) -> SSEDecoder:
     keeps the express lane of ``feed`` closed)."""
     decoder = SSEDecoder(max_event_size=limit, errors=errors)
     decoder._framer = GeneralFramer(max_event_size=limit, errors=errors)
-    decoder._receive = decoder._framer.receive  # type: ignore[method-assign]
     return decoder
 
 
