@@ -42,6 +42,7 @@ This module must never do I/O.
 from __future__ import annotations
 
 import sys
+from itertools import repeat
 from typing import Final, Literal, NamedTuple, final
 
 import attrs
@@ -71,6 +72,7 @@ _BOM: Final = b"\xef\xbb\xbf"
 SEPARATOR: Final = b"\n\ndata: "
 """What separates the payloads of consecutive simple events."""
 _LF: Final = 10
+_MANY: Final = 64  # from this many events in one piece, building them in C is cheaper
 _new_tuple: Final = tuple.__new__  # builds a ServerSentEvent in C, skipping its Python __new__
 _CR: Final = 13
 
@@ -547,9 +549,25 @@ class SSEDecoder(PullDecoder[SSEItem]):
             last_id = self._last_id
             new = _new_tuple
             try:
-                return [
-                    new(ServerSentEvent, ("message", p.decode(), last_id, None)) for p in payloads
-                ]
+                if len(payloads) < _MANY:
+                    return [
+                        new(ServerSentEvent, ("message", p.decode(), last_id, None))
+                        for p in payloads
+                    ]
+                # Many events (a large read): decode and build them in C, with no bytecode
+                # per event, which pays for setting up the iterators.
+                out: list[SSEItem] = []
+                out += map(
+                    new,
+                    repeat(ServerSentEvent),
+                    zip(
+                        repeat("message"),
+                        map(bytearray.decode, payloads),
+                        repeat(last_id),
+                        repeat(None),
+                    ),
+                )
+                return out
             except UnicodeDecodeError:
                 at = framer._base - sum(len(p) + 8 for p in payloads)
                 self._raw.append((at, payloads, last_id))

@@ -404,3 +404,15 @@ def test_a_run_broken_by_a_comment_is_applied_block_by_block() -> None:
     expected = [ev("a"), SSEComment("note"), ev("b"), ev("c", event="x")]
     assert fed([OPEN, body])[1:-1] == expected  # the lanes open: blocks
     assert fed([body])[:-1] == expected  # the first piece: lines
+
+
+def test_a_large_read_of_many_events_comes_out_whole() -> None:
+    many = b"".join(b"data: %d \xc3\xbc\n\n" % i for i in range(200))
+    assert fed([OPEN, many])[1:-1] == [ev(f"{i} \u00fc") for i in range(200)]
+    d = SSEDecoder()
+    d.feed(OPEN)
+    bad = many + b"data: \xff\n\n" + many
+    assert d.feed(bad) == [ev(f"{i} \u00fc") for i in range(200)]
+    with pytest.raises(RemoteProtocolError) as info:
+        d.close()
+    assert info.value.offset == len(OPEN) + len(many) + 6
