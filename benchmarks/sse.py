@@ -7,7 +7,8 @@ httpx-sse works on text, so its time includes an incremental UTF-8 decoder, as h
 It is timed twice: as its users run it (``EventSource.iter_sse``, over a stand-in for the
 response that yields the decoded text, so httpx's own per-chunk work is left out), and its two
 decoder classes driven by hand with none of its generators (a lower bound on its cost).
-The floor is ``bytes.split(b"\\n\\n")`` on the joined body: no framing rules, no decoding.
+The floor is ``bytes.split(b"\\n\\n")`` on the joined body: no framing rules, no decoding; the
+second floor also decodes each payload and builds its event, the least any decoder must do.
 
 The last column is each decoder's time over ours: the median, over the rounds, of the ratio
 within a round (the decoders take turns, so drift in the machine's speed cancels).
@@ -85,12 +86,24 @@ def floor(parts: list[bytes]) -> int:
     return len([b for b in b"".join(parts).split(b"\n\n") if b])
 
 
+def floor_events(parts: list[bytes]) -> int:
+    """The floor, then what every decoder must do for an event: decode it and build it."""
+    new = tuple.__new__
+    events = [
+        new(ServerSentEvent, ("message", b[6:].decode(), "", None))
+        for b in b"".join(parts).split(b"\n\n")
+        if b
+    ]
+    return len(events)
+
+
 PEERS: dict[str, Callable[[list[bytes]], int]] = {
     "svir-proto": svir,
     "httpx-sse 0.4, iter_sse": httpx_sse_api,
     "httpx-sse 0.4, its decoders": httpx_sse,
     "openai-python": openai_python,
     "floor (split)": floor,
+    "floor + decode + event": floor_events,
 }
 
 
