@@ -199,7 +199,10 @@ class SSEFramer:
             self.receive(data)  # which closes the lane
             return None
         self._buf += data
-        return self._run()
+        payloads = self._run()
+        if payloads is None:
+            self.lane = False  # so that `frame` goes the general way at once (it reopens)
+        return payloads
 
     def _run(self) -> list[bytearray] | None:
         """While `lane` is open: consume the run of simple events the buffer begins with, if it
@@ -546,31 +549,11 @@ class SSEDecoder(PullDecoder[SSEItem]):
             if payloads is None:
                 return self._slow(None)
             self._fast = not framer._buf
-            last_id = self._last_id
-            new = _new_tuple
             try:
-                if len(payloads) < _MANY:
-                    return [
-                        new(ServerSentEvent, ("message", p.decode(), last_id, None))
-                        for p in payloads
-                    ]
-                # Many events (a large read): decode and build them in C, with no bytecode
-                # per event, which pays for setting up the iterators.
-                out: list[SSEItem] = []
-                out += map(
-                    new,
-                    repeat(ServerSentEvent),
-                    zip(
-                        repeat("message"),
-                        map(bytearray.decode, payloads),
-                        repeat(last_id),
-                        repeat(None),
-                    ),
-                )
-                return out
+                return _events(payloads, self._last_id)
             except UnicodeDecodeError:
                 at = framer._base - sum(len(p) + 8 for p in payloads)
-                self._raw.append((at, payloads, last_id))
+                self._raw.append((at, payloads, self._last_id))
                 return self._slow(None)
         return self._slow(data)
 
@@ -603,15 +586,16 @@ class SSEDecoder(PullDecoder[SSEItem]):
             self._deferred = exc
         queue = self._queue
         errors = framer.errors
-        new = _new_tuple
         for item in raw:
             if len(item) == 3:
                 at, payloads, last_id = item
                 try:
-                    texts = [p.decode("utf-8", errors) for p in payloads]
-                except UnicodeDecodeError:
+                    queue += _events(payloads, last_id)
+                except UnicodeDecodeError:  # the policy, or the error naming its byte
                     texts = self._decode_batch(at, payloads)
-                queue += [new(ServerSentEvent, ("message", t, last_id, None)) for t in texts]
+                    queue += [
+                        _new_tuple(ServerSentEvent, ("message", t, last_id, None)) for t in texts
+                    ]
                 if self._deferred is not None:
                     return
             elif len(item) == 2:
@@ -632,8 +616,8 @@ class SSEDecoder(PullDecoder[SSEItem]):
             queue.append(framer.end)
 
     def _decode_batch(self, at: int, payloads: list[bytearray]) -> list[str]:
-        """Decode a batch's payloads one by one, up to the first that is not UTF-8, whose
-        error (naming its byte) is deferred."""
+        """Decode a batch's payloads one by one with the UTF-8 policy; under ``strict``, up to
+        the first that is not UTF-8, whose error (naming its byte) is deferred."""
         texts = []
         for payload in payloads:
             try:
@@ -642,7 +626,29 @@ class SSEDecoder(PullDecoder[SSEItem]):
                 self._deferred = exc
                 return texts
             at += len(payload) + 8
-        return texts  # pragma: no cover - called only when one payload failed to decode
+        return texts
+
+
+def _events(payloads: list[bytearray], last_id: str) -> list[SSEItem]:
+    """The events of a `RawBatch`'s payloads.
+
+    Raises:
+        UnicodeDecodeError: a payload is not UTF-8 (decoded strictly whatever the policy: the
+            caller applies it, and names the byte).
+    """
+    if len(payloads) < _MANY:
+        return [
+            _new_tuple(ServerSentEvent, ("message", p.decode(), last_id, None)) for p in payloads
+        ]
+    # Many events (a large read): decode and build them in C, with no bytecode per event,
+    # which pays for setting up the iterators.
+    out: list[SSEItem] = []
+    out += map(
+        _new_tuple,
+        repeat(ServerSentEvent),
+        zip(repeat("message"), map(bytearray.decode, payloads), repeat(last_id), repeat(None)),
+    )
+    return out
 
 
 def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:
