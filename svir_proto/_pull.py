@@ -52,6 +52,11 @@ class PullDecoder(Generic[E]):
         # them again.
         self._fast: bool | None = None
 
+    @property
+    def terminal(self) -> E | None:
+        """The terminal event, once it has been decoded (it is queued, or was returned)."""
+        return self._terminal
+
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append a piece of the body; ``b""`` means the body has ended.
 

@@ -33,6 +33,7 @@ __all__ = [
     "RefusalDelta",
     "RequestFailed",
     "ResponseStarted",
+    "Retrying",
     "StreamEnded",
     "StreamFailed",
     "StreamStarted",
@@ -215,6 +216,19 @@ class RequestFailed:
     failure: Failure
 
 
+@final
+@attrs.frozen(kw_only=True)
+class Retrying:
+    """The request is sent again (attempt ``attempt``, from 2) after ``delay`` seconds, because
+    of ``failure``; ``reason`` says what changed, if anything. Nothing of the answer had arrived:
+    a retry never repeats a generation that had begun."""
+
+    attempt: int
+    delay: float
+    reason: str
+    failure: Failure
+
+
 Event = (
     StreamStarted
     | TextDelta
@@ -229,6 +243,7 @@ Event = (
     | StreamEnded
     | ResponseStarted
     | RequestFailed
+    | Retrying
 )
 
 
@@ -259,7 +274,12 @@ class Completion:
         ignored_after_done: events that arrived after the end marker and were ignored.
         problems: what the decoder noticed and did not repair (for example a ``stop`` finish
             with tool calls), one sentence each.
-        complete: a finish reason, then the end marker, and no error: the answer is whole.
+        interrupted: why the body stopped before its end, when the client knows: it gave up
+            (a timeout, a cancel, leaving the stream early) or the connection dropped.
+            ``None`` when nothing interrupted it.
+        complete: the *stream* is whole: a finish reason, then the end marker, and no error.
+            It says nothing of what the finish reason was: an answer cut by ``max_tokens``
+            (``length``) or blocked by a filter is a complete stream. See `usable`.
     """
 
     text: str = ""
@@ -280,7 +300,20 @@ class Completion:
     filtered: bool = False
     ignored_after_done: int = 0
     problems: tuple[str, ...] = ()
+    interrupted: str | None = None
     complete: bool = False
+
+    @property
+    def usable(self) -> bool:
+        """The *answer* is whole and may be used as it is: the stream is complete, nothing was
+        filtered, and the model stopped on its own or to call tools (not ``length``, which
+        cuts the answer short, wire reference 2.6; not ``content_filter``; not an unknown
+        reason)."""
+        return (
+            self.complete
+            and not self.filtered
+            and self.finish_reason in (FinishReason.STOP, FinishReason.TOOL_CALLS)
+        )
 
     def parsed_arguments(self) -> tuple[ParsedArguments, ...]:
         """Each tool call's arguments parsed as JSON, in call order, errors reported per call."""

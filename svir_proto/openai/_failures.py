@@ -23,6 +23,10 @@ _OVERFLOW_PHRASES: Final = (
     "context length exceeded",
     "context window",
 )
+# A request for something the server cannot do: sending it again gets the same answer, whatever
+# the status (llama.cpp answers an image sent to a text-only model with 500 "image input is not
+# supported").
+_UNSUPPORTED_PHRASES: Final = ("is not supported", "are not supported", "unsupported")
 _RATE_CODES: Final = frozenset({"rate_limit_exceeded", "rate_limited", "too_many_requests"})
 _OVERLOAD_CODES: Final = frozenset({"overloaded", "server_overloaded", "overloaded_error"})
 # A svir peer (ChatStreamEncoder, so the gateway) writes a failure's kind as error.type. Every
@@ -46,6 +50,8 @@ def classify(
         return FailureKind.OVERLOADED
     if type_ in _KIND_TYPES:
         return FailureKind(type_)
+    if any(p in text for p in _UNSUPPORTED_PHRASES):
+        return FailureKind.REJECTED
     return default
 
 

@@ -23,7 +23,7 @@ import attrs
 from ..errors import Failure, FailureKind
 from .request import JSON_OBJECT_AS_SCHEMA, ChatRequest, JSONObjectFormat, NamedToolChoice
 
-__all__ = ["RetryPlan", "plan_retry"]
+__all__ = ["RetryPlan", "plan_retry", "retry_delay"]
 
 _WAIT: Final = frozenset(
     {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.OVERLOADED, FailureKind.TRANSIENT}
@@ -88,11 +88,21 @@ def plan_retry(
                 "and reasoning_effort",
             )
         return None
-    if failure.kind in _WAIT:  # Rule 5
-        delay = failure.retry_after
-        if delay is None:
-            delay = base_delay * 2 ** (attempt - 1)
-        if delay > max_delay:
-            return None  # a wait that long is the server saying no
-        return RetryPlan(request=request, delay=delay, reason=f"{failure.kind.value}: retry")
-    return None
+    delay = retry_delay(failure, attempt=attempt, base_delay=base_delay, max_delay=max_delay)
+    if delay is None:
+        return None
+    return RetryPlan(request=request, delay=delay, reason=f"{failure.kind.value}: retry")
+
+
+def retry_delay(
+    failure: Failure, *, attempt: int = 1, base_delay: float = 0.5, max_delay: float = 60.0
+) -> float | None:
+    """Rule 5 alone, for any dialect: seconds to wait before sending the same request again
+    after ``failure``, or ``None`` when waiting does not help (or would take over
+    ``max_delay``: a wait that long is the server saying no)."""
+    if failure.kind not in _WAIT:
+        return None
+    delay = failure.retry_after
+    if delay is None:
+        delay = base_delay * 2 ** (attempt - 1)
+    return None if delay > max_delay else delay

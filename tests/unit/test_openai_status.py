@@ -172,3 +172,21 @@ def test_a_401_body_read_for_its_message_is_still_authentication() -> None:
     got = body_outcome(401, JSON, body.encode())
     assert got.failure.kind is FailureKind.AUTHENTICATION
     assert got.failure.message == "bad key"
+
+
+def test_a_request_for_what_the_server_cannot_do_is_rejected_not_transient() -> None:
+    # llama.cpp (build 11434) answers an image sent to a text-only model with a 500
+    body = {
+        "error": {
+            "code": 500,
+            "message": "image input is not supported - hint: if this is unexpected, you may "
+            "need to provide the mmproj",
+            "type": "server_error",
+        }
+    }
+    out = failure(500, body)
+    assert out.failure.kind is FailureKind.REJECTED
+    assert not out.failure.retryable
+    assert failure(500, {"error": {"message": "out of memory"}}).failure.kind is (
+        FailureKind.TRANSIENT
+    )

@@ -1,0 +1,251 @@
+"""`ClientConnection`: h11 in the client role under an `Exchange`, one request at a time.
+
+h11 (itself sans-IO) does the HTTP/1.1 framing: it writes the request head and frames the body,
+and it reads the response head and the body, whatever its framing (Content-Length, chunked, or
+delimited by the server closing the connection). The `Exchange` decides what the response means
+and the dialect's decoder sees the body bytes only.
+
+Rule 1 (bytes out): `send` gives the head, then the body in pieces as the `RequestBody`
+    produces them, framed by its exact Content-Length (never chunked: not every server takes a
+    chunked body, wire reference 2.3). h11 checks that the body is as long as it said.
+Rule 2 (bytes in): the pull API (``receive_data``/``next_event``, ``feed``/``close``) gives
+    `ResponseStarted`, then `RequestFailed`, `ModelsListed` or the stream's events through
+    `StreamEnded`. ``receive_data(b"")`` says the server closed the connection.
+Rule 3 (bounds): the response head may take ``max_head_size`` bytes, checked by h11 while it is
+    incomplete and by the exchange, on its exact size, once it is complete, so the verdict does
+    not depend on how the bytes were split (h11 #182); the bound is named in the error. An error
+    body is bounded by the exchange too (``max_error_body``).
+Rule 4 (an early end): a server that closes the connection in the middle of a body ends it for
+    the decoder, which keeps what arrived (``Completion.interrupted`` says why); so does
+    `interrupt`, which a transport calls when it gives up (a timeout, a cancel).
+Rule 5 (keep-alive): after a whole response to a whole request, `reusable` is true and
+    `start_next_cycle` readies the connection for the next request. After an interruption, a
+    failed send or an error it is false: close the connection.
+
+This module never does I/O: a transport moves the bytes (``svir_proto.transports``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import h11
+
+from ._pull import PullDecoder
+from .errors import LocalProtocolError, ProtocolError, RemoteProtocolError
+from .events import Completion, RequestFailed
+from .exchange import DEFAULT_MAX_HEAD_SIZE, Exchange, ExchangeEvent, Request
+from .openai.endpoint import Endpoint
+
+__all__ = ["ClientConnection"]
+
+
+class ClientConnection(PullDecoder[ExchangeEvent]):
+    """One HTTP/1.1 connection to ``endpoint``, as the client; see the module docstring.
+
+    Args:
+        endpoint: the server.
+        max_head_size: bytes a response head may take (Rule 3).
+        options: passed to each `Exchange` (``user_agent``, ``max_error_body``, the decoders'
+            bounds, ``think_tags``...).
+    """
+
+    def __init__(
+        self, endpoint: Endpoint, *, max_head_size: int = DEFAULT_MAX_HEAD_SIZE, **options: Any
+    ) -> None:
+        super().__init__()
+        self.endpoint: Final = endpoint
+        self.max_head_size: Final = max_head_size
+        self._options = {**options, "max_head_size": max_head_size}
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_head_size)
+        self._exchange: Exchange | None = None
+        self._fed = 0  # bytes received in all, for the head's size
+        self._head_at = 0  # where the response being read began
+        self._broken = False
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def send(self, request: Request) -> Iterator[bytes]:
+        """Start an exchange: returns the bytes to write, head first, then the body (Rule 1).
+
+        The request is checked and encoded now; the body's files are read as the iterator is
+        consumed. If writing fails, call `send_failed`.
+
+        Raises:
+            LocalProtocolError: an exchange is under way, or the connection cannot take another
+                request (see `reusable` and `start_next_cycle`).
+        """
+        if self._exchange is not None or self._h11.our_state is not h11.IDLE:
+            raise LocalProtocolError(
+                f"cannot send a request in state {self._h11.our_state!r}: "
+                "one exchange at a time (start_next_cycle after a reusable response)"
+            )
+        exchange = Exchange(self.endpoint, request, **self._options)
+        self._exchange = exchange
+        self._head_at = self._head_end()
+        return self._bytes(exchange)
+
+    def _bytes(self, exchange: Exchange) -> Iterator[bytes]:
+        h = self._h11
+        yield h.send(
+            h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
+        )
+        if exchange.body is not None:
+            for piece in exchange.body:
+                yield h.send(h11.Data(data=piece))
+        end = h.send(h11.EndOfMessage())
+        if end:
+            yield end  # pragma: no cover - a Content-Length body ends without bytes
+
+    def send_failed(self) -> None:
+        """Writing the request failed: the connection cannot be reused. A response the server
+        sent before it stopped reading (an early 413 or 401) can still be received."""
+        self._h11.send_failed()
+        self._broken = True
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    @property
+    def exchange(self) -> Exchange | None:
+        """The exchange under way (or just finished), or ``None``."""
+        return self._exchange
+
+    @property
+    def result(self) -> Completion:
+        """The current exchange's `Completion` (see `Exchange.result`)."""
+        if self._exchange is None:
+            raise LocalProtocolError("no request was sent")
+        return self._exchange.result
+
+    @property
+    def reusable(self) -> bool:
+        """Rule 5: both sides finished the exchange and neither asked to close."""
+        return (
+            not self._broken
+            and self._error is None
+            and self._h11.our_state is h11.DONE
+            and self._h11.their_state is h11.DONE
+        )
+
+    @property
+    def finishing(self) -> bool:
+        """The exchange is over (its terminal event came) but the response body has not ended
+        yet: reading on until `reusable` lets the connection serve the next request. ``False``
+        after a failure, whose body may be long or stalled (close the connection instead)."""
+        terminal = None if self._exchange is None else self._exchange.terminal
+        return (
+            terminal is not None
+            and not isinstance(terminal, RequestFailed)
+            and not self._broken
+            and self._error is None
+            and self._h11.their_state is h11.SEND_BODY
+        )
+
+    def start_next_cycle(self) -> None:
+        """Ready a `reusable` connection for the next request.
+
+        Raises:
+            LocalProtocolError: the connection is not reusable.
+        """
+        if not self.reusable:
+            raise LocalProtocolError("the connection is not reusable: close it")
+        self._h11.start_next_cycle()
+        self._exchange = None
+        self._queue = []
+        self._qpos = 0
+        self._terminal = None
+        self._terminated = False
+
+    def interrupt(self, reason: str) -> list[ExchangeEvent]:
+        """The client gives up on the response (Rule 4): returns the events that end the
+        exchange as far as it got, and marks its result ``interrupted`` with ``reason``. The
+        connection is then not reusable."""
+        self._broken = True
+        exchange = self._exchange
+        if exchange is None or self._terminated:
+            return []  # a finished exchange keeps its result as it was
+        out = self._queue[self._qpos :]
+        self._queue = []
+        self._qpos = 0
+        if self._error is None:
+            out += exchange.interrupt(reason)
+        self._mark_terminal(out)
+        return out
+
+    def _receive(self, data: bytes) -> None:
+        self._fed += len(data)
+        self._h11.receive_data(data)
+
+    def _fill(self) -> None:
+        exchange = self._exchange
+        h = self._h11
+        queue = self._queue
+        try:
+            while True:
+                try:
+                    event = h.next_event()
+                except h11.RemoteProtocolError as exc:
+                    self._framing_error(exc, queue)
+                    break
+                kind = type(event)
+                if kind is h11.Data:
+                    queue += exchange.receive_body(event.data)  # type: ignore[union-attr]
+                elif event is h11.NEED_DATA or event is h11.PAUSED:
+                    break
+                elif exchange is None:
+                    raise RemoteProtocolError(
+                        "the server sent a response to no request", offset=self._head_at
+                    )
+                elif kind is h11.Response:
+                    queue += exchange.receive_head(
+                        event.status_code,  # type: ignore[union-attr]
+                        event.headers,  # type: ignore[union-attr]
+                        size=self._head_end() - self._head_at,
+                    )
+                elif kind is h11.EndOfMessage:
+                    queue += exchange.end_of_body()
+                elif kind is h11.InformationalResponse:
+                    self._head_at = self._head_end()  # the response proper begins after it
+                else:  # ConnectionClosed, after a whole response (h11 raises before one)
+                    break
+        except ProtocolError as exc:
+            queue += exc.pending_events  # type: ignore[arg-type]
+            self._deferred = exc
+        self._mark_terminal(queue)
+
+    def _mark_terminal(self, events: list[ExchangeEvent]) -> None:
+        exchange = self._exchange
+        if self._terminal is None and exchange is not None:
+            terminal = exchange.terminal
+            if terminal is not None and events and events[-1] is terminal:
+                self._terminal = terminal
+
+    def _head_end(self) -> int:
+        """Where the bytes h11 has consumed end: after a head, its end."""
+        return self._fed - len(self._h11.trailing_data[0])
+
+    def _framing_error(self, exc: h11.RemoteProtocolError, queue: list[ExchangeEvent]) -> None:
+        exchange = self._exchange
+        closed = self._h11.trailing_data[1]
+        headed = exchange is not None and exchange.status is not None
+        if closed and headed:  # Rule 4: the server closed the connection inside the body
+            assert exchange is not None
+            self._broken = True
+            if not exchange.finished:
+                queue += exchange.interrupt(f"the connection closed before the body ended ({exc})")
+            return
+        if closed and exchange is not None:
+            what = "a response" if self._fed == self._head_at else "a whole response head"
+            raise RemoteProtocolError(
+                f"the server closed the connection without {what}", offset=self._fed
+            ) from exc
+        if not headed and exc.error_status_hint == 431:  # h11's "Receive buffer too long"
+            raise RemoteProtocolError(
+                f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
+                offset=self._head_at,
+                limit="max_head_size",
+                limit_value=self.max_head_size,
+            ) from exc
+        # h11 says what broke, not where: no offset rather than one that depends on the reads
+        raise RemoteProtocolError(f"bad HTTP from the server: {exc}") from exc

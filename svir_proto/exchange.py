@@ -1,0 +1,460 @@
+"""One request and its response, above the HTTP framing: what every transport shares.
+
+An `Exchange` knows what to send for a request of either dialect, or for the model listing
+(method, target, headers, and a `RequestBody` of exact length), and turns what comes back into
+events: `ResponseStarted`, then `RequestFailed`, `ModelsListed`, or the dialect's stream events
+through `StreamEnded`. `svir_proto.connection.ClientConnection` puts h11 under it; the httpcore
+and httpx transports, whose libraries do the HTTP framing themselves, drive it directly.
+
+Rule 1 (wire reference 5): 401 and 403 are decided from the head alone; the body is not waited
+    for, since some servers stall it. The exchange is then over.
+Rule 2: a success is a stream only if it is ``text/event-stream``: anything else is
+    ``NOT_A_STREAM``, whatever the status says.
+Rule 0: the head may take ``max_head_size`` bytes (16 KiB, h11's own default): counted exactly
+    when the framing layer knows them, else from the status and headers.
+Rule 3: any other failure is read from at most ``max_error_body`` bytes of its body; the
+    exchange is over when the body ends or that many bytes arrived, whichever comes first.
+Rule 4 (draft 7.2 and 5): for an LLM-Stream request, a 415, or a 2xx stream whose first event is
+    not ``stream.start`` (a server that took the JSON as an OpenAI request: llama.cpp does), sets
+    `Exchange.fall_back`. `next_attempt` then sends the request again once, in the OpenAI
+    dialect, translated.
+Rule 5: a body that stops early because the client gave up (a timeout, a cancel) or the
+    connection dropped is ended for the decoder, and the result says why (``interrupted``).
+Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
+    after a `RequestFailed`, so never once any of the answer has arrived.
+
+Nothing here does I/O or reads a clock: a ``Retry-After`` date needs the ``now`` the caller
+passes with the head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Final, Literal, final
+
+import attrs
+
+from ._version import VERSION
+from .errors import Failure, FailureKind, LocalProtocolError, ProtocolError, RemoteProtocolError
+from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying
+from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
+from .llmstream.request import LLMRequest
+from .llmstream.stream import StreamDecoder
+from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
+from .openai.endpoint import Endpoint, ModelInfo, parse_models
+from .openai.request import ChatRequest
+from .openai.retry import plan_retry, retry_delay
+from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
+from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
+from .sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+from .translate import llm_to_openai
+
+__all__ = [
+    "DEFAULT_MAX_HEAD_SIZE",
+    "DEFAULT_MAX_MODELS_BODY",
+    "USER_AGENT",
+    "Exchange",
+    "ExchangeEvent",
+    "ModelsListed",
+    "ModelsRequest",
+    "Request",
+    "next_attempt",
+]
+
+USER_AGENT: Final = f"svir-proto/{VERSION}"
+DEFAULT_MAX_HEAD_SIZE: Final = 16 * 1024
+"""Bytes a response head may take: h11's own default (16 KiB). Servers send a few hundred."""
+DEFAULT_MAX_MODELS_BODY: Final = 4 * 1024 * 1024
+"""Bytes of a ``/v1/models`` answer (4 MiB): LM Studio with a hundred models answers about
+60 KB; OpenAI's whole catalogue is under 20 KB."""
+
+
+@final
+@attrs.frozen
+class ModelsRequest:
+    """``GET /v1/models`` (wire reference section 6)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ModelsListed:
+    """The answer to a `ModelsRequest`: the models, in the server's order (see `ModelInfo`)."""
+
+    models: tuple[ModelInfo, ...]
+
+
+Request = ChatRequest | LLMRequest | ModelsRequest
+ExchangeEvent = Event | ModelsListed
+Phase = Literal["head", "probe", "stream", "error", "models", "over"]
+
+
+class Exchange:
+    """One request and its response; see the module docstring's rules.
+
+    Args:
+        endpoint: the server.
+        request: what to send.
+        user_agent: the ``User-Agent`` header.
+        max_head_size: bytes the response head may take (Rule 0).
+        max_error_body: bytes of an error body that are read (Rule 3).
+        max_models_body: bytes a model listing may take.
+        max_event_size, max_result_size, max_tool_calls, think_tags, think_opened: passed to
+            the dialect's decoder (`ChatStreamDecoder`, `StreamDecoder`).
+
+    What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
+
+    What came back, each returning the events it produced, in order:
+        `receive_head` (the status and headers), then `receive_body` for each piece of the
+        body, then `end_of_body`; or `interrupt` when the body stops early. Once `finished`,
+        the last event returned was the terminal one (`StreamEnded`, `RequestFailed` or
+        `ModelsListed`): stop reading, unless the connection is to be reused.
+
+    Raises:
+        RemoteProtocolError: from `receive_body` and `end_of_body`, when the body breaks the
+            dialect or a bound (the decoder's rules); the events before it are returned first.
+        LocalProtocolError: a call out of order (a body before the head).
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        request: Request,
+        *,
+        user_agent: str = USER_AGENT,
+        max_head_size: int = DEFAULT_MAX_HEAD_SIZE,
+        max_error_body: int = MAX_ERROR_BODY,
+        max_models_body: int = DEFAULT_MAX_MODELS_BODY,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        think_tags: bool = True,
+        think_opened: bool = False,
+    ) -> None:
+        self.endpoint: Final = endpoint
+        self.request: Final = request
+        if isinstance(request, ModelsRequest):
+            self.method = "GET"
+            self.target = endpoint.models_path
+            self.body = None
+            headers = endpoint.headers(accept="application/json")
+        elif isinstance(request, (ChatRequest, LLMRequest)):
+            self.method = "POST"
+            self.target = endpoint.chat_completions_path
+            self.body = request.body()
+            headers = endpoint.headers(
+                content_length=self.body.content_length,
+                content_type=self.body.content_type,
+                accept=ACCEPT_LLM_STREAM
+                if isinstance(request, LLMRequest)
+                else "text/event-stream",
+            )
+        else:
+            raise TypeError(
+                f"request must be a ChatRequest, LLMRequest or ModelsRequest: {request!r}"
+            )
+        self.headers: Final = [
+            *headers,
+            ("User-Agent", user_agent),
+            ("Accept-Encoding", "identity"),
+        ]
+        self.status: int | None = None
+        self.fall_back = False
+        self._terminal: ExchangeEvent | None = None
+        self._max_event_size = max_event_size
+        self._max_result_size = max_result_size
+        self._max_tool_calls = max_tool_calls
+        self._think_tags = think_tags
+        self._think_opened = think_opened
+        self.max_head_size: Final = max_head_size
+        self._max_error_body = max_error_body
+        self._max_models_body = max_models_body
+        self._phase: Phase = "head"
+        self._response_headers: Headers = ()
+        self._now: float | None = None
+        self._held: list[bytes] = []  # an error body, a model list, or an LLM-Stream's first bytes
+        self._held_size = 0
+        self._probe: SSEDecoder | None = None
+        self._decoder: ChatStreamDecoder | StreamDecoder | None = None
+        self._failure: Failure | None = None
+        self._interrupted: str | None = None
+        self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
+        """Take a piece of the response body; returns the events it completes (the decoder's
+        own ``feed`` while a stream is read, so the hot path has no call of ours in it)."""
+
+    # -- what came back ------------------------------------------------------------------------
+
+    @property
+    def terminal(self) -> ExchangeEvent | None:
+        """The terminal event (`StreamEnded`, `RequestFailed`, `ModelsListed`), once produced."""
+        return self._terminal if self._decoder is None else self._decoder.terminal
+
+    @property
+    def finished(self) -> bool:
+        """The terminal event was produced; the response needs no more reading."""
+        return self.terminal is not None
+
+    @property
+    def result(self) -> Completion:
+        """The answer so far, also after a failure (``error``) or an interruption."""
+        if self._decoder is not None:
+            result = self._decoder.result
+        elif self._failure is not None:
+            result = Completion(error=self._failure, closed=self._phase == "over")
+        else:
+            result = Completion()
+        if self._interrupted is not None:
+            result = attrs.evolve(result, interrupted=self._interrupted)
+        return result
+
+    def receive_head(
+        self,
+        status: int,
+        headers: Iterable[tuple[bytes | str, bytes | str]],
+        *,
+        now: float | None = None,
+        size: int | None = None,
+    ) -> list[ExchangeEvent]:
+        """The response's status and headers (Rules 0, 1, 2 and 4).
+
+        Args:
+            now: seconds since the epoch, to turn a ``Retry-After`` date into a delay.
+            size: the head's bytes on the wire, if the framing layer knows them.
+
+        Raises:
+            RemoteProtocolError: the head is larger than ``max_head_size``.
+        """
+        if self._phase != "head":
+            raise LocalProtocolError("cannot receive a response head twice")
+        h = tuple(headers)
+        if size is None:  # "HTTP/1.1 200 OK\r\n", each "name: value\r\n", then "\r\n"
+            size = 19 + sum(len(k) + len(v) + 4 for k, v in h)
+        if size > self.max_head_size:
+            raise RemoteProtocolError(
+                f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
+                offset=0,
+                limit="max_head_size",
+                limit_value=self.max_head_size,
+            )
+        self.status = status
+        self._response_headers = h
+        self._now = now
+        started = ResponseStarted(
+            status=status,
+            headers=tuple(
+                (
+                    (k.decode("latin-1") if isinstance(k, bytes) else k).lower(),
+                    (v.decode("latin-1") if isinstance(v, bytes) else v).strip(),
+                )
+                for k, v in h
+            ),
+        )
+        out: list[ExchangeEvent] = [started]
+        request = self.request
+        if isinstance(request, LLMRequest) and should_fall_back(status):
+            self.fall_back = True  # Rule 4; the failure is still read from the body
+        if isinstance(request, ModelsRequest) and 200 <= status < 300:
+            self._phase = "models"
+            self.receive_body = self._models_body
+            return out
+        outcome = head_outcome(status, h)
+        if isinstance(outcome, RequestFailed):  # Rule 1
+            self._fail(outcome, out)
+        elif outcome is None:  # Rules 2 and 3
+            self._phase = "error"
+            self.receive_body = self._error_body
+        elif isinstance(request, LLMRequest):  # Rule 4: is it LLM-Stream at all?
+            self._phase = "probe"
+            self._probe = SSEDecoder(max_event_size=self._max_event_size)
+            self.receive_body = self._probe_body
+        else:
+            self._stream(out)
+        return out
+
+    def end_of_body(self) -> list[ExchangeEvent]:
+        """The body ended where its framing said it would."""
+        phase = self._phase
+        if phase == "stream":
+            assert self._decoder is not None
+            return [*self._decoder.close()]
+        out: list[ExchangeEvent] = []
+        if phase == "error":
+            self._decide(out)
+        elif phase == "models":
+            body = b"".join(self._held)
+            self._held = []
+            self._phase = "over"
+            listed = ModelsListed(models=parse_models(body))
+            self._terminal = listed
+            out.append(listed)
+        elif phase == "probe":  # the body ended before its first event: let the decoder say so
+            self._stream(out, probe_result=False)
+            assert self._decoder is not None
+            out += self._decoder.close()
+        elif phase == "head":
+            raise LocalProtocolError("the body cannot end before the head arrived")
+        return out
+
+    def interrupt(self, reason: str) -> list[ExchangeEvent]:
+        """The body stopped early (Rule 5): the client gave up, or the connection dropped.
+
+        Returns the events that end the exchange as far as it got (a stream's `StreamEnded`,
+        not complete; an error body's `RequestFailed` from what was read), and marks the result
+        ``interrupted`` with ``reason``. Never raises for what the body held.
+        """
+        if self._interrupted is None and not self.finished:
+            self._interrupted = reason
+        if self.finished:
+            return []
+        out: list[ExchangeEvent] = []
+        if self._phase == "probe":
+            self._stream(out, probe_result=False)
+        if self._decoder is not None:
+            try:
+                out += self._decoder.close()
+            except ProtocolError as exc:  # what the body broke was raised already, or is lost
+                out += exc.pending_events  # type: ignore[arg-type]
+        elif self._phase == "error":
+            self._decide(out)
+        else:
+            self._phase = "over"
+        return out
+
+    # -- the phases -------------------------------------------------------------------------
+
+    def _before_head(self, data: bytes) -> list[ExchangeEvent]:
+        if self._phase == "head":
+            raise LocalProtocolError("cannot receive a body before the response head")
+        return []  # the exchange is over: what follows is left unread
+
+    def _error_body(self, data: bytes) -> list[ExchangeEvent]:
+        self._hold(data, self._max_error_body)
+        out: list[ExchangeEvent] = []
+        if self._held_size >= self._max_error_body:
+            self._decide(out)  # Rule 3: enough read
+        return out
+
+    def _models_body(self, data: bytes) -> list[ExchangeEvent]:
+        self._hold(data, None)
+        if self._held_size > self._max_models_body:
+            raise RemoteProtocolError(
+                f"the model list is larger than max_models_body ({self._max_models_body} bytes)",
+                offset=self._max_models_body,
+                limit="max_models_body",
+                limit_value=self._max_models_body,
+            )
+        return []
+
+    def _probe_body(self, data: bytes) -> list[ExchangeEvent]:
+        assert self._probe is not None
+        self._hold(data, None)
+        for item in self._probe.feed(data):
+            if isinstance(item, ServerSentEvent):
+                out: list[ExchangeEvent] = []
+                if item.event == "stream.start":
+                    self._stream(out, probe_result=True)
+                else:
+                    self.fall_back = True
+                    failure = Failure(
+                        kind=FailureKind.NOT_A_STREAM,
+                        message="the server answered an LLM-Stream request with a stream whose "
+                        f"first event is {item.event!r}, not 'stream.start': it does not speak "
+                        "LLM-Stream (draft section 5)",
+                        code="not_llm_stream",
+                        status=self.status,
+                    )
+                    self._fail(RequestFailed(failure=failure), out)
+                return out
+        return []
+
+    def _hold(self, data: bytes, limit: int | None) -> None:
+        if limit is not None:
+            data = data[: limit - self._held_size]
+        self._held.append(data)
+        self._held_size += len(data)
+
+    def _stream(self, out: list[ExchangeEvent], probe_result: bool | None = None) -> None:
+        """Start decoding a stream; with a probe, replay the bytes it held."""
+        request = self.request
+        decoder: ChatStreamDecoder | StreamDecoder
+        if isinstance(request, ChatRequest):
+            decoder = ChatStreamDecoder(
+                declared_tools=request.tool_names if request.tools else None,
+                expect_usage=request.include_usage,
+                think_tags=self._think_tags,
+                think_opened=self._think_opened,
+                max_tool_calls=self._max_tool_calls,
+                max_event_size=self._max_event_size,
+                max_result_size=self._max_result_size,
+            )
+        else:
+            assert isinstance(request, LLMRequest)
+            decoder = StreamDecoder(
+                declared_tools=request.tool_names if request.tools else None,
+                max_event_size=self._max_event_size,
+                max_result_size=self._max_result_size,
+            )
+        self._decoder = decoder
+        self._phase = "stream"
+        self._probe = None
+        held, self._held = self._held, []
+        self.receive_body = decoder.feed  # type: ignore[assignment]
+        if held and probe_result is not None:
+            out += decoder.feed(b"".join(held))
+
+    def _decide(self, out: list[ExchangeEvent]) -> None:
+        """Rule 3: the failure, from the error body read so far."""
+        assert self.status is not None
+        body = b"".join(self._held)
+        self._held = []
+        self._fail(body_outcome(self.status, self._response_headers, body, now=self._now), out)
+
+    def _fail(self, failed: RequestFailed, out: list[ExchangeEvent]) -> None:
+        self._failure = failed.failure
+        self._phase = "over"
+        self.receive_body = self._before_head
+        self._terminal = failed
+        out.append(failed)
+
+
+def next_attempt(
+    exchange: Exchange, failure: Failure, *, retried: int, retries: int
+) -> tuple[Request, Retrying] | None:
+    """What to send after a `RequestFailed`, if anything (Rules 4 and 6).
+
+    Args:
+        exchange: the exchange that failed.
+        failure: its failure.
+        retried: how many retries were made before this one (a fall-back not counted).
+        retries: how many retries are allowed; ``0`` turns them off (the fall-back to the
+            OpenAI dialect is negotiation, not a retry, and happens once either way).
+
+    Returns:
+        The request to send, and the `Retrying` event that tells the caller why and after what
+        delay; or ``None``: the failure stands.
+    """
+    request = exchange.request
+    attempt = retried + 2
+    if exchange.fall_back and isinstance(request, LLMRequest):
+        try:
+            translated = llm_to_openai(request)
+        except ValueError:
+            return None  # a part the OpenAI dialect cannot carry: the failure stands
+        reason = (
+            "the server does not speak LLM-Stream: sent again in the OpenAI dialect, "
+            "translated (draft section 7.2)"
+        )
+        return translated, Retrying(attempt=attempt, delay=0.0, reason=reason, failure=failure)
+    if retried >= retries:
+        return None
+    if isinstance(request, ChatRequest):
+        plan = plan_retry(request, failure, attempt=retried + 1, max_attempts=retries + 1)
+        if plan is None:
+            return None
+        return plan.request, Retrying(
+            attempt=attempt, delay=plan.delay, reason=plan.reason, failure=failure
+        )
+    delay = retry_delay(failure, attempt=retried + 1)
+    if delay is None:
+        return None
+    reason = f"{failure.kind.value}: retry"
+    return request, Retrying(attempt=attempt, delay=delay, reason=reason, failure=failure)

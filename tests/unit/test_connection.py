@@ -1,0 +1,244 @@
+"""`ClientConnection`: h11 under an exchange, fed whole, a byte at a time, with trailing bytes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from svir_proto import (
+    NEED_DATA,
+    ClientConnection,
+    FailureKind,
+    LocalProtocolError,
+    ModelsListed,
+    ModelsRequest,
+    RemoteProtocolError,
+    RequestFailed,
+    ResponseStarted,
+    StreamEnded,
+)
+from svir_proto.openai import ChatRequest, Endpoint, UserMessage
+from tests.helpers import CONFORMANCE, bytewise, run
+
+EP = Endpoint.parse("http://example.test:8080/v1")
+CHAT = ChatRequest(model="m", messages=[UserMessage(content="hi")])
+BODY = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+
+
+def sse_response(body: bytes = BODY, framing: str = "chunked") -> bytes:
+    if framing == "length":
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {len(body)}"
+        return (head + "\r\n\r\n").encode() + body
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + 50]), body[i : i + 50]) for i in range(0, len(body), 50)
+    )
+    head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+    return (head + "\r\n\r\n").encode() + chunks + b"0\r\n\r\n"
+
+
+def sent(conn: ClientConnection, request: object = CHAT) -> bytes:
+    return b"".join(conn.send(request))  # type: ignore[arg-type]
+
+
+def test_the_request_on_the_wire() -> None:
+    conn = ClientConnection(EP)
+    pieces = list(conn.send(CHAT))
+    assert all(type(p) is bytes for p in pieces)  # bytes, never a bytearray (STYLE.md 8)
+    head, body = b"".join(pieces).split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "POST /v1/chat/completions HTTP/1.1"
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert headers["Host"] == "example.test:8080"
+    assert int(headers["Content-Length"]) == len(body)
+    assert "Transfer-Encoding" not in headers
+    assert json.loads(body)["messages"] == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_a_stream_whole_and_bytewise(framing: str, mode: str) -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    data = sse_response(framing=framing)
+    events = []
+    for piece in [data] if mode == "whole" else bytewise(data):
+        events += conn.feed(piece)
+    assert isinstance(events[0], ResponseStarted)
+    assert isinstance(events[-1], StreamEnded)
+    assert events[-1].complete
+    assert conn.terminal is events[-1]
+    assert conn.result.complete
+    assert conn.reusable
+    assert not conn.finishing
+
+
+def test_keep_alive_serves_a_second_exchange_and_leaves_trailing_bytes_alone() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    first = sse_response()
+    # [DONE] arrives before the chunked body's last chunk: the exchange is over, the body not
+    done_at = first.index(b"[DONE]") + 8  # the event, not its chunk's CRLF nor the last chunk
+    events = conn.feed(first[:done_at])
+    assert isinstance(events[-1], StreamEnded)
+    assert conn.finishing
+    assert not conn.reusable
+    assert conn.feed(first[done_at:]) == []
+    assert conn.reusable
+    assert not conn.finishing
+    with pytest.raises(LocalProtocolError, match="one exchange at a time"):
+        sent(conn)
+    conn.start_next_cycle()
+    raw = sent(conn, ModelsRequest())
+    assert raw.startswith(b"GET /v1/models HTTP/1.1\r\n")
+    listing = b'{"data":[{"id":"a"}]}'
+    events = conn.feed(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(listing), listing)
+    )
+    assert isinstance(events[-1], ModelsListed)
+    assert conn.next_event() is events[-1]  # the terminal event repeats
+
+
+def test_out_of_order() -> None:
+    conn = ClientConnection(EP)
+    with pytest.raises(LocalProtocolError, match="no request"):
+        _ = conn.result
+    with pytest.raises(LocalProtocolError, match="not reusable"):
+        conn.start_next_cycle()
+    assert conn.interrupt("nothing to interrupt") == []
+    assert conn.exchange is None
+    with pytest.raises(RemoteProtocolError, match="response to no request"):
+        ClientConnection(EP).feed(sse_response())
+
+
+def test_an_early_answer_after_a_failed_send() -> None:
+    conn = ClientConnection(EP)
+    pieces = conn.send(CHAT)
+    next(pieces)  # the head went out, then the write failed
+    conn.send_failed()
+    events = conn.feed(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+    assert isinstance(events[-1], RequestFailed)
+    assert events[-1].failure.kind is FailureKind.REJECTED
+    assert not conn.reusable
+
+
+def test_informational_responses_are_skipped() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    events = conn.feed(b"HTTP/1.1 100 Continue\r\n\r\n" + sse_response())
+    assert isinstance(events[0], ResponseStarted)
+    assert events[0].status == 200
+    assert conn.result.complete
+
+
+def test_the_server_closes_without_a_response() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    with pytest.raises(RemoteProtocolError, match="without a response"):
+        conn.feed(b"")
+    half = ClientConnection(EP)
+    sent(half)
+    assert half.feed(b"HTTP/1.1 200 OK\r\nContent-Ty") == []
+    with pytest.raises(RemoteProtocolError, match="without a whole response head"):
+        half.feed(b"")
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_an_oversized_head_is_the_same_error_however_split(mode: str) -> None:
+    conn = ClientConnection(EP, max_head_size=200)
+    sent(conn)
+    data = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 300 + b"\r\nContent-Length: 0\r\n\r\n"
+    with pytest.raises(RemoteProtocolError) as info:
+        run(conn, [data] if mode == "whole" else bytewise(data))
+    assert (info.value.limit, info.value.limit_value, info.value.offset) == (
+        "max_head_size",
+        200,
+        0,
+    )
+
+
+def test_a_body_cut_by_the_server_keeps_what_arrived() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    data = sse_response(framing="length")
+    events = conn.feed(data[: len(data) // 2]) + conn.feed(b"")
+    assert isinstance(events[-1], StreamEnded)
+    assert not events[-1].complete
+    assert conn.result.interrupted
+    assert "closed before the body ended" in conn.result.interrupted
+    assert not conn.reusable
+
+
+def test_a_cut_after_the_end_marker_changes_nothing() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    data = sse_response()
+    events = conn.feed(data[: data.index(b"[DONE]") + 10])
+    assert isinstance(events[-1], StreamEnded)
+    assert events[-1].complete
+    assert conn.feed(b"") == []
+    assert conn.result.complete
+    assert conn.result.interrupted is None
+    assert not conn.reusable
+
+
+def test_bad_http_is_a_remote_protocol_error() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    with pytest.raises(RemoteProtocolError, match="bad HTTP"):
+        conn.feed(b"NOT HTTP AT ALL\r\n\r\n")
+    with pytest.raises(RemoteProtocolError):  # poisoned: the same error again
+        conn.feed(b"more")
+    assert not conn.reusable
+
+
+def test_bad_stream_bytes_keep_the_events_before_them() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    body = b'data: {"id":"a","model":"m","choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'
+    body += b"data: {oops\n\n"
+    events = conn.feed(sse_response(body, "length"))
+    assert [type(e).__name__ for e in events][:3] == [
+        "ResponseStarted",
+        "StreamStarted",
+        "TextDelta",
+    ]
+    with pytest.raises(RemoteProtocolError, match="not JSON"):
+        conn.next_event()
+    assert conn.result.text == "x"
+
+
+def test_interrupt_mid_stream_and_after() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    data = sse_response()
+    events = conn.feed(data[:700])
+    assert events
+    assert conn.next_event() is NEED_DATA
+    ended = conn.interrupt("read timeout")
+    assert isinstance(ended[-1], StreamEnded)
+    assert not ended[-1].complete
+    assert conn.result.interrupted == "read timeout"
+    assert conn.interrupt("again") == []
+    assert not conn.reusable
+    queued = ClientConnection(EP)
+    sent(queued)
+    queued.receive_data(data[:700])
+    assert isinstance(queued.next_event(), ResponseStarted)
+    rest = queued.interrupt("cancelled")  # the events not taken yet come first
+    assert isinstance(rest[-1], StreamEnded)
+    assert len(rest) > 1
+
+
+def test_malformed_chunk_framing_is_rejected_not_repaired() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    events = conn.feed(head)
+    assert isinstance(events[0], ResponseStarted)
+    with pytest.raises(RemoteProtocolError, match="bad HTTP"):
+        conn.feed(b"zz\r\ndata: x\r\n")
+    assert not conn.reusable
