@@ -1,4 +1,6 @@
-# Sourced by the scripts: make .venv (once) with svir-proto installed editable and its extras.
+# Sourced by the scripts: make .venv (once) with svir-proto installed editable and the extras the
+# calling script needs ($1). Each set of extras has its own stamp, so whichever script runs first,
+# the other still installs what it needs (pip never removes what an earlier set installed).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -6,7 +8,7 @@ py="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
-stamp=.venv/.installed
+stamp=".venv/.installed-${1//,/-}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[$1]"

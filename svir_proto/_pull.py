@@ -53,6 +53,13 @@ class PullDecoder(Generic[E]):
         self._fast: bool | None = None
 
     @property
+    def error(self) -> BaseException | None:
+        """The error that poisoned this decoder, once a call raised it or returned the events
+        decoded before it (the next call raises it). A transport checks this after ``feed``, so
+        it raises at once instead of waiting for bytes that would only bring the error back."""
+        return self._error
+
+    @property
     def terminal(self) -> E | None:
         """The terminal event, once it has been decoded (it is queued, or was returned)."""
         return self._terminal
@@ -166,15 +173,11 @@ class PullDecoder(Generic[E]):
         if self._eof:
             return []
         out = self.feed(b"")
-        error = self._poison()
+        error = self.error  # read afresh: feed() may have set it
         if isinstance(error, ProtocolError):
             error.pending_events = tuple(out)
             raise error
         return out
-
-    def _poison(self) -> BaseException | None:
-        """The error that poisoned this decoder, if any (read afresh after a call)."""
-        return self._error
 
     def events(self) -> Iterator[E]:
         """Iterate over the events available now; stops at `NEED_DATA` or after the terminal."""

@@ -189,6 +189,12 @@ class Exchange:
         return self._terminal if self._decoder is None else self._decoder.terminal
 
     @property
+    def error(self) -> BaseException | None:
+        """The error the body broke the protocol with, once the events before it were returned
+        (see `PullDecoder.error`); raise it rather than read on."""
+        return None if self._decoder is None else self._decoder.error
+
+    @property
     def finished(self) -> bool:
         """The terminal event was produced; the response needs no more reading."""
         return self.terminal is not None

@@ -200,6 +200,8 @@ class PooledClient(_Driver):
                         if drained is None:
                             break
                     yield from exchange.receive_body(chunk)
+                    if exchange.error is not None:  # the events before it went out
+                        raise exchange.error
                 else:  # the body ended: the decoder hears so (``closed``), even after [DONE]
                     yield from exchange.end_of_body()
         except (
@@ -297,6 +299,8 @@ class AsyncPooledClient(_Driver):
                             break
                     for event in exchange.receive_body(chunk):
                         yield event
+                    if exchange.error is not None:
+                        raise exchange.error
                 else:
                     for event in exchange.end_of_body():
                         yield event

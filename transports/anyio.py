@@ -138,6 +138,8 @@ class Client:
                 heard = True
                 for event in conn.feed(data):
                     yield event
+                if conn.error is not None:  # the events before it went out: now the error
+                    raise conn.error
                 if not data:
                     break
         except StreamTimeout as exc:

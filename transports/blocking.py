@@ -141,6 +141,8 @@ class Client:
                     raise Stale
                 heard = True
                 yield from conn.feed(data)
+                if conn.error is not None:  # the events before it went out: now the error
+                    raise conn.error
                 if not data:
                     break
         except StreamTimeout as exc:

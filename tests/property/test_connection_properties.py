@@ -19,7 +19,9 @@ from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, Tool, Us
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, run, split_at, splits
 
-FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))
+FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
+    (CONFORMANCE / "llamacpp").glob("*.sse")
+)
 EP = Endpoint.parse("http://127.0.0.1:1")
 
 

@@ -27,8 +27,11 @@ Scenarios (each replays the conformance recording named by its argument, unless 
 - ``close-after/<fixture>``: replays with a keep-alive head, then closes the connection as
   llama.cpp does after every stream.
 
+- ``garbage``: a stream whose second event is not JSON.
+
 ``GET .../v1/models`` answers a listing in LM Studio's shape with a chat, an embedding and a
-speech model. Every request is recorded (`requests`).
+speech model (only an embedding model under ``embeddings-only``, only a chat model under
+``chat-only``; the error under ``status``). Every request is recorded (`requests`).
 """
 
 from __future__ import annotations
@@ -78,6 +81,10 @@ MODELS: Final = json.dumps(
         ],
     }
 ).encode()
+
+
+EMBEDDINGS_ONLY: Final = b'{"data":[{"id":"bge-m3"}]}'
+CHAT_ONLY: Final = b'{"data":[{"id":"qwen3-8b"}]}'
 
 
 class Recorded(NamedTuple):
@@ -205,7 +212,21 @@ class ReplayServer:
         at_v1 = parts.index("v1") if "v1" in parts else len(parts)
         scenario, args = (parts[0], parts[1:at_v1]) if parts and parts[0] != "v1" else ("", [])
         if r.target.endswith("/v1/models"):
-            return self._send(sock, 200, [("Content-Type", "application/json")], MODELS)
+            if scenario == "status":
+                return self._error(sock, int(args[0]), args[1])
+            if scenario == "stall-first":
+                time.sleep(float(args[0]))
+            if scenario == "garbage":
+                return self._send(sock, 200, [("Content-Type", "text/html")], b"<html>")
+            listing = {"embeddings-only": EMBEDDINGS_ONLY, "chat-only": CHAT_ONLY}.get(
+                scenario, MODELS
+            )
+            return self._send(sock, 200, [("Content-Type", "application/json")], listing)
+        if scenario == "garbage":  # a stream whose second event is not JSON
+            body = (
+                b'data: {"id":"g","model":"m","choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
+            )
+            return self._replay(sock, body + b"data: {not json\n\n", "length", "garbage")
         if scenario == "replay":
             name, framing = args
             return self._replay(sock, fixture(name), framing, name)

@@ -1,23 +1,19 @@
-"""The ``svir`` command: what svir-proto sees in a stream, shown to a person.
+"""``svir decode`` and ``svir translate``: what svir-proto makes of a recorded body, offline.
 
 ``svir decode FILE`` reads a recorded response body (``-`` for standard input) and prints what
 the decoders make of it, fed piece by piece as a network would deliver it: the typed events
 (of the OpenAI-compatible dialect, or of LLM-Stream when the body begins with ``stream.start``)
 and the final result (``--sse`` shows the SSE events instead). ``svir translate FILE`` shows
 what a gateway sends an LLM-Stream client for a recorded OpenAI body.
-This is the one core module allowed to reach the transports (ARCHITECTURE.md module map);
-``decode`` needs none.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import ProtocolError
-from .events import (
+from ..errors import ProtocolError
+from ..events import (
     Completion,
     Event,
     FilterVerdict,
@@ -32,15 +28,15 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
-from .llmstream import StreamDecoder
-from .openai import ChatStreamDecoder
-from .sse import EndOfStream, SSEComment, SSEDecoder
-from .translate import OpenAIToLLMStream
+from ..llmstream import StreamDecoder
+from ..openai import ChatStreamDecoder
+from ..sse import EndOfStream, SSEComment, SSEDecoder
+from ..translate import OpenAIToLLMStream
 
-__all__ = ["main"]
+__all__ = ["decode_events", "decode_sse", "read", "translate"]
 
 
-def _read(path: str) -> bytes:
+def read(path: str) -> bytes:
     return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
 
 
@@ -157,30 +153,5 @@ def _show_result(r: Completion) -> list[str]:
         f"   filtered: {r.filtered}   error: {r.error.kind.value if r.error else 'none'}"
     )
     lines.extend(f"  noticed: {p}" for p in r.problems)
-    lines.append(f"  complete: {r.complete}")
+    lines.append(f"  complete: {r.complete} (the stream)   usable: {r.usable} (the answer)")
     return lines
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="svir", description=(__doc__ or "").split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    dec = sub.add_parser("decode", help="decode a recorded response body and show its events")
-    dec.add_argument("file", help="a recorded body (text/event-stream), or - for stdin")
-    dec.add_argument("--piece", type=int, default=64, help="feed the body in pieces of N bytes")
-    dec.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
-    tr = sub.add_parser("translate", help="translate a recorded OpenAI stream into LLM-Stream")
-    tr.add_argument("file", help="a recorded OpenAI-compatible body, or - for stdin")
-    args = parser.parse_args(argv)
-    body = _read(args.file)
-    lines: list[str] = []
-    piece = max(1, getattr(args, "piece", 64))
-    if args.command == "translate":
-        status = translate(body, lines)
-    else:
-        status = decode_sse(body, piece, lines) if args.sse else decode_events(body, piece, lines)
-    print("\n".join(lines))
-    return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
