@@ -25,3 +25,11 @@ def test_openai_benchmark_runs_and_the_results_agree() -> None:
 def test_request_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
     bench_request.main(["--images", "1", "--mib", "1"])
     assert "svir-proto RequestBody" in capsys.readouterr().out
+
+
+def test_transport_benchmark_runs_every_client() -> None:
+    from benchmarks import transport as bench_transport
+
+    out = bench_transport.run(chunks=50, repeat=1)
+    for name in ("svir blocking", "svir anyio (trio)", "svir httpx", "openai-python", "httpx-sse"):
+        assert name in out

@@ -11,7 +11,7 @@ read timeout, since these libraries cannot shorten a read once it has begun.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing
 from typing import Any, final
 
@@ -19,14 +19,16 @@ import attrs
 
 from ..errors import RemoteProtocolError
 from ..events import RequestFailed
-from ..exchange import Exchange, ExchangeEvent, ModelsRequest
+from ..exchange import Exchange, ModelsRequest
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, ModelInfo
 from ..openai.request import ChatRequest
 from ._shared import (
     DEFAULT_TIMEOUTS,
     DRAIN_LIMIT,
+    AsyncBatches,
     AsyncChatStream,
+    Batches,
     ChatStream,
     ConnectError,
     Phase,
@@ -165,7 +167,7 @@ class PooledClient(_Driver):
             events = list(stream)
         return listed(events, stream.result.error)
 
-    def _run(self, stream: ChatStream) -> Iterator[ExchangeEvent]:
+    def _run(self, stream: ChatStream) -> Batches:
         return attempts(
             stream,
             self._attempt,
@@ -174,9 +176,7 @@ class PooledClient(_Driver):
             sleep=self._sleep,
         )
 
-    def _attempt(
-        self, stream: ChatStream, deadline: float | None
-    ) -> Generator[ExchangeEvent, None, None]:
+    def _attempt(self, stream: ChatStream, deadline: float | None) -> Batches:
         for again in (False, True):
             try:
                 yield from self._exchange(stream, deadline, again)
@@ -184,14 +184,12 @@ class PooledClient(_Driver):
             except Stale:
                 continue
 
-    def _exchange(
-        self, stream: ChatStream, deadline: float | None, again: bool
-    ) -> Generator[ExchangeEvent, None, None]:
+    def _exchange(self, stream: ChatStream, deadline: float | None, again: bool) -> Batches:
         exchange, timeouts = self._start(stream.request, deadline)
         stream.exchange = exchange
         try:
             with self._open(exchange, {"timeout": timeouts}) as (status, headers, chunks):
-                yield from exchange.receive_head(status, headers, now=time.time())
+                yield exchange.receive_head(status, headers, now=time.time())
                 self._body_timeout(timeouts, deadline)
                 drained: int | None = 0
                 for chunk in () if exchange.finished else chunks:  # Rule 1: no wait for a body
@@ -199,11 +197,11 @@ class PooledClient(_Driver):
                         drained = self._ending(exchange, len(chunk), drained or 0)
                         if drained is None:
                             break
-                    yield from exchange.receive_body(chunk)
+                    yield exchange.receive_body(chunk)
                     if exchange.error is not None:  # the events before it went out
                         raise exchange.error
                 else:  # the body ended: the decoder hears so (``closed``), even after [DONE]
-                    yield from exchange.end_of_body()
+                    yield exchange.end_of_body()
         except (
             self._errors.broken
             + self._errors.read_timeout
@@ -214,7 +212,7 @@ class PooledClient(_Driver):
                 raise Stale from exc  # a pooled connection the server had closed: once more
             error = self._mapped(exc, exchange, deadline)
             if not isinstance(error, ConnectError):
-                yield from exchange.interrupt(str(error))
+                yield exchange.interrupt(str(error))
                 if isinstance(error, RemoteProtocolError) and exchange.status is not None:
                     return  # a dropped connection ends the body: the result says so
             raise error from exc
@@ -258,7 +256,7 @@ class AsyncPooledClient(_Driver):
             events = [event async for event in stream]
         return listed(events, stream.result.error)
 
-    def _run(self, stream: AsyncChatStream) -> AsyncGenerator[ExchangeEvent, None]:
+    def _run(self, stream: AsyncChatStream) -> AsyncBatches:
         return aattempts(
             stream,
             self._attempt,
@@ -267,29 +265,26 @@ class AsyncPooledClient(_Driver):
             sleep=self._sleep,
         )
 
-    async def _attempt(
-        self, stream: AsyncChatStream, deadline: float | None
-    ) -> AsyncGenerator[ExchangeEvent, None]:
+    async def _attempt(self, stream: AsyncChatStream, deadline: float | None) -> AsyncBatches:
         for again in (False, True):
             try:
-                async with aclosing(self._exchange(stream, deadline, again)) as events:
-                    async for event in events:
-                        yield event
+                async with aclosing(self._exchange(stream, deadline, again)) as batches:
+                    async for batch in batches:
+                        yield batch
                 return
             except Stale:
                 continue
 
     async def _exchange(
         self, stream: AsyncChatStream, deadline: float | None, again: bool
-    ) -> AsyncGenerator[ExchangeEvent, None]:
+    ) -> AsyncBatches:
         exchange, timeouts = self._start(stream.request, deadline)
         stream.exchange = exchange
         try:
             opened = self._open(exchange, {"timeout": timeouts})
             # the libraries' body iterators are async generators, typed as iterators
             async with opened as (status, headers, chunks), aclosing(chunks):  # type: ignore[type-var]
-                for event in exchange.receive_head(status, headers, now=time.time()):
-                    yield event
+                yield exchange.receive_head(status, headers, now=time.time())
                 self._body_timeout(timeouts, deadline)
                 drained: int | None = 0
                 async for chunk in _empty() if exchange.finished else chunks:
@@ -297,13 +292,11 @@ class AsyncPooledClient(_Driver):
                         drained = self._ending(exchange, len(chunk), drained or 0)
                         if drained is None:
                             break
-                    for event in exchange.receive_body(chunk):
-                        yield event
+                    yield exchange.receive_body(chunk)
                     if exchange.error is not None:
                         raise exchange.error
                 else:
-                    for event in exchange.end_of_body():
-                        yield event
+                    yield exchange.end_of_body()
         except (
             self._errors.broken
             + self._errors.read_timeout
@@ -314,8 +307,7 @@ class AsyncPooledClient(_Driver):
                 raise Stale from exc  # a pooled connection the server had closed: once more
             error = self._mapped(exc, exchange, deadline)
             if not isinstance(error, ConnectError):
-                for event in exchange.interrupt(str(error)):
-                    yield event
+                yield exchange.interrupt(str(error))
                 if isinstance(error, RemoteProtocolError) and exchange.status is not None:
                     return
             raise error from exc

@@ -20,6 +20,7 @@ from collections.abc import (
     Iterator,
 )
 from contextlib import aclosing, closing
+from itertools import chain
 from typing import Final, Literal, final
 
 import attrs
@@ -140,8 +141,12 @@ def limit(
     return timeout, phase
 
 
-Attempt = Callable[["ChatStream", "float | None"], Generator[ExchangeEvent, None, None]]
-AsyncAttempt = Callable[["AsyncChatStream", "float | None"], AsyncGenerator[ExchangeEvent, None]]
+Batches = Generator[list[ExchangeEvent], None, None]
+"""The events of a stream in batches, one per read: a stream object flattens them, in C for a
+blocking caller, so an event costs no Python call between the decoder and the caller."""
+AsyncBatches = AsyncGenerator[list[ExchangeEvent], None]
+Attempt = Callable[["ChatStream", "float | None"], Batches]
+AsyncAttempt = Callable[["AsyncChatStream", "float | None"], AsyncBatches]
 
 
 def attempts(
@@ -151,23 +156,23 @@ def attempts(
     retries: int,
     total: float | None,
     sleep: Callable[[float], None],
-) -> Generator[ExchangeEvent, None, None]:
+) -> Batches:
     """Run ``attempt`` (one exchange) until the answer arrives or `next_attempt` says stop;
     between two attempts, yield the `Retrying` event and sleep its delay."""
     deadline = None if total is None else time.monotonic() + total
     retried = 0
     while True:
         failed: RequestFailed | None = None
-        with closing(attempt(stream, deadline)) as events:
-            for event in events:
-                yield event
-                if type(event) is RequestFailed:
-                    failed = event
+        with closing(attempt(stream, deadline)) as batches:
+            for batch in batches:
+                yield batch
+                if batch and type(batch[-1]) is RequestFailed:  # a terminal event comes last
+                    failed = batch[-1]
         retrying = _plan(stream, failed, retried, retries, deadline, total)
         if retrying is None:
             return
         retried += not stream.exchange.fall_back  # type: ignore[union-attr]
-        yield retrying
+        yield [retrying]
         sleep(retrying.delay)
 
 
@@ -178,7 +183,7 @@ async def aattempts(
     retries: int,
     total: float | None,
     sleep: Callable[[float], Awaitable[None]],
-) -> AsyncGenerator[ExchangeEvent, None]:
+) -> AsyncBatches:
     """`attempts`, for the async transports."""
     deadline = None if total is None else time.monotonic() + total
     retried = 0
@@ -186,16 +191,16 @@ async def aattempts(
         failed: RequestFailed | None = None
         # aclosing: leaving early must close the attempt's generator (and its connection) now;
         # an async for does not pass a close on, as a sync yield from does
-        async with aclosing(attempt(stream, deadline)) as events:
-            async for event in events:
-                yield event
-                if type(event) is RequestFailed:
-                    failed = event
+        async with aclosing(attempt(stream, deadline)) as batches:
+            async for batch in batches:
+                yield batch
+                if batch and type(batch[-1]) is RequestFailed:
+                    failed = batch[-1]
         retrying = _plan(stream, failed, retried, retries, deadline, total)
         if retrying is None:
             return
         retried += not stream.exchange.fall_back  # type: ignore[union-attr]
-        yield retrying
+        yield [retrying]
         await sleep(retrying.delay)
 
 
@@ -267,9 +272,10 @@ class ChatStream(_StreamBase):
     (`Retrying` ones included), read ``result`` at any time. Leaving the ``with`` block, or
     `close`, ends it at once: the connection is closed unless the answer was whole."""
 
-    def __init__(self, request: Request, run: Callable[[ChatStream], Iterator[ExchangeEvent]]):
+    def __init__(self, request: Request, run: Callable[[ChatStream], Batches]):
         super().__init__(request)
-        self._events = run(self)
+        self._batches = run(self)
+        self._events = chain.from_iterable(self._batches)
 
     def __enter__(self) -> ChatStream:
         return self
@@ -281,7 +287,7 @@ class ChatStream(_StreamBase):
         return self._events
 
     def close(self) -> None:
-        self._events.close()  # type: ignore[attr-defined]
+        self._batches.close()
 
 
 @final
@@ -289,11 +295,10 @@ class AsyncChatStream(_StreamBase):
     """A streamed answer, for asyncio or trio: ``async with`` and ``async for``; see
     `ChatStream`."""
 
-    def __init__(
-        self, request: Request, run: Callable[[AsyncChatStream], AsyncIterator[ExchangeEvent]]
-    ) -> None:
+    def __init__(self, request: Request, run: Callable[[AsyncChatStream], AsyncBatches]) -> None:
         super().__init__(request)
-        self._events = run(self)
+        self._batches = run(self)
+        self._events = self._flat()
 
     async def __aenter__(self) -> AsyncChatStream:
         return self
@@ -304,5 +309,13 @@ class AsyncChatStream(_StreamBase):
     def __aiter__(self) -> AsyncIterator[ExchangeEvent]:
         return self._events
 
+    async def _flat(self) -> AsyncGenerator[ExchangeEvent, None]:
+        # an async generator's yield costs half an __anext__ call (124 against 235 ns here)
+        async with aclosing(self._batches) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
     async def aclose(self) -> None:
-        await self._events.aclose()  # type: ignore[attr-defined]
+        await self._events.aclose()
+        await self._batches.aclose()  # if the stream was never iterated

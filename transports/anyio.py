@@ -15,7 +15,7 @@ the partial result.
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -24,7 +24,7 @@ import anyio.abc
 
 from ..connection import ClientConnection
 from ..errors import ProtocolError
-from ..exchange import ExchangeEvent, ModelsRequest
+from ..exchange import ModelsRequest
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, ModelInfo
 from ..openai.request import ChatRequest
@@ -32,6 +32,7 @@ from ._shared import (
     DEFAULT_TIMEOUTS,
     DRAIN_LIMIT,
     READ_SIZE,
+    AsyncBatches,
     AsyncChatStream,
     ConnectError,
     Phase,
@@ -101,7 +102,7 @@ class Client:
 
     # -- the loop: attempts, then one exchange ------------------------------------------------
 
-    def _run(self, stream: AsyncChatStream) -> AsyncGenerator[ExchangeEvent, None]:
+    def _run(self, stream: AsyncChatStream) -> AsyncBatches:
         return aattempts(
             stream,
             self._attempt,
@@ -110,21 +111,19 @@ class Client:
             sleep=self._sleep,
         )
 
-    async def _attempt(
-        self, stream: AsyncChatStream, deadline: float | None
-    ) -> AsyncGenerator[ExchangeEvent, None]:
+    async def _attempt(self, stream: AsyncChatStream, deadline: float | None) -> AsyncBatches:
         for reopen in (False, True):  # a kept-alive connection found closed: once more, anew
             try:
-                async with aclosing(self._exchange(stream, deadline, fresh=reopen)) as events:
-                    async for event in events:
-                        yield event
+                async with aclosing(self._exchange(stream, deadline, fresh=reopen)) as batches:
+                    async for batch in batches:
+                        yield batch
                 return
             except Stale:
                 await self.aclose()
 
     async def _exchange(
         self, stream: AsyncChatStream, deadline: float | None, *, fresh: bool
-    ) -> AsyncGenerator[ExchangeEvent, None]:
+    ) -> AsyncBatches:
         byte_stream, conn, reused = await self._ready(deadline, fresh)
         pieces = conn.send(stream.request)
         stream.exchange = conn.exchange
@@ -136,15 +135,13 @@ class Client:
                 if not data and not heard and reused:
                     raise Stale
                 heard = True
-                for event in conn.feed(data):
-                    yield event
+                yield conn.feed(data)
                 if conn.error is not None:  # the events before it went out: now the error
                     raise conn.error
                 if not data:
                     break
         except StreamTimeout as exc:
-            for event in conn.interrupt(str(exc)):
-                yield event
+            yield conn.interrupt(str(exc))
             await self.aclose()
             raise
         except BaseException as exc:  # a cancel, the caller leaving the stream, a bad stream
@@ -260,11 +257,11 @@ def stream_chat(
     """One streamed answer on a connection of its own, closed with the stream."""
     client = Client(endpoint, **options)
 
-    async def run(stream: AsyncChatStream) -> AsyncGenerator[ExchangeEvent, None]:
+    async def run(stream: AsyncChatStream) -> AsyncBatches:
         try:
-            async with aclosing(client._run(stream)) as events:
-                async for event in events:
-                    yield event
+            async with aclosing(client._run(stream)) as batches:
+                async for batch in batches:
+                    yield batch
         finally:
             await client.aclose()
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..connection import ClientConnection
 from ..errors import ProtocolError
-from ..exchange import ExchangeEvent, ModelsRequest
+from ..exchange import ModelsRequest
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, ModelInfo
 from ..openai.request import ChatRequest
@@ -30,6 +30,7 @@ from ._shared import (
     DEFAULT_TIMEOUTS,
     DRAIN_LIMIT,
     READ_SIZE,
+    Batches,
     ChatStream,
     ConnectError,
     Phase,
@@ -107,7 +108,7 @@ class Client:
 
     # -- the loop: attempts, then one exchange ------------------------------------------------
 
-    def _run(self, stream: ChatStream) -> Iterator[ExchangeEvent]:
+    def _run(self, stream: ChatStream) -> Batches:
         return attempts(
             stream,
             self._attempt,
@@ -116,19 +117,15 @@ class Client:
             sleep=self._sleep,
         )
 
-    def _attempt(
-        self, stream: ChatStream, deadline: float | None
-    ) -> Generator[ExchangeEvent, None, None]:
+    def _attempt(self, stream: ChatStream, deadline: float | None) -> Batches:
         for reopen in (False, True):  # a kept-alive connection found closed: once more, anew
             try:
-                yield from self._exchange(stream, deadline, fresh=reopen)
+                yield from self._exchange(stream, deadline, fresh=reopen)  # batches
                 return
             except Stale:
                 self.close()
 
-    def _exchange(
-        self, stream: ChatStream, deadline: float | None, *, fresh: bool
-    ) -> Generator[ExchangeEvent, None, None]:
+    def _exchange(self, stream: ChatStream, deadline: float | None, *, fresh: bool) -> Batches:
         sock, conn, reused = self._ready(deadline, fresh)
         pieces = conn.send(stream.request)
         stream.exchange = conn.exchange
@@ -140,13 +137,13 @@ class Client:
                 if not data and not heard and reused:
                     raise Stale
                 heard = True
-                yield from conn.feed(data)
+                yield conn.feed(data)
                 if conn.error is not None:  # the events before it went out: now the error
                     raise conn.error
                 if not data:
                     break
         except StreamTimeout as exc:
-            yield from conn.interrupt(str(exc))
+            yield conn.interrupt(str(exc))
             self.close()
             raise
         except BaseException as exc:  # a cancel, the caller leaving the stream, a bad stream
@@ -252,7 +249,7 @@ def stream_chat(
     for `Client` (``api_key``, ``timeouts``, ``retries``...)."""
     client = Client(endpoint, **options)
 
-    def run(stream: ChatStream) -> Generator[ExchangeEvent, None, None]:
+    def run(stream: ChatStream) -> Batches:
         try:
             yield from client._run(stream)
         finally:

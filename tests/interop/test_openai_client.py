@@ -146,3 +146,45 @@ def test_our_body_is_what_the_openai_client_sends(server: str) -> None:
     decoder.feed(ANSWER)
     decoder.close()
     assert decoder.result.text == text == "Answer."
+
+
+def test_our_transport_sends_what_the_openai_client_sends(server: str) -> None:
+    """The same request, once from openai-python and once from our blocking transport, to the
+    same recording server: the JSON is equal field for field, and so are the headers that
+    matter; ours adds an exact Content-Length and no chunking."""
+    from svir_proto.transports.blocking import stream_chat
+
+    client = openai.OpenAI(base_url=server, api_key="sk-test", max_retries=0)
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": 'Where is "x"? \u00fc\n'},
+    ]
+    for _ in client.chat.completions.create(
+        model="m",
+        messages=messages,
+        stream=True,
+        max_tokens=9,
+        temperature=0,  # type: ignore[arg-type]
+    ):
+        pass
+    ours = ChatRequest(
+        model="m",
+        messages=[
+            SystemMessage(content="Be brief."),
+            UserMessage(content='Where is "x"? \u00fc\n'),
+        ],
+        max_tokens=9,
+        temperature=0,
+    )
+    with stream_chat(Endpoint.parse(server, api_key="sk-test"), ours) as stream:
+        events = list(stream)
+    assert stream.result.text == "Answer."
+    assert events
+    (path_a, theirs_headers, theirs), (path_b, our_headers, our_body) = Recorder.seen[-2:]
+    assert path_a == path_b == "/v1/chat/completions"
+    assert json.loads(our_body) == json.loads(theirs)
+    for name in ("authorization", "content-type", "host"):
+        assert our_headers[name] == theirs_headers[name], name
+    assert int(our_headers["content-length"]) == len(our_body)
+    assert "transfer-encoding" not in our_headers
+    assert our_headers["accept"] == "text/event-stream"

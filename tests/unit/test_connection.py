@@ -242,3 +242,48 @@ def test_malformed_chunk_framing_is_rejected_not_repaired() -> None:
     with pytest.raises(RemoteProtocolError, match="bad HTTP"):
         conn.feed(b"zz\r\ndata: x\r\n")
     assert not conn.reusable
+
+
+def test_keep_alive_after_a_chunked_body_with_the_next_response_in_the_same_read() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    listing = b'{"data":[{"id":"a"}]}'
+    second = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (
+            len(listing),
+            listing,
+        )
+    )
+    events = conn.feed(sse_response() + second)  # a server that answered ahead of time
+    assert isinstance(events[-1], StreamEnded)
+    assert conn.reusable
+    conn.start_next_cycle()
+    sent(conn, ModelsRequest())
+    assert isinstance(conn.next_event(), ResponseStarted)  # from the bytes already here
+    listed = conn.next_event()
+    assert isinstance(listed, ModelsListed)
+    assert [m.id for m in listed.models] == ["a"]
+
+
+def test_bad_chunk_framing_after_events_raises_once_they_are_out() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+    event = BODY[: BODY.index(b"\n\n") + 2]
+    events = conn.feed(head + b"\r\n\r\n" + b"%x\r\n%s" % (len(event), event) + b"XY")
+    assert [type(e).__name__ for e in events][:2] == ["ResponseStarted", "StreamStarted"]
+    assert conn.error is not None
+    with pytest.raises(RemoteProtocolError, match="malformed chunk footer"):
+        conn.next_event()
+
+
+def test_a_chunked_body_cut_by_the_server() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    data = sse_response()
+    events = conn.feed(data[:400]) + conn.feed(b"")
+    assert isinstance(events[-1], StreamEnded)
+    assert not events[-1].complete
+    assert "incomplete chunked read" in (conn.result.interrupted or "")
+    assert not conn.reusable

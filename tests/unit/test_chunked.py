@@ -1,0 +1,114 @@
+"""`ChunkedReader`: each rule by name, whole, byte by byte, and with what follows the body."""
+
+from __future__ import annotations
+
+import pytest
+
+from svir_proto._chunked import ChunkedReader
+from svir_proto.errors import RemoteProtocolError
+from tests.helpers import bytewise
+
+
+def read(data: bytes, *, mode: str = "whole", max_line: int = 1024) -> tuple[bytes, ChunkedReader]:
+    reader = ChunkedReader(max_line=max_line)
+    out = b""
+    for piece in [data] if mode == "whole" else bytewise(data):
+        out += reader.feed(piece)
+        if reader.error is not None:  # as ClientConnection does: raise it at once
+            raise reader.error
+    return out, reader
+
+
+MODES = ["whole", "bytewise"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plain_chunks_extensions_spaces_and_a_trailer(mode: str) -> None:
+    body = b"3\r\nabc\r\n2;ext=1\r\nde\r\n01 \t\r\nf\r\n"
+    body += b"0\r\nX-A: 1\r\nX-B: two\r\n  folded\r\n\r\nNEXT"
+    out, reader = read(body, mode=mode)
+    assert out == b"abcdef"
+    assert reader.done
+    assert reader.leftover == b"NEXT"  # what follows the body is kept, never read as body
+
+
+@pytest.mark.parametrize("trailer", [b"\r\n", b"\n", b"X: y\n\n"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_trailer_ends_as_h11_reads_it(trailer: bytes, mode: str) -> None:
+    out, reader = read(b"1\r\nz\r\n0\r\n" + trailer, mode=mode)
+    assert (out, reader.done, reader.leftover) == (b"z", True, b"")
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"g\r\nabc\r\n", "illegal chunk header"),
+        (b"3\r\nabcXY", "malformed chunk footer"),  # h11 0.16: exactly CRLF, never 2 bytes
+        (b"0\r\nbad line\r\n\r\n", "illegal trailer line"),
+        (b"0\r\n folded first\r\n\r\n", "a trailer begins folded"),
+        (b"123456789012345678901\r\n", "illegal chunk header"),  # 21 digits
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_framing_is_rejected_never_repaired(body: bytes, words: str, mode: str) -> None:
+    with pytest.raises(RemoteProtocolError, match=words):
+        read(body, mode=mode)
+
+
+def test_the_bytes_before_a_fault_come_out_and_the_error_waits() -> None:
+    reader = ChunkedReader(max_line=1024)
+    assert reader.feed(b"2\r\nok\r\n2\r\nnoXY") == b"okno"
+    assert reader.error is not None
+    with pytest.raises(RemoteProtocolError, match="malformed chunk footer"):
+        reader.feed(b"more")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"1" * 40,
+        b"0\r\nX-Long: " + b"a" * 40,
+        b"0\r\nX: " + b"a" * 40 + b"\r\n\r\n",
+        b"5;" + b"e" * 40 + b"\r\n",
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_header_lines_and_trailers_are_bounded(body: bytes, mode: str) -> None:
+    with pytest.raises(RemoteProtocolError) as info:
+        read(body, mode=mode, max_line=32)
+    assert (info.value.limit, info.value.limit_value) == ("max_head_size", 32)
+
+
+def test_a_lone_cr_after_the_last_chunk_waits_for_its_lf() -> None:
+    reader = ChunkedReader(max_line=1024)
+    assert reader.feed(b"1\r\nq\r\n0\r\n\r") == b"q"
+    assert not reader.done
+    reader.feed(b"\n")
+    assert reader.done
+
+
+def test_the_bulk_lane_stops_at_a_crlf_inside_data_and_at_the_last_chunk() -> None:
+    events = [b"data: %d\n\n" % i for i in range(40)]
+    tricky = b"a\r\nb"
+    body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events[:20])
+    body += b"%x\r\n%s\r\n" % (len(tricky), tricky)
+    body += b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events[20:]) + b"0\r\n\r\n"
+    out, reader = read(body)
+    assert out == b"".join(events[:20]) + tricky + b"".join(events[20:])
+    assert reader.done
+
+
+def test_the_bulk_lane_stops_at_a_size_that_is_too_long() -> None:
+    events = [b"x" * 9 for _ in range(10)]
+    body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+    padded = b"0" * 19 + b"9\r\n" + b"y" * 9 + b"\r\n"  # 20 digits: allowed, not plain
+    out, reader = read(body + padded + body + b"0\r\n\r\n")
+    assert out == b"x" * 90 + b"y" * 9 + b"x" * 90
+    assert reader.done
+
+
+def test_feeding_after_the_end_keeps_it_for_the_next_response() -> None:
+    reader = ChunkedReader(max_line=1024)
+    reader.feed(b"0\r\n\r\nHTTP/1.1")
+    assert reader.feed(b" 200 OK") == b""
+    assert reader.leftover == b"HTTP/1.1 200 OK"
