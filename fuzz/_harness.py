@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from svir_proto import ReasoningDelta, RefusalDelta, RemoteProtocolError, TextDelta
+from svir_proto import ForwardBody, ReasoningDelta, RefusalDelta, RemoteProtocolError, TextDelta
 
 
 def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, object]:
@@ -35,12 +35,15 @@ DELTAS = (TextDelta, ReasoningDelta, RefusalDelta)
 
 
 def normalise(events: list[object]) -> list[object]:
-    """Join adjacent deltas of one kind (and carrier), so that splits that cut a delta compare
-    equal. Nothing else is joined: two comments, say, stay two items."""
+    """Join adjacent deltas of one kind (and carrier), and adjacent pieces of a body the gateway
+    forwards, so that splits that cut them compare equal. Nothing else is joined: two
+    comments, say, stay two items."""
     out: list[object] = []
     for e in events:
         prev = out[-1] if out else None
-        if (
+        if isinstance(e, ForwardBody) and isinstance(prev, ForwardBody):
+            out[-1] = ForwardBody(data=prev.data + e.data)
+        elif (
             isinstance(e, DELTAS)
             and type(prev) is type(e)
             and getattr(prev, "carrier", None) == getattr(e, "carrier", None)

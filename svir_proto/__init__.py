@@ -6,7 +6,19 @@ bytes. It never does I/O: transports in `svir_proto.transports` move the bytes.
 
 from __future__ import annotations
 
-from . import body, connection, errors, events, exchange, llmstream, openai, speed, sse, translate
+from . import (
+    body,
+    connection,
+    errors,
+    events,
+    exchange,
+    gateway,
+    llmstream,
+    openai,
+    speed,
+    sse,
+    translate,
+)
 from ._pull import NEED_DATA, NeedData
 from ._version import VERSION
 from .body import *  # noqa: F403
@@ -14,6 +26,7 @@ from .connection import *  # noqa: F403
 from .errors import *  # noqa: F403
 from .events import *  # noqa: F403
 from .exchange import *  # noqa: F403
+from .gateway import *  # noqa: F403
 from .llmstream import *  # noqa: F403
 from .openai import *  # noqa: F403
 from .speed import *  # noqa: F403
@@ -31,6 +44,7 @@ __all__ = [
     *errors.__all__,
     *events.__all__,
     *exchange.__all__,
+    *gateway.__all__,
     *llmstream.__all__,
     *openai.__all__,
     *speed.__all__,

@@ -107,8 +107,8 @@ class DialectDecoder(PullDecoder[Event]):
                 limit_value=self._max_result,
             )
 
-    def _terminate(self) -> None:
-        ended = StreamEnded(complete=self._complete())
+    def _terminate(self, *, done: bool) -> None:
+        ended = StreamEnded(complete=self._complete(), done=done)
         self._terminal = ended
         self._queue.append(ended)
 

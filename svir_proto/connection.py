@@ -39,7 +39,7 @@ from ._chunked import ChunkedReader
 from ._pull import PullDecoder
 from .errors import LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Completion, RequestFailed
-from .exchange import DEFAULT_MAX_HEAD_SIZE, Exchange, ExchangeEvent, Request
+from .exchange import DEFAULT_MAX_HEAD_SIZE, Exchange, ExchangeEvent, PassThrough, Request
 from .openai.endpoint import Endpoint
 
 __all__ = ["ClientConnection"]
@@ -79,7 +79,8 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         """Start an exchange: returns the bytes to write, head first, then the body (Rule 1).
 
         The request is checked and encoded now; the body's files are read as the iterator is
-        consumed. If writing fails, call `send_failed`.
+        consumed. For a `PassThrough` request the iterator gives the head only: send the body
+        with `send_data` and `send_end`. If writing fails, call `send_failed`.
 
         Raises:
             LocalProtocolError: an exchange is under way, or the connection cannot take another
@@ -100,12 +101,31 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         yield h.send(
             h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
         )
+        if isinstance(exchange.request, PassThrough):
+            return  # the caller sends the body: send_data, then send_end
         if exchange.body is not None:
             for piece in exchange.body:
                 yield h.send(h11.Data(data=piece))
-        end = h.send(h11.EndOfMessage())
-        if end:
-            yield end  # pragma: no cover - a Content-Length body ends without bytes
+        self.send_end()
+
+    def send_data(self, data: bytes) -> bytes:
+        """A piece of a `PassThrough` request's body: the bytes to write.
+
+        Raises:
+            LocalProtocolError: the body would be longer than its Content-Length said, or the
+                request is not a `PassThrough` under way.
+        """
+        try:
+            return self._h11.send(h11.Data(data=data)) or b""
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(f"cannot send body data: {exc}") from exc
+
+    def send_end(self) -> bytes:
+        """The end of the request's body (h11 checks it was as long as it said)."""
+        try:
+            return self._h11.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(f"cannot end the body: {exc}") from exc
 
     def send_failed(self) -> None:
         """Writing the request failed: the connection cannot be reused. A response the server

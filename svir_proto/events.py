@@ -194,9 +194,12 @@ class StreamFailed:
 @final
 @attrs.frozen(kw_only=True)
 class StreamEnded:
-    """The last event of every stream; ``complete`` as in `Completion.complete`."""
+    """The last event of every stream; ``complete`` as in `Completion.complete`; ``done``: the
+    stream's end marker (``[DONE]``, ``stream.end``) was seen, so the stream ended where its
+    server ended it, whole or not; false: the body ended without it (a cut)."""
 
     complete: bool
+    done: bool = False
 
 
 @final

@@ -57,6 +57,7 @@ __all__ = [
     "ExchangeEvent",
     "ModelsListed",
     "ModelsRequest",
+    "PassThrough",
     "Request",
     "next_attempt",
 ]
@@ -83,7 +84,27 @@ class ModelsListed:
     models: tuple[ModelInfo, ...]
 
 
-Request = ChatRequest | LLMRequest | ModelsRequest
+@final
+@attrs.define(kw_only=True)
+class PassThrough:
+    """An OpenAI request whose body the caller sends itself, as it arrives from elsewhere (a
+    gateway forwarding its client's body): only its length and type are known up front.
+
+    ``declared_tools`` and ``include_usage`` may be set while the body passes (the gateway
+    reads them from it); the decoder takes them when the response begins.
+    """
+
+    content_length: int
+    content_type: str = "application/json"
+    declared_tools: frozenset[str] | None = None
+    include_usage: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if type(self.content_length) is not int or self.content_length < 0:
+            raise ValueError(f"content_length must be an int >= 0, not {self.content_length!r}")
+
+
+Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
 ExchangeEvent = Event | ModelsListed
 Phase = Literal["head", "probe", "stream", "error", "models", "over"]
 
@@ -148,9 +169,17 @@ class Exchange:
                 if isinstance(request, LLMRequest)
                 else "text/event-stream",
             )
+        elif isinstance(request, PassThrough):
+            self.method = "POST"
+            self.target = endpoint.chat_completions_path
+            self.body = None  # the caller sends it, as it arrives
+            headers = endpoint.headers(
+                content_length=request.content_length, content_type=request.content_type
+            )
         else:
             raise TypeError(
-                f"request must be a ChatRequest, LLMRequest or ModelsRequest: {request!r}"
+                "request must be a ChatRequest, LLMRequest, ModelsRequest or PassThrough: "
+                f"{request!r}"
             )
         self.headers: Final = [
             *headers,
@@ -382,9 +411,13 @@ class Exchange:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
         decoder: ChatStreamDecoder | StreamDecoder
-        if isinstance(request, ChatRequest):
+        if isinstance(request, (ChatRequest, PassThrough)):
+            if isinstance(request, ChatRequest):
+                declared = request.tool_names if request.tools else None
+            else:
+                declared = request.declared_tools
             decoder = ChatStreamDecoder(
-                declared_tools=request.tool_names if request.tools else None,
+                declared_tools=declared,
                 expect_usage=request.include_usage,
                 think_tags=self._think_tags,
                 think_opened=self._think_opened,

@@ -9,10 +9,14 @@ Rule 1: ``tool.call`` carries whole calls, so OpenAI tool-call pieces are not tr
 Rule 2: ``content.stop`` comes after the block's tool calls (4.8), so the OpenAI finish (which
     comes before ``[DONE]``) is held until the end, and so is usage, which then follows it
     (the draft's complete example, 5.5).
-Rule 3: an in-stream failure becomes an ``error`` with the draft's code, then ``stream.end``.
+Rule 3: an in-stream failure becomes an ``error`` with the draft's code, then ``stream.end``;
+    the draft allows one ``error``, so a second failure (an upstream that sends two error chunks)
+    is not passed on.
 Rule 4: an upstream stream that was cut (no ``[DONE]``, no error) is passed on as a cut: the
     held ``content.stop`` and usage go out, and no ``stream.end`` follows. The client then knows
-    the answer is partial, exactly as a direct client of the upstream would.
+    the answer is partial, exactly as a direct client of the upstream would. A stream that ended
+    with its marker but without a finish (mlx-lm) ends with ``stream.end`` and no
+    ``content.stop``: not complete, and not cut either.
 Rule 5: events that come before the upstream said who it is (Azure's prompt verdict, an error
     before any chunk) wait for ``stream.start``, which is written with the request's model if
     the upstream never names one.
@@ -287,7 +291,9 @@ class OpenAIToLLMStream:
         if isinstance(event, Usage):
             self._usage = event
             return b""
-        if isinstance(event, StreamFailed):  # Rule 3
+        if isinstance(event, StreamFailed):  # Rule 3: the draft's one error; a second is dropped
+            if self._failed:
+                return b""
             self._failed = True
             return self.encoder.encode(event)
         if isinstance(event, StreamEnded):
@@ -297,7 +303,7 @@ class OpenAIToLLMStream:
                     out += self.encoder.encode(self._finish)
                 if self._usage is not None:
                     out += self.encoder.encode(self._usage)
-                if not event.complete:
+                if not event.done:
                     return out  # Rule 4: a cut stays a cut
             return out + self.encoder.end()
         if self._failed:

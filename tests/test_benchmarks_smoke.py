@@ -33,3 +33,10 @@ def test_transport_benchmark_runs_every_client() -> None:
     out = bench_transport.run(chunks=50, repeat=1)
     for name in ("svir blocking", "svir anyio (trio)", "svir httpx", "openai-python", "httpx-sse"):
         assert name in out
+
+
+def test_gateway_benchmark_runs_and_loses_nothing() -> None:
+    from benchmarks import gateway as bench_gateway
+
+    out = bench_gateway.run(streams_n=4, chunks=20, backend="asyncio")
+    assert "answers that differ from the upstream's: 0 through the gateway, 0 direct" in out

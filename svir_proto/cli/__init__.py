@@ -3,7 +3,8 @@
 - ``svir chat PROMPT``: stream an answer from a server (`chat`);
 - ``svir models``: what a server lists, chat models apart (`chat.models`);
 - ``svir decode FILE``: the typed events of a recorded body, offline (`decode`);
-- ``svir translate FILE``: what a gateway sends an LLM-Stream client for an OpenAI body.
+- ``svir translate FILE``: what a gateway sends an LLM-Stream client for an OpenAI body;
+- ``svir gateway --upstream URL``: LLM-Stream and OpenAI in front of an OpenAI-compatible server.
 
 This package is the one part of the core allowed to reach the transports and to read clocks
 (ARCHITECTURE.md module map).
@@ -15,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import chat, decode
+from . import chat, decode, gateway
 
 __all__ = ["main"]
 
@@ -60,6 +61,15 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
     t = sub.add_parser("translate", help="translate a recorded OpenAI stream into LLM-Stream")
     t.add_argument("file", help="a recorded OpenAI-compatible body, or - for stdin")
+    g = sub.add_parser("gateway", help="serve LLM-Stream and OpenAI in front of a server")
+    g.add_argument("--upstream", required=True, help="the OpenAI-compatible server's base URL")
+    g.add_argument("--upstream-key", help="the upstream's API key (default: $OPENAI_API_KEY)")
+    g.add_argument("--listen", default="127.0.0.1:8787", help="HOST:PORT (default %(default)s)")
+    g.add_argument("--token", help="the bearer token clients must send (default: none)")
+    g.add_argument("--max-streams", type=int, default=256, help="streams at once, then 503")
+    g.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    g.add_argument("--timeout", type=float, help="seconds an upstream may stay silent")
+    g.add_argument("--grace", type=float, default=10.0, help="seconds to finish on SIGTERM")
     return top
 
 
@@ -69,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return chat.chat(args)
     if args.command == "models":
         return chat.models(args)
+    if args.command == "gateway":
+        return gateway.gateway(args)
     body = decode.read(args.file)
     lines: list[str] = []
     if args.command == "translate":

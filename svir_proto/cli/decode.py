@@ -132,7 +132,7 @@ def _show(e: Event) -> str:
         case StreamFailed():
             return f"failed    {e.error.kind.value}: {e.error.message}"
         case StreamEnded():
-            return f"ended     complete={e.complete}"
+            return f"ended     complete={e.complete} done={e.done}"
     return repr(e)  # pragma: no cover - every event type is matched above; a new one shows so
 
 

@@ -48,6 +48,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._json import dumps
 from ..errors import Failure, FailureKind, FilterResult, LocalProtocolError, RemoteProtocolError
 from ..events import (
     Completion,
@@ -173,6 +174,20 @@ class StreamEncoder:
         if index in self._stopped:
             raise LocalProtocolError(
                 f"cannot send content.delta for block {index} after its content.stop"
+            )
+        if ext is None and self.state is State.STREAMING:  # the most frequent event, templated
+            seq = self.seq
+            self.seq = seq + 1
+            return b"".join(
+                (
+                    b'event: content.delta\ndata: {"v":"1.0","seq":',
+                    str(seq).encode(),
+                    b',"type":"content.delta","index":',
+                    str(index).encode(),
+                    b',"role":"assistant","delta":{"text":',
+                    dumps(text),
+                    b"}}\n\n",
+                )
             )
         fields = {"index": index, "role": "assistant", "delta": {"text": text}}
         return self._event("content.delta", fields, ext)
@@ -552,12 +567,12 @@ class StreamDecoder(DialectDecoder):
         self._state = State.ENDED  # so that result and StreamEnded agree
         if self._finish is None and self._failure is None:
             self._problems.append("stream.end came without a content.stop")
-        self._terminate()
+        self._terminate(done=True)
 
     def _on_body_end(self) -> None:
         if self._state is not State.ENDED:
             self._problems.append("the body ended before stream.end")
-            self._terminate()
+            self._terminate(done=False)
 
 
 def _field(obj: dict[str, Any], name: str, kind: type, at: int) -> Any:

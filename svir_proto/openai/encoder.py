@@ -3,9 +3,12 @@ gateway that answers OpenAI clients from any upstream.
 
 One event gives at most one chunk. Reasoning goes out under the key it came in, and inline
 ``think`` reasoning as ``reasoning_content`` (an OpenAI client has the field, so no markers are
-needed). A whole `ToolCall` goes out as one piece with its id, name and arguments. A
+needed). A whole `ToolCall` goes out as one piece with its id, name and arguments; with
+``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
+pieces go out as they came instead, each with its resolved index, and the whole calls that the
+decoder emits at the end are not sent again. A
 `StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `StreamEnded`
-writes ``[DONE]`` unless the stream was cut without an error: then the client sees the cut.
+writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays a cut.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._json import dumps
 from ..events import (
     Event,
     FilterVerdict,
@@ -24,6 +28,7 @@ from ..events import (
     StreamStarted,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     Usage,
 )
 
@@ -38,11 +43,37 @@ class ChatStreamEncoder:
             replaces whichever it sets.
     """
 
-    def __init__(self, *, response_id: str = "chatcmpl-svir", model: str = "", created: int = 0):
+    def __init__(
+        self,
+        *,
+        response_id: str = "chatcmpl-svir",
+        model: str = "",
+        created: int = 0,
+        tool_call_deltas: bool = False,
+    ):
         self.response_id = response_id
         self.model = model
         self.created = created
+        self.tool_call_deltas = tool_call_deltas
+        self.done = False
+        """``[DONE]`` was written: the stream ended with its marker."""
         self._failed = False
+        self._head = b""  # the bytes every chunk begins with, for the current identity
+
+    def _text(self, text: str) -> bytes:
+        """A content delta, the most frequent chunk: its constant part written once."""
+        head = self._head
+        if not head:
+            head = self._head = (
+                b'data: {"id":'
+                + dumps(self.response_id)
+                + b',"object":"chat.completion.chunk","created":'
+                + dumps(self.created)
+                + b',"model":'
+                + dumps(self.model)
+                + b',"choices":[{"index":0,"delta":{"content":'
+            )
+        return head + dumps(text) + b'},"finish_reason":null}]}\n\n'
 
     def _chunk(self, choices: list[dict[str, Any]], **extra: Any) -> bytes:
         obj = {
@@ -70,15 +101,26 @@ class ChatStreamEncoder:
                 self.response_id = event.response_id or self.response_id
                 self.model = event.model or self.model
                 self.created = event.created or self.created
+                self._head = b""
                 return self._delta({"role": "assistant", "content": ""})
             case TextDelta():
-                return self._delta({"content": event.text})
+                return self._text(event.text)
             case ReasoningDelta():
                 key = "reasoning" if event.carrier == "reasoning" else "reasoning_content"
                 return self._delta({key: event.text})
             case RefusalDelta():
                 return self._delta({"refusal": event.text})
-            case ToolCall():
+            case ToolCallDelta() if self.tool_call_deltas:
+                piece: dict[str, Any] = {"index": event.index}
+                if event.id is not None:
+                    piece["id"] = event.id
+                    piece["type"] = "function"
+                function: dict[str, str] = {"arguments": event.arguments}
+                if event.name is not None:
+                    function["name"] = event.name
+                piece["function"] = function
+                return self._delta({"tool_calls": [piece]})
+            case ToolCall() if not self.tool_call_deltas:
                 call = {
                     "index": event.index,
                     "id": event.id,
@@ -145,5 +187,8 @@ class ChatStreamEncoder:
                     b"data: " + json.dumps({"error": error}, ensure_ascii=False).encode() + b"\n\n"
                 )
             case StreamEnded():
-                return b"data: [DONE]\n\n" if event.complete or self._failed else b""
+                if event.done or self._failed:  # the upstream's own ending, mirrored
+                    self.done = True
+                    return b"data: [DONE]\n\n"
+                return b""
         return b""

@@ -401,14 +401,14 @@ class ChatStreamDecoder(DialectDecoder):
                     )
         elif finish is None and self._failure is None:
             self._problems.append("[DONE] came without a finish_reason")
-        self._terminate()
+        self._terminate(done=True)
 
     def _on_body_end(self) -> None:
         if not self._done:
             self._flush_think()
             if self._finish is not None:
                 self._problems.append("the body ended after the finish chunk but before [DONE]")
-            self._terminate()
+            self._terminate(done=False)
 
     def _after_end(self, exc: RemoteProtocolError) -> bool:
         self._problems.append(f"after [DONE]: {exc}")  # noted once; what follows is not read

@@ -149,3 +149,80 @@ def test_keep_alive(llama: str) -> None:
         client.list_models()
         client.list_models()
         assert client.connections == 2  # closed after the stream; kept after the listings
+
+
+def test_through_the_gateway_with_the_openai_package_and_our_llm_stream_client(llama: str) -> None:
+    """The gateway in front of llama.cpp: the openai package (sync and async) gets the answer
+    and a real tool call intact; our LLM-Stream client gets the same tool call in its dialect,
+    with bytes that follow the draft."""
+    import anyio
+    import openai
+
+    from svir_proto import LLMMessage, LLMRequest, LLMTool
+    from tests.gateway.draft_check import check
+    from tests.gateway.test_gateway_server import gateway, raw_post
+
+    messages = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "user", "content": "What is the weather in Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_2", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]},
+        {"role": "user", "content": "What is the weather in Vienna?"},
+    ]  # fmt: skip
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Get the weather for a city",
+                "parameters": cases.WEATHER.parameters,
+            },
+        }
+    ]
+    with gateway(llama) as (base, _):
+        with openai.OpenAI(base_url=base, api_key="sk", max_retries=0) as client:
+            stream = client.chat.completions.create(
+                model=cases.MODEL, messages=messages, tools=tools, stream=True, temperature=0,  # type: ignore[arg-type]
+                max_tokens=60,
+            )  # fmt: skip
+            calls = [
+                c
+                for chunk in stream
+                for c in chunk.choices[0].delta.tool_calls or []
+                if chunk.choices
+            ]
+        assert calls[0].function.name == "get_weather"
+        assert '"city"' in "".join(c.function.arguments or "" for c in calls)
+
+        async def plain() -> str:
+            async with openai.AsyncOpenAI(base_url=base, api_key="sk", max_retries=0) as client:
+                stream = await client.chat.completions.create(
+                    model=cases.MODEL, messages=[{"role": "user", "content": "Say hello."}],
+                    stream=True, max_tokens=12,
+                )  # fmt: skip
+                return "".join(
+                    [c.choices[0].delta.content or "" async for c in stream if c.choices]
+                )
+
+        assert anyio.run(plain).strip()
+        request = LLMRequest(
+            model=cases.MODEL,
+            messages=[LLMMessage(role="user", content="Say hello.")],
+            tools=[
+                LLMTool(name="get_weather", description="weather", parameters={"type": "object"})
+            ],
+            parameters={"max_tokens": 12},
+        )
+        out = run("blocking", base, request)
+        assert out.result.complete
+        assert out.result.text.strip()
+        assert not any(type(e).__name__ == "Retrying" for e in out.events)  # LLM-Stream spoken
+        status, _, raw = raw_post(
+            base, request.body().read(), {"Content-Type": "application/llm-request+json"}
+        )
+        assert status == 200
+        assert check(raw)[0] == []

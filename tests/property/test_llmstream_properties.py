@@ -140,7 +140,7 @@ def test_events_encode_split_and_decode_back(events: list[Any], data: st.DataObj
     body = b"".join(enc.encode(e) for e in events) + enc.end()
     decoder = StreamDecoder()
     decoded = run(decoder, data.draw(splits(body)))
-    assert decoded[-1] == StreamEnded(complete=decoder.result.complete)
+    assert decoded[-1] == StreamEnded(complete=decoder.result.complete, done=decoder.result.done)
     assert joined(decoded[:-1]) == joined(events)
 
 

@@ -134,6 +134,7 @@ class ReplayServer:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self.requests: list[Recorded] = []
+        self.closed: list[tuple[str, float]] = []  # (target, when) a held connection was closed
         self.connections = 0
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -245,7 +246,7 @@ class ReplayServer:
             body = fixture(args[0])
             sock.sendall(head(200, [SSE, ("Transfer-Encoding", "chunked")]))
             sock.sendall(chunked([body[: len(body) // 2]])[:-5])  # no last chunk
-            self._hold(sock)
+            self._hold(sock, r.target)
             return False
         if scenario == "drop-mid":
             body = fixture(args[0])
@@ -256,7 +257,7 @@ class ReplayServer:
             sock.sendall(
                 head(401, [("Content-Type", "application/json"), ("Content-Length", "100")])
             )
-            self._hold(sock)
+            self._hold(sock, r.target)
             return False
         if scenario == "status":
             code, style = int(args[0]), args[1]
@@ -322,12 +323,16 @@ class ReplayServer:
         for i in range(0, len(data), step):
             yield data[i : i + step]
 
-    def _hold(self, sock: socket.socket) -> None:
-        """Send nothing more until the client closes (or the server stops)."""
-        sock.settimeout(0.2)
+    def _hold(self, sock: socket.socket, target: str) -> None:
+        """Send nothing more until the client closes (or the server stops); note when."""
+        sock.settimeout(0.005)
         while not self._stop.is_set():
             try:
                 if not sock.recv(1024):
-                    return
+                    break
             except TimeoutError:
                 continue
+            except OSError:
+                break
+        with self._lock:
+            self.closed.append((target, time.monotonic()))

@@ -112,3 +112,12 @@ def test_feeding_after_the_end_keeps_it_for_the_next_response() -> None:
     reader.feed(b"0\r\n\r\nHTTP/1.1")
     assert reader.feed(b" 200 OK") == b""
     assert reader.leftover == b"HTTP/1.1 200 OK"
+
+
+def test_the_bulk_lane_stops_before_a_size_of_21_digits_which_is_then_refused() -> None:
+    good = b"".join(b"9\r\n%s\r\n" % (b"x" * 9) for _ in range(10))
+    reader = ChunkedReader(max_line=1024)
+    out = reader.feed(good + b"0" * 20 + b"9\r\n" + b"y" * 9 + b"\r\n")
+    assert out == b"x" * 90  # the run before the bad header comes out
+    assert reader.error is not None
+    assert "illegal chunk header" in str(reader.error)

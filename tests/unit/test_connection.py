@@ -287,3 +287,18 @@ def test_a_chunked_body_cut_by_the_server() -> None:
     assert not events[-1].complete
     assert "incomplete chunked read" in (conn.result.interrupted or "")
     assert not conn.reusable
+
+
+def test_a_pass_through_body_is_sent_by_the_caller_and_held_to_its_length() -> None:
+    from svir_proto import PassThrough
+
+    conn = ClientConnection(EP)
+    (head,) = list(conn.send(PassThrough(content_length=4)))
+    assert b"Content-Length: 4\r\n" in head
+    assert conn.send_data(b"ab") == b"ab"
+    with pytest.raises(LocalProtocolError, match="cannot end the body"):
+        conn.send_end()  # two bytes short
+    other = ClientConnection(EP)
+    list(other.send(PassThrough(content_length=1)))
+    with pytest.raises(LocalProtocolError, match="cannot send body data"):
+        other.send_data(b"too long")

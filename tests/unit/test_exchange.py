@@ -54,7 +54,7 @@ def test_what_to_send_for_each_request() -> None:
     models = Exchange(EP, ModelsRequest())
     assert (models.method, models.target, models.body) == ("GET", "/v1/models", None)
     assert "Content-Length" not in dict(models.headers)
-    with pytest.raises(TypeError, match="ChatRequest, LLMRequest or ModelsRequest"):
+    with pytest.raises(TypeError, match="ChatRequest, LLMRequest, ModelsRequest or PassThrough"):
         Exchange(EP, "hi")  # type: ignore[arg-type]
 
 
@@ -293,3 +293,17 @@ def test_think_options_reach_the_decoder() -> None:
     assert [type(e) for e in out] == [StreamStarted, type(out[1]), TextDelta]
     assert ex.result.reasoning == "r"
     assert ex.result.text == "t"
+
+
+def test_a_pass_through_request() -> None:
+    from svir_proto import PassThrough
+
+    with pytest.raises(ValueError, match="content_length"):
+        PassThrough(content_length=-1)
+    request = PassThrough(content_length=10, declared_tools=frozenset({"lookup"}))
+    ex = Exchange(EP, request)
+    assert ex.body is None
+    assert dict(ex.headers)["Content-Length"] == "10"
+    ex.receive_head(200, SSE)
+    ex.receive_body(OPENAI_BODY)
+    assert [c.declared for c in ex.result.tool_calls] == [True, True]

@@ -57,7 +57,7 @@ def decode(body: bytes, **options: Any) -> tuple[list[Any], StreamDecoder]:
 
 def test_a_minimal_complete_stream() -> None:
     events, d = decode(START + DELTA1 + STOP2 + ev("stream.end", 3))
-    assert events[-1] == StreamEnded(complete=True)
+    assert events[-1] == StreamEnded(complete=True, done=True)
     assert d.result.complete
     assert d.result.text == "hi"
 
@@ -162,7 +162,7 @@ def test_data_after_stream_end_is_an_error_even_after_the_terminal_event() -> No
     d = StreamDecoder()
     assert d.feed(START + STOP2.replace(b'"seq": 2', b'"seq": 1') + ev("stream.end", 2))[
         -1
-    ] == StreamEnded(complete=True)
+    ] == StreamEnded(complete=True, done=True)
     with pytest.raises(RemoteProtocolError, match="ENDED"):
         d.feed(ev("content.delta", 3, index=0, role="assistant", delta={"text": "late"}))
 
@@ -205,7 +205,7 @@ def test_an_error_then_stream_end() -> None:
     failed = next(e for e in events if isinstance(e, StreamFailed))
     assert failed.error.kind is FailureKind.CONTEXT_OVERFLOW
     assert failed.error.code == "context_length_exceeded"
-    assert events[-1] == StreamEnded(complete=False)
+    assert events[-1] == StreamEnded(complete=False, done=True)
     assert d.result.text == "hi"
     assert d.result.done
 
@@ -528,7 +528,7 @@ def test_bytes_that_break_framing_after_stream_end_are_an_error() -> None:
     body = START + DELTA1 + STOP2 + ev("stream.end", 3)
     d = StreamDecoder(max_event_size=200)
     events = d.feed(body)
-    assert events[-1] == StreamEnded(complete=True)
+    assert events[-1] == StreamEnded(complete=True, done=True)
     with pytest.raises(RemoteProtocolError, match="max_event_size"):
         d.feed(b"data: " + b"x" * 300)
 

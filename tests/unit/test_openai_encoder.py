@@ -33,7 +33,7 @@ def test_events_encode_to_chunks_that_decode_to_the_same_result() -> None:
         ToolCall(index=0, id="c1", name="f", arguments='{"a":1}'),
         Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
         Usage(prompt_tokens=3, completion_tokens=2, total_tokens=5),
-        StreamEnded(complete=True),
+        StreamEnded(complete=True, done=True),
     ]
     body = b"".join(enc.encode(e) for e in events)
     d = ChatStreamDecoder()

@@ -55,7 +55,7 @@ def test_pull_api() -> None:
     d.receive_data(chunk({}, "stop") + DONE)
     assert d.next_event() == Finished(reason=FinishReason.STOP, raw="stop")
     end = d.next_event()
-    assert end == StreamEnded(complete=True)
+    assert end == StreamEnded(complete=True, done=True)
     assert d.next_event() is end
 
 
@@ -339,7 +339,7 @@ def test_error_chunk_keeps_what_came_before_and_is_not_complete() -> None:
     assert d.result.text == "half"
     assert d.result.error == failed[0].error
     assert not d.result.complete
-    assert events[-1] == StreamEnded(complete=False)
+    assert events[-1] == StreamEnded(complete=False, done=True)
 
 
 @pytest.mark.parametrize(
@@ -385,7 +385,7 @@ def test_usage_on_every_chunk_keeps_the_last() -> None:
 def test_data_after_done_is_counted_even_after_the_terminal_event() -> None:
     d = ChatStreamDecoder()
     events = d.feed(chunk({}, "stop") + DONE)
-    assert events[-1] == StreamEnded(complete=True)
+    assert events[-1] == StreamEnded(complete=True, done=True)
     assert d.feed(chunk({"content": "late"}) + b"data: garbage\n\n") == []
     assert d.close() == []
     assert d.result.ignored_after_done == 2
@@ -396,7 +396,7 @@ def test_data_after_done_is_counted_even_after_the_terminal_event() -> None:
 def test_an_error_event_after_done_is_ignored_like_data() -> None:
     body = chunk({}, "stop") + DONE + b"event: error\ndata: oops\n\n"
     events, d = decode(body)
-    assert events[-1] == StreamEnded(complete=True)
+    assert events[-1] == StreamEnded(complete=True, done=True)
     assert d.result.error is None
     assert d.result.ignored_after_done == 1
 

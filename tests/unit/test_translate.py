@@ -232,3 +232,29 @@ def test_a_response_format_the_openai_dialect_lacks_is_dropped(fmt: object) -> N
         extensions={"vendor:openai": {"response_format": fmt}},
     )
     assert llm_to_openai(req).response_format is None
+
+
+def test_a_second_failure_is_not_a_second_error_event() -> None:
+    """An upstream that sends two error chunks: the draft allows one error, then stream.end."""
+    from svir_proto import (
+        Failure,
+        FailureKind,
+        StreamDecoder,
+        StreamEnded,
+        StreamFailed,
+        StreamStarted,
+    )
+    from svir_proto.translate import OpenAIToLLMStream
+
+    t = OpenAIToLLMStream(model="m")
+    first = Failure(kind=FailureKind.SERVER_ERROR, message="one")
+    out = t.feed(StreamStarted(response_id="r", model="m"))
+    out += t.feed(StreamFailed(error=first))
+    out += t.feed(StreamFailed(error=Failure(kind=FailureKind.SERVER_ERROR, message="two")))
+    out += t.feed(StreamEnded(complete=False))
+    d = StreamDecoder()
+    d.feed(out)
+    d.close()
+    assert d.result.error is not None
+    assert d.result.error.message == "one"
+    assert d.result.done

@@ -1,0 +1,171 @@
+"""Read a few small facts from a JSON request body while it passes through, piece by piece.
+
+A gateway forwards an OpenAI request body to its upstream as it arrives (a request with large
+images is never held whole), yet it needs to know the model, whether ``stream`` is true,
+whether usage was asked for, and which tools were declared (draft section 8.2).
+`RequestScanner` tokenises the pieces and keeps only the values at those paths:
+
+Rule 1: strings are skipped with C-level searches for the next quote or backslash, so a
+    megabyte of base64 costs a few scans, not a loop per byte.
+Rule 2: a value is kept only at a wanted path, and at most `MAX_VALUE` bytes of it, and at most
+    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`. Everything else is skipped.
+Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
+    stops and sets `broken`; the facts found before stay.
+
+This module never does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+__all__: list[str] = []
+
+MAX_VALUE: Final = 256
+MAX_TOOLS: Final = 128
+MAX_DEPTH: Final = 64
+_STRING_END: Final = re.compile(rb'["\\]')
+_SCALAR: Final = re.compile(rb"[^\s,:\]}]*")
+_SPACE: Final = b" \t\r\n"
+
+
+class RequestScanner:
+    """Feed the body's pieces (`feed`), then read `model`, `stream`, `include_usage` and
+    `tools` (the declared tool names, in order)."""
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.stream: bool | None = None
+        self.include_usage = False
+        self.tools: list[str] = []
+        self.broken = False
+        # the container stack: ("{", key) or ("[", index); the path of a value is read off it
+        self._stack: list[list[object]] = []
+        self._expect_key = False
+        self._in_string = False
+        self._string: bytearray | None = None  # the string being kept, if it is kept
+        self._escape = False
+        self._scalar = bytearray()  # a number or literal not yet ended
+        self._done = False
+
+    def feed(self, data: bytes) -> None:
+        if self.broken or self._done or not data:
+            return
+        try:
+            self._feed(data)
+        except (ValueError, IndexError, UnicodeDecodeError, RecursionError):
+            self.broken = True
+
+    def _feed(self, data: bytes) -> None:
+        pos = 0
+        n = len(data)
+        while pos < n:
+            if self._in_string:
+                pos = self._string_part(data, pos)
+                continue
+            if self._scalar:
+                m = _SCALAR.match(data, pos)
+                assert m is not None
+                self._scalar += m.group()
+                pos = m.end()
+                if pos < n:
+                    self._value(bytes(self._scalar))
+                    self._scalar.clear()
+                continue
+            c = data[pos]
+            if c in _SPACE:
+                pos += 1
+            elif c == 0x22:  # '"'
+                self._in_string = True
+                self._string = bytearray() if self._wanted(string=True) else None
+                pos += 1
+            elif c in b"{[":
+                if len(self._stack) >= MAX_DEPTH:
+                    raise ValueError("nested too deeply")
+                self._stack.append([chr(c), None if c == 0x7B else 0])
+                self._expect_key = c == 0x7B
+                pos += 1
+            elif c in b"}]":
+                self._stack.pop()
+                self._expect_key = False
+                pos += 1
+                if not self._stack:
+                    self._done = True
+                    return
+            elif c == 0x3A:  # ':'
+                self._expect_key = False
+                pos += 1
+            elif c == 0x2C:  # ','
+                top = self._stack[-1]
+                if top[0] == "{":
+                    self._expect_key = True
+                else:
+                    top[1] = int(top[1]) + 1  # type: ignore[call-overload]
+                pos += 1
+            else:
+                m = _SCALAR.match(data, pos)
+                assert m is not None
+                if m.end() < n:
+                    self._value(m.group())
+                else:
+                    self._scalar += m.group()
+                pos = m.end() if m.end() > pos else pos + 1
+
+    def _string_part(self, data: bytes, pos: int) -> int:
+        n = len(data)
+        if self._escape:  # the character after a backslash, in the previous piece
+            self._escape = False
+            self._keep(data[pos : pos + 1])
+            return pos + 1
+        m = _STRING_END.search(data, pos)
+        end = m.start() if m is not None else n
+        self._keep(data[pos:end])
+        if m is None:
+            return n
+        if data[end] == 0x5C:  # a backslash: keep it and what it escapes
+            self._keep(data[end : end + 2])
+            if end + 1 >= n:
+                self._escape = True
+            return end + 2
+        self._in_string = False
+        text = self._string
+        self._string = None
+        if self._expect_key:
+            key = json.loads(b'"' + bytes(text or b"") + b'"') if text is not None else None
+            self._stack[-1][1] = key
+            self._expect_key = False
+        elif text is not None:
+            self._value(b'"' + bytes(text) + b'"')
+        return end + 1
+
+    def _keep(self, piece: bytes) -> None:
+        if self._string is not None and len(self._string) < MAX_VALUE:
+            self._string += piece[: MAX_VALUE - len(self._string)]
+
+    def _path(self) -> tuple[object, ...]:
+        return tuple(level[1] for level in self._stack)
+
+    def _wanted(self, *, string: bool) -> bool:
+        if self._expect_key:
+            return len(self._stack) <= 4  # keys of the first levels are the path
+        return self._path() in (("model",),) or self._is_tool_name()
+
+    def _is_tool_name(self) -> bool:
+        path = self._path()
+        return len(path) == 4 and path[0] == "tools" and path[2] == "function" and path[3] == "name"
+
+    def _value(self, raw: bytes) -> None:
+        path = self._path()
+        if path == ("model",):
+            value = json.loads(raw)
+            self.model = value if isinstance(value, str) else None
+        elif path == ("stream",):
+            self.stream = raw == b"true"
+        elif path == ("stream_options", "include_usage"):
+            self.include_usage = raw == b"true"
+        elif self._is_tool_name() and len(self.tools) < MAX_TOOLS:
+            name = json.loads(raw)
+            if isinstance(name, str):
+                self.tools.append(name)

