@@ -74,6 +74,26 @@ def check(make: Callable[[], Any], data: bytes) -> None:
             raise AssertionError(f"whole and {name} differ for {data!r}:\n{a}\n{b}")
 
 
+def differential(make: Callable[[], Any], data: bytes) -> None:
+    """The same bytes through a decoder made with each JSON backend (orjson, the standard
+    library): the same events, the same error (offset and limit) and the same result."""
+    from svir_proto import _json
+
+    if _json.orjson is None:  # pragma: no cover - one backend: nothing to compare
+        return
+    before = _json.BACKEND
+    seen = []
+    try:
+        for backend in ("orjson", "json"):
+            _json.use(backend)  # type: ignore[arg-type]
+            events, error, result = outcome(make(), [data] if data else [])
+            seen.append((normalise(events), error, result))
+    finally:
+        _json.use(before)
+    if seen[0] != seen[1]:
+        raise AssertionError(f"orjson and json differ for {data!r}:\n{seen[0]}\n{seen[1]}")
+
+
 def fuzz(test_one_input: Callable[[bytes], None]) -> None:
     """Run a target under atheris with the command line's corpus and options."""
     import atheris  # only the fuzzer needs it

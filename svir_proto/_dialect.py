@@ -17,7 +17,7 @@ from . import _json
 from ._pull import PullDecoder
 from .errors import RemoteProtocolError
 from .events import Event, StreamEnded
-from .sse import DEFAULT_MAX_EVENT_SIZE, RawItem, SSEFramer
+from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
 
 __all__: list[str] = []
 
@@ -27,17 +27,23 @@ DEFAULT_MAX_RESULT_SIZE: Final = 64 * 1024 * 1024
 this bound is far above any real answer and far below what would exhaust memory."""
 
 
+DEEP: Final = 2 * _json.MAX_DEPTH
+"""Payloads longer than this may nest too deeply (`_json` Rule 5): only they are checked."""
+
+
 class DialectDecoder(PullDecoder[Event]):
     def __init__(
         self,
         *,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        errors: Errors = "strict",
     ) -> None:
         super().__init__()
-        self._framer = SSEFramer(max_event_size=max_event_size)
+        self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)  # checks errors
         self._receive = self._framer.receive  # type: ignore[method-assign]
         self._loads = _json.loads
+        self._errors: Errors = errors
         self._raw: list[RawItem] = []
         self._max_result = max_result_size
         self._size = 0
@@ -97,6 +103,14 @@ class DialectDecoder(PullDecoder[Event]):
         stream stays as it was), ``False`` to raise it."""
         return False
 
+    def _canonical(self, payload: bytes | bytearray, at: int, what: str) -> object:
+        """A payload the fast parser refused or found too deep, by the one policy of `_json`:
+        its value (the ``replace`` policy may mend it), or the error both backends report."""
+        try:
+            return _json.canonical(payload, errors=self._errors)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise json_error(payload, at, exc, what) from exc
+
     def _grow(self, n: int, at: int | None) -> None:
         self._size += n
         if self._size > self._max_result:
@@ -118,3 +132,17 @@ class DialectDecoder(PullDecoder[Event]):
         if len(parts) > 1:
             parts[:] = ["".join(parts)]
         return parts[0] if parts else ""
+
+
+def json_error(
+    payload: bytes | bytearray, at: int, exc: BaseException, what: str
+) -> RemoteProtocolError:
+    """Say where ``what`` (a chunk, an event's data) stopped being JSON or UTF-8, as a byte
+    offset in the body."""
+    if isinstance(exc, UnicodeDecodeError):
+        return RemoteProtocolError(f"invalid UTF-8 in {what}: {exc.reason}", offset=at + exc.start)
+    text = payload.decode("utf-8", "replace")
+    pos = getattr(exc, "pos", None)
+    where = at + len(text[:pos].encode()) if isinstance(pos, int) else at
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    return RemoteProtocolError(f"{what} is not JSON ({exc}): {shown!r}", offset=where)

@@ -1,6 +1,26 @@
-"""The JSON parser: orjson when it is installed (the ``fast`` extra), the standard library
-otherwise. Both take ``bytes``, ``bytearray`` or ``str``.
+"""The JSON parser, and one policy whatever parser is installed.
 
+orjson is used when it is installed (the ``fast`` extra), the standard library otherwise. The
+two disagree on some inputs; svir-proto reads every input the same way with either, so that the
+same bytes give the same events, errors and results:
+
+Rule 1: ``NaN``, ``Infinity``, ``-Infinity`` and numbers beyond the float range (``1e400``) are
+    not JSON (RFC 8259 section 6): an error. (The standard library reads them as nan and inf.)
+Rule 2: an integer outside the 64-bit range (-2^63 to 2^64-1) reads as a float, as orjson reads
+    it; a token count of 30 digits is then no count. (The standard library keeps it exact.)
+Rule 3: JSON on the wire is UTF-8 (RFC 8259 section 8.1): a BOM, UTF-16 or UTF-32 is an error.
+    (The standard library detects and accepts them.)
+Rule 4: a lone surrogate, escaped (``"\\ud800"``) or encoded, is an error with its offset, like
+    invalid UTF-8; with ``errors="replace"`` it becomes U+FFFD, like invalid UTF-8. No text that
+    cannot be encoded as UTF-8 leaves a decoder. (The standard library keeps it.)
+Rule 5: nesting deeper than `MAX_DEPTH` (512) is an error. (The standard library's limit
+    depends on the Python stack, orjson's is 1024.)
+Duplicate keys agree already: the last one wins in both.
+
+`loads` is the fast parser as it is, for the hot path: it follows every rule but Rule 5 on its
+own (orjson accepts deeper nesting), and the decoders check the depth of the few payloads long
+enough to break it (`too_deep`). When `loads` fails, the decoders call `canonical`, the standard
+library under these rules, for the one error both backends report, offset included.
 Decoders read ``loads`` from this module when they are constructed, so a test can switch
 backends with `use` and exercise both paths in one process.
 """
@@ -8,14 +28,20 @@ backends with `use` and exercise both paths in one process.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from types import ModuleType
-from typing import Literal
+from typing import Final, Literal
 
-__all__ = ["BACKEND", "dumps", "loads", "use"]
+__all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "use"]
 
 Backend = Literal["orjson", "json"]
 Loads = Callable[[bytes | bytearray | str], object]
+
+MAX_DEPTH: Final = 512
+"""Nesting a JSON value may have (Rule 5): far beyond any chunk or request (a dozen levels),
+and below the standard library's own limit wherever the decoder is called from."""
 
 orjson: ModuleType | None
 try:
@@ -23,8 +49,136 @@ try:
 except ImportError:  # pragma: no cover - exercised by a subprocess test without orjson
     orjson = None
 
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89abcdefABCDEF]")
+# a \uD800-\uDFFF escape that is not an escaped backslash followed by "u"
+_ESCAPED_SURROGATE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\u([dD][89abcdefABCDEF][0-9a-fA-F]{2})")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_I64_MIN: Final = -(2**63)
+_U64_MAX: Final = 2**64 - 1
+
+
+class JSONPolicyError(ValueError):
+    """What the rules refuse; ``pos`` is a character offset into the text, as in
+    `json.JSONDecodeError`."""
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+
+def _constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")  # Rule 1
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is beyond the float range")  # Rule 1
+    return value
+
+
+def _int(text: str) -> int | float:
+    value = int(text)
+    if _I64_MIN <= value <= _U64_MAX:
+        return value
+    return _float(text)  # Rule 2
+
+
+_DECODER: Final = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_constant)
+
+
+def too_deep(data: bytes | bytearray | str) -> bool:
+    """Rule 5 for a payload: nested deeper than `MAX_DEPTH`. Cheap for short payloads (no
+    value shorter than 2 * MAX_DEPTH characters can break it)."""
+    if len(data) <= 2 * MAX_DEPTH:
+        return False
+    raw = data.encode() if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    in_string = escape = False
+    for byte in raw:  # rare: a payload with hundreds of brackets
+        if in_string:
+            if escape:
+                escape = False
+            elif byte == 0x5C:
+                escape = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in b"]}":
+            depth -= 1
+    return False
+
+
+def canonical(
+    data: bytes | bytearray | str, *, errors: Literal["strict", "replace"] = "strict"
+) -> object:
+    """Parse by the rules with the standard library: the reference both backends follow.
+
+    Raises:
+        UnicodeDecodeError: the bytes are not UTF-8 (strict).
+        json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
+    """
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors)  # Rule 3
+    if too_deep(text):
+        raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0)
+    value = _DECODER.decode(text)
+    if _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
+        if errors == "replace":
+            return _replace_surrogates(value)
+        raise JSONPolicyError("a lone surrogate escape is not text", _lone_at(text))
+    return value
+
+
+def _lone_at(text: str) -> int:
+    """The offset of the first escape that is a lone surrogate: a high half not followed at once
+    by a low one, or a low half alone."""
+    pending: int | None = None  # a high half waiting for its low half
+    for m in _ESCAPED_SURROGATE.finditer(text):
+        at = m.start(2) - 2  # where its "\\u" begins (after any escaped backslashes)
+        if int(m.group(2), 16) <= 0xDBFF:
+            if pending is not None:
+                return pending
+            pending = at
+        elif pending is not None and at == pending + 6:
+            pending = None
+        else:
+            return pending if pending is not None else at
+    return pending if pending is not None else 0
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
+def _replace_surrogates(value: object) -> object:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_SURROGATE.sub("\ufffd", k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    return value
+
+
+def _stdlib_loads(data: bytes | bytearray | str) -> object:
+    return canonical(data)
+
+
 BACKEND: Backend = "orjson" if orjson is not None else "json"
-loads: Loads = orjson.loads if orjson is not None else json.loads
+loads: Loads = orjson.loads if orjson is not None else _stdlib_loads
 
 
 def dumps(value: object) -> bytes:
@@ -48,7 +202,7 @@ def use(backend: Backend) -> None:
             raise ValueError("orjson is not installed (pip install 'svir-proto[fast]')")
         loads = orjson.loads
     elif backend == "json":
-        loads = json.loads
+        loads = _stdlib_loads
     else:
         raise ValueError(f"backend must be 'orjson' or 'json', not {backend!r}")
     BACKEND = backend

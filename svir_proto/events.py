@@ -13,11 +13,11 @@ flat, and never subclass each other; dispatch on them with ``match`` and end wit
 from __future__ import annotations
 
 import enum
-import json
 from typing import Literal, final
 
 import attrs
 
+from ._json import canonical
 from .errors import Failure, FilterResult
 
 __all__ = [
@@ -131,9 +131,9 @@ class ToolCall:
 
     def parse_arguments(self) -> ParsedArguments:
         """Parse ``arguments`` as JSON; invalid JSON is reported, never raised."""
-        try:
-            return ParsedArguments(value=json.loads(self.arguments))
-        except ValueError as exc:
+        try:  # by the one JSON policy: no NaN, no lone surrogates (svir_proto._json)
+            return ParsedArguments(value=canonical(self.arguments))
+        except (ValueError, RecursionError) as exc:
             return ParsedArguments(error=f"tool call {self.id!r} ({self.name}): {exc}")
 
 

@@ -46,7 +46,7 @@ from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
 from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
-from .sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
+from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, ServerSentEvent, SSEDecoder
 from .translate import llm_to_openai
 
 __all__ = [
@@ -119,8 +119,8 @@ class Exchange:
         max_head_size: bytes the response head may take (Rule 0).
         max_error_body: bytes of an error body that are read (Rule 3).
         max_models_body: bytes a model listing may take.
-        max_event_size, max_result_size, max_tool_calls, think_tags, think_opened: passed to
-            the dialect's decoder (`ChatStreamDecoder`, `StreamDecoder`).
+        max_event_size, max_result_size, max_tool_calls, think_tags, think_opened, errors:
+            passed to the dialect's decoder (`ChatStreamDecoder`, `StreamDecoder`).
 
     What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
 
@@ -150,6 +150,7 @@ class Exchange:
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         think_tags: bool = True,
         think_opened: bool = False,
+        errors: Errors = "strict",
     ) -> None:
         self.endpoint: Final = endpoint
         self.request: Final = request
@@ -194,6 +195,7 @@ class Exchange:
         self._max_tool_calls = max_tool_calls
         self._think_tags = think_tags
         self._think_opened = think_opened
+        self._errors: Errors = errors
         self.max_head_size: Final = max_head_size
         self._max_error_body = max_error_body
         self._max_models_body = max_models_body
@@ -424,6 +426,7 @@ class Exchange:
                 max_tool_calls=self._max_tool_calls,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
+                errors=self._errors,
             )
         else:
             assert isinstance(request, LLMRequest)
@@ -431,6 +434,7 @@ class Exchange:
                 declared_tools=request.tool_names if request.tools else None,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
+                errors=self._errors,
             )
         self._decoder = decoder
         self._phase = "stream"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -29,6 +28,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from .._json import canonical
 from ..body import (
     DEFAULT_PIECE_SIZE,
     Base64Bytes,
@@ -203,8 +203,8 @@ class LLMRequest:
             RequestError: the body is not JSON or breaks the draft; ``path`` says where.
         """
         try:
-            doc = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+            doc: Any = canonical(body)  # the one JSON policy (svir_proto._json)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
         _check(doc, "$")
         messages = []

@@ -47,7 +47,8 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .. import _json
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._json import dumps
 from ..errors import Failure, FailureKind, FilterResult, LocalProtocolError, RemoteProtocolError
 from ..events import (
@@ -67,7 +68,7 @@ from ..events import (
     ToolCall,
     Usage,
 )
-from ..sse import DEFAULT_MAX_EVENT_SIZE
+from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
 
 __all__ = [
@@ -344,6 +345,7 @@ class StreamDecoder(DialectDecoder):
         declared_tools: the tools the request declared (section 8.2); ``None``: not checked.
         max_event_size: bytes one SSE event may take.
         max_result_size: characters of text, reasoning and arguments the result may hold.
+        errors: invalid UTF-8 and lone surrogates: ``"strict"`` or ``"replace"`` (U+FFFD).
     """
 
     def __init__(
@@ -352,8 +354,11 @@ class StreamDecoder(DialectDecoder):
         declared_tools: Collection[str] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        errors: Errors = "strict",
     ) -> None:
-        super().__init__(max_event_size=max_event_size, max_result_size=max_result_size)
+        super().__init__(
+            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+        )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._state = State.IDLE
         self._seq = 0
@@ -408,8 +413,11 @@ class StreamDecoder(DialectDecoder):
     def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         try:
             obj = self._loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise RemoteProtocolError(f"an event's data is not JSON: {exc}", offset=at) from exc
+        except (ValueError, RecursionError):
+            obj = self._canonical(data, at, "an event's data")
+        else:
+            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: Rule 5
+                obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:  # Rule 1
             raise RemoteProtocolError("an event's data must be one JSON object", offset=at)
         v = obj.get("v")

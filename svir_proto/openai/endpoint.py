@@ -9,12 +9,12 @@ practical name heuristic. No I/O.
 from __future__ import annotations
 
 import enum
-import json
 from typing import Final, final
 from urllib.parse import urlsplit
 
 import attrs
 
+from .._json import canonical
 from ..errors import RemoteProtocolError
 
 __all__ = ["Endpoint", "ModelInfo", "ModelKind", "model_kind", "parse_models"]
@@ -145,8 +145,8 @@ def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
         RemoteProtocolError: the body is not that shape; the message says what was found.
     """
     try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError) as exc:
+        doc = canonical(body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise RemoteProtocolError(f"the model list is not JSON: {exc}") from exc
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):

@@ -19,10 +19,10 @@ upstream's, and the gateway adds its own before any upstream request is made.
 from __future__ import annotations
 
 import email.utils
-import json
 from collections.abc import Iterable
 from typing import Final
 
+from .._json import canonical
 from ..errors import Failure, FailureKind
 from ..events import RequestFailed, ResponseStarted
 from ._failures import failure_from_error_object
@@ -108,7 +108,7 @@ def body_outcome(
     text = body[:MAX_ERROR_BODY].decode("utf-8", "replace").strip()
     parsed: object
     try:
-        parsed = json.loads(text) if text[:1] in ("{", "[") else text
+        parsed = canonical(text) if text[:1] in ("{", "[") else text
     except (ValueError, RecursionError):
         parsed = text
     if not parsed:

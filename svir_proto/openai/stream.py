@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .. import _json
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, RemoteProtocolError
 from ..events import (
     Completion,
@@ -50,7 +51,7 @@ from ..events import (
     ToolCall,
     Usage,
 )
-from ..sse import DEFAULT_MAX_EVENT_SIZE
+from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
@@ -83,6 +84,9 @@ class ChatStreamDecoder(DialectDecoder):
         max_event_size: bytes one SSE event may take (see `SSEDecoder`).
         max_tool_calls: calls one response may make.
         max_result_size: characters the result may accumulate.
+        errors: invalid UTF-8 and lone surrogates in a chunk: ``"strict"`` (a
+            `RemoteProtocolError` with the offset) or ``"replace"`` (U+FFFD), whatever the JSON
+            parser (see `svir_proto._json`).
 
     Events come with the pull API (``receive_data``/``next_event``, ``feed``/``close``); the
     whole picture is ``result``, at any time.
@@ -98,8 +102,11 @@ class ChatStreamDecoder(DialectDecoder):
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        errors: Errors = "strict",
     ) -> None:
-        super().__init__(max_event_size=max_event_size, max_result_size=max_result_size)
+        super().__init__(
+            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+        )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._expect_usage = expect_usage
         self._think = ThinkSplitter(opened=think_opened) if think_tags else None
@@ -177,8 +184,11 @@ class ChatStreamDecoder(DialectDecoder):
             return
         try:
             obj = self._loads(payload)
-        except (ValueError, RecursionError) as exc:
-            raise _json_error(payload, at, exc) from exc
+        except (ValueError, RecursionError):
+            obj = self._canonical(payload, at, "a chunk")
+        else:
+            if len(payload) > DEEP and _json.too_deep(payload):  # orjson nests deeper: Rule 5
+                obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
             raise RemoteProtocolError(
                 f"a chunk must be a JSON object, not {type(obj).__name__}", offset=at
@@ -340,8 +350,8 @@ class ChatStreamDecoder(DialectDecoder):
     def _event_error(self, data: bytes | bytearray, at: int) -> None:
         """``event: error`` (LM Studio): JSON or plain text, then usually nothing more."""
         try:
-            body: object = self._loads(data)
-        except (ValueError, RecursionError):
+            body: object = _json.canonical(data, errors=self._errors)
+        except (ValueError, UnicodeDecodeError, RecursionError):  # the error said in words
             body = data.decode("utf-8", "replace").strip()
         self._fail(failure_from_error_object(body, status=None, default=_IN_STREAM))
 
@@ -423,19 +433,3 @@ def _string(value: object, field: str, at: int) -> str:
 
 def _count(value: object) -> int | None:
     return value if type(value) is int and value >= 0 else None
-
-
-def _json_error(payload: bytes | bytearray, at: int, exc: BaseException) -> RemoteProtocolError:
-    """Say where a payload stopped being JSON (or UTF-8), as a byte offset in the body."""
-    if isinstance(exc, UnicodeDecodeError):
-        return RemoteProtocolError(f"invalid UTF-8 in a chunk: {exc.reason}", offset=at + exc.start)
-    try:
-        text = payload.decode("utf-8")
-    except UnicodeDecodeError as bad:
-        return RemoteProtocolError(f"invalid UTF-8 in a chunk: {bad.reason}", offset=at + bad.start)
-    if isinstance(exc, RecursionError):
-        return RemoteProtocolError("a chunk's JSON is nested too deeply", offset=at)
-    pos = getattr(exc, "pos", None)
-    where = at + len(text[:pos].encode()) if isinstance(pos, int) else at
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    return RemoteProtocolError(f"a chunk is not JSON ({exc}): {shown!r}", offset=where)

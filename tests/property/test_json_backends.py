@@ -1,0 +1,80 @@
+"""Hypothesis: one answer whatever the JSON backend. The same chunks, holding the values the two
+parsers disagree on (NaN, Infinity, numbers beyond float or 64-bit range, lone surrogates escaped
+or encoded, a BOM, duplicate keys, deep nesting), go to both decoders with orjson and with the
+standard library, strict and replace: the same events, errors and results."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto import _json
+from svir_proto.llmstream import StreamDecoder
+from svir_proto.openai import ChatStreamDecoder
+from tests.helpers import ROOT
+
+spec = importlib.util.spec_from_file_location("_harness", ROOT / "fuzz" / "_harness.py")
+assert spec is not None
+assert spec.loader is not None
+harness = importlib.util.module_from_spec(spec)
+sys.path.insert(0, str(ROOT / "fuzz"))
+spec.loader.exec_module(harness)
+
+ODD_NUMBERS = st.sampled_from(
+    [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e999", b"18446744073709551615",
+     b"18446744073709551616", b"-9223372036854775809", b"123456789012345678901234567890",
+     b"1.5", b"-0", b"7", b"1" + b"0" * 400]
+)  # fmt: skip
+ODD_TEXT = st.sampled_from(
+    [b'"\\ud800"', b'"\\udfff x"', b'"\\ud83d\\ude00"', b'"a\\ud83d"', b'"\xed\xa0\x80"',
+     b'"\xff"', b'"\\\\ud800"', b'"plain"', b'"caf\xc3\xa9"', b'"\\u00e9"']
+)  # fmt: skip
+
+
+@st.composite
+def chunks(draw: st.DrawFn) -> bytes:
+    text = draw(ODD_TEXT)
+    number = draw(ODD_NUMBERS)
+    nest = draw(st.sampled_from([0, 10, 511, 520, 1030]))
+    payload = (
+        b'{"id":"c","model":"m","choices":[{"index":0,"delta":{"content":' + text + b"},"
+        b'"finish_reason":null}],"usage":{"prompt_tokens":'
+        + number
+        + b',"completion_tokens":2}'
+        + (b',"x":' + b"[" * nest + b"]" * nest if nest else b"")
+        + draw(st.sampled_from([b"", b',"id":"d"', b',"usage":null']))
+        + b"}"
+    )
+    if draw(st.booleans()):
+        payload = b"\xef\xbb\xbf" + payload
+    return payload
+
+
+@given(chunks(), st.sampled_from(["strict", "replace"]))
+def test_the_openai_decoder_reads_alike_with_either_backend(payload: bytes, errors: str) -> None:
+    body = b"data: " + payload + b"\n\ndata: [DONE]\n\n"
+    harness.differential(lambda: ChatStreamDecoder(errors=errors), body)  # type: ignore[arg-type]
+
+
+@given(chunks(), st.sampled_from(["strict", "replace"]))
+def test_the_llm_stream_decoder_reads_alike_with_either_backend(
+    payload: bytes, errors: str
+) -> None:
+    start = b'event: stream.start\ndata: {"v":"1.0","seq":0,"type":"stream.start","model":"m",'
+    start += b'"created":1}\n\n'
+    body = start + b"event: content.delta\ndata: " + payload + b"\n\n"
+    harness.differential(lambda: StreamDecoder(errors=errors), body)  # type: ignore[arg-type]
+
+
+def test_no_text_that_cannot_be_utf8_leaves_a_decoder() -> None:
+    body = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a\\ud800b"}}]}\n\n'
+    for backend in _json.BACKEND, "json":
+        _json.use(backend)  # type: ignore[arg-type]
+        d = ChatStreamDecoder(errors="replace")
+        d.feed(body + b"data: [DONE]\n\n")
+        assert d.result.text == "a\ufffdb"
+        d.result.text.encode("utf-8")  # it can be encoded: a gateway would not crash
+    _json.use("orjson" if _json.orjson is not None else "json")

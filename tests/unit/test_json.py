@@ -1,0 +1,84 @@
+"""`svir_proto._json`: one JSON policy whatever parser is installed (its rules, one by one)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from svir_proto import _json
+from svir_proto._json import MAX_DEPTH, JSONPolicyError, canonical, too_deep
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", "[-Infinity]", "1e400", "[-1e999]"])
+def test_rule_1_no_nan_no_infinity(text: str) -> None:
+    with pytest.raises(ValueError, match=r"not JSON|beyond the float range"):
+        canonical(text)
+
+
+def test_rule_2_integers_beyond_64_bits_read_as_floats() -> None:
+    assert canonical("18446744073709551615") == 2**64 - 1
+    assert canonical("-9223372036854775808") == -(2**63)
+    assert canonical("18446744073709551616") == float(2**64)
+    assert isinstance(canonical("123456789012345678901234567890"), float)
+    with pytest.raises(ValueError, match="float range"):
+        canonical("1" + "0" * 400)
+
+
+@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", '{"a":1}'.encode("utf-16"), b'"\xed\xa0\x80"'])
+def test_rule_3_utf8_only(raw: bytes) -> None:
+    with pytest.raises((ValueError, UnicodeDecodeError)):
+        canonical(raw)
+
+
+@pytest.mark.parametrize(
+    ("text", "at"),
+    [
+        (r'"\ud800"', 1),  # a high half alone
+        (r'"x\udc00"', 2),  # a low half alone
+        (r'"\ud800\ud800\udc00"', 1),  # a high half followed by another high half
+        (r'"\ud800 \udc00"', 1),  # halves apart
+        (r'["\ud83d\ude00", "\ud83d"]', 18),  # a pair, then a high half alone
+    ],
+)
+def test_rule_4_a_lone_surrogate_is_an_error_at_its_offset(text: str, at: int) -> None:
+    with pytest.raises(JSONPolicyError) as info:
+        canonical(text)
+    assert info.value.pos == at
+    assert canonical(text, errors="replace") is not None
+
+
+def test_rule_4_pairs_and_escaped_backslashes_are_text() -> None:
+    assert canonical(r'"\ud83d\ude00"') == "\U0001f600"
+    assert canonical(r'"\\ud800"') == "\\ud800"
+    assert canonical(r'{"\ud800": ["\udfff"]}', errors="replace") == {"\ufffd": ["\ufffd"]}
+    assert canonical(b'"\xff"', errors="replace") == "\ufffd"
+
+
+def test_rule_5_nesting() -> None:
+    ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert not too_deep(ok)
+    deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+    assert too_deep(deep)
+    assert too_deep(deep.encode())
+    with pytest.raises(JSONPolicyError, match="nested deeper"):
+        canonical(deep)
+    in_strings = json.dumps(["[" * 600, '\\"[[[', "{" * 600])  # brackets in strings do not nest
+    assert not too_deep(in_strings)
+
+
+def test_use_selects_a_backend() -> None:
+    before = _json.BACKEND
+    try:
+        _json.use("json")
+        assert _json.loads("[1]") == [1]
+        with pytest.raises(ValueError, match="backend must be"):
+            _json.use("simdjson")  # type: ignore[arg-type]
+    finally:
+        _json.use(before)
+
+
+def test_use_refuses_orjson_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_json, "orjson", None)
+    with pytest.raises(ValueError, match="orjson is not installed"):
+        _json.use("orjson")

@@ -1,0 +1,58 @@
+"""`RequestScanner`: the facts of a request body, read as it passes, a piece at a time."""
+
+from __future__ import annotations
+
+from svir_proto._jsonscan import MAX_VALUE, RequestScanner
+from tests.helpers import bytewise
+
+BODY = (
+    b'{"model": "qw\\"en", "messages": [{"role": "user", "content": "\\\\ [x] {y}"}], '
+    b'"stream": true, "stream_options": {"include_usage": true}, '
+    b'"tools": [{"type": "function", "function": {"name": "get_w\\u00e9ather", "x": [1, 2.5]}}]}'
+)
+
+
+def scan(pieces: list[bytes]) -> RequestScanner:
+    s = RequestScanner()
+    for p in pieces:
+        s.feed(p)
+    return s
+
+
+def test_whole_and_bytewise_alike() -> None:
+    for pieces in ([BODY], bytewise(BODY)):
+        s = scan(pieces)
+        assert (s.model, s.stream, s.include_usage, s.tools) == (
+            'qw"en',
+            True,
+            True,
+            ["get_wéather"],
+        )
+        assert not s.broken
+
+
+def test_what_follows_the_body_and_empty_pieces_change_nothing() -> None:
+    s = scan([b"", BODY, b'{"model": "other"}', b""])
+    assert s.model == 'qw"en'
+
+
+def test_a_broken_body_keeps_what_was_found() -> None:
+    s = scan([b'{"model": "m", "stream": tru', b'e, "x": ' + b"[" * 100])  # too deep
+    assert s.broken
+    assert (s.model, s.stream) == ("m", True)
+    s.feed(b'"stream": false')  # nothing more is read
+    assert s.stream is True
+    assert scan([b"}{"]).broken
+
+
+def test_long_values_are_cut_to_the_bound() -> None:
+    s = scan([b'{"model": "' + b"m" * (MAX_VALUE + 50) + b'"}'])
+    assert s.model is not None
+    assert len(s.model) == MAX_VALUE
+
+
+def test_scalars_split_across_pieces() -> None:
+    s = scan([b'{"stream": t', b"r", b'ue, "model": "m"}'])
+    assert (s.stream, s.model) == (True, "m")
+    s = scan([b'{"stream": false', b', "stream_options": {"include_usage": false}}'])
+    assert (s.stream, s.include_usage) == (False, False)
