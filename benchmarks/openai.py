@@ -1,32 +1,48 @@
-"""Bytes to typed events and a final result, side by side: svir-proto, openai-python, the floor.
+"""Bytes to typed events and a final result, on every stream shape, side by side with the floor
+and the peers.
 
-    python -m benchmarks.openai [--chunks 20000] [--repeat 15]
+    python -m benchmarks.openai [--chunks 20000] [--repeat 9] [--shape chat,tools,azure,crlf]
 
-- svir-proto: `ChatStreamDecoder` fed the pieces, every event built, then ``result``; once with
-  orjson (the ``fast`` extra) and once with the standard library's json.
-- openai-python: its typed pipeline, as ``client.chat.completions.stream`` runs it: its SSE
-  decoder, ``sse.json()``, ``construct_type(ChatCompletionChunk)``, and
-  ``ChatCompletionStreamState.handle_chunk``, then the final snapshot.
-- floor: ``bytes.split(b"\\n\\n")`` on the joined body and ``json.loads`` of each payload: no
-  SSE rules, no types, no result. Also shown with orjson.
+The shapes (`benchmarks.shapes`): chat with OpenAI's chunk keys, four interleaved tool calls,
+Azure's filter verdict on every chunk, CRLF line ends; each fed in 1460 B pieces, random pieces
+of 1..4096 B, and one event per read. In one run, taking turns in every round (a drifting VM
+slows them alike):
 
-The decoders take turns in every round (a drifting VM slows them alike); times are the best
-round. The stream is seeded and realistic (multi-byte text, usage chunk, ``[DONE]``).
+- svir-proto: `ChatStreamDecoder` fed the pieces, every event built, then ``result``; with
+  orjson (the ``fast`` extra) and with the standard library's json.
+- httpx-sse + dict: httpx-sse's ``EventSource.iter_sse`` over the decoded text, ``json.loads``
+  of each event, and a dict accumulator for the text, the tool calls and the finish reason: what
+  a careful user writes by hand.
+- floor: ``bytes.split`` on the joined body and ``json.loads`` of each payload, nothing kept:
+  no SSE rules, no types, no result. Also with orjson.
+- openai-python: its typed pipeline as ``client.chat.completions.stream`` runs it (its SSE
+  decoder, ``construct_type(ChatCompletionChunk)``, ``ChatCompletionStreamState``); it is ~50
+  times slower, so it runs once per shape, on the 1460 B pieces.
+
+Each cell is a time over the floor's (``split + json.loads``), the median of the ratios within
+the rounds. Targets: svir-proto at most 0.75x with orjson and 1.2x with the standard library,
+on every shape and every way of feeding it.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import time
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks._timing import main as bench_main
-from benchmarks.streams import openai_stream, scenarios
+from benchmarks.shapes import PIECES, SHAPES
+from benchmarks.sse import _TextResponse
 from svir_proto import _json
+from svir_proto.events import Completion
 from svir_proto.openai import ChatStreamDecoder
 
+TARGETS = {"svir-proto (orjson)": 0.75, "svir-proto (json)": 1.2}
+FLOOR = "floor: split + json.loads"
 
-def svir(parts: list[bytes]) -> object:
+
+def svir(parts: list[bytes]) -> Completion:
     d = ChatStreamDecoder()
     for p in parts:
         d.feed(p)
@@ -34,8 +50,8 @@ def svir(parts: list[bytes]) -> object:
     return d.result
 
 
-def svir_with(backend: str) -> Callable[[list[bytes]], object]:
-    def run(parts: list[bytes]) -> object:
+def svir_with(backend: str) -> Callable[[list[bytes]], Completion]:
+    def run(parts: list[bytes]) -> Completion:
         before = _json.BACKEND
         _json.use(backend)  # type: ignore[arg-type]
         try:
@@ -44,6 +60,29 @@ def svir_with(backend: str) -> Callable[[list[bytes]], object]:
             _json.use(before)
 
     return run
+
+
+def httpx_sse_dict(parts: list[bytes]) -> dict[str, object]:
+    from httpx_sse import EventSource
+
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    for sse in EventSource(_TextResponse(parts)).iter_sse():  # type: ignore[arg-type]
+        if sse.data == "[DONE]":
+            break
+        chunk = json.loads(sse.data)
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                text.append(delta["content"])
+            for call in delta.get("tool_calls") or ():
+                entry = calls.setdefault(call.get("index", 0), {"name": "", "arguments": ""})
+                function = call.get("function") or {}
+                entry["name"] += function.get("name") or ""
+                entry["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return {"text": "".join(text), "calls": calls, "finish": finish}
 
 
 def openai_python(parts: list[bytes]) -> object:
@@ -61,57 +100,88 @@ def openai_python(parts: list[bytes]) -> object:
     return state.current_completion_snapshot
 
 
-def floor_with(loads: Callable[[bytes], object]) -> Callable[[list[bytes]], object]:
-    def run(parts: list[bytes]) -> object:
-        out = []
-        for block in b"".join(parts).split(b"\n\n"):
+def floor_with(loads: Callable[[bytes], object], sep: bytes) -> Callable[[list[bytes]], int]:
+    def run(parts: list[bytes]) -> int:
+        n = 0
+        for block in b"".join(parts).split(sep):
             if block.startswith(b"data: {"):
-                out.append(loads(block[6:]))
-        return out
+                loads(block[6:])  # nothing kept: a kept dict per event costs the GC, not us
+                n += 1
+        return n
 
     return run
 
 
-def run(chunks: int, repeat: int) -> str:
-    body = openai_stream(chunks)
-    n = chunks + 4
+def check(body: bytes) -> None:
+    """The pipelines agree on the answer before anyone is timed."""
     result = svir([body])
-    snapshot = openai_python([body])
-    assert result.complete  # type: ignore[attr-defined]
-    assert result.text == snapshot.choices[0].message.content  # type: ignore[attr-defined]
-    fns: dict[str, Callable[[list[bytes]], object]] = {
-        "svir-proto (orjson)": svir_with("orjson"),
-        "svir-proto (json)": svir_with("json"),
-        "openai-python 3.57": openai_python,
-        "floor: split + json.loads": floor_with(json.loads),
-        "floor: split + orjson": floor_with(_json.orjson.loads if _json.orjson else json.loads),
-    }
-    out = [f"body: {len(body) / 1e6:.2f} MB, {n} events (seeded; multi-byte text)"]
-    for label, parts in scenarios(body):
-        timings = interleaved(
-            repeat, {k: (lambda fn=fn, parts=parts: fn(parts)) for k, fn in fns.items()}
-        )
-        floor = "floor: split + json.loads"
-        oai = "openai-python 3.57"
-        rows = [
-            [
-                k,
-                f"{t * 1e3:.0f}",
-                f"{t / n * 1e6:.2f}",
-                f"{timings.ratio(k, floor):.2f}x",
-                f"{timings.ratio(oai, k):.1f}x",
-            ]
-            for k, t in timings.best.items()
-        ]
+    peer = httpx_sse_dict([body])
+    assert result.complete, result.problems
+    assert result.text == peer["text"]
+    calls: dict[int, dict[str, str]] = peer["calls"]  # type: ignore[assignment]
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        (calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)
+    ]
+
+
+def run(chunks: int, repeat: int, shapes: list[str]) -> str:
+    orjson_loads = _json.orjson.loads if _json.orjson is not None else json.loads
+    out: list[str] = []
+    worst = dict.fromkeys(TARGETS, 0.0)
+    for name in shapes:
+        label, generate, scale = SHAPES[name]
+        body = generate(int(chunks * scale))
+        check(body)
+        sep = b"\r\n\r\n" if name == "crlf" else b"\n\n"
+        n = body.count(sep)
+        fns: dict[str, Callable[[list[bytes]], object]] = {
+            "svir-proto (orjson)": svir_with("orjson") if _json.orjson else svir_with("json"),
+            "svir-proto (json)": svir_with("json"),
+            "httpx-sse + dict": httpx_sse_dict,
+            FLOOR: floor_with(json.loads, sep),
+            "floor: split + orjson": floor_with(orjson_loads, sep),
+        }
+        cells: dict[str, list[str]] = {k: [] for k in fns}
+        per_event: dict[str, list[str]] = {k: [] for k in fns}
+        for cut in PIECES.values():
+            parts = cut(body)
+            timings = interleaved(
+                repeat, {k: (lambda f=f, parts=parts: f(parts)) for k, f in fns.items()}
+            )
+            for k in fns:
+                ratio = timings.ratio(k, FLOOR)
+                cells[k].append(f"{ratio:.2f}x")
+                per_event[k].append(f"{timings.best[k] / n * 1e6:.2f}")
+                if k in worst:
+                    worst[k] = max(worst[k], ratio)
+        parts = PIECES["1460 B"](body)
+        t = time.perf_counter()
+        try:
+            openai_python(parts)
+            oai = f"{(time.perf_counter() - t) / n * 1e6:.0f}"
+        except Exception as exc:  # a peer that breaks on a shape is a result too
+            oai = f"fails: {type(exc).__name__}"
+        rows = [[k, *cells[k], " / ".join(per_event[k])] for k in fns]
+        rows.append(["openai-python (1460 B, once)", "", "", "", oai])
         out.append(
-            f"\n{label}\n"
-            + table(["pipeline", "ms", "us/event", "vs floor (json)", "openai-python / this"], rows)
+            f"\n{label}: {len(body) / 1e6:.2f} MB, {n} events\n"
+            + table(["pipeline", *PIECES, "us/event (same order)"], rows)
         )
-    return "\n".join(out)
+    verdict = ", ".join(
+        f"{k} worst {worst[k]:.2f}x (target {TARGETS[k]}x)" for k in TARGETS if worst[k]
+    )
+    return "\n".join(out) + f"\n\nvs floor (split + json.loads): {verdict}"
 
 
 def main(argv: list[str] | None = None) -> None:
-    bench_main(run, __doc__, argv)
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--chunks", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument(
+        "--shape", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES)
+    )
+    args = ap.parse_args(argv)
+    print(run(args.chunks, args.repeat, args.shape.split(",")))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ first, then it is raised (the pull API's contract, ``_pull``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from . import _json
@@ -41,7 +42,6 @@ class DialectDecoder(PullDecoder[Event]):
     ) -> None:
         super().__init__()
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)  # checks errors
-        self._receive = self._framer.receive  # type: ignore[method-assign]
         self._loads = _json.loads
         self._errors: Errors = errors
         self._raw: list[RawItem] = []
@@ -50,6 +50,68 @@ class DialectDecoder(PullDecoder[Event]):
         self._closed = False
         self._cut = False
         self._framing_stopped = False  # bytes after the end broke framing: not read any more
+        self._skipped = 0  # bytes the express took that the framer has not counted yet
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """`PullDecoder.feed`, with the fast lanes while nothing is pending (``_fast``): the
+        express takes a piece that is exactly one simple event (`SSEFramer.whole`; a live
+        stream's every read) past the framer's buffer, and the lane frames the run of simple
+        events a piece completes in one call (`SSEFramer.take`); the dialect reads them at
+        once (``_on_batch``)."""
+        fast = self._fast
+        if fast is not None and type(data) is bytes and data:
+            framer = self._framer
+            end = framer.whole(data) if fast else 0
+            if end:  # counted into the framer's offsets when it is next used
+                at = framer._base + self._skipped
+                self._skipped += len(data)
+                payloads: list[bytes] | list[bytearray] | None = [data[6:end]]
+            else:
+                if self._skipped:
+                    framer.skip(self._skipped)
+                    self._skipped = 0
+                at = framer._base
+                payloads = framer.take(data)
+                if payloads is None:  # received: the general way takes it from here
+                    self._fast = None
+                    return self._reopen(self._received())
+            try:
+                self._on_batch(at, payloads, framer.gap)  # type: ignore[arg-type]
+            except RemoteProtocolError as exc:  # delivered after what came before it
+                self._deferred = exc
+            except Exception as exc:  # a bug, not a protocol error: still poison
+                self._error = exc
+                raise
+            out = self._queue
+            self._queue = []
+            if self._deferred is not None:
+                self._fast = None
+                self._error = self._deferred
+                if not out:
+                    raise self._deferred
+            elif self._terminal is not None:  # what follows the end goes the general way
+                self._fast = None
+                self._terminated = out[-1] is self._terminal
+            else:
+                self._fast = not framer._buf
+            return out
+        return self._reopen(PullDecoder.feed(self, data))
+
+    def _receive(self, data: bytes) -> None:
+        if self._skipped:
+            self._framer.skip(self._skipped)
+            self._skipped = 0
+        self._framer.receive(data)
+
+    def _reopen(self, out: list[Event]) -> list[Event]:
+        """After the general way: open the fast lanes if the framer's is, and this decoder is
+        neither poisoned nor ended; the express too if the framer holds no bytes."""
+        framer = self._framer
+        if framer.lane and self._error is None and self._terminal is None:
+            self._fast = not framer._buf
+        else:
+            self._fast = None
+        return out
 
     def _fill(self) -> None:
         if self._framing_stopped:
@@ -64,11 +126,8 @@ class DialectDecoder(PullDecoder[Event]):
         on_event = self._on_event
         try:
             for item in raw:
-                if len(item) == 3:  # a batch of simple events: one data line each, no type
-                    at, payloads, _ = item
-                    for payload in payloads:
-                        on_event(None, payload, at + 6)
-                        at += len(payload) + 8
+                if len(item) == 4:  # a batch of simple events: one data line each, no type
+                    self._on_batch(item[0], item[1], item[3])
                 elif len(item) == 6:
                     etype, data, data_at, _, _, _ = item
                     on_event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
@@ -91,6 +150,14 @@ class DialectDecoder(PullDecoder[Event]):
         self, sse_type: str | None, data: bytes | bytearray, at: int
     ) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+        """A `RawBatch`: each payload is an event of type ``None`` whose data begins 6 bytes
+        after the event (``data: ``), the next event ``len(payload) + gap`` bytes later."""
+        on_event = self._on_event
+        for payload in payloads:
+            on_event(None, payload, at + 6)
+            at += len(payload) + gap
 
     def _on_body_end(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

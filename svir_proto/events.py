@@ -13,7 +13,7 @@ flat, and never subclass each other; dispatch on them with ``match`` and end wit
 from __future__ import annotations
 
 import enum
-from typing import Literal, final
+from typing import Final, Literal, final
 
 import attrs
 
@@ -173,7 +173,15 @@ class FilterVerdict:
     """A content-filter verdict on the prompt or on the answer (Azure, wire reference 3.7).
 
     ``filtered`` is true when any category blocked; ``detected`` when any category detected
-    something, blocked or not (annotate-only filters).
+    something, blocked or not (annotate-only filters), or rated it above ``safe``.
+
+    The repeat rule: Azure repeats its verdict on every chunk of the answer, almost always
+    "safe" in every category. A verdict on the answer is an event, and is kept in
+    `Completion.filter_verdicts`, when it is news: the first one; one that differs from the
+    last in any way (a category, a severity, a flag); one that found something (``filtered``
+    or ``detected``), even repeated; and every asynchronous annotation (it has ``offsets``),
+    including a block after ``stop``. A verdict that repeats the last one and found nothing is
+    only counted (`Completion.filter_repeats`): no object per chunk, no memory per chunk.
     """
 
     scope: Literal["prompt", "completion"]
@@ -267,7 +275,10 @@ class Completion:
             stream cut, or failed, before ``[DONE]``): kept, never passed off as executable.
         finish_reason, finish_raw: the normalised finish reason and the wire value.
         usage: token counts, if the server sent them.
-        filter_verdicts: every content-filter verdict, prompt and answer.
+        filter_verdicts: the content-filter verdicts on the prompt and the answer that were
+            news (see `FilterVerdict` for the repeat rule).
+        filter_repeats: verdicts on the answer that repeated the last one and found nothing,
+            counted and not kept.
         error: the failure the server reported in the stream, if any.
         done: the end marker was seen (``[DONE]``, ``stream.end``).
         closed: the body ended (the caller passed ``b""``).
@@ -295,6 +306,7 @@ class Completion:
     finish_raw: str | None = None
     usage: Usage | None = None
     filter_verdicts: tuple[FilterVerdict, ...] = ()
+    filter_repeats: int = 0
     error: Failure | None = None
     done: bool = False
     closed: bool = False
@@ -321,3 +333,38 @@ class Completion:
     def parsed_arguments(self) -> tuple[ParsedArguments, ...]:
         """Each tool call's arguments parsed as JSON, in call order, errors reported per call."""
         return tuple(call.parse_arguments() for call in self.tool_calls)
+
+
+# -- building the hot events ---------------------------------------------------------------
+# A decoder builds a TextDelta or a ToolCallDelta for nearly every chunk. attrs's __init__ for
+# a frozen class sets each field through a bound object.__setattr__, which costs as much as the
+# rest of reading a chunk; these set the slots through their descriptors, at half the cost,
+# and build the very same objects (tests/unit/test_events.py checks every field is set).
+
+_new: Final = object.__new__
+_set_text: Final = TextDelta.__dict__["text"].__set__
+_set_text_index: Final = TextDelta.__dict__["index"].__set__
+_set_call_index: Final = ToolCallDelta.__dict__["index"].__set__
+_set_call_id: Final = ToolCallDelta.__dict__["id"].__set__
+_set_call_name: Final = ToolCallDelta.__dict__["name"].__set__
+_set_call_arguments: Final = ToolCallDelta.__dict__["arguments"].__set__
+
+
+def text_delta(text: str, index: int = 0) -> TextDelta:
+    """``TextDelta(text=text, index=index)``, built for the hot path."""
+    event: TextDelta = _new(TextDelta)
+    _set_text(event, text)
+    _set_text_index(event, index)
+    return event
+
+
+def tool_call_delta(
+    index: int, arguments: str, call_id: str | None = None, name: str | None = None
+) -> ToolCallDelta:
+    """``ToolCallDelta(index=..., id=call_id, name=name, arguments=...)``, for the hot path."""
+    event: ToolCallDelta = _new(ToolCallDelta)
+    _set_call_index(event, index)
+    _set_call_id(event, call_id)
+    _set_call_name(event, name)
+    _set_call_arguments(event, arguments)
+    return event

@@ -55,7 +55,7 @@ def imported(tree: ast.AST) -> set[str]:
 
 def test_core_files_are_found() -> None:
     names = {p.name for p in core_files()}
-    assert {"sse.py", "events.py", "errors.py"} <= names
+    assert {"framer.py", "events.py", "errors.py"} <= names
 
 
 @pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(CORE)))

@@ -16,10 +16,10 @@ def test_sse_benchmark_runs_and_all_decoders_agree() -> None:
     assert "svir-proto" in out
 
 
-def test_openai_benchmark_runs_and_the_results_agree() -> None:
-    out = bench_openai.run(chunks=200, repeat=1)
-    assert "openai-python" in out
-    assert "floor" in out
+def test_openai_benchmark_runs_every_shape_and_the_results_agree() -> None:
+    out = bench_openai.run(chunks=200, repeat=1, shapes=["chat", "tools", "azure", "crlf"])
+    for name in ("openai-python", "floor", "httpx-sse + dict", "Azure", "CRLF", "tool calls"):
+        assert name in out
 
 
 def test_request_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

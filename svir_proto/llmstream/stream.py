@@ -67,6 +67,7 @@ from ..events import (
     TextDelta,
     ToolCall,
     Usage,
+    text_delta,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
@@ -486,7 +487,7 @@ class StreamDecoder(DialectDecoder):
         if text:
             self._grow(len(text), at)
             self._text.append(text)
-            self._queue.append(TextDelta(text=text, index=index))
+            self._queue.append(text_delta(text, index))
         reasoning = ext.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
             carrier: ReasoningCarrier = "reasoning"

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..errors import RemoteProtocolError
-from ..events import ToolCall, ToolCallDelta
+from ..events import ToolCall, ToolCallDelta, tool_call_delta
 
 __all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError"]
 
@@ -80,19 +80,43 @@ class ToolCallAssembler:
             raise RemoteProtocolError("tool call 'function' must be an object", offset=at)
         name = function.get("name")
         args = function.get("arguments")
-        for field, value in (
-            ("id", call_id),
-            ("function.name", name),
-            ("function.arguments", args),
+        if not (
+            (call_id is None or type(call_id) is str)
+            and (name is None or type(name) is str)
+            and (args is None or type(args) is str)
         ):
-            if value is not None and not isinstance(value, str):
-                raise RemoteProtocolError(
-                    f"tool call {field} must be a string, not {value!r}", offset=at
+            field, value = next(
+                (field, value)
+                for field, value in (
+                    ("id", call_id),
+                    ("function.name", name),
+                    ("function.arguments", args),
                 )
+                if value is not None and type(value) is not str
+            )
+            raise RemoteProtocolError(
+                f"tool call {field} must be a string, not {value!r}", offset=at
+            )
         if index is not None and (type(index) is not int or index < 0):
             raise RemoteProtocolError(
                 f"tool call index must be an int >= 0, not {index!r}", offset=at
             )
+        return self.apply(index, call_id, name, args, at)
+
+    def arguments(self, index: int, args: str, at: int) -> ToolCallDelta:
+        """`piece` for ``{"index": index, "function": {"arguments": args}}``, the most common
+        piece, already checked."""
+        call = self._by_index.get(index)
+        if call is None:
+            return self.apply(index, None, None, args, at)
+        if args:  # Rule 4
+            call.args.append(args)
+        return tool_call_delta(call.wire_index, args)
+
+    def apply(
+        self, index: int | None, call_id: str | None, name: str | None, args: str | None, at: int
+    ) -> ToolCallDelta:
+        """Apply a piece's checked fields (Rules 1 to 4); return what it carried."""
         call = self._resolve(index, call_id or None, at)  # Rule 1
         new_id = None
         if call_id and call_id != call.id:
@@ -104,12 +128,7 @@ class ToolCallAssembler:
             name_part = name
         if args:  # Rule 4
             call.args.append(args)
-        return ToolCallDelta(
-            index=call.wire_index,
-            id=new_id,
-            name=name_part,
-            arguments=args or "",
-        )
+        return tool_call_delta(call.wire_index, args or "", new_id, name_part)
 
     def _resolve(self, index: int | None, call_id: str | None, at: int) -> _Call:
         if index is not None:

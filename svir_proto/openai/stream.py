@@ -30,12 +30,12 @@ does I/O; clocks belong to the caller (see `svir_proto.speed`).
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Final
+from collections.abc import Collection, Sequence
+from typing import Final, Literal
 
 from .. import _json
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from ..errors import Failure, FailureKind, RemoteProtocolError
+from ..errors import Failure, FailureKind, FilterResult, RemoteProtocolError
 from ..events import (
     Completion,
     FilterOffsets,
@@ -47,11 +47,13 @@ from ..events import (
     RefusalDelta,
     StreamFailed,
     StreamStarted,
-    TextDelta,
     ToolCall,
+    ToolCallDelta,
     Usage,
+    text_delta,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
+from ._envelope import BUDGET, NO_FILTERS, Envelope, Read, learnable
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
@@ -66,6 +68,9 @@ _FINISH: Final = {
     "content_filter": FinishReason.CONTENT_FILTER,
 }
 _DONE: Final = b"[DONE]"
+VERDICT_SIZE: Final = 256
+"""What a kept `FilterVerdict` counts against ``max_result_size``, in characters: about the
+memory it holds, so a stream of verdicts that all differ cannot grow without bound."""
 _IN_STREAM: Final = FailureKind.SERVER_ERROR  # an error inside a 200 stream, unless recognised
 
 
@@ -121,6 +126,10 @@ class ChatStreamDecoder(DialectDecoder):
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
+        self._quiet: object = None  # the raw results of the last verdict, if it found nothing
+        self._repeats = 0  # verdicts that repeated a quiet one (not news)
+        self._envelope: Envelope | None = None
+        self._budget = BUDGET
         self._failure: Failure | None = None  # the first failure the stream reported
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._done = False
@@ -147,6 +156,7 @@ class ChatStreamDecoder(DialectDecoder):
             finish_raw=None if finish is None else finish.raw,
             usage=self._usage,
             filter_verdicts=tuple(self._verdicts),
+            filter_repeats=self._repeats,
             error=failure,
             done=self._done,
             closed=self._closed,
@@ -179,6 +189,10 @@ class ChatStreamDecoder(DialectDecoder):
             if sse_type == "error":
                 self._event_error(payload, at)
             return  # other event types are not part of this protocol (3.1): ignored
+        self._on_batch(at - 6, [payload], 0)
+
+    def _chunk(self, payload: bytes | bytearray, at: int) -> None:
+        """One chunk (or ``[DONE]``), the general way: parsed whole."""
         if payload == _DONE:
             self._on_done()
             return
@@ -215,6 +229,83 @@ class ChatStreamDecoder(DialectDecoder):
             prompt = obj.get("prompt_annotations")
         if prompt is not None:
             self._prompt_verdicts(prompt)
+        if self._budget:
+            choice = learnable(obj)
+            if choice is not None:
+                self._learn(payload, choice)
+
+    # -- a chunk that repeats the envelope (see _envelope) -----------------------------------
+
+    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+        """The hot loop, over a run of simple events (one data line each, no type): a chunk
+        that repeats the learned envelope (see `_envelope`) is read here, plain content at
+        once; any other goes the general way (`_chunk`)."""
+        chunk = self._chunk
+        content = self._content
+        calls = self._calls
+        queue = self._queue
+        at += 6  # where each payload begins
+        for payload in payloads:
+            if self._done:
+                self._ignored += 1  # Rule 8
+            else:
+                envelope = self._envelope
+                got: Read = None
+                if envelope is not None:
+                    try:
+                        got = envelope.read(payload)
+                    except UnicodeDecodeError:  # the general way applies the policy
+                        got = None
+                    if isinstance(got, str):
+                        if got:
+                            content(got, at)
+                    elif got is not None:
+                        first, second = got
+                        if type(second) is str:  # a plain delta: a call's arguments, reasoning
+                            if type(first) is int:  # _tool_delta, inline
+                                self._size += len(second)
+                                if self._size > self._max_result:
+                                    self._grow(0, at)  # raises
+                                queue.append(calls.arguments(first, second, at))
+                            elif second:
+                                self._reason(second, first)  # type: ignore[arg-type]
+                        elif not self._repeat(payload, first, second, at):  # type: ignore[arg-type]
+                            got = None
+                if got is None:
+                    chunk(payload, at)
+                else:
+                    envelope.hits += 1  # type: ignore[union-attr]
+                    filters = envelope.filters  # type: ignore[union-attr]
+                    if filters is not NO_FILTERS:  # Azure's verdict on every chunk
+                        if filters is self._quiet and filters is not None:
+                            self._repeats += 1  # what _completion_verdict would find, at once
+                        else:
+                            self._completion_verdict(filters, None)
+            at += len(payload) + gap
+
+    def _repeat(self, payload: bytes | bytearray, start: int, end: int, at: int) -> bool:
+        """Read the delta at ``payload[start:end]`` of a chunk that repeats the envelope, one
+        that is not plain (it is parsed alone); ``False``, having changed nothing, when the
+        chunk must go the general way."""
+        if len(payload) > DEEP:
+            return False  # the general way checks its depth
+        try:
+            delta = self._loads(payload[start:end])
+        except (ValueError, RecursionError):
+            return False
+        if type(delta) is not dict:
+            return False
+        if delta:
+            self._delta(delta, at)
+        return True
+
+    def _learn(self, payload: bytes | bytearray, choice: dict[str, object]) -> None:
+        if not self._started:
+            return  # a repeat reads its delta past _delta, which would start the stream
+        previous = self._envelope
+        if previous is not None:
+            self._budget = BUDGET if previous.hits else self._budget - 1
+        self._envelope = Envelope.learn(payload, choice) if self._budget else None
 
     # -- one chunk ---------------------------------------------------------------------------
 
@@ -251,7 +342,9 @@ class ChatStreamDecoder(DialectDecoder):
             if delta:
                 self._delta(delta, at)
         if "content_filter_results" in choice or "content_filter_offsets" in choice:
-            self._completion_verdict(choice)
+            self._completion_verdict(
+                choice.get("content_filter_results"), choice.get("content_filter_offsets")
+            )
         finish = choice.get("finish_reason")
         if finish is not None:
             self._on_finish(finish, at)
@@ -272,14 +365,7 @@ class ChatStreamDecoder(DialectDecoder):
         if content:
             if type(content) is not str:
                 raise RemoteProtocolError("delta.content must be a string", offset=at)
-            think = self._think
-            if think is None or (not think.inside and not think.held and "<" not in content):
-                self._grow(len(content), at)
-                self._text.append(content)
-                queue.append(TextDelta(text=content))
-            else:
-                for reasoning, piece in think.split(content):
-                    self._emit_split(reasoning, piece, at)
+            self._content(content, at)
         refusal = delta.get("refusal")
         if refusal:
             text = _string(refusal, "refusal", at)
@@ -291,9 +377,23 @@ class ChatStreamDecoder(DialectDecoder):
             if type(calls) is not list:
                 raise RemoteProtocolError("delta.tool_calls must be a list", offset=at)
             for raw in calls:
-                call = self._calls.piece(raw, at)
-                self._grow(len(call.arguments) + len(call.name or ""), at)
-                queue.append(call)
+                self._tool_delta(self._calls.piece(raw, at), at)
+
+    def _tool_delta(self, call: ToolCallDelta, at: int) -> None:
+        self._grow(len(call.arguments) + len(call.name or ""), at)
+        self._queue.append(call)
+
+    def _content(self, content: str, at: int) -> None:
+        think = self._think
+        if think is None or (not think.inside and not think.held and "<" not in content):
+            self._size += len(content)
+            if self._size > self._max_result:
+                self._grow(0, at)  # raises
+            self._text.append(content)
+            self._queue.append(text_delta(content))
+        else:
+            for reasoning, piece in think.split(content):
+                self._emit_split(reasoning, piece, at)
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
         self._grow(len(text), None)
@@ -311,7 +411,7 @@ class ChatStreamDecoder(DialectDecoder):
             self._queue.append(ReasoningDelta(text=piece, carrier="think"))
         else:
             self._text.append(piece)
-            self._queue.append(TextDelta(text=piece))
+            self._queue.append(text_delta(piece))
 
     def _flush_think(self) -> None:
         if self._think is not None:
@@ -360,11 +460,11 @@ class ChatStreamDecoder(DialectDecoder):
             if isinstance(entry, dict):
                 results = filter_results(entry.get("content_filter_results"))
                 if results:
-                    self._verdict(FilterVerdict(scope="prompt", results=results))
+                    self._verdict("prompt", results)
 
-    def _completion_verdict(self, choice: dict[str, object]) -> None:
-        results = filter_results(choice.get("content_filter_results"))
-        raw_offsets = choice.get("content_filter_offsets")
+    def _completion_verdict(self, raw: object, raw_offsets: object) -> None:
+        """Rule 7's repeat rule: a verdict on the answer that repeats the last one, and found
+        nothing, is not news (see `FilterVerdict`)."""
         offsets = None
         if isinstance(raw_offsets, dict):
             offsets = FilterOffsets(
@@ -372,22 +472,35 @@ class ChatStreamDecoder(DialectDecoder):
                 start_offset=_count(raw_offsets.get("start_offset")),
                 end_offset=_count(raw_offsets.get("end_offset")),
             )
+        elif raw == self._quiet and raw is not None:
+            self._quiet = raw  # the same object next time: `is` settles it
+            self._repeats += 1
+            return
+        results = filter_results(raw)
         if results or offsets is not None:
-            self._verdict(FilterVerdict(scope="completion", results=results, offsets=offsets))
+            verdict = self._verdict("completion", results, offsets)
+            if offsets is None:
+                self._quiet = None if verdict.filtered or verdict.detected else raw
 
-    def _verdict(self, verdict: FilterVerdict) -> None:
-        results = verdict.results
+    def _verdict(
+        self,
+        scope: Literal["prompt", "completion"],
+        results: tuple[FilterResult, ...],
+        offsets: FilterOffsets | None = None,
+    ) -> FilterVerdict:
         verdict = FilterVerdict(
-            scope=verdict.scope,
+            scope=scope,
             results=results,
-            offsets=verdict.offsets,
+            offsets=offsets,
             filtered=any(r.filtered for r in results),
             detected=any(
                 r.filtered or r.detected or (r.severity not in (None, "safe")) for r in results
             ),
         )
+        self._grow(VERDICT_SIZE, None)
         self._verdicts.append(verdict)
         self._queue.append(verdict)
+        return verdict
 
     # -- the end -----------------------------------------------------------------------------
 

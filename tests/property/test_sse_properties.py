@@ -109,11 +109,11 @@ def framed(pieces: list[bytes]) -> list[object]:
     assert framer.end is not None
     items: list[object] = []
     for item in out:
-        if len(item) == 3:  # a batch: the same events, framed in one step
-            start, payloads, last_id = item  # type: ignore[misc]
-            for payload in payloads:  # event k begins 8 bytes after the one before ends
+        if len(item) == 4:  # a batch: the same events, framed in one step
+            start, payloads, last_id, gap = item  # type: ignore[misc]
+            for payload in payloads:  # event k begins `gap` bytes after the one before ends
                 items.append((None, bytes(payload), start + 6, last_id, None, start))
-                start += len(payload) + 8
+                start += len(payload) + gap
         else:
             items.append(item)
     return [*items, framer.end.offset]
@@ -171,21 +171,26 @@ def test_errors_do_not_depend_on_split(data: st.DataObject, limit: int, noise: b
 
 
 # The fast lanes (SSEDecoder.feed's express and SSEFramer.take) take streams shaped like an LLM
-# server's: one "data: " line per event, LF line ends, a piece per event or several. These
-# streams are mostly that, with now and then something each lane must hand to the general path.
+# server's: one "data: " line per event, all LF line ends or all CRLF, a piece per event or
+# several. These streams are mostly that, with now and then something each lane must hand to the
+# general path (among them the other line end).
 LIVE_EVENTS = {
-    "simple": lambda t: f"data: {t}\n\n".encode(),
-    "empty": lambda t: b"data: \n\n",
-    "typed": lambda t: f"event: x\ndata: {t}\n\n".encode(),
-    "id": lambda t: f"id: {t}\ndata: {t}\n\n".encode(),
-    "comment": lambda t: f": {t}\n\n".encode(),
-    "crlf": lambda t: f"data: {t}\r\n\r\n".encode(),
-    "cr": lambda t: f"data: {t}\r\r".encode(),
-    "cr inside": lambda t: f"data: {t}\r{t}\n\n".encode(),
-    "invalid": lambda t: b"data: \xff" + t.encode() + b"\n\n",
-    "blank": lambda t: b"\n",
-    "two lines": lambda t: f"data: {t}\ndata: {t}\n\n".encode(),
-    "nospace": lambda t: f"data:{t}\n\n".encode(),
+    "simple": lambda t, e: f"data: {t}{e}{e}".encode(),
+    "empty": lambda t, e: f"data: {e}{e}".encode(),
+    "typed": lambda t, e: f"event: x{e}data: {t}{e}{e}".encode(),
+    "id": lambda t, e: f"id: {t}{e}data: {t}{e}{e}".encode(),
+    "comment": lambda t, e: f": {t}{e}{e}".encode(),
+    "other line end": lambda t, e: (
+        f"data: {t}\r\n\r\n".encode() if e == "\n" else f"data: {t}\n\n".encode()
+    ),
+    "cr": lambda t, e: f"data: {t}\r\r".encode(),
+    "cr inside": lambda t, e: f"data: {t}\r{t}{e}{e}".encode(),
+    "lf inside": lambda t, e: f"data: {t}\n{t}{e}{e}".encode(),
+    "mixed": lambda t, e: f"data: {t}\r\n\n".encode(),
+    "invalid": lambda t, e: b"data: \xff" + f"{t}{e}{e}".encode(),
+    "blank": lambda t, e: e.encode(),
+    "two lines": lambda t, e: f"data: {t}{e}data: {t}{e}{e}".encode(),
+    "nospace": lambda t, e: f"data:{t}{e}{e}".encode(),
 }
 LIVE_KINDS = st.sampled_from(["simple"] * 6 + sorted(LIVE_EVENTS))
 
@@ -193,8 +198,11 @@ LIVE_KINDS = st.sampled_from(["simple"] * 6 + sorted(LIVE_EVENTS))
 @st.composite
 def live_pieces(draw: st.DrawFn) -> list[bytes]:
     """Events grouped into pieces, one per piece as often as not; a piece is sometimes cut,
-    inside a line or after one."""
-    events = [LIVE_EVENTS[draw(LIVE_KINDS)](draw(TEXT)) for _ in range(draw(st.integers(0, 20)))]
+    inside a line, after one, or between a CR and its LF."""
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    events = [
+        LIVE_EVENTS[draw(LIVE_KINDS)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))
+    ]
     if draw(st.booleans()):
         events.append(b"data: " + draw(TEXT).encode())  # an unterminated tail
     pieces: list[bytes] = []
@@ -205,7 +213,7 @@ def live_pieces(draw: st.DrawFn) -> list[bytes]:
         i += k
         cut = draw(st.sampled_from([None, None, None, "line", "anywhere"]))
         if cut is not None and len(piece) > 1:
-            ends = [j + 1 for j in range(len(piece) - 1) if piece[j] == 10]
+            ends = [j + 1 for j in range(len(piece) - 1) if piece[j] in b"\r\n"]
             at = draw(
                 st.sampled_from(ends) if cut == "line" and ends else st.integers(1, len(piece) - 1)
             )

@@ -82,3 +82,14 @@ def test_use_refuses_orjson_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(_json, "orjson", None)
     with pytest.raises(ValueError, match="orjson is not installed"):
         _json.use("orjson")
+
+
+def test_what_follows_the_value_may_be_whitespace_only() -> None:
+    assert _json.canonical('{"a": 1} \n') == {"a": 1}
+    assert _json.canonical(" [1]") == [1]
+    with pytest.raises(json.JSONDecodeError) as info:
+        _json.canonical('{"a": 1} x')
+    assert (info.value.msg, info.value.pos) == ("Extra data", 9)
+    with pytest.raises(json.JSONDecodeError) as info:
+        _json.canonical("  ")
+    assert (info.value.msg, info.value.pos) == ("Expecting value", 2)

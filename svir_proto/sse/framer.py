@@ -1,6 +1,6 @@
-"""Server-sent events: bytes to events (`SSEDecoder`) and events to bytes (`SSEEncoder`).
+"""Framing server-sent events: bytes to raw items, the rules applied once for every decoder.
 
-The decoder follows the WHATWG HTML "interpreting an event stream" rules (section 9.2.6), from
+The framer follows the WHATWG HTML "interpreting an event stream" rules (section 9.2.6), from
 bytes, in one pass:
 
 Rule 1: a line ends at LF, CRLF or CR; a CR that ends one piece may meet its LF in the next, and
@@ -21,15 +21,18 @@ an unterminated line included) is bounded by ``max_event_size``; past it a
 `RemoteProtocolError` names the limit, at the offset where that event began, however the input
 was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
 
-Speed: two fast lanes take what LLM servers send, events of one ``data: `` line with LF line
-ends. While nothing is pending (`SSEFramer.lane`), `SSEDecoder.feed` takes a piece that is
-exactly one such event with a few C-level checks and no buffer (the express: a live stream's
-every read), and `SSEFramer.take` frames the run of such events a piece completes with one split,
-checked by counting LFs. Anything else (another field, a comment, a CR, the size bound, bytes
-that are not UTF-8) goes the general way, which applies the rules line by line, or block by
-block while the buffer holds no CR. All paths give the same items, offsets and verdicts: the
-property tests check the lanes against the general path and the general path against a plain
-model of the algorithm, and the fuzz targets feed each body whole, byte by byte and flushed.
+Speed: two fast lanes take what LLM servers send, events of one ``data: `` line, all with LF
+line ends or all with CRLF (the lane follows the line end of the last event the general way
+dispatched). While nothing is pending (`SSEFramer.lane`), a decoder's ``feed`` takes a piece
+that is exactly one such event (`SSEFramer.whole`) with a few C-level checks and no buffer (the
+express: a live stream's every read), and `SSEFramer.take` frames the run of such events a
+piece completes with one split, checked by counting LFs and CRs against the separators.
+Anything else (another field, a comment, a lone CR, a change of line end, the size bound,
+bytes that are not UTF-8) goes the general way, which applies the rules line by line, or block
+by block while the buffer holds no CR. All paths give the same items, offsets and verdicts:
+the property tests check the lanes against the general path and the general path against a
+plain model of the algorithm, and the fuzz targets feed each body whole, byte by byte and
+flushed.
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `RemoteProtocolError` with the
@@ -42,24 +45,13 @@ This module must never do I/O.
 from __future__ import annotations
 
 import sys
-from itertools import repeat
-from typing import Final, Literal, NamedTuple, final
+from typing import Final, Literal, final
 
 import attrs
 
-from ._pull import PullDecoder
-from .errors import RemoteProtocolError
+from ..errors import RemoteProtocolError
 
-__all__ = [
-    "DEFAULT_MAX_EVENT_SIZE",
-    "EndOfStream",
-    "SSEComment",
-    "SSEDecoder",
-    "SSEEncoder",
-    "SSEFramer",
-    "SSEItem",
-    "ServerSentEvent",
-]
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "EndOfStream", "SSEFramer"]
 
 DEFAULT_MAX_EVENT_SIZE: Final = 8 * 1024 * 1024
 """Bytes one event may take on the wire (8 MiB). httpx2's SSE decoder, the only other Python
@@ -70,32 +62,12 @@ _MAX_RETRY_DIGITS: Final = 18  # fits an int64; longer values are ignored like n
 _NONE: Final = sys.maxsize  # "no such byte in the buffer" for the cached line-end positions
 _BOM: Final = b"\xef\xbb\xbf"
 SEPARATOR: Final = b"\n\ndata: "
-"""What separates the payloads of consecutive simple events."""
+"""What separates the payloads of consecutive simple events (LF line ends)."""
+SEPARATOR_CRLF: Final = b"\r\n\r\ndata: "
 _LF: Final = 10
-_MANY: Final = 64  # from this many events in one piece, building them in C is cheaper
-_new_tuple: Final = tuple.__new__  # builds a ServerSentEvent in C, skipping its Python __new__
 _CR: Final = 13
 
 Errors = Literal["strict", "replace"]
-
-
-class ServerSentEvent(NamedTuple):
-    """One dispatched event: its type, data, the last event id, and the ``retry`` it carried.
-
-    A named tuple rather than an attrs class: immutable, hashable and slotted all the same, and
-    several times cheaper to build, which matters at one per event (see benchmarks/sse.py).
-    """
-
-    event: str = "message"
-    data: str = ""
-    id: str = ""
-    retry: int | None = None
-
-
-class SSEComment(NamedTuple):
-    """A comment line (``:`` then text, one leading space removed); keep-alives look like this."""
-
-    text: str
 
 
 @final
@@ -110,18 +82,17 @@ class EndOfStream:
     offset: int = attrs.field(default=0, eq=False)
 
 
-SSEItem = ServerSentEvent | SSEComment | EndOfStream
-
 RawEvent = tuple[str | None, bytes, int | list[int], str, int | None, int]
 """A framed event before its data is decoded: (type or None, data, the offset of its data
 line's value, or of each one's when there are several, last event id, retry, offset of the
 event's first byte)."""
 RawComment = tuple[str, int]
 """A framed comment: (text, offset)."""
-RawBatch = tuple[int, list[bytearray], str]
+RawBatch = tuple[int, list[bytearray], str, int]
 """A run of events that were each exactly ``data: <payload>`` and a blank line, all of type
-``message`` with no retry: (offset of the first event, the payloads, the last event id). Event
-k begins at the first's offset plus ``len(payload) + 8`` for each payload before it."""
+``message`` with no retry: (offset of the first event, the payloads, the last event id, the
+bytes around each payload: 8 with LF line ends, 10 with CRLF). Event k begins at the first's
+offset plus ``len(payload) + gap`` for each payload before it."""
 RawItem = RawEvent | RawComment | RawBatch
 
 
@@ -147,8 +118,12 @@ class SSEFramer:
         self.end: EndOfStream | None = None
         self.lane = False
         """The fast lane is open: the buffer begins where an event begins, nothing of that
-        event is applied yet, the buffer holds no CR, the BOM is settled and the body goes on.
-        Then `take` frames a run of simple events with a few C-level scans."""
+        event is applied yet, the BOM is settled and the body goes on; with LF line ends the
+        buffer holds no CR. Then `take` frames a run of simple events with a few C-level
+        scans."""
+        self.gap = 8
+        """The lane's line end: 8 bytes around a simple event's payload with LF (``data: `` and
+        two LFs), 10 with CRLF, whose CRs the cached positions below do not track."""
         # Positions are absolute (counted from the first byte received) unless named otherwise.
         self._buf = bytearray()  # unconsumed bytes; _buf[0] is at _base
         self._base = 0
@@ -159,6 +134,7 @@ class SSEFramer:
         self._scan = 0  # where the next search for a blank line may resume
         self._bom = True  # the BOM question is still open
         self._skip_lf = False  # the last line ended in a CR that ended a piece
+        self._crlf = False  # the last blank line the general way applied ended in a CR
         self._event_start = 0  # absolute offset of the first byte after the last blank line
         self._fields = False  # a field line was seen since the last blank line
         self._data: list[bytes] = []
@@ -175,11 +151,27 @@ class SSEFramer:
         buf = self._buf
         start = self._base + len(buf)
         buf += data
-        if self._cr == _NONE:
+        if self._cr == _NONE and self.gap == 8:
             i = data.find(b"\r")
             if i >= 0:
                 self._cr = start + i
                 self.lane = False
+
+    def whole(self, data: bytes) -> int:
+        """Where the payload ends, if ``data`` is exactly one simple event with the lane's line
+        ends (``data: <payload>`` then a blank line, within the size bound), else 0: the
+        express's test, for a decoder's ``feed`` while `lane` is open and the buffer empty."""
+        n = len(data)
+        if self.gap == 8:
+            if data.find(b"\n") != n - 2 or data[-1] != _LF or _CR in data:
+                return 0
+        elif not (
+            data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
+        ):
+            return 0
+        if data[:6] != b"data: " or n > self.max_event_size:
+            return 0
+        return n - self.gap + 6
 
     def skip(self, n: int) -> None:
         """Count ``n`` bytes of whole events taken without this framer (`SSEDecoder.feed`'s
@@ -195,7 +187,7 @@ class SSEFramer:
         complete yet. ``None``: the data was received, but what it completes needs `frame`
         (anything other than a run of simple events, or a limit).
         """
-        if b"\r" in data:
+        if self.gap == 8 and _CR in data:
             self.receive(data)  # which closes the lane
             return None
         self._buf += data
@@ -211,24 +203,29 @@ class SSEFramer:
         base = self._base
         n = len(buf)
         limit = self.max_event_size
-        end = buf.rfind(b"\n\n", self._scan - base)
+        gap = self.gap
+        blank, sep = (b"\n\n", SEPARATOR) if gap == 8 else (b"\r\n\r\n", SEPARATOR_CRLF)
+        end = buf.rfind(blank, max(self._scan - base, 0))
         if end < 0:
-            if n > limit or buf[:1] == b"\n":
+            if n > limit or buf[:1] == b"\n" or buf[:1] == b"\r":
                 return None
-            self._scan = base + n - 1 if n else base
+            self._scan = base + n - len(blank) + 1 if n else base
             return []
         # The run may not exceed the bound (a run that could goes the exact way, which finds
         # the event at fault), nor may what follows it.
-        if end >= limit or n - end - 2 > limit or buf[:6] != b"data: ":
+        after = end + len(blank)
+        if after - len(blank) // 2 > limit or n - after > limit or buf[:6] != b"data: ":
             return None
-        payloads = buf[6:end].split(SEPARATOR)
-        # Each block is one line if the separators account for every LF.
-        if buf.count(b"\n", 6, end) != 2 * len(payloads) - 2:
+        payloads = buf[6:end].split(sep)
+        # Each block is one line if the separators account for every LF (and, with CRLF,
+        # every CR: with LF line ends the buffer holds none).
+        ends = 2 * len(payloads) - 2
+        if buf.count(b"\n", 6, end) != ends or (gap != 8 and buf.count(b"\r", 6, end) != ends):
             return None
-        del buf[: end + 2]
-        base += end + 2
+        del buf[:after]
+        base += after
         self._base = self._event_start = base
-        self._scan = base + n - end - 3 if n > end + 2 else base
+        self._scan = base + n - after - len(blank) + 1 if n > after else base
         return payloads
 
     def frame(self, out: list[RawItem]) -> None:
@@ -243,19 +240,32 @@ class SSEFramer:
             payloads = self._run()
             if payloads is not None:
                 if payloads:
-                    out.append((at, payloads, self.last_event_id))
+                    out.append((at, payloads, self.last_event_id, self.gap))
                 return
+        if self.gap != 8:  # the CRLF lane did not track CRs: find them again
+            self.gap = 8
+            buf = self._buf
+            cr = buf.find(b"\r")
+            self._cr = self._base + cr if cr >= 0 else _NONE
+            self._lf = -1
+            self._lf_from = self._scan = self._base
         try:
             if self._cr != _NONE or self._eof or self._skip_lf or self._bom:
                 self._frame_lines(out)
             else:
                 self._frame_blocks(out)
         finally:
+            base = self._base
+            if self._cr != _NONE and self._cr < base:  # past the CRs it knew of: any more?
+                cr = self._buf.find(b"\r")
+                self._cr = base + cr if cr >= 0 else _NONE
             self.lane = (
                 self._cr == _NONE
-                and self._event_start == self._base
+                and self._event_start == base
                 and not (self._fields or self._eof or self._skip_lf or self._bom)
             )
+            if self.lane and self._crlf:
+                self.gap = 10
 
     def _frame_blocks(self, out: list[RawItem]) -> None:
         """No CR in the buffer, so every line ends in LF and every event in "\n\n": apply every
@@ -269,6 +279,7 @@ class SSEFramer:
             del buf[:1]
             base = self._base = base + 1
         elif end >= 0:
+            self._crlf = False
             self._blocks(bytes(buf[:end]), base, out)
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
@@ -344,6 +355,7 @@ class SSEFramer:
         self._lines([bytes(buf[pos:end])], base + pos, out)
         if end == pos:  # a blank line: the event starts after its whole line end
             self._event_start = base + nxt
+            self._crlf = end == cr  # the lane's line end, when it opens again
         return nxt
 
     def _blocks(self, region: bytes, at: int, out: list[RawItem]) -> None:
@@ -360,7 +372,7 @@ class SSEFramer:
         pending = self._fields or self._event_start != at
         last_id = self.last_event_id
         for block in region.split(b"\n\n"):
-            if not pending and block[:6] == b"data: " and b"\n" not in block and len(block) < limit:
+            if not pending and block[:6] == b"data: " and _LF not in block and len(block) < limit:
                 out.append((None, block[6:], at + 6, last_id, None, at))
             else:
                 if not pending:
@@ -481,176 +493,6 @@ class SSEFramer:
             ) from exc
 
 
-class SSEDecoder(PullDecoder[SSEItem]):
-    """Decode a ``text/event-stream`` body, piece by piece, with the pull API (STYLE.md 2).
-
-    Yields `ServerSentEvent` and `SSEComment` items, then one `EndOfStream`.
-
-    Args:
-        max_event_size: bytes an event may take on the wire, everything since the previous
-            blank line counted (see the module docstring).
-        errors: ``"strict"`` (invalid UTF-8 raises `RemoteProtocolError` with its offset) or
-            ``"replace"`` (U+FFFD, as browsers do).
-    """
-
-    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, errors: Errors = "strict"):
-        super().__init__()
-        self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)
-        self._raw: list[RawItem] = []
-        self._last_id = ""  # the framer's last_event_id, as of the last slow feed
-        self._skipped = 0  # bytes the express took that the framer has not counted yet
-        self._express_limit = max_event_size + 2
-
-    @property
-    def max_event_size(self) -> int:
-        return self._framer.max_event_size
-
-    @property
-    def retry(self) -> int | None:
-        """The last valid ``retry`` the stream set, in milliseconds, or ``None``."""
-        return self._framer.retry
-
-    @property
-    def last_event_id(self) -> str:
-        """The id the next event will carry (Rule 4)."""
-        return self._framer.last_event_id
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[SSEItem]:
-        # self._fast: None, the lanes are closed; False, the lane is open (SSEFramer.take);
-        # True, the express too (feed takes a whole event itself: the framer holds no bytes).
-        if self._fast and type(data) is bytes:
-            n = len(data)
-            if (
-                data.find(b"\n") == n - 2
-                and data[-1] == 10  # LF
-                and data[:6] == b"data: "
-                and b"\r" not in data
-                and n < self._express_limit
-            ):
-                # Express: the piece is one whole event of one data line, as a live stream's
-                # every read is (the server flushes each token): no buffer, no framing call,
-                # and its bytes are counted into the framer's offsets when it is next used.
-                # Text that is not UTF-8 goes the slow way, which applies the policy.
-                try:
-                    text = data[6 : n - 2].decode()
-                except UnicodeDecodeError:
-                    pass
-                else:
-                    self._skipped += n
-                    return [_new_tuple(ServerSentEvent, ("message", text, self._last_id, None))]
-        if self._fast is not None and data and type(data) is bytes:
-            # The fast lane: one call frames the piece (SSEFramer.take), and each payload of
-            # the run of simple events it completes is decoded once.
-            framer = self._framer
-            if self._skipped:
-                framer.skip(self._skipped)
-                self._skipped = 0
-            payloads = framer.take(data)
-            if payloads is None:
-                return self._slow(None)
-            self._fast = not framer._buf
-            try:
-                return _events(payloads, self._last_id)
-            except UnicodeDecodeError:
-                at = framer._base - sum(len(p) + 8 for p in payloads)
-                self._raw.append((at, payloads, self._last_id))
-                return self._slow(None)
-        return self._slow(data)
-
-    def _receive(self, data: bytes) -> None:
-        if self._skipped:
-            self._framer.skip(self._skipped)
-            self._skipped = 0
-        self._framer.receive(data)
-
-    def _slow(self, data: bytes | bytearray | memoryview | None) -> list[SSEItem]:
-        """`feed` the general way (``None``: the framer has the bytes already), then open the
-        fast lanes again if the stream allows: the framer's lane is open (see
-        `SSEFramer.lane`), this decoder is not poisoned, and no event waits in its queue; the
-        express too if the framer holds no bytes."""
-        self._fast = None
-        out = self._received() if data is None else PullDecoder.feed(self, data)
-        framer = self._framer
-        if framer.lane and self._error is None:
-            self._fast = not framer._buf
-        self._last_id = framer.last_event_id
-        return out
-
-    def _fill(self) -> None:
-        framer = self._framer
-        raw = self._raw  # may hold a batch the fast lane could not decode
-        self._raw = []
-        try:
-            framer.frame(raw)
-        except RemoteProtocolError as exc:
-            self._deferred = exc
-        queue = self._queue
-        errors = framer.errors
-        for item in raw:
-            if len(item) == 3:
-                at, payloads, last_id = item
-                try:
-                    queue += _events(payloads, last_id)
-                except UnicodeDecodeError:  # the policy, or the error naming its byte
-                    texts = self._decode_batch(at, payloads)
-                    queue += [
-                        _new_tuple(ServerSentEvent, ("message", t, last_id, None)) for t in texts
-                    ]
-                if self._deferred is not None:
-                    return
-            elif len(item) == 2:
-                queue.append(SSEComment(item[0]))
-            else:
-                etype, data, data_at, id_, retry, _ = item
-                try:
-                    text = data.decode("utf-8", errors)
-                except UnicodeDecodeError:
-                    try:
-                        text = framer.decode_data(data, data_at)
-                    except RemoteProtocolError as exc:
-                        self._deferred = exc
-                        return
-                queue.append(ServerSentEvent(etype or "message", text, id_, retry))
-        if framer.end is not None and self._deferred is None:
-            self._terminal = framer.end
-            queue.append(framer.end)
-
-    def _decode_batch(self, at: int, payloads: list[bytearray]) -> list[str]:
-        """Decode a batch's payloads one by one with the UTF-8 policy; under ``strict``, up to
-        the first that is not UTF-8, whose error (naming its byte) is deferred."""
-        texts = []
-        for payload in payloads:
-            try:
-                texts.append(self._framer.decode_data(payload, at + 6))
-            except RemoteProtocolError as exc:
-                self._deferred = exc
-                return texts
-            at += len(payload) + 8
-        return texts
-
-
-def _events(payloads: list[bytearray], last_id: str) -> list[SSEItem]:
-    """The events of a `RawBatch`'s payloads.
-
-    Raises:
-        UnicodeDecodeError: a payload is not UTF-8 (decoded strictly whatever the policy: the
-            caller applies it, and names the byte).
-    """
-    if len(payloads) < _MANY:
-        return [
-            _new_tuple(ServerSentEvent, ("message", p.decode(), last_id, None)) for p in payloads
-        ]
-    # Many events (a large read): decode and build them in C, with no bytecode per event,
-    # which pays for setting up the iterators.
-    out: list[SSEItem] = []
-    out += map(
-        _new_tuple,
-        repeat(ServerSentEvent),
-        zip(repeat("message"), map(bytearray.decode, payloads), repeat(last_id), repeat(None)),
-    )
-    return out
-
-
 def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:
     """Map an index in data joined from lines (``\\n`` between them) to its body offset."""
     if isinstance(data_at, int):
@@ -662,67 +504,3 @@ def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: in
             return at + index - start
         start = end + 1
     return data_at[-1] if data_at else 0  # pragma: no cover - index is always inside data
-
-
-@final
-class SSEEncoder:
-    """Encode events as ``text/event-stream`` bytes, for servers and the gateway.
-
-    Data containing line breaks (LF, CRLF or CR) goes out as several ``data`` lines, which a
-    decoder joins with LF: the text comes back with LF line breaks. Every method returns
-    ``bytes`` and keeps no state.
-    """
-
-    def event(
-        self,
-        data: str,
-        *,
-        event: str | None = None,
-        id: str | None = None,
-        retry: int | None = None,
-    ) -> bytes:
-        """One event, ending in its blank line.
-
-        Raises:
-            ValueError: ``event`` or ``id`` contains a line break, ``id`` contains NUL, or
-                ``retry`` is negative: the stream could not carry them.
-        """
-        parts: list[str] = []
-        if event is not None:
-            _check_line("event", event)
-            parts.append(f"event: {event}\n")
-        if id is not None:
-            _check_line("id", id)
-            if "\0" in id:
-                raise ValueError("id must not contain NUL: decoders ignore such an id")
-            parts.append(f"id: {id}\n")
-        if retry is not None:
-            if retry < 0:
-                raise ValueError(f"retry must be >= 0, not {retry}")
-            parts.append(f"retry: {retry}\n")
-        if "\n" in data or "\r" in data:
-            for line in data.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-                parts.append(f"data: {line}\n")
-        else:
-            parts.append(f"data: {data}\n")
-        parts.append("\n")
-        return "".join(parts).encode("utf-8")
-
-    def encode(self, item: ServerSentEvent) -> bytes:
-        """A `ServerSentEvent` as bytes (its ``event`` written only when not ``message``)."""
-        return self.event(
-            item.data,
-            event=None if item.event == "message" else item.event,
-            id=item.id or None,
-            retry=item.retry,
-        )
-
-    def comment(self, text: str = "") -> bytes:
-        """A comment line and a blank line: a keep-alive that dispatches nothing."""
-        _check_line("comment", text)
-        return f": {text}\n\n".encode() if text else b":\n\n"
-
-
-def _check_line(what: str, value: str) -> None:
-    if "\n" in value or "\r" in value:
-        raise ValueError(f"{what} must not contain a line break: {value!r}")

@@ -1,0 +1,275 @@
+"""A stream's chunk envelope, learned from one chunk, so that chunks repeating it skip the parser.
+
+A server wraps every delta of a stream in the same bytes: the same ``id``, ``created``,
+``model``, keys in the same order, often the same content-filter verdict. Only the delta
+changes, and Azure's and OpenAI's ``obfuscation`` padding. Parsing that envelope again on every
+chunk is most of a decoder's cost; an `Envelope` reads it once.
+
+Rule 1 (what is learned): a chunk that the decoder has just read the general way, with one
+    choice whose ``delta`` is an object, no ``finish_reason``, no annotation offsets, and no
+    ``usage``, ``error`` or prompt verdict; its key ``"delta":`` occurs once. The envelope is
+    its bytes before the delta (``head``) and after it (``tail``), each with at most one
+    ``"obfuscation":"..."`` value left open as a hole.
+Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, whose hole (if
+    any) holds ASCII letters and digits only. JSON's grammar lets any value stand where the
+    learned delta stood, and the padding is a string nobody reads, so such a chunk means what
+    the learned chunk meant, with its own delta (`Envelope.read`).
+Rule 3 (the delta): the decoder reads the deltas a stream is made of without a parser (their
+    text as it is, or through the JSON string scanner when it has escapes): ``{"content":"..."}``
+    (`Envelope.read`), a tool call's arguments and reasoning (`plain_delta`); any other delta
+    is parsed on its own. A delta the parser refuses, or any doubt (invalid UTF-8, a chunk
+    long enough to nest too deep), sends the whole chunk the general way, which reports what
+    is wrong and where: the envelope changes speed, never the events, errors or result.
+Rule 4 (giving up): a stream whose envelope changes on every chunk (an ``id`` per chunk) would
+    learn in vain; after `BUDGET` envelopes in a row that no chunk repeated, no more are learned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Final
+
+from .._json import string_body
+from ..events import ReasoningCarrier
+
+__all__ = ["BUDGET", "NO_FILTERS", "Envelope", "Read", "learnable", "plain_delta"]
+
+BUDGET: Final = 8
+_DELTA: Final = b'"delta":'
+_PAD: Final = b'"obfuscation":"'
+_CONTENT: Final = b'{"content":"'
+_CONTENT_SPACED: Final = b'{"content": "'  # Python's default separators (mlx-lm)
+_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
+_CONTENT_END: Final = b'"}'
+_STRING_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)"'  # what a string may hold, then its quote
+_PLAIN_DELTA: Final = re.compile(
+    rb'\{"(?:(reasoning_content|reasoning)":"'
+    + _STRING_BODY
+    + rb'|tool_calls":\[\{"index":(0|[1-9][0-9]{0,17}),"function":\{"arguments":"'
+    + _STRING_BODY
+    + rb"\}\}\])\}"
+)
+"""A plain delta other than content: reasoning, or one call's arguments (an index of 18 digits
+at most: beyond, `_json` Rule 2 reads a float, which the general way refuses)."""
+_ARGUMENTS_OF: Final = b'{"tool_calls":[{"index":'  # then one digit, then:
+_ARGUMENTS: Final = b',"function":{"arguments":"'
+_ARGUMENTS_END: Final = b'"}}]}'
+_CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
+    b"reasoning_content": "reasoning_content",
+    b"reasoning": "reasoning",
+}
+_NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'  # what a string may hold only escaped
+_RAW: Final = json.JSONDecoder()
+
+
+class Envelope:
+    """The bytes around a stream's deltas; see the module docstring.
+
+    ``read`` is chosen when it is learned: with no padding, with padding before the delta, or
+    after it. Each finds the delta with a few C-level comparisons, and reads it at once when it
+    is plain content, which is nearly every chunk of an answer.
+    """
+
+    __slots__ = ("content", "filters", "head", "head_rest", "hits", "read", "tail", "tail_rest")
+
+    def __init__(
+        self,
+        head: bytes,
+        head_rest: bytes | None,
+        tail: bytes,
+        tail_rest: bytes | None,
+        filters: object,
+        content: bytes = _CONTENT,
+    ) -> None:
+        self.head = head  # up to the delta, or up to the padding's value
+        self.head_rest = head_rest  # from the padding's closing quote up to the delta
+        self.tail = tail  # after the delta, up to the padding's value (or the end)
+        self.tail_rest = tail_rest  # from the padding's closing quote to the end
+        self.filters = filters  # the choice's content_filter_results, when it had the key
+        self.hits = 0
+        self.content = content  # how plain content opens: with a space after the colon or not
+        self.read: Callable[[bytes | bytearray], Read]
+        if head_rest is not None:
+            self.read = self._read_padded_head
+        elif tail_rest is not None:
+            self.read = self._read_padded_tail
+        else:
+            self.read = self._read_plain
+
+    @classmethod
+    def learn(cls, payload: bytes | bytearray, choice: dict[str, object]) -> Envelope | None:
+        """The envelope of a chunk read the general way whose choice is `learnable`, or
+        ``None`` when its bytes do not allow one (Rule 1)."""
+        at = payload.find(_DELTA)
+        if at < 0 or payload.find(_DELTA, at + 1) >= 0:
+            return None
+        start = at + len(_DELTA)
+        while payload[start : start + 1] in _SPACE:
+            start += 1  # servers that write JSON with Python's default separators
+        try:
+            text = bytes(payload).decode()
+            first = len(payload[:start].decode())
+            _, last = _RAW.raw_decode(text, first)
+        except ValueError:  # UnicodeDecodeError included: the general way applied the policy
+            return None
+        end = start + len(text[first:last].encode())
+        head, tail = bytes(payload[:start]), bytes(payload[end:])
+        head, head_rest = _hole(head)
+        tail, tail_rest = _hole(tail)
+        if head_rest is not None and tail_rest is not None:
+            return None
+        if head_rest is None and tail_rest is None and (_PAD in head or _PAD in tail):
+            return None  # padding that is not a plain value: kept literal would be wrong
+        filters = choice.get("content_filter_results", NO_FILTERS)
+        content = _CONTENT_SPACED if b'": ' in payload[:start] else _CONTENT
+        return cls(head, head_rest, tail, tail_rest, filters, content)
+
+    # ``read``: what a chunk that repeats this envelope (Rule 2) holds (see `Read`), or ``None``
+    # when it does not repeat it. Raises UnicodeDecodeError for a plain delta that is not
+    # UTF-8 (the general way applies the policy).
+
+    def _read_plain(self, payload: bytes | bytearray) -> Read:
+        if payload.startswith(self.head) and payload.endswith(self.tail):
+            return _delta_at(payload, len(self.head), len(payload) - len(self.tail), self.content)
+        return None
+
+    def _read_padded_head(self, payload: bytes | bytearray) -> Read:
+        head = self.head
+        rest = self.head_rest
+        if payload.startswith(head) and payload.endswith(self.tail):
+            quote = payload.find(b'"', len(head))
+            if (
+                quote >= 0
+                and _padding(payload[len(head) : quote])
+                and payload.startswith(rest, quote)  # type: ignore[arg-type]
+            ):
+                return _delta_at(
+                    payload,
+                    quote + len(rest),  # type: ignore[arg-type]
+                    len(payload) - len(self.tail),
+                    self.content,
+                )
+        return None
+
+    def _read_padded_tail(self, payload: bytes | bytearray) -> Read:
+        head = self.head
+        rest = self.tail_rest
+        if payload.startswith(head) and payload.endswith(rest):  # type: ignore[arg-type]
+            end = len(payload) - len(rest)  # type: ignore[arg-type]
+            quote = payload.rfind(b'"', len(head), end)
+            if (
+                quote >= 0
+                and _padding(payload[quote + 1 : end])
+                and payload.endswith(self.tail, len(head), quote + 1)
+            ):
+                return _delta_at(payload, len(head), quote + 1 - len(self.tail), self.content)
+        return None
+
+
+Read = str | tuple[int, int] | tuple[int | ReasoningCarrier, str] | None
+"""What `Envelope.read` finds in a chunk: its plain content's text; ``(index, text)`` or
+``(key, text)`` for another plain delta (`plain_delta`); ``(start, end)``, where any other
+delta lies; ``None``, not a repeat of the envelope."""
+
+
+def _delta_at(payload: bytes | bytearray, start: int, end: int, content: bytes) -> Read:
+    """`Envelope.read`'s answer for the delta at ``payload[start:end]``."""
+    if end <= start:
+        return None
+    if payload.startswith(content, start):
+        opened = start + len(content)
+        if end - opened >= 2 and payload.endswith(_CONTENT_END, start, end):
+            text = _body(payload, opened, end - 2)
+            if text is not None:
+                return text
+        return start, end
+    if (
+        payload.startswith(_ARGUMENTS_OF, start)
+        and payload.startswith(_ARGUMENTS, start + 25)
+        and 0x30 <= payload[start + 24] <= 0x39  # one digit: the common case, at once
+        and end - start >= 56
+        and payload.endswith(_ARGUMENTS_END, start, end)
+    ):
+        text = _body(payload, start + 51, end - 5)
+        if text is not None:
+            return payload[start + 24] - 0x30, text
+        return start, end
+    plain = plain_delta(payload, start, end)
+    return (start, end) if plain is None else plain
+
+
+def _body(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
+    """The text of the string whose body is ``payload[opened:closed]`` (its closing quote at
+    ``closed``), or ``None`` when it is not one valid string."""
+    raw = payload[opened:closed]
+    if len(raw.translate(None, _NOT_PLAIN)) == len(raw):
+        return raw.decode()  # nothing escaped: the bytes are the text
+    return string_body(payload[opened : closed + 1])
+
+
+NO_FILTERS: Final = object()
+"""`Envelope.filters` of a choice without ``content_filter_results``."""
+
+
+def learnable(obj: dict[str, object]) -> dict[str, object] | None:
+    """The one choice of a chunk whose envelope may be learned (Rule 1), or ``None``."""
+    choices = obj.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if (
+        type(choice) is not dict
+        or type(choice.get("delta")) is not dict
+        or choice.get("finish_reason") is not None
+        or "content_filter_offsets" in choice
+    ):
+        return None
+    for key in ("usage", "error", "prompt_filter_results", "prompt_annotations"):
+        if obj.get(key) is not None:
+            return None
+    return choice
+
+
+def plain_delta(payload: bytes | bytearray, start: int, end: int) -> Read:
+    """Rule 3's other deltas read without a parser, the delta at ``payload[start:end]``:
+    ``(index, text)`` for ``{"tool_calls":[{"index":<digits>,"function":{"arguments":"..."}}]}``,
+    ``(key, text)`` for ``{"reasoning_content":"..."}`` and ``{"reasoning":"..."}``; else
+    ``None``.
+
+    Raises:
+        UnicodeDecodeError: the text is not UTF-8 (the general way applies the policy).
+    """
+    m = _PLAIN_DELTA.fullmatch(payload, start, end)
+    if m is None:
+        return None
+    key, text, index, arguments = m.groups()
+    raw = text if arguments is None else arguments
+    if 0x5C in raw:  # a backslash: the JSON string scanner reads it, with its closing quote
+        group = 2 if arguments is None else 4
+        body = string_body(payload[m.start(group) : m.end(group) + 1])
+        if body is None:
+            return None
+    else:
+        body = raw.decode()
+    if arguments is None:
+        return _CARRIERS[key], body
+    return int(index), body
+
+
+def _hole(part: bytes) -> tuple[bytes, bytes | None]:
+    """Split ``part`` at its padding value: (up to the value, from its closing quote), or
+    (``part``, ``None``) when it has no padding of letters and digits, or more than one."""
+    at = part.find(_PAD)
+    if at < 0 or part.find(_PAD, at + 1) >= 0:
+        return part, None
+    start = at + len(_PAD)
+    quote = part.find(b'"', start)
+    if quote < 0 or not _padding(part[start:quote]):
+        return part, None
+    return part[:start], part[quote:]
+
+
+def _padding(value: bytes | bytearray) -> bool:
+    return not value or value.isalnum()

@@ -1,0 +1,150 @@
+"""Hypothesis: the learned envelope (svir_proto.openai._envelope) changes speed, never what a
+stream decodes to. Streams shaped like servers' (a repeating envelope, padding that changes,
+filter verdicts, deltas of every kind) with now and then something that must go the general
+way (an id that changes, text with escapes, quotes, control characters, invalid UTF-8, a lone
+surrogate, a delta that is not an object, a chunk that is not JSON) decode, in any split and
+with either JSON backend and UTF-8 policy, exactly as with no envelope at all."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto import ProtocolError, _json
+from svir_proto.openai import ChatStreamDecoder
+from tests.conformance.openai_results import summary
+from tests.helpers import splits
+
+TEXT = st.text(
+    st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs", "Cc"]), max_size=8
+) | st.sampled_from([" the", "\n", 'say "hi"', "a\\b", "<think>", "</think>", "é", ""])
+
+RAW_TEXT = st.sampled_from(
+    [
+        b'"\\ud800"',  # a lone surrogate escape
+        b'"\\ud83d\\ude00"',  # an escaped pair
+        b'"\xff"',  # invalid UTF-8
+        b'"tab\there"',  # a raw control character
+        b'"\\q"',  # an invalid escape
+        b'"x\\"',  # unterminated
+        b"null",
+        b"7",
+    ]
+)
+
+SAFE = {"filtered": False, "severity": "safe"}
+
+
+@st.composite
+def deltas(draw: st.DrawFn) -> bytes:
+    """A delta's JSON, as a server writes it."""
+    kind = draw(
+        st.sampled_from(
+            ["content"] * 6 + ["args"] * 3 + ["reasoning", "name", "mixed", "raw", "empty", "bad"]
+        )
+    )
+    text = draw(TEXT)
+    if kind == "content":
+        return json.dumps({"content": text}, ensure_ascii=draw(st.booleans())).encode()
+    if kind == "args":
+        index = draw(st.sampled_from([0, 1, 0]))
+        call = {"index": index, "function": {"arguments": text}}
+        return json.dumps({"tool_calls": [call]}, separators=(",", ":")).encode()
+    if kind == "reasoning":
+        key = draw(st.sampled_from(["reasoning_content", "reasoning"]))
+        return json.dumps({key: text}, separators=(",", ":")).encode()
+    if kind == "name":
+        call = {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}
+        return json.dumps({"tool_calls": [call]}, separators=(",", ":")).encode()
+    if kind == "mixed":
+        return json.dumps({"role": "assistant", "content": text}, separators=(",", ":")).encode()
+    if kind == "raw":
+        key = draw(st.sampled_from([b"content", b"reasoning", b"refusal"]))
+        return b'{"' + key + b'":' + draw(RAW_TEXT) + b"}"
+    if kind == "empty":
+        return b"{}"
+    return draw(st.sampled_from([b"null", b"[]", b'"x"', b'{"content":7}']))
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    ids = draw(st.sampled_from([["c1"], ["c1", "c2"]]))
+    pad_where = draw(st.sampled_from([None, "head", "tail"]))
+    filters = draw(st.sampled_from([None, "same", "changing"]))
+    spaced = draw(st.booleans())
+    events = []
+    for _ in range(draw(st.integers(1, 12))):
+        delta = draw(deltas())
+        head = (
+            b'{"id":"' + draw(st.sampled_from(ids)).encode() + b'","object":"chat.completion.chunk"'
+        )
+        pad = b""
+        if pad_where is not None:
+            pad = b',"obfuscation":"' + draw(st.sampled_from([b"", b"Ab3", b"x", b"a-b"])) + b'"'
+        choice = b'{"index":0,"delta":' + delta
+        if filters == "same" or (filters == "changing" and draw(st.booleans())):
+            verdict = dict.fromkeys(["hate", "violence"], SAFE)
+            if filters == "changing" and draw(st.booleans()):
+                verdict["hate"] = {"filtered": False, "severity": "low"}
+            choice += b',"content_filter_results":' + json.dumps(verdict).encode()
+        choice += b',"finish_reason":null}'
+        chunk = (
+            head
+            + (pad if pad_where == "head" else b"")
+            + b',"choices":['
+            + choice
+            + b"]"
+            + (pad if pad_where == "tail" else b"")
+            + b"}"
+        )
+        if spaced:
+            chunk = chunk.replace(b'":', b'": ', 3)
+        if draw(st.integers(0, 30)) == 0:
+            chunk = chunk[: draw(st.integers(0, len(chunk)))]  # not JSON
+        events.append(b"data: " + chunk + b"\n\n")
+    finish = b'{"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+    events += [b"data: " + finish + b"\n\n", b"data: [DONE]\n\n"]
+    if draw(st.booleans()):
+        cut = draw(st.integers(0, len(events) - 1))
+        events = events[:cut]
+    return b"".join(events)
+
+
+def outcome(decoder: ChatStreamDecoder, pieces: list[bytes], pull: list[bool]) -> object:
+    """What a decoder gives for the pieces, each fed with ``feed`` or, where ``pull`` says so,
+    with ``receive_data`` and ``next_event`` (which close the fast lanes)."""
+    events = []
+    try:
+        for piece, by_pull in zip(pieces, pull, strict=True):
+            if by_pull:
+                decoder.receive_data(piece)
+                events += decoder.events()
+            else:
+                events += decoder.feed(piece)
+        events += decoder.close()
+    except ProtocolError as exc:
+        events += exc.pending_events
+        return summary(events, decoder.result), str(exc), getattr(exc, "offset", None)
+    return summary(events, decoder.result)
+
+
+BACKENDS = ["orjson", "json"] if _json.orjson is not None else ["json"]
+
+
+@given(streams(), st.data(), st.sampled_from(["strict", "replace"]), st.sampled_from(BACKENDS))
+def test_the_envelope_never_changes_what_a_stream_decodes_to(
+    body: bytes, data: st.DataObject, errors: str, backend: str
+) -> None:
+    before = _json.BACKEND
+    _json.use(backend)  # type: ignore[arg-type]
+    try:
+        pieces = data.draw(splits(body))
+        fast = ChatStreamDecoder(errors=errors)  # type: ignore[arg-type]
+        general = ChatStreamDecoder(errors=errors)  # type: ignore[arg-type]
+        general._budget = 0  # never learns an envelope
+        pull = data.draw(st.lists(st.sampled_from([False] * 3 + [True]), min_size=len(pieces)))
+        assert outcome(fast, pieces, pull[: len(pieces)]) == outcome(general, [body], [False])
+    finally:
+        _json.use(before)

@@ -1,0 +1,288 @@
+"""The learned envelope (svir_proto.openai._envelope) and Azure's repeat rule, case by case.
+
+Each test feeds a stream whose chunks repeat one envelope, so that what it checks happens on
+the parser-free path; tests/property/test_envelope_properties.py checks the two paths agree.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import FilterVerdict, ReasoningDelta, RemoteProtocolError, TextDelta
+from svir_proto.llmstream import StreamDecoder
+from svir_proto.openai import ChatStreamDecoder
+from svir_proto.openai._envelope import Envelope, plain_delta
+from tests.helpers import CONFORMANCE, bytewise, run
+
+HEAD = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+DONE = b"data: [DONE]\n\n"
+FINISH = b'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+
+
+def chunk(delta: object, **extra: Any) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": None, **extra}
+    obj = {**HEAD, "choices": [choice]}
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def raw_chunk(delta: bytes) -> bytes:
+    """A chunk in `chunk`'s envelope whose delta is written by hand."""
+    return chunk({"content": "@"}).replace(b'{"content":"@"}', delta)
+
+
+def learned(**options: Any) -> ChatStreamDecoder:
+    """A decoder that has read two chunks, so that it holds an envelope that was used."""
+    d = ChatStreamDecoder(**options)
+    d.feed(chunk({"role": "assistant", "content": ""}) + chunk({"content": "a"}))
+    assert d._envelope is not None
+    assert d._envelope.hits == 1
+    return d
+
+
+def test_plain_content_is_read_without_a_parser() -> None:
+    d = learned()
+    d._loads = None  # type: ignore[assignment]  # any parse would fail now
+    events = d.feed(chunk({"content": "b"}) + chunk({"content": 'say "hi"\n'}))
+    assert events == [TextDelta(text="b"), TextDelta(text='say "hi"\n')]
+
+
+def test_a_lone_surrogate_escape_goes_the_general_way_and_gets_its_policy() -> None:
+    d = learned()
+    body = raw_chunk(b'{"content":"x\\ud800"}')
+    with pytest.raises(RemoteProtocolError, match="surrogate"):
+        run(d, [body, FINISH, DONE])
+    d = learned(errors="replace")
+    assert [e for e in d.feed(body) if isinstance(e, TextDelta)] == [TextDelta(text="x\ufffd")]
+
+
+def test_invalid_utf8_in_plain_content_gets_the_policy_with_its_offset() -> None:
+    d = learned()
+    start = d._framer._base
+    body = raw_chunk(b'{"content":"ab\xff"}')
+    with pytest.raises(RemoteProtocolError) as info:
+        run(d, [body])
+    assert info.value.offset == start + body.index(b"\xff")
+    d = learned(errors="replace")
+    assert d.feed(body) == [TextDelta(text="ab\ufffd")]
+
+
+def test_a_chunk_that_does_not_repeat_the_envelope_goes_the_general_way() -> None:
+    d = learned()
+    events = d.feed(chunk({"content": "b"}, logprobs=None) + FINISH)
+    assert [type(e).__name__ for e in events] == ["TextDelta", "Finished"]
+    assert d.result.text == "ab"
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [
+        b"",  # nothing where the delta goes
+        b'{"content":"a\\qb"}',  # an invalid escape
+        b'{"content":"a\\"\tb"}',  # an escape, then a raw control character
+        b'{"reasoning":"\\q"}',
+        b'{"content":"x","n":}',
+    ],
+)
+def test_what_is_not_json_is_the_general_ways_error(delta: bytes) -> None:
+    d = learned()
+    general = ChatStreamDecoder()
+    general._budget = 0
+    body = raw_chunk(delta)
+    with pytest.raises(RemoteProtocolError) as fast:
+        run(d, [body])
+    with pytest.raises(RemoteProtocolError) as slow:
+        run(general, [chunk({"role": "assistant", "content": ""}) + chunk({"content": "a"}) + body])
+    assert (str(fast.value), fast.value.offset) == (str(slow.value), slow.value.offset)
+
+
+def test_a_delta_that_is_not_an_object_means_what_it_means_the_general_way() -> None:
+    d = learned()
+    assert d.feed(raw_chunk(b"null") + chunk({"content": ""})) == []  # a null delta says nothing
+    with pytest.raises(RemoteProtocolError, match="'delta' must be an object"):
+        run(d, [raw_chunk(b"[1]")])
+
+
+def test_a_delta_that_only_begins_like_content_is_parsed() -> None:
+    d = learned()
+    events = d.feed(raw_chunk(b'{"content":"x","n":1}'))
+    assert events == [TextDelta(text="x")]
+
+
+def test_the_base_batch_loop_gives_each_payload_its_offset() -> None:
+    """`DialectDecoder._on_batch`, the loop a dialect without its own inherits."""
+    from svir_proto._dialect import DialectDecoder
+
+    d = learned()
+    first = chunk({"content": "b"})[6:-2]
+    d._framer._base = 0
+    with pytest.raises(RemoteProtocolError) as info:
+        DialectDecoder._on_batch(d, 100, [first, b"{oops"], 8)
+    assert info.value.offset == 100 + 6 + len(first) + 8 + 1  # "{oops": its second byte
+
+
+def test_tool_call_arguments_with_a_two_digit_index_are_read_too() -> None:
+    d = learned()
+    call = {"index": 12, "id": "call_1", "type": "function", "function": {"name": "f"}}
+    d.feed(chunk({"tool_calls": [call]}))
+    events = d.feed(chunk({"tool_calls": [{"index": 12, "function": {"arguments": '{"a":'}}]}))
+    assert [(e.index, e.arguments) for e in events] == [(12, '{"a":')]  # type: ignore[attr-defined]
+    span = b'{"tool_calls":[{"index":12,"function":{"arguments":"x"}}]}'
+    assert plain_delta(span, 0, len(span)) == (12, "x")
+    leading_zero = b'{"tool_calls":[{"index":012,"function":{"arguments":"x"}}]}'
+    assert plain_delta(leading_zero, 0, len(leading_zero)) is None  # not JSON: the general way
+
+
+def test_empty_reasoning_and_arguments_are_no_text() -> None:
+    d = learned()
+    d.feed(chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f"}}]}))
+    events = d.feed(chunk({"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}))
+    assert [(e.index, e.arguments) for e in events] == [(0, "")]  # type: ignore[attr-defined]
+    d = learned()
+    events = d.feed(chunk({"reasoning_content": ""}) + chunk({"reasoning": "hmm"}))
+    assert events == [ReasoningDelta(text="hmm", carrier="reasoning")]
+
+
+def test_the_result_bound_holds_on_the_fast_path() -> None:
+    d = learned(max_result_size=4)
+    with pytest.raises(RemoteProtocolError) as info:
+        run(d, [chunk({"content": "bcdef"})])
+    assert info.value.limit == "max_result_size"
+    d = learned(max_result_size=4)
+    arguments = {"tool_calls": [{"index": 0, "function": {"arguments": "abcdef"}}]}
+    with pytest.raises(RemoteProtocolError) as info:
+        run(d, [chunk(arguments)])
+    assert info.value.limit == "max_result_size"
+
+
+def test_a_long_chunk_goes_the_general_way_for_its_depth() -> None:
+    deep = {"content": "x", "extra": [[[[[[["x" * 2000]]]]]]]}
+    d = learned()
+    events = d.feed(chunk(deep))
+    assert events == [TextDelta(text="x")]
+
+
+def test_a_stream_not_started_learns_nothing() -> None:
+    """A server that never says who it is: the first chunk's empty delta starts nothing, so
+    no envelope may be learned from it (a repeat would skip the stream's start)."""
+    d = ChatStreamDecoder()
+    d.feed(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":null}]}\n\n')
+    assert d._envelope is None
+    events = d.feed(
+        b'data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}\n\n'
+    )
+    assert [type(e).__name__ for e in events] == ["StreamStarted", "TextDelta"]
+
+
+def test_learning_refuses_envelopes_it_cannot_read_safely() -> None:
+    choice: dict[str, object] = {"delta": {}}
+    twice = b'{"delta":{},"x":{"delta":{}}}'
+    assert Envelope.learn(twice, choice) is None
+    odd_padding = b'{"obfuscation":"a-b","choices":[{"delta":{}}]}'
+    assert Envelope.learn(odd_padding, choice) is None
+    both = b'{"obfuscation":"a","choices":[{"delta":{}}],"x":{"obfuscation":"b"}}'
+    assert Envelope.learn(both, choice) is None  # one hole at most
+    padded_head = Envelope.learn(b'{"obfuscation":"ab","choices":[{"delta":{}}]}', choice)
+    assert padded_head is not None
+    assert padded_head.read(b'{"obfuscation":"a-b","choices":[{"delta":{}}]}') is None
+    assert padded_head.read(b'{"obfuscation":"zz9","choices":[{"delta":{"content":"q"}}]}') == "q"
+    padded_tail = Envelope.learn(b'{"choices":[{"delta":{}}],"obfuscation":"ab"}', choice)
+    assert padded_tail is not None
+    assert padded_tail.read(b'{"choices":[{"delta":{}}],"obfuscation":"a b"}') is None
+    assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"obfuscation":""}') == "q"
+
+
+def test_an_envelope_that_never_repeats_stops_being_learned() -> None:
+    """Rule 4: a server with an id per chunk would learn in vain on every chunk."""
+    d = ChatStreamDecoder()
+    each = b'data: {"id":"c%d","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    body = b"".join(each % i for i in range(20))
+    d.feed(body)
+    assert d._budget == 0
+    assert d._envelope is None
+    assert d.result.text == "a" * 20
+
+
+def test_a_bug_on_the_fast_path_poisons_the_decoder() -> None:
+    d = learned()
+
+    def broken(text: str, at: int) -> None:
+        raise ValueError("a bug")
+
+    d._content = broken  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match="a bug"):
+        d.feed(chunk({"content": "b"}))
+    assert isinstance(d.error, ValueError)
+    with pytest.raises(ValueError, match="a bug"):
+        d.feed(chunk({"content": "c"}))
+
+
+# -- Azure's verdict on every chunk (the repeat rule in FilterVerdict's docstring) -------------
+
+SAFE = {"filtered": False, "severity": "safe"}
+
+
+def verdicts(events: list[object]) -> list[FilterVerdict]:
+    return [e for e in events if isinstance(e, FilterVerdict)]
+
+
+def test_a_quiet_verdict_that_repeats_is_counted_not_kept() -> None:
+    quiet = {"hate": SAFE, "violence": SAFE}
+    body = b"".join(chunk({"content": c}, content_filter_results=quiet) for c in "abcdef")
+    d = ChatStreamDecoder()
+    events = run(d, bytewise(body + FINISH + DONE))
+    assert len(verdicts(events)) == 1
+    assert d.result.filter_repeats == 5
+    assert len(d.result.filter_verdicts) == 1
+
+
+def test_news_is_always_kept() -> None:
+    quiet = {"hate": SAFE}
+    low = {"hate": {"filtered": False, "severity": "low"}}
+    flagged = {"hate": {"filtered": True, "severity": "high"}}
+    offsets = {"check_offset": 1, "start_offset": 0, "end_offset": 3}
+    body = (
+        chunk({"content": "a"}, content_filter_results=quiet)
+        + chunk({"content": "b"}, content_filter_results=low)  # a change of severity
+        + chunk({"content": "c"}, content_filter_results=low)  # found something: kept
+        + chunk({"content": "d"}, content_filter_results=quiet)  # a change back
+        + chunk({"content": "e"}, content_filter_results=quiet)  # a quiet repeat
+        + chunk({"content": "f"}, content_filter_results=quiet, content_filter_offsets=offsets)
+        + FINISH
+        + b'data: {"choices":[{"index":0,"content_filter_results":'
+        + json.dumps(flagged).encode()
+        + b',"content_filter_offsets":{"check_offset":9,"start_offset":0,"end_offset":9}}],'
+        + b'"id":"","model":""}\n\n'  # a block after stop
+        + DONE
+    )
+    d = ChatStreamDecoder()
+    kept = verdicts(run(d, [body]))
+    assert [(v.detected, v.filtered, v.offsets is not None) for v in kept] == [
+        (False, False, False),
+        (True, False, False),
+        (True, False, False),
+        (False, False, False),
+        (False, False, True),
+        (True, True, True),
+    ]
+    assert d.result.filter_repeats == 1
+    assert d.result.filtered
+
+
+def test_an_untyped_event_reaches_the_llm_stream_decoder_by_any_path() -> None:
+    """The draft's events without their ``event:`` lines arrive in a batch (the fast lane)
+    when whole, one by one when byte by byte; either way the first is refused where it is."""
+    example = CONFORMANCE / "llmstream" / "draft-5.5-complete-example.sse"
+    lines = example.read_bytes().split(b"\n")
+    body = b"".join(line + b"\n\n" for line in lines if line.startswith(b"data: "))
+
+    def outcome(pieces: list[bytes]) -> object:
+        d = StreamDecoder()
+        with pytest.raises(RemoteProtocolError) as info:
+            run(d, pieces)
+        return str(info.value), info.value.offset, d.result
+
+    assert outcome([body]) == outcome(bytewise(body))
+    assert outcome([body])[1] == 6
