@@ -19,7 +19,7 @@ import svir_proto.transports
 from tests.helpers import ROOT
 
 PROBE = (
-    "import svir_proto, svir_proto.transports, svir_proto.sse;"
+    "import svir_proto, svir_proto.transports, svir_proto.sse, svir_proto.cli;"
     "print(svir_proto.__file__); print(svir_proto.transports.__file__)"
 )
 
@@ -39,8 +39,25 @@ def test_runs_from_a_source_tree_without_install(tmp_path: Path) -> None:
     assert Path(out[1]).resolve() == (copy / "transports" / "__init__.py").resolve()
 
 
+def source_modules() -> set[str]:
+    """Every module of the package as the source tree holds it, as wheel paths."""
+    core = ROOT / "svir_proto"
+    found = {f"svir_proto/{p.relative_to(core)}" for p in core.rglob("*.py")}
+    found |= {f"svir_proto/transports/{p.name}" for p in (ROOT / "transports").glob("*.py")}
+    return {n for n in found if "__pycache__" not in n}
+
+
 @pytest.mark.slow
 def test_built_wheel_contains_and_imports_the_layout(tmp_path: Path) -> None:
+    # Built from a clean copy: a build/ folder left in the checkout would hide a package that
+    # pyproject.toml forgot (it did, for the cli and sse packages).
+    copy = tmp_path / "src"
+    shutil.copytree(
+        ROOT,
+        copy,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info"),
+    )
     subprocess.run(
         [
             sys.executable,
@@ -50,7 +67,7 @@ def test_built_wheel_contains_and_imports_the_layout(tmp_path: Path) -> None:
             "--no-isolation",
             "--outdir",
             str(tmp_path),
-            str(ROOT),
+            str(copy),
         ],
         check=True,
         capture_output=True,
@@ -59,9 +76,11 @@ def test_built_wheel_contains_and_imports_the_layout(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {
         "svir_proto/py.typed",
-        "svir_proto/sse.py",
-        "svir_proto/transports/__init__.py",
+        "svir_proto/sse/framer.py",
+        "svir_proto/cli/__init__.py",
     } <= names
+    modules = {n for n in names if n.startswith("svir_proto/") and n.endswith(".py")}
+    assert modules == source_modules()
     assert not any(n.startswith(("transports/", "tests/", "benchmarks/")) for n in names)
     env = {**os.environ, "PYTHONPATH": str(wheel)}
     out = subprocess.run(
