@@ -2,7 +2,8 @@
 the standard library must give the same events, errors and results (svir_proto._json's one
 policy). ``python fuzz/fuzz_json_backends.py CORPUS fuzz/corpus/json_backends``.
 
-The input is a payload: it is framed as one SSE event for each decoder, strict and replace.
+The input is a payload, framed as one SSE event for the decoder and UTF-8 policy that its last
+byte picks.
 """
 
 from __future__ import annotations
@@ -24,15 +25,22 @@ START = (
 
 
 def test_one_input(data: bytes) -> None:
-    payload = data.replace(b"\n", b" ").replace(b"\r", b" ")  # one data line
-    for errors in ("strict", "replace"):
+    """The input's last byte picks the decoder and the UTF-8 policy (so that each input costs
+    two decodes, one per backend); the rest is the payload."""
+    if not data:
+        return
+    choice = data[-1]
+    payload = data[:-1].replace(b"\n", b" ").replace(b"\r", b" ")  # one data line
+    errors = "replace" if choice & 1 else "strict"
+    if choice & 2:
         differential(
-            lambda: ChatStreamDecoder(errors=errors),  # type: ignore[arg-type]  # noqa: B023
-            b"data: " + payload + b"\n\ndata: [DONE]\n\n",
-        )
-        differential(
-            lambda: StreamDecoder(errors=errors),  # type: ignore[arg-type]  # noqa: B023
+            lambda: StreamDecoder(errors=errors),  # type: ignore[arg-type]
             START + b"event: content.delta\ndata: " + payload + b"\n\n",
+        )
+    else:
+        differential(
+            lambda: ChatStreamDecoder(errors=errors),  # type: ignore[arg-type]
+            b"data: " + payload + b"\n\ndata: [DONE]\n\n",
         )
 
 

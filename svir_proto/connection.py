@@ -239,6 +239,9 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 kind = type(event)
                 if kind is h11.Data:
                     queue += exchange.receive_body(event.data)  # type: ignore[union-attr]
+                    failed = exchange.error  # type: ignore[union-attr]
+                    if failed is not None:  # it came first: before any later framing error
+                        raise failed
                 elif event is h11.NEED_DATA or event is h11.PAUSED:
                     break
                 elif exchange is None:
@@ -263,6 +266,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                     break
         except ProtocolError as exc:
             queue += exc.pending_events  # type: ignore[arg-type]
+            exc.pending_events = ()  # they are returned now: raised again, it brings none
             self._deferred = exc
         self._mark_terminal(queue)
 
@@ -297,6 +301,8 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 body = reader.feed(data)
                 if body:
                     queue += exchange.receive_body(body)
+                    if exchange.error is not None:  # it came first: before the framing error
+                        raise exchange.error
                 if reader.error is not None:
                     raise reader.error
                 if reader.done and not self._ended:  # the decoder hears so, even after [DONE]
@@ -309,6 +315,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                     queue += exchange.interrupt(why)
         except ProtocolError as exc:
             queue += exc.pending_events  # type: ignore[arg-type]
+            exc.pending_events = ()  # they are returned now: raised again, it brings none
             self._deferred = exc
         self._mark_terminal(queue)
 

@@ -350,6 +350,7 @@ class Exchange:
                 out += self._decoder.close()
             except ProtocolError as exc:  # what the body broke was raised already, or is lost
                 out += exc.pending_events  # type: ignore[arg-type]
+                exc.pending_events = ()  # returned now, not again with the error
         elif self._phase == "error":
             self._decide(out)
         else:

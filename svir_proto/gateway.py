@@ -208,7 +208,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _fill(self) -> None:
         h = self._h11
         queue = self._queue
-        while True:
+        while self._terminal is None:  # after the terminal event nothing more is read
             try:
                 event = h.next_event()
             except h11.RemoteProtocolError as exc:

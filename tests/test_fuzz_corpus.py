@@ -60,7 +60,7 @@ def test_the_invariant_can_fail() -> None:
             return []
 
     with pytest.raises(AssertionError, match="differ"):
-        harness.check(Flaky, b"ab")
+        harness.check(Flaky, b"\x00ab")  # cut in two by its first byte
 
 
 def test_fuzz_crash_adjacent_comments_are_not_joined() -> None:
@@ -79,3 +79,60 @@ def test_fuzz_crash_adjacent_comments_are_not_joined() -> None:
     load(FUZZ / "fuzz_sse.py").test_one_input(
         (FUZZ / "corpus" / "sse" / "crash-adjacent-comments").read_bytes()
     )
+
+
+def test_fuzz_crash_decoder_error_before_framing_error() -> None:
+    """fuzz/corpus/connection/crash-decoder-error-before-framing-error: a chunked body whose
+    second event is not JSON, and whose chunk sizes break further on. Fed whole, the chunked
+    reader's error (later in the bytes) was raised and the decoder's (earlier) was lost; fed in
+    pieces, the decoder's came first. The connection now raises the decoder's error as soon as
+    the body that carries it is decoded, whole or in pieces."""
+    from svir_proto import RemoteProtocolError
+
+    target = load(FUZZ / "fuzz_connection.py")
+    data = (
+        FUZZ / "corpus" / "connection" / "crash-decoder-error-before-framing-error"
+    ).read_bytes()
+    conn = target.make()
+    assert len(conn.feed(data)) == 3  # the head, the start, the reasoning; then the error
+    with pytest.raises(RemoteProtocolError, match="not JSON") as info:
+        conn.close()
+    assert info.value.offset == 273
+    target.test_one_input(data)
+
+
+def test_fuzz_crash_events_after_a_closing_reply() -> None:
+    """fuzz/corpus/gateway/crash-events-after-a-closing-reply: a request the gateway refuses
+    (415) with Connection: close. Fed whole, the gateway went on reading the request after its
+    terminal Reply and emitted ClientClosed twice; fed in pieces, nothing followed the Reply.
+    Nothing is read after the terminal event now."""
+    from svir_proto.gateway import Reply
+
+    target = load(FUZZ / "fuzz_gateway.py")
+    data = (FUZZ / "corpus" / "gateway" / "crash-events-after-a-closing-reply").read_bytes()
+    conn = target.make()
+    events = conn.feed(data) + conn.close()
+    assert [type(e) for e in events] == [Reply]
+    target.test_one_input(data)
+
+
+def test_fuzz_crash_pending_events_returned_twice() -> None:
+    """fuzz/corpus/connection/crash-pending-events-returned-twice: the decoder raised at the end
+    of the body with one event pending; the connection returned that event, then raised the
+    same error again still carrying it, so a caller that collects ``pending_events`` (as it
+    should) saw the event twice. An error's pending events are emptied once returned."""
+    from svir_proto import ReasoningDelta, RemoteProtocolError
+
+    target = load(FUZZ / "fuzz_connection.py")
+    harness = load(FUZZ / "_harness.py")
+    data = (FUZZ / "corpus" / "connection" / "crash-pending-events-returned-twice").read_bytes()
+    events, error, result = harness.outcome(target.make(), harness.cuts(data))
+    reasoning = "".join(e.text for e in events if isinstance(e, ReasoningDelta))
+    assert reasoning == result.reasoning
+    assert error == (682, None)
+    conn = target.make()
+    conn.feed(data)
+    with pytest.raises(RemoteProtocolError) as info:
+        conn.close()
+    assert info.value.pending_events == ()
+    target.test_one_input(data)

@@ -309,6 +309,19 @@ class SSEFramer:
                             self._event_start += 1
                         pos += 1
                         continue
+                # The lines that end in LF before the next CR, at once (as _frame_blocks does
+                # without a CR): what a stream with a few CRs is mostly made of.
+                cr = self._cr - base
+                if cr < pos:
+                    cr = buf.find(b"\r", pos)
+                    self._cr = _NONE if cr < 0 else base + cr
+                    cr = n if cr < 0 else cr
+                last = buf.rfind(b"\n", pos, cr if cr < n else n)
+                if last >= pos:
+                    self._lines(bytes(buf[pos:last]).split(b"\n"), base + pos, out)
+                    self._crlf = False
+                    pos = last + 1
+                    continue
                 pos = self._line(buf, pos, n, out)
                 if pos < 0:
                     pos = -pos - 1
