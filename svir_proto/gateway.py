@@ -202,6 +202,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._fed += len(data)
         self._h11.receive_data(data)
 
+    def _head_size(self) -> int:
+        """The request head's length as far as h11 read it: what it consumed of this request
+        (a whole head it then refused), else what it holds (one it is still waiting for)."""
+        consumed = self._consumed() - self._head_at
+        return consumed if consumed > 0 else len(self._h11.trailing_data[0])
+
     def _consumed(self) -> int:
         return self._fed - len(self._h11.trailing_data[0])
 
@@ -213,8 +219,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 event = h.next_event()
             except h11.RemoteProtocolError as exc:
                 if self._mode == "idle" or not self._head_sent:
-                    # h11's words quote what it had read, which depends on the reads: not kept
+                    # h11's words quote what it had read, which depends on the reads: not kept.
+                    # A head past the bound is too large whether h11 saw all of it (and found
+                    # it invalid) or only the part that filled its buffer.
                     status = exc.error_status_hint
+                    if status != 431 and self._head_size() > self.max_head_size:
+                        status = 431
                     what = "request head too large" if status == 431 else "not valid HTTP/1.1"
                     self._reject(status, what, "invalid_request", close=True)
                 else:
@@ -301,7 +311,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 )  # fmt: skip
             elif self._scanner is not None:
                 self._scanner.feed(data)
-        elif self._mode == "pass-body":
+        else:  # nothing is read after a reply: the body goes upstream as it comes
+            assert self._mode == "pass-body"
             assert self._scanner is not None
             self._scanner.feed(data)
             self._queue.append(ForwardBody(data=data))

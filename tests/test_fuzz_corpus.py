@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+from svir_proto.sse import ServerSentEvent
 from tests.helpers import ROOT
 
 FUZZ = ROOT / "fuzz"
@@ -135,4 +136,35 @@ def test_fuzz_crash_pending_events_returned_twice() -> None:
     with pytest.raises(RemoteProtocolError) as info:
         conn.close()
     assert info.value.pending_events == ()
+    target.test_one_input(data)
+
+
+def test_fuzz_crash_crlf_lane_waits_for_lf_blank_line() -> None:
+    """fuzz/corpus/connection/crash-crlf-lane-waits-for-lf-blank-line: a body that switches
+    from CRLF to LF line ends. The SSE framer's CRLF lane looked only for CRLF blank lines, so
+    an event ended by LFs waited for the end of the body when the bytes came in pieces (its
+    JSON error with it, then lost to the connection's close). The lane hands any other line
+    end to the general way now; tests/property/test_sse_properties.py checks that every event
+    comes out at the piece that completes it."""
+    from svir_proto.sse import SSEDecoder
+
+    d = SSEDecoder()
+    assert d.feed(b"data: a\r\n\r\n") == [ServerSentEvent(data="a")]
+    assert d.feed(b"data: b\n\n") == [ServerSentEvent(data="b")]  # at once, not at the end
+    assert d.feed(b"data: c\r\n\r") == [ServerSentEvent(data="c")]  # a CR alone ends a line
+    target = load(FUZZ / "fuzz_connection.py")
+    target.test_one_input(
+        (FUZZ / "corpus" / "connection" / "crash-crlf-lane-waits-for-lf-blank-line").read_bytes()
+    )
+
+
+def test_fuzz_crash_oversized_invalid_head() -> None:
+    """fuzz/corpus/gateway/crash-oversized-invalid-head: a request head over max_head_size
+    that is also invalid. Read whole, h11 refused it as invalid (400); read in pieces, its
+    buffer filled first (431). A head past the bound is 431 either way now."""
+    target = load(FUZZ / "fuzz_gateway.py")
+    data = (FUZZ / "corpus" / "gateway" / "crash-oversized-invalid-head").read_bytes()
+    conn = target.make()
+    (reply,) = conn.feed(data)
+    assert reply.data.startswith(b"HTTP/1.1 431 ")
     target.test_one_input(data)

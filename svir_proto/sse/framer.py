@@ -128,8 +128,6 @@ class SSEFramer:
         self._buf = bytearray()  # unconsumed bytes; _buf[0] is at _base
         self._base = 0
         self._eof = False
-        self._lf = -1  # the next LF, or -1: none before _lf_from
-        self._lf_from = 0  # where the next search for an LF may resume
         self._cr = _NONE  # the next CR, or _NONE: none in _buf
         self._scan = 0  # where the next search for a blank line may resume
         self._bom = True  # the BOM question is still open
@@ -205,9 +203,10 @@ class SSEFramer:
         limit = self.max_event_size
         gap = self.gap
         blank, sep = (b"\n\n", SEPARATOR) if gap == 8 else (b"\r\n\r\n", SEPARATOR_CRLF)
-        end = buf.rfind(blank, max(self._scan - base, 0))
-        if end < 0:
-            if n > limit or buf[:1] == b"\n" or buf[:1] == b"\r":
+        scan = max(self._scan - base, 0)
+        end = buf.rfind(blank, scan)
+        if end < 0:  # no event is complete, unless a line the lane does not take is
+            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0):
                 return None
             self._scan = base + n - len(blank) + 1 if n else base
             return []
@@ -222,11 +221,28 @@ class SSEFramer:
         ends = 2 * len(payloads) - 2
         if buf.count(b"\n", 6, end) != ends or (gap != 8 and buf.count(b"\r", 6, end) != ends):
             return None
+        if n > after and not self._waiting(buf, after, after):
+            return None  # what follows the run is due now: all of it goes the general way
         del buf[:after]
         base += after
         self._base = self._event_start = base
         self._scan = base + n - after - len(blank) + 1 if n > after else base
         return payloads
+
+    def _waiting(self, buf: bytearray, begin: int, start: int) -> bool:
+        """``buf[begin:]`` holds no blank line: it is a simple event's beginning, which gives
+        nothing yet: its data line and nothing more, the line perhaps unfinished. Anything
+        else (a comment, which is due as soon as its line ends; another field; a line end that
+        is not the lane's) goes the general way. Lines before ``start`` were seen already."""
+        n = len(buf)
+        data_line = buf[begin : begin + 6] == b"data: "
+        if self.gap == 8:
+            end = buf.find(b"\n", start)
+            return end < 0 or (end == n - 1 and data_line)
+        end = buf.find(b"\r", start)
+        if end >= 0 and not ((end == n - 1 or (end == n - 2 and buf[-1] == _LF)) and data_line):
+            return False
+        return _crlf_only(buf, start)
 
     def frame(self, out: list[RawItem]) -> None:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
@@ -247,8 +263,7 @@ class SSEFramer:
             buf = self._buf
             cr = buf.find(b"\r")
             self._cr = self._base + cr if cr >= 0 else _NONE
-            self._lf = -1
-            self._lf_from = self._scan = self._base
+            self._scan = self._base
         try:
             if self._cr != _NONE or self._eof or self._skip_lf or self._bom:
                 self._frame_lines(out)
@@ -336,39 +351,23 @@ class SSEFramer:
             self.end = EndOfStream(incomplete=bool(buf) or self._fields, offset=self._event_start)
 
     def _line(self, buf: bytearray, pos: int, n: int, out: list[RawItem]) -> int:
-        """Apply the line at ``pos``, whatever its line end; return the next position, or
-        ``-pos-1`` when the line is not complete yet."""
+        """Apply the line at ``pos``, which ends at the next CR (``_frame_lines`` applied the
+        lines that end in LF before it, and found that CR); return the next position, or
+        ``-pos-1`` when no CR is there: the line has not ended."""
         base = self._base
-        lf = self._lf - base
-        if lf < pos:
-            lf = buf.find(b"\n", max(pos, self._lf_from - base))
-            if lf < 0:
-                self._lf = -1
-                self._lf_from = base + n
-                lf = _NONE
-            else:
-                self._lf = base + lf
-        cr = self._cr - base if self._cr != _NONE else _NONE
-        if cr < pos:
-            cr = buf.find(b"\r", pos)
-            if cr < 0:
-                self._cr = cr = _NONE
-            else:
-                self._cr = base + cr
-        end = lf if lf < cr else cr
-        if end == _NONE:
+        cr = self._cr - base
+        if cr >= n:
             return -pos - 1
-        nxt = end + 1
-        if end == cr:
-            if nxt < n:
-                if buf[nxt] == _LF:
-                    nxt += 1
-            else:
-                self._skip_lf = True
-        self._lines([bytes(buf[pos:end])], base + pos, out)
-        if end == pos:  # a blank line: the event starts after its whole line end
+        nxt = cr + 1
+        if nxt < n:
+            if buf[nxt] == _LF:
+                nxt += 1
+        else:
+            self._skip_lf = True
+        self._lines([bytes(buf[pos:cr])], base + pos, out)
+        if cr == pos:  # a blank line: the event starts after its whole line end
             self._event_start = base + nxt
-            self._crlf = end == cr  # the lane's line end, when it opens again
+            self._crlf = True  # the lane's line end, when it opens again
         return nxt
 
     def _blocks(self, region: bytes, at: int, out: list[RawItem]) -> None:
@@ -504,6 +503,18 @@ class SSEFramer:
                 f"invalid UTF-8 in an event's data: {exc.reason}",
                 offset=offset_in_parts(data, data_at, exc.start),
             ) from exc
+
+
+def _crlf_only(buf: bytearray, start: int) -> bool:
+    """Every line end in ``buf[start:]`` is CRLF, so the CRLF lane misses no blank line there.
+    A CR at the very end may meet its LF later, unless it ends a blank line: a CR alone ends a
+    line (Rule 1), so that event is complete now."""
+    crlf = buf.count(b"\r\n", start)
+    return (
+        buf.count(b"\n", start) == crlf
+        and buf.count(b"\r", start) - (buf[-1:] == b"\r") == crlf
+        and not buf.endswith(b"\r\n\r")
+    )
 
 
 def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:

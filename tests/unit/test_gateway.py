@@ -385,6 +385,20 @@ def test_an_upstream_that_cannot_be_reached() -> None:
     assert json.loads(body)["error"]["code"] == "transient"
 
 
+def test_a_client_that_leaves_mid_body_while_the_answer_streams_is_gone() -> None:
+    """The upstream may answer before the request's body is all there (the gateway forwards a
+    body with a Content-Length as it comes); the client leaving then is not a request to
+    refuse (a response is on the wire already) but a client gone."""
+    gw = GatewayConnection()
+    whole = request(OPENAI, headers={"Content-Type": "application/json"})
+    gw.feed(whole[:-5])  # the body is 5 bytes short
+    exchange = Exchange(UPSTREAM, PassThrough(content_length=1))
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS[:300]))
+    assert out.startswith(b"HTTP/1.1 200")  # the stream has begun
+    assert gw.feed(b"") == [ClientClosed()]
+
+
 def test_a_cut_upstream_stays_a_cut() -> None:
     gw = GatewayConnection()
     gw.feed(request(LLM, headers={"Content-Type": "application/llm-request+json"}))
