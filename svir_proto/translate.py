@@ -42,6 +42,7 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
+from .llmstream.encoder import StreamEncoder
 from .llmstream.request import (
     LLMMediaPart,
     LLMMessage,
@@ -51,20 +52,17 @@ from .llmstream.request import (
     LLMToolCall,
     Part,
 )
-from .llmstream.stream import StreamEncoder
 from .openai.encoder import ChatStreamEncoder
+from .openai.parts import ImagePart, TextFile, TextPart
 from .openai.request import (
     AssistantMessage,
     ChatRequest,
-    ImagePart,
     JSONObjectFormat,
     JSONSchemaFormat,
     Message,
     NamedToolChoice,
     SystemMessage,
-    TextFile,
     TextFormat,
-    TextPart,
     Tool,
     ToolMessage,
     UserMessage,

@@ -34,7 +34,8 @@ from ..events import (
 )
 from ..exchange import ExchangeEvent
 from ..openai.endpoint import Endpoint, ModelInfo, ModelKind
-from ..openai.request import ChatRequest, ImagePart, SystemMessage, TextFile, TextPart, UserMessage
+from ..openai.parts import ImagePart, TextFile, TextPart
+from ..openai.request import ChatRequest, SystemMessage, UserMessage
 from ..speed import SpeedMeter
 from ..transports._shared import ConnectError, RequestFailedError, StreamTimeout, Timeouts
 from ..transports.blocking import Client

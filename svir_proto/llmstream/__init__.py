@@ -3,9 +3,10 @@ negotiation."""
 
 from __future__ import annotations
 
-from . import negotiate, request, stream
+from . import encoder, negotiate, request, stream
+from .encoder import *  # noqa: F403
 from .negotiate import *  # noqa: F403
 from .request import *  # noqa: F403
 from .stream import *  # noqa: F403
 
-__all__ = [*negotiate.__all__, *request.__all__, *stream.__all__]
+__all__ = [*encoder.__all__, *negotiate.__all__, *request.__all__, *stream.__all__]

@@ -1,11 +1,9 @@
-"""LLM-Stream 1.0 events (draft-spk-agentproto-llm-stream-00, section 5), both directions.
+"""LLM-Stream 1.0 events (draft-spk-agentproto-llm-stream-00, section 5), client side.
 
-`StreamEncoder` (a server) writes events as SSE: ``v`` "1.0", ``seq`` from 0 rising by one,
-the SSE ``event:`` field equal to ``type``, ``request_id`` echoed on ``stream.start`` and
-``stream.end``, in lifecycle order (``_lifecycle``), and refuses to write out of order.
-`StreamDecoder` (a client) checks every event the same way and decodes it to the event
-vocabulary, keeping a `Completion` that means what it means for the OpenAI dialect: complete is
-``stream.end`` after a ``content.stop``, with no error.
+`StreamDecoder` checks every event as `StreamEncoder` writes it (``v`` "1.0", ``seq`` from 0
+rising by one, the SSE ``event:`` field equal to ``type``, lifecycle order) and decodes it to
+the event vocabulary, keeping a `Completion` that means what it means for the OpenAI dialect:
+complete is ``stream.end`` after a ``content.stop``, with no error.
 
 Envelope rules the decoder enforces (each a `RemoteProtocolError`):
 
@@ -23,317 +21,46 @@ Rule 5: unknown fields and unknown extension namespaces are ignored (5.2). An un
     server. ``tool.call`` is checked against the declared tools (8.2): an undeclared tool is
     flagged (``declared=False``, a problem noted), never passed off as a declared call.
 
-What the draft has no event for travels in an extension field, ``"vendor:svir"``, on the event
-it belongs with, so two svir peers round-trip it and any other conforming parser ignores it:
-
-=============================  ==================================================================
-vocabulary                     on the wire
-=============================  ==================================================================
-``ReasoningDelta``             ``content.delta`` with ``delta.text`` "" and
-                               ``"vendor:svir": {"reasoning": TEXT, "carrier": KEY}``
-``RefusalDelta``               ``content.delta``, text "", ``{"refusal": TEXT}``
-``FilterVerdict``              ``content.delta``, text "", ``{"filter": {scope, results, offsets}}``
-``Finished.raw``               ``content.stop`` ``{"finish": RAW}`` when RAW is not the standard
-                               value (``stop_reason`` is then the nearest of the four)
-``Usage`` extras               ``usage`` ``{"total_tokens": N, "reasoning_tokens": N}``
-``Failure`` kind and code      ``error`` ``{"kind": KIND, "code": CODE or null}``
-=============================  ==================================================================
+What the draft has no event for travels in the ``"vendor:svir"`` extension (the table is in
+`svir_proto.llmstream._wire`); `StreamEncoder` (`svir_proto.llmstream.encoder`) writes it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any, Final
 
 from .. import _json
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from .._json import dumps
-from ..errors import Failure, FailureKind, FilterResult, LocalProtocolError, RemoteProtocolError
+from ..errors import Failure, FailureKind, RemoteProtocolError
 from ..events import (
     Completion,
-    Event,
-    FilterOffsets,
     FilterVerdict,
     Finished,
     FinishReason,
     ReasoningCarrier,
     ReasoningDelta,
     RefusalDelta,
-    StreamEnded,
     StreamFailed,
     StreamStarted,
-    TextDelta,
     ToolCall,
     Usage,
     text_delta,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
+from ._wire import (
+    DEFAULT_RAW,
+    ERROR_CODES,
+    MAX_SEQ,
+    STOP_REASONS,
+    SVIR_EXTENSION,
+    VERSION,
+    verdict_in,
+)
 
-__all__ = [
-    "ERROR_CODES",
-    "MAX_SEQ",
-    "STOP_REASONS",
-    "SVIR_EXTENSION",
-    "StreamDecoder",
-    "StreamEncoder",
-]
-
-SVIR_EXTENSION: Final = "vendor:svir"
-MAX_SEQ: Final = 2**53
-"""Section 8.4: past the safe integer limit of JSON numbers a stream is pathological."""
-VERSION: Final = "1.0"
-
-STOP_REASONS: Final = {
-    "end_turn": FinishReason.STOP,
-    "max_tokens": FinishReason.LENGTH,
-    "tool_use": FinishReason.TOOL_CALLS,
-    "content_filter": FinishReason.CONTENT_FILTER,
-}
-_STOP_OF: Final = {
-    FinishReason.STOP: "end_turn",
-    FinishReason.LENGTH: "max_tokens",
-    FinishReason.TOOL_CALLS: "tool_use",
-    FinishReason.CONTENT_FILTER: "content_filter",
-    FinishReason.OTHER: "end_turn",
-}
-_DEFAULT_RAW: Final = {  # the OpenAI finish_reason each stop_reason stands for
-    "end_turn": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-    "content_filter": "content_filter",
-}
-
-ERROR_CODES: Final = {
-    "rate_limited": FailureKind.RATE_LIMITED,
-    "context_length_exceeded": FailureKind.CONTEXT_OVERFLOW,
-    "content_filtered": FailureKind.CONTENT_FILTER,
-    "internal_error": FailureKind.SERVER_ERROR,
-    "overloaded": FailureKind.OVERLOADED,
-}
-_CODE_OF: Final = {
-    FailureKind.RATE_LIMITED: "rate_limited",
-    FailureKind.CONTEXT_OVERFLOW: "context_length_exceeded",
-    FailureKind.CONTENT_FILTER: "content_filtered",
-    FailureKind.OVERLOADED: "overloaded",
-}
-
-
-def error_code(kind: FailureKind) -> str:
-    """The draft's error code for a failure kind (``internal_error`` for the rest)."""
-    return _CODE_OF.get(kind, "internal_error")
-
-
-# -- encoding ---------------------------------------------------------------------------------
-
-
-class StreamEncoder:
-    """Write LLM-Stream events as SSE bytes, in lifecycle order, numbering ``seq``.
-
-    Args:
-        request_id: echoed on ``stream.start`` and ``stream.end`` (section 4.6).
-
-    Every method returns the bytes of one event. Raises `LocalProtocolError` when asked to write
-    out of lifecycle order (``cannot send <type> in state <STATE>``) and `ValueError` for a bad
-    value; either way nothing is written and the state does not change.
-    """
-
-    def __init__(self, *, request_id: str | None = None) -> None:
-        self.request_id = request_id
-        self.seq = 0
-        self.state = State.IDLE
-        self._stopped: set[int] = set()
-
-    def _event(
-        self, type_: str, fields: dict[str, Any], ext: Mapping[str, Any] | None = None
-    ) -> bytes:
-        nxt = advance(self.state, type_)
-        if nxt is None:
-            raise LocalProtocolError(refusal(self.state, type_, "send"))
-        obj = {"v": VERSION, "seq": self.seq, "type": type_, **fields}
-        if ext:
-            obj[SVIR_EXTENSION] = dict(ext)
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        self.state = nxt
-        self.seq += 1
-        return f"event: {type_}\ndata: {data}\n\n".encode()
-
-    def start(self, *, model: str, created: int, request_id: str | None = None) -> bytes:
-        if not isinstance(model, str) or type(created) is not int:
-            raise ValueError("stream.start needs a model (str) and created (int)")
-        rid = request_id if request_id is not None else self.request_id
-        self.request_id = rid
-        fields: dict[str, Any] = {"model": model, "created": created}
-        if rid is not None:
-            fields = {"request_id": rid, **fields}
-        return self._event("stream.start", fields)
-
-    def delta(self, text: str, *, index: int = 0, ext: Mapping[str, Any] | None = None) -> bytes:
-        if not isinstance(text, str):
-            raise ValueError("content.delta text must be a str")
-        if index in self._stopped:
-            raise LocalProtocolError(
-                f"cannot send content.delta for block {index} after its content.stop"
-            )
-        if ext is None and self.state is State.STREAMING:  # the most frequent event, templated
-            seq = self.seq
-            self.seq = seq + 1
-            return b"".join(
-                (
-                    b'event: content.delta\ndata: {"v":"1.0","seq":',
-                    str(seq).encode(),
-                    b',"type":"content.delta","index":',
-                    str(index).encode(),
-                    b',"role":"assistant","delta":{"text":',
-                    dumps(text),
-                    b"}}\n\n",
-                )
-            )
-        fields = {"index": index, "role": "assistant", "delta": {"text": text}}
-        return self._event("content.delta", fields, ext)
-
-    def stop(
-        self, stop_reason: str, *, index: int = 0, ext: Mapping[str, Any] | None = None
-    ) -> bytes:
-        if stop_reason not in STOP_REASONS:
-            raise ValueError(
-                f"stop_reason must be one of {sorted(STOP_REASONS)}, not {stop_reason!r}"
-            )
-        out = self._event("content.stop", {"index": index, "stop_reason": stop_reason}, ext)
-        self._stopped.add(index)
-        return out
-
-    def tool_call(self, *, id: str, name: str, arguments: str, index: int = 0) -> bytes:
-        if not (
-            isinstance(id, str)
-            and id
-            and isinstance(name, str)
-            and name
-            and isinstance(arguments, str)
-        ):
-            raise ValueError("tool.call needs a non-empty id and name and string arguments")
-        fields = {"index": index, "id": id, "name": name, "arguments": arguments}
-        return self._event("tool.call", fields)
-
-    def usage(
-        self, *, input_tokens: int, output_tokens: int, ext: Mapping[str, Any] | None = None
-    ) -> bytes:
-        fields = {"input_tokens": input_tokens, "output_tokens": output_tokens}
-        return self._event("usage", fields, ext)
-
-    def error(self, code: str, message: str, *, ext: Mapping[str, Any] | None = None) -> bytes:
-        if code not in ERROR_CODES:
-            raise ValueError(f"error code must be one of {sorted(ERROR_CODES)}, not {code!r}")
-        return self._event("error", {"code": code, "message": message}, ext)
-
-    def end(self) -> bytes:
-        fields = {} if self.request_id is None else {"request_id": self.request_id}
-        return self._event("stream.end", fields)
-
-    def encode(self, event: Event) -> bytes:
-        """One vocabulary event as wire bytes (the table in the module docstring).
-
-        ``ToolCallDelta`` has no wire form (``tool.call`` carries whole calls): ``b""``; so do
-        ``ResponseStarted`` and ``RequestFailed``, which are HTTP, not stream, events.
-        """
-        match event:
-            case StreamStarted():
-                return self.start(
-                    model=event.model, created=event.created or 0, request_id=event.request_id
-                )
-            case TextDelta():
-                return self.delta(event.text, index=event.index)
-            case ReasoningDelta():
-                return self.delta("", ext={"reasoning": event.text, "carrier": event.carrier})
-            case RefusalDelta():
-                return self.delta("", ext={"refusal": event.text})
-            case FilterVerdict():
-                return self.delta("", ext={"filter": _verdict_out(event)})
-            case ToolCall():
-                return self.tool_call(
-                    id=event.id, name=event.name, arguments=event.arguments, index=event.index
-                )
-            case Finished():
-                stop = _STOP_OF[event.reason]
-                # the extension only when the plain stop_reason would not give this back
-                plain = (STOP_REASONS[stop], _DEFAULT_RAW[stop]) == (event.reason, event.raw)
-                ext = None if plain else {"finish": event.raw, "reason": event.reason.value}
-                return self.stop(stop, ext=ext)
-            case Usage():
-                extra = {
-                    k: v
-                    for k, v in (
-                        ("total_tokens", event.total_tokens),
-                        ("reasoning_tokens", event.reasoning_tokens),
-                    )
-                    if v is not None
-                }
-                return self.usage(
-                    input_tokens=event.prompt_tokens or 0,
-                    output_tokens=event.completion_tokens or 0,
-                    ext=extra or None,
-                )
-            case StreamFailed():
-                f = event.error
-                return self.error(
-                    error_code(f.kind), f.message, ext={"kind": f.kind.value, "code": f.code}
-                )
-            case StreamEnded():
-                return self.end()
-        return b""
-
-
-def _verdict_out(v: FilterVerdict) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "scope": v.scope,
-        "results": [
-            {k: getattr(r, k) for k in ("category", "filtered", "detected", "severity", "id")}
-            for r in v.results
-        ],
-        "filtered": v.filtered,
-        "detected": v.detected,
-    }
-    if v.offsets is not None:
-        out["offsets"] = {
-            k: getattr(v.offsets, k) for k in ("check_offset", "start_offset", "end_offset")
-        }
-    return out
-
-
-def _verdict_in(raw: object) -> FilterVerdict | None:
-    if not isinstance(raw, dict) or raw.get("scope") not in ("prompt", "completion"):
-        return None
-    results = []
-    for r in raw.get("results") or ():
-        if isinstance(r, dict) and isinstance(r.get("category"), str):
-            results.append(
-                FilterResult(
-                    category=r["category"],
-                    filtered=r.get("filtered") is True,
-                    detected=r.get("detected") if isinstance(r.get("detected"), bool) else None,
-                    severity=r.get("severity") if isinstance(r.get("severity"), str) else None,
-                    id=r.get("id") if isinstance(r.get("id"), str) else None,
-                )
-            )
-    offsets = raw.get("offsets")
-    return FilterVerdict(
-        scope=raw["scope"],
-        results=tuple(results),
-        offsets=FilterOffsets(
-            **{
-                k: v
-                for k, v in offsets.items()
-                if k in ("check_offset", "start_offset", "end_offset")
-                and (v is None or type(v) is int)
-            }
-        )
-        if isinstance(offsets, dict)
-        else None,
-        filtered=raw.get("filtered") is True,
-        detected=raw.get("detected") is True,
-    )
+__all__ = ["ERROR_CODES", "MAX_SEQ", "STOP_REASONS", "SVIR_EXTENSION", "StreamDecoder"]
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -504,7 +231,7 @@ class StreamDecoder(DialectDecoder):
             self._grow(len(refused), at)
             self._refusal.append(refused)
             self._queue.append(RefusalDelta(text=refused))
-        verdict = _verdict_in(ext.get("filter"))
+        verdict = verdict_in(ext.get("filter"))
         if verdict is not None:
             self._verdicts.append(verdict)
             self._queue.append(verdict)
@@ -521,7 +248,7 @@ class StreamDecoder(DialectDecoder):
             with contextlib.suppress(ValueError):
                 normal = FinishReason(ext.get("reason"))
         else:
-            raw = _DEFAULT_RAW.get(reason, reason)
+            raw = DEFAULT_RAW.get(reason, reason)
         self._finish = Finished(reason=normal, raw=raw)
         self._queue.append(self._finish)
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from . import encoder, endpoint, request, retry, status, stream
+from . import encoder, endpoint, parts, request, retry, status, stream
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallError
 from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
+from .parts import *  # noqa: F403
 from .request import *  # noqa: F403
 from .retry import *  # noqa: F403
 from .status import *  # noqa: F403
@@ -16,6 +17,7 @@ __all__ = [
     "ToolCallError",
     *encoder.__all__,
     *endpoint.__all__,
+    *parts.__all__,
     *request.__all__,
     *retry.__all__,
     *status.__all__,
