@@ -311,11 +311,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 )  # fmt: skip
             elif self._scanner is not None:
                 self._scanner.feed(data)
-        else:  # nothing is read after a reply: the body goes upstream as it comes
-            assert self._mode == "pass-body"
+        elif self._mode == "pass-body":  # the body goes upstream as it comes
             assert self._scanner is not None
             self._scanner.feed(data)
             self._queue.append(ForwardBody(data=data))
+        # else a body on a GET (the model listing, /healthz, /metrics): it means nothing, and
+        # is read and dropped; nothing is read at all after a reply that closes
 
     def _end(self) -> None:
         if self._mode == "llm-body":

@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+from svir_proto import RemoteProtocolError
 from svir_proto.sse import ServerSentEvent
 from tests.helpers import ROOT
 
@@ -167,4 +168,38 @@ def test_fuzz_crash_oversized_invalid_head() -> None:
     conn = target.make()
     (reply,) = conn.feed(data)
     assert reply.data.startswith(b"HTTP/1.1 431 ")
+    target.test_one_input(data)
+
+
+def test_fuzz_crash_comment_due_at_its_line_end() -> None:
+    """fuzz/corpus/connection/crash-comment-due-at-its-line-end: with no CR in the buffer the
+    SSE framer applied whole events at once and left the rest for later, so a comment line
+    (here holding invalid UTF-8) completed without a blank line after it was applied at the
+    next blank line or the end of the body: its error was lost when the connection then
+    closed short of its Content-Length. The rest's complete lines are applied at once now;
+    tests/property/test_sse_properties.py checks every item against what the model says the
+    bytes received so far make due."""
+    from svir_proto.sse import SSEComment, SSEDecoder
+
+    d = SSEDecoder()
+    assert d.feed(b"\n") == []
+    assert d.feed(b": a\n") == [SSEComment(text="a")]  # at its line end, not the blank line's
+    assert d.feed(b"data: x\n: b\n") == [SSEComment(text="b")]
+    with pytest.raises(RemoteProtocolError, match="invalid UTF-8") as caught:
+        d.feed(b": \xa2\n")
+    assert caught.value.offset == 19
+    load(FUZZ / "fuzz_connection.py").test_one_input(
+        (FUZZ / "corpus" / "connection" / "crash-comment-due-at-its-line-end").read_bytes()
+    )
+
+
+def test_fuzz_crash_body_on_a_get() -> None:
+    """fuzz/corpus/gateway/crash-body-on-a-get: ``GET /v1/models`` with a Content-Length body
+    tripped an assertion that only a chat request has a body. A GET's body is read and
+    dropped (tests/unit/test_gateway.py: test_a_body_on_a_get_is_read_and_dropped)."""
+    target = load(FUZZ / "fuzz_gateway.py")
+    data = (FUZZ / "corpus" / "gateway" / "crash-body-on-a-get").read_bytes()
+    from svir_proto import Forward, ModelsRequest
+
+    assert target.make().feed(data) == [Forward(request=ModelsRequest(), dialect="openai")]
     target.test_one_input(data)

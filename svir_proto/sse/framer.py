@@ -284,10 +284,12 @@ class SSEFramer:
 
     def _frame_blocks(self, out: list[RawItem]) -> None:
         """No CR in the buffer, so every line ends in LF and every event in "\n\n": apply every
-        complete event at once and leave the rest, unprocessed, for later."""
+        complete event at once, then the rest's complete lines unless they are only a simple
+        event's data line (`_waiting`: nothing in it is due yet), which stays for later."""
         buf = self._buf
         base = self._base
         end = buf.rfind(b"\n\n", self._scan - base)
+        scan = self._scan  # lines before it were seen (and applied, unless they were waiting)
         if end < 0 and buf[:1] == b"\n":
             # _buf always begins at a line start: a leading LF is a blank line on its own.
             self._lines([b""], base, out)
@@ -298,7 +300,14 @@ class SSEFramer:
             self._blocks(bytes(buf[:end]), base, out)
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
+            scan = base  # the rest was searched for a blank line only
         n = len(buf)
+        if n and not self._waiting(buf, 0, max(scan - base, 0)):  # lines due now: a comment
+            last = buf.rfind(b"\n")
+            self._lines(bytes(buf[:last]).split(b"\n"), base, out)
+            del buf[: last + 1]
+            base = self._base = base + last + 1
+            n = len(buf)
         self._scan = base + n - 1 if n else base
         if base + n - self._event_start > self.max_event_size:
             self._overflow(buf, out)

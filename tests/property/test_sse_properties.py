@@ -276,3 +276,30 @@ def test_the_fast_lanes_agree_with_the_general_path(
     assert outcome(SSEDecoder(max_event_size=limit, errors=errors), pieces, pull) == reference
     if errors == "strict" and limit > len(body) and b"\xff" not in body:
         assert [e for piece in reference[0] for e in piece] == model(body)  # type: ignore[index]
+
+
+def due(prefix: bytes) -> list[SSEItem]:
+    """What the model says a stream's first bytes make due: the items of its complete lines (a
+    comment as soon as its line ends, an event at its blank line)."""
+    end = max(prefix.rfind(b"\n"), prefix.rfind(b"\r"))
+    return model(prefix[: end + 1])[:-1]
+
+
+@given(st.data(), st.booleans())
+def test_items_are_due_at_the_piece_that_completes_their_line(
+    data: st.DataObject, by_pull: bool
+) -> None:
+    body = data.draw(streams())
+    if data.draw(st.booleans()):  # LF line ends only: the paths that need no CR tracking
+        body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    decoder = SSEDecoder()
+    got: list[SSEItem] = []
+    received = b""
+    for piece in data.draw(splits(body)):
+        received += piece
+        if by_pull:
+            decoder.receive_data(piece)
+            got += decoder.events()
+        else:
+            got += decoder.feed(piece)
+        assert got == due(received), received

@@ -167,6 +167,22 @@ def test_models_go_upstream() -> None:
 
 
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
+@pytest.mark.parametrize("target", ["/v1/models", "/healthz"])
+def test_a_body_on_a_get_is_read_and_dropped(target: str, mode: str) -> None:
+    """fuzz/corpus/gateway/crash-body-on-a-get: it tripped an assertion. HTTP gives a GET's
+    body no meaning; the request is served as without one, and the connection stays usable."""
+    gw, out = events_of(request(b'{"model": "x"}', method="GET", target=target), mode=mode)
+    assert out == (
+        [Forward(request=ModelsRequest(), dialect="openai")]
+        if target == "/v1/models"
+        else [LocalRequest(name="healthz")]
+    )
+    if target == "/healthz":
+        gw.reply_local(200, "application/json", b"{}")
+        assert gw.reusable
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
 def test_an_openai_body_goes_upstream_piece_by_piece_and_its_facts_are_read(mode: str) -> None:
     data = request(OPENAI, headers={"Content-Type": "application/json"})
     _gw, out = events_of(data, mode=mode)

@@ -516,3 +516,24 @@ def test_the_first_failure_in_a_stream_is_the_one_kept() -> None:
     _, d = decode(body)
     assert d.result.error is not None
     assert d.result.error.message == "first"
+
+
+def test_arguments_for_a_call_never_opened_after_the_envelope_is_learned() -> None:
+    """The learned envelope reads ``{"index": i, "function": {"arguments": ...}}`` at once (in
+    OpenAI's compact JSON); for an index no piece opened, it takes the general rules, which
+    open a call with no id, and the end names it, as the general path does for that chunk."""
+
+    def compact(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        obj = {**HEAD, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+    opened = compact({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f"}}]})
+    args = compact({"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]}) * 12
+    stray = compact({"tool_calls": [{"index": 1, "function": {"arguments": "y"}}]})
+    for learned in (True, False):
+        d = ChatStreamDecoder()
+        d.feed(opened + (args if learned else b""))
+        assert d.feed(stray) == [ToolCallDelta(index=1, arguments="y")]
+        with pytest.raises(ToolCallError, match="tool call 1 .* has no id"):
+            d.feed(compact({}, "tool_calls") + DONE)
+            d.close()

@@ -281,13 +281,19 @@ def test_fuzz_crash_an_error_found_by_close_is_raised_with_its_events() -> None:
     so only for some splits). close() now never returns without the terminal event."""
     d = SSEDecoder()
     assert d.feed(b"x") == []
-    assert d.feed(b"\n: ok\n: bad \xcf\n") == []  # no blank line: nothing is framed yet
+    d.receive_data(b"\n: ok\n: bad \xcf\n")  # received, not yet framed: no one asked
     with pytest.raises(RemoteProtocolError) as info:
         d.close()
     assert info.value.pending_events == (SSEComment(text="ok"),)
     assert info.value.offset == 13  # the \xcf byte
     with pytest.raises(RemoteProtocolError):  # and it stays raised
         d.close()
+    fed = SSEDecoder()  # fed, the lines are applied as they end: the error is the feed's
+    assert fed.feed(b"x") == []
+    assert fed.feed(b"\n: ok\n: bad \xcf\n") == [SSEComment(text="ok")]
+    with pytest.raises(RemoteProtocolError) as info:
+        fed.close()
+    assert (info.value.pending_events, info.value.offset) == ((), 13)
 
 
 # The fast lanes: `feed` takes a piece that is one simple event (the express) or completes a run
