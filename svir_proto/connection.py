@@ -66,6 +66,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._exchange: Exchange | None = None
         self._fed = 0  # bytes received in all, for the head's size
         self._head_at = 0  # where the response being read began
+        self._lead: int | None = None  # its first byte, once it has come
         self._broken = False
         self._chunked: ChunkedReader | None = None  # reads the body of a chunked response
         self._pending: list[bytes] = []  # bytes for the chunked reader
@@ -94,6 +95,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         exchange = Exchange(self.endpoint, request, **self._options)
         self._exchange = exchange
         self._head_at = self._head_end()
+        self._held_lead()
         return self._bytes(exchange)
 
     def _bytes(self, exchange: Exchange) -> Iterator[bytes]:
@@ -213,7 +215,14 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._mark_terminal(out)
         return out
 
+    def _held_lead(self) -> None:
+        """The response head begins at ``_head_at``: its first byte, if h11 holds it already."""
+        held = self._h11.trailing_data[0]
+        self._lead = held[0] if held else None
+
     def _receive(self, data: bytes) -> None:
+        if self._lead is None and data:
+            self._lead = data[0]  # nothing of this head was held: it begins here
         self._fed += len(data)
         if self._chunked is None:
             self._h11.receive_data(data)
@@ -262,6 +271,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                     queue += exchange.end_of_body()
                 elif kind is h11.InformationalResponse:
                     self._head_at = self._head_end()  # the response proper begins after it
+                    self._held_lead()
                 else:  # ConnectionClosed, after a whole response (h11 raises before one)
                     break
         except ProtocolError as exc:
@@ -326,6 +336,12 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             if terminal is not None and events and events[-1] is terminal:
                 self._terminal = terminal
 
+    def _head_size(self) -> int:
+        """The response head's length as far as h11 read it: what it consumed of this head (a
+        whole head it then refused), else what it holds (one it is still waiting for)."""
+        consumed = self._head_end() - self._head_at
+        return consumed if consumed > 0 else len(self._h11.trailing_data[0])
+
     def _head_end(self) -> int:
         """Where the bytes h11 has consumed end: after a head, its end."""
         return self._fed - len(self._h11.trailing_data[0])
@@ -345,7 +361,18 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             raise RemoteProtocolError(
                 f"the server closed the connection without {what}", offset=self._fed
             ) from exc
-        if not headed and exc.error_status_hint == 431:  # h11's "Receive buffer too long"
+        # h11's "Receive buffer too long" (431), or a head past the bound that h11 saw whole
+        # and found invalid: too large either way, however the bytes came; but one whose first
+        # byte is a space or a control character is invalid however long it is (h11 says so
+        # as soon as that byte comes, before it can know the size)
+        if not headed and (
+            exc.error_status_hint == 431
+            or (
+                self._head_size() > self.max_head_size
+                and self._lead is not None
+                and self._lead > 0x20
+            )
+        ):
             raise RemoteProtocolError(
                 f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
                 offset=self._head_at,

@@ -174,6 +174,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=max_head_size)
         self._fed = 0  # bytes received in all, for the head's size
         self._head_at = 0  # where the request being read began
+        self._lead: int | None = None  # its first byte, once it has come
         self._reset()
 
     def _reset(self) -> None:
@@ -199,6 +200,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     # -- the client's request ---------------------------------------------------------------
 
     def _receive(self, data: bytes) -> None:
+        if self._lead is None and data:
+            self._lead = data[0]  # nothing of this head was held: it begins here
         self._fed += len(data)
         self._h11.receive_data(data)
 
@@ -221,9 +224,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 if self._mode == "idle" or not self._head_sent:
                     # h11's words quote what it had read, which depends on the reads: not kept.
                     # A head past the bound is too large whether h11 saw all of it (and found
-                    # it invalid) or only the part that filled its buffer.
+                    # it invalid) or only the part that filled its buffer; but one whose first
+                    # byte is a space or a control character is invalid however long it is
+                    # (h11 says so as soon as that byte comes, before it can know the size).
                     status = exc.error_status_hint
-                    if status != 431 and self._head_size() > self.max_head_size:
+                    if (
+                        status != 431
+                        and self._head_size() > self.max_head_size
+                        and (self._lead is None or self._lead > 0x20)
+                    ):
                         status = 431
                     what = "request head too large" if status == 431 else "not valid HTTP/1.1"
                     self._reject(status, what, "invalid_request", close=True)
@@ -579,6 +588,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             raise LocalProtocolError("the client connection is not reusable: close it")
         self._h11.start_next_cycle()
         self._head_at = self._consumed()
+        held = self._h11.trailing_data[0]  # the next head's first bytes may be here already
+        self._lead = held[0] if held else None
         self._reset()
         self._queue = []
         self._qpos = 0

@@ -203,3 +203,29 @@ def test_fuzz_crash_body_on_a_get() -> None:
 
     assert target.make().feed(data) == [Forward(request=ModelsRequest(), dialect="openai")]
     target.test_one_input(data)
+
+
+def test_fuzz_crash_oversized_head_invalid_from_its_first_byte() -> None:
+    """fuzz/corpus/gateway/crash-oversized-head-invalid-from-its-first-byte: a head over
+    max_head_size whose first byte is NUL. In pieces, h11 refused it at that first byte (400,
+    "illegal request line"); whole, the size rule of crash-oversized-invalid-head made it 431.
+    A head invalid from its first byte is 400 whatever its length now."""
+    target = load(FUZZ / "fuzz_gateway.py")
+    data = (FUZZ / "corpus" / "gateway" / "crash-oversized-head-invalid-from-its-first-byte")
+    (reply,) = target.make().feed(data.read_bytes())
+    assert reply.data.startswith(b"HTTP/1.1 400 ")
+    target.test_one_input(data.read_bytes())
+
+
+def test_fuzz_crash_oversized_invalid_response_head() -> None:
+    """fuzz/corpus/connection/crash-oversized-invalid-head: the client's mirror of the
+    gateway's crash-oversized-invalid-head. A response head over max_head_size that is also
+    invalid was "bad HTTP" read whole (h11 saw all of it) and too large in pieces (its buffer
+    filled first); it is too large either way now (tests/unit/test_connection.py)."""
+    target = load(FUZZ / "fuzz_connection.py")
+    data = (FUZZ / "corpus" / "connection" / "crash-oversized-invalid-head").read_bytes()
+    conn = target.make()
+    with pytest.raises(RemoteProtocolError) as info:
+        conn.feed(data)
+    assert info.value.limit == "max_head_size"
+    target.test_one_input(data)

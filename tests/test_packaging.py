@@ -28,9 +28,16 @@ def test_editable_install_maps_transports_to_the_top_level_folder() -> None:
     assert Path(svir_proto.transports.__file__).resolve() == ROOT / "transports" / "__init__.py"
 
 
+# A clean copy of the checkout: what git ignores (a build/ folder that would hide a package
+# pyproject.toml forgot, the fuzzers' scratch corpora, which change while they run) left out.
+CLEAN = shutil.ignore_patterns(
+    ".venv", ".git", "build", "*.egg-info", ".work", ".hypothesis", "*_cache", "__pycache__"
+)
+
+
 def test_runs_from_a_source_tree_without_install(tmp_path: Path) -> None:
     copy = tmp_path / "src"
-    shutil.copytree(ROOT, copy, symlinks=True, ignore=shutil.ignore_patterns(".venv", ".git"))
+    shutil.copytree(ROOT, copy, symlinks=True, ignore=CLEAN)
     env = {**os.environ, "PYTHONPATH": str(copy)}
     out = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True, check=True
@@ -52,12 +59,7 @@ def test_built_wheel_contains_and_imports_the_layout(tmp_path: Path) -> None:
     # Built from a clean copy: a build/ folder left in the checkout would hide a package that
     # pyproject.toml forgot (it did, for the cli and sse packages).
     copy = tmp_path / "src"
-    shutil.copytree(
-        ROOT,
-        copy,
-        symlinks=True,
-        ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info"),
-    )
+    shutil.copytree(ROOT, copy, symlinks=True, ignore=CLEAN)
     subprocess.run(
         [
             sys.executable,

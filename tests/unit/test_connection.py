@@ -158,6 +158,28 @@ def test_an_oversized_head_is_the_same_error_however_split(mode: str) -> None:
     )
 
 
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_an_oversized_invalid_head_is_too_large_unless_its_first_byte_is_bad(mode: str) -> None:
+    """fuzz/corpus/connection/crash-oversized-invalid-head: read whole, h11 saw the whole head
+    and refused it as invalid; in pieces its buffer filled first. A head past the bound is too
+    large either way, unless its first byte is a space or a control character, which h11
+    refuses at once, before any size is known. After an informational response, the next
+    head's first byte counts the same way."""
+    pad = b"X-Pad: " + b"a" * 300 + b"\r\n"
+    cases = [
+        (b"HTTP/1.1 200 OK\r\n" + pad + b"Bad Header\r\n\r\n", "max_head_size"),
+        (b"\x00HTTP/1.1 200 OK\r\n" + pad + b"\r\n", None),
+        (b"HTTP/1.1 100 Continue\r\n\r\n\x00HTTP/1.1 200 OK\r\n" + pad + b"\r\n", None),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n" + pad + b"B\r\n\r\n", "max_head_size"),
+    ]
+    for data, limit in cases:
+        conn = ClientConnection(EP, max_head_size=200)
+        sent(conn)
+        with pytest.raises(RemoteProtocolError) as info:
+            run(conn, [data] if mode == "whole" else bytewise(data))
+        assert info.value.limit == limit, data[:30]
+
+
 def test_a_body_cut_by_the_server_keeps_what_arrived() -> None:
     conn = ClientConnection(EP)
     sent(conn)

@@ -105,6 +105,14 @@ def test_a_delta_that_is_not_an_object_means_what_it_means_the_general_way() -> 
         run(d, [raw_chunk(b"[1]")])
 
 
+def test_an_empty_delta_says_nothing() -> None:
+    d = learned()
+    assert d.feed(raw_chunk(b"{}") + raw_chunk(b'{"refusal":null}')) == []
+    assert d.result.text == "a"
+    assert d._envelope is not None
+    assert d._envelope.hits == 3  # both read in the envelope, not the general way
+
+
 def test_a_delta_that_only_begins_like_content_is_parsed() -> None:
     d = learned()
     events = d.feed(raw_chunk(b'{"content":"x","n":1}'))
@@ -192,6 +200,7 @@ def test_learning_refuses_envelopes_it_cannot_read_safely() -> None:
     assert padded_tail is not None
     assert padded_tail.read(b'{"choices":[{"delta":{}}],"obfuscation":"a b"}') is None
     assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"obfuscation":""}') == "q"
+    assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"x":1}') is None
 
 
 def test_an_envelope_that_never_repeats_stops_being_learned() -> None:

@@ -135,6 +135,36 @@ def test_a_head_too_large_is_431_and_bad_http_is_400() -> None:
     assert response(bad.data)[0] == 400
 
 
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_a_long_head_that_is_invalid_from_its_first_byte_is_400(mode: str) -> None:
+    """fuzz/corpus/gateway/crash-oversized-head-invalid-from-its-first-byte: h11 refuses a
+    request whose first byte is a space or a control character as soon as that byte comes,
+    before it can know how long the head is: such a head is 400 however long it is and
+    however it is read; a long head that begins well is 431 either way."""
+    pad = b"X-Pad: " + b"a" * 2000 + b"\r\n"
+    bad = b"\x00GET /v1/models HTTP/1.1\r\nHost: gw\r\n" + pad + b"\r\n"
+    good = b"GET /v1/models HTTP/1.1\r\nHost: gw\r\n" + pad + b"\r\n"
+    for data, status in ((bad, 400), (bad[:1500], 400), (good, 431), (good[:1500], 431)):
+        _, (reply,) = events_of(data, mode=mode, max_head_size=1024)
+        assert response(reply.data)[0] == status, data[:40]
+    # after a first request on the connection, the next head's first byte counts the same
+    # way, whether it came with the first request's bytes or after them
+    gw = GatewayConnection(max_head_size=1024)
+    first = request(method="GET", target="/healthz")
+    together = gw.feed(first + b" " + pad)
+    assert together == [LocalRequest(name="healthz")]
+    gw.reply_local(200, "application/json", b"{}")
+    gw.start_next_cycle()
+    (reply,) = gw.feed(pad)
+    assert response(reply.data)[0] == 400
+    gw = GatewayConnection(max_head_size=1024)
+    gw.feed(first)
+    gw.reply_local(200, "application/json", b"{}")
+    gw.start_next_cycle()
+    (reply,) = gw.feed(b"GET / HTTP/1.1\r\n" + pad * 2)
+    assert response(reply.data)[0] == 431
+
+
 def test_the_gateways_own_token() -> None:
     body = request(OPENAI, headers={"Content-Type": "application/json"})
     _, (reply,) = events_of(body, token="t0k")

@@ -534,6 +534,6 @@ def test_arguments_for_a_call_never_opened_after_the_envelope_is_learned() -> No
         d = ChatStreamDecoder()
         d.feed(opened + (args if learned else b""))
         assert d.feed(stray) == [ToolCallDelta(index=1, arguments="y")]
-        with pytest.raises(ToolCallError, match="tool call 1 .* has no id"):
-            d.feed(compact({}, "tool_calls") + DONE)
+        d.feed(compact({}, "tool_calls") + DONE)  # the events before the error
+        with pytest.raises(ToolCallError, match=r"tool call 1 .* has no id"):
             d.close()
