@@ -211,7 +211,7 @@ def test_fuzz_crash_oversized_head_invalid_from_its_first_byte() -> None:
     "illegal request line"); whole, the size rule of crash-oversized-invalid-head made it 431.
     A head invalid from its first byte is 400 whatever its length now."""
     target = load(FUZZ / "fuzz_gateway.py")
-    data = (FUZZ / "corpus" / "gateway" / "crash-oversized-head-invalid-from-its-first-byte")
+    data = FUZZ / "corpus" / "gateway" / "crash-oversized-head-invalid-from-its-first-byte"
     (reply,) = target.make().feed(data.read_bytes())
     assert reply.data.startswith(b"HTTP/1.1 400 ")
     target.test_one_input(data.read_bytes())
