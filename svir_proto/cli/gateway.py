@@ -9,7 +9,6 @@ from typing import Any, TextIO
 
 from ..openai.endpoint import Endpoint
 from ..transports._shared import Timeouts
-from ..transports.gateway import GatewayServer, serve_forever
 
 __all__ = ["gateway"]
 
@@ -24,6 +23,11 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
             raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")
     except ValueError as exc:
         err.write(f"svir: {exc}\n")
+        return 2
+    try:  # the gateway runs on anyio, an extra: the rest of `svir` does without it
+        from ..transports.gateway import GatewayServer, serve_forever
+    except ImportError as exc:
+        err.write(f"svir: svir gateway needs anyio: pip install 'svir-proto[async]' ({exc})\n")
         return 2
     logging.basicConfig(level=logging.INFO, stream=err, format="%(asctime)s %(message)s")
     timeouts = Timeouts(first_byte=args.timeout, read=args.timeout) if args.timeout else Timeouts()

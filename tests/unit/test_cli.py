@@ -115,3 +115,24 @@ def test_decode_shows_refusals_usage_filters_and_failures() -> None:
     assert "usage     prompt=3 completion=1" in out.stdout
     assert "failed    " in out.stdout
     assert ": boom" in out.stdout
+
+
+def test_svir_runs_without_the_extras() -> None:
+    """`./scripts/demo` installs only the ``fast`` extra: ``svir chat`` and ``svir decode``
+    must not need anyio, httpcore or httpx (``svir gateway`` imported anyio for every command,
+    and the demo failed on a fresh clone); ``svir gateway`` says what it needs."""
+    blocked = "import sys\nfor m in ('anyio', 'trio', 'httpcore', 'httpx'): sys.modules[m] = None\n"
+    run = blocked + "from svir_proto.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
+
+    def svir_bare(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", run, *args], capture_output=True, text=True, cwd=ROOT
+        )
+
+    decoded = svir_bare("decode", "examples/think.sse")
+    assert decoded.returncode == 0, decoded.stderr
+    assert "complete" in decoded.stdout
+    assert svir_bare("chat", "--help").returncode == 0
+    gateway = svir_bare("gateway", "--upstream", "http://127.0.0.1:9")
+    assert gateway.returncode == 2
+    assert "svir gateway needs anyio" in gateway.stderr
