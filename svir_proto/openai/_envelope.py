@@ -72,7 +72,20 @@ class Envelope:
     is plain content, which is nearly every chunk of an answer.
     """
 
-    __slots__ = ("content", "filters", "head", "head_rest", "hits", "read", "tail", "tail_rest")
+    __slots__ = (
+        "args_closed",
+        "args_opened",
+        "content",
+        "content_closed",
+        "content_opened",
+        "filters",
+        "head",
+        "head_rest",
+        "hits",
+        "read",
+        "tail",
+        "tail_rest",
+    )
 
     def __init__(
         self,
@@ -90,6 +103,12 @@ class Envelope:
         self.filters = filters  # the choice's content_filter_results, when it had the key
         self.hits = 0
         self.content = content  # how plain content opens: with a space after the colon or not
+        # Without padding, a chunk of plain content or arguments is found with two comparisons
+        # each (`_read_plain`): the head and the delta's opening, the delta's end and the tail.
+        self.content_opened = head + content
+        self.content_closed = _CONTENT_END + tail
+        self.args_opened = head + _ARGUMENTS_OF
+        self.args_closed = _ARGUMENTS_END + tail
         self.read: Callable[[bytes | bytearray], Read]
         if head_rest is not None:
             self.read = self._read_padded_head
@@ -131,6 +150,30 @@ class Envelope:
     # UTF-8 (the general way applies the policy).
 
     def _read_plain(self, payload: bytes | bytearray) -> Read:
+        # what _delta_at finds first, nearly every chunk: plain content, or a call's arguments
+        # (an index of one digit), each tested against the head and tail joined to its ends
+        # (when the body is not one string, _delta_at would find the same: the delta's span)
+        opened = self.content_opened
+        if payload.startswith(opened):
+            closed = len(payload) - len(self.content_closed)
+            if closed >= len(opened) and payload.endswith(self.content_closed):
+                text = _body(payload, len(opened), closed)
+                if text is not None:
+                    return text
+                return len(self.head), len(payload) - len(self.tail)
+        elif payload.startswith(self.args_opened):
+            at = len(self.args_opened)  # the index's digit
+            closed = len(payload) - len(self.args_closed)
+            if (
+                closed >= at + 27
+                and 0x30 <= payload[at] <= 0x39
+                and payload.startswith(_ARGUMENTS, at + 1)
+                and payload.endswith(self.args_closed)
+            ):
+                text = _body(payload, at + 27, closed)
+                if text is not None:
+                    return payload[at] - 0x30, text
+                return len(self.head), len(payload) - len(self.tail)  # two calls' pieces, say
         if payload.startswith(self.head) and payload.endswith(self.tail):
             return _delta_at(payload, len(self.head), len(payload) - len(self.tail), self.content)
         return None
@@ -204,8 +247,14 @@ def _body(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
     """The text of the string whose body is ``payload[opened:closed]`` (its closing quote at
     ``closed``), or ``None`` when it is not one valid string."""
     raw = payload[opened:closed]
-    if len(raw.translate(None, _NOT_PLAIN)) == len(raw):
+    plain = len(raw.translate(None, _NOT_PLAIN))
+    if plain == len(raw):
         return raw.decode()  # nothing escaped: the bytes are the text
+    escaped = raw.count(b'\\"')
+    if plain + 2 * escaped == len(raw):  # each byte held escaped is in a \" pair
+        return raw.replace(b'\\"', b'"').decode()  # arguments' JSON: quotes, nothing else
+    if raw.count(b'"') > escaped:
+        return None  # a quote with no backslash before it ends the string early
     return string_body(payload[opened : closed + 1])
 
 

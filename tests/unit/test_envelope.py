@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from svir_proto import FilterVerdict, ReasoningDelta, RemoteProtocolError, TextDelta
+from svir_proto import (
+    FilterVerdict,
+    ReasoningDelta,
+    RefusalDelta,
+    RemoteProtocolError,
+    TextDelta,
+    ToolCallDelta,
+)
 from svir_proto.llmstream import StreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai._envelope import Envelope, plain_delta
@@ -119,6 +126,32 @@ def test_a_delta_that_only_begins_like_content_is_parsed() -> None:
     assert events == [TextDelta(text="x")]
 
 
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        (b'{"content":"x","n":"y"}', [TextDelta(text="x")]),  # begins and ends like content
+        (b'{"content":"x","refusal":"no"}', [TextDelta(text="x"), RefusalDelta(text="no")]),
+        (
+            b'{"tool_calls":[{"index":0,"function":{"arguments":"a"}},'
+            b'{"index":1,"function":{"arguments":"b"}}]}',
+            [ToolCallDelta(index=0, arguments="a"), ToolCallDelta(index=1, arguments="b")],
+        ),  # begins and ends like one call's arguments: two calls' pieces
+    ],
+)
+def test_a_delta_shaped_like_a_plain_one_at_both_ends_is_parsed(
+    padded: bool, delta: bytes, expected: list[object]
+) -> None:
+    pad = b',"obfuscation":"Xy9"}\n\n' if padded else b"}\n\n"
+    calls = {"tool_calls": [{"index": i, "id": f"c{i}", "function": {"name": "f"}} for i in (0, 1)]}
+    d = ChatStreamDecoder()
+    d.feed(b"".join(c[:-3] + pad for c in (chunk(calls), chunk({"content": "a"}))))
+    assert d._envelope is not None
+    hits = d._envelope.hits
+    assert d.feed(raw_chunk(delta)[:-3] + pad) == expected
+    assert d._envelope.hits == hits + 1  # read in the envelope: its delta parsed alone
+
+
 def test_the_base_batch_loop_gives_each_payload_its_offset() -> None:
     """`DialectDecoder._on_batch`, the loop a dialect without its own inherits."""
     from svir_proto._dialect import DialectDecoder
@@ -141,6 +174,44 @@ def test_tool_call_arguments_with_a_two_digit_index_are_read_too() -> None:
     assert plain_delta(span, 0, len(span)) == (12, "x")
     leading_zero = b'{"tool_calls":[{"index":012,"function":{"arguments":"x"}}]}'
     assert plain_delta(leading_zero, 0, len(leading_zero)) is None  # not JSON: the general way
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_arguments_with_escapes_read_like_the_general_way(padded: bool) -> None:
+    """A call's arguments are JSON inside a JSON string: quotes come escaped (read by a
+    replace), and any other escape goes through the string scanner; an invalid one sends
+    the chunk the general way, which reports it. With and without OpenAI's padding."""
+    pad = {"obfuscation": "Xy9"} if padded else {}
+
+    def args(text: str | None, raw: bytes | None = None) -> bytes:
+        delta = {"tool_calls": [{"index": 0, "function": {"arguments": text or "@"}}]}
+        obj = {**HEAD, "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **pad}
+        out = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+        return (
+            out if raw is None else out.replace(b'"arguments":"@"', b'"arguments":"' + raw + b'"')
+        )
+
+    opened = {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}}]}
+    first = chunk(opened).replace(
+        b"}\n\n",
+        b"".join(b',"' + k.encode() + b'":"' + v.encode() + b'"' for k, v in pad.items())
+        + b"}\n\n",
+    )
+    texts = ['{"', 'city": "Wien', "\\", 'a\\"b', "line\nnext", "plain"]
+    d = ChatStreamDecoder()
+    d.feed(first + args("x") + args("y"))
+    assert d._envelope is not None
+    for text in texts:
+        (event,) = d.feed(args(text))
+        assert event.arguments == text  # type: ignore[attr-defined]
+    assert d._envelope.hits >= len(texts)
+    with pytest.raises(RemoteProtocolError, match="Invalid \\\\escape") as fast:
+        run(d, [args(None, rb"\q")])
+    general = ChatStreamDecoder()
+    general._budget = 0
+    with pytest.raises(RemoteProtocolError) as slow:
+        run(general, [first, args("x"), args("y"), *(args(t) for t in texts), args(None, rb"\q")])
+    assert (str(fast.value), fast.value.offset) == (str(slow.value), slow.value.offset)
 
 
 def test_empty_reasoning_and_arguments_are_no_text() -> None:

@@ -93,3 +93,31 @@ def test_what_follows_the_value_may_be_whitespace_only() -> None:
     with pytest.raises(json.JSONDecodeError) as info:
         _json.canonical("  ")
     assert (info.value.msg, info.value.pos) == ("Expecting value", 2)
+
+
+@pytest.mark.parametrize("backend", ["orjson", "json"])
+def test_the_decoders_refuse_nesting_past_the_limit_on_either_backend(backend: str) -> None:
+    """orjson reads 600 levels and the standard library may too: Rule 5 refuses them in both
+    dialects' events, with the same error whatever the backend (the decoders check the depth
+    of long payloads only, so this one is long)."""
+    from svir_proto import RemoteProtocolError
+    from svir_proto.llmstream import StreamDecoder
+    from svir_proto.openai import ChatStreamDecoder
+
+    if backend == "orjson" and _json.orjson is None:  # pragma: no cover - fast extra missing
+        pytest.skip("orjson is not installed")
+    deep = "[" * 600 + "]" * 600
+    bodies = {
+        ChatStreamDecoder: f'data: {{"id":"c","choices":[],"x":{deep}}}\n\n',
+        StreamDecoder: f'event: stream.start\ndata: {{"v":"1.0","seq":0,"type":"stream.start",'
+        f'"x":{deep}}}\n\n',
+    }
+    before = _json.BACKEND
+    try:
+        _json.use(backend)  # type: ignore[arg-type]
+        for decoder, body in bodies.items():
+            with pytest.raises(RemoteProtocolError, match="nested deeper") as info:
+                decoder().feed(body.encode())
+            assert info.value.offset == body.index("{")
+    finally:
+        _json.use(before)
