@@ -121,3 +121,15 @@ def test_the_bulk_lane_stops_before_a_size_of_21_digits_which_is_then_refused() 
     assert out == b"x" * 90  # the run before the bad header comes out
     assert reader.error is not None
     assert "illegal chunk header" in str(reader.error)
+
+
+def test_the_bulk_lane_gives_way_when_its_first_chunk_is_not_plain() -> None:
+    """A run whose very first chunk holds a CRLF in its data: the lane takes nothing, and the
+    exact path reads every chunk."""
+    tricky = b"a\r\nb"
+    rest = [b"data: %d\n\n" % i for i in range(8)]
+    body = b"%x\r\n%s\r\n" % (len(tricky), tricky)
+    body += b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in rest) + b"0\r\n\r\n"
+    out, reader = read(body)
+    assert out == tricky + b"".join(rest)
+    assert reader.done

@@ -366,3 +366,19 @@ def test_an_untyped_event_reaches_the_llm_stream_decoder_by_any_path() -> None:
 
     assert outcome([body]) == outcome(bytewise(body))
     assert outcome([body])[1] == 6
+
+
+def test_the_repeat_rule_holds_on_the_general_way_too() -> None:
+    """A stream whose chunks never repeat an envelope (an id per chunk) is read the general
+    way: a quiet verdict that repeats is counted there too, not built."""
+    quiet = {"hate": SAFE, "violence": SAFE}
+    body = b"".join(
+        chunk({"content": c}, content_filter_results=quiet).replace(b'"c1"', f'"c{i}"'.encode())
+        for i, c in enumerate("abcdef")
+    )
+    d = ChatStreamDecoder()
+    d._budget = 0  # learns no envelope
+    events = run(d, [body + FINISH + DONE])
+    assert d._envelope is None
+    assert len(verdicts(events)) == 1
+    assert d.result.filter_repeats == 5

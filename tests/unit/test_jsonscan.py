@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from svir_proto._jsonscan import MAX_VALUE, RequestScanner
 from tests.helpers import bytewise
 
@@ -56,3 +58,16 @@ def test_scalars_split_across_pieces() -> None:
     assert (s.stream, s.model) == (True, "m")
     s = scan([b'{"stream": false', b', "stream_options": {"include_usage": false}}'])
     assert (s.stream, s.include_usage) == (False, False)
+
+
+def test_tool_names_that_are_not_strings_or_past_the_bound_are_not_kept() -> None:
+    from svir_proto._jsonscan import MAX_TOOLS
+
+    def tools(names: list[object]) -> bytes:
+        listed = [{"type": "function", "function": {"name": n}} for n in names]
+        return json.dumps({"tools": listed}).encode()
+
+    assert scan([tools([1, None, "ok"])]).tools == ["ok"]
+    assert scan([tools([f"t{i}" for i in range(MAX_TOOLS + 5)])]).tools == [
+        f"t{i}" for i in range(MAX_TOOLS)
+    ]

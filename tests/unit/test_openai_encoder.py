@@ -62,3 +62,43 @@ def test_a_failure_is_an_error_chunk_then_done_and_keeps_its_kind() -> None:
         d = ChatStreamDecoder()
         run(d, [body])
         assert d.result.error == failure, kind
+
+
+def test_filter_verdicts_encode_to_azure_chunks_that_decode_to_the_same_verdicts() -> None:
+    """Prompt and answer verdicts, a list-valued category (custom blocklists, with ids) and an
+    asynchronous annotation's offsets, back as Azure writes them, and read back by ours."""
+    from svir_proto import FilterOffsets, FilterResult, FilterVerdict
+
+    prompt = FilterVerdict(
+        scope="prompt",
+        results=(FilterResult(category="jailbreak", filtered=False, detected=False),),
+    )
+    low = FilterVerdict(
+        scope="completion",
+        results=(FilterResult(category="hate", filtered=False, severity="low"),),
+        detected=True,
+    )
+    block = FilterVerdict(
+        scope="completion",
+        results=(
+            FilterResult(category="hate", filtered=True, severity="high"),
+            FilterResult(category="custom_blocklists", filtered=True, id="list-1"),
+        ),
+        offsets=FilterOffsets(check_offset=0, start_offset=0, end_offset=12),
+        filtered=True,
+        detected=True,
+    )
+    enc = ChatStreamEncoder()
+    events = [
+        StreamStarted(response_id="chatcmpl-1", model="m", created=5),
+        prompt,
+        TextDelta(text="hi"),
+        low,
+        block,
+        Finished(reason=FinishReason.STOP, raw="stop"),
+        StreamEnded(complete=True, done=True),
+    ]
+    d = ChatStreamDecoder()
+    decoded = run(d, [b"".join(enc.encode(e) for e in events)])
+    assert [e for e in decoded if isinstance(e, FilterVerdict)] == [prompt, low, block]
+    assert d.result.filtered

@@ -311,6 +311,18 @@ def fed(pieces: list[bytes], **kw: object) -> list[object]:
     return out + d.close()
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_what_follows_a_run_and_is_due_now_goes_the_general_way(eol: str) -> None:
+    """The lanes frame a run of simple events at once; a comment line after the run, complete
+    in the same piece, is due at once too, with the events before it and in order."""
+    e = eol.encode()
+    d = SSEDecoder()
+    assert d.feed(b"data: open" + e + e) == [ServerSentEvent(data="open")]  # the lane is open
+    got = d.feed(b"data: a" + e + e + b"data: b" + e + e + b": c" + e + b"data: d")
+    assert got == [ServerSentEvent(data="a"), ServerSentEvent(data="b"), SSEComment(text="c")]
+    assert d.feed(e + e) == [ServerSentEvent(data="d")]
+
+
 def test_the_express_applies_a_cr_inside_a_piece_as_a_line_end() -> None:
     # "data: a" CR "b" LF LF: a data line, a line "b" (a field with no value), a blank line.
     assert fed([OPEN, b"data: a\rb\n\n"])[1] == ev("a")

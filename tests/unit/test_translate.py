@@ -26,7 +26,7 @@ from svir_proto.openai import (
     UserMessage,
 )
 from svir_proto.translate import OpenAIToLLMStream, llm_to_openai, openai_to_llm
-from tests.helpers import CONFORMANCE, run
+from tests.helpers import CONFORMANCE, ROOT, run
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x01" * 50
 
@@ -258,3 +258,21 @@ def test_a_second_failure_is_not_a_second_error_event() -> None:
     assert d.result.error is not None
     assert d.result.error.message == "one"
     assert d.result.done
+
+
+def test_llm_stream_events_back_to_openai_bytes() -> None:
+    """`LLMStreamToOpenAI`: an LLM-Stream recording's events, encoded in OpenAI's dialect and
+    decoded by ours, give the same answer."""
+    from svir_proto.openai import ChatStreamDecoder
+    from svir_proto.translate import LLMStreamToOpenAI
+
+    body = (ROOT / "examples" / "llm-stream.sse").read_bytes()
+    source = StreamDecoder()
+    events = source.feed(body) + source.close()
+    back = LLMStreamToOpenAI(response_id="chatcmpl-x", model="m")
+    openai = ChatStreamDecoder()
+    openai.feed(b"".join(back.feed(e) for e in events))
+    openai.close()
+    assert openai.result.text == source.result.text
+    assert openai.result.finish_reason == source.result.finish_reason
+    assert openai.result.complete
