@@ -1,5 +1,5 @@
 """What every fuzz target checks (STYLE.md 4 and 8): for any bytes, a decoder raises only
-`RemoteProtocolError`, and feeding the bytes whole or cut where the input's own bytes say
+`PeerProtocolError`, and feeding the bytes whole or cut where the input's own bytes say
 (`cuts`: a few bytes at a time, or up to each blank line, as a server that flushes each event
 sends them) gives the same outcome: the same events (deltas joined), the same error, and the
 same result. The fuzzer explores splits as it mutates the bytes, for one more decode; the
@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from svir_proto import ForwardBody, ReasoningDelta, RefusalDelta, RemoteProtocolError, TextDelta
+from svir_proto import ForwardBody, PeerProtocolError, ReasoningDelta, RefusalDelta, TextDelta
 
 
 def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, object]:
@@ -31,7 +31,7 @@ def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, ob
         for piece in pieces:
             events += decoder.feed(piece)
         events += decoder.close()
-    except RemoteProtocolError as exc:
+    except PeerProtocolError as exc:
         events += exc.pending_events
         error = (exc.offset, exc.limit)
     return events, error, getattr(decoder, "result", None)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import differential, fuzz
 
-from svir_proto.llmstream import StreamDecoder
+from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 
 START = (
@@ -34,7 +34,7 @@ def test_one_input(data: bytes) -> None:
     errors = "replace" if choice & 1 else "strict"
     if choice & 2:
         differential(
-            lambda: StreamDecoder(errors=errors),  # type: ignore[arg-type]
+            lambda: LLMStreamDecoder(errors=errors),  # type: ignore[arg-type]
             START + b"event: content.delta\ndata: " + payload + b"\n\n",
         )
     else:

@@ -1,7 +1,7 @@
 """Atheris target for `LLMRequest.parse` (the server side of a request):
 ``python fuzz/fuzz_llmrequest.py CORPUS fuzz/corpus/llmrequest``.
 
-Invariant: any bytes either parse, or raise `RequestError` (a `RemoteProtocolError` naming a
+Invariant: any bytes either parse, or raise `RequestError` (a `PeerProtocolError` naming a
 JSON path); a request that parses encodes to a body of its exact length that parses back to an
 equal request.
 """

@@ -1,4 +1,4 @@
-"""Atheris target for the LLM-Stream `StreamDecoder`:
+"""Atheris target for the LLM-Stream `LLMStreamDecoder`:
 ``python fuzz/fuzz_llmstream.py CORPUS fuzz/corpus/llmstream``. Seeds: the draft's examples."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import check, fuzz
 
-from svir_proto.llmstream import StreamDecoder
+from svir_proto.llmstream import LLMStreamDecoder
 
 
-def make() -> StreamDecoder:
-    return StreamDecoder(max_event_size=4096, max_result_size=4096)
+def make() -> LLMStreamDecoder:
+    return LLMStreamDecoder(max_event_size=4096, max_result_size=4096)
 
 
 def test_one_input(data: bytes) -> None:

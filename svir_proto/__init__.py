@@ -19,6 +19,7 @@ from . import (
     sse,
     translate,
 )
+from ._deprecated import renamed
 from ._pull import NEED_DATA, NeedData
 from ._version import VERSION
 from .body import *  # noqa: F403
@@ -34,6 +35,10 @@ from .sse import *  # noqa: F403
 from .translate import *  # noqa: F403
 
 __version__ = VERSION
+
+
+__getattr__ = renamed(__name__, {**errors.RENAMED, **llmstream.RENAMED}, globals())
+
 
 __all__ = [
     "NEED_DATA",

@@ -30,7 +30,7 @@ import re
 from itertools import compress, count, repeat
 from typing import Final
 
-from .errors import RemoteProtocolError
+from .errors import PeerProtocolError
 
 __all__: list[str] = []
 
@@ -59,7 +59,7 @@ class ChunkedReader:
         self.max_line = max_line
         self.done = False
         self.leftover = b""
-        self.error: RemoteProtocolError | None = None
+        self.error: PeerProtocolError | None = None
         self._state = HEADER
         self._held = b""  # an incomplete header line, footer or trailer
         self._left = 0  # bytes of chunk data still to come
@@ -74,7 +74,7 @@ class ChunkedReader:
         out: list[bytes] = []
         try:
             self._read(data, out)
-        except RemoteProtocolError as exc:
+        except PeerProtocolError as exc:
             self.error = exc
             if not out:
                 raise
@@ -101,7 +101,7 @@ class ChunkedReader:
                 need = b"\r\n"[self._footer :]
                 got = data[pos : pos + len(need)]
                 if got != need[: len(got)]:
-                    raise RemoteProtocolError(
+                    raise PeerProtocolError(
                         f"bad HTTP from the server: malformed chunk footer {got!r} (expected CRLF)"
                     )
                 pos += len(got)
@@ -168,7 +168,7 @@ class ChunkedReader:
         match = _HEADER.fullmatch(data, pos, end + 2)
         if match is None:
             line = data[pos : end + 2]
-            raise RemoteProtocolError(f"bad HTTP from the server: illegal chunk header {line!r}")
+            raise PeerProtocolError(f"bad HTTP from the server: illegal chunk header {line!r}")
         size = int(match[1], 16)
         if size:
             self._left = size
@@ -209,7 +209,7 @@ class ChunkedReader:
             if fold is None:
                 fields.append(line)
             elif not fields:
-                raise RemoteProtocolError("bad HTTP from the server: a trailer begins folded")
+                raise PeerProtocolError("bad HTTP from the server: a trailer begins folded")
             else:
                 fields[-1] += b" " + line[fold.end() :]
         for field in fields:
@@ -218,7 +218,7 @@ class ChunkedReader:
     @staticmethod
     def _field(line: bytes) -> None:
         if _FIELD.fullmatch(line) is None:
-            raise RemoteProtocolError(f"bad HTTP from the server: illegal trailer line {line!r}")
+            raise PeerProtocolError(f"bad HTTP from the server: illegal trailer line {line!r}")
 
     def _hold(self, data: bytes, pos: int, what: str) -> None:
         held = data[pos:]
@@ -227,7 +227,7 @@ class ChunkedReader:
         self._held = held
 
     def _too_long(self, what: str) -> None:
-        raise RemoteProtocolError(
+        raise PeerProtocolError(
             f"bad HTTP from the server: {what} is longer than {self.max_line} bytes",
             limit="max_head_size",
             limit_value=self.max_line,

@@ -16,7 +16,7 @@ from typing import Final
 
 from . import _json
 from ._pull import PullDecoder
-from .errors import RemoteProtocolError
+from .errors import PeerProtocolError
 from .events import Event, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
 
@@ -77,7 +77,7 @@ class DialectDecoder(PullDecoder[Event]):
                     return self._reopen(self._received())
             try:
                 self._on_batch(at, payloads, framer.gap)  # type: ignore[arg-type]
-            except RemoteProtocolError as exc:  # delivered after what came before it
+            except PeerProtocolError as exc:  # delivered after what came before it
                 self._deferred = exc
             except Exception as exc:  # a bug, not a protocol error: still poison
                 self._error = exc
@@ -118,10 +118,10 @@ class DialectDecoder(PullDecoder[Event]):
             return
         raw = self._raw
         raw.clear()
-        framing_error: RemoteProtocolError | None = None
+        framing_error: PeerProtocolError | None = None
         try:
             self._framer.frame(raw)
-        except RemoteProtocolError as exc:
+        except PeerProtocolError as exc:
             framing_error = exc
         on_event = self._on_event
         try:
@@ -131,7 +131,7 @@ class DialectDecoder(PullDecoder[Event]):
                 elif len(item) == 6:
                     etype, data, data_at, _, _, _ = item
                     on_event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
-        except RemoteProtocolError as exc:  # a dialect reads nothing after its end marker
+        except PeerProtocolError as exc:  # a dialect reads nothing after its end marker
             self._deferred = exc
             return
         if framing_error is not None:
@@ -165,7 +165,7 @@ class DialectDecoder(PullDecoder[Event]):
     def _complete(self) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _after_end(self, exc: RemoteProtocolError) -> bool:
+    def _after_end(self, exc: PeerProtocolError) -> bool:
         """An error in what followed the end marker: ``True`` if the dialect noted it (the
         stream stays as it was), ``False`` to raise it."""
         return False
@@ -181,7 +181,7 @@ class DialectDecoder(PullDecoder[Event]):
     def _grow(self, n: int, at: int | None) -> None:
         self._size += n
         if self._size > self._max_result:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"the response is larger than max_result_size ({self._max_result} characters)",
                 offset=at,
                 limit="max_result_size",
@@ -203,13 +203,13 @@ class DialectDecoder(PullDecoder[Event]):
 
 def json_error(
     payload: bytes | bytearray, at: int, exc: BaseException, what: str
-) -> RemoteProtocolError:
+) -> PeerProtocolError:
     """Say where ``what`` (a chunk, an event's data) stopped being JSON or UTF-8, as a byte
     offset in the body."""
     if isinstance(exc, UnicodeDecodeError):
-        return RemoteProtocolError(f"invalid UTF-8 in {what}: {exc.reason}", offset=at + exc.start)
+        return PeerProtocolError(f"invalid UTF-8 in {what}: {exc.reason}", offset=at + exc.start)
     text = payload.decode("utf-8", "replace")
     pos = getattr(exc, "pos", None)
     where = at + len(text[:pos].encode()) if isinstance(pos, int) else at
     shown = text if len(text) <= 60 else text[:57] + "..."
-    return RemoteProtocolError(f"{what} is not JSON ({exc}): {shown!r}", offset=where)
+    return PeerProtocolError(f"{what} is not JSON ({exc}): {shown!r}", offset=where)

@@ -18,7 +18,7 @@ import enum
 from collections.abc import Iterator
 from typing import Final, Generic, Literal, TypeVar
 
-from .errors import LocalProtocolError, ProtocolError
+from .errors import CallerProtocolError, SvirProtocolError
 
 __all__ = ["NEED_DATA", "NeedData"]
 
@@ -45,7 +45,7 @@ class PullDecoder(Generic[E]):
         self._eof = False
         self._terminal: E | None = None
         self._terminated = False
-        self._deferred: ProtocolError | None = None
+        self._deferred: SvirProtocolError | None = None
         self._error: BaseException | None = None
         # A subclass may open fast lanes for feed() (any value but None) while nothing is
         # pending; every other entry point closes them, and the subclass decides when to open
@@ -71,8 +71,8 @@ class PullDecoder(Generic[E]):
             data: any bytes-like piece; it may end anywhere, even inside a UTF-8 character.
 
         Raises:
-            LocalProtocolError: non-empty data after the end of the body.
-            ProtocolError: the error that poisoned this decoder earlier, again.
+            CallerProtocolError: non-empty data after the end of the body.
+            SvirProtocolError: the error that poisoned this decoder earlier, again.
         """
         self._fast = None
         if self._error is not None:
@@ -83,7 +83,7 @@ class PullDecoder(Generic[E]):
             self._receive(b"")
             return
         if self._eof:
-            raise LocalProtocolError("received data after the end of the body")
+            raise CallerProtocolError("received data after the end of the body")
         self._dirty = True
         self._receive(data if type(data) is bytes else bytes(data))
 
@@ -93,7 +93,7 @@ class PullDecoder(Generic[E]):
         After the terminal event, every call returns that same event again.
 
         Raises:
-            RemoteProtocolError: the bytes received break the protocol or exceed a limit. The
+            PeerProtocolError: the bytes received break the protocol or exceed a limit. The
                 decoder is then poisoned: every later call raises the same error, and its
                 ``result`` (where it has one) keeps everything decoded before it.
         """
@@ -122,7 +122,7 @@ class PullDecoder(Generic[E]):
             raise self._error
         if data:
             if self._eof:
-                raise LocalProtocolError("received data after the end of the body")
+                raise CallerProtocolError("received data after the end of the body")
             self._receive(data if type(data) is bytes else bytes(data))
         else:
             self._eof = True
@@ -164,7 +164,7 @@ class PullDecoder(Generic[E]):
         terminal. Once the body has ended, returns an empty list.
 
         Raises:
-            ProtocolError: the body broke the protocol. ``close()`` is the last call, so it
+            SvirProtocolError: the body broke the protocol. ``close()`` is the last call, so it
                 never returns without the terminal event: the events decoded before the error
                 that it had not returned yet are on the error's ``pending_events``.
         """
@@ -174,7 +174,7 @@ class PullDecoder(Generic[E]):
             return []
         out = self.feed(b"")
         error = self.error  # read afresh: feed() may have set it
-        if isinstance(error, ProtocolError):
+        if isinstance(error, SvirProtocolError):
             error.pending_events = tuple(out)
             raise error
         return out

@@ -37,7 +37,7 @@ import h11
 
 from ._chunked import ChunkedReader
 from ._pull import PullDecoder
-from .errors import LocalProtocolError, ProtocolError, RemoteProtocolError
+from .errors import CallerProtocolError, PeerProtocolError, SvirProtocolError
 from .events import Completion, RequestFailed
 from .exchange import DEFAULT_MAX_HEAD_SIZE, Exchange, ExchangeEvent, PassThrough, Request
 from .openai.endpoint import Endpoint
@@ -84,11 +84,11 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         with `send_data` and `send_end`. If writing fails, call `send_failed`.
 
         Raises:
-            LocalProtocolError: an exchange is under way, or the connection cannot take another
+            CallerProtocolError: an exchange is under way, or the connection cannot take another
                 request (see `reusable` and `start_next_cycle`).
         """
         if self._exchange is not None or self._h11.our_state is not h11.IDLE:
-            raise LocalProtocolError(
+            raise CallerProtocolError(
                 f"cannot send a request in state {self._h11.our_state!r}: "
                 "one exchange at a time (start_next_cycle after a reusable response)"
             )
@@ -114,20 +114,20 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         """A piece of a `PassThrough` request's body: the bytes to write.
 
         Raises:
-            LocalProtocolError: the body would be longer than its Content-Length said, or the
+            CallerProtocolError: the body would be longer than its Content-Length said, or the
                 request is not a `PassThrough` under way.
         """
         try:
             return self._h11.send(h11.Data(data=data)) or b""
         except h11.LocalProtocolError as exc:
-            raise LocalProtocolError(f"cannot send body data: {exc}") from exc
+            raise CallerProtocolError(f"cannot send body data: {exc}") from exc
 
     def send_end(self) -> bytes:
         """The end of the request's body (h11 checks it was as long as it said)."""
         try:
             return self._h11.send(h11.EndOfMessage()) or b""
         except h11.LocalProtocolError as exc:
-            raise LocalProtocolError(f"cannot end the body: {exc}") from exc
+            raise CallerProtocolError(f"cannot end the body: {exc}") from exc
 
     def send_failed(self) -> None:
         """Writing the request failed: the connection cannot be reused. A response the server
@@ -146,7 +146,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
     def result(self) -> Completion:
         """The current exchange's `Completion` (see `Exchange.result`)."""
         if self._exchange is None:
-            raise LocalProtocolError("no request was sent")
+            raise CallerProtocolError("no request was sent")
         return self._exchange.result
 
     @property
@@ -180,10 +180,10 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         """Ready a `reusable` connection for the next request.
 
         Raises:
-            LocalProtocolError: the connection is not reusable.
+            CallerProtocolError: the connection is not reusable.
         """
         if not self.reusable:
-            raise LocalProtocolError("the connection is not reusable: close it")
+            raise CallerProtocolError("the connection is not reusable: close it")
         if self._chunked is not None:  # h11 did not read that body: a fresh one takes over
             leftover = self._chunked.leftover
             self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_head_size)
@@ -254,7 +254,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 elif event is h11.NEED_DATA or event is h11.PAUSED:
                     break
                 elif exchange is None:
-                    raise RemoteProtocolError(
+                    raise PeerProtocolError(
                         "the server sent a response to no request", offset=self._head_at
                     )
                 elif kind is h11.Response:
@@ -274,7 +274,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                     self._held_lead()
                 else:  # ConnectionClosed, after a whole response (h11 raises before one)
                     break
-        except ProtocolError as exc:
+        except SvirProtocolError as exc:
             queue += exc.pending_events  # type: ignore[arg-type]
             exc.pending_events = ()  # they are returned now: raised again, it brings none
             self._deferred = exc
@@ -323,7 +323,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 if not exchange.finished:
                     why = "the connection closed before the body ended (incomplete chunked read)"
                     queue += exchange.interrupt(why)
-        except ProtocolError as exc:
+        except SvirProtocolError as exc:
             queue += exc.pending_events  # type: ignore[arg-type]
             exc.pending_events = ()  # they are returned now: raised again, it brings none
             self._deferred = exc
@@ -358,7 +358,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             return
         if closed and exchange is not None:
             what = "a response" if self._fed == self._head_at else "a whole response head"
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"the server closed the connection without {what}", offset=self._fed
             ) from exc
         # h11's "Receive buffer too long" (431), or a head past the bound that h11 saw whole
@@ -373,11 +373,11 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 and self._lead > 0x20
             )
         ):
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
                 offset=self._head_at,
                 limit="max_head_size",
                 limit_value=self.max_head_size,
             ) from exc
         # h11 says what broke, not where: no offset rather than one that depends on the reads
-        raise RemoteProtocolError(f"bad HTTP from the server: {exc}") from exc
+        raise PeerProtocolError(f"bad HTTP from the server: {exc}") from exc

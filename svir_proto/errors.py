@@ -1,13 +1,16 @@
 """Errors and failures: who broke the protocol, and where.
 
 Two families live here. *Protocol errors* are exceptions: the bytes from the network were
-malformed or exceeded a limit (`RemoteProtocolError`), or the caller used an object out of order
-(`LocalProtocolError`). *Failures* are values: the protocol itself reported that the request
-failed (an HTTP 4xx/5xx, an `{"error": ...}` chunk, an `event: error`, an LLM-Stream `error`
-event). A failure travels inside an event (`StreamFailed`, `RequestFailed`) and never raises.
+malformed or exceeded a limit (`PeerProtocolError`), or the caller used an object out of order
+(`CallerProtocolError`). Every exception svir-proto raises on purpose is a `SvirError`: the
+protocol errors here, and the transports' errors (`svir_proto.transports`).
 
-This module must never import anything from the rest of the package: every other module
-imports it.
+*Failures* are values: the protocol itself reported that the request failed (an HTTP 4xx/5xx,
+an `{"error": ...}` chunk, an `event: error`, an LLM-Stream `error` event). A failure travels
+inside an event (`StreamFailed`, `RequestFailed`) and never raises.
+
+This module imports nothing from the rest of the package but `_deprecated` (which imports
+nothing): every other module imports it.
 """
 
 from __future__ import annotations
@@ -17,17 +20,27 @@ from typing import Final, final
 
 import attrs
 
+from ._deprecated import renamed
+
 __all__ = [
+    "CallerProtocolError",
     "Failure",
     "FailureKind",
     "FilterResult",
-    "LocalProtocolError",
-    "ProtocolError",
-    "RemoteProtocolError",
+    "PeerProtocolError",
+    "SvirError",
+    "SvirProtocolError",
 ]
 
 
-class ProtocolError(Exception):
+class SvirError(Exception):
+    """Base class of every exception svir-proto raises on purpose: catch it to catch them all.
+
+    Bad argument values stay `ValueError` and `TypeError`, as everywhere in Python.
+    """
+
+
+class SvirProtocolError(SvirError):
     """Base class of the protocol errors; never raised itself.
 
     Attributes:
@@ -49,9 +62,9 @@ class ProtocolError(Exception):
         limit: str | None = None,
         limit_value: int | None = None,
     ) -> None:
-        if type(self) is ProtocolError:
+        if type(self) is SvirProtocolError:
             raise TypeError(
-                "ProtocolError is abstract: raise RemoteProtocolError or LocalProtocolError"
+                "SvirProtocolError is abstract: raise PeerProtocolError or CallerProtocolError"
             )
         super().__init__(message)
         self.message: Final = message
@@ -66,12 +79,24 @@ class ProtocolError(Exception):
         return f"{self.message} (at byte {self.offset})"
 
 
-class RemoteProtocolError(ProtocolError):
-    """The peer sent bytes that break the protocol, or that exceed one of our limits."""
+class PeerProtocolError(SvirProtocolError):
+    """The peer sent bytes that break the protocol, or that exceed one of our limits.
+
+    h11, httpcore and httpx call theirs ``RemoteProtocolError``; this one has its own name so
+    that a program importing both never mistakes one for the other.
+    """
 
 
-class LocalProtocolError(ProtocolError):
+class CallerProtocolError(SvirProtocolError):
     """The caller broke sequencing: data after end of body, an event out of lifecycle order."""
+
+
+RENAMED: Final = {
+    "ProtocolError": "SvirProtocolError",
+    "RemoteProtocolError": "PeerProtocolError",
+    "LocalProtocolError": "CallerProtocolError",
+}
+__getattr__ = renamed(__name__, RENAMED, globals())
 
 
 @final

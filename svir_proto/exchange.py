@@ -35,11 +35,11 @@ from typing import Final, Literal, final
 import attrs
 
 from ._version import VERSION
-from .errors import Failure, FailureKind, LocalProtocolError, ProtocolError, RemoteProtocolError
+from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
 from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
-from .llmstream.stream import StreamDecoder
+from .llmstream.stream import LLMStreamDecoder
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
 from .openai.endpoint import Endpoint, ModelInfo, parse_models
 from .openai.request import ChatRequest
@@ -120,7 +120,7 @@ class Exchange:
         max_error_body: bytes of an error body that are read (Rule 3).
         max_models_body: bytes a model listing may take.
         max_event_size, max_result_size, max_tool_calls, think_tags, think_opened, errors:
-            passed to the dialect's decoder (`ChatStreamDecoder`, `StreamDecoder`).
+            passed to the dialect's decoder (`ChatStreamDecoder`, `LLMStreamDecoder`).
 
     What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
 
@@ -131,9 +131,9 @@ class Exchange:
         `ModelsListed`): stop reading, unless the connection is to be reused.
 
     Raises:
-        RemoteProtocolError: from `receive_body` and `end_of_body`, when the body breaks the
+        PeerProtocolError: from `receive_body` and `end_of_body`, when the body breaks the
             dialect or a bound (the decoder's rules); the events before it are returned first.
-        LocalProtocolError: a call out of order (a body before the head).
+        CallerProtocolError: a call out of order (a body before the head).
     """
 
     def __init__(
@@ -205,7 +205,7 @@ class Exchange:
         self._held: list[bytes] = []  # an error body, a model list, or an LLM-Stream's first bytes
         self._held_size = 0
         self._probe: SSEDecoder | None = None
-        self._decoder: ChatStreamDecoder | StreamDecoder | None = None
+        self._decoder: ChatStreamDecoder | LLMStreamDecoder | None = None
         self._failure: Failure | None = None
         self._interrupted: str | None = None
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
@@ -258,15 +258,15 @@ class Exchange:
             size: the head's bytes on the wire, if the framing layer knows them.
 
         Raises:
-            RemoteProtocolError: the head is larger than ``max_head_size``.
+            PeerProtocolError: the head is larger than ``max_head_size``.
         """
         if self._phase != "head":
-            raise LocalProtocolError("cannot receive a response head twice")
+            raise CallerProtocolError("cannot receive a response head twice")
         h = tuple(headers)
         if size is None:  # "HTTP/1.1 200 OK\r\n", each "name: value\r\n", then "\r\n"
             size = 19 + sum(len(k) + len(v) + 4 for k, v in h)
         if size > self.max_head_size:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
                 offset=0,
                 limit="max_head_size",
@@ -328,7 +328,7 @@ class Exchange:
             assert self._decoder is not None
             out += self._decoder.close()
         elif phase == "head":
-            raise LocalProtocolError("the body cannot end before the head arrived")
+            raise CallerProtocolError("the body cannot end before the head arrived")
         return out
 
     def interrupt(self, reason: str) -> list[ExchangeEvent]:
@@ -348,7 +348,7 @@ class Exchange:
         if self._decoder is not None:
             try:
                 out += self._decoder.close()
-            except ProtocolError as exc:  # what the body broke was raised already, or is lost
+            except SvirProtocolError as exc:  # what the body broke was raised already, or is lost
                 out += exc.pending_events  # type: ignore[arg-type]
                 exc.pending_events = ()  # returned now, not again with the error
         elif self._phase == "error":
@@ -361,7 +361,7 @@ class Exchange:
 
     def _before_head(self, data: bytes) -> list[ExchangeEvent]:
         if self._phase == "head":
-            raise LocalProtocolError("cannot receive a body before the response head")
+            raise CallerProtocolError("cannot receive a body before the response head")
         return []  # the exchange is over: what follows is left unread
 
     def _error_body(self, data: bytes) -> list[ExchangeEvent]:
@@ -374,7 +374,7 @@ class Exchange:
     def _models_body(self, data: bytes) -> list[ExchangeEvent]:
         self._hold(data, None)
         if self._held_size > self._max_models_body:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"the model list is larger than max_models_body ({self._max_models_body} bytes)",
                 offset=self._max_models_body,
                 limit="max_models_body",
@@ -413,7 +413,7 @@ class Exchange:
     def _stream(self, out: list[ExchangeEvent], probe_result: bool | None = None) -> None:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
-        decoder: ChatStreamDecoder | StreamDecoder
+        decoder: ChatStreamDecoder | LLMStreamDecoder
         if isinstance(request, (ChatRequest, PassThrough)):
             if isinstance(request, ChatRequest):
                 declared = request.tool_names if request.tools else None
@@ -431,7 +431,7 @@ class Exchange:
             )
         else:
             assert isinstance(request, LLMRequest)
-            decoder = StreamDecoder(
+            decoder = LLMStreamDecoder(
                 declared_tools=request.tool_names if request.tools else None,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,

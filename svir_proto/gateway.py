@@ -44,7 +44,7 @@ import h11
 
 from ._jsonscan import RequestScanner
 from ._pull import PullDecoder
-from .errors import Failure, FailureKind, LocalProtocolError
+from .errors import CallerProtocolError, Failure, FailureKind
 from .events import (
     RequestFailed,
     ResponseStarted,
@@ -585,7 +585,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def start_next_cycle(self) -> None:
         if not self.reusable:
-            raise LocalProtocolError("the client connection is not reusable: close it")
+            raise CallerProtocolError("the client connection is not reusable: close it")
         self._h11.start_next_cycle()
         self._head_at = self._consumed()
         held = self._h11.trailing_data[0]  # the next head's first bytes may be here already

@@ -42,7 +42,7 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
-from .llmstream.encoder import StreamEncoder
+from .llmstream.encoder import LLMStreamEncoder
 from .llmstream.request import (
     LLMMediaPart,
     LLMMessage,
@@ -251,7 +251,7 @@ class OpenAIToLLMStream:
     """
 
     def __init__(self, *, model: str = "", request_id: str | None = None, created: int = 0) -> None:
-        self.encoder = StreamEncoder(request_id=request_id)
+        self.encoder = LLMStreamEncoder(request_id=request_id)
         self._model = model
         self._created = created
         self._started = False
@@ -310,7 +310,7 @@ class OpenAIToLLMStream:
 
 
 class LLMStreamToOpenAI:
-    """LLM-Stream events in (from `StreamDecoder`), OpenAI-dialect bytes out."""
+    """LLM-Stream events in (from `LLMStreamDecoder`), OpenAI-dialect bytes out."""
 
     def __init__(
         self, *, response_id: str = "chatcmpl-svir", model: str = "", created: int = 0

@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from svir_proto import RemoteProtocolError
+from svir_proto import PeerProtocolError
 from svir_proto.sse import ServerSentEvent
 from tests.helpers import ROOT
 
@@ -89,7 +89,7 @@ def test_fuzz_crash_decoder_error_before_framing_error() -> None:
     reader's error (later in the bytes) was raised and the decoder's (earlier) was lost; fed in
     pieces, the decoder's came first. The connection now raises the decoder's error as soon as
     the body that carries it is decoded, whole or in pieces."""
-    from svir_proto import RemoteProtocolError
+    from svir_proto import PeerProtocolError
 
     target = load(FUZZ / "fuzz_connection.py")
     data = (
@@ -97,7 +97,7 @@ def test_fuzz_crash_decoder_error_before_framing_error() -> None:
     ).read_bytes()
     conn = target.make()
     assert len(conn.feed(data)) == 3  # the head, the start, the reasoning; then the error
-    with pytest.raises(RemoteProtocolError, match="not JSON") as info:
+    with pytest.raises(PeerProtocolError, match="not JSON") as info:
         conn.close()
     assert info.value.offset == 273
     target.test_one_input(data)
@@ -123,7 +123,7 @@ def test_fuzz_crash_pending_events_returned_twice() -> None:
     of the body with one event pending; the connection returned that event, then raised the
     same error again still carrying it, so a caller that collects ``pending_events`` (as it
     should) saw the event twice. An error's pending events are emptied once returned."""
-    from svir_proto import ReasoningDelta, RemoteProtocolError
+    from svir_proto import PeerProtocolError, ReasoningDelta
 
     target = load(FUZZ / "fuzz_connection.py")
     harness = load(FUZZ / "_harness.py")
@@ -134,7 +134,7 @@ def test_fuzz_crash_pending_events_returned_twice() -> None:
     assert error == (682, None)
     conn = target.make()
     conn.feed(data)
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         conn.close()
     assert info.value.pending_events == ()
     target.test_one_input(data)
@@ -185,7 +185,7 @@ def test_fuzz_crash_comment_due_at_its_line_end() -> None:
     assert d.feed(b"\n") == []
     assert d.feed(b": a\n") == [SSEComment(text="a")]  # at its line end, not the blank line's
     assert d.feed(b"data: x\n: b\n") == [SSEComment(text="b")]
-    with pytest.raises(RemoteProtocolError, match="invalid UTF-8") as caught:
+    with pytest.raises(PeerProtocolError, match="invalid UTF-8") as caught:
         d.feed(b": \xa2\n")
     assert caught.value.offset == 19
     load(FUZZ / "fuzz_connection.py").test_one_input(
@@ -225,7 +225,7 @@ def test_fuzz_crash_oversized_invalid_response_head() -> None:
     target = load(FUZZ / "fuzz_connection.py")
     data = (FUZZ / "corpus" / "connection" / "crash-oversized-invalid-head").read_bytes()
     conn = target.make()
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         conn.feed(data)
     assert info.value.limit == "max_head_size"
     target.test_one_input(data)

@@ -17,7 +17,7 @@ from typing import Any, final
 
 import attrs
 
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 from ..events import RequestFailed
 from ..exchange import Exchange, ModelsRequest
 from ..llmstream.request import LLMRequest
@@ -113,7 +113,7 @@ class _Driver:
             if deadline is not None and time.monotonic() >= deadline - 0.01:
                 phase, seconds = "total", self.timeouts.total or 0.0
             return StreamTimeout(phase, seconds)
-        return RemoteProtocolError(f"the server broke the connection: {exc}")
+        return PeerProtocolError(f"the server broke the connection: {exc}")
 
     @staticmethod
     def _ending(exchange: Exchange, chunk_size: int, drained: int) -> int | None:
@@ -213,7 +213,7 @@ class PooledClient(_Driver):
             error = self._mapped(exc, exchange, deadline)
             if not isinstance(error, ConnectError):
                 yield exchange.interrupt(str(error))
-                if isinstance(error, RemoteProtocolError) and exchange.status is not None:
+                if isinstance(error, PeerProtocolError) and exchange.status is not None:
                     return  # a dropped connection ends the body: the result says so
             raise error from exc
         except BaseException as exc:
@@ -308,7 +308,7 @@ class AsyncPooledClient(_Driver):
             error = self._mapped(exc, exchange, deadline)
             if not isinstance(error, ConnectError):
                 yield exchange.interrupt(str(error))
-                if isinstance(error, RemoteProtocolError) and exchange.status is not None:
+                if isinstance(error, PeerProtocolError) and exchange.status is not None:
                     return
             raise error from exc
         except BaseException as exc:

@@ -3,7 +3,7 @@ caller holds. No I/O here either: each transport module does its own.
 
 A transport's errors are about moving bytes (could not connect, a timeout); what the server
 *said* (an HTTP error, an error inside the stream) is an event carrying a `Failure`, and bytes
-that break the protocol are a `RemoteProtocolError`, as everywhere in svir-proto.
+that break the protocol are a `PeerProtocolError`, as everywhere in svir-proto.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 
 from ..connection import ClientConnection
-from ..errors import ProtocolError
+from ..errors import SvirProtocolError
 from ..exchange import ModelsRequest
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, ModelInfo
@@ -165,7 +165,7 @@ class Client:
                 data = await self._read(byte_stream, "read", deadline)
                 left -= len(data) or left
                 conn.feed(data)
-        except (ProtocolError, StreamTimeout, OSError):
+        except (SvirProtocolError, StreamTimeout, OSError):
             pass
         if not conn.reusable:
             await self.aclose()

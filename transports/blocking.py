@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..connection import ClientConnection
-from ..errors import ProtocolError
+from ..errors import SvirProtocolError
 from ..exchange import ModelsRequest
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, ModelInfo
@@ -166,7 +166,7 @@ class Client:
                 data = self._read(sock, "read", deadline)
                 left -= len(data) or left
                 conn.feed(data)
-        except (ProtocolError, StreamTimeout, OSError):
+        except (SvirProtocolError, StreamTimeout, OSError):
             pass
         if not conn.reusable:
             self.close()

@@ -28,7 +28,7 @@ import anyio.abc
 
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
-from ..errors import FailureKind, ProtocolError
+from ..errors import FailureKind, SvirProtocolError
 from ..exchange import PassThrough
 from ..gateway import (
     DEFAULT_MAX_BODY,
@@ -218,7 +218,7 @@ class GatewayServer:
             TimeoutError,
         ):
             pass
-        except ProtocolError as exc:
+        except SvirProtocolError as exc:
             log.info("client connection dropped: %s", exc)
         finally:
             await anyio.aclose_forcefully(client)
@@ -321,7 +321,7 @@ class GatewayServer:
                 heard = True
                 try:
                     events = conn.feed(data)
-                except ProtocolError as exc:
+                except SvirProtocolError as exc:
                     reason = f"the upstream broke the protocol: {exc}"
                     await client.send(gw.upstream_broken(reason, now=_now()))
                     break

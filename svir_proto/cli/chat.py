@@ -21,7 +21,7 @@ from typing import Any, Final, TextIO
 
 import attrs
 
-from ..errors import Failure, FailureKind, ProtocolError
+from ..errors import Failure, FailureKind, SvirProtocolError
 from ..events import (
     Completion,
     FilterVerdict,
@@ -251,7 +251,7 @@ def chat(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
         status, line = failure_line(exc.failure)
         err.write(f"svir: {line}\n")
         return status
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         return _fail(err, "protocol", f"the server broke the protocol: {exc}")
     except KeyboardInterrupt:
         return _fail(err, "interrupted", "interrupted; what arrived is shown above, partial")
@@ -300,7 +300,7 @@ def models(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
         status, line = failure_line(exc.failure)
         err.write(f"svir: {line}\n")
         return status
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         return _fail(err, "protocol", f"the server broke the protocol: {exc}")
     except ValueError as exc:
         return _fail(err, "usage", str(exc))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import ProtocolError
+from ..errors import SvirProtocolError
 from ..events import (
     Completion,
     Event,
@@ -28,7 +28,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
-from ..llmstream import StreamDecoder
+from ..llmstream import LLMStreamDecoder
 from ..openai import ChatStreamDecoder
 from ..sse import EndOfStream, SSEComment, SSEDecoder
 from ..translate import OpenAIToLLMStream
@@ -50,7 +50,7 @@ def decode_sse(body: bytes, piece: int, out: list[str]) -> int:
         for p in _pieces(body, piece):
             out.extend(_show_sse(item) for item in decoder.feed(p))
         out.extend(_show_sse(item) for item in decoder.close())
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         out.extend(_show_sse(item) for item in exc.pending_events)
         out.append(f"error: {exc}")
         return 1
@@ -71,10 +71,10 @@ def is_llm_stream(body: bytes) -> bool:
 
 
 def decode_events(body: bytes, piece: int, out: list[str]) -> int:
-    decoder: ChatStreamDecoder | StreamDecoder
+    decoder: ChatStreamDecoder | LLMStreamDecoder
     if is_llm_stream(body):
         out.append("(an LLM-Stream body)")
-        decoder = StreamDecoder()
+        decoder = LLMStreamDecoder()
     else:
         decoder = ChatStreamDecoder()
     status = 0
@@ -82,7 +82,7 @@ def decode_events(body: bytes, piece: int, out: list[str]) -> int:
         for p in _pieces(body, piece):
             out.extend(_show(e) for e in decoder.feed(p))
         out.extend(_show(e) for e in decoder.close())
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         out.extend(_show(e) for e in exc.pending_events)  # type: ignore[arg-type]
         out.append(f"error: {exc}")
         status = 1
@@ -97,7 +97,7 @@ def translate(body: bytes, out: list[str]) -> int:
     translator = OpenAIToLLMStream(model="unknown")
     try:
         events = decoder.feed(body) + decoder.close()
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         out.append(f"error: {exc}")
         return 1
     out.append(b"".join(translator.feed(e) for e in events).decode().rstrip("\n"))

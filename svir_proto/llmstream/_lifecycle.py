@@ -5,8 +5,8 @@ Rule 2: then any number of ``content.delta``, ``content.stop``, ``tool.call`` an
 Rule 3: an ``error`` may come once; after it, only ``stream.end``.
 Rule 4: exactly one ``stream.end``, last; nothing after it.
 
-The encoder (our side broke the order: `LocalProtocolError`) and the decoder (the peer did:
-`RemoteProtocolError`) both apply this one table through `advance`; a rejected transition
+The encoder (our side broke the order: `CallerProtocolError`) and the decoder (the peer did:
+`PeerProtocolError`) both apply this one table through `advance`; a rejected transition
 changes nothing.
 """
 

@@ -1,6 +1,6 @@
 """LLM-Stream 1.0 events (draft-spk-agentproto-llm-stream-00, section 5), server side.
 
-`StreamEncoder` writes events as SSE: ``v`` "1.0", ``seq`` from 0 rising by one, the SSE
+`LLMStreamEncoder` writes events as SSE: ``v`` "1.0", ``seq`` from 0 rising by one, the SSE
 ``event:`` field equal to ``type``, ``request_id`` echoed on ``stream.start`` and
 ``stream.end``, in lifecycle order (``_lifecycle``), and refuses to write out of order. What
 the draft has no event for it writes in the svir extension (`svir_proto.llmstream._wire`).
@@ -12,8 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._deprecated import renamed
 from .._json import dumps
-from ..errors import LocalProtocolError
+from ..errors import CallerProtocolError
 from ..events import (
     Event,
     FilterVerdict,
@@ -39,16 +40,17 @@ from ._wire import (
     verdict_out,
 )
 
-__all__ = ["StreamEncoder"]
+__all__ = ["LLMStreamEncoder"]
+__getattr__ = renamed(__name__, {"StreamEncoder": "LLMStreamEncoder"}, globals())
 
 
-class StreamEncoder:
+class LLMStreamEncoder:
     """Write LLM-Stream events as SSE bytes, in lifecycle order, numbering ``seq``.
 
     Args:
         request_id: echoed on ``stream.start`` and ``stream.end`` (section 4.6).
 
-    Every method returns the bytes of one event. Raises `LocalProtocolError` when asked to write
+    Every method returns the bytes of one event. Raises `CallerProtocolError` when asked to write
     out of lifecycle order (``cannot send <type> in state <STATE>``) and `ValueError` for a bad
     value; either way nothing is written and the state does not change.
     """
@@ -64,7 +66,7 @@ class StreamEncoder:
     ) -> bytes:
         nxt = advance(self.state, type_)
         if nxt is None:
-            raise LocalProtocolError(refusal(self.state, type_, "send"))
+            raise CallerProtocolError(refusal(self.state, type_, "send"))
         obj = {"v": VERSION, "seq": self.seq, "type": type_, **fields}
         if ext:
             obj[SVIR_EXTENSION] = dict(ext)
@@ -87,7 +89,7 @@ class StreamEncoder:
         if not isinstance(text, str):
             raise ValueError("content.delta text must be a str")
         if index in self._stopped:
-            raise LocalProtocolError(
+            raise CallerProtocolError(
                 f"cannot send content.delta for block {index} after its content.stop"
             )
         if ext is None and self.state is State.STREAMING:  # the most frequent event, templated

@@ -37,7 +37,7 @@ from ..body import (
     RequestBody,
     encode_document,
 )
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 
 __all__ = [
     "MEDIA_TYPE",
@@ -56,7 +56,7 @@ ROLES: Final = ("system", "user", "assistant", "tool")
 MediaKind = Literal["image", "document", "audio"]
 
 
-class RequestError(RemoteProtocolError):
+class RequestError(PeerProtocolError):
     """A request body the draft does not allow; ``path`` names where (``$.messages[0]...``)."""
 
     def __init__(self, path: str, problem: str) -> None:

@@ -1,11 +1,11 @@
 """LLM-Stream 1.0 events (draft-spk-agentproto-llm-stream-00, section 5), client side.
 
-`StreamDecoder` checks every event as `StreamEncoder` writes it (``v`` "1.0", ``seq`` from 0
+`LLMStreamDecoder` checks every event as `LLMStreamEncoder` writes it (``v`` "1.0", ``seq`` from 0
 rising by one, the SSE ``event:`` field equal to ``type``, lifecycle order) and decodes it to
 the event vocabulary, keeping a `Completion` that means what it means for the OpenAI dialect:
 complete is ``stream.end`` after a ``content.stop``, with no error.
 
-Envelope rules the decoder enforces (each a `RemoteProtocolError`):
+Envelope rules the decoder enforces (each a `PeerProtocolError`):
 
 Rule 1: ``data`` is one JSON object (5.1); ``v`` is "1.0"; ``type`` is a string equal to the SSE
     ``event:`` field (5.2).
@@ -22,7 +22,7 @@ Rule 5: unknown fields and unknown extension namespaces are ignored (5.2). An un
     flagged (``declared=False``, a problem noted), never passed off as a declared call.
 
 What the draft has no event for travels in the ``"vendor:svir"`` extension (the table is in
-`svir_proto.llmstream._wire`); `StreamEncoder` (`svir_proto.llmstream.encoder`) writes it.
+`svir_proto.llmstream._wire`); `LLMStreamEncoder` (`svir_proto.llmstream.encoder`) writes it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from collections.abc import Collection
 from typing import Any, Final
 
 from .. import _json
+from .._deprecated import renamed
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from ..errors import Failure, FailureKind, RemoteProtocolError
+from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     Completion,
     FilterVerdict,
@@ -60,13 +61,14 @@ from ._wire import (
     verdict_in,
 )
 
-__all__ = ["ERROR_CODES", "MAX_SEQ", "STOP_REASONS", "SVIR_EXTENSION", "StreamDecoder"]
+__all__ = ["ERROR_CODES", "MAX_SEQ", "STOP_REASONS", "SVIR_EXTENSION", "LLMStreamDecoder"]
+__getattr__ = renamed(__name__, {"StreamDecoder": "LLMStreamDecoder"}, globals())
 
 
 # -- decoding ---------------------------------------------------------------------------------
 
 
-class StreamDecoder(DialectDecoder):
+class LLMStreamDecoder(DialectDecoder):
     """Decode an LLM-Stream response body (client side); see the module docstring's rules.
 
     Args:
@@ -147,15 +149,15 @@ class StreamDecoder(DialectDecoder):
             if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:  # Rule 1
-            raise RemoteProtocolError("an event's data must be one JSON object", offset=at)
+            raise PeerProtocolError("an event's data must be one JSON object", offset=at)
         v = obj.get("v")
         if v != VERSION:
-            raise RemoteProtocolError(f"unsupported version v={v!r}: expected '1.0'", offset=at)
+            raise PeerProtocolError(f"unsupported version v={v!r}: expected '1.0'", offset=at)
         seq = obj.get("seq")
         if type(seq) is not int:  # Rule 2
-            raise RemoteProtocolError(f"seq must be an integer, not {seq!r}", offset=at)
+            raise PeerProtocolError(f"seq must be an integer, not {seq!r}", offset=at)
         if seq >= MAX_SEQ:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 "seq reached 2^53: the stream is terminated (section 8.4)",
                 offset=at,
                 limit="seq",
@@ -163,15 +165,13 @@ class StreamDecoder(DialectDecoder):
             )
         if seq != self._seq:
             what = "events were lost" if seq > self._seq else "an event came again or out of order"
-            raise RemoteProtocolError(
-                f"seq gap: expected {self._seq}, got {seq} ({what})", offset=at
-            )
+            raise PeerProtocolError(f"seq gap: expected {self._seq}, got {seq} ({what})", offset=at)
         type_ = obj.get("type")
         if not isinstance(type_, str):
-            raise RemoteProtocolError(f"type must be a string, not {type_!r}", offset=at)
+            raise PeerProtocolError(f"type must be a string, not {type_!r}", offset=at)
         if type_ != (sse_type or "message"):
             shown = "no event: field" if sse_type is None else f"event: {sse_type}"
-            raise RemoteProtocolError(f"type {type_!r} does not match the SSE {shown}", offset=at)
+            raise PeerProtocolError(f"type {type_!r} does not match the SSE {shown}", offset=at)
         self._seq += 1
         if type_ not in EVENT_TYPES:  # Rule 5
             note = f"ignored events of unknown type {type_!r}"
@@ -180,7 +180,7 @@ class StreamDecoder(DialectDecoder):
             return
         nxt = advance(self._state, type_)  # Rule 3
         if nxt is None:
-            raise RemoteProtocolError(refusal(self._state, type_, "receive"), offset=at)
+            raise PeerProtocolError(refusal(self._state, type_, "receive"), offset=at)
         ext = obj.get(SVIR_EXTENSION)
         if not isinstance(ext, dict):
             ext = {}
@@ -206,9 +206,9 @@ class StreamDecoder(DialectDecoder):
         delta = _field(obj, "delta", dict, at)
         text = delta.get("text")
         if not isinstance(text, str):
-            raise RemoteProtocolError("content.delta needs delta.text, a string", offset=at)
+            raise PeerProtocolError("content.delta needs delta.text, a string", offset=at)
         if index in self._stopped:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"content.delta for block {index} after its content.stop", offset=at
             )
         if text:
@@ -258,9 +258,9 @@ class StreamDecoder(DialectDecoder):
         name = _field(obj, "name", str, at)
         arguments = _field(obj, "arguments", str, at)
         if not call_id or not name:
-            raise RemoteProtocolError("tool.call needs a non-empty id and name", offset=at)
+            raise PeerProtocolError("tool.call needs a non-empty id and name", offset=at)
         if call_id in self._ids:
-            raise RemoteProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
+            raise PeerProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
         self._ids.add(call_id)
         self._grow(len(arguments), at)
         declared = None if self._declared is None else name in self._declared
@@ -314,18 +314,18 @@ class StreamDecoder(DialectDecoder):
 def _field(obj: dict[str, Any], name: str, kind: type, at: int) -> Any:
     value = obj.get(name)
     if type(value) is not kind:
-        raise RemoteProtocolError(
+        raise PeerProtocolError(
             f"{obj.get('type')} needs {name!r} ({kind.__name__}), got {value!r}"[:200], offset=at
         )
     return value
 
 
 _HANDLERS: Final = {
-    "stream.start": StreamDecoder._on_start,
-    "content.delta": StreamDecoder._on_delta,
-    "content.stop": StreamDecoder._on_stop,
-    "tool.call": StreamDecoder._on_tool,
-    "usage": StreamDecoder._on_usage,
-    "error": StreamDecoder._on_error,
-    "stream.end": StreamDecoder._on_end,
+    "stream.start": LLMStreamDecoder._on_start,
+    "content.delta": LLMStreamDecoder._on_delta,
+    "content.stop": LLMStreamDecoder._on_stop,
+    "tool.call": LLMStreamDecoder._on_tool,
+    "usage": LLMStreamDecoder._on_usage,
+    "error": LLMStreamDecoder._on_error,
+    "stream.end": LLMStreamDecoder._on_end,
 }

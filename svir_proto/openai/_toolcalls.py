@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 from ..events import ToolCall, ToolCallDelta, tool_call_delta
 
 __all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError"]
@@ -33,7 +33,7 @@ declare there, and a model calls each at most a few times (compare h2's CONTINUA
 count what grows, not only bytes)."""
 
 
-class ToolCallError(RemoteProtocolError):
+class ToolCallError(PeerProtocolError):
     """The server's tool calls break the rules of wire reference 3.3.
 
     Attributes:
@@ -70,14 +70,14 @@ class ToolCallAssembler:
     def piece(self, raw: object, at: int) -> ToolCallDelta:
         """Apply one element of ``delta.tool_calls``; return what it carried."""
         if not isinstance(raw, dict):
-            raise RemoteProtocolError(f"a tool call must be an object, not {raw!r}", offset=at)
+            raise PeerProtocolError(f"a tool call must be an object, not {raw!r}", offset=at)
         index = raw.get("index")
         call_id = raw.get("id")
         function = raw.get("function")
         if function is None:
             function = {}
         elif not isinstance(function, dict):
-            raise RemoteProtocolError("tool call 'function' must be an object", offset=at)
+            raise PeerProtocolError("tool call 'function' must be an object", offset=at)
         name = function.get("name")
         args = function.get("arguments")
         if not (
@@ -94,11 +94,9 @@ class ToolCallAssembler:
                 )
                 if value is not None and type(value) is not str
             )
-            raise RemoteProtocolError(
-                f"tool call {field} must be a string, not {value!r}", offset=at
-            )
+            raise PeerProtocolError(f"tool call {field} must be a string, not {value!r}", offset=at)
         if index is not None and (type(index) is not int or index < 0):
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"tool call index must be an int >= 0, not {index!r}", offset=at
             )
         return self.apply(index, call_id, name, args, at)
@@ -142,12 +140,12 @@ class ToolCallAssembler:
         elif len(self.calls) == 1:
             return self.calls[0]
         elif self.calls:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"a tool call has neither index nor id while {len(self.calls)} calls are open",
                 offset=at,
             )
         if len(self.calls) >= self.max_tool_calls:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"more than max_tool_calls ({self.max_tool_calls}) tool calls",
                 offset=at,
                 limit="max_tool_calls",

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._json import canonical
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 
 __all__ = ["Endpoint", "ModelInfo", "ModelKind", "model_kind", "parse_models"]
 
@@ -142,19 +142,19 @@ def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
     """``GET /v1/models``: ``{"data": [{"id": ..., "name": ...}]}``.
 
     Raises:
-        RemoteProtocolError: the body is not that shape; the message says what was found.
+        PeerProtocolError: the body is not that shape; the message says what was found.
     """
     try:
         doc = canonical(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise RemoteProtocolError(f"the model list is not JSON: {exc}") from exc
+        raise PeerProtocolError(f"the model list is not JSON: {exc}") from exc
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):
-        raise RemoteProtocolError("the model list has no 'data' array")
+        raise PeerProtocolError("the model list has no 'data' array")
     out = []
     for i, item in enumerate(data):
         if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-            raise RemoteProtocolError(f"data[{i}] has no string 'id': {item!r}"[:200])
+            raise PeerProtocolError(f"data[{i}] has no string 'id': {item!r}"[:200])
         name = item.get("name")
         out.append(
             ModelInfo(

@@ -24,7 +24,7 @@ Rule 8 (the end): ``[DONE]`` ends the stream: the tool calls are checked and emi
     `StreamEnded`. Data after ``[DONE]`` is counted, not decoded. A body that ends before
     ``[DONE]`` gives ``StreamEnded(complete=False)``, even after a finish chunk.
 
-A payload that is not JSON is a `RemoteProtocolError` with its byte offset. This module never
+A payload that is not JSON is a `PeerProtocolError` with its byte offset. This module never
 does I/O; clocks belong to the caller (see `svir_proto.speed`).
 """
 
@@ -35,7 +35,7 @@ from typing import Final, Literal
 
 from .. import _json
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from ..errors import Failure, FailureKind, FilterResult, RemoteProtocolError
+from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
     FilterOffsets,
@@ -90,7 +90,7 @@ class ChatStreamDecoder(DialectDecoder):
         max_tool_calls: calls one response may make.
         max_result_size: characters the result may accumulate.
         errors: invalid UTF-8 and lone surrogates in a chunk: ``"strict"`` (a
-            `RemoteProtocolError` with the offset) or ``"replace"`` (U+FFFD), whatever the JSON
+            `PeerProtocolError` with the offset) or ``"replace"`` (U+FFFD), whatever the JSON
             parser (see `svir_proto._json`).
 
     Events come with the pull API (``receive_data``/``next_event``, ``feed``/``close``); the
@@ -204,7 +204,7 @@ class ChatStreamDecoder(DialectDecoder):
             if len(payload) > DEEP and _json.too_deep(payload):  # orjson nests deeper: Rule 5
                 obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"a chunk must be a JSON object, not {type(obj).__name__}", offset=at
             )
         # Rule 1
@@ -215,7 +215,7 @@ class ChatStreamDecoder(DialectDecoder):
         choices = obj.get("choices")
         if choices is not None:
             if type(choices) is not list:
-                raise RemoteProtocolError("'choices' must be a list", offset=at)
+                raise PeerProtocolError("'choices' must be a list", offset=at)
             for choice in choices:
                 self._choice(choice, at)
         usage = obj.get("usage")
@@ -329,16 +329,16 @@ class ChatStreamDecoder(DialectDecoder):
 
     def _choice(self, choice: object, at: int) -> None:
         if type(choice) is not dict:
-            raise RemoteProtocolError("a choice must be an object", offset=at)
+            raise PeerProtocolError("a choice must be an object", offset=at)
         index = choice.get("index")
         if index and index != 0:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"choice index {index!r}: only one choice (n = 1) is supported", offset=at
             )
         delta = choice.get("delta")
         if delta is not None:
             if type(delta) is not dict:
-                raise RemoteProtocolError("'delta' must be an object", offset=at)
+                raise PeerProtocolError("'delta' must be an object", offset=at)
             if delta:
                 self._delta(delta, at)
         if "content_filter_results" in choice or "content_filter_offsets" in choice:
@@ -364,7 +364,7 @@ class ChatStreamDecoder(DialectDecoder):
         content = delta.get("content")
         if content:
             if type(content) is not str:
-                raise RemoteProtocolError("delta.content must be a string", offset=at)
+                raise PeerProtocolError("delta.content must be a string", offset=at)
             self._content(content, at)
         refusal = delta.get("refusal")
         if refusal:
@@ -375,7 +375,7 @@ class ChatStreamDecoder(DialectDecoder):
         calls = delta.get("tool_calls")
         if calls is not None:
             if type(calls) is not list:
-                raise RemoteProtocolError("delta.tool_calls must be a list", offset=at)
+                raise PeerProtocolError("delta.tool_calls must be a list", offset=at)
             for raw in calls:
                 self._tool_delta(self._calls.piece(raw, at), at)
 
@@ -420,7 +420,7 @@ class ChatStreamDecoder(DialectDecoder):
 
     def _on_finish(self, raw: object, at: int) -> None:
         if not isinstance(raw, str):
-            raise RemoteProtocolError(f"finish_reason must be a string, not {raw!r}", offset=at)
+            raise PeerProtocolError(f"finish_reason must be a string, not {raw!r}", offset=at)
         if self._finish is not None:  # Rule 4
             self._problems.append(f"a second finish_reason {raw!r} after {self._finish.raw!r}")
             return
@@ -430,7 +430,7 @@ class ChatStreamDecoder(DialectDecoder):
 
     def _on_usage(self, raw: object, at: int) -> None:
         if not isinstance(raw, dict):
-            raise RemoteProtocolError("'usage' must be an object", offset=at)
+            raise PeerProtocolError("'usage' must be an object", offset=at)
         details = raw.get("completion_tokens_details")
         reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
         self._usage = Usage(
@@ -533,14 +533,14 @@ class ChatStreamDecoder(DialectDecoder):
                 self._problems.append("the body ended after the finish chunk but before [DONE]")
             self._terminate(done=False)
 
-    def _after_end(self, exc: RemoteProtocolError) -> bool:
+    def _after_end(self, exc: PeerProtocolError) -> bool:
         self._problems.append(f"after [DONE]: {exc}")  # noted once; what follows is not read
         return True
 
 
 def _string(value: object, field: str, at: int) -> str:
     if type(value) is not str:
-        raise RemoteProtocolError(f"delta.{field} must be a string, not {value!r}", offset=at)
+        raise PeerProtocolError(f"delta.{field} must be a string, not {value!r}", offset=at)
     return value
 
 

@@ -11,7 +11,7 @@ from itertools import repeat
 from typing import Final, NamedTuple
 
 from .._pull import PullDecoder
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 from .framer import DEFAULT_MAX_EVENT_SIZE, EndOfStream, Errors, RawItem, SSEFramer
 
 __all__ = ["SSEComment", "SSEDecoder", "SSEItem", "ServerSentEvent"]
@@ -50,7 +50,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
     Args:
         max_event_size: bytes an event may take on the wire, everything since the previous
             blank line counted (see the module docstring).
-        errors: ``"strict"`` (invalid UTF-8 raises `RemoteProtocolError` with its offset) or
+        errors: ``"strict"`` (invalid UTF-8 raises `PeerProtocolError` with its offset) or
             ``"replace"`` (U+FFFD, as browsers do).
     """
 
@@ -138,7 +138,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
         self._raw = []
         try:
             framer.frame(raw)
-        except RemoteProtocolError as exc:
+        except PeerProtocolError as exc:
             self._deferred = exc
         queue = self._queue
         errors = framer.errors
@@ -163,7 +163,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
                 except UnicodeDecodeError:
                     try:
                         text = framer.decode_data(data, data_at)
-                    except RemoteProtocolError as exc:
+                    except PeerProtocolError as exc:
                         self._deferred = exc
                         return
                 queue.append(ServerSentEvent(etype or "message", text, id_, retry))
@@ -178,7 +178,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
         for payload in payloads:
             try:
                 texts.append(self._framer.decode_data(payload, at + 6))
-            except RemoteProtocolError as exc:
+            except PeerProtocolError as exc:
                 self._deferred = exc
                 return texts
             at += len(payload) + gap

@@ -18,7 +18,7 @@ Rule 6: at the end of the body an unterminated line and an undispatched event ar
 
 Bounds and cost: everything since the last blank line (the event being assembled, comments and
 an unterminated line included) is bounded by ``max_event_size``; past it a
-`RemoteProtocolError` names the limit, at the offset where that event began, however the input
+`PeerProtocolError` names the limit, at the offset where that event began, however the input
 was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
 
 Speed: two fast lanes take what LLM servers send, events of one ``data: `` line, all with LF
@@ -35,7 +35,7 @@ plain model of the algorithm, and the fuzz targets feed each body whole, byte by
 flushed.
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
-3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `RemoteProtocolError` with the
+3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `PeerProtocolError` with the
 byte's offset), because a silent U+FFFD would change the model's text or a tool call's arguments
 without notice; ``errors="replace"`` gives the browser's behaviour.
 
@@ -49,7 +49,7 @@ from typing import Final, Literal, final
 
 import attrs
 
-from ..errors import RemoteProtocolError
+from ..errors import PeerProtocolError
 
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "EndOfStream", "SSEFramer"]
 
@@ -248,7 +248,7 @@ class SSEFramer:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
 
         Raises:
-            RemoteProtocolError: a limit was exceeded or text was not UTF-8; the items framed
+            PeerProtocolError: a limit was exceeded or text was not UTF-8; the items framed
                 before the problem are in ``out`` already.
         """
         if self.lane:
@@ -488,7 +488,7 @@ class SSEFramer:
 
     def _check_size(self, upto: int) -> None:
         if upto - self._event_start > self.max_event_size:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"an event is larger than max_event_size ({self.max_event_size} bytes)",
                 offset=self._event_start,
                 limit="max_event_size",
@@ -499,7 +499,7 @@ class SSEFramer:
         try:
             return raw.decode("utf-8", self.errors)
         except UnicodeDecodeError as exc:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"invalid UTF-8 in the event stream: {exc.reason}", offset=at + exc.start
             ) from exc
 
@@ -508,7 +508,7 @@ class SSEFramer:
         try:
             return data.decode("utf-8", self.errors)
         except UnicodeDecodeError as exc:
-            raise RemoteProtocolError(
+            raise PeerProtocolError(
                 f"invalid UTF-8 in an event's data: {exc.reason}",
                 offset=offset_in_parts(data, data_at, exc.start),
             ) from exc

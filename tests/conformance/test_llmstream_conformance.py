@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svir_proto.llmstream import LLMRequest, StreamDecoder, StreamEncoder
+from svir_proto.llmstream import LLMRequest, LLMStreamDecoder, LLMStreamEncoder
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, MODES, pieces, run
 
@@ -39,12 +39,12 @@ def test_the_draft_examples_are_all_here() -> None:
 def test_stream(path: Path, mode: str, json_backend: str) -> None:
     m = meta(path)
     body = path.read_bytes()
-    d = StreamDecoder(**m["options"])
+    d = LLMStreamDecoder(**m["options"])
     assert summary(run(d, pieces(mode, body)), d.result) == m["expected"]
 
 
 def test_the_encoder_writes_the_complete_example_byte_for_byte() -> None:
-    e = StreamEncoder(request_id="550e8400-...")
+    e = LLMStreamEncoder(request_id="550e8400-...")
     out = e.start(model="example-model", created=1749292800)
     for text in ("The", " weather", " in Vienna", " is 24C and sunny."):
         out += e.delta(text)

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto._chunked import ChunkedReader
-from svir_proto.errors import RemoteProtocolError
+from svir_proto.errors import PeerProtocolError
 from tests.helpers import splits
 
 HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -85,7 +85,7 @@ def with_ours(pieces: list[bytes]) -> tuple[bytes, str]:
             out += reader.feed(piece)
             if reader.error is not None:
                 return out, "bad"
-    except RemoteProtocolError:
+    except PeerProtocolError:
         return out, "bad"
     return out, "whole" if reader.done else "more"
 

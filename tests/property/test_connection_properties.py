@@ -3,7 +3,7 @@
 The response is framed by Content-Length, by chunks cut at any points, or by the server closing
 the connection; the bytes are then split into reads at any points. The events (deltas joined)
 and the result must be those of decoding the body directly; random bytes may only ever raise
-`RemoteProtocolError`, at an offset that does not depend on the split.
+`PeerProtocolError`, at an offset that does not depend on the split.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import ClientConnection, RemoteProtocolError, ResponseStarted
+from svir_proto import ClientConnection, PeerProtocolError, ResponseStarted
 from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, Tool, UserMessage
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, run, split_at, splits
@@ -78,6 +78,6 @@ def test_random_bytes_raise_only_remote_errors_the_same_way_however_split(
         try:
             events = run(conn, pieces)
             outcomes.append(("ok", conn.result, events[-1] if events else None))
-        except RemoteProtocolError as exc:
+        except PeerProtocolError as exc:
             outcomes.append(("error", exc.limit, exc.offset))
     assert outcomes[0] == outcomes[1]

@@ -12,7 +12,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import ProtocolError, _json
+from svir_proto import SvirProtocolError, _json
 from svir_proto.openai import ChatStreamDecoder
 from tests.conformance.openai_results import summary
 from tests.helpers import splits
@@ -124,7 +124,7 @@ def outcome(decoder: ChatStreamDecoder, pieces: list[bytes], pull: list[bool]) -
             else:
                 events += decoder.feed(piece)
         events += decoder.close()
-    except ProtocolError as exc:
+    except SvirProtocolError as exc:
         events += exc.pending_events
         return summary(events, decoder.result), str(exc), getattr(exc, "offset", None)
     return summary(events, decoder.result)

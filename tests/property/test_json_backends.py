@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto import _json
-from svir_proto.llmstream import StreamDecoder
+from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from tests.helpers import ROOT
 
@@ -66,7 +66,7 @@ def test_the_llm_stream_decoder_reads_alike_with_either_backend(
     start = b'event: stream.start\ndata: {"v":"1.0","seq":0,"type":"stream.start","model":"m",'
     start += b'"created":1}\n\n'
     body = start + b"event: content.delta\ndata: " + payload + b"\n\n"
-    harness.differential(lambda: StreamDecoder(errors=errors), body)  # type: ignore[arg-type]
+    harness.differential(lambda: LLMStreamDecoder(errors=errors), body)  # type: ignore[arg-type]
 
 
 def test_no_text_that_cannot_be_utf8_leaves_a_decoder() -> None:

@@ -29,7 +29,7 @@ from svir_proto import (
     ToolCall,
     Usage,
 )
-from svir_proto.llmstream import StreamDecoder, StreamEncoder
+from svir_proto.llmstream import LLMStreamDecoder, LLMStreamEncoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.translate import LLMStreamToOpenAI, OpenAIToLLMStream
 from tests.conformance.openai_results import joined
@@ -136,9 +136,9 @@ def event_streams(draw: st.DrawFn) -> list[Any]:
 
 @given(event_streams(), st.data())
 def test_events_encode_split_and_decode_back(events: list[Any], data: st.DataObject) -> None:
-    enc = StreamEncoder(request_id=events[0].request_id)
+    enc = LLMStreamEncoder(request_id=events[0].request_id)
     body = b"".join(enc.encode(e) for e in events) + enc.end()
-    decoder = StreamDecoder()
+    decoder = LLMStreamDecoder()
     decoded = run(decoder, data.draw(splits(body)))
     assert decoded[-1] == StreamEnded(complete=decoder.result.complete, done=decoder.result.done)
     assert joined(decoded[:-1]) == joined(events)
@@ -182,7 +182,7 @@ def test_openai_fixtures_translated_to_llm_stream_keep_their_completion(
     options = json.loads(path.with_suffix(".json").read_text())["options"]
     translator = OpenAIToLLMStream(model="fallback-model", request_id="r-1")
     body = b"".join(translator.feed(e) for e in events)
-    llm = StreamDecoder(declared_tools=options.get("declared_tools"))
+    llm = LLMStreamDecoder(declared_tools=options.get("declared_tools"))
     run(llm, data.draw(splits(body)))
     assert kept(llm.result) == kept(original.result), path.name
 
@@ -191,7 +191,7 @@ def test_openai_fixtures_translated_to_llm_stream_keep_their_completion(
 def test_and_back_to_the_openai_dialect(path: Path) -> None:
     original, events = openai_fixture(path)
     there = OpenAIToLLMStream(model="fallback-model")
-    llm = StreamDecoder()
+    llm = LLMStreamDecoder()
     llm_events = run(llm, [b"".join(there.feed(e) for e in events)])
     back = LLMStreamToOpenAI()
     again = ChatStreamDecoder()

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import RemoteProtocolError, _json
+from svir_proto import PeerProtocolError, _json
 from svir_proto.openai import ChatStreamDecoder
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, run, splits
@@ -232,7 +232,7 @@ def outcome(pieces: list[bytes]) -> tuple[Any, ...]:
         for p in pieces:
             events += d.feed(p)
         events += d.close()
-    except RemoteProtocolError as exc:  # anything else fails the test as a crash
+    except PeerProtocolError as exc:  # anything else fails the test as a crash
         events += exc.pending_events
         error = (type(exc), exc.offset, exc.limit)
     return summary(events, d.result), error

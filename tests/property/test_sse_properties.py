@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import RemoteProtocolError
+from svir_proto import PeerProtocolError
 from svir_proto.sse import (
     EndOfStream,
     Errors,
@@ -163,7 +163,7 @@ def test_errors_do_not_depend_on_split(data: st.DataObject, limit: int, noise: b
             for p in pieces:
                 events += d.feed(p)
             events += d.close()
-        except RemoteProtocolError as exc:
+        except PeerProtocolError as exc:
             return ([*events, *exc.pending_events], type(exc), exc.offset, exc.limit)
         return (events, None)
 
@@ -238,7 +238,7 @@ def outcome(decoder: SSEDecoder, pieces: list[bytes], pull: list[bool]) -> objec
             else:
                 got += decoder.feed(piece)
         events.append(decoder.close())
-    except RemoteProtocolError as exc:
+    except PeerProtocolError as exc:
         # feed() returns what came before an error and raises it on the next call, where
         # next_event() raises it at once: the call that raises is not compared, the events are
         events[-1] += exc.pending_events

@@ -20,13 +20,13 @@ from svir_proto import (
     FailureKind,
     LLMMessage,
     LLMRequest,
+    LLMStreamDecoder,
     LLMTool,
+    PeerProtocolError,
     ReasoningDelta,
-    RemoteProtocolError,
     RequestFailed,
     ResponseStarted,
     Retrying,
-    StreamDecoder,
     StreamEnded,
 )
 from svir_proto.openai import ChatRequest, Tool, UserMessage, body_outcome
@@ -124,7 +124,7 @@ def test_llm_stream_recordings(server: ReplayServer, transport: str, name: str) 
             for n in opts.get("declared_tools", ())
         ],
     )
-    d = StreamDecoder(**opts)
+    d = LLMStreamDecoder(**opts)
     want = summary(d.feed(fixture(name)) + d.close(), d.result)
     out = run(transport, server.base("llm", name), request)
     assert out.error is None
@@ -250,7 +250,7 @@ def test_a_json_success_is_not_a_stream(server: ReplayServer, transport: str) ->
 def test_an_oversized_head_is_an_error(server: ReplayServer, transport: str) -> None:
     request, _ = chat_request("wire-3.3-tool-calls")
     out = run(transport, server.base("huge-head"), request)
-    assert isinstance(out.error, RemoteProtocolError)
+    assert isinstance(out.error, PeerProtocolError)
     if transport in OWN_SOCKETS:
         assert out.error.limit == "max_head_size"
         assert out.error.limit_value == 16 * 1024
@@ -358,5 +358,5 @@ def test_a_bad_event_is_raised_at_once_not_after_a_timeout(
     start = time.monotonic()
     out = run(transport, server.base("garbage"), request, timeouts=Timeouts(read=20))
     assert time.monotonic() - start < 5
-    assert isinstance(out.error, RemoteProtocolError)
+    assert isinstance(out.error, PeerProtocolError)
     assert out.result.text == "ok"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from svir_proto._chunked import ChunkedReader
-from svir_proto.errors import RemoteProtocolError
+from svir_proto.errors import PeerProtocolError
 from tests.helpers import bytewise
 
 
@@ -51,7 +51,7 @@ def test_the_trailer_ends_as_h11_reads_it(trailer: bytes, mode: str) -> None:
 )
 @pytest.mark.parametrize("mode", MODES)
 def test_bad_framing_is_rejected_never_repaired(body: bytes, words: str, mode: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=words):
+    with pytest.raises(PeerProtocolError, match=words):
         read(body, mode=mode)
 
 
@@ -59,7 +59,7 @@ def test_the_bytes_before_a_fault_come_out_and_the_error_waits() -> None:
     reader = ChunkedReader(max_line=1024)
     assert reader.feed(b"2\r\nok\r\n2\r\nnoXY") == b"okno"
     assert reader.error is not None
-    with pytest.raises(RemoteProtocolError, match="malformed chunk footer"):
+    with pytest.raises(PeerProtocolError, match="malformed chunk footer"):
         reader.feed(b"more")
 
 
@@ -74,7 +74,7 @@ def test_the_bytes_before_a_fault_come_out_and_the_error_waits() -> None:
 )
 @pytest.mark.parametrize("mode", MODES)
 def test_header_lines_and_trailers_are_bounded(body: bytes, mode: str) -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         read(body, mode=mode, max_line=32)
     assert (info.value.limit, info.value.limit_value) == ("max_head_size", 32)
 

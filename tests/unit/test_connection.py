@@ -8,12 +8,12 @@ import pytest
 
 from svir_proto import (
     NEED_DATA,
+    CallerProtocolError,
     ClientConnection,
     FailureKind,
-    LocalProtocolError,
     ModelsListed,
     ModelsRequest,
-    RemoteProtocolError,
+    PeerProtocolError,
     RequestFailed,
     ResponseStarted,
     StreamEnded,
@@ -86,7 +86,7 @@ def test_keep_alive_serves_a_second_exchange_and_leaves_trailing_bytes_alone() -
     assert conn.feed(first[done_at:]) == []
     assert conn.reusable
     assert not conn.finishing
-    with pytest.raises(LocalProtocolError, match="one exchange at a time"):
+    with pytest.raises(CallerProtocolError, match="one exchange at a time"):
         sent(conn)
     conn.start_next_cycle()
     raw = sent(conn, ModelsRequest())
@@ -102,13 +102,13 @@ def test_keep_alive_serves_a_second_exchange_and_leaves_trailing_bytes_alone() -
 
 def test_out_of_order() -> None:
     conn = ClientConnection(EP)
-    with pytest.raises(LocalProtocolError, match="no request"):
+    with pytest.raises(CallerProtocolError, match="no request"):
         _ = conn.result
-    with pytest.raises(LocalProtocolError, match="not reusable"):
+    with pytest.raises(CallerProtocolError, match="not reusable"):
         conn.start_next_cycle()
     assert conn.interrupt("nothing to interrupt") == []
     assert conn.exchange is None
-    with pytest.raises(RemoteProtocolError, match="response to no request"):
+    with pytest.raises(PeerProtocolError, match="response to no request"):
         ClientConnection(EP).feed(sse_response())
 
 
@@ -135,12 +135,12 @@ def test_informational_responses_are_skipped() -> None:
 def test_the_server_closes_without_a_response() -> None:
     conn = ClientConnection(EP)
     sent(conn)
-    with pytest.raises(RemoteProtocolError, match="without a response"):
+    with pytest.raises(PeerProtocolError, match="without a response"):
         conn.feed(b"")
     half = ClientConnection(EP)
     sent(half)
     assert half.feed(b"HTTP/1.1 200 OK\r\nContent-Ty") == []
-    with pytest.raises(RemoteProtocolError, match="without a whole response head"):
+    with pytest.raises(PeerProtocolError, match="without a whole response head"):
         half.feed(b"")
 
 
@@ -149,7 +149,7 @@ def test_an_oversized_head_is_the_same_error_however_split(mode: str) -> None:
     conn = ClientConnection(EP, max_head_size=200)
     sent(conn)
     data = b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 300 + b"\r\nContent-Length: 0\r\n\r\n"
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(conn, [data] if mode == "whole" else bytewise(data))
     assert (info.value.limit, info.value.limit_value, info.value.offset) == (
         "max_head_size",
@@ -175,7 +175,7 @@ def test_an_oversized_invalid_head_is_too_large_unless_its_first_byte_is_bad(mod
     for data, limit in cases:
         conn = ClientConnection(EP, max_head_size=200)
         sent(conn)
-        with pytest.raises(RemoteProtocolError) as info:
+        with pytest.raises(PeerProtocolError) as info:
             run(conn, [data] if mode == "whole" else bytewise(data))
         assert info.value.limit == limit, data[:30]
 
@@ -208,9 +208,9 @@ def test_a_cut_after_the_end_marker_changes_nothing() -> None:
 def test_bad_http_is_a_remote_protocol_error() -> None:
     conn = ClientConnection(EP)
     sent(conn)
-    with pytest.raises(RemoteProtocolError, match="bad HTTP"):
+    with pytest.raises(PeerProtocolError, match="bad HTTP"):
         conn.feed(b"NOT HTTP AT ALL\r\n\r\n")
-    with pytest.raises(RemoteProtocolError):  # poisoned: the same error again
+    with pytest.raises(PeerProtocolError):  # poisoned: the same error again
         conn.feed(b"more")
     assert not conn.reusable
 
@@ -226,7 +226,7 @@ def test_bad_stream_bytes_keep_the_events_before_them() -> None:
         "StreamStarted",
         "TextDelta",
     ]
-    with pytest.raises(RemoteProtocolError, match="not JSON"):
+    with pytest.raises(PeerProtocolError, match="not JSON"):
         conn.next_event()
     assert conn.result.text == "x"
 
@@ -261,7 +261,7 @@ def test_malformed_chunk_framing_is_rejected_not_repaired() -> None:
     )
     events = conn.feed(head)
     assert isinstance(events[0], ResponseStarted)
-    with pytest.raises(RemoteProtocolError, match="bad HTTP"):
+    with pytest.raises(PeerProtocolError, match="bad HTTP"):
         conn.feed(b"zz\r\ndata: x\r\n")
     assert not conn.reusable
 
@@ -296,7 +296,7 @@ def test_bad_chunk_framing_after_events_raises_once_they_are_out() -> None:
     events = conn.feed(head + b"\r\n\r\n" + b"%x\r\n%s" % (len(event), event) + b"XY")
     assert [type(e).__name__ for e in events][:2] == ["ResponseStarted", "StreamStarted"]
     assert conn.error is not None
-    with pytest.raises(RemoteProtocolError, match="malformed chunk footer"):
+    with pytest.raises(PeerProtocolError, match="malformed chunk footer"):
         conn.next_event()
 
 
@@ -318,9 +318,9 @@ def test_a_pass_through_body_is_sent_by_the_caller_and_held_to_its_length() -> N
     (head,) = list(conn.send(PassThrough(content_length=4)))
     assert b"Content-Length: 4\r\n" in head
     assert conn.send_data(b"ab") == b"ab"
-    with pytest.raises(LocalProtocolError, match="cannot end the body"):
+    with pytest.raises(CallerProtocolError, match="cannot end the body"):
         conn.send_end()  # two bytes short
     other = ClientConnection(EP)
     list(other.send(PassThrough(content_length=1)))
-    with pytest.raises(LocalProtocolError, match="cannot send body data"):
+    with pytest.raises(CallerProtocolError, match="cannot send body data"):
         other.send_data(b"too long")

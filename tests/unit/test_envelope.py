@@ -13,13 +13,13 @@ import pytest
 
 from svir_proto import (
     FilterVerdict,
+    PeerProtocolError,
     ReasoningDelta,
     RefusalDelta,
-    RemoteProtocolError,
     TextDelta,
     ToolCallDelta,
 )
-from svir_proto.llmstream import StreamDecoder
+from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai._envelope import Envelope, plain_delta
 from tests.helpers import CONFORMANCE, bytewise, run
@@ -59,7 +59,7 @@ def test_plain_content_is_read_without_a_parser() -> None:
 def test_a_lone_surrogate_escape_goes_the_general_way_and_gets_its_policy() -> None:
     d = learned()
     body = raw_chunk(b'{"content":"x\\ud800"}')
-    with pytest.raises(RemoteProtocolError, match="surrogate"):
+    with pytest.raises(PeerProtocolError, match="surrogate"):
         run(d, [body, FINISH, DONE])
     d = learned(errors="replace")
     assert [e for e in d.feed(body) if isinstance(e, TextDelta)] == [TextDelta(text="x\ufffd")]
@@ -69,7 +69,7 @@ def test_invalid_utf8_in_plain_content_gets_the_policy_with_its_offset() -> None
     d = learned()
     start = d._framer._base
     body = raw_chunk(b'{"content":"ab\xff"}')
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(d, [body])
     assert info.value.offset == start + body.index(b"\xff")
     d = learned(errors="replace")
@@ -98,9 +98,9 @@ def test_what_is_not_json_is_the_general_ways_error(delta: bytes) -> None:
     general = ChatStreamDecoder()
     general._budget = 0
     body = raw_chunk(delta)
-    with pytest.raises(RemoteProtocolError) as fast:
+    with pytest.raises(PeerProtocolError) as fast:
         run(d, [body])
-    with pytest.raises(RemoteProtocolError) as slow:
+    with pytest.raises(PeerProtocolError) as slow:
         run(general, [chunk({"role": "assistant", "content": ""}) + chunk({"content": "a"}) + body])
     assert (str(fast.value), fast.value.offset) == (str(slow.value), slow.value.offset)
 
@@ -108,7 +108,7 @@ def test_what_is_not_json_is_the_general_ways_error(delta: bytes) -> None:
 def test_a_delta_that_is_not_an_object_means_what_it_means_the_general_way() -> None:
     d = learned()
     assert d.feed(raw_chunk(b"null") + chunk({"content": ""})) == []  # a null delta says nothing
-    with pytest.raises(RemoteProtocolError, match="'delta' must be an object"):
+    with pytest.raises(PeerProtocolError, match="'delta' must be an object"):
         run(d, [raw_chunk(b"[1]")])
 
 
@@ -159,7 +159,7 @@ def test_the_base_batch_loop_gives_each_payload_its_offset() -> None:
     d = learned()
     first = chunk({"content": "b"})[6:-2]
     d._framer._base = 0
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         DialectDecoder._on_batch(d, 100, [first, b"{oops"], 8)
     assert info.value.offset == 100 + 6 + len(first) + 8 + 1  # "{oops": its second byte
 
@@ -205,11 +205,11 @@ def test_arguments_with_escapes_read_like_the_general_way(padded: bool) -> None:
         (event,) = d.feed(args(text))
         assert event.arguments == text  # type: ignore[attr-defined]
     assert d._envelope.hits >= len(texts)
-    with pytest.raises(RemoteProtocolError, match="Invalid \\\\escape") as fast:
+    with pytest.raises(PeerProtocolError, match="Invalid \\\\escape") as fast:
         run(d, [args(None, rb"\q")])
     general = ChatStreamDecoder()
     general._budget = 0
-    with pytest.raises(RemoteProtocolError) as slow:
+    with pytest.raises(PeerProtocolError) as slow:
         run(general, [first, args("x"), args("y"), *(args(t) for t in texts), args(None, rb"\q")])
     assert (str(fast.value), fast.value.offset) == (str(slow.value), slow.value.offset)
 
@@ -226,12 +226,12 @@ def test_empty_reasoning_and_arguments_are_no_text() -> None:
 
 def test_the_result_bound_holds_on_the_fast_path() -> None:
     d = learned(max_result_size=4)
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(d, [chunk({"content": "bcdef"})])
     assert info.value.limit == "max_result_size"
     d = learned(max_result_size=4)
     arguments = {"tool_calls": [{"index": 0, "function": {"arguments": "abcdef"}}]}
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(d, [chunk(arguments)])
     assert info.value.limit == "max_result_size"
 
@@ -359,8 +359,8 @@ def test_an_untyped_event_reaches_the_llm_stream_decoder_by_any_path() -> None:
     body = b"".join(line + b"\n\n" for line in lines if line.startswith(b"data: "))
 
     def outcome(pieces: list[bytes]) -> object:
-        d = StreamDecoder()
-        with pytest.raises(RemoteProtocolError) as info:
+        d = LLMStreamDecoder()
+        with pytest.raises(PeerProtocolError) as info:
             run(d, pieces)
         return str(info.value), info.value.offset, d.result
 

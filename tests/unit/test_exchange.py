@@ -7,15 +7,15 @@ import json
 import pytest
 
 from svir_proto import (
+    CallerProtocolError,
     Exchange,
     FailureKind,
     LLMMediaPart,
     LLMMessage,
     LLMRequest,
-    LocalProtocolError,
     ModelsListed,
     ModelsRequest,
-    RemoteProtocolError,
+    PeerProtocolError,
     RequestFailed,
     ResponseStarted,
     Retrying,
@@ -74,12 +74,12 @@ def test_a_stream_from_head_to_end() -> None:
 
 def test_out_of_order_calls() -> None:
     ex = Exchange(EP, CHAT)
-    with pytest.raises(LocalProtocolError, match="before the response head"):
+    with pytest.raises(CallerProtocolError, match="before the response head"):
         ex.receive_body(b"x")
-    with pytest.raises(LocalProtocolError, match="before the head"):
+    with pytest.raises(CallerProtocolError, match="before the head"):
         ex.end_of_body()
     ex.receive_head(200, SSE)
-    with pytest.raises(LocalProtocolError, match="twice"):
+    with pytest.raises(CallerProtocolError, match="twice"):
         ex.receive_head(200, SSE)
 
 
@@ -120,10 +120,10 @@ def test_a_success_that_is_not_a_stream() -> None:
 
 def test_the_head_is_bounded_exactly_or_by_its_headers() -> None:
     big = [(b"x-pad", b"a" * 200)]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         Exchange(EP, CHAT, max_head_size=100).receive_head(200, [*SSE, *big])
     assert (info.value.limit, info.value.limit_value) == ("max_head_size", 100)
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         Exchange(EP, CHAT, max_head_size=100).receive_head(200, SSE, size=101)
     assert Exchange(EP, CHAT, max_head_size=300).receive_head(200, [*SSE, *big], size=300)
 
@@ -139,13 +139,13 @@ def test_models() -> None:
     assert ex.finished
     big = Exchange(EP, ModelsRequest(), max_models_body=10)
     big.receive_head(200, JSON)
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         big.receive_body(b"x" * 11)
     assert info.value.limit == "max_models_body"
     bad = Exchange(EP, ModelsRequest())
     bad.receive_head(200, JSON)
     bad.receive_body(b"<html>")
-    with pytest.raises(RemoteProtocolError, match="not JSON"):
+    with pytest.raises(PeerProtocolError, match="not JSON"):
         bad.end_of_body()
     failed = Exchange(EP, ModelsRequest())
     failed.receive_head(404, JSON)
@@ -241,7 +241,7 @@ def test_interruptions_in_every_phase() -> None:
 
     broken = Exchange(EP, CHAT)
     broken.receive_head(200, SSE)
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         broken.receive_body(b"data: {not json\n\n")
     assert broken.interrupt("gave up") == []  # what the body broke was raised already
 

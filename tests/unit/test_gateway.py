@@ -11,6 +11,7 @@ import pytest
 
 from svir_proto import (
     NEED_DATA,
+    CallerProtocolError,
     ChatStreamDecoder,
     ClientClosed,
     Exchange,
@@ -20,12 +21,11 @@ from svir_proto import (
     ForwardEnd,
     GatewayConnection,
     LLMRequest,
-    LocalProtocolError,
+    LLMStreamDecoder,
     LocalRequest,
     ModelsRequest,
     PassThrough,
     Reply,
-    StreamDecoder,
 )
 from svir_proto.openai import ChatRequest, Endpoint
 from tests.helpers import CONFORMANCE, bytewise
@@ -346,7 +346,7 @@ def test_an_openai_stream_relayed_to_an_openai_client() -> None:
 def test_an_openai_stream_relayed_to_an_llm_stream_client() -> None:
     status, _, body = response(relay("llm-stream", TOOLS, declared=frozenset({"lookup"})))
     assert status == 200
-    d = StreamDecoder(declared_tools={"lookup"})
+    d = LLMStreamDecoder(declared_tools={"lookup"})
     d.feed(body)
     d.close()
     assert [(c.id, c.name, c.arguments) for c in d.result.tool_calls] == [
@@ -358,7 +358,7 @@ def test_an_openai_stream_relayed_to_an_llm_stream_client() -> None:
 
 def test_an_undeclared_tool_is_not_passed_to_an_llm_stream_client() -> None:
     _, _, body = response(relay("llm-stream", TOOLS, declared=frozenset({"other"})))
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     d.feed(body)
     d.close()
     assert d.result.tool_calls == ()
@@ -394,7 +394,7 @@ def test_upstream_failures_in_each_dialect(
     assert got_status == client_status  # never the upstream's 401 as the gateway's own
     assert json.loads(got)["error"]["code"] == code
     _, _, llm = response(relay("llm-stream", body, status=status))
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     d.feed(llm)
     d.close()
     assert d.result.error is not None
@@ -413,7 +413,7 @@ def test_a_stalled_upstream_ends_with_an_error_in_the_clients_dialect() -> None:
         out += gw.upstream_broken("the upstream stalled", kind=FailureKind.TIMEOUT)
         assert gw.upstream_broken("again") == b""
         _, _, body = response(out)
-        decoder = StreamDecoder() if dialect == "llm-stream" else ChatStreamDecoder()
+        decoder = LLMStreamDecoder() if dialect == "llm-stream" else ChatStreamDecoder()
         decoder.feed(body)
         decoder.close()
         assert decoder.result.error is not None
@@ -464,7 +464,7 @@ def test_busy_and_keep_alive() -> None:
     assert (status, headers["retry-after"]) == (503, "3")
     assert gw.outcome == "rejected"
     fresh = GatewayConnection()
-    with pytest.raises(LocalProtocolError):
+    with pytest.raises(CallerProtocolError):
         fresh.start_next_cycle()
 
 
@@ -495,7 +495,7 @@ def test_an_upstream_that_fails_before_any_byte(first: bytes, status: int) -> No
     got, _, body = response(gw.upstream_broken("connect refused", kind=FailureKind.TRANSIENT))
     assert got == status
     if status == 200:  # an LLM-Stream client gets its error in the stream, then stream.end
-        d = StreamDecoder()
+        d = LLMStreamDecoder()
         d.feed(body)
         d.close()
         assert d.result.error is not None

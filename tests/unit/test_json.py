@@ -100,8 +100,8 @@ def test_the_decoders_refuse_nesting_past_the_limit_on_either_backend(backend: s
     """orjson reads 600 levels and the standard library may too: Rule 5 refuses them in both
     dialects' events, with the same error whatever the backend (the decoders check the depth
     of long payloads only, so this one is long)."""
-    from svir_proto import RemoteProtocolError
-    from svir_proto.llmstream import StreamDecoder
+    from svir_proto import PeerProtocolError
+    from svir_proto.llmstream import LLMStreamDecoder
     from svir_proto.openai import ChatStreamDecoder
 
     if backend == "orjson" and _json.orjson is None:  # pragma: no cover - fast extra missing
@@ -109,14 +109,14 @@ def test_the_decoders_refuse_nesting_past_the_limit_on_either_backend(backend: s
     deep = "[" * 600 + "]" * 600
     bodies = {
         ChatStreamDecoder: f'data: {{"id":"c","choices":[],"x":{deep}}}\n\n',
-        StreamDecoder: f'event: stream.start\ndata: {{"v":"1.0","seq":0,"type":"stream.start",'
+        LLMStreamDecoder: f'event: stream.start\ndata: {{"v":"1.0","seq":0,"type":"stream.start",'
         f'"x":{deep}}}\n\n',
     }
     before = _json.BACKEND
     try:
         _json.use(backend)  # type: ignore[arg-type]
         for decoder, body in bodies.items():
-            with pytest.raises(RemoteProtocolError, match="nested deeper") as info:
+            with pytest.raises(PeerProtocolError, match="nested deeper") as info:
                 decoder().feed(body.encode())
             assert info.value.offset == body.index("{")
     finally:

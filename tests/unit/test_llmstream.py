@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from svir_proto import (
+    CallerProtocolError,
     FailureKind,
     FinishReason,
-    LocalProtocolError,
+    PeerProtocolError,
     ReasoningDelta,
-    RemoteProtocolError,
     StreamEnded,
     StreamFailed,
     TextDelta,
@@ -25,10 +25,10 @@ from svir_proto.llmstream import (
     LLMMediaPart,
     LLMMessage,
     LLMRequest,
+    LLMStreamDecoder,
+    LLMStreamEncoder,
     LLMTextPart,
     RequestError,
-    StreamDecoder,
-    StreamEncoder,
     parse_media_type,
     request_dialect,
     response_dialect,
@@ -50,8 +50,8 @@ DELTA1 = ev("content.delta", 1, index=0, role="assistant", delta={"text": "hi"})
 STOP2 = ev("content.stop", 2, index=0, stop_reason="end_turn")
 
 
-def decode(body: bytes, **options: Any) -> tuple[list[Any], StreamDecoder]:
-    d = StreamDecoder(**options)
+def decode(body: bytes, **options: Any) -> tuple[list[Any], LLMStreamDecoder]:
+    d = LLMStreamDecoder(**options)
     return run(d, [body]), d
 
 
@@ -143,27 +143,27 @@ def test_a_minimal_complete_stream() -> None:
     ],
 )
 def test_violations_are_remote_errors(body: bytes, match: str, json_backend: str) -> None:
-    d = StreamDecoder()
-    with pytest.raises(RemoteProtocolError, match=match):
+    d = LLMStreamDecoder()
+    with pytest.raises(PeerProtocolError, match=match):
         run(d, [body])
     assert not d.result.complete
 
 
 def test_seq_at_2_to_the_53_terminates_the_stream() -> None:
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     d._seq = MAX_SEQ  # a stream that has really come this far is not something to build in a test
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(d, [ev("usage", MAX_SEQ, input_tokens=1, output_tokens=1)])
     assert info.value.limit == "seq"
     assert info.value.limit_value == 2**53
 
 
 def test_data_after_stream_end_is_an_error_even_after_the_terminal_event() -> None:
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     assert d.feed(START + STOP2.replace(b'"seq": 2', b'"seq": 1') + ev("stream.end", 2))[
         -1
     ] == StreamEnded(complete=True, done=True)
-    with pytest.raises(RemoteProtocolError, match="ENDED"):
+    with pytest.raises(PeerProtocolError, match="ENDED"):
         d.feed(ev("content.delta", 3, index=0, role="assistant", delta={"text": "late"}))
 
 
@@ -284,16 +284,16 @@ def test_the_lifecycle_table_is_closed() -> None:
 
 
 def test_encoder_refuses_out_of_order_and_changes_nothing() -> None:
-    e = StreamEncoder()
-    with pytest.raises(LocalProtocolError, match=r"cannot send content\.delta in state IDLE"):
+    e = LLMStreamEncoder()
+    with pytest.raises(CallerProtocolError, match=r"cannot send content\.delta in state IDLE"):
         e.delta("x")
     assert (e.seq, e.state) == (0, State.IDLE)
     e.start(model="m", created=1)
     e.error("internal_error", "boom")
-    with pytest.raises(LocalProtocolError, match="in state FAILED"):
+    with pytest.raises(CallerProtocolError, match="in state FAILED"):
         e.usage(input_tokens=1, output_tokens=1)
     e.end()
-    with pytest.raises(LocalProtocolError, match=r"cannot send stream\.end in state ENDED"):
+    with pytest.raises(CallerProtocolError, match=r"cannot send stream\.end in state ENDED"):
         e.end()
     assert e.seq == 3
 
@@ -308,7 +308,7 @@ def test_encoder_refuses_out_of_order_and_changes_nothing() -> None:
     ],
 )
 def test_encoder_value_errors(call: Any, match: str) -> None:
-    e = StreamEncoder()
+    e = LLMStreamEncoder()
     e.start(model="m", created=1)
     with pytest.raises(ValueError, match=match):
         call(e)
@@ -316,7 +316,7 @@ def test_encoder_value_errors(call: Any, match: str) -> None:
 
 
 def test_encoder_echoes_request_id_and_numbers_seq() -> None:
-    e = StreamEncoder(request_id="r-1")
+    e = LLMStreamEncoder(request_id="r-1")
     body = e.start(model="m", created=5) + e.delta("a") + e.stop("max_tokens") + e.end()
     events, d = decode(body)
     assert events[0].request_id == "r-1"
@@ -409,7 +409,7 @@ def test_request_errors_name_the_json_path(change: dict[str, Any], path: str) ->
     with pytest.raises(RequestError) as info:
         LLMRequest.parse(json.dumps({**BASE, **change}))
     assert info.value.path == path
-    assert isinstance(info.value, RemoteProtocolError)
+    assert isinstance(info.value, PeerProtocolError)
 
 
 def test_request_not_json_and_caller_errors() -> None:
@@ -526,10 +526,10 @@ def test_media_part_bytes_from_each_source(tmp_path: Any) -> None:
 
 def test_bytes_that_break_framing_after_stream_end_are_an_error() -> None:
     body = START + DELTA1 + STOP2 + ev("stream.end", 3)
-    d = StreamDecoder(max_event_size=200)
+    d = LLMStreamDecoder(max_event_size=200)
     events = d.feed(body)
     assert events[-1] == StreamEnded(complete=True, done=True)
-    with pytest.raises(RemoteProtocolError, match="max_event_size"):
+    with pytest.raises(PeerProtocolError, match="max_event_size"):
         d.feed(b"data: " + b"x" * 300)
 
 
@@ -574,11 +574,11 @@ def test_tool_names_are_the_declared_tools() -> None:
 
 def test_encoder_checks_start_and_refuses_a_delta_after_its_stop() -> None:
     with pytest.raises(ValueError, match="model"):
-        StreamEncoder().start(model=None, created=1)  # type: ignore[arg-type]
-    e = StreamEncoder()
+        LLMStreamEncoder().start(model=None, created=1)  # type: ignore[arg-type]
+    e = LLMStreamEncoder()
     e.start(model="m", created=1)
     e.stop("end_turn", index=0)
-    with pytest.raises(LocalProtocolError, match=r"after its content\.stop"):
+    with pytest.raises(CallerProtocolError, match=r"after its content\.stop"):
         e.delta("late", index=0)
     assert e.delta("other block", index=1).startswith(b"event: content.delta\n")
 
@@ -586,7 +586,7 @@ def test_encoder_checks_start_and_refuses_a_delta_after_its_stop() -> None:
 def test_encoder_encodes_the_end_and_skips_tool_call_pieces() -> None:
     from svir_proto import ToolCallDelta
 
-    e = StreamEncoder()
+    e = LLMStreamEncoder()
     e.start(model="m", created=1)
     assert e.encode(ToolCallDelta(index=0, id="c", name="f", arguments="{")) == b""
     assert e.encode(StreamEnded(complete=True)).startswith(b"event: stream.end\n")

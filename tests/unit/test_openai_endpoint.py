@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svir_proto import RemoteProtocolError
+from svir_proto import PeerProtocolError
 from svir_proto.openai import Endpoint, ModelKind, model_kind, parse_models
 
 
@@ -103,5 +103,5 @@ def test_models_and_their_kinds() -> None:
     ],
 )
 def test_malformed_model_lists(body: bytes, match: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=match):
+    with pytest.raises(PeerProtocolError, match=match):
         parse_models(body)

@@ -11,12 +11,12 @@ import pytest
 
 from svir_proto import (
     NEED_DATA,
+    CallerProtocolError,
     FailureKind,
     Finished,
     FinishReason,
-    LocalProtocolError,
+    PeerProtocolError,
     ReasoningDelta,
-    RemoteProtocolError,
     StreamEnded,
     StreamFailed,
     StreamStarted,
@@ -89,11 +89,11 @@ def test_json_error_names_the_offset_and_keeps_what_came_before() -> None:
     good = chunk({"content": "kept"})
     d = ChatStreamDecoder()
     assert TextDelta(text="kept") in d.feed(good + b'data: {"id": nope}\n\n')
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.close()
     assert info.value.offset == len(good) + 6 + len('{"id": ')
     assert d.result.text == "kept"
-    with pytest.raises(RemoteProtocolError):  # poisoned
+    with pytest.raises(PeerProtocolError):  # poisoned
         d.next_event()
 
 
@@ -120,12 +120,12 @@ def test_json_error_names_the_offset_and_keeps_what_came_before() -> None:
     ],
 )
 def test_malformed_chunks_are_remote_errors(payload: bytes, match: str, json_backend: str) -> None:
-    with pytest.raises(RemoteProtocolError, match=match):
+    with pytest.raises(PeerProtocolError, match=match):
         decode(b"data: " + payload + b"\n\n")
 
 
 def test_invalid_utf8_offset() -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         decode(b'data: {"a": "b\xffc"}\n\n')
     assert info.value.offset == 6 + len('{"a": "b')
 
@@ -210,7 +210,7 @@ def test_tool_call_violations_name_the_call(pieces: list[bytes], match: str) -> 
     body = b"".join(pieces) + chunk({}, "tool_calls") + DONE
     with pytest.raises(ToolCallError, match=match) as info:
         run(d, [body])
-    assert isinstance(info.value, RemoteProtocolError)
+    assert isinstance(info.value, PeerProtocolError)
     assert info.value.call_id in ("a", "b", "")
     assert not d.result.complete
     assert d.result.tool_calls == ()
@@ -254,7 +254,7 @@ def test_piece_without_index_or_id_goes_to_the_only_open_call() -> None:
 
 def test_ambiguous_piece_is_an_error() -> None:
     body = tc(index=0, id="a", function={"name": "f"}) + tc(index=1, id="b", function={"name": "g"})
-    with pytest.raises(RemoteProtocolError, match="neither index nor id"):
+    with pytest.raises(PeerProtocolError, match="neither index nor id"):
         decode(body + tc(function={"arguments": "x"}))
 
 
@@ -275,13 +275,13 @@ def test_invalid_arguments_are_reported_per_call() -> None:
 
 def test_max_tool_calls_is_a_named_limit() -> None:
     body = b"".join(tc(index=i, id=f"c{i}", function={"name": "f"}) for i in range(4))
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         decode(body, max_tool_calls=3)
     assert info.value.limit == "max_tool_calls"
 
 
 def test_max_result_size_is_a_named_limit() -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         decode(
             chunk({"content": "x" * 50}) + chunk({"reasoning_content": "y" * 60}),
             max_result_size=100,
@@ -291,7 +291,7 @@ def test_max_result_size_is_a_named_limit() -> None:
 
 
 def test_max_event_size_passes_through() -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         decode(chunk({"content": "x" * 500}), max_event_size=100)
     assert info.value.limit == "max_event_size"
 
@@ -404,7 +404,7 @@ def test_an_error_event_after_done_is_ignored_like_data() -> None:
 def test_local_error_after_close() -> None:
     d = ChatStreamDecoder()
     d.close()
-    with pytest.raises(LocalProtocolError):
+    with pytest.raises(CallerProtocolError):
         d.feed(b"data: x\n\n")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from svir_proto import NEED_DATA, RemoteProtocolError
+from svir_proto import NEED_DATA, PeerProtocolError
 from svir_proto.sse import EndOfStream, ServerSentEvent, SSEDecoder
 
 
@@ -34,9 +34,9 @@ def test_an_error_through_next_event_comes_after_the_events_before_it() -> None:
     d = SSEDecoder(max_event_size=10)
     d.receive_data(b"data: a\n\n" + b"data: " + b"x" * 20 + b"\n\n")
     assert d.next_event() == ev("a")
-    with pytest.raises(RemoteProtocolError) as first:
+    with pytest.raises(PeerProtocolError) as first:
         d.next_event()
-    with pytest.raises(RemoteProtocolError) as again:
+    with pytest.raises(PeerProtocolError) as again:
         d.feed(b"more")
     assert again.value is first.value
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from svir_proto import NEED_DATA, LocalProtocolError, RemoteProtocolError
+from svir_proto import NEED_DATA, CallerProtocolError, PeerProtocolError
 from svir_proto.sse import (
     DEFAULT_MAX_EVENT_SIZE,
     EndOfStream,
@@ -49,7 +49,7 @@ def test_receive_accepts_bytearray_and_memoryview() -> None:
 def test_data_after_eof_is_a_local_error() -> None:
     d = SSEDecoder()
     d.close()
-    with pytest.raises(LocalProtocolError):
+    with pytest.raises(CallerProtocolError):
         d.receive_data(b"data: x\n\n")
 
 
@@ -72,13 +72,13 @@ def test_max_event_size_names_the_limit_and_keeps_earlier_events() -> None:
     d = SSEDecoder(max_event_size=17)
     body = b"data: 0123456789\n\ndata: 0123456789ABCDEF\n\n"
     assert d.feed(body) == [ev("0123456789")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"")
     assert info.value.limit == "max_event_size"
     assert info.value.limit_value == 17
     assert info.value.offset == 18
     assert "max_event_size" in str(info.value)
-    with pytest.raises(RemoteProtocolError) as again:  # poisoned: the same error again
+    with pytest.raises(PeerProtocolError) as again:  # poisoned: the same error again
         d.next_event()
     assert again.value is info.value
 
@@ -90,7 +90,7 @@ def test_max_event_size_verdict_does_not_depend_on_split(piece: int) -> None:
         d = SSEDecoder(max_event_size=limit)
         pieces = [body[i : i + piece] for i in range(0, len(body), piece)]
         if fails:
-            with pytest.raises(RemoteProtocolError) as info:
+            with pytest.raises(PeerProtocolError) as info:
                 run(d, pieces)
             assert info.value.offset == 10
         else:
@@ -101,13 +101,13 @@ def test_unterminated_huge_line_is_bounded() -> None:
     d = SSEDecoder(max_event_size=1000)
     for _ in range(10):
         d.feed(b"x" * 100)  # never a line end: must not grow forever
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         d.feed(b"x")
 
 
 def test_comments_count_toward_the_bound() -> None:
     d = SSEDecoder(max_event_size=100)
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         run(d, [b":" + b"k" * 200 + b"\n"])
 
 
@@ -118,16 +118,16 @@ def test_default_limit_is_documented_value() -> None:
 def test_invalid_utf8_strict_names_the_byte() -> None:
     d = SSEDecoder()
     assert d.feed(b"data: ok\n\n") == [ev("ok")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"data: a\ndata: b\xffc\n\n")
     assert info.value.offset == 10 + 8 + 7
 
 
 def test_invalid_utf8_in_comment_and_event_type() -> None:
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(SSEDecoder(), [b": \xc3\n\n"])
     assert info.value.offset == 2
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         run(SSEDecoder(), [b"data: a\n\nevent: x\xe2\x82\ndata: b\n\n"])
     assert info.value.offset == 9 + 8
 
@@ -169,9 +169,9 @@ def test_feed_returns_events_before_error_then_raises() -> None:
     d = SSEDecoder(max_event_size=20)
     out = d.feed(b"data: a\n\ndata: b\n\n" + b"data: " + b"z" * 30 + b"\n\n")
     assert out == [ev("a"), ev("b")]
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         d.feed(b"")
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(PeerProtocolError):
         d.receive_data(b"more")
 
 
@@ -282,16 +282,16 @@ def test_fuzz_crash_an_error_found_by_close_is_raised_with_its_events() -> None:
     d = SSEDecoder()
     assert d.feed(b"x") == []
     d.receive_data(b"\n: ok\n: bad \xcf\n")  # received, not yet framed: no one asked
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.close()
     assert info.value.pending_events == (SSEComment(text="ok"),)
     assert info.value.offset == 13  # the \xcf byte
-    with pytest.raises(RemoteProtocolError):  # and it stays raised
+    with pytest.raises(PeerProtocolError):  # and it stays raised
         d.close()
     fed = SSEDecoder()  # fed, the lines are applied as they end: the error is the feed's
     assert fed.feed(b"x") == []
     assert fed.feed(b"\n: ok\n: bad \xcf\n") == [SSEComment(text="ok")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         fed.close()
     assert (info.value.pending_events, info.value.offset) == ((), 13)
 
@@ -336,7 +336,7 @@ def test_the_express_does_not_take_a_piece_that_ends_a_buffered_event() -> None:
 def test_offsets_count_the_bytes_the_express_took() -> None:
     d = SSEDecoder()
     assert d.feed(OPEN) + d.feed(b"data: \xe2\x82\xac\n\n") == [ev("open"), ev("\u20ac")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"data: ok\xff\n\n")
     assert info.value.offset == 12 + 11 + 8  # the 0xFF byte
     d = SSEDecoder()
@@ -352,12 +352,12 @@ def test_the_express_hands_invalid_utf8_to_the_policy() -> None:
 def test_the_fast_lanes_keep_the_size_bound() -> None:
     d = SSEDecoder(max_event_size=14)
     assert d.feed(OPEN) == [ev("open")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"data: 0123456789\n\n")  # 17 bytes to the end of its data line
     assert (info.value.offset, info.value.limit) == (12, "max_event_size")
     d = SSEDecoder(max_event_size=14)
     assert d.feed(OPEN + b"data: 01") == [ev("open")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"23456789\n\ndata: a\n\n")
     assert info.value.offset == 12
 
@@ -386,16 +386,16 @@ def test_the_lanes_close_for_the_pull_api_and_reopen_after_feed() -> None:
 def test_a_poisoned_decoder_takes_no_lane() -> None:
     d = SSEDecoder()
     d.feed(OPEN)
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"data: \xff\n\n")
-    with pytest.raises(RemoteProtocolError) as again:
+    with pytest.raises(PeerProtocolError) as again:
         d.feed(b"data: a\n\n")
     assert again.value is info.value
 
 
 def test_a_blank_line_after_crlf_counts_both_line_end_bytes() -> None:
     # "data: abc" CR LF is 11 bytes: the blank line after it starts past a bound of 10.
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         SSEDecoder(max_event_size=10).feed(b"data: abc\r\n\r\n")
     assert (info.value.offset, info.value.limit) == (0, "max_event_size")
     assert SSEDecoder(max_event_size=11).feed(b"data: abc\r\n\r\n") == [ev("abc")]
@@ -412,7 +412,7 @@ def test_a_run_with_a_bad_payload_keeps_the_events_before_it() -> None:
     d = SSEDecoder()
     d.feed(OPEN)
     assert d.feed(b"data: a\n\ndata: b\xff\n\ndata: c\n\n") == [ev("a")]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.feed(b"data: d\n\n")
     assert info.value.offset == 12 + 9 + 7
 
@@ -431,6 +431,6 @@ def test_a_large_read_of_many_events_comes_out_whole() -> None:
     d.feed(OPEN)
     bad = many + b"data: \xff\n\n" + many
     assert d.feed(bad) == [ev(f"{i} \u00fc") for i in range(200)]
-    with pytest.raises(RemoteProtocolError) as info:
+    with pytest.raises(PeerProtocolError) as info:
         d.close()
     assert info.value.offset == len(OPEN) + len(many) + 6

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from svir_proto import ToolCall
-from svir_proto.llmstream import LLMMediaPart, LLMMessage, LLMRequest, LLMTextPart, StreamDecoder
+from svir_proto.llmstream import LLMMediaPart, LLMMessage, LLMRequest, LLMStreamDecoder, LLMTextPart
 from svir_proto.openai import (
     AssistantMessage,
     ChatRequest,
@@ -133,7 +133,7 @@ def test_errors_map_to_codes_then_stream_end() -> None:
 def test_a_cut_stays_a_cut() -> None:
     body, _ = translate("cut-after-finish")
     assert types(body) == ["stream.start", "content.delta", "content.stop"]
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     run(d, [body])
     assert not d.result.complete
 
@@ -239,7 +239,7 @@ def test_a_second_failure_is_not_a_second_error_event() -> None:
     from svir_proto import (
         Failure,
         FailureKind,
-        StreamDecoder,
+        LLMStreamDecoder,
         StreamEnded,
         StreamFailed,
         StreamStarted,
@@ -252,7 +252,7 @@ def test_a_second_failure_is_not_a_second_error_event() -> None:
     out += t.feed(StreamFailed(error=first))
     out += t.feed(StreamFailed(error=Failure(kind=FailureKind.SERVER_ERROR, message="two")))
     out += t.feed(StreamEnded(complete=False))
-    d = StreamDecoder()
+    d = LLMStreamDecoder()
     d.feed(out)
     d.close()
     assert d.result.error is not None
@@ -267,7 +267,7 @@ def test_llm_stream_events_back_to_openai_bytes() -> None:
     from svir_proto.translate import LLMStreamToOpenAI
 
     body = (ROOT / "examples" / "llm-stream.sse").read_bytes()
-    source = StreamDecoder()
+    source = LLMStreamDecoder()
     events = source.feed(body) + source.close()
     back = LLMStreamToOpenAI(response_id="chatcmpl-x", model="m")
     openai = ChatStreamDecoder()
