@@ -17,7 +17,7 @@ from typing import Final
 from . import _json
 from ._pull import PullDecoder
 from .errors import PeerProtocolError
-from .events import Event, StreamEnded
+from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
 
 __all__: list[str] = []
@@ -51,6 +51,8 @@ class DialectDecoder(PullDecoder[Event]):
         self._cut = False
         self._framing_stopped = False  # bytes after the end broke framing: not read any more
         self._skipped = 0  # bytes the express took that the framer has not counted yet
+        self._block: list[str] = []  # reasoning since the last signature (`_sign`)
+        self._blocks: list[ReasoningBlock] = []
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`PullDecoder.feed`, with the fast lanes while nothing is pending (``_fast``): the
@@ -187,6 +189,24 @@ class DialectDecoder(PullDecoder[Event]):
                 limit="max_result_size",
                 limit_value=self._max_result,
             )
+
+    def _sign(self, signature: ReasoningSignature, at: int) -> None:
+        """A signature closes the block of reasoning since the last one: a dialect that signs
+        its reasoning appends each piece to ``_block`` as well, and calls this for each
+        `ReasoningSignature`, which is queued."""
+        self._grow(len(signature.signature), at)
+        text = "" if signature.redacted else "".join(self._block)
+        self._block.clear()
+        self._blocks.append(
+            ReasoningBlock(
+                text=text,
+                signature=signature.signature,
+                carrier=signature.carrier,
+                redacted=signature.redacted,
+                item_id=signature.item_id,
+            )
+        )
+        self._queue.append(signature)
 
     def _terminate(self, *, done: bool) -> None:
         ended = StreamEnded(complete=self._complete(), done=done)

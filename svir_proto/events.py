@@ -13,7 +13,7 @@ flat, and never subclass each other; dispatch on them with ``match`` and end wit
 from __future__ import annotations
 
 import enum
-from typing import Final, Literal, final
+from typing import Final, Literal, final, get_args
 
 import attrs
 
@@ -28,8 +28,11 @@ __all__ = [
     "FinishReason",
     "Finished",
     "ParsedArguments",
+    "REASONING_CARRIERS",
+    "ReasoningBlock",
     "ReasoningCarrier",
     "ReasoningDelta",
+    "ReasoningSignature",
     "RefusalDelta",
     "RequestFailed",
     "ResponseStarted",
@@ -43,7 +46,13 @@ __all__ = [
     "Usage",
 ]
 
-ReasoningCarrier = Literal["reasoning_content", "reasoning", "think"]
+ReasoningCarrier = Literal[
+    "reasoning_content", "reasoning", "think", "thinking", "summary", "reasoning_text", "thought"
+]
+"""Where reasoning arrived: OpenAI Chat's ``reasoning_content`` or ``reasoning`` key or inline
+``<think>`` markers; Anthropic's ``thinking`` blocks; the Responses API's reasoning ``summary``
+or its ``reasoning_text`` content; Gemini's ``thought`` parts."""
+REASONING_CARRIERS: Final = frozenset(get_args(ReasoningCarrier))
 
 
 @final
@@ -84,6 +93,23 @@ class ReasoningDelta:
 
     text: str
     carrier: ReasoningCarrier
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ReasoningSignature:
+    """What closes one block of reasoning and must go back with it unchanged in the next turn:
+    Anthropic's ``signature_delta`` (or a ``redacted_thinking`` block, whose text is withheld:
+    ``redacted``, and ``signature`` holds its encrypted ``data``), the Responses API's
+    ``encrypted_content`` and reasoning item ``item_id``, Gemini's ``thoughtSignature``.
+
+    The reasoning since the previous signature is the block it signs (`ReasoningBlock`).
+    """
+
+    signature: str
+    carrier: ReasoningCarrier
+    redacted: bool = False
+    item_id: str | None = None
 
 
 @final
@@ -149,12 +175,23 @@ class Finished:
 @final
 @attrs.frozen(kw_only=True)
 class Usage:
-    """Token counts (the usage chunk, LLM-Stream ``usage``)."""
+    """Token counts (the usage chunk, LLM-Stream ``usage``, Anthropic's ``message_start`` and
+    ``message_delta``, the Responses API's ``response.completed``, Gemini's ``usageMetadata``).
+
+    Counted as OpenAI counts them, whatever the dialect: ``prompt_tokens`` is every input token,
+    those read from a cache (``cached_tokens``) and those written to one
+    (``cache_creation_tokens``, Anthropic's) included; ``completion_tokens`` is every output
+    token, the reasoning (``reasoning_tokens``) included. Anthropic reports its input without
+    the cache tokens and Gemini its output without the thoughts: their decoders add them, their
+    encoders take them out again, so every count survives every dialect that has a field for it.
+    """
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
 
 
 @final
@@ -244,6 +281,7 @@ Event = (
     StreamStarted
     | TextDelta
     | ReasoningDelta
+    | ReasoningSignature
     | RefusalDelta
     | ToolCallDelta
     | ToolCall
@@ -260,6 +298,19 @@ Event = (
 
 @final
 @attrs.frozen(kw_only=True)
+class ReasoningBlock:
+    """One signed block of reasoning, to send back unchanged (`Completion.reasoning_blocks`):
+    its ``text`` (empty when ``redacted``) and the `ReasoningSignature` that closed it."""
+
+    text: str
+    signature: str
+    carrier: ReasoningCarrier
+    redacted: bool = False
+    item_id: str | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Completion:
     """The result of one stream, kept by every decoder as ``decoder.result``.
 
@@ -270,6 +321,9 @@ class Completion:
         text, reasoning, refusal: the joined deltas.
         reasoning_carrier: the key the reasoning first arrived in, to send it back under the
             same key (``"think"``: inline markers, never sent back).
+        reasoning_blocks: the reasoning as the signed blocks the server closed with a
+            `ReasoningSignature` (Anthropic, Responses, Gemini), to send back unchanged; empty
+            for a dialect that signs nothing.
         tool_calls: the whole, checked calls; empty until the stream is complete.
         pending_tool_calls: the calls as assembled so far when they never became whole (a
             stream cut, or failed, before ``[DONE]``): kept, never passed off as executable.
@@ -299,6 +353,7 @@ class Completion:
     text: str = ""
     reasoning: str = ""
     reasoning_carrier: ReasoningCarrier | None = None
+    reasoning_blocks: tuple[ReasoningBlock, ...] = ()
     refusal: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     pending_tool_calls: tuple[ToolCallDelta, ...] = ()

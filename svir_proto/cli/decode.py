@@ -19,6 +19,7 @@ from ..events import (
     FilterVerdict,
     Finished,
     ReasoningDelta,
+    ReasoningSignature,
     RefusalDelta,
     StreamEnded,
     StreamFailed,
@@ -112,6 +113,9 @@ def _show(e: Event) -> str:
             return f"text      {e.text!r}"
         case ReasoningDelta():
             return f"reasoning {e.text!r} ({e.carrier})"
+        case ReasoningSignature():
+            what = "redacted reasoning" if e.redacted else "signature"
+            return f"signed    {what} ({e.carrier}, {len(e.signature)} characters)"
         case RefusalDelta():
             return f"refusal   {e.text!r}"
         case ToolCallDelta():
@@ -125,7 +129,8 @@ def _show(e: Event) -> str:
         case Finished():
             return f"finished  {e.reason.value} (raw {e.raw!r})"
         case Usage():
-            return f"usage     prompt={e.prompt_tokens} completion={e.completion_tokens}"
+            cached = f" cached={e.cached_tokens}" if e.cached_tokens is not None else ""
+            return f"usage     prompt={e.prompt_tokens} completion={e.completion_tokens}{cached}"
         case FilterVerdict():
             what = "FILTERED" if e.filtered else "detected" if e.detected else "clean"
             return f"filter    {e.scope}: {what} ({len(e.results)} categories)"

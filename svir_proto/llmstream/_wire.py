@@ -9,11 +9,14 @@ vocabulary                     on the wire
 =============================  ==================================================================
 ``ReasoningDelta``             ``content.delta`` with ``delta.text`` "" and
                                ``"vendor:svir": {"reasoning": TEXT, "carrier": KEY}``
+``ReasoningSignature``         ``content.delta``, text "", ``{"signature": S, "carrier": KEY}``
+                               and ``"redacted": true``, ``"item_id": ID`` when they apply
 ``RefusalDelta``               ``content.delta``, text "", ``{"refusal": TEXT}``
 ``FilterVerdict``              ``content.delta``, text "", ``{"filter": {scope, results, offsets}}``
 ``Finished.raw``               ``content.stop`` ``{"finish": RAW}`` when RAW is not the standard
                                value (``stop_reason`` is then the nearest of the four)
-``Usage`` extras               ``usage`` ``{"total_tokens": N, "reasoning_tokens": N}``
+``Usage`` extras               ``usage`` ``{"total_tokens": N, "reasoning_tokens": N,
+                               "cached_tokens": N, "cache_creation_tokens": N}``, each if known
 ``Failure`` kind and code      ``error`` ``{"kind": KIND, "code": CODE or null}``
 =============================  ==================================================================
 """

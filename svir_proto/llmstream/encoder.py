@@ -20,6 +20,7 @@ from ..events import (
     FilterVerdict,
     Finished,
     ReasoningDelta,
+    ReasoningSignature,
     RefusalDelta,
     StreamEnded,
     StreamFailed,
@@ -162,6 +163,13 @@ class LLMStreamEncoder:
                 return self.delta(event.text, index=event.index)
             case ReasoningDelta():
                 return self.delta("", ext={"reasoning": event.text, "carrier": event.carrier})
+            case ReasoningSignature():
+                signed: dict[str, Any] = {"signature": event.signature, "carrier": event.carrier}
+                if event.redacted:
+                    signed["redacted"] = True
+                if event.item_id is not None:
+                    signed["item_id"] = event.item_id
+                return self.delta("", ext=signed)
             case RefusalDelta():
                 return self.delta("", ext={"refusal": event.text})
             case FilterVerdict():
@@ -182,6 +190,8 @@ class LLMStreamEncoder:
                     for k, v in (
                         ("total_tokens", event.total_tokens),
                         ("reasoning_tokens", event.reasoning_tokens),
+                        ("cached_tokens", event.cached_tokens),
+                        ("cache_creation_tokens", event.cache_creation_tokens),
                     )
                     if v is not None
                 }

@@ -113,6 +113,10 @@ class LLMMediaPart:
 Part = LLMTextPart | LLMMediaPart
 
 
+def _mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {} if value is None else value
+
+
 @final
 @attrs.frozen(kw_only=True)
 class LLMToolCall:
@@ -121,14 +125,32 @@ class LLMToolCall:
     arguments: str
 
 
+def _parts(value: str | Iterable[Part] | None) -> str | tuple[Part, ...] | None:
+    return value if value is None or isinstance(value, str) else tuple(value)
+
+
+def _calls(value: Iterable[LLMToolCall]) -> tuple[LLMToolCall, ...]:
+    return tuple(value)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class LLMMessage:
+    """A message (4.3). ``content`` takes a string or any iterable of parts (kept as a tuple).
+
+    ``extensions`` is svir's: what a message of another dialect carries that the draft has no
+    field for (an assistant's signed reasoning, a tool result marked as an error), under
+    ``vendor:name`` keys as the request's own ``extensions`` (4.7). It is written as the
+    message's ``extensions`` member, which a conforming parser ignores (4.7: unknown fields);
+    `svir_proto.hub` names the neutral keys.
+    """
+
     role: str
-    content: str | tuple[Part, ...] | None
+    content: str | tuple[Part, ...] | None = attrs.field(converter=_parts)
     name: str | None = None
     tool_call_id: str | None = None
-    tool_calls: tuple[LLMToolCall, ...] = ()
+    tool_calls: tuple[LLMToolCall, ...] = attrs.field(default=(), converter=_calls)
+    extensions: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
 
     def __attrs_post_init__(self) -> None:
         if self.role not in ROLES:
@@ -139,6 +161,9 @@ class LLMMessage:
             raise ValueError(
                 "content is required (it may be null only for an assistant's tool calls)"
             )
+        for key in self.extensions:
+            if not isinstance(key, str) or not _EXTENSION_KEY.fullmatch(key):
+                raise ValueError(f"extensions: keys must be vendor:name, not {key!r}")
 
     @property
     def text(self) -> str:
@@ -162,10 +187,6 @@ def _messages(value: Iterable[LLMMessage]) -> tuple[LLMMessage, ...]:
 
 def _tools(value: Iterable[LLMTool]) -> tuple[LLMTool, ...]:
     return tuple(value)
-
-
-def _mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return {} if value is None else value
 
 
 @final
@@ -227,6 +248,7 @@ class LLMRequest:
                         LLMToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
                         for c in m.get("tool_calls") or ()
                     ),
+                    extensions=_message_extensions(m.get("extensions")),
                 )
             )
         return cls(
@@ -273,6 +295,8 @@ class LLMRequest:
                 out["tool_calls"] = [
                     {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
                 ]
+            if m.extensions:
+                out["extensions"] = dict(m.extensions)
             messages.append(out)
         doc: dict[str, Any] = {
             "version": "1.0",
@@ -376,15 +400,23 @@ def _check(doc: object, at: str) -> None:
         _need(isinstance(meta, dict), f"{at}.metadata", "must be an object")
         rid = meta.get("request_id")
         _need(rid is None or isinstance(rid, str), f"{at}.metadata.request_id", "must be a string")
-    ext = doc.get("extensions")
+    _check_extensions(doc.get("extensions"), f"{at}.extensions")
+
+
+def _message_extensions(ext: object) -> dict[str, Any]:
+    """A message's ``extensions`` member is svir's, not the draft's, so a parser must ignore it
+    when it is not ours to read (4.7): only an object's ``vendor:name`` keys are kept."""
+    if not isinstance(ext, dict):
+        return {}
+    return {k: v for k, v in ext.items() if _EXTENSION_KEY.fullmatch(k)}
+
+
+def _check_extensions(ext: object, p: str) -> None:
     if ext is not None:
-        _need(isinstance(ext, dict), f"{at}.extensions", "must be an object")
+        _need(isinstance(ext, dict), p, "must be an object")
+        assert isinstance(ext, dict)
         for key in ext:
-            _need(
-                bool(_EXTENSION_KEY.fullmatch(key)),
-                f"{at}.extensions[{key!r}]",
-                "keys must be vendor:name",
-            )
+            _need(bool(_EXTENSION_KEY.fullmatch(key)), f"{p}[{key!r}]", "keys must be vendor:name")
 
 
 def _check_message(m: object, p: str) -> None:

@@ -36,12 +36,14 @@ from .._deprecated import renamed
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
+    REASONING_CARRIERS,
     Completion,
     FilterVerdict,
     Finished,
     FinishReason,
     ReasoningCarrier,
     ReasoningDelta,
+    ReasoningSignature,
     RefusalDelta,
     StreamFailed,
     StreamStarted,
@@ -116,6 +118,7 @@ class LLMStreamDecoder(DialectDecoder):
             text=self._joined(self._text),
             reasoning=self._joined(self._reasoning),
             reasoning_carrier=self._carrier,
+            reasoning_blocks=tuple(self._blocks),
             refusal=self._joined(self._refusal),
             tool_calls=tuple(self._calls),
             finish_reason=None if finish is None else finish.reason,
@@ -216,16 +219,30 @@ class LLMStreamDecoder(DialectDecoder):
             self._text.append(text)
             self._queue.append(text_delta(text, index))
         reasoning = ext.get("reasoning")
+        wire = ext.get("carrier")
+        # a str first: a JSON array or object is not hashable
+        carrier: ReasoningCarrier = (
+            wire if isinstance(wire, str) and wire in REASONING_CARRIERS else "reasoning"  # type: ignore[assignment]
+        )
         if isinstance(reasoning, str) and reasoning:
-            carrier: ReasoningCarrier = "reasoning"
-            wire = ext.get("carrier")
-            if wire == "reasoning_content" or wire == "think":
-                carrier = wire
             self._grow(len(reasoning), at)
             if self._carrier is None:
                 self._carrier = carrier
             self._reasoning.append(reasoning)
+            self._block.append(reasoning)
             self._queue.append(ReasoningDelta(text=reasoning, carrier=carrier))
+        signature = ext.get("signature")
+        if isinstance(signature, str) and signature:
+            item = ext.get("item_id")
+            self._sign(
+                ReasoningSignature(
+                    signature=signature,
+                    carrier=carrier,
+                    redacted=ext.get("redacted") is True,
+                    item_id=item if isinstance(item, str) else None,
+                ),
+                at,
+            )
         refused = ext.get("refusal")
         if isinstance(refused, str) and refused:
             self._grow(len(refused), at)
@@ -273,13 +290,17 @@ class LLMStreamDecoder(DialectDecoder):
         self._queue.append(call)
 
     def _on_usage(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
-        total = ext.get("total_tokens")
-        reasoning = ext.get("reasoning_tokens")
+        def extra(key: str) -> int | None:
+            value = ext.get(key)
+            return value if type(value) is int else None
+
         self._usage = Usage(
             prompt_tokens=_field(obj, "input_tokens", int, at),
             completion_tokens=_field(obj, "output_tokens", int, at),
-            total_tokens=total if type(total) is int else None,
-            reasoning_tokens=reasoning if type(reasoning) is int else None,
+            total_tokens=extra("total_tokens"),
+            reasoning_tokens=extra("reasoning_tokens"),
+            cached_tokens=extra("cached_tokens"),
+            cache_creation_tokens=extra("cache_creation_tokens"),
         )
         self._queue.append(self._usage)
 

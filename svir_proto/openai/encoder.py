@@ -136,6 +136,8 @@ class ChatStreamEncoder:
                     "completion_tokens": event.completion_tokens,
                     "total_tokens": event.total_tokens,
                 }
+                if event.cached_tokens is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": event.cached_tokens}
                 if event.reasoning_tokens is not None:
                     usage["completion_tokens_details"] = {
                         "reasoning_tokens": event.reasoning_tokens

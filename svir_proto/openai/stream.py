@@ -433,11 +433,14 @@ class ChatStreamDecoder(DialectDecoder):
             raise PeerProtocolError("'usage' must be an object", offset=at)
         details = raw.get("completion_tokens_details")
         reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        prompt = raw.get("prompt_tokens_details")
+        cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
         self._usage = Usage(
             prompt_tokens=_count(raw.get("prompt_tokens")),
             completion_tokens=_count(raw.get("completion_tokens")),
             total_tokens=_count(raw.get("total_tokens")),
             reasoning_tokens=_count(reasoning),
+            cached_tokens=_count(cached),
         )
         self._queue.append(self._usage)
 

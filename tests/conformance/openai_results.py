@@ -31,9 +31,18 @@ def joined(events: list[Event]) -> list[Event]:
     return out
 
 
+LATER: frozenset[str] = frozenset({"reasoning_blocks", "cached_tokens", "cache_creation_tokens"})
+"""Fields added after most vectors were written: written down only when they are set, so the
+older vectors stay as they were (and still check every field they name)."""
+
+
 def plain(value: Any) -> Any:
     if attrs.has(type(value)):
-        return {f.name: plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        return {
+            f.name: plain(getattr(value, f.name))
+            for f in attrs.fields(type(value))
+            if f.name not in LATER or getattr(value, f.name) != f.default
+        }
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (tuple, list)):

@@ -136,3 +136,27 @@ def test_svir_runs_without_the_extras() -> None:
     gateway = svir_bare("gateway", "--upstream", "http://127.0.0.1:9")
     assert gateway.returncode == 2
     assert "svir gateway needs anyio" in gateway.stderr
+
+
+def test_decode_shows_signed_reasoning_and_cached_tokens() -> None:
+    from svir_proto.events import ReasoningDelta, ReasoningSignature, StreamStarted, Usage
+    from svir_proto.llmstream import LLMStreamEncoder
+
+    enc = LLMStreamEncoder()
+    body = (
+        b"".join(
+            enc.encode(e)
+            for e in (
+                StreamStarted(response_id="r", model="m"),
+                ReasoningDelta(text="hm", carrier="thinking"),
+                ReasoningSignature(signature="s" * 12, carrier="thinking"),
+                ReasoningSignature(signature="blob", carrier="thinking", redacted=True),
+                Usage(prompt_tokens=3, completion_tokens=1, cached_tokens=2),
+            )
+        )
+        + enc.end()
+    )
+    out = svir("decode", "-", stdin=body)
+    assert "signed    signature (thinking, 12 characters)" in out.stdout
+    assert "signed    redacted reasoning (thinking, 4 characters)" in out.stdout
+    assert "cached=2" in out.stdout

@@ -1,0 +1,170 @@
+"""The hub: the one neutral request every dialect translates to and from (ARCHITECTURE.md,
+"Dialects: one hub, N adapters").
+
+The neutral request is the LLM-Stream request, `LLMRequest`: the draft's fields, and under the
+``vendor:svir`` extension what a vendor request carries that the draft has no field for. Each
+dialect package has a ``hub`` module with ``to_hub(request) -> LLMRequest`` and
+``from_hub(request) -> its request``; translating dialect A's request to dialect B is
+``B.from_hub(A.to_hub(request))``, so N dialects need N adapters, never N². What a target
+cannot carry is listed by its ``from_hub`` (its docstring), never dropped silently.
+
+The neutral extension (`HUB_EXTENSION`), in the request's ``extensions``:
+
+=======================  ===========================================================================
+key                      value
+=======================  ===========================================================================
+``tool_choice``          ``"auto"``, ``"none"``, ``"required"`` (some tool must be called), or
+                         ``{"name": NAME}`` (that tool)
+``parallel_tool_calls``  a boolean: whether the model may call several tools in one turn
+``reasoning``            ``{"effort": "low"|"medium"|"high"|..., "budget_tokens": N,
+                         "summary": "auto"|"concise"|"detailed"}``, each optional
+``stop``                 (none: stop sequences are the draft's ``parameters.stop_sequences``)
+=======================  ===========================================================================
+
+and in a message's ``extensions`` (`LLMMessage.extensions`):
+
+=======================  ===========================================================================
+key                      value
+=======================  ===========================================================================
+``reasoning``            an assistant message's signed reasoning, in order: a list of
+                         ``{"text", "signature", "carrier", "redacted"?, "item_id"?}``
+                         (`ReasoningBlock`), to send back unchanged to the dialect that signed it
+``is_error``             ``true`` on a tool message whose result is an error (Anthropic's
+                         ``tool_result.is_error``)
+=======================  ===========================================================================
+
+Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
+``vendor:gemini``): read by that dialect's ``from_hub`` only.
+
+This module holds values and pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal
+
+from .events import REASONING_CARRIERS, ReasoningBlock
+from .llmstream.request import LLMMessage, LLMRequest
+
+__all__ = [
+    "HUB_EXTENSION",
+    "HubToolChoice",
+    "hub_options",
+    "message_extensions",
+    "message_is_error",
+    "message_reasoning",
+    "parallel_tool_calls",
+    "reasoning_options",
+    "tool_choice",
+]
+
+HUB_EXTENSION: Final = "vendor:svir"
+HubToolChoice = Literal["auto", "none", "required"] | tuple[Literal["name"], str]
+"""A neutral tool choice: one of the three words, or ``("name", NAME)`` for one tool."""
+
+
+def _ours(extensions: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = extensions.get(HUB_EXTENSION)
+    return value if isinstance(value, Mapping) else {}
+
+
+def hub_options(
+    *,
+    tool_choice: HubToolChoice | None = None,
+    parallel_tool_calls: bool | None = None,
+    reasoning: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The neutral options as a request's ``extensions`` (empty when none is set): merge them
+    into `LLMRequest.extensions` with the vendor's own keys."""
+    ours: dict[str, Any] = {}
+    if tool_choice is not None:
+        ours["tool_choice"] = (
+            {"name": tool_choice[1]} if isinstance(tool_choice, tuple) else tool_choice
+        )
+    if parallel_tool_calls is not None:
+        ours["parallel_tool_calls"] = parallel_tool_calls
+    if reasoning:
+        ours["reasoning"] = dict(reasoning)
+    return {HUB_EXTENSION: ours} if ours else {}
+
+
+def tool_choice(request: LLMRequest) -> HubToolChoice | None:
+    """The request's neutral tool choice, if it has one that makes sense (else ``None``)."""
+    value = _ours(request.extensions).get("tool_choice")
+    if value in ("auto", "none", "required"):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, Mapping) and isinstance(value.get("name"), str) and value["name"]:
+        return ("name", value["name"])
+    return None
+
+
+def parallel_tool_calls(request: LLMRequest) -> bool | None:
+    value = _ours(request.extensions).get("parallel_tool_calls")
+    return value if isinstance(value, bool) else None
+
+
+def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
+    """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
+    value = _ours(request.extensions).get("reasoning")
+    return value if isinstance(value, Mapping) else {}
+
+
+def message_extensions(
+    *, reasoning: Iterable[ReasoningBlock] = (), is_error: bool = False
+) -> dict[str, Any]:
+    """A message's neutral ``extensions`` (empty when there is nothing to carry)."""
+    ours: dict[str, Any] = {}
+    blocks = [_block_out(b) for b in reasoning]
+    if blocks:
+        ours["reasoning"] = blocks
+    if is_error:
+        ours["is_error"] = True
+    return {HUB_EXTENSION: ours} if ours else {}
+
+
+def message_reasoning(message: LLMMessage) -> tuple[ReasoningBlock, ...]:
+    """An assistant message's signed reasoning blocks; what is malformed is skipped."""
+    raw = _ours(message.extensions).get("reasoning")
+    if not isinstance(raw, list):
+        return ()
+    blocks = []
+    for b in raw:
+        if not isinstance(b, Mapping):
+            continue
+        text, signature, carrier = b.get("text", ""), b.get("signature"), b.get("carrier")
+        item = b.get("item_id")
+        if (
+            isinstance(text, str)
+            and isinstance(signature, str)
+            and isinstance(carrier, str)
+            and carrier in REASONING_CARRIERS
+        ):
+            blocks.append(
+                ReasoningBlock(
+                    text=text,
+                    signature=signature,
+                    carrier=carrier,  # type: ignore[arg-type]
+                    redacted=b.get("redacted") is True,
+                    item_id=item if isinstance(item, str) else None,
+                )
+            )
+    return tuple(blocks)
+
+
+def message_is_error(message: LLMMessage) -> bool:
+    """A tool message whose result is an error."""
+    return _ours(message.extensions).get("is_error") is True
+
+
+def _block_out(block: ReasoningBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "text": block.text,
+        "signature": block.signature,
+        "carrier": block.carrier,
+    }
+    if block.redacted:
+        out["redacted"] = True
+    if block.item_id is not None:
+        out["item_id"] = block.item_id
+    return out

@@ -1,0 +1,164 @@
+"""The hub's neutral extension, signed reasoning, and the usage counts every dialect carries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from svir_proto import hub
+from svir_proto.events import (
+    Finished,
+    FinishReason,
+    ReasoningBlock,
+    ReasoningDelta,
+    ReasoningSignature,
+    StreamEnded,
+    StreamStarted,
+    Usage,
+)
+from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder, LLMStreamEncoder
+from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
+
+
+def request(**ext: object) -> LLMRequest:
+    return LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi")], extensions=ext)
+
+
+@pytest.mark.parametrize(
+    ("choice", "wire"),
+    [("auto", "auto"), ("none", "none"), ("required", "required"), (("name", "f"), {"name": "f"})],
+)
+def test_tool_choice_round_trips(choice: hub.HubToolChoice, wire: object) -> None:
+    ext = hub.hub_options(
+        tool_choice=choice, parallel_tool_calls=False, reasoning={"effort": "low"}
+    )
+    assert ext[hub.HUB_EXTENSION]["tool_choice"] == wire
+    req = request(**ext)
+    assert hub.tool_choice(req) == choice
+    assert hub.parallel_tool_calls(req) is False
+    assert hub.reasoning_options(req) == {"effort": "low"}
+    again = LLMRequest.parse(req.body().read())
+    assert hub.tool_choice(again) == choice
+
+
+@pytest.mark.parametrize("bad", [{"name": ""}, {"name": 3}, "sometimes", 7, [1]])
+def test_a_malformed_neutral_option_means_none(bad: object) -> None:
+    req = request(
+        **{hub.HUB_EXTENSION: {"tool_choice": bad, "parallel_tool_calls": "yes", "reasoning": [1]}}
+    )
+    assert hub.tool_choice(req) is None
+    assert hub.parallel_tool_calls(req) is None
+    assert hub.reasoning_options(req) == {}
+    assert hub.hub_options() == {}
+    assert hub.tool_choice(request(**{hub.HUB_EXTENSION: "not an object"})) is None
+
+
+def test_signed_reasoning_travels_on_a_message_and_back() -> None:
+    blocks = (
+        ReasoningBlock(text="think", signature="sig", carrier="thinking"),
+        ReasoningBlock(text="", signature="enc", carrier="thinking", redacted=True),
+        ReasoningBlock(text="s", signature="e", carrier="summary", item_id="rs_1"),
+    )
+    m = LLMMessage(
+        role="assistant", content="ok", extensions=hub.message_extensions(reasoning=blocks)
+    )
+    t = LLMMessage(
+        role="tool", content="boom", tool_call_id="c1",
+        extensions=hub.message_extensions(is_error=True),
+    )  # fmt: skip
+    req = LLMRequest(model="m", messages=[LLMMessage(role="user", content="q"), m, t])
+    doc = json.loads(req.body().read())
+    assert doc["messages"][1]["extensions"][hub.HUB_EXTENSION]["reasoning"][1]["redacted"]
+    again = LLMRequest.parse(json.dumps(doc).encode())
+    assert hub.message_reasoning(again.messages[1]) == blocks
+    assert hub.message_is_error(again.messages[2])
+    assert not hub.message_is_error(again.messages[1])
+    assert hub.message_extensions() == {}
+
+
+def test_malformed_message_extensions_are_ignored_as_the_draft_asks() -> None:
+    doc = {
+        "version": "1.0", "stream": True, "model": "m",
+        "messages": [
+            {"role": "user", "content": "q", "extensions": "nonsense"},
+            {"role": "assistant", "content": "a", "extensions": {
+                "not-namespaced": 1,
+                hub.HUB_EXTENSION: {"reasoning": [
+                    "x", {"text": "t", "signature": "s", "carrier": ["unhashable"]},
+                    {"text": "t", "signature": "s", "carrier": "thinking", "item_id": 3},
+                ]},
+            }},
+            {"role": "assistant", "content": "b", "extensions": {
+                hub.HUB_EXTENSION: {"reasoning": "not a list"}}},
+        ],
+    }  # fmt: skip
+    req = LLMRequest.parse(json.dumps(doc).encode())
+    assert req.messages[0].extensions == {}
+    assert set(req.messages[1].extensions) == {hub.HUB_EXTENSION}
+    assert hub.message_reasoning(req.messages[1]) == (
+        ReasoningBlock(text="t", signature="s", carrier="thinking"),
+    )
+    assert hub.message_reasoning(req.messages[2]) == ()
+
+
+def test_message_extension_keys_are_checked_when_built() -> None:
+    with pytest.raises(ValueError, match="vendor:name"):
+        LLMMessage(role="user", content="q", extensions={"plain": 1})
+
+
+def test_a_message_takes_any_iterable_of_parts() -> None:
+    from svir_proto.llmstream import LLMTextPart
+
+    m = LLMMessage(role="user", content=[LLMTextPart(text="a")])
+    assert m.content == (LLMTextPart(text="a"),)
+
+
+def test_signatures_and_cache_counts_round_trip_through_llm_stream() -> None:
+    enc = LLMStreamEncoder(request_id="r")
+    usage = Usage(
+        prompt_tokens=10, completion_tokens=5, total_tokens=15, reasoning_tokens=2,
+        cached_tokens=4, cache_creation_tokens=3,
+    )  # fmt: skip
+    events = [
+        StreamStarted(response_id="x", model="m"),
+        ReasoningDelta(text="hm", carrier="thinking"),
+        ReasoningSignature(signature="sig1", carrier="thinking"),
+        ReasoningSignature(signature="blob", carrier="thinking", redacted=True),
+        ReasoningDelta(text="more", carrier="summary"),
+        ReasoningSignature(signature="enc", carrier="summary", item_id="rs_9"),
+        Finished(reason=FinishReason.STOP, raw="stop"),
+        usage,
+    ]
+    body = b"".join(enc.encode(e) for e in events) + enc.end()
+    d = LLMStreamDecoder()
+    out = d.feed(body) + d.close()
+    assert [e for e in out if isinstance(e, (ReasoningSignature, Usage))] == [
+        events[2],
+        events[3],
+        events[5],
+        usage,
+    ]
+    assert d.result.reasoning_blocks == (
+        ReasoningBlock(text="hm", signature="sig1", carrier="thinking"),
+        ReasoningBlock(text="", signature="blob", carrier="thinking", redacted=True),
+        ReasoningBlock(text="more", signature="enc", carrier="summary", item_id="rs_9"),
+    )
+    assert d.result.reasoning == "hmmore"
+    assert isinstance(out[-1], StreamEnded)
+
+
+def test_cached_tokens_round_trip_through_openai() -> None:
+    enc = ChatStreamEncoder()
+    usage = Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15, cached_tokens=4)
+    body = (
+        enc.encode(StreamStarted(response_id="x", model="m"))
+        + enc.encode(Finished(reason=FinishReason.STOP, raw="stop"))
+        + enc.encode(usage)
+        + enc.encode(StreamEnded(complete=True, done=True))
+    )
+    assert b'"prompt_tokens_details":{"cached_tokens":4}' in body.replace(b" ", b"")
+    d = ChatStreamDecoder()
+    d.feed(body)
+    d.close()
+    assert d.result.usage == usage
