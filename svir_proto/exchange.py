@@ -22,6 +22,10 @@ Rule 5: a body that stops early because the client gave up (a timeout, a cancel)
     connection dropped is ended for the decoder, and the result says why (``interrupted``).
 Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
     after a `RequestFailed`, so never once any of the answer has arrived.
+Rule 7 (a relay, `PassThrough.relay`): the response is not judged, it is passed on: a 2xx
+    ``text/event-stream`` body is decoded as it passes (so the relay can watch it) and every
+    other response is raw, its end a `StreamEnded` (``complete`` if the body ended where its
+    framing said). Either way every body piece is kept in `Exchange.relayed` until taken.
 
 Nothing here does I/O or reads a clock: a ``Retry-After`` date needs the ``now`` the caller
 passes with the head.
@@ -36,7 +40,7 @@ import attrs
 
 from ._version import VERSION
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
-from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying
+from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
@@ -87,26 +91,38 @@ class ModelsListed:
 @final
 @attrs.define(kw_only=True)
 class PassThrough:
-    """An OpenAI request whose body the caller sends itself, as it arrives from elsewhere (a
-    gateway forwarding its client's body): only its length and type are known up front.
+    """A request whose body the caller sends itself, as it arrives from elsewhere (a gateway
+    forwarding its client's body): only its length and type are known up front.
 
     ``declared_tools`` and ``include_usage`` may be set while the body passes (the gateway
     reads them from it); the decoder takes them when the response begins.
+
+    ``relay``: the response is passed on as it came (Rule 7): its body's pieces are collected
+    in `Exchange.relayed`; a success that is a stream is also decoded (to watch it: its text
+    is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
+    path below the endpoint's ``/v1``) say what to send; ``headers`` are added to the request's
+    (a request id, ``Accept``). A GET has no body: ``content_length`` 0.
     """
 
     content_length: int
     content_type: str = "application/json"
     declared_tools: frozenset[str] | None = None
     include_usage: bool = False
+    relay: bool = False
+    method: Literal["POST", "GET"] = "POST"
+    target: str = "/chat/completions"
+    headers: tuple[tuple[str, str], ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if type(self.content_length) is not int or self.content_length < 0:
             raise ValueError(f"content_length must be an int >= 0, not {self.content_length!r}")
+        if not self.target.startswith("/"):
+            raise ValueError(f"target must be a path below /v1, not {self.target!r}")
 
 
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
 ExchangeEvent = Event | ModelsListed
-Phase = Literal["head", "probe", "stream", "error", "models", "over"]
+Phase = Literal["head", "probe", "stream", "error", "models", "raw", "over"]
 
 
 class Exchange:
@@ -171,12 +187,17 @@ class Exchange:
                 else "text/event-stream",
             )
         elif isinstance(request, PassThrough):
-            self.method = "POST"
-            self.target = endpoint.chat_completions_path
+            self.method = request.method
+            self.target = endpoint.prefix + request.target
             self.body = None  # the caller sends it, as it arrives
             headers = endpoint.headers(
-                content_length=request.content_length, content_type=request.content_type
+                content_length=request.content_length if request.method == "POST" else None,
+                content_type=request.content_type,
             )
+            if request.headers:
+                given = {name.lower() for name, _ in request.headers}
+                headers = [h for h in headers if h[0].lower() not in given]
+                headers += request.headers
         else:
             raise TypeError(
                 "request must be a ChatRequest, LLMRequest, ModelsRequest or PassThrough: "
@@ -211,6 +232,9 @@ class Exchange:
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
         """Take a piece of the response body; returns the events it completes (the decoder's
         own ``feed`` while a stream is read, so the hot path has no call of ours in it)."""
+        self.relayed: list[bytes] = []
+        """A relay's body pieces not taken yet (Rule 7): take them after each piece."""
+        self._relay = isinstance(request, PassThrough) and request.relay
 
     # -- what came back ------------------------------------------------------------------------
 
@@ -293,6 +317,22 @@ class Exchange:
             self._phase = "models"
             self.receive_body = self._models_body
             return out
+        if self._relay:  # Rule 7
+            kind = next((v for k, v in started.headers if k == "content-type"), "")
+            if 200 <= status < 300 and kind.split(";")[0].strip().lower() == "text/event-stream":
+                self._stream(out)
+                decoder = self.receive_body
+                relayed = self.relayed
+
+                def watched(data: bytes) -> list[ExchangeEvent]:
+                    relayed.append(data)
+                    return decoder(data)
+
+                self.receive_body = watched
+            else:
+                self._phase = "raw"
+                self.receive_body = self._raw_body
+            return out
         outcome = head_outcome(status, h)
         if isinstance(outcome, RequestFailed):  # Rule 1
             self._fail(outcome, out)
@@ -314,7 +354,9 @@ class Exchange:
             assert self._decoder is not None
             return [*self._decoder.close()]
         out: list[ExchangeEvent] = []
-        if phase == "error":
+        if phase == "raw":
+            self._end_raw(out, complete=True)
+        elif phase == "error":
             self._decide(out)
         elif phase == "models":
             body = b"".join(self._held)
@@ -353,6 +395,8 @@ class Exchange:
                 exc.pending_events = ()  # returned now, not again with the error
         elif self._phase == "error":
             self._decide(out)
+        elif self._phase == "raw":
+            self._end_raw(out, complete=False)
         else:
             self._phase = "over"
         return out
@@ -363,6 +407,17 @@ class Exchange:
         if self._phase == "head":
             raise CallerProtocolError("cannot receive a body before the response head")
         return []  # the exchange is over: what follows is left unread
+
+    def _raw_body(self, data: bytes) -> list[ExchangeEvent]:
+        self.relayed.append(data)
+        return []
+
+    def _end_raw(self, out: list[ExchangeEvent], *, complete: bool) -> None:
+        ended = StreamEnded(complete=complete, done=complete)
+        self._phase = "over"
+        self.receive_body = self._before_head
+        self._terminal = ended
+        out.append(ended)
 
     def _error_body(self, data: bytes) -> list[ExchangeEvent]:
         self._hold(data, self._max_error_body)
@@ -422,6 +477,7 @@ class Exchange:
             decoder = ChatStreamDecoder(
                 declared_tools=declared,
                 expect_usage=request.include_usage,
+                keep_text=not self._relay,
                 think_tags=self._think_tags,
                 think_opened=self._think_opened,
                 max_tool_calls=self._max_tool_calls,
