@@ -25,14 +25,16 @@ Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the 
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
     ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER; OTHER is the raw
     value if Anthropic's, else ``end_turn``) and the final usage, then ``message_stop``.
-    `StreamEnded(done=False)` is a cut: nothing more is written, so the client sees it.
+    `StreamEnded(done=False)` is a cut: no ``message_stop``, so the client sees it; a finish
+    or usage that came before the cut still goes out in a ``message_delta``.
 Rule 5 (usage): Anthropic counts input without the cache: ``input_tokens`` is
     ``prompt_tokens`` less ``cached_tokens`` and ``cache_creation_tokens``, which go as
     ``cache_read_input_tokens`` and ``cache_creation_input_tokens``; ``reasoning_tokens`` as
     ``output_tokens_details.thinking_tokens``; a ``total_tokens`` that is not input plus
     output under ``"vendor:svir": {"total_tokens": N}`` (our decoder reads it back).
 Rule 6 (failures): `StreamFailed` is an ``error`` event with the ``error.type`` of its kind
-    (`svir_proto.anthropic.status`), and the stream ends there.
+    (`svir_proto.anthropic.status`), and the stream ends there; a finish or usage that came
+    before it goes out first in a ``message_delta``, as at a cut.
 
 What this dialect has no field for is listed in `MessagesStreamEncoder.lost` as it happens.
 """
@@ -264,6 +266,22 @@ class MessagesStreamEncoder:
         )
         return out + self._event("message_stop", {"type": "message_stop"})
 
+    def _cut(self) -> bytes:
+        """A cut stays a cut (Rule 4) and an error ends the stream (Rule 6): no
+        ``message_stop``; but a finish or usage that came before goes out in a
+        ``message_delta``, as the upstream said them."""
+        if self._finish is None and self._usage is None:
+            return b""
+        out = self._begin() + self._close()
+        delta = {
+            "stop_reason": None if self._finish is None else stop_reason_of(self._finish),
+            "stop_sequence": None,
+        }
+        usage = usage_object(self._usage or Usage())
+        return out + self._event(
+            "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+        )
+
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (often ``b""``: held until its turn, or not carried).
 
@@ -317,11 +335,12 @@ class MessagesStreamEncoder:
                 return b""
             case StreamFailed():
                 self._ended = self.done = True
-                return self._event("error", {"type": "error", "error": error_object(event.error)})
+                error = {"type": "error", "error": error_object(event.error)}
+                return self._cut() + self._event("error", error)
             case StreamEnded():
                 self._ended = True
                 if not event.done:
-                    return b""  # a cut stays a cut (Rule 4)
+                    return self._cut()
                 self.done = True
                 return self._end()
         return b""

@@ -357,10 +357,11 @@ class MessagesStreamDecoder(DialectDecoder):
             self._add_text(_string(delta, "text", at), at)
         elif dtype == "input_json_delta":
             piece = _string(delta, "partial_json", at)
-            number = self._tools[index]
-            self._streamed.add(number)
-            self._grow(len(piece), at)
-            self._queue.append(self._calls.arguments(number, piece, at))
+            if piece:  # Anthropic's first piece is often empty: nothing to carry
+                number = self._tools[index]
+                self._streamed.add(number)
+                self._grow(len(piece), at)
+                self._queue.append(self._calls.arguments(number, piece, at))
         elif dtype == "thinking_delta":
             self._add_reasoning(_string(delta, "thinking", at), at)
         else:
