@@ -15,9 +15,11 @@ Rule 2 (blocks): text, thinking and tool_use blocks are opened and closed in ord
     switch. A `ReasoningSignature` is a ``signature_delta`` that closes its thinking block; a
     redacted one is a ``redacted_thinking`` block whose ``data`` is the signature.
 Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its call's
-    ``tool_use`` block, opened once the call's id and name are known. Blocks cannot
-    interleave, so the pieces of a call other than the open one are held until that call's
-    turn (the only memory that grows with the answer, and only for interleaved calls). A
+    ``tool_use`` block, opened once the call's id is known and its arguments begin (a name
+    may come in pieces before them, as in wire reference 3.3). Blocks cannot
+    interleave and come in call order, so the pieces of a call whose turn has not come (another
+    call's block is open, or an earlier call has not begun) are held until it comes (the only
+    memory that grows with the answer, and only for calls out of order). A
     whole `ToolCall` whose call was streamed is not sent again; one that was not (LLM-Stream
     upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
@@ -233,7 +235,10 @@ class MessagesStreamEncoder:
         if event.id and not call.id:
             call.id = event.id
         if event.name:
-            call.name += event.name
+            if call.state:
+                self._lose("a tool call's name continued after its block opened")
+            else:
+                call.name += event.name
         if call.state == 1:
             if not event.arguments:
                 return b""
@@ -243,13 +248,19 @@ class MessagesStreamEncoder:
         if call.state == 2:
             self._lose("tool-call arguments that came after their call's block was closed")
             return b""
-        if call.id and call.name and self._open != "tool":
+        if call.args and call.id and call.name and self._open != "tool" and self._turn(event.index):
             return self._open_tool(call)
-        return b""  # held: another call's block is open, or the id or name is not known yet
+        return b""  # held: not its turn yet, or its id or name is not known yet
+
+    def _turn(self, index: int) -> bool:
+        """Call ``index`` may open its block: every call before it has opened its own, so the
+        blocks come in call order (and no other call's block is open)."""
+        calls = self._calls
+        return all(k in calls and calls[k].state for k in range(index))
 
     def _end(self) -> bytes:
         out = self._begin() + self._close()
-        for call in self._calls.values():
+        for _, call in sorted(self._calls.items()):
             if call.state == 0 and call.id and call.name:
                 out += self._whole(call, "".join(call.args))
         finish = self._finish

@@ -77,16 +77,24 @@ def _mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def headers(
-    api_key: str, *, version: str = API_VERSION, beta: str | None = None, stream: bool = True
+    api_key: str,
+    *,
+    version: str = API_VERSION,
+    beta: str | None = None,
+    stream: bool = True,
+    bearer: bool = False,
 ) -> list[tuple[str, str]]:
-    """The headers of a Messages API request: ``x-api-key``, ``anthropic-version``, and
-    ``anthropic-beta`` when given (passed through as it is), with the body's content type.
+    """The headers of a Messages API request: ``x-api-key`` (or, with ``bearer``,
+    ``authorization: Bearer KEY``, which the anthropic SDK sends since its 2.x releases),
+    ``anthropic-version``, and ``anthropic-beta`` when given (passed through as it is), with
+    the body's content type.
 
     Raises:
         ValueError: a value holds a line break (it would split the header).
     """
+    auth = ("authorization", f"Bearer {api_key}") if bearer else ("x-api-key", api_key)
     out = [
-        ("x-api-key", api_key),
+        auth,
         ("anthropic-version", version),
         ("content-type", "application/json"),
     ]
@@ -324,9 +332,11 @@ class MessagesRequest:
         """The declared tools, to pass to `MessagesStreamDecoder(declared_tools=...)`."""
         return frozenset(t.name for t in self.tools)
 
-    def headers(self, api_key: str, *, beta: str | None = None) -> list[tuple[str, str]]:
+    def headers(
+        self, api_key: str, *, beta: str | None = None, bearer: bool = False
+    ) -> list[tuple[str, str]]:
         """`headers` for this request (``accept: text/event-stream`` when it streams)."""
-        return headers(api_key, beta=beta, stream=self.stream)
+        return headers(api_key, beta=beta, stream=self.stream, bearer=bearer)
 
     @classmethod
     def parse(cls, body: bytes | bytearray | str) -> MessagesRequest:
