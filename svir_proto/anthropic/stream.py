@@ -353,8 +353,8 @@ class MessagesStreamDecoder(DialectDecoder):
             raise PeerProtocolError(
                 f"a {dtype} for block {index}, which is not a block of that kind", offset=at
             )
-        if dtype == "text_delta":
-            self._add_text(_string(delta, "text", at), at)
+        if dtype == "text_delta":  # a string text is the hot path's: here it is not one
+            _string(delta, "text", at)
         elif dtype == "input_json_delta":
             piece = _string(delta, "partial_json", at)
             if piece:  # Anthropic's first piece is often empty: nothing to carry
@@ -372,17 +372,18 @@ class MessagesStreamDecoder(DialectDecoder):
         kind = self._open.pop(index, None)
         if kind is None:
             raise PeerProtocolError(f"content_block_stop for block {index}, not open", offset=at)
-        if kind == _TOOL:
+        if kind == _THINKING:
+            self._block.clear()  # a signature signs its own block only: unsigned, it ends here
+        elif kind == _TOOL:
             number = self._tools.pop(index)
             start = self._start_input.pop(number, None)
             if number not in self._streamed:  # the input its start carried, whole
                 self._queue.append(self._calls.arguments(number, start or "{}", at))
 
     def _add_text(self, text: str, at: int) -> None:
-        if text:
-            self._grow(len(text), at)
-            self._text.append(text)
-            self._queue.append(text_delta(text))
+        self._grow(len(text), at)
+        self._text.append(text)
+        self._queue.append(text_delta(text))
 
     def _add_reasoning(self, text: str, at: int) -> None:
         if text:

@@ -67,7 +67,9 @@ def test_a_streamed_text_answer(llama: str) -> None:
     assert r.usable
     assert r.text.strip()
     assert r.finish_reason in (FinishReason.STOP, FinishReason.LENGTH)
-    assert r.usage is not None and r.usage.prompt_tokens and r.usage.completion_tokens
+    assert r.usage is not None
+    assert r.usage.prompt_tokens
+    assert r.usage.completion_tokens
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
     assert not r.problems
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == r.text
@@ -78,7 +80,8 @@ def test_max_tokens_is_length(llama: str) -> None:
     _, r = stream(llama, cases.LENGTH)
     assert r.complete
     assert (r.finish_reason, r.finish_raw) == (FinishReason.LENGTH, "max_tokens")
-    assert r.usage is not None and r.usage.completion_tokens == 5
+    assert r.usage is not None
+    assert r.usage.completion_tokens == 5
 
 
 def test_a_tool_call(llama: str) -> None:
@@ -87,7 +90,8 @@ def test_a_tool_call(llama: str) -> None:
     assert (r.finish_reason, r.finish_raw) == (FinishReason.TOOL_CALLS, "tool_use")
     assert [(c.name, c.declared) for c in r.tool_calls] == [("get_weather", True)]
     args = r.tool_calls[0].parse_arguments().value
-    assert isinstance(args, dict) and isinstance(args.get("city"), str)
+    assert isinstance(args, dict)
+    assert isinstance(args.get("city"), str)
 
 
 def test_an_overflow_is_typed(llama: str) -> None:
