@@ -33,10 +33,12 @@ not a JSON object, a ``temperature`` above 1.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from ..body import Base64Bytes, Segment
 from ..events import ReasoningBlock
 from ..hub import (
     hub_options,
@@ -94,17 +96,6 @@ def _part(b: TextBlock | ImageBlock) -> LLMTextPart | LLMMediaPart:
             return LLMMediaPart(type="image", media_type=b.media_type or "", path=b.image.path)
         return LLMMediaPart(type="image", media_type=b.media_type or "", raw=b.image.data)
     return LLMMediaPart(type="image", media_type=b.media_type or "", data=b.data)
-
-
-def _neutral(b: Block) -> bool:
-    """A block with a neutral form (no ``extra``, no ``url``/``file`` source, a known type)."""
-    if isinstance(b, OtherBlock) or getattr(b, "extra", None):
-        return False
-    if isinstance(b, ImageBlock):
-        return b.url is None and b.file_id is None
-    if isinstance(b, ToolResultBlock) and isinstance(b.content, tuple):
-        return all(_neutral(p) for p in b.content)
-    return True
 
 
 def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
@@ -173,9 +164,17 @@ def _has_disk_image(messages: tuple[Message, ...]) -> str | None:
         for j, b in enumerate(() if isinstance(m.content, str) else m.content):
             parts = b.content if isinstance(b, ToolResultBlock) else (b,)
             for p in parts if isinstance(parts, tuple) else ():
-                if isinstance(p, ImageBlock) and p.image is not None:
+                if isinstance(p, ImageBlock) and p.image is not None and p.image.path:
                     return f"messages[{i}].content[{j}]"
     return None
+
+
+class _Inline:
+    """Stands in for `Placeholders` where an image in memory goes into JSON as its base64."""
+
+    def add(self, segment: Segment) -> str:
+        assert isinstance(segment, Base64Bytes)  # images from disk are refused before
+        return base64.b64encode(segment.data).decode()
 
 
 def to_hub(request: MessagesRequest) -> LLMRequest:
@@ -250,8 +249,6 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
         )
     if back.tools != request.tools:
         vendor["tools"] = [_tool_out(t) for t in request.tools]
-    if back.tool_choice != request.tool_choice:
-        vendor["tool_choice"] = attrs_dict(request.tool_choice)
     if back.messages != request.messages:
         where = _has_disk_image(request.messages)
         if where is not None:
@@ -259,12 +256,13 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
                 f"{where}: the message has blocks without a neutral form and an image from "
                 "disk, so it cannot be carried whole"
             )
+        inline = _Inline()
         vendor["messages"] = [
             {
                 "role": m.role,
                 "content": m.content
                 if isinstance(m.content, str)
-                else [_block_out(b, None) for b in m.content],
+                else [_block_out(b, inline) for b in m.content],  # type: ignore[arg-type]
             }
             for m in request.messages
         ]
@@ -278,17 +276,6 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
         parameters=hub.parameters,
         extensions=extensions,
     )
-
-
-def attrs_dict(choice: ToolChoice | None) -> dict[str, Any] | None:
-    if choice is None:
-        return None
-    out: dict[str, Any] = {"type": choice.type}
-    if choice.name is not None:
-        out["name"] = choice.name
-    if choice.disable_parallel_tool_use is not None:
-        out["disable_parallel_tool_use"] = choice.disable_parallel_tool_use
-    return out
 
 
 # -- from the hub -------------------------------------------------------------------------------
@@ -315,8 +302,6 @@ def _block_in(p: LLMTextPart | LLMMediaPart, where: str) -> TextBlock | ImageBlo
 
 
 def _b64(raw: bytes) -> str:
-    import base64
-
     return base64.b64encode(raw).decode()
 
 
@@ -450,9 +435,6 @@ def from_hub(
             for t in vendor["tools"]
         ]
     choice = _choice_from_hub(request)
-    if "tool_choice" in vendor:
-        raw = vendor["tool_choice"]
-        choice = None if raw is None else ToolChoice(**raw)
     params = request.parameters
     temperature = params.get("temperature")
     if temperature is not None and temperature > 1:
