@@ -18,8 +18,10 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
     ``tool_use`` block, opened once the call's id is known and its arguments begin (a name
     may come in pieces before them, as in wire reference 3.3). Blocks cannot
     interleave and come in call order, so the pieces of a call whose turn has not come (another
-    call's block is open, or an earlier call has not begun) are held until it comes (the only
-    memory that grows with the answer, and only for calls out of order). A
+    call's block is open, or an earlier call has not begun) are held until it comes: the end,
+    a failure or a cut, where they are written whole (the only memory that grows with the
+    answer). So the first call streams as it comes and a later one arrives at once, whole,
+    never lost nor out of order, whatever the upstream interleaved. A
     whole `ToolCall` whose call was streamed is not sent again; one that was not (LLM-Stream
     upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
@@ -138,6 +140,7 @@ class MessagesStreamEncoder:
         self.created = created
         self.lost: list[str] = []
         self.done = False
+        self._identified = False  # a StreamStarted came: message_start is due
         self._started = False
         self._ended = False
         self._index = 0  # the next block's index
@@ -258,11 +261,16 @@ class MessagesStreamEncoder:
         calls = self._calls
         return all(k in calls and calls[k].state for k in range(index))
 
-    def _end(self) -> bytes:
-        out = self._begin() + self._close()
+    def _held(self) -> bytes:
+        """Close the open block and write the calls still held, whole, in call order."""
+        out = self._close()
         for _, call in sorted(self._calls.items()):
             if call.state == 0 and call.id and call.name:
-                out += self._whole(call, "".join(call.args))
+                out += self._begin() + self._whole(call, "".join(call.args))
+        return out
+
+    def _end(self) -> bytes:
+        out = self._begin() + self._held()
         finish = self._finish
         usage = self._usage
         if usage is None:
@@ -281,9 +289,10 @@ class MessagesStreamEncoder:
         """A cut stays a cut (Rule 4) and an error ends the stream (Rule 6): no
         ``message_stop``; but a finish or usage that came before goes out in a
         ``message_delta``, as the upstream said them."""
+        out = self._held()
         if self._finish is None and self._usage is None:
-            return b""
-        out = self._begin() + self._close()
+            return out if out or not self._identified else self._begin()
+        out = self._begin() + out
         delta = {
             "stop_reason": None if self._finish is None else stop_reason_of(self._finish),
             "stop_sequence": None,
@@ -329,6 +338,7 @@ class MessagesStreamEncoder:
                 call.id, call.name = event.id, event.name
                 return self._whole(call, event.arguments)
             case StreamStarted():
+                self._identified = True
                 self.message_id = event.response_id or self.message_id
                 self.model = event.model or self.model
                 return b""  # written with the next event (Rule 1)

@@ -106,10 +106,10 @@ def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
             content: Any = b.content
             if isinstance(content, tuple):
                 content = [_part(p) for p in content if isinstance(p, (TextBlock, ImageBlock))]
-            out.append(
+            out.append(  # no parts (none had a neutral form) are an empty text
                 LLMMessage(
                     role="tool",
-                    content=content if content is not None else "",
+                    content=content or "",
                     tool_call_id=b.tool_use_id,
                     extensions=message_extensions(is_error=b.is_error is True),
                 )
@@ -186,7 +186,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
     """
     vendor: dict[str, Any] = {}
     messages: list[LLMMessage] = []
-    if request.system is not None:
+    if request.system:  # an empty list of blocks is kept under vendor:anthropic only
         system = (
             request.system
             if isinstance(request.system, str)

@@ -34,8 +34,8 @@ Rule 5 (usage): counted as `Usage` says: ``prompt_tokens`` is ``input_tokens`` p
     prompt plus completion (or what a svir encoder wrote under ``vendor:svir``). The counts
     are in ``result.usage`` from ``message_start`` on; a `Usage` event comes when they are
     final: with each ``message_delta`` that has ``usage``, or, if none had, at the end (before
-    the tool calls, the error or `StreamEnded`). So a ``message_start`` whose counts are
-    placeholders (0) never becomes an event of its own.
+    the tool calls, the error or `StreamEnded`), unless every count is 0: a placeholder, as
+    gateways (ours included) write before the counts are known, never an event of its own.
 Rule 6 (errors): an ``error`` event is `StreamFailed` with the kind of its ``error.type``
     (``overloaded_error``, ``rate_limit_error``, ``api_error``, ...); it ends the stream, as
     Anthropic ends it there: `StreamEnded(done=True)`, not complete.
@@ -424,7 +424,7 @@ class MessagesStreamDecoder(DialectDecoder):
 
     def _final_usage(self) -> None:
         """The counts of ``message_start`` as an event, when no ``message_delta`` gave any."""
-        if not self._usage_sent and self._usage is not None:
+        if not self._usage_sent and self._usage is not None and any(self._counts.values()):
             self._usage_sent = True
             self._queue.append(self._usage)
 
