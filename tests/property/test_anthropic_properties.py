@@ -267,7 +267,7 @@ def test_openai_and_llm_stream_fixtures_through_our_encoder_and_decoder(
         assert second.usage.completion_tokens == (first.usage.completion_tokens or 0)
 
 
-# -- requests through the hub -----------------------------------------------------------------------
+# -- requests through the hub ----------------------------------------------------------------
 
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}}
 JSONISH = st.dictionaries(WORD, st.integers() | TEXT | st.booleans(), max_size=3)

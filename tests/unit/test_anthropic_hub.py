@@ -88,7 +88,8 @@ def test_a_conversation_goes_neutral_and_comes_back_unchanged(tmp_path: Path) ->
         "assistant",
     ]
     image = hub.messages[1].content[1]  # type: ignore[index]
-    assert isinstance(image, LLMMediaPart) and image.path is not None  # still streamed from disk
+    assert isinstance(image, LLMMediaPart)
+    assert image.path is not None
     assistant = hub.messages[2]
     assert assistant.tool_calls == (LLMToolCall(id="t1", name="look", arguments='{"city":"Wien"}'),)
     assert assistant.extensions == message_extensions(
@@ -256,9 +257,9 @@ def test_images_from_disk_and_reasoning_budgets_come_through(tmp_path: Path) -> 
     )
     request = from_hub(hub)
     image = request.messages[0].content[0]
-    assert (
-        isinstance(image, ImageBlock) and image.image is not None and image.image.path == str(path)
-    )
+    assert isinstance(image, ImageBlock)
+    assert image.image is not None
+    assert image.image.path == str(path)
     assert request.thinking == Thinking(type="enabled", budget_tokens=1500)
 
 
@@ -278,7 +279,8 @@ def test_plain_turns_and_a_system_with_cache_control() -> None:
     assert set(hub.extensions["vendor:anthropic"]) == {"system", "messages", "stream"}
     assert from_hub(hub).body().read() == request.body().read()  # the image as its base64
     raw = hub.messages[3].content[0]  # type: ignore[index]
-    assert isinstance(raw, LLMMediaPart) and raw.raw == PNG
+    assert isinstance(raw, LLMMediaPart)
+    assert raw.raw == PNG
     string = MessagesRequest(
         model="m", max_tokens=1, system="s", messages=[Message(role="user", content="x")]
     )

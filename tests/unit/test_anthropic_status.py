@@ -50,7 +50,10 @@ def test_a_context_overflow_and_retry_after() -> None:
     failure = body_outcome(400, headers, long).failure
     assert (failure.kind, failure.retry_after) == (FailureKind.CONTEXT_OVERFLOW, 7.0)
     assert body_outcome(429, headers, body("rate_limit_error")).failure.retryable
-    llama = b'{"error":{"code":400,"message":"request (710 tokens) exceeds the available context size (512 tokens)","type":"exceed_context_size_error"}}'
+    llama = (
+        b'{"error":{"code":400,"message":"request (710 tokens) exceeds the available '
+        b'context size (512 tokens)","type":"exceed_context_size_error"}}'
+    )
     assert body_outcome(400, JSON, llama).failure.kind is FailureKind.CONTEXT_OVERFLOW
     assert (
         body_outcome(200, [("content-type", "text/html")], b"<html>").failure.kind

@@ -167,7 +167,7 @@ def test_invalid_utf8_is_an_error_or_replaced() -> None:
     )
     with pytest.raises(PeerProtocolError, match="UTF-8"):
         decode(bad)
-    events, d = decode(bad, errors="replace")
+    _events, d = decode(bad, errors="replace")
     assert d.result.text == "\ufffd"
 
 
