@@ -118,8 +118,8 @@ def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
             isinstance(b, ImageBlock) and b.url is None and b.file_id is None
         ):
             rest.append(_part(b))  # its cache_control, if any, is kept by to_hub's check
-    if rest:
-        out.append(LLMMessage(role="user", content=rest))
+    if rest or not out:  # a turn of blocks without a neutral form is an empty turn there
+        out.append(LLMMessage(role="user", content=rest or ""))
     return out
 
 

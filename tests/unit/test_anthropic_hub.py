@@ -301,3 +301,17 @@ def test_a_document_from_memory() -> None:
     )
     block = from_hub(hub).messages[0].content[0]
     assert block.value["source"]["data"] == "JVBERg=="  # type: ignore[union-attr]
+
+
+def test_crash_a_turn_of_unknown_blocks_only() -> None:
+    """fuzz/corpus/anthropic_request/crash-turn-of-unknown-blocks: a request whose every block
+    has no neutral form gave the hub no message at all, which it refuses."""
+    doc = {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": [{"type": "tozol_use", "input": {}}]}],
+    }
+    request = MessagesRequest.parse(json.dumps(doc))
+    hub = to_hub(request)
+    assert [(m.role, m.content) for m in hub.messages] == [("user", "")]
+    assert from_hub(hub) == request
