@@ -222,21 +222,37 @@ class MessagesStreamDecoder(DialectDecoder):
         if type(obj) is not dict:
             raise PeerProtocolError("an event's data must be a JSON object", offset=at)
         etype = obj.get("type")
-        if etype == "content_block_delta":  # the hot path: a text piece, read here
+        if etype == "content_block_delta":  # the hot path: a piece of an open block, read here
             index = obj.get("index")
             delta = obj.get("delta")
-            if type(delta) is dict and type(index) is int and self._open.get(index) == _TEXT:
-                text = delta.get("text")
-                if type(text) is str and delta.get("type") == "text_delta":
-                    if text:
-                        self._size += len(text)
-                        if self._size > self._max_result:
-                            self._grow(0, at)  # raises
-                        self._text.append(text)
-                        self._queue.append(text_delta(text))
-                    if sse_type is not None and sse_type != etype:
-                        self._mismatch(sse_type, etype)
-                    return
+            if type(delta) is dict and type(index) is int:
+                kind = self._open.get(index)
+                dtype = delta.get("type")
+                if kind == _TEXT and dtype == "text_delta":
+                    piece = delta.get("text")
+                    if type(piece) is str:
+                        if piece:
+                            self._size += len(piece)
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
+                            self._text.append(piece)
+                            self._queue.append(text_delta(piece))
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
+                elif kind == _TOOL and dtype == "input_json_delta":
+                    piece = delta.get("partial_json")
+                    if type(piece) is str:
+                        if piece:  # Anthropic's first piece is often empty: nothing to carry
+                            self._size += len(piece)
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
+                            number = self._tools[index]
+                            self._streamed.add(number)
+                            self._queue.append(self._calls.arguments(number, piece, at))
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
         elif type(etype) is not str:
             raise PeerProtocolError(f"an event's type must be a string, not {etype!r}", offset=at)
         if sse_type is not None and sse_type != etype:
@@ -355,13 +371,8 @@ class MessagesStreamDecoder(DialectDecoder):
             )
         if dtype == "text_delta":  # a string text is the hot path's: here it is not one
             _string(delta, "text", at)
-        elif dtype == "input_json_delta":
-            piece = _string(delta, "partial_json", at)
-            if piece:  # Anthropic's first piece is often empty: nothing to carry
-                number = self._tools[index]
-                self._streamed.add(number)
-                self._grow(len(piece), at)
-                self._queue.append(self._calls.arguments(number, piece, at))
+        elif dtype == "input_json_delta":  # a string piece is the hot path's: here it is not
+            _string(delta, "partial_json", at)
         elif dtype == "thinking_delta":
             self._add_reasoning(_string(delta, "thinking", at), at)
         else:

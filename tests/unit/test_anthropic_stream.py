@@ -103,6 +103,7 @@ BAD = {
     "text not a string": block(0, {"type": "text", "text": 1}),
     "thinking not a string": block(0, {"type": "thinking", "thinking": 1}),
     "tool_use without a name": block(0, {"type": "tool_use", "id": "t"}),
+    "delta index not an int": TEXT + ev({"type": "content_block_delta", "index": "0", "delta": {}}),
     "delta for a block never opened": delta(0, {"type": "text_delta", "text": "x"}),
     "delta after its stop": TEXT + stop(0) + delta(0, {"type": "text_delta", "text": "x"}),
     "delta type not a string": TEXT + delta(0, {"type": 3}),
@@ -146,13 +147,15 @@ def test_too_many_open_blocks() -> None:
     assert (caught.value.limit, caught.value.limit_value) == ("max_open_blocks", MAX_OPEN_BLOCKS)
 
 
-@pytest.mark.parametrize("where", ["hot", "start", "reasoning"])
+@pytest.mark.parametrize("where", ["hot", "start", "reasoning", "tool"])
 def test_max_result_size_is_a_bound_on_every_path(where: str) -> None:
     body = {
         "hot": TEXT,
         "start": block(0, {"type": "text", "text": "hi"}),
         "reasoning": block(0, {"type": "thinking", "thinking": ""})
         + delta(0, {"type": "thinking_delta", "thinking": "hi"}),
+        "tool": block(0, {"type": "tool_use", "id": "t", "name": "f"})
+        + delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
     }[where]
     with pytest.raises(PeerProtocolError) as caught:
         decode(START + body, max_result_size=1)
@@ -247,6 +250,17 @@ def test_a_tool_call_whose_input_came_whole_at_its_start() -> None:
 
 
 def test_tool_calls_and_stop_reasons_that_disagree_are_noted() -> None:
+    named = ev(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{}"},
+        },
+        "x",
+    )
+    call = block(0, {"type": "tool_use", "id": "t", "name": "f"}) + named + stop(0)
+    _, d = decode(START + call + finish("end_turn") + STOP)
+    assert d.result.problems[0] == "an SSE event named 'x' carried type 'content_block_delta'"
     call = block(0, {"type": "tool_use", "id": "t", "name": "f"}) + stop(0)
     _, d = decode(START + call + finish("end_turn") + STOP)
     assert d.result.problems == ("tool calls arrived with stop_reason 'end_turn'",)
