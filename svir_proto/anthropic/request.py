@@ -396,7 +396,7 @@ class MessagesRequest:
                 budget_tokens=thinking.get("budget_tokens"),
                 extra=_rest(thinking, ("type", "budget_tokens")),
             ),
-            stream=doc.get("stream", False),
+            stream=doc.get("stream") is True,  # absent or null: the API's default, false
             extra=_rest(doc, _TOP_LEVEL),
         )
 
@@ -610,6 +610,8 @@ def _check_types(r: MessagesRequest) -> None:
     for i, t in enumerate(r.tools):
         if not isinstance(t, Tool):
             raise TypeError(f"tools[{i}] must be a Tool, not {t!r}")
+    if type(r.stream) is not bool:
+        raise TypeError(f"stream must be a bool, not {r.stream!r}")
     for name, kind in (("tool_choice", ToolChoice), ("thinking", Thinking)):
         value = getattr(r, name)
         if value is not None and not isinstance(value, kind):

@@ -338,3 +338,14 @@ def test_headers() -> None:
         model="m", max_tokens=1, messages=[Message(role="user", content="x")], stream=False
     )
     assert ("accept", "text/event-stream") not in request.headers("k")
+
+
+def test_crash_stream_null() -> None:
+    """fuzz/corpus/anthropic_request/crash-stream-null: ``"stream": null`` was kept as None,
+    which the hub gave back as false. Null is the API's default, false, from the start."""
+    doc = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "i"}]}
+    assert MessagesRequest.parse(json.dumps({**doc, "stream": None})).stream is False
+    with pytest.raises(TypeError, match="stream"):
+        MessagesRequest(
+            model="m", max_tokens=1, messages=[Message(role="user", content="i")], stream=None
+        )  # type: ignore[arg-type]
