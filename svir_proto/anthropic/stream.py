@@ -240,6 +240,14 @@ class MessagesStreamDecoder(DialectDecoder):
                         if sse_type is not None and sse_type != etype:
                             self._mismatch(sse_type, etype)
                         return
+                elif kind == _THINKING and dtype == "thinking_delta":
+                    piece = delta.get("thinking")
+                    if type(piece) is str:
+                        if piece:
+                            self._add_reasoning(piece, at)
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
                 elif kind == _TOOL and dtype == "input_json_delta":
                     piece = delta.get("partial_json")
                     if type(piece) is str:
@@ -373,8 +381,8 @@ class MessagesStreamDecoder(DialectDecoder):
             _string(delta, "text", at)
         elif dtype == "input_json_delta":  # a string piece is the hot path's: here it is not
             _string(delta, "partial_json", at)
-        elif dtype == "thinking_delta":
-            self._add_reasoning(_string(delta, "thinking", at), at)
+        elif dtype == "thinking_delta":  # likewise
+            _string(delta, "thinking", at)
         else:
             self._add_signature(_string(delta, "signature", at), at)
 
@@ -397,11 +405,10 @@ class MessagesStreamDecoder(DialectDecoder):
         self._queue.append(text_delta(text))
 
     def _add_reasoning(self, text: str, at: int) -> None:
-        if text:
-            self._grow(len(text), at)
-            self._reasoning.append(text)
-            self._block.append(text)
-            self._queue.append(ReasoningDelta(text=text, carrier="thinking"))
+        self._grow(len(text), at)
+        self._reasoning.append(text)
+        self._block.append(text)
+        self._queue.append(ReasoningDelta(text=text, carrier="thinking"))
 
     def _add_signature(self, signature: str, at: int) -> None:
         if signature:

@@ -250,6 +250,21 @@ def test_a_tool_call_whose_input_came_whole_at_its_start() -> None:
 
 
 def test_tool_calls_and_stop_reasons_that_disagree_are_noted() -> None:
+    thought = ev(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "t"},
+        },
+        "y",
+    )
+    _, d = decode(
+        START + block(0, {"type": "thinking"}) + thought + stop(0) + finish("end_turn") + STOP
+    )
+    assert d.result.problems == ("an SSE event named 'y' carried type 'content_block_delta'",)
+    bad = delta(0, {"type": "thinking_delta", "thinking": 1})
+    with pytest.raises(PeerProtocolError, match="thinking"):
+        decode(START + block(0, {"type": "thinking"}) + bad)
     named = ev(
         {
             "type": "content_block_delta",
