@@ -33,48 +33,79 @@ class Outcome(NamedTuple):
     events: list[ExchangeEvent]
     result: Completion
     error: BaseException | None
+    status: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    request_id: str | None = None
+    connections: int | None = None
 
 
-def _sync(
-    make: Callable[[], Any], request: Request, stop: Callable[[ExchangeEvent], bool] | None
+class Options(NamedTuple):
+    """How `run` drives one request beyond the client's options."""
+
+    stop: Callable[[ExchangeEvent], bool] | None
+    per_request: dict[str, Any]
+    check: bool  # call raise_for_failure() after the stream
+    again: bool  # send the request twice on one client: the outcome is the second's
+
+
+def _outcome(
+    events: list[ExchangeEvent], stream: Any, error: BaseException | None, client: Any
 ) -> Outcome:
-    events: list[ExchangeEvent] = []
-    error = None
+    return Outcome(
+        events,
+        stream.result,
+        error,
+        stream.status,
+        stream.headers,
+        stream.request_id,
+        getattr(client, "connections", None),
+    )
+
+
+def _sync(make: Callable[[], Any], request: Request, how: Options) -> Outcome:
     client = make()
-    stream = client.stream_chat(request)
     try:
-        with stream:
-            for event in stream:
-                events.append(event)
-                if stop is not None and stop(event):
-                    break
-    except Exception as exc:
-        error = exc
+        for _ in range(2 if how.again else 1):
+            events: list[ExchangeEvent] = []
+            error = None
+            stream = client.stream_chat(request, **how.per_request)
+            try:
+                with stream:
+                    for event in stream:
+                        events.append(event)
+                        if how.stop is not None and how.stop(event):
+                            break
+                if how.check:
+                    stream.raise_for_failure()
+            except Exception as exc:
+                error = exc
+        return _outcome(events, stream, error, client)
     finally:
         getattr(client, "close", lambda: None)()
-    return Outcome(events, stream.result, error)
 
 
-async def _async(
-    make: Callable[[], Any], request: Request, stop: Callable[[ExchangeEvent], bool] | None
-) -> Outcome:
-    events: list[ExchangeEvent] = []
-    error = None
+async def _async(make: Callable[[], Any], request: Request, how: Options) -> Outcome:
     client = make()
-    stream = client.stream_chat(request)
     try:
-        async with stream:
-            async for event in stream:
-                events.append(event)
-                if stop is not None and stop(event):
-                    break
-    except Exception as exc:
-        error = exc
+        for _ in range(2 if how.again else 1):
+            events: list[ExchangeEvent] = []
+            error = None
+            stream = client.stream_chat(request, **how.per_request)
+            try:
+                async with stream:
+                    async for event in stream:
+                        events.append(event)
+                        if how.stop is not None and how.stop(event):
+                            break
+                if how.check:
+                    stream.raise_for_failure()
+            except Exception as exc:
+                error = exc
+        return _outcome(events, stream, error, client)
     finally:
         close = getattr(client, "aclose", None)
         if close is not None:
             await close()
-    return Outcome(events, stream.result, error)
 
 
 def run(
@@ -83,29 +114,35 @@ def run(
     request: Request,
     *,
     stop: Callable[[ExchangeEvent], bool] | None = None,
+    per_request: dict[str, Any] | None = None,
+    check: bool = False,
+    again: bool = False,
     **options: Any,
 ) -> Outcome:
-    """``request`` to ``base`` through ``transport``; ``stop`` leaves the stream early."""
+    """``request`` to ``base`` through ``transport``; ``stop`` leaves the stream early;
+    ``per_request`` goes to ``stream_chat``; ``check`` calls ``raise_for_failure``; ``again``
+    sends the request a second time on the same client."""
     options.setdefault("retries", 0)
+    how = Options(stop, per_request or {}, check, again)
     if transport == "blocking":
-        return _sync(lambda: blocking.Client(base, **options), request, stop)
+        return _sync(lambda: blocking.Client(base, **options), request, how)
     if transport == "httpcore":
-        return _sync(lambda: httpcore_transport.Client(base, **options), request, stop)
+        return _sync(lambda: httpcore_transport.Client(base, **options), request, how)
     if transport == "httpx":
         with httpx.Client() as http:
-            return _sync(lambda: httpx_transport.Client(base, http, **options), request, stop)
+            return _sync(lambda: httpx_transport.Client(base, http, **options), request, how)
     kind, backend = transport.split("-")
 
     async def main() -> Outcome:
         if kind == "anyio":
-            return await _async(lambda: anyio_transport.Client(base, **options), request, stop)
+            return await _async(lambda: anyio_transport.Client(base, **options), request, how)
         if kind == "httpcore":
             return await _async(
-                lambda: httpcore_transport.AsyncClient(base, **options), request, stop
+                lambda: httpcore_transport.AsyncClient(base, **options), request, how
             )
         async with httpx.AsyncClient() as http:
             return await _async(
-                lambda: httpx_transport.AsyncClient(base, http, **options), request, stop
+                lambda: httpx_transport.AsyncClient(base, http, **options), request, how
             )
 
     return anyio.run(main, backend=backend)
