@@ -19,7 +19,6 @@ Rule 3: a proxy that refuses the tunnel is a `ConnectionFailedError` naming its 
 from __future__ import annotations
 
 import base64
-import urllib.request
 from typing import Final, final
 from urllib.parse import unquote, urlsplit
 
@@ -78,6 +77,8 @@ def proxy_for(endpoint: Endpoint, *, proxy: Proxy | None, trust_env: bool) -> Pr
         return proxy
     if not trust_env:
         return None
+    import urllib.request  # it loads the email package: only once a connection is opened
+
     proxies = urllib.request.getproxies_environment()
     url = proxies.get(endpoint.scheme) or proxies.get("all")
     # proxy_bypass_environment is public in CPython, missing from typeshed's stubs
