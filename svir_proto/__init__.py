@@ -18,9 +18,9 @@ draft" (the IETF draft ``draft-spk-agentproto-llm-stream-00``, summarised in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._version import VERSION
+
+TYPE_CHECKING = False  # as typing's, which a type checker takes as true: typing not loaded
 
 __version__ = VERSION
 

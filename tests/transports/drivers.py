@@ -17,6 +17,10 @@ from svir_proto.transports import blocking
 from svir_proto.transports import httpcore as httpcore_transport
 from svir_proto.transports import httpx as httpx_transport
 
+# The caller's own httpx client keeps its timeouts (httpx's default is 5 s, too short for a
+# model on a loaded CPU): the tests give theirs a minute, our transports' own default bound.
+HTTPX_TIMEOUT = httpx.Timeout(60.0)
+
 TRANSPORTS = [
     "blocking",
     "anyio-asyncio",
@@ -129,7 +133,7 @@ def run(
     if transport == "httpcore":
         return _sync(lambda: httpcore_transport.Client(base, **options), request, how)
     if transport == "httpx":
-        with httpx.Client() as http:
+        with httpx.Client(timeout=HTTPX_TIMEOUT) as http:
             return _sync(lambda: httpx_transport.Client(base, http, **options), request, how)
     kind, backend = transport.split("-")
 
@@ -140,7 +144,7 @@ def run(
             return await _async(
                 lambda: httpcore_transport.AsyncClient(base, **options), request, how
             )
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=HTTPX_TIMEOUT) as http:
             return await _async(
                 lambda: httpx_transport.AsyncClient(base, http, **options), request, how
             )
@@ -155,7 +159,7 @@ def models(transport: str, base: str, **options: Any) -> tuple[ModelInfo, ...]:
         with httpcore_transport.Client(base, **options) as client:
             return client.list_models()
     if transport == "httpx":
-        with httpx.Client() as http:
+        with httpx.Client(timeout=HTTPX_TIMEOUT) as http:
             return httpx_transport.Client(base, http, **options).list_models()
     kind, backend = transport.split("-")
 
@@ -165,7 +169,7 @@ def models(transport: str, base: str, **options: Any) -> tuple[ModelInfo, ...]:
         if kind == "httpcore":
             async with httpcore_transport.AsyncClient(base, **options) as client:
                 return await client.list_models()
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=HTTPX_TIMEOUT) as http:
             return await httpx_transport.AsyncClient(base, http, **options).list_models()
 
     return anyio.run(main, backend=backend)

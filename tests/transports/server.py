@@ -47,6 +47,7 @@ import hashlib
 import json
 import random
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -139,7 +140,8 @@ SSE: Final = ("Content-Type", "text/event-stream")
 class ReplayServer:
     """The server; a thread accepts, and one thread serves each connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls  # serve https with this context
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self.requests: list[Recorded] = []
@@ -152,7 +154,8 @@ class ReplayServer:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def base(self, *parts: str) -> str:
-        return f"http://127.0.0.1:{self.port}/" + "/".join(parts) + "/v1"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}/" + "/".join(parts) + "/v1"
 
     def close(self) -> None:
         self._stop.set()
@@ -175,6 +178,12 @@ class ReplayServer:
     def _serve(self, sock: socket.socket) -> None:
         leftover = b""
         try:
+            if self._tls is not None:
+                with self._lock:
+                    self._open.discard(sock)
+                sock = self._tls.wrap_socket(sock, server_side=True)
+                with self._lock:
+                    self._open.add(sock)
             while True:
                 request, leftover = self._read_request(sock, leftover)
                 if request is None:

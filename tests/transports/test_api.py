@@ -292,3 +292,44 @@ def test_the_chat_stream_is_typed_as_events(server: ReplayServer) -> None:
     d.feed(fixture(NAME))
     d.close()
     assert text == d.result.text
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_the_callers_httpx_timeouts_stay_unless_ours_are_given(
+    server: ReplayServer, kind: str
+) -> None:
+    import anyio
+
+    base = server.base("stall-first", "3", NAME)
+
+    def sync(timeouts: Timeouts | None) -> BaseException | None:
+        with httpx.Client(timeout=httpx.Timeout(30.0, read=0.3)) as http:
+            client = httpx_transport.Client(base, http, timeouts=timeouts)
+            try:
+                with client.stream_chat(REQUEST) as stream:
+                    list(stream)
+            except StreamTimeout as exc:
+                return exc
+        return None
+
+    async def asynchronous(timeouts: Timeouts | None) -> BaseException | None:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=0.3)) as http:
+            client = httpx_transport.AsyncClient(base, http, timeouts=timeouts)
+            try:
+                async with client.stream_chat(REQUEST) as stream:
+                    [e async for e in stream]
+            except StreamTimeout as exc:
+                return exc
+        return None
+
+    def attempt(timeouts: Timeouts | None) -> BaseException | None:
+        if kind == "sync":
+            return sync(timeouts)
+        return anyio.run(asynchronous, timeouts)
+
+    theirs = attempt(None)
+    assert isinstance(theirs, StreamTimeout)
+    assert (theirs.phase, theirs.seconds) == ("first_byte", 0.3)  # the client's read timeout
+    ours = attempt(Timeouts(first_byte=0.5))
+    assert isinstance(ours, StreamTimeout)
+    assert (ours.phase, ours.seconds) == ("first_byte", 0.5)

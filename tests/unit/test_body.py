@@ -124,3 +124,20 @@ def test_memory_stays_near_the_piece_size_for_a_large_image(tmp_path: Path) -> N
         == 4 * -(-(24 << 20) // 3) + len(b'{"u":"data:image/png;base64,"}')
     )
     assert peak < 1 << 20, f"peak {peak} bytes while sending 32 MiB"
+
+
+def test_async_iteration_gives_the_same_pieces(tmp_path: Path) -> None:
+    import anyio
+
+    from svir_proto.body import Base64File
+
+    path = tmp_path / "blob.bin"
+    path.write_bytes(bytes(range(256)) * 100)
+    body = RequestBody([b'{"a":"', Base64File(path), b'"}'], piece_size=300)
+
+    async def collect() -> list[bytes]:
+        return [piece async for piece in body]
+
+    pieces = anyio.run(collect)
+    assert pieces == list(body)
+    assert len(b"".join(pieces)) == body.content_length

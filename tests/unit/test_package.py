@@ -89,3 +89,11 @@ def test_the_old_names_still_resolve_with_a_warning(old: str, new: str) -> None:
     with pytest.warns(DeprecationWarning, match=f"svir_proto.{old} is now {new}"):
         value = getattr(svir_proto, old)
     assert value is getattr(svir_proto, new)
+
+
+def test_a_submodule_is_an_attribute_before_it_is_imported() -> None:
+    loaded = loaded_after(
+        "import svir_proto\nassert svir_proto.speed.__name__ == 'svir_proto.speed'"
+    )
+    assert "svir_proto.speed" in loaded
+    assert "svir_proto.gateway" not in loaded
