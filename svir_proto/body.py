@@ -189,6 +189,8 @@ class RequestBody:
         self.content_length = sum(
             len(s) if isinstance(s, bytes) else s.length for s in self.segments
         )
+        self._reading: Iterator[bytes] | None = None  # read(size) under way
+        self._held = b""
 
     def __iter__(self) -> Iterator[bytes]:
         """The body's bytes in pieces of at most about ``piece_size``; again on every call."""
@@ -212,9 +214,25 @@ class RequestBody:
         for piece in self:
             yield piece
 
-    def read(self) -> bytes:
-        """The whole body at once (for tests and small bodies; it defeats Rule 3)."""
-        return b"".join(self)
+    def read(self, size: int = -1) -> bytes:
+        """The whole body at once (for tests and small bodies; it defeats Rule 3); or, given a
+        ``size``, as a file's ``read``: the next ``size`` bytes at most, ``b""`` at the end, after
+        which reading starts again from the first byte (so that a client that takes a body as a
+        file, httpx's ``content=``, reads it piece by piece, and again for a retry)."""
+        if size < 0:
+            return b"".join(self)
+        if self._reading is None:
+            self._reading = iter(self)
+        held = self._held
+        while len(held) < size:
+            piece = next(self._reading, None)
+            if piece is None:
+                break
+            held += piece
+        out, self._held = held[:size], held[size:]
+        if not out:
+            self._reading = None  # the end: a next read starts over
+        return out
 
 
 def splice(

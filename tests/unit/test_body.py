@@ -141,3 +141,11 @@ def test_async_iteration_gives_the_same_pieces(tmp_path: Path) -> None:
     pieces = anyio.run(collect)
     assert pieces == list(body)
     assert len(b"".join(pieces)) == body.content_length
+
+
+def test_read_with_a_size_is_a_files_read_and_starts_over_at_the_end() -> None:
+    body = RequestBody([b"abcdefgh", b"ij"], piece_size=3)
+    got = [body.read(4) for _ in range(4)]
+    assert got == [b"abcd", b"efgh", b"ij", b""]
+    assert body.read(100) == b"abcdefghij"  # again from the start, for a retry
+    assert body.read() == b"abcdefghij"
