@@ -19,9 +19,8 @@ Rule 2 (errors): the library's connect errors are `ConnectionFailedError`, its t
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing
 from typing import Any, TypeVar, final
 
@@ -35,23 +34,22 @@ from ..errors import (
     TimeoutPhase,
 )
 from ..events import RequestFailed
-from ..exchange import Exchange, ExchangeEvent, ExchangeOptions, ModelsRequest, check_options
-from ..llmstream.request import LLMRequest
-from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo
-from ..openai.request import ChatRequest
+from ..exchange import Exchange, ExchangeEvent, ExchangeOptions, check_options
+from ..openai.endpoint import Endpoint, HeaderItems
 from ._shared import (
     DEFAULT_TIMEOUTS,
     DRAIN_LIMIT,
     AsyncBatches,
     AsyncChatStream,
+    AsyncClientBase,
     Batches,
     ChatStream,
     Settings,
+    SyncClientBase,
     Timeouts,
     aattempts,
     attempts,
     limit,
-    listed,
 )
 
 __all__ = ["AsyncPooledClient", "Errors", "PooledClient"]
@@ -125,21 +123,6 @@ class _Driver:
             where=f"{type(self).__name__}()",
         )
         self._options = check_options(options, where=f"{type(self).__name__}()")
-
-    @classmethod
-    def from_env(cls: type[C], environ: Mapping[str, str] | None = None) -> C:
-        """A client for the server openai-python would use: ``OPENAI_BASE_URL`` and
-        ``OPENAI_API_KEY`` (`Endpoint.from_env`), from ``os.environ`` unless given; on a pool or
-        an httpx client of its own."""
-        return cls(Endpoint.from_env(os.environ if environ is None else environ))  # type: ignore[call-arg]
-
-    @property
-    def timeouts(self) -> Timeouts:
-        return self.settings.timeouts
-
-    @property
-    def retries(self) -> int:
-        return self.settings.retries
 
     def _library_timeouts(self) -> Timeouts | None:
         """The library's own timeouts, which stay in force when the caller gave none (an
@@ -246,7 +229,7 @@ def _why(exc: BaseException) -> str:
     return f"cancelled ({type(exc).__name__})"
 
 
-class PooledClient(_Driver):
+class PooledClient(_Driver, SyncClientBase):
     """A blocking client over a pooling library (see `svir_proto.transports.httpcore`); each
     transport gives ``_respond``: open one response."""
 
@@ -277,35 +260,6 @@ class PooledClient(_Driver):
         self, exchange: Exchange, extensions: dict[str, Any]
     ) -> AbstractContextManager[Opened]:  # pragma: no cover - each transport's own
         raise NotImplementedError
-
-    def stream_chat(
-        self,
-        request: ChatRequest | LLMRequest,
-        *,
-        timeouts: Timeouts | None = None,
-        retries: int | None = None,
-        headers: HeaderItems | None = None,
-    ) -> ChatStream:
-        """Send ``request``; the returned `ChatStream` yields the answer's events.
-
-        Args:
-            timeouts, retries: this request's own, instead of the client's.
-            headers: this request's own, replacing the client's of the same name.
-        """
-        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
-        return ChatStream(request, self._run, **settings)
-
-    def list_models(self) -> tuple[ModelInfo, ...]:
-        """``GET /v1/models``, chat models first.
-
-        Raises:
-            RequestFailedError: its kind's subclass, for a failure the server reported.
-        """
-        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
-        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
-        with ChatStream(ModelsRequest(), self._run, **settings) as stream:
-            events = [event for batch in stream._batches for event in batch]
-        return listed(events, stream.result.error)
 
     def _run(self, stream: ChatStream) -> Batches:
         return attempts(stream, self._attempt, sleep=self._sleep)
@@ -345,7 +299,7 @@ class PooledClient(_Driver):
             raise
 
 
-class AsyncPooledClient(_Driver):
+class AsyncPooledClient(_Driver, AsyncClientBase):
     """An async client over a pooling library (asyncio or trio); see `PooledClient`."""
 
     def __init__(
@@ -379,31 +333,6 @@ class AsyncPooledClient(_Driver):
         self, exchange: Exchange, extensions: dict[str, Any]
     ) -> AbstractAsyncContextManager[AsyncOpened]:  # pragma: no cover - each transport's own
         raise NotImplementedError
-
-    def stream_chat(
-        self,
-        request: ChatRequest | LLMRequest,
-        *,
-        timeouts: Timeouts | None = None,
-        retries: int | None = None,
-        headers: HeaderItems | None = None,
-    ) -> AsyncChatStream:
-        """Send ``request``; the returned `AsyncChatStream` yields the answer's events (the
-        arguments as for the blocking ``stream_chat``)."""
-        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
-        return AsyncChatStream(request, self._run, **settings)
-
-    async def list_models(self) -> tuple[ModelInfo, ...]:
-        """``GET /v1/models``, chat models first.
-
-        Raises:
-            RequestFailedError: its kind's subclass, for a failure the server reported.
-        """
-        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
-        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
-        async with AsyncChatStream(ModelsRequest(), self._run, **settings) as stream:
-            events = [event async for batch in stream._batches for event in batch]
-        return listed(events, stream.result.error)
 
     def _run(self, stream: AsyncChatStream) -> AsyncBatches:
         return aattempts(stream, self._attempt, sleep=self._sleep)

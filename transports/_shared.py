@@ -19,6 +19,7 @@ Rule 3 (timeouts): each wait is its phase's timeout, or what is left of ``total`
 from __future__ import annotations
 
 import logging
+import os
 import select
 import socket
 import time
@@ -29,10 +30,11 @@ from collections.abc import (
     Callable,
     Generator,
     Iterator,
+    Mapping,
 )
 from contextlib import aclosing, closing
 from itertools import chain
-from typing import Final, TypedDict, final
+from typing import Final, TypedDict, TypeVar, final
 
 import attrs
 
@@ -48,8 +50,10 @@ from ..errors import (
 from ..errors import RequestFailedError as RequestFailedError  # it lived here
 from ..errors import SvirTransportError as SvirTransportError  # the new name of one that did
 from ..events import Completion, Event, RequestFailed, Retrying
-from ..exchange import Exchange, ExchangeEvent, ModelsListed, Request, next_attempt
-from ..openai.endpoint import HeaderItems, ModelInfo, ModelKind, merge_headers
+from ..exchange import Exchange, ExchangeEvent, ModelsListed, ModelsRequest, Request, next_attempt
+from ..llmstream.request import LLMRequest
+from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo, ModelKind, merge_headers
+from ..openai.request import ChatRequest
 
 __all__ = [
     "DEFAULT_TIMEOUTS",
@@ -469,6 +473,98 @@ class Settings:
             "headers": merge_headers(self.headers, headers),
             "raise_on_failure": self.raise_on_failure,
         }
+
+
+C = TypeVar("C", bound="_ClientBase")
+
+
+class _ClientBase:
+    """What every client has: its endpoint and settings, and ``from_env``."""
+
+    endpoint: Endpoint
+    settings: Settings
+
+    @classmethod
+    def from_env(cls: type[C], environ: Mapping[str, str] | None = None) -> C:
+        """A client for the server openai-python would use: ``OPENAI_BASE_URL`` and
+        ``OPENAI_API_KEY`` (`Endpoint.from_env`), from ``os.environ`` unless given."""
+        return cls(Endpoint.from_env(os.environ if environ is None else environ))  # type: ignore[call-arg]
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return self.settings.timeouts
+
+    @property
+    def retries(self) -> int:
+        return self.settings.retries
+
+
+class SyncClientBase(_ClientBase):
+    """The blocking clients' requests: each transport gives ``_run`` (the attempts)."""
+
+    def _run(self, stream: ChatStream) -> Batches:  # pragma: no cover - each transport's own
+        raise NotImplementedError
+
+    def stream_chat(
+        self,
+        request: ChatRequest | LLMRequest,
+        *,
+        timeouts: Timeouts | None = None,
+        retries: int | None = None,
+        headers: HeaderItems | None = None,
+    ) -> ChatStream:
+        """Send ``request``; the returned `ChatStream` yields the answer's events.
+
+        Args:
+            timeouts, retries: this request's own, instead of the client's.
+            headers: this request's own, replacing the client's of the same name.
+        """
+        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
+        return ChatStream(request, self._run, **settings)
+
+    def list_models(self) -> tuple[ModelInfo, ...]:
+        """``GET /v1/models``, chat models first.
+
+        Raises:
+            RequestFailedError: its kind's subclass, for a failure the server reported.
+        """
+        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
+        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
+        with ChatStream(ModelsRequest(), self._run, **settings) as stream:
+            events = [event for batch in stream._batches for event in batch]
+        return listed(events, stream.result.error)
+
+
+class AsyncClientBase(_ClientBase):
+    """The async clients' requests (asyncio or trio); see `SyncClientBase`."""
+
+    def _run(self, stream: AsyncChatStream) -> AsyncBatches:  # pragma: no cover - each its own
+        raise NotImplementedError
+
+    def stream_chat(
+        self,
+        request: ChatRequest | LLMRequest,
+        *,
+        timeouts: Timeouts | None = None,
+        retries: int | None = None,
+        headers: HeaderItems | None = None,
+    ) -> AsyncChatStream:
+        """Send ``request``; the returned `AsyncChatStream` yields the answer's events (the
+        arguments as for the blocking ``stream_chat``)."""
+        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
+        return AsyncChatStream(request, self._run, **settings)
+
+    async def list_models(self) -> tuple[ModelInfo, ...]:
+        """``GET /v1/models``, chat models first.
+
+        Raises:
+            RequestFailedError: its kind's subclass, for a failure the server reported.
+        """
+        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
+        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
+        async with AsyncChatStream(ModelsRequest(), self._run, **settings) as stream:
+            events = [event async for batch in stream._batches for event in batch]
+        return listed(events, stream.result.error)
 
 
 RENAMED: Final = {"TransportError": "SvirTransportError", "ConnectError": "ConnectionFailedError"}

@@ -16,9 +16,8 @@ The extra ``async`` (or ``trio``) installs anyio.
 
 from __future__ import annotations
 
-import os
 import ssl
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
@@ -35,7 +34,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the test environment ha
 
 from ..connection import ClientConnection
 from ..errors import ConnectionFailedError, StaleConnection, StreamTimeout, SvirProtocolError
-from ..exchange import ExchangeOptions, ModelsRequest, check_options
+from ..exchange import ExchangeOptions, check_options
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo
 from ..openai.request import ChatRequest
@@ -46,6 +45,7 @@ from ._shared import (
     READ_SIZE,
     AsyncBatches,
     AsyncChatStream,
+    AsyncClientBase,
     Phase,
     Settings,
     Timeouts,
@@ -53,7 +53,6 @@ from ._shared import (
     aattempts,
     dropped,
     limit,
-    listed,
 )
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ __all__ = ["Client", "list_models", "stream_chat"]
 _EOF = (anyio.EndOfStream, anyio.BrokenResourceError, ssl.SSLError, ConnectionResetError)
 
 
-class Client:
+class Client(AsyncClientBase):
     """A connection to one server, kept alive between requests; the arguments are the
     blocking `Client`'s (``sleep`` an async one)."""
 
@@ -104,19 +103,6 @@ class Client:
         self._conn: ClientConnection | None = None
         self.connections = 0
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Client:
-        """A client for the server openai-python would use (see the blocking `Client`)."""
-        return cls(Endpoint.from_env(os.environ if environ is None else environ))
-
-    @property
-    def timeouts(self) -> Timeouts:
-        return self.settings.timeouts
-
-    @property
-    def retries(self) -> int:
-        return self.settings.retries
-
     async def __aenter__(self) -> Client:
         return self
 
@@ -127,31 +113,6 @@ class Client:
         if self._stream is not None:
             await anyio.aclose_forcefully(self._stream)
         self._stream = self._conn = None
-
-    def stream_chat(
-        self,
-        request: ChatRequest | LLMRequest,
-        *,
-        timeouts: Timeouts | None = None,
-        retries: int | None = None,
-        headers: HeaderItems | None = None,
-    ) -> AsyncChatStream:
-        """Send ``request``; the returned `AsyncChatStream` yields the answer's events (the
-        arguments as for the blocking ``stream_chat``)."""
-        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
-        return AsyncChatStream(request, self._run, **settings)
-
-    async def list_models(self) -> tuple[ModelInfo, ...]:
-        """``GET /v1/models``, chat models first.
-
-        Raises:
-            RequestFailedError: its kind's subclass, for a failure the server reported.
-        """
-        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
-        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
-        async with AsyncChatStream(ModelsRequest(), self._run, **settings) as stream:
-            events = [event async for batch in stream._batches for event in batch]
-        return listed(events, stream.result.error)
 
     # -- the loop: attempts, then one exchange ------------------------------------------------
 

@@ -15,16 +15,15 @@ default; pass an `ssl.SSLContext` for anything else. Proxies: ``proxy=`` or the 
 
 from __future__ import annotations
 
-import os
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..connection import ClientConnection
 from ..errors import ConnectionFailedError, StaleConnection, StreamTimeout, SvirProtocolError
-from ..exchange import ExchangeOptions, ModelsRequest, check_options
+from ..exchange import ExchangeOptions, check_options
 from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo
 from ..openai.request import ChatRequest
@@ -37,12 +36,12 @@ from ._shared import (
     ChatStream,
     Phase,
     Settings,
+    SyncClientBase,
     Timeouts,
     UploadProgress,
     attempts,
     dropped,
     limit,
-    listed,
 )
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["Client", "list_models", "stream_chat"]
 
 
-class Client:
+class Client(SyncClientBase):
     """A connection to one server, kept alive between requests when the server allows it.
 
     Args:
@@ -115,20 +114,6 @@ class Client:
         self.connections = 0
         """How many connections this client has opened (keep-alive shows in it)."""
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Client:
-        """A client for the server openai-python would use: ``OPENAI_BASE_URL`` and
-        ``OPENAI_API_KEY`` (`Endpoint.from_env`), from ``os.environ`` unless given."""
-        return cls(Endpoint.from_env(os.environ if environ is None else environ))
-
-    @property
-    def timeouts(self) -> Timeouts:
-        return self.settings.timeouts
-
-    @property
-    def retries(self) -> int:
-        return self.settings.retries
-
     def __enter__(self) -> Client:
         return self
 
@@ -139,35 +124,6 @@ class Client:
         if self._sock is not None:
             self._sock.close()
         self._sock = self._conn = None
-
-    def stream_chat(
-        self,
-        request: ChatRequest | LLMRequest,
-        *,
-        timeouts: Timeouts | None = None,
-        retries: int | None = None,
-        headers: HeaderItems | None = None,
-    ) -> ChatStream:
-        """Send ``request``; the returned `ChatStream` yields the answer's events.
-
-        Args:
-            timeouts, retries: this request's own, instead of the client's.
-            headers: this request's own, replacing the client's of the same name.
-        """
-        settings = self.settings.for_request(timeouts=timeouts, retries=retries, headers=headers)
-        return ChatStream(request, self._run, **settings)
-
-    def list_models(self) -> tuple[ModelInfo, ...]:
-        """``GET /v1/models``, chat models first.
-
-        Raises:
-            RequestFailedError: its kind's subclass, for a failure the server reported.
-        """
-        settings = self.settings.for_request(timeouts=None, retries=None, headers=None)
-        settings["raise_on_failure"] = False  # listed() raises, with the failure's own class
-        with ChatStream(ModelsRequest(), self._run, **settings) as stream:
-            events = [event for batch in stream._batches for event in batch]
-        return listed(events, stream.result.error)
 
     # -- the loop: attempts, then one exchange ------------------------------------------------
 

@@ -5,11 +5,15 @@ packaging test; the live suite runs them against llama.cpp."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,11 +102,12 @@ def test_the_sans_io_example_keeps_the_connection_or_opens_another(server: Repla
     assert server.connections == before + 3  # closed after the first: a second one
 
 
-def test_the_proxy_relays_answers_on_its_httpx_client(server: ReplayServer) -> None:
-    upstream = server.base("replay", "wire-3.3-tool-calls", "chunked")
-    proxy = str(EXAMPLES / "proxy_httpx.py")
+@contextmanager
+def proxy_example(upstream: str) -> Iterator[str]:
+    """examples/proxy_httpx.py running on a free port in front of ``upstream``: its base URL."""
+    script = str(EXAMPLES / "proxy_httpx.py")
     proc = subprocess.Popen(
-        [sys.executable, proxy, "--listen", "127.0.0.1:0", "--upstream", upstream],
+        [sys.executable, script, "--listen", "127.0.0.1:0", "--upstream", upstream],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -112,10 +117,17 @@ def test_the_proxy_relays_answers_on_its_httpx_client(server: ReplayServer) -> N
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), line + (
-            proc.stderr.read() if proc.stderr else ""
+        assert line.startswith("listening on 127.0.0.1:"), (
+            line + (proc.stderr or io.StringIO()).read()
         )
-        base = f"http://{line.split()[-1]}/v1"
+        yield f"http://{line.split()[-1]}/v1"
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_the_proxy_relays_answers_on_its_httpx_client(server: ReplayServer) -> None:
+    with proxy_example(server.base("replay", "wire-3.3-tool-calls", "chunked")) as base:
         before = len(server.requests)
         request = ChatRequest(model="m", messages=[UserMessage(content="hi")])
         with blocking.stream_chat(base, request, api_key="sk-caller") as stream:
@@ -123,17 +135,11 @@ def test_the_proxy_relays_answers_on_its_httpx_client(server: ReplayServer) -> N
         assert stream.result.complete
         assert [c.name for c in stream.result.tool_calls] == ["lookup", "lookup"]
         assert server.requests[before].headers["authorization"] == "Bearer sk-caller"
-        import urllib.error
-        import urllib.request
-
         bad = urllib.request.Request(base + "/chat/completions", data=b'{"model": "m"}')
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(bad, timeout=30)
         assert refused.value.code == 400
         assert "messages" in refused.value.read().decode()
-    finally:
-        proc.kill()
-        proc.communicate()
 
 
 def test_every_example_is_tested() -> None:

@@ -4,15 +4,11 @@ second request meets llama.cpp closing the connection after every stream."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from svir_proto.openai import ChatRequest, UserMessage
 from svir_proto.transports import blocking
-from tests.examples.test_examples import ENV, EXAMPLES, example
-from tests.helpers import ROOT
+from tests.examples.test_examples import example, proxy_example
 from tests.live import cases
 
 
@@ -30,24 +26,10 @@ def test_the_sans_io_connection_against_llama(llama: str) -> None:
 
 
 def test_the_proxy_against_llama(llama: str) -> None:
-    proxy = str(EXAMPLES / "proxy_httpx.py")
-    proc = subprocess.Popen(
-        [sys.executable, proxy, "--listen", "127.0.0.1:0", "--upstream", llama],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=ENV,
-    )
-    try:
-        assert proc.stdout is not None
-        base = "http://" + proc.stdout.readline().split()[-1] + "/v1"
+    with proxy_example(llama) as base:
         request = ChatRequest(
             model=cases.MODEL, messages=[UserMessage(content="Say hi.")], max_tokens=16
         )
         with blocking.stream_chat(base, request) as stream:
             list(stream)
         assert stream.result.done, stream.result
-    finally:
-        proc.kill()
-        proc.communicate()
