@@ -145,13 +145,6 @@ class ImagePart:
             raise ValueError(f"an image URL must be http, https or data: {url[:80]!r}")
         return cls(media_type="", url=url, detail=detail)
 
-    def url_value(self, data_marker: str) -> str:
-        """The ``image_url.url`` to send: the URL itself, or a ``data:`` URL around
-        ``data_marker`` (where the body writes the base64)."""
-        if self.url is not None:
-            return self.url
-        return f"data:{self.media_type};base64,{data_marker}"
-
 
 @final
 @attrs.frozen(kw_only=True)

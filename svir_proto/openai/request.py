@@ -437,7 +437,7 @@ def _image_url(part: ImagePart, marks: Placeholders) -> dict[str, Any]:
             if part.path is not None
             else Base64Bytes(part.data or b"")
         )
-        out = {"url": part.url_value(marks.add(segment))}
+        out = {"url": f"data:{part.media_type};base64,{marks.add(segment)}"}
     if part.detail is not None:
         out["detail"] = part.detail
     return out
