@@ -159,7 +159,11 @@ def attempts(stream: ChatStream, attempt: Attempt, *, sleep: Callable[[float], N
                     yield batch
             finally:
                 _log(stream)
-        retrying = _plan(stream, held, retried, deadline)
+        try:
+            retrying = _plan(stream, held, retried, deadline)
+        except StreamTimeout:  # no time left for the retry: the failure stands, then the timeout
+            yield held  # type: ignore[misc]
+            raise
         if retrying is None:
             if held is not None:
                 yield held
@@ -193,7 +197,11 @@ async def aattempts(
                     yield batch
             finally:
                 _log(stream)
-        retrying = _plan(stream, held, retried, deadline)
+        try:
+            retrying = _plan(stream, held, retried, deadline)
+        except StreamTimeout:
+            yield held  # type: ignore[misc]
+            raise
         if retrying is None:
             if held is not None:
                 yield held
