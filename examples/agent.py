@@ -85,7 +85,7 @@ async def agent(client: Client, model: str, prompt: str, *, turns: int = 4) -> s
             messages=messages,
             tools=[tool for tool, _ in TOOLS.values()],
             include_usage=True,
-            max_tokens=256,
+            max_tokens=128,
         )
         async with client.stream_chat(request) as stream:
             async for event in stream:

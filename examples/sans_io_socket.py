@@ -49,7 +49,9 @@ def ask(endpoint: Endpoint, model: str, prompts: list[str]) -> list[Completion]:
     results = []
     try:
         for prompt in prompts:
-            request = ChatRequest(model=model, messages=[UserMessage(content=prompt)])
+            request = ChatRequest(
+                model=model, messages=[UserMessage(content=prompt)], max_tokens=32
+            )
             if conn.exchange is not None:  # a connection that served a response before
                 while conn.finishing:  # the body's last bytes (a chunked body's end)
                     conn.feed(sock.recv(65536))
