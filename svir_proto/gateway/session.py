@@ -49,7 +49,7 @@ import attrs
 
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
-from ..errors import Failure, FailureKind, SvirProtocolError
+from ..errors import FailureKind, SvirProtocolError
 from ..events import RequestFailed, ResponseStarted, StreamEnded
 from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai.status import MAX_ERROR_BODY, body_outcome
@@ -472,14 +472,11 @@ class GatewaySession:
         out: list[bytes] = []
         end: StreamEnded | None = None
         for event in events:
+            if type(event) is RequestFailed:  # an upstream 401, a content coding not asked for
+                exchange.relayed.clear()
+                return conn.upstream([event], now=self.state.wall(now))
+        for event in events:
             if type(event) is ResponseStarted:
-                if event.status in (401, 403):  # Rule 4 of the connection: never our 401
-                    failure = Failure(
-                        kind=FailureKind.AUTHENTICATION,
-                        message=f"HTTP {event.status}",
-                        status=event.status,
-                    )
-                    return conn.upstream([RequestFailed(failure=failure)], now=self.state.wall(now))
                 out.append(conn.relay_head(event.status, event.headers))
                 if conn.relaying == "late":
                     self._late_head = (event.status, event.headers)

@@ -227,9 +227,7 @@ def test_upstream_statuses_in_both_dialects(
     replay: ReplayServer, status: int, style: str, code: str, kind: FailureKind
 ) -> None:
     with gateway(replay.base("status", str(status), style)) as (base, _):
-        s, _, raw = raw_post(
-            base, llm_body(), {"Content-Type": "application/llm-request+json"}
-        )
+        s, _, raw = raw_post(base, llm_body(), {"Content-Type": "application/llm-request+json"})
         o_status, o_headers, o_raw = raw_post(
             base, json.dumps({"model": "m", "messages": [], "stream": True}).encode(),
             {"Content-Type": "application/json"},

@@ -31,6 +31,7 @@ from svir_proto.openai import ChatStreamDecoder, Endpoint
 from tests.helpers import CONFORMANCE
 
 UPSTREAM = Endpoint.parse("http://upstream.test:8000")
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 TOOLS = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
 LLM = json.dumps(
     json.loads((CONFORMANCE / "llmstream" / "draft-4-all-fields.request.json").read_text())[
@@ -223,7 +224,9 @@ def test_a_partial_event_waits_for_the_rest() -> None:
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     first = b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choi'
     d.answer(head + b"%x\r\n%s\r\n" % (len(first), first))
     ((_, _, got, _),) = read(d.client)
@@ -240,7 +243,9 @@ def test_every_line_end_ends_an_event(ending: bytes) -> None:
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head + b"%x\r\n%s\r\n" % (len(event), event))
     ((_, _, got, _),) = read(d.client)
     assert got == event
@@ -250,7 +255,9 @@ def test_a_cut_upstream_stays_a_cut_for_the_client() -> None:
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head + b"%x\r\n%s\r\n" % (300, TOOLS[:300]))
     d.answer(b"")  # the upstream closed inside the body
     (response,) = read(d.client)
@@ -263,7 +270,9 @@ def test_an_upstream_that_resets() -> None:
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head)
     d.run(d.session.upstream_failed("connection reset", 3.0))
     assert d.closed
@@ -349,7 +358,9 @@ def test_keep_alive_comments_are_not_progress() -> None:
     d = Driver(progress_timeout=30.0, keepalive=0.0)
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head, now=2.0)
     for t in range(3, 40, 3):
         d.answer(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"), now=float(t))
@@ -490,7 +501,9 @@ def test_a_large_body_that_stops_coming_after_the_answer_began_is_cut() -> None:
     whole = post(openai_body())
     d.send(whole[:-10], now=1.0)
     d.connect(now=1.0)
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head, now=2.0)
     d.tick(10.0)
     assert d.closed
@@ -593,7 +606,9 @@ def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # [DONE], but not the body's end
     assert read(d.client)[0][3]  # the client's answer is whole at once
     assert not d.released
@@ -612,7 +627,9 @@ def test_a_draining_connection_that_sends_too_much_is_closed() -> None:
     d = Driver(drain_limit=10)
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
     d.answer(b"20\r\n" + b"x" * 32 + b"\r\n")
     assert d.released == [None]
@@ -690,7 +707,9 @@ def test_shutdown_ends_a_stream_properly_and_closes_an_idle_connection() -> None
     d = Driver()
     d.send(post(openai_body()))
     d.connect()
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     d.answer(head)
     d.run(d.session.shutdown(9.0))
     ((_, _, body, ended),) = read(d.client)
