@@ -183,6 +183,7 @@ class SSEFramer:
         self._type: str | None = None
         self._retry_here: int | None = None
         self._types = _Types()
+        self._held = False  # `_hold` took back a beginning with CRLF line ends
 
     def receive(self, data: bytes) -> None:
         """Append bytes; ``b""`` ends the body."""
@@ -227,12 +228,11 @@ class SSEFramer:
                 return None
             start = line + 7
         else:
-            line = data.find(b"\r")
-            if not (
-                data.find(b"\n") == line + 1
-                and data.find(b"\r", line + 2) == n - 4
-                and data.find(b"\n", line + 2) == n - 3
-                and data[-3:] == b"\n\r\n"
+            line = data.find(b"\r")  # its LF and "data: " follow if the head is one (below)
+            if (
+                data.find(b"\r", line + 2) != n - 4
+                or data.find(b"\n", line + 2) != n - 3
+                or data[-2:] != b"\r\n"
             ):
                 return None
             start = line + 8
@@ -280,7 +280,7 @@ class SSEFramer:
         scan = max(self._scan - base, 0)
         end = buf.rfind(blank, scan)
         if end < 0:  # no event is complete, unless a line the lane does not take is
-            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0):
+            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0, gap != 8):
                 return None
             self._scan = base + n - len(blank) + 1 if n else base
             return []
@@ -303,7 +303,7 @@ class SSEFramer:
                 return None
         else:
             return None
-        if n > after and not self._waiting(buf, after, after):
+        if n > after and not self._waiting(buf, after, after, gap != 8):
             return None  # what follows the run is due now: all of it goes the general way
         del buf[:after]
         base += after
@@ -338,15 +338,16 @@ class SSEFramer:
         except KeyError:
             return None
 
-    def _waiting(self, buf: bytearray, begin: int, start: int) -> bool:
+    def _waiting(self, buf: bytearray, begin: int, start: int, crlf: bool) -> bool:
         """``buf[begin:]`` holds no blank line: it is the beginning of an event a lane takes,
         which gives nothing yet: a simple event's data line, or a typed event's event line and
         perhaps its data line, the last line perhaps unfinished. Anything else (a comment,
         which is due as soon as its line ends; another field; a line end that is not the
-        lane's) goes the general way. Lines before ``start`` were seen already."""
+        lane's: CRLF if ``crlf``, else LF, and then the caller knows there is no CR) goes the
+        general way. Lines before ``start`` were seen already."""
         n = len(buf)
         head = buf[begin : begin + 7]
-        if self.gap == 8:
+        if not crlf:
             end = buf.find(b"\n", start)
             if end < 0:
                 return True
@@ -406,6 +407,7 @@ class SSEFramer:
                 elif got:
                     out.append((at, got, self.last_event_id, self.gap))
                 return
+        self._held = False
         if self.gap != 8:  # the CRLF lane did not track CRs: find them again
             self.gap = 8
             buf = self._buf
@@ -423,7 +425,7 @@ class SSEFramer:
                 cr = self._buf.find(b"\r")
                 self._cr = base + cr if cr >= 0 else _NONE
             self.lane = (
-                self._cr == _NONE
+                (self._cr == _NONE or self._held)
                 and self._event_start == base
                 and not (self._fields or self._eof or self._skip_lf or self._bom)
             )
@@ -450,7 +452,7 @@ class SSEFramer:
             base = self._base = self._event_start = base + end + 2
             scan = base  # the rest was searched for a blank line only
         n = len(buf)
-        if n and not self._waiting(buf, 0, max(scan - base, 0)):  # lines due now: a comment
+        if n and not self._waiting(buf, 0, max(scan - base, 0), False):  # due now: a comment
             last = buf.rfind(b"\n")
             self._lines(bytes(buf[:last]).split(b"\n"), base, out)
             del buf[: last + 1]
@@ -499,6 +501,7 @@ class SSEFramer:
                     pos = -pos - 1
                     break
             self._check_size(base + n)
+            pos = self._hold(buf, pos)
         finally:
             if pos:
                 del buf[:pos]
@@ -506,6 +509,24 @@ class SSEFramer:
                 self._scan = max(self._scan, base + pos)
         if self._eof:
             self.end = EndOfStream(incomplete=bool(buf) or self._fields, offset=self._event_start)
+
+    def _hold(self, buf: bytearray, pos: int) -> int:
+        """After `_frame_lines` applied every complete line: if the lines of the last event so far
+        only begin an event a lane takes (`_waiting`, with the line end of the blank line before
+        them), take them back, so that the lane opens now rather than at a piece that ends
+        inside an event's first line. Returns where the bytes not applied begin."""
+        start = self._event_start - self._base
+        if self._eof or not self._fields or start < 0:
+            return pos  # the end, nothing of the event applied, or its beginning consumed
+        crlf = self._crlf
+        if not (crlf or buf.find(b"\r", start) < 0) or not self._waiting(buf, start, start, crlf):
+            return pos
+        self._type = None  # all that an event line and a data line change
+        self._data = []
+        self._data_at = []
+        self._fields = self._skip_lf = False
+        self._held = crlf  # a lane that does not track CRs may open with some in the buffer
+        return start
 
     def _line(self, buf: bytearray, pos: int, n: int, out: list[RawItem]) -> int:
         """Apply the line at ``pos``, which ends at the next CR (``_frame_lines`` applied the

@@ -500,6 +500,9 @@ def test_the_typed_express_gives_the_type_and_the_payload(eol: str) -> None:
         b"event: a\ndata: 1\r\n\r\n",
         b"event: a\r\ndata: 1\n\n",
         b"event: a\r\ndata: 1\r\n\n",
+        b"event: a\nb\r\ndata: 1\r\n\r\n",  # an LF alone in the event line
+        b"event: a\r\rdata: 1\r\n\r\n",
+        b"event: a\r\ndata: 1\r\n\r\r",
         b"data: 1" + 2 * eol.encode(),
     ]:
         assert framer.whole_typed(bad) is None, bad
@@ -617,3 +620,26 @@ def test_a_crlf_stream_of_typed_events_with_a_lone_line_end() -> None:
         d.feed(open_)
         got = d.feed(piece)
         assert got[: len(expected)] == expected, piece
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_the_general_way_takes_back_a_begun_event_so_that_the_lane_opens(eol: bytes) -> None:
+    first = b"event: a" + eol + b"data: 1" + eol + eol  # the first piece goes the general way
+    for tail, taken_back in [
+        (b"event: b" + eol + b"data: 2", True),
+        (b"event: b" + eol, True),
+        (b"data: 2" + eol, True),
+        (b"event: b" + eol + b"id: 2" + eol, False),  # an id: applied, the lane stays closed
+        (b"event: b\r", eol == b"\r\n"),  # its LF may come next: the CRLF lane sees to it
+    ]:
+        d = SSEDecoder()
+        assert d.feed(first + tail) == [ev("1", event="a")]
+        framer = d._framer
+        assert (framer.lane, bytes(framer._buf) == tail) == (taken_back, taken_back), tail
+        rest = eol + eol + b"data: 3" + eol + eol
+        assert d.feed(rest) + d.close() == fed([first + tail + rest])[1:], tail
+    d = SSEDecoder()  # a CR alone, then the LF of that CRLF in the next piece
+    assert d.feed(b"data: o\r\n\r\nevent: a\r\ndata: 1\r\n\r") == [ev("o"), ev("1", event="a")]
+    assert d.feed(b"\nevent: b\r\ndata: 2") == []
+    assert d._framer.lane
+    assert d.feed(b"\r\n\r\n") == [ev("2", event="b")]
