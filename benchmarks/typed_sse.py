@@ -33,7 +33,7 @@ from benchmarks._timing import interleaved, table
 from benchmarks.shapes import PIECES, TOKENS
 from svir_proto import _json
 from svir_proto._dialect import DialectDecoder
-from svir_proto.events import StreamStarted, TextDelta, Usage
+from svir_proto.events import Finished, FinishReason, StreamStarted, TextDelta, Usage
 from svir_proto.llmstream import LLMStreamDecoder, LLMStreamEncoder
 from svir_proto.sse import ServerSentEvent, SSEDecoder
 
@@ -140,6 +140,7 @@ def llmstream(chunks: int, seed: int = 7) -> bytes:
     enc = LLMStreamEncoder(request_id="req_1")
     out = [enc.encode(StreamStarted(response_id="", model="m", created=1, request_id="req_1"))]
     out += [enc.encode(TextDelta(text=rng.choice(TOKENS))) for _ in range(chunks)]
+    out.append(enc.encode(Finished(reason=FinishReason.STOP, raw="stop")))
     out.append(enc.encode(Usage(prompt_tokens=3, completion_tokens=chunks)))
     return b"".join(out) + enc.end()
 
@@ -204,7 +205,7 @@ def llmstream_decoder(parts: list[bytes]) -> int:
     for p in parts:
         d.feed(p)
     d.close()
-    assert d.result.complete or d.result.finish_reason is None, d.result.problems
+    assert d.result.complete, d.result.problems
     return d._seq
 
 

@@ -75,8 +75,10 @@ _DATA: Final = b"data: "
 _LF: Final = 10
 _CR: Final = 13
 MAX_LANE_TYPES: Final = 256
-"""Event types the typed lane remembers (`_Types`). The Responses API names about 50, Anthropic's
-Messages API 8; a stream with more types still takes the lane, checking the others each time."""
+"""Entries the typed lane remembers (`_Types`), one or two per event type (its event line, which
+runs look up, and its head, which the express does). The Responses API names about 50 types,
+Anthropic's Messages API 8; a stream with more still takes the lane, checking the rest each
+time."""
 _MAX_TYPE_LINE: Final = 128  # longer ``event:`` lines are checked each time, not remembered
 
 Errors = Literal["strict", "replace"]
