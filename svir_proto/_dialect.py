@@ -65,15 +65,16 @@ class DialectDecoder(PullDecoder[Event]):
         fast = self._fast
         if fast is not None and type(data) is bytes and data:
             framer = self._framer
-            types: list[str] | None = None
-            express = None
+            # typed: None for simple events; one typed event (the express: its type, where its
+            # data begins and ends), or the types of a run of them
+            typed: tuple[str, int, int] | list[str] | None = None
             end = framer.whole(data) if fast else 0
             if end:  # counted into the framer's offsets when it is next used
                 at = framer._base + self._skipped
                 self._skipped += len(data)
                 payloads: Sequence[bytes | bytearray] = [data[6:end]]
-            elif fast and (express := framer.whole_typed(data)) is not None:
-                at = framer._base + self._skipped + express[1]  # where its data begins
+            elif fast and (typed := framer.whole_typed(data)) is not None:
+                at = framer._base + self._skipped + typed[1]  # where its data begins
                 self._skipped += len(data)
             else:
                 if self._skipped:
@@ -85,16 +86,16 @@ class DialectDecoder(PullDecoder[Event]):
                     self._fast = None
                     return self._reopen(self._received())
                 if isinstance(got, tuple):
-                    types, payloads = got
+                    typed, payloads = got
                 else:
                     payloads = got
             try:
-                if express is not None:  # one typed event: as the general path gives it
-                    self._on_event(express[0], data[express[1] : express[2]], at)
-                elif types is None:
+                if typed is None:
                     self._on_batch(at, payloads, framer.gap)
+                elif isinstance(typed, tuple):  # one typed event: as the general path gives it
+                    self._on_event(typed[0], data[typed[1] : typed[2]], at)
                 else:
-                    self._on_typed(at, types, payloads, (framer.gap - 6) // 2)
+                    self._on_typed(at, typed, payloads, (framer.gap - 6) // 2)
             except PeerProtocolError as exc:  # delivered after what came before it
                 self._deferred = exc
             except Exception as exc:  # a bug, not a protocol error: still poison
