@@ -21,6 +21,7 @@ from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     RefusalDelta,
     StreamEnded,
@@ -31,6 +32,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
+from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder"]
 
@@ -129,7 +131,12 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                return self._delta({}, event.raw)
+                # the raw value when it is OpenAI's and means the same; another dialect's
+                # (Anthropic's "end_turn", "tool_use") as the OpenAI value of its meaning
+                raw = event.raw
+                if _FINISH.get(raw) is not event.reason and event.reason is not FinishReason.OTHER:
+                    raw = event.reason.value
+                return self._delta({}, raw)
             case Usage():
                 usage: dict[str, Any] = {
                     "prompt_tokens": event.prompt_tokens,
