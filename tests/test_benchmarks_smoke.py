@@ -55,3 +55,11 @@ def test_anthropic_benchmark_runs_every_shape() -> None:
     out = bench_anthropic.run(chunks=200, repeat=1, shapes=list(bench_anthropic.SHAPES))
     for name in ("floor", "svir-proto (orjson)", "extended thinking", "tool_use"):
         assert name in out
+
+
+def test_imports_benchmark_runs() -> None:
+    from benchmarks import imports as bench_imports
+
+    out = bench_imports.run(repeat=1)
+    assert "import svir_proto" in out
+    assert "ratio to import httpx" in out
