@@ -84,6 +84,7 @@ _MODULES = (
 _DIALECTS: tuple[str, ...] = (
     # the vendor dialect packages, one line each (anthropic, responses, gemini): importable as
     # attributes (svir_proto.anthropic), their names not re-exported here
+    "anthropic",
 )
 _PACKAGES = ("transports", "cli")
 _RENAMED = {  # old name: the module whose RENAMED map resolves it (with a DeprecationWarning)
