@@ -43,6 +43,7 @@ from typing import Final, Literal, TypedDict, final
 
 import attrs
 
+from .dialects import DialectName, DialectRequest, DialectSpec, StreamDecoder, dialect, dialect_of
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
 from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
@@ -119,7 +120,9 @@ class PassThrough:
     is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
     path below the endpoint's ``/v1``) say what to send, ``accept`` what the answer may be;
     ``headers`` are added to the request's (a request id). A GET has no body:
-    ``content_length`` 0.
+    ``content_length`` 0. ``dialect`` (`svir_proto.dialects`) is the body's, whose decoder
+    reads the answer: a relayed OpenAI stream is watched with `ChatStreamWatcher`, any other
+    dialect's with its decoder.
     """
 
     content_length: int
@@ -131,6 +134,7 @@ class PassThrough:
     method: Literal["POST", "GET"] = "POST"
     target: str = "/chat/completions"
     headers: tuple[tuple[str, str], ...] = ()
+    dialect: DialectName = "chat"
 
     def __attrs_post_init__(self) -> None:
         if type(self.content_length) is not int or self.content_length < 0:
@@ -139,7 +143,9 @@ class PassThrough:
             raise ValueError(f"target must be a path below /v1, not {self.target!r}")
 
 
-Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
+Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough | DialectRequest
+"""What an exchange sends: a typed request of any dialect (`svir_proto.dialects`), the model
+listing, or a body the caller passes through."""
 ExchangeEvent = Event | ModelsListed
 Phase = Literal["head", "probe", "stream", "error", "models", "raw", "over"]
 TargetForm = Literal["origin", "absolute"]
@@ -280,6 +286,7 @@ class Exchange:
             raise ValueError(f"target_form must be 'origin' or 'absolute', not {target_form!r}")
         self.endpoint: Final = endpoint
         self.request: Final = request
+        self._spec: DialectSpec | None = None  # a dialect other than OpenAI's and LLM-Stream's
         if isinstance(request, ModelsRequest):
             self.method = "GET"
             path = endpoint.models_path
@@ -299,6 +306,8 @@ class Exchange:
                 extra=headers,
             )
         elif isinstance(request, PassThrough):
+            if request.dialect != "chat":
+                self._spec = dialect(request.dialect)
             self.method = request.method
             path = endpoint.prefix + request.target
             self.body = None  # the caller sends it, as it arrives
@@ -310,9 +319,25 @@ class Exchange:
                 extra=[*request.headers, *request_headers(headers)],
             )
         else:
-            raise TypeError(
-                "request must be a ChatRequest, LLMRequest, ModelsRequest or PassThrough: "
-                f"{request!r}"
+            spec = dialect_of(request)
+            if spec is None:
+                raise TypeError(
+                    "request must be a typed request of a dialect (ChatRequest, LLMRequest, "
+                    f"MessagesRequest, ...), a ModelsRequest or a PassThrough: {request!r}"
+                )
+            self._spec = spec
+            self.method = "POST"
+            path = spec.target(request, endpoint)
+            self.body = request.body()
+            head = spec.headers(
+                endpoint.headers(
+                    content_length=self.body.content_length,
+                    content_type=self.body.content_type,
+                    accept=spec.accept,
+                    user_agent=user_agent,
+                    extra=headers,
+                ),
+                endpoint.api_key,
             )
         self.headers: Final = head
         self.target: Final = (
@@ -340,7 +365,7 @@ class Exchange:
         self._held: list[bytes] = []  # an error body, a model list, or an LLM-Stream's first bytes
         self._held_size = 0
         self._probe: SSEDecoder | None = None
-        self._decoder: ChatStreamDecoder | LLMStreamDecoder | None = None
+        self._decoder: StreamDecoder | None = None
         self._failure: Failure | None = None
         self._interrupted: str | None = None
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
@@ -597,8 +622,17 @@ class Exchange:
     def _stream(self, out: list[ExchangeEvent], probe_result: bool | None = None) -> None:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
-        decoder: ChatStreamDecoder | LLMStreamDecoder
-        if isinstance(request, (ChatRequest, PassThrough)):
+        decoder: StreamDecoder
+        if self._spec is not None:
+            assert not isinstance(request, ModelsRequest)
+            decoder = self._spec.new_decoder(
+                request.declared_tools if isinstance(request, PassThrough) else request.tool_names,
+                max_event_size=self._max_event_size,
+                max_result_size=self._max_result_size,
+                max_tool_calls=self._max_tool_calls,
+                errors=self._errors,
+            )
+        elif isinstance(request, (ChatRequest, PassThrough)):
             if isinstance(request, ChatRequest):
                 declared = request.tool_names if request.tools else None
             else:
@@ -615,7 +649,7 @@ class Exchange:
                 errors=self._errors,
             )
         else:
-            assert isinstance(request, LLMRequest)
+            assert isinstance(request, LLMRequest), request
             decoder = LLMStreamDecoder(
                 declared_tools=request.tool_names if request.tools else None,
                 max_event_size=self._max_event_size,
@@ -635,7 +669,8 @@ class Exchange:
         assert self.status is not None
         body = b"".join(self._held)
         self._held = []
-        self._fail(body_outcome(self.status, self._response_headers, body, now=self._now), out)
+        outcome = body_outcome if self._spec is None else self._spec.body_outcome
+        self._fail(outcome(self.status, self._response_headers, body, now=self._now), out)
 
     def _fail(self, failed: RequestFailed, out: list[ExchangeEvent]) -> None:
         self._failure = failed.failure

@@ -50,6 +50,7 @@ from .events import (
     Usage,
 )
 from .hub import hub_options, parallel_tool_calls
+from .llmstream._lifecycle import State
 from .llmstream.encoder import LLMStreamEncoder
 from .llmstream.request import (
     LLMMediaPart,
@@ -303,6 +304,15 @@ class OpenAIToLLMStream:
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._failed = False
+
+    @property
+    def done(self) -> bool:
+        """``stream.end`` was written (as every dialect's encoder says of its end marker)."""
+        return self.encoder.state is State.ENDED
+
+    def encode(self, event: Event) -> bytes:
+        """`feed`, under the name every dialect's encoder gives it."""
+        return self.feed(event)
 
     def feed(self, event: Event) -> bytes:
         """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried)."""

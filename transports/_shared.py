@@ -39,6 +39,7 @@ from typing import Final, TypedDict, TypeVar, final
 import attrs
 
 from .._deprecated import renamed
+from ..dialects import DialectRequest
 from ..errors import ConnectionFailedError as ConnectionFailedError  # it lived here
 from ..errors import (
     Failure,
@@ -51,9 +52,7 @@ from ..errors import RequestFailedError as RequestFailedError  # it lived here
 from ..errors import SvirTransportError as SvirTransportError  # the new name of one that did
 from ..events import Completion, Event, RequestFailed, Retrying
 from ..exchange import Exchange, ExchangeEvent, ModelsListed, ModelsRequest, Request, next_attempt
-from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo, ModelKind, merge_headers
-from ..openai.request import ChatRequest
 
 __all__ = [
     "DEFAULT_TIMEOUTS",
@@ -515,7 +514,7 @@ class SyncClientBase(_ClientBase):
 
     def stream_chat(
         self,
-        request: ChatRequest | LLMRequest,
+        request: DialectRequest,
         *,
         timeouts: Timeouts | None = None,
         retries: int | None = None,
@@ -551,7 +550,7 @@ class AsyncClientBase(_ClientBase):
 
     def stream_chat(
         self,
-        request: ChatRequest | LLMRequest,
+        request: DialectRequest,
         *,
         timeouts: Timeouts | None = None,
         retries: int | None = None,

@@ -33,11 +33,10 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the test environment ha
     ) from exc
 
 from ..connection import ClientConnection
+from ..dialects import DialectRequest
 from ..errors import ConnectionFailedError, StaleConnection, StreamTimeout, SvirProtocolError
 from ..exchange import ExchangeOptions, check_options
-from ..llmstream.request import LLMRequest
 from ..openai.endpoint import Endpoint, HeaderItems, ModelInfo
-from ..openai.request import ChatRequest
 from ._proxy import Proxy, Tunnel, proxy_for
 from ._shared import (
     DEFAULT_TIMEOUTS,
@@ -294,7 +293,7 @@ class Client(AsyncClientBase):
 
 def stream_chat(
     endpoint: Endpoint | str,
-    request: ChatRequest | LLMRequest,
+    request: DialectRequest,
     *,
     api_key: str | None = None,
     headers: HeaderItems | None = None,

@@ -11,14 +11,22 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
+from ..dialects import dialect
 from ..gateway._http import LOOPBACK_HOSTS
 from ..gateway.config import GatewayConfig
 from ..openai.endpoint import Endpoint
 
 __all__ = ["add_parser", "gateway"]
 
+UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini")
+KEY_VARIABLES: Final = {
+    "chat": "OPENAI_API_KEY",
+    "messages": "ANTHROPIC_API_KEY",
+    "responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+}
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
 
 
@@ -29,8 +37,18 @@ def add_parser(sub: Any) -> None:
         help="serve LLM-Stream and OpenAI in front of a server",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    g.add_argument("--upstream", required=True, help="the OpenAI-compatible server's base URL")
-    g.add_argument("--upstream-key", help="the upstream's API key (default: $OPENAI_API_KEY)")
+    g.add_argument("--upstream", required=True, help="the upstream server's base URL (to /v1)")
+    g.add_argument(
+        "--upstream-dialect", choices=UPSTREAM_DIALECTS, default="chat",
+        help="what the upstream speaks: OpenAI's Chat Completions (chat), Anthropic's Messages "
+        "(messages), OpenAI's Responses (responses) or Gemini (gemini); clients of the other "
+        "dialects are translated (default: chat)",
+    )  # fmt: skip
+    g.add_argument(
+        "--upstream-key",
+        help="the upstream's API key (default: $OPENAI_API_KEY; $ANTHROPIC_API_KEY for "
+        "messages, $GEMINI_API_KEY for gemini)",
+    )
     g.add_argument("--listen", default="127.0.0.1:8787", help="HOST:PORT")
     g.add_argument(
         "--token-file",
@@ -139,7 +157,8 @@ def token_of(args: Any, err: TextIO) -> str | None:
 def gateway(args: Any, err: TextIO = sys.stderr) -> int:
     """Run the gateway until SIGTERM or Ctrl-C; returns the exit status."""
     try:
-        key = args.upstream_key or os.environ.get("OPENAI_API_KEY") or None
+        dialect(args.upstream_dialect)  # its package is installed
+        key = args.upstream_key or os.environ.get(KEY_VARIABLES[args.upstream_dialect]) or None
         upstream = Endpoint.parse(args.upstream, key)
         host, _, port = args.listen.rpartition(":")
         if not host or not port.isdigit():
@@ -153,6 +172,7 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
             )
         config = GatewayConfig(
             upstream=upstream,
+            upstream_dialect=args.upstream_dialect,
             token=token,
             allowed_hosts=allowed,
             public_metrics=args.public_metrics,

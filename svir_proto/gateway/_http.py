@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import hmac
 import http
-import json
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 __all__: list[str] = []
 
@@ -33,12 +32,6 @@ def reason(status: int) -> bytes:
         return http.HTTPStatus(status).phrase.encode()
     except ValueError:
         return b"Unknown"
-
-
-def error_json(message: str, code: str, **extra: Any) -> bytes:
-    """OpenAI's error object (wire reference 5), which every client of ours reads."""
-    body = {"error": {"message": message, "type": code, "code": code, **extra}}
-    return json.dumps(body, ensure_ascii=False).encode()
 
 
 def host_name(value: str) -> str:

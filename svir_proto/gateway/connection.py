@@ -60,6 +60,7 @@ import h11
 
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
+from ..dialects import DialectName, StreamEncoder, dialect, translate_request
 from ..errors import CallerProtocolError, Failure, FailureKind
 from ..events import (
     RequestFailed,
@@ -70,14 +71,15 @@ from ..events import (
     ToolCall,
 )
 from ..exchange import ExchangeEvent, ModelsListed, PassThrough
-from ..llmstream._lifecycle import State
-from ..llmstream._wire import error_code
-from ..llmstream.negotiate import Dialect, request_dialect, response_dialect, unsupported_media_type
+from ..llmstream.negotiate import (
+    parse_media_type,
+    request_dialect,
+    response_dialect,
+    unsupported_media_type,
+)
 from ..llmstream.request import LLMRequest, RequestError
-from ..openai.encoder import ChatStreamEncoder
-from ..openai.request import ChatRequest
-from ..translate import OpenAIToLLMStream, llm_to_openai
-from ._http import bearer, error_json, host_allowed, reason, token_matches
+from ..openai.status import error_json
+from ._http import bearer, host_allowed, reason, token_matches
 from .config import GatewayConfig, GatewayState
 
 __all__ = [
@@ -95,9 +97,17 @@ __all__ = [
 
 Outcome = Literal["ok", "failed", "rejected", "cut", "cancelled"]
 Phase = Literal["idle", "head", "body", "answer", "closed"]
-Kind = Literal["chat", "models", "model", "local"]
+Kind = Literal["chat", "messages", "responses", "models", "model", "local"]
+ClientDialect = Literal["openai", "llm-stream", "messages", "responses"]
+"""The dialect a client is answered in: ``openai`` is OpenAI's Chat Completions."""
+_COMPLETIONS: Final = frozenset({"chat", "messages", "responses"})
+_WIRE: Final[dict[str, DialectName]] = {
+    "openai": "chat", "llm-stream": "llm-stream", "messages": "messages", "responses": "responses",
+}  # fmt: skip
 _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/v1/chat/completions": ("chat", ("POST",)),
+    "/v1/messages": ("messages", ("POST",)),
+    "/v1/responses": ("responses", ("POST",)),
     "/v1/models": ("models", ("GET", "HEAD")),
     "/healthz": ("local", ("GET", "HEAD")),
     "/readyz": ("local", ("GET", "HEAD")),
@@ -156,8 +166,8 @@ class Forward:
     as `ForwardBody` pieces and a `ForwardEnd`, as the client sends it; for one whose body is
     held, ``body`` is that body."""
 
-    request: ChatRequest | PassThrough
-    dialect: Dialect  # the client's response dialect
+    request: Any  # a typed request of the upstream's dialect, or a PassThrough
+    dialect: ClientDialect  # the client's response dialect
     body: bytes | None = None
 
 
@@ -244,7 +254,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.method = ""
         self.target = ""
         self.upstream_failure: FailureKind | None = None
-        self.dialect: Dialect | None = None  # the client's response dialect
+        self.dialect: ClientDialect | None = None  # the client's response dialect
         self.request_kind: Kind | None = None
         self.request_id: str | None = None
         self.events_forwarded = 0
@@ -253,7 +263,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """The request asked for a stream (``stream: true``, or any LLM-Stream request): the
         client expects SSE, so keep-alive comments may go to it."""
         self._mode: Literal["idle", "held", "pass", "forwarded", "answered"] = "idle"
-        self._ingress: Dialect | None = None
+        self._ingress: ClientDialect | None = None
+        self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
         self._slot = False  # this request holds a stream slot
@@ -264,8 +275,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._declared: frozenset[str] | None = None
         self._head_sent = False
         self._chunked = False  # the answer's body is chunked, framed here
-        self._llm: OpenAIToLLMStream | None = None
-        self._openai: ChatStreamEncoder | None = None
+        self._out: StreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -414,7 +424,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode = "answered"
             self._queue.append(LocalRequest(name=target[1:]))  # type: ignore[arg-type]
             return None
-        if kind != "chat":  # the model listing, or one model: relayed as it comes
+        if kind not in _COMPLETIONS:  # the model listing, or one model: relayed as it comes
             self.dialect = "openai"
             self.request_id = self._header_id or self.state.new_id()
             self._mode = "forwarded"
@@ -424,9 +434,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )  # fmt: skip
             self._queue.append(Forward(request=relay, dialect="openai"))
             return None
-        return self._chat(headers)
+        return self._completion(kind, headers)
 
-    def _chat(self, headers: dict[str, str]) -> None:
+    def _completion(self, kind: Kind, headers: dict[str, str]) -> None:
         cfg = self.config
         length_field = headers.get("content-length")
         length = int(length_field) if length_field is not None else None  # h11 checked digits
@@ -435,36 +445,54 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
                 close=True,
             )  # fmt: skip
-        dialect = request_dialect(headers.get("content-type"))
+        dialect: ClientDialect | None
+        answer: ClientDialect | None
+        if kind == "chat":
+            dialect = request_dialect(headers.get("content-type"))
+            answer = response_dialect(dialect, headers.get("accept")) if dialect else None
+        else:  # Rule 2: a vendor's own path takes its JSON, answered in its dialect
+            media = parse_media_type(headers.get("content-type") or "")[0]
+            vendor: ClientDialect = "messages" if kind == "messages" else "responses"
+            dialect = answer = vendor if media == "application/json" else None
         if dialect is None:
             status, extra, body = unsupported_media_type(headers.get("content-type"))
             return self._reply(status, extra, body, close=True, outcome="rejected")
+        assert answer is not None
         self._ingress = dialect
-        self.dialect = response_dialect(dialect, headers.get("accept"))
+        self.dialect = answer
+        upstream = cfg.upstream_dialect
+        self._translated = _WIRE[dialect] != upstream  # Rule 2: else relayed as it comes
         if not self.state.admit_stream():
             self.state.metrics.refused["streams"] += 1
             return self._busy("the gateway holds as many streams as it may")
         self._slot = True
-        held = dialect == "llm-stream" or length is None or length <= cfg.hold_below
+        held = self._translated or length is None or length <= cfg.hold_below
         if held and length is not None:
             if not self.state.hold(length):
                 self.state.metrics.refused["buffered"] += 1
                 return self._busy("the gateway holds as many request bodies as it may")
             self._held = length
-        self._scanner = RequestScanner() if dialect == "openai" else None
+        self._scanner = None if self._translated else RequestScanner()
         if held:
             self._mode = "held"
         else:
             assert length is not None
             self._mode = "pass"
             self.request_id = self._header_id or self.state.new_id()
-            self._pass = PassThrough(
-                content_length=length, relay=self.dialect == "openai",
-                headers=(("X-Request-Id", self.request_id),),
-            )  # fmt: skip
+            self._pass = self._relay(length)
             self._queue.append(Forward(request=self._pass, dialect=self.dialect))
         self._continue()
         return None
+
+    def _relay(self, length: int) -> PassThrough:
+        """The request passed upstream as the client sent it, in the upstream's own dialect:
+        its answer is relayed, unless an OpenAI client asked for LLM-Stream's."""
+        assert self.request_id is not None
+        wire = _WIRE[self._ingress or "openai"]
+        return PassThrough(
+            content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
+            target=dialect(wire).path or "", headers=(("X-Request-Id", self.request_id),),
+        )  # fmt: skip
 
     def _continue(self) -> None:
         """Rule 3: the request is admitted; a client waiting for ``100 Continue`` gets it."""
@@ -507,23 +535,22 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode = "forwarded"
             body = bytes(self._body)
             self._body = bytearray()
-            if self._ingress == "llm-stream":
+            if self._translated:
+                given, to = _WIRE[self._ingress or "openai"], self.config.upstream_dialect
                 if len(body) <= PREPARE_IN_PLACE:
-                    self.prepared(_prepare_llm(body))
+                    self.prepared(_prepare(body, given, to))
                 else:
-                    self._queue.append(Prepare(run=lambda: _prepare_llm(body)))
+                    self._queue.append(Prepare(run=lambda: _prepare(body, given, to)))
                 return
             scanner = self._scanner
             assert scanner is not None
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
             self.request_id = scanner.request_id or self._header_id or self.state.new_id()
-            relay = PassThrough(
-                content_length=len(body), relay=self.dialect == "openai",
-                declared_tools=self._declared, include_usage=scanner.include_usage,
-                accept="text/event-stream" if self.streaming_request else "application/json",
-                headers=(("X-Request-Id", self.request_id),),
-            )  # fmt: skip
+            relay = self._relay(len(body))
+            relay.declared_tools = self._declared
+            relay.include_usage = scanner.include_usage
+            relay.accept = "text/event-stream" if self.streaming_request else "application/json"
             self._unhold()
             self._queue.append(Forward(request=relay, dialect=self.dialect or "openai", body=body))
         elif self._mode == "pass":
@@ -539,7 +566,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _learn(self, scanner: RequestScanner) -> None:
         self._model = scanner.model or ""
-        self._declared = frozenset(scanner.tools) if scanner.tools else None
+        if self._ingress == "openai":  # the scanner reads OpenAI's tools (function.name)
+            self._declared = frozenset(scanner.tools) if scanner.tools else None
 
     def prepared(self, outcome: object) -> None:
         """What a `Prepare`'s ``run`` returned: the request goes upstream, or is refused."""
@@ -551,14 +579,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._reject(400, str(outcome), "invalid_request")
             return
         assert isinstance(outcome, tuple)
-        request, chat = outcome
-        assert isinstance(request, LLMRequest)
-        assert isinstance(chat, ChatRequest)
-        self.request_id = request.request_id or self._header_id or self.state.new_id()
+        hub, upstream = outcome
+        assert isinstance(hub, LLMRequest)
+        self.request_id = hub.request_id or self._header_id or self.state.new_id()
         self.streaming_request = True
-        self._model = request.model
-        self._declared = request.tool_names if request.tools else None
-        self._queue.append(Forward(request=chat, dialect=self.dialect or "llm-stream"))
+        self._model = hub.model
+        self._declared = hub.tool_names if hub.tools else None
+        self._queue.append(Forward(request=upstream, dialect=self.dialect or "llm-stream"))
 
     def _unhold(self) -> None:
         if self._held:
@@ -671,30 +698,25 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:
         """A stream event in the client's dialect, unframed."""
         self.events_forwarded += 1
-        if self.dialect == "llm-stream":
-            if isinstance(event, ToolCall) and event.declared is False:  # Rule 6, draft 8.2
-                event = StreamFailed(
-                    error=Failure(
-                        kind=FailureKind.REJECTED,
-                        message=f"the model called {event.name!r}, which the request did not "
-                        "declare; the gateway does not pass it on (draft section 8.2)",
-                        code="undeclared_tool",
-                    )
+        undeclared = isinstance(event, ToolCall) and event.declared is False
+        if undeclared and self.dialect == "llm-stream":  # Rule 6, draft 8.2
+            assert isinstance(event, ToolCall)
+            event = StreamFailed(
+                error=Failure(
+                    kind=FailureKind.REJECTED,
+                    message=f"the model called {event.name!r}, which the request did not "
+                    "declare; the gateway does not pass it on (draft section 8.2)",
+                    code="undeclared_tool",
                 )
-            return self._translator(now).feed(event)  # type: ignore[arg-type]
-        return self._encoder().encode(event)  # type: ignore[arg-type]
-
-    def _translator(self, now: int) -> OpenAIToLLMStream:
-        if self._llm is None:
-            self._llm = OpenAIToLLMStream(
-                model=self._model, request_id=self.request_id, created=now
             )
-        return self._llm
+        return self._encoder(now).encode(event)  # type: ignore[arg-type]
 
-    def _encoder(self) -> ChatStreamEncoder:
-        if self._openai is None:
-            self._openai = ChatStreamEncoder(tool_call_deltas=True)
-        return self._openai
+    def _encoder(self, now: int) -> StreamEncoder:
+        if self._out is None:
+            spec = dialect(_WIRE[self.dialect or "openai"])
+            model = self._model if self.dialect != "openai" else ""
+            self._out = spec.encoder(model, self.request_id or "", now)
+        return self._out
 
     def _stream_head(
         self, status: int = 200, headers: list[tuple[str, str]] | None = None
@@ -723,10 +745,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         client sees the connection close before the chunked body's end."""
         out = self._chunk(data)
         self._mode = "answered"
-        if self._llm is not None:
-            marker = self._llm.encoder.state is State.ENDED
-        else:
-            marker = self._openai is not None and self._openai.done
+        marker = self._out is not None and self._out.done
         if complete or marker:
             self.outcome = "ok" if complete else "failed"
             out += self._end_of_body()
@@ -750,17 +769,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 code="upstream_authentication",
                 status=502,
             )
-        status = failure.status if failure.status and failure.status >= 400 else 502
+        spec = dialect(_WIRE[self.dialect or "openai"])
         headers = [("Content-Type", "application/json")]
         if failure.retry_after is not None:
             headers.append(("Retry-After", str(max(0, round(failure.retry_after)))))
-        code = (
-            error_code(failure.kind)
-            if self.dialect == "llm-stream"
-            else failure.code or failure.kind.value
-        )
-        body = error_json(failure.message, code, kind=failure.kind.value)
-        return self._response(status, headers, body, close=False)
+        body = spec.error_body(failure)  # Rule 5: the client's dialect's error object
+        return self._response(spec.error_status(failure), headers, body, close=False)
 
     def upstream_broken(
         self, reason: str, *, kind: FailureKind = FailureKind.TRANSIENT, now: int = 0
@@ -780,19 +794,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """A failure once the stream's head went out: its error and end marker (Rule 5), or a
         cut for an answer that is not a stream of ours."""
         self.upstream_failure = failure.kind
-        if self.head_only or self.request_kind != "chat" or self._relaying == "raw":
+        if self.head_only or self.request_kind not in _COMPLETIONS or self._relaying == "raw":
             self.outcome = "cut"
             self._mode = "answered"
             self._h11.send_failed()
             return b""
         self.events_forwarded += 1
-        event = StreamFailed(error=failure)
-        if self.dialect == "llm-stream":
-            translator = self._translator(now)
-            data = translator.feed(event) + translator.feed(StreamEnded(complete=False, done=True))
-        else:
-            encoder = self._encoder()
-            data = encoder.encode(event) + encoder.encode(StreamEnded(complete=False, done=True))
+        encoder = self._encoder(now)
+        data = encoder.encode(StreamFailed(error=failure))
+        data += encoder.encode(StreamEnded(complete=False, done=True))
         self.outcome = "failed"
         self._mode = "answered"
         return self._chunk(data) + self._end_of_body()
@@ -813,7 +823,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def keepalive(self) -> bytes:
         """An SSE comment for a client that waits (`GatewayConfig.keepalive`), the stream's
         head first if it was not sent; ``b""`` for an answer that is not a stream of ours."""
-        if self._mode == "answered" or self.request_kind != "chat" or self._relaying == "raw":
+        if (
+            self._mode == "answered"
+            or self.request_kind not in _COMPLETIONS
+            or self._relaying == "raw"
+        ):
             return b""
         head = b"" if self._head_sent else self._stream_head()
         return head + self._chunk(KEEPALIVE)
@@ -900,12 +914,20 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     return None, ()
 
 
-def _prepare_llm(body: bytes) -> object:
-    """Parse and translate an LLM-Stream request: ``(LLMRequest, ChatRequest)``, or the error
-    that refuses it. Pure: safe to run in a worker thread."""
+def _prepare(body: bytes, given: DialectName, to: DialectName) -> object:
+    """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
+    ``(the neutral request, the upstream's request)``, or the error that refuses it (Rule 2:
+    only a stream is translated). Pure: safe to run in a worker thread."""
     try:
-        request = LLMRequest.parse(body)
-        return request, llm_to_openai(request)
+        request = dialect(given).parse(body)
+        if getattr(request, "stream", True) is not True:
+            raise RequestError(
+                "$.stream",
+                f"the gateway translates this request for a {to} upstream, and translates "
+                'streams only: send "stream": true',
+            )
+        hub = dialect(given).to_hub(request)
+        return hub, translate_request(hub, to)
     except RequestError as exc:
         return exc
     except ValueError as exc:

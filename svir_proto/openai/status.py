@@ -22,8 +22,9 @@ upstream's, and the gateway adds its own before any upstream request is made.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 from .._json import canonical
 from ..errors import Failure, FailureKind
@@ -34,6 +35,9 @@ __all__ = [
     "MAX_ERROR_BODY",
     "UNEXPECTED_CONTENT_ENCODING",
     "body_outcome",
+    "error_body",
+    "error_json",
+    "error_status",
     "head_outcome",
     "parse_retry_after",
 ]
@@ -209,3 +213,19 @@ def parse_retry_after(headers: Headers, *, now: float | None = None) -> float | 
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - now)
+
+
+def error_json(message: str, code: str, **extra: Any) -> bytes:
+    """OpenAI's error object (wire reference 5), the shape every OpenAI client reads."""
+    body = {"error": {"message": message, "type": code, "code": code, **extra}}
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def error_body(failure: Failure) -> bytes:
+    """The error object a server of this dialect answers ``failure`` with."""
+    return error_json(failure.message, failure.code or failure.kind.value, kind=failure.kind.value)
+
+
+def error_status(failure: Failure) -> int:
+    """The HTTP status for ``failure``: its own when it has one (4xx, 5xx), else 502."""
+    return failure.status if failure.status is not None and failure.status >= 400 else 502

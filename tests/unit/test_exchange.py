@@ -54,7 +54,7 @@ def test_what_to_send_for_each_request() -> None:
     models = Exchange(EP, ModelsRequest())
     assert (models.method, models.target, models.body) == ("GET", "/v1/models", None)
     assert "Content-Length" not in dict(models.headers)
-    with pytest.raises(TypeError, match="ChatRequest, LLMRequest, ModelsRequest or PassThrough"):
+    with pytest.raises(TypeError, match="typed request of a dialect"):
         Exchange(EP, "hi")  # type: ignore[arg-type]
 
 

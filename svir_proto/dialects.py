@@ -1,0 +1,317 @@
+"""The dialect registry: what each dialect's package gives the layers above it (an `Exchange`,
+the gateway, the ``svir`` command), found by name or by a request's type, so that none of
+them names a dialect's modules (ARCHITECTURE.md, "Dialects: one hub, N adapters").
+
+Rule 1: a dialect is a package with the same parts (``request``, ``stream``, ``encoder``,
+    ``status``, ``hub``); its `DialectSpec` is built from them on first use, so importing this
+    module imports no dialect.
+Rule 2: a request goes where its dialect's API puts it, from the endpoint's prefix (the path
+    up to ``/v1``): ``/chat/completions``, ``/messages``, ``/responses``; Gemini's path names
+    the model and the API version (``/v1beta/models/M:streamGenerateContent?alt=sse``) from
+    the endpoint's root.
+Rule 3: the endpoint's key goes where the dialect's API expects it: ``Authorization: Bearer``
+    (OpenAI's two APIs, LLM-Stream), ``x-api-key`` with ``anthropic-version`` (Anthropic),
+    ``x-goog-api-key`` (Gemini).
+Rule 4: translating a request of dialect A to dialect B is ``B.from_hub(A.to_hub(request))``
+    (`translate_request`); a request of the target's own dialect is never translated.
+
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
+
+import attrs
+
+if TYPE_CHECKING:  # pragma: no cover - types only
+    from .body import RequestBody
+    from .errors import Failure
+    from .events import Completion, Event, RequestFailed
+    from .llmstream.request import LLMRequest
+    from .openai.endpoint import Endpoint
+    from .sse import Errors
+
+__all__ = [
+    "DIALECTS",
+    "DialectName",
+    "DialectRequest",
+    "DialectSpec",
+    "StreamDecoder",
+    "StreamEncoder",
+    "dialect",
+    "dialect_of",
+    "translate_request",
+]
+
+DialectName = Literal["chat", "messages", "responses", "gemini", "llm-stream"]
+DIALECTS: Final[tuple[DialectName, ...]] = ("chat", "messages", "responses", "gemini", "llm-stream")
+"""Every dialect, in the order the ``svir`` command lists them."""
+
+
+class StreamDecoder(Protocol):
+    """What every dialect's stream decoder offers (`svir_proto._dialect.DialectDecoder`)."""
+
+    @property
+    def result(self) -> Completion: ...
+    @property
+    def terminal(self) -> Event | None: ...
+    @property
+    def error(self) -> BaseException | None: ...
+    def feed(self, data: bytes) -> list[Event]: ...
+    def close(self) -> list[Event]: ...
+
+
+class DialectRequest(Protocol):
+    """What every dialect's typed request offers."""
+
+    @property
+    def tool_names(self) -> frozenset[str]: ...
+    def body(self, *, piece_size: int = ...) -> RequestBody: ...
+
+
+class StreamEncoder(Protocol):
+    """What every dialect's stream encoder offers: the bytes for one vocabulary event, and
+    whether the dialect's end of stream was written."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def encode(self, event: Event) -> bytes: ...
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DialectSpec:
+    """One dialect, as the layers above the dialect packages use it.
+
+    Attributes:
+        name: the registry's name (`DIALECTS`).
+        request_type: the typed request (``ChatRequest``, ``MessagesRequest``, ...).
+        path: where the API serves it, from the endpoint's prefix (Rule 2); ``None`` when the
+            path depends on the request (Gemini: `target`).
+        parse: a request body read into the typed request, for the server side.
+        to_hub, from_hub: the dialect's adapters to and from the neutral request.
+        decoder: makes the stream decoder for a request (its declared tools) and the options.
+        encoder: makes the stream encoder: ``encoder(model, response_id, created)``.
+        body_outcome: the `RequestFailed` of a response that is not a stream.
+        error_body: the dialect's error body for a failure, and `error_status` its status.
+        accept: the ``Accept`` header its requests send.
+    """
+
+    name: DialectName
+    request_type: type
+    path: str | None
+    parse: Callable[[bytes], Any]
+    to_hub: Callable[[Any], LLMRequest]
+    from_hub: Callable[[LLMRequest], Any]
+    decoder: Callable[..., StreamDecoder]
+    encoder: Callable[[str, str, int], StreamEncoder]
+    body_outcome: Callable[..., RequestFailed]
+    error_body: Callable[[Failure], bytes]
+    error_status: Callable[[Failure], int]
+    auth: Callable[[str], list[tuple[str, str]]]
+    accept: str = "text/event-stream"
+
+    def target(self, request: Any, endpoint: Endpoint) -> str:
+        """The request's path on ``endpoint`` (Rule 2)."""
+        if self.path is not None:
+            return endpoint.prefix + self.path
+        root = endpoint.prefix[: -len("/v1")] if endpoint.prefix.endswith("/v1") else ""
+        return root + str(request.target())
+
+    def headers(self, head: list[tuple[str, str]], api_key: str | None) -> list[tuple[str, str]]:
+        """``head`` (an `Endpoint`'s headers, which send the key as a bearer token) with the
+        key where this dialect sends it instead (Rule 3); a header the caller set stays."""
+        if api_key is None or self.auth is _bearer:
+            return head
+        bearer = ("Authorization", f"Bearer {api_key}")
+        kept = [item for item in head if item != bearer]
+        taken = {k.lower() for k, _ in kept}
+        return kept + [(k, v) for k, v in self.auth(api_key) if k.lower() not in taken]
+
+    def new_decoder(
+        self,
+        declared: Collection[str] | None,
+        *,
+        max_event_size: int,
+        max_result_size: int,
+        max_tool_calls: int,
+        errors: Errors,
+    ) -> StreamDecoder:
+        """The stream decoder for an answer to a request that declared these tools."""
+        return self.decoder(
+            declared_tools=declared if declared else None,
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            max_tool_calls=max_tool_calls,
+            errors=errors,
+        )
+
+
+def _bearer(key: str) -> list[tuple[str, str]]:
+    return [("Authorization", f"Bearer {key}")]
+
+
+def _without(option: str, make: Callable[..., StreamDecoder]) -> Callable[..., StreamDecoder]:
+    """``make`` for the options of `DialectSpec.new_decoder`, but one it does not take."""
+
+    def decoder(**options: Any) -> StreamDecoder:
+        options.pop(option)
+        return make(**options)
+
+    return decoder
+
+
+def _parse_chat(body: bytes) -> Any:
+    from ._json import canonical
+    from .llmstream.request import RequestError
+    from .openai.request import ChatRequest
+
+    try:
+        doc = canonical(body)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise RequestError("$", f"the body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise RequestError("$", "the body must be a JSON object")
+    try:
+        return ChatRequest.from_openai(doc)
+    except (ValueError, TypeError) as exc:  # its messages name the path
+        raise RequestError("$", str(exc)) from None
+
+
+def _chat() -> DialectSpec:
+    from . import translate
+    from .openai import encoder, request, status, stream
+
+    return DialectSpec(
+        name="chat",
+        request_type=request.ChatRequest,
+        path="/chat/completions",
+        parse=_parse_chat,
+        to_hub=translate.openai_to_llm,
+        from_hub=translate.llm_to_openai,
+        decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
+        encoder=lambda model, rid, created: encoder.ChatStreamEncoder(
+            tool_call_deltas=True, model=model, response_id=rid or "chatcmpl-svir", created=created
+        ),
+        body_outcome=status.body_outcome,
+        error_body=status.error_body,
+        error_status=status.error_status,
+        auth=_bearer,
+    )
+
+
+def _messages() -> DialectSpec:
+    from .anthropic import encoder, hub, request, status, stream
+
+    return DialectSpec(
+        name="messages",
+        request_type=request.MessagesRequest,
+        path="/messages",
+        parse=request.MessagesRequest.parse,
+        to_hub=hub.to_hub,
+        from_hub=hub.from_hub,
+        decoder=stream.MessagesStreamDecoder,
+        encoder=lambda model, rid, created: encoder.MessagesStreamEncoder(
+            model=model, message_id=rid or "msg_svir", created=created
+        ),
+        body_outcome=status.body_outcome,
+        error_body=status.error_body,
+        error_status=status.error_status,
+        auth=lambda key: [
+            (k, v) for k, v in request.headers(key) if k in ("x-api-key", "anthropic-version")
+        ],
+    )
+
+
+def _llm_error_body(failure: Failure) -> bytes:
+    from .llmstream._wire import error_code
+    from .openai.status import error_json
+
+    return error_json(failure.message, error_code(failure.kind), kind=failure.kind.value)
+
+
+def _llm_stream() -> DialectSpec:
+    from . import translate
+    from .llmstream import negotiate, request, stream
+    from .openai import status
+
+    return DialectSpec(
+        name="llm-stream",
+        request_type=request.LLMRequest,
+        path="/chat/completions",
+        parse=request.LLMRequest.parse,
+        to_hub=lambda r: r,
+        from_hub=lambda r: r,
+        decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
+        encoder=lambda model, rid, created: translate.OpenAIToLLMStream(
+            model=model, request_id=rid or None, created=created
+        ),
+        body_outcome=status.body_outcome,
+        error_body=_llm_error_body,
+        error_status=status.error_status,
+        auth=_bearer,
+        accept=negotiate.ACCEPT_LLM_STREAM,
+    )
+
+
+_BUILDERS: Final[dict[str, Callable[[], DialectSpec]]] = {
+    "chat": _chat,
+    "messages": _messages,
+    "llm-stream": _llm_stream,
+}
+# the package that holds each dialect's request type, for `dialect_of` without imports
+_PACKAGES: Final = {
+    "openai": "chat",
+    "anthropic": "messages",
+    "responses": "responses",
+    "gemini": "gemini",
+    "llmstream": "llm-stream",
+}
+_BUILT: dict[str, DialectSpec] = {}
+
+
+def dialect(name: str) -> DialectSpec:
+    """The dialect called ``name`` (`DIALECTS`).
+
+    Raises:
+        ValueError: no such dialect, or its package is not part of this installation.
+    """
+    spec = _BUILT.get(name)
+    if spec is None:
+        builder = _BUILDERS.get(name)
+        if builder is None:
+            known = ", ".join(n for n in DIALECTS if n in _BUILDERS)
+            raise ValueError(f"no dialect {name!r}: the dialects are {known}")
+        spec = _BUILT[name] = builder()
+    return spec
+
+
+def dialect_of(request: object) -> DialectSpec | None:
+    """The dialect of a typed request, or ``None`` for anything else."""
+    module = type(request).__module__
+    if not module.startswith("svir_proto."):
+        return None
+    name = _PACKAGES.get(module.split(".")[1])
+    if name is None or name not in _BUILDERS:
+        return None
+    spec = dialect(name)
+    return spec if isinstance(request, spec.request_type) else None
+
+
+def translate_request(request: object, to: str) -> Any:
+    """``request`` (of any dialect) as a request of dialect ``to``, through the hub (Rule 4).
+
+    Raises:
+        TypeError: ``request`` is not a typed request of a dialect.
+        ValueError: no dialect ``to``; or what the target cannot carry (its ``from_hub``).
+    """
+    source = dialect_of(request)
+    if source is None:
+        raise TypeError(f"not a request of any dialect: {request!r}")
+    target = dialect(to)
+    if source is target:
+        return request
+    return target.from_hub(source.to_hub(request))

@@ -1,0 +1,128 @@
+"""The gateway between dialects, against the real thing: llama.cpp answers Chat Completions and
+Messages itself, so each real client (the ``anthropic`` and ``openai`` packages, our LLM-Stream
+client) is sent one request directly to llama.cpp's endpoint for its dialect and once through
+the gateway to an upstream of each dialect (``upstream_dialect``). Through the gateway it must
+report what it reports directly: the final text, the tool calls, the finish, the usage
+(issue 19 item 5)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import dialects
+from svir_proto.anthropic import MessagesRequest
+from svir_proto.llmstream import LLMRequest
+from svir_proto.openai import ChatRequest
+from svir_proto.transports.blocking import stream_chat
+from tests.gateway.test_gateway_server import gateway
+from tests.live import anthropic_cases as cases
+from tests.live.test_anthropic import kwargs, sdk
+
+anthropic = pytest.importorskip("anthropic")
+openai = pytest.importorskip("openai")
+
+UPSTREAMS = ("chat", "messages")
+
+
+def _message(message: Any) -> dict[str, Any]:
+    """What an Anthropic client reads of a whole message. The input it was billed for is
+    ``input_tokens`` plus the cache's: Anthropic counts cache reads apart, and a gateway that
+    translates OpenAI's ``cached_tokens`` does so; llama.cpp's own /v1/messages puts them in
+    ``input_tokens`` (its prompt cache holds the direct request's prefix when the gateway's
+    comes)."""
+    u = message.usage
+    cache = (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
+    return {
+        "text": "".join(b.text for b in message.content if b.type == "text"),
+        "calls": [(b.name, b.input) for b in message.content if b.type == "tool_use"],
+        "stop": message.stop_reason,
+        "usage": (u.input_tokens + cache, u.output_tokens),
+    }
+
+
+def _anthropic(base: str, request: MessagesRequest) -> dict[str, Any]:
+    with sdk(base) as client, client.messages.stream(**kwargs(request)) as s:
+        return _message(s.get_final_message())
+
+
+def _openai(base: str, request: ChatRequest) -> dict[str, Any]:
+    doc = json.loads(request.body().read())
+    for key in ("stream", "stream_options"):
+        doc.pop(key, None)
+    with openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client:
+        chunks = list(
+            client.chat.completions.create(
+                **doc, stream=True, stream_options={"include_usage": True}
+            )
+        )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    pieces: dict[int, list[str]] = {}
+    names: dict[int, str] = {}
+    finish = None
+    for c in chunks:
+        for choice in c.choices:
+            finish = choice.finish_reason or finish
+            for call in choice.delta.tool_calls or []:
+                if call.function and call.function.name:
+                    names[call.index] = call.function.name
+                pieces.setdefault(call.index, []).append(
+                    (call.function.arguments if call.function else None) or ""
+                )
+    usage = next((c.usage for c in chunks if c.usage), None)
+    assert usage is not None
+    return {
+        "text": text,
+        "calls": [(names[i], json.loads("".join(pieces[i]))) for i in sorted(pieces)],
+        "stop": finish,
+        "usage": (usage.prompt_tokens, usage.completion_tokens),
+    }
+
+
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_the_anthropic_package_through_the_gateway(llama: str, upstream: str, name: str) -> None:
+    request = cases.STREAMS[name]
+    direct = _anthropic(llama, request)
+    with gateway(llama, upstream_dialect=upstream) as (base, _):
+        through = _anthropic(base, request)
+    assert through == direct
+    assert direct["text"] or direct["calls"]
+
+
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_the_openai_package_through_the_gateway(llama: str, upstream: str, name: str) -> None:
+    request = dialects.translate_request(cases.STREAMS[name], "chat")
+    assert isinstance(request, ChatRequest)
+    direct = _openai(llama, request)
+    with gateway(llama, upstream_dialect=upstream) as (base, _):
+        through = _openai(base, request)
+    assert through == direct
+    assert direct["text"] or direct["calls"]
+
+
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_our_clients_of_each_dialect_agree(llama: str, name: str) -> None:
+    """`stream_chat` sends a request of any dialect where its API puts it: the Messages
+    request to llama.cpp's /v1/messages, its translations to /v1/chat/completions, and the
+    LLM-Stream request through a gateway to a Messages upstream."""
+    request = cases.STREAMS[name]
+
+    def seen(base: str, req: Any) -> tuple[Any, ...]:
+        with stream_chat(base, req, api_key="k") as s:
+            list(s)
+        r = s.result
+        calls = tuple((c.name, c.parse_arguments().value) for c in r.tool_calls)
+        assert r.usage is not None
+        return r.text, calls, r.finish_reason, r.usage.prompt_tokens, r.usage.completion_tokens
+
+    messages = seen(llama, request)
+    chat = seen(llama, dialects.translate_request(request, "chat"))
+    assert chat == messages
+    hub = dialects.translate_request(request, "llm-stream")
+    assert isinstance(hub, LLMRequest)
+    with gateway(llama, upstream_dialect="messages") as (base, _):
+        assert seen(base, hub) == messages
