@@ -40,3 +40,12 @@ def test_gateway_benchmark_runs_and_loses_nothing() -> None:
 
     out = bench_gateway.run(streams_n=4, chunks=20, backend="asyncio")
     assert "answers that differ from the upstream's: 0 through the gateway, 0 direct" in out
+
+
+def test_soak_benchmark_runs_and_leaves_nothing_held() -> None:
+    from benchmarks import soak as bench_soak
+
+    out = bench_soak.run(seconds=2, streams=8, backend="asyncio")
+    assert "gateway alive afterwards: yes" in out
+    assert "slots left held afterwards: 0, body-budget bytes left held: 0" in out
+    assert "lost: 0" in out

@@ -29,7 +29,9 @@ Scenarios (``ARG`` in seconds unless said):
 - ``status:CODE``: an error in OpenAI's shape (429 and 503 with ``Retry-After: 7``).
 - ``json``: a non-stream ``chat.completion`` answer (also what ``ok`` gives to ``stream`` false).
 - ``continue``: ``100 Continue`` first. ``switch``: ``101 Switching Protocols`` and garbage.
-- ``both-framing``: Content-Length and ``Transfer-Encoding: chunked`` both, sizes differing.
+- ``both-framing``: Content-Length and ``Transfer-Encoding: chunked`` both, sizes differing;
+  ``both-framing-json``: the same for a JSON answer. ``short-json``: a JSON answer shorter than
+  its Content-Length, then a close.
 - ``trailing-garbage``: a whole answer, then junk on the kept-alive connection.
 - ``invalid-utf8``: an event holding ``\\xff``. ``done-then-more``: events after ``[DONE]``.
 - ``html``: 200 ``text/html``. ``no-done``: the stream without ``[DONE]``.
@@ -303,7 +305,7 @@ class _Conn:
             "chunk-overflow", "huge-head", "many-headers", "endless-event", "flood", "status",
             "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
             "done-then-more", "html", "no-done", "stall-forever", "big-json",
-            "head-only-close",
+            "head-only-close", "both-framing-json", "short-json",
         }  # fmt: skip
         if name not in known:
             name, args = "ok", []
@@ -503,6 +505,17 @@ class _Conn:
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 10\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n" + body
         )
+        return False
+
+    def _both_framing_json(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        self.send(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + chunk(JSON_ANSWER) + b"0\r\n\r\n"
+        )
+        return False
+
+    def _short_json(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        self.send(_json_head(200, len(JSON_ANSWER) + 100) + JSON_ANSWER)
         return False
 
     def _trailing_garbage(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:

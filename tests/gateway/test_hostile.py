@@ -426,6 +426,26 @@ def test_connection_close_is_honoured(gw: Gateway) -> None:
     healthy(gw)
 
 
+@pytest.mark.parametrize("dialect", ["openai", "llm-stream"])
+@pytest.mark.parametrize("scenario", ["ok", "drip", "stall-head:1.5"])
+def test_a_stream_asked_with_connection_close_arrives_whole(
+    gw: Gateway, dialect: str, scenario: str
+) -> None:
+    """``Connection: close`` (curl with ``-H 'Connection: close'``, many scripts, HTTP/1.0
+    proxies): the answer must still arrive whole before the close, however slowly the upstream
+    streams it."""
+    rid = tag(scenario)
+    body = openai_body(rid) if dialect == "openai" else llm_body(rid)
+    kind = "application/json" if dialect == "openai" else LLM
+    got, closed = one(gw, post(body, kind=kind, extra="Connection: close\r\n"), seconds=30)
+    assert got and got[0].status == 200, got
+    assert got[0].complete, f"the answer was cut before its end: {got[0].body[-300:]!r}"
+    result = openai_result(got[0].body) if dialect == "openai" else llm_result(got[0].body)
+    assert result.complete and result.text == OK_TEXT
+    assert closed
+    healthy(gw)
+
+
 def test_every_status_line_has_its_reason_phrase(gw: Gateway) -> None:
     cases = [
         get("/healthz"), get("/nope"), get("/v1/chat/completions"),
@@ -1303,6 +1323,22 @@ def test_an_upstream_odd_but_valid_answer_is_relayed_whole(
     if scenario != "replay:openai:keepalive-and-ping":
         assert result.text == OK_TEXT, r.body[-400:]
     assert result.error is None
+    healthy(gw)
+
+
+@pytest.mark.parametrize("scenario", ["both-framing-json", "short-json", "gzip", "rst-head",
+                                      "switch", "huge-head:256", "bad-chunk"])  # fmt: skip
+def test_a_non_stream_answer_that_breaks_http_is_a_failure(gw: Gateway, scenario: str) -> None:
+    """A relayed answer (not a stream) whose framing is broken: a 502, or a cut. RFC 9112 6.3:
+    with both framings, chunked wins and "an intermediary that chooses to forward the message
+    MUST first remove the received Content-Length field" (relayed, the body overruns it and
+    h11 refuses to write it)."""
+    r, _ = ask(gw, scenario, "openai", stream=False)
+    assert r.status in (200, 502), r
+    if r.status == 200 and scenario == "both-framing-json":
+        assert r.complete and json.loads(r.body)["choices"], r
+    elif r.status == 200:
+        assert not r.complete, "a broken answer was relayed as if whole"
     healthy(gw)
 
 
