@@ -79,9 +79,7 @@ _FINISH = json.dumps(
 ).encode()
 _END = b"data: " + _FINISH + b"\n\n"
 TAIL = b"%x\r\n%s\r\n" % (len(_END), _END) + b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
-HEAD = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-)
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
 async def _upstream_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -293,7 +291,7 @@ def run(seconds: float, streams: int, backend: str, pace: float = 0.02) -> str:
     assert upstream.stdout is not None
     up_port = int(upstream.stdout.readline())
     gw_port = _free_port()
-    log = tempfile.NamedTemporaryFile(prefix="svir-soak-", suffix=".log", delete=False)
+    log = tempfile.NamedTemporaryFile(prefix="svir-soak-", suffix=".log", delete=False)  # noqa: SIM115 - closed in the finally below, kept if the gateway died
     gateway = subprocess.Popen(
         [sys.executable, "-m", "svir_proto.cli", "gateway", "--upstream",
          f"http://127.0.0.1:{up_port}", "--listen", f"127.0.0.1:{gw_port}",
@@ -337,7 +335,8 @@ def run(seconds: float, streams: int, backend: str, pace: float = 0.02) -> str:
         f"soak: {streams} concurrent clients for {seconds:g} s on {backend}, {EVENTS} events "
         f"per stream every {pace:g} s (file limit {limit})",
         f"gateway alive afterwards: {'yes' if alive else 'NO (its log: ' + log.name + ')'}",
-        f"errors in its log: {len(failures)}" + (f" (first: {failures[0][:200]})" if failures else ""),
+        f"errors in its log: {len(failures)}"
+        + (f" (first: {failures[0][:200]})" if failures else ""),
         f"streams completed: {out['completed']}, lost: {out['lost']}",
         "other outcomes: "
         + ", ".join(f"{k} {v}" for k, v in sorted(out.items()) if k not in ("completed", "lost")),

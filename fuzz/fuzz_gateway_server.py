@@ -30,9 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.gateway's upstream
 
 from _harness import cuts, fuzz
 
@@ -156,8 +155,13 @@ def _request(scenario: str, llm: bool) -> bytes:
     rid = f"{scenario}~fuzz"
     if llm:
         body = json.dumps(
-            {"version": "1.0", "stream": True, "model": "m", "metadata": {"request_id": rid},
-             "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+            {
+                "version": "1.0",
+                "stream": True,
+                "model": "m",
+                "metadata": {"request_id": rid},
+                "messages": [{"role": "user", "content": "hi"}],
+            }
         ).encode()
         kind = "application/llm-request+json"
     else:

@@ -28,9 +28,19 @@ from svir_proto.gateway.session import Connect, Release, Work
 from svir_proto.openai import Endpoint
 
 OPS = (
-    "client", "client-eof", "connected", "upstream", "upstream-eof", "upstream-failed",
-    "pause", "resume", "tick", "advance", "work", "shutdown",
-)  # fmt: skip
+    "client",
+    "client-eof",
+    "connected",
+    "upstream",
+    "upstream-eof",
+    "upstream-failed",
+    "pause",
+    "resume",
+    "tick",
+    "advance",
+    "work",
+    "shutdown",
+)
 CARRY = frozenset({"client", "upstream", "advance"})
 CONFIG = GatewayConfig(
     upstream=Endpoint.parse("http://127.0.0.1:1"),
@@ -116,12 +126,26 @@ class Driver:
 
     def check(self) -> None:
         deadline = self.session.deadline
-        assert isinstance(deadline, float) and not math.isnan(deadline), deadline
+        assert isinstance(deadline, float), deadline
+        assert not math.isnan(deadline), deadline
         state = self.state
-        assert state.streams >= 0 and state.buffered >= 0 and state.connections >= 0, (
-            state.streams, state.buffered, state.connections,
-        )  # fmt: skip
-        assert state.streams <= 1 and state.connections <= 1
+        assert state.streams >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.buffered >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.connections >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.streams <= 1
+        assert state.connections <= 1
 
     def step(self, op: str, payload: bytes) -> None:
         s = self.session
@@ -188,9 +212,13 @@ LLM = (
 
 def _post(body: bytes, kind: bytes = b"application/json", extra: bytes = b"") -> bytes:
     return (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: " + kind
-        + b"\r\nContent-Length: %d\r\n" % len(body) + extra + b"\r\n" + body
-    )  # fmt: skip
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        + kind
+        + b"\r\nContent-Length: %d\r\n" % len(body)
+        + extra
+        + b"\r\n"
+        + body
+    )
 
 
 EVENT = (
@@ -204,35 +232,86 @@ SSE = (
 )
 SEEDS = {
     "openai-stream": script(("client", _post(BODY)), "connected", ("upstream", SSE)),
-    "llm-stream": script(("client", _post(LLM, b"application/llm-request+json")), "connected",
-                         ("upstream", SSE)),  # fmt: skip
-    "keepalive-then-timeout": script(("client", _post(BODY)), "connected", "tick", "tick",
-                                     ("advance", b"\xff"), "tick"),  # fmt: skip
-    "upstream-reset": script(("client", _post(LLM, b"application/llm-request+json")),
-                             "connected", ("upstream", SSE[:150]), "upstream-failed"),  # fmt: skip
-    "client-full": script(("client", _post(BODY)), "connected", "pause", ("upstream", SSE[:150]),
-                          ("advance", b"\x40"), "resume"),  # fmt: skip
-    "pooled-twice": script(("client", _post(BODY)), "connected", ("upstream", SSE),
-                           ("client", _post(BODY)), "connected", "upstream-eof", "connected",
-                           ("upstream", SSE)),  # fmt: skip
+    "llm-stream": script(
+        ("client", _post(LLM, b"application/llm-request+json")), "connected", ("upstream", SSE)
+    ),
+    "keepalive-then-timeout": script(
+        ("client", _post(BODY)), "connected", "tick", "tick", ("advance", b"\xff"), "tick"
+    ),
+    "upstream-reset": script(
+        ("client", _post(LLM, b"application/llm-request+json")),
+        "connected",
+        ("upstream", SSE[:150]),
+        "upstream-failed",
+    ),
+    "client-full": script(
+        ("client", _post(BODY)),
+        "connected",
+        "pause",
+        ("upstream", SSE[:150]),
+        ("advance", b"\x40"),
+        "resume",
+    ),
+    "pooled-twice": script(
+        ("client", _post(BODY)),
+        "connected",
+        ("upstream", SSE),
+        ("client", _post(BODY)),
+        "connected",
+        "upstream-eof",
+        "connected",
+        ("upstream", SSE),
+    ),
     "head-slowloris": script(("client", b"POST /v1/chat"), ("advance", b"\x20"), "tick"),
-    "expect-continue": script(("client", _post(b"", extra=b"Expect: 100-continue\r\n")
-                                         .replace(b"Length: 0", b"Length: %d" % len(BODY))),
-                              ("client", BODY), "connected", ("upstream", SSE)),  # fmt: skip
-    "head-and-pipeline": script(("client", b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                                           b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")),
+    "expect-continue": script(
+        (
+            "client",
+            _post(b"", extra=b"Expect: 100-continue\r\n").replace(
+                b"Length: 0", b"Length: %d" % len(BODY)
+            ),
+        ),
+        ("client", BODY),
+        "connected",
+        ("upstream", SSE),
+    ),
+    "head-and-pipeline": script(
+        (
+            "client",
+            b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+    ),
     "cl-and-te": script(("client", _post(BODY, extra=b"Transfer-Encoding: chunked\r\n"))),
-    "models": script(("client", b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"), "connected",
-                     ("upstream", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")),
-    "bad-request-id": script(("client", _post(BODY.replace(b'"stream"', b'"metadata":'
-                              b'{"request_id":"a\\r\\nb"},"stream"'))), "connected",
-                             ("upstream", SSE)),  # fmt: skip
-    "big-llm-work": script(("client", _post(LLM.replace(b'"hi"', b'"' + b"h" * 600 + b'"'),
-                                             b"application/llm-request+json")), "work",
-                           "connected", ("upstream", SSE), "shutdown"),  # fmt: skip
-    "error-status": script(("client", _post(BODY)), "connected",
-                           ("upstream", b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\n"
-                                        b"Content-Length: 2\r\n\r\n{}")),  # fmt: skip
+    "models": script(
+        ("client", b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"),
+        "connected",
+        ("upstream", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"),
+    ),
+    "bad-request-id": script(
+        (
+            "client",
+            _post(BODY.replace(b'"stream"', b'"metadata":{"request_id":"a\\r\\nb"},"stream"')),
+        ),
+        "connected",
+        ("upstream", SSE),
+    ),
+    "big-llm-work": script(
+        (
+            "client",
+            _post(LLM.replace(b'"hi"', b'"' + b"h" * 600 + b'"'), b"application/llm-request+json"),
+        ),
+        "work",
+        "connected",
+        ("upstream", SSE),
+        "shutdown",
+    ),
+    "error-status": script(
+        ("client", _post(BODY)),
+        "connected",
+        (
+            "upstream",
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}",
+        ),
+    ),
 }
 
 

@@ -61,7 +61,7 @@ class Gateway:
         **options: str | None,
     ) -> None:
         self.backend = backend
-        args = {**QUICK, **{k: v for k, v in options.items()}}
+        args = {**QUICK, **options}
         argv = [
             sys.executable, "-m", "svir_proto.cli", "gateway", "--upstream", upstream,
             "--listen", "127.0.0.1:0", "--backend", backend,
@@ -161,8 +161,19 @@ class Raw:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(30)
         self.sock.connect(("127.0.0.1", port))
-        self.got = b""
+        self._got = bytearray()
         self.eof = False
+
+    @property
+    def got(self) -> bytes:
+        """Everything read so far."""
+        return bytes(self._got)
+
+    def tail(self, n: int) -> bytes:
+        return bytes(self._got[-n:])
+
+    def add(self, data: bytes) -> None:
+        self._got += data
 
     def send(self, data: bytes) -> bool:
         """Whether the gateway took the bytes (``False``: it had closed or reset)."""
@@ -172,17 +183,19 @@ class Raw:
             return False
         return True
 
-    def read(self, seconds: float = 15.0, *, until: Callable[[bytes], bool] | None = None) -> bytes:
+    def read(
+        self, seconds: float = 15.0, *, until: Callable[[bytearray], bool] | None = None
+    ) -> bytes:
         """Read until the gateway closes, ``until(everything read)`` holds, or ``seconds``."""
         deadline = time.monotonic() + seconds
-        while not self.eof and (until is None or not until(self.got)):
+        while not self.eof and (until is None or not until(self._got)):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 break
             except OSError:  # a reset: what came is kept
                 self.eof = True
@@ -190,7 +203,7 @@ class Raw:
             if not data:
                 self.eof = True
                 break
-            self.got += data
+            self._got += data
         return self.got
 
     def closed_by_peer(self, seconds: float = 15.0) -> bool:
@@ -229,7 +242,7 @@ class Response:
         return f"Response({self.status} {self.reason!r}, {self.body[:200]!r})"
 
 
-def responses(data: bytes, heads: tuple[bool, ...] = ()) -> list[Response]:
+def responses(data: bytes | bytearray, heads: tuple[bool, ...] = ()) -> list[Response]:
     """The responses in ``data``, in order (``heads[i]``: the i-th answers a HEAD, no body).
     A last response cut short is kept with ``complete`` false."""
     out: list[Response] = []
@@ -239,7 +252,7 @@ def responses(data: bytes, heads: tuple[bool, ...] = ()) -> list[Response]:
             break
         lines = data[:end].decode("latin-1").split("\r\n")
         data = data[end + 4 :]
-        version, _, rest = lines[0].partition(" ")
+        _version, _, rest = lines[0].partition(" ")
         code, _, reason = rest.partition(" ")
         headers = []
         for line in lines[1:]:
@@ -310,7 +323,7 @@ def llm_body(rid: str = "ok", *, tools: tuple[str, ...] = (), **extra: Any) -> b
     doc: dict[str, Any] = {
         "version": "1.0",
         "stream": True,
-        "model": "m",
+        "model": rid,  # the upstream reads the scenario here too (and in X-Request-Id)
         "messages": [{"role": "user", "content": "hi"}],
         "metadata": {"request_id": rid},
         **extra,
@@ -324,7 +337,7 @@ def llm_body(rid: str = "ok", *, tools: tuple[str, ...] = (), **extra: Any) -> b
 
 def openai_body(rid: str | None = None, *, stream: bool = True, **extra: Any) -> bytes:
     doc: dict[str, Any] = {
-        "model": "m",
+        "model": rid or "m",
         "stream": stream,
         "messages": [{"role": "user", "content": "hi"}],
         **extra,
@@ -374,9 +387,7 @@ def wait_until(check: Callable[[], bool], seconds: float = 20.0, every: float = 
 def openai_client_gets_a_whole_answer(gw: Gateway, token: str | None = None) -> None:
     import openai
 
-    client = openai.OpenAI(
-        base_url=gw.base, api_key=token or "none", max_retries=0, timeout=60
-    )
+    client = openai.OpenAI(base_url=gw.base, api_key=token or "none", max_retries=0, timeout=60)
     try:
         stream = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}], stream=True

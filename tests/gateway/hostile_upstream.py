@@ -4,9 +4,10 @@ one thread per connection, every misbehaviour a model server (or what poses as o
 The behaviour of each request is chosen by its ``X-Request-Id`` (the gateway sends the id of a
 request upstream: the client's ``X-Request-Id`` header, or its body's ``metadata.request_id``),
 read from the head, so a scenario can act before the request's body has been read (an early
-413). The id is ``NAME[:ARG[:ARG...]][~TAG]``; the tag only keeps requests apart. An id that
-names no scenario (one the gateway made) gets ``ok``: the recorded llama.cpp stream, chunked,
-one HTTP chunk per event, or its JSON answer when the request did not ask for a stream.
+413); else by the ``model`` of its body. Either is ``NAME[:ARG[:ARG...]][~TAG]``; the tag only
+keeps requests apart. A request that names no scenario gets ``ok``: the recorded llama.cpp
+stream, chunked, one HTTP chunk per event, or its JSON answer when it did not ask for a
+stream.
 
 Scenarios (``ARG`` in seconds unless said):
 
@@ -35,7 +36,11 @@ Scenarios (``ARG`` in seconds unless said):
 - ``trailing-garbage``: a whole answer, then junk on the kept-alive connection.
 - ``invalid-utf8``: an event holding ``\\xff``. ``done-then-more``: events after ``[DONE]``.
 - ``html``: 200 ``text/html``. ``no-done``: the stream without ``[DONE]``.
-- ``big-json:MIB``: a non-stream answer of that many MiB.
+- ``big-json:MIB``: a non-stream answer of that many MiB; ``big-text:MIB``: a stream of that
+  many MiB of text, 64 KiB an event.
+- ``fin-after``: a whole answer on a kept-alive connection, then a close (FIN) 50 ms later, as
+  a server whose keep-alive timeout is short does: a gateway that pools it must not fail the
+  next request.
 - ``head-only-close``: a 200 SSE head announcing chunked, then a close.
 
 Every request is recorded (`Seen`): method, target, headers, body size, the scenario, whether
@@ -64,6 +69,16 @@ OK_TEXT: Final = (
 )
 TARGETS: Final = ("/v1/chat/completions", "/v1/models")
 MAX_HEAD: Final = 1024 * 1024
+KNOWN: Final = frozenset(
+    {
+        "ok", "replay", "length", "close", "http10", "drip", "stall-head", "stall-mid",
+        "keepalive-only", "rst-head", "rst-mid", "fin-head", "gzip", "bad-chunk",
+        "chunk-overflow", "huge-head", "many-headers", "endless-event", "flood", "status",
+        "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
+        "done-then-more", "html", "no-done", "stall-forever", "big-json", "head-only-close",
+        "both-framing-json", "short-json", "big-text", "fin-after", "early",
+    }
+)  # fmt: skip
 
 
 def events_of(folder: str, name: str) -> list[bytes]:
@@ -111,8 +126,11 @@ class Seen:
         self.headers = headers
         self.rid = next((v for k, v in headers if k.lower() == "x-request-id"), "")
         self.scenario = self.rid.split("~", 1)[0]
+        if self.scenario.split(":", 1)[0] not in KNOWN:
+            self.scenario = ""
         self.body_size = 0
         self.body: bytes = b""
+        self.model = ""  # the body's model, once the body is read
         self.bytes_sent = 0
         self.gone = threading.Event()  # the gateway closed (or reset) the connection
         self.gone_at: float | None = None
@@ -217,7 +235,7 @@ class _Conn:
             self.sock.settimeout(timeout if timeout is None else max(timeout, 0.001))
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 data = b""
@@ -277,14 +295,7 @@ class _Conn:
         """Answer one request; whether the connection may serve another."""
         name, *args = seen.scenario.split(":") if seen.scenario else ("ok",)
         if name == "early":
-            status = int(args[0]) if args else 413
-            body = b"<html><body>413 Request Entity Too Large</body></html>"
-            self.send(
-                b"HTTP/1.1 %d Request Entity Too Large\r\nContent-Type: text/html\r\n"
-                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(body), body)
-            )
-            self.sock.close()  # unread body bytes: the kernel resets the connection
-            raise _Gone
+            return self._early(args)
         seen.body = self.read_body(seen)
         seen.body_size = len(seen.body)
         if seen.method == "GET":
@@ -298,23 +309,37 @@ class _Conn:
             doc = json.loads(seen.body)
         except ValueError:
             doc = {}
-        stream = isinstance(doc, dict) and doc.get("stream") is True
-        known = {
-            "ok", "replay", "length", "close", "http10", "drip", "stall-head", "stall-mid",
-            "keepalive-only", "rst-head", "rst-mid", "fin-head", "gzip", "bad-chunk",
-            "chunk-overflow", "huge-head", "many-headers", "endless-event", "flood", "status",
-            "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
-            "done-then-more", "html", "no-done", "stall-forever", "big-json",
-            "head-only-close", "both-framing-json", "short-json",
-        }  # fmt: skip
-        if name not in known:
+        if not isinstance(doc, dict):
+            doc = {}
+        stream = doc.get("stream") is True
+        if isinstance(doc.get("model"), str):
+            seen.model = doc["model"]
+        if not seen.scenario and isinstance(doc.get("model"), str):
+            # no scenario in the id (a gateway that does not send it upstream): the model's
+            scenario = doc["model"].split("~", 1)[0]
+            if scenario.split(":", 1)[0] in KNOWN:
+                seen.scenario = scenario
+                name, *args = scenario.split(":")
+                if name == "early":
+                    return self._early(args)
+        if name not in KNOWN:
             name, args = "ok", []
         events = events_of(*OK_FIXTURE)
         if name in ("replay", "length", "close", "http10", "drip") and len(args) == 2:
             events = events_of(args[0], args[1])
         if name == "ok" and not stream:
             name = "json"
-        return getattr(self, "_" + name.replace("-", "_"))(seen, args, events)
+        return bool(getattr(self, "_" + name.replace("-", "_"))(seen, args, events))
+
+    def _early(self, args: list[str]) -> bool:
+        status = int(args[0]) if args else 413
+        body = b"<html><body>413 Request Entity Too Large</body></html>"
+        self.send(
+            b"HTTP/1.1 %d Request Entity Too Large\r\nContent-Type: text/html\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(body), body)
+        )
+        self.sock.close()  # unread body bytes: the kernel resets the connection
+        raise _Gone
 
     def _stream(self, events: list[bytes]) -> bool:
         self.send(SSE_HEAD)
@@ -338,7 +363,9 @@ class _Conn:
         return True
 
     def _close(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
-        self.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        self.send(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        )
         for e in events:
             self.send(e)
         return False
@@ -399,8 +426,7 @@ class _Conn:
         body = gzip.compress(b"".join(events))
         self.send(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
-            b"Content-Length: %d\r\n\r\n" % len(body)
-            + body
+            b"Content-Length: %d\r\n\r\n" % len(body) + body
         )
         return True
 
@@ -518,6 +544,27 @@ class _Conn:
         self.send(_json_head(200, len(JSON_ANSWER) + 100) + JSON_ANSWER)
         return False
 
+    def _big_text(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        mib = int(args[0]) if args else 80
+        piece = json.dumps(
+            {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "t" * 65536}, "finish_reason": None}]}
+        ).encode()  # fmt: skip
+        one = chunk(b"data: " + piece + b"\n\n")
+        self.send(SSE_HEAD + chunk(events[0]))
+        for _ in range(mib * 16):
+            self.send(one)
+        for e in events[-3:]:
+            self.send(chunk(e))
+        self.send(b"0\r\n\r\n")
+        return True
+
+    def _fin_after(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        self._stream(events)
+        time.sleep(0.05)
+        self.sock.shutdown(socket.SHUT_WR)
+        return False
+
     def _trailing_garbage(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
         self._stream(events)
         self.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello GARBAGE\r\n\r\n")
@@ -547,9 +594,9 @@ class _Conn:
 
 
 def _json_head(status: int, length: int) -> bytes:
-    return (
-        b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-        % (status, length)
+    return b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+        status,
+        length,
     )
 
 
@@ -592,14 +639,14 @@ class HostileUpstream:
         while time.monotonic() < deadline:
             with self._lock:
                 for seen in self.requests:
-                    if seen.rid == rid:
+                    if rid in (seen.rid, seen.model):
                         return seen
             time.sleep(0.02)
         raise AssertionError(f"the upstream never saw a request {rid!r}")
 
     def seen(self, rid: str) -> list[Seen]:
         with self._lock:
-            return [s for s in self.requests if s.rid == rid]
+            return [s for s in self.requests if rid in (s.rid, s.model)]
 
     def close(self) -> None:
         self._closed = True
