@@ -22,10 +22,15 @@ Rule 5: a body that stops early because the client gave up (a timeout, a cancel)
     connection dropped is ended for the decoder, and the result says why (``interrupted``).
 Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
     after a `RequestFailed`, so never once any of the answer has arrived.
-Rule 7 (a relay, `PassThrough.relay`): the response is not judged, it is passed on: a 2xx
-    ``text/event-stream`` body is decoded as it passes (so the relay can watch it) and every
+Rule 8 (a relay, `PassThrough.relay`): the response is not judged, it is passed on: a 2xx
+    ``text/event-stream`` body is watched as it passes (`ChatStreamWatcher`) and every
     other response is raw, its end a `StreamEnded` (``complete`` if the body ended where its
-    framing said). Either way every body piece is kept in `Exchange.relayed` until taken.
+    framing said). Either way every body piece is kept in `Exchange.relayed` until taken. A
+    head that fails by Rule 1 or Rule 7 is still a `RequestFailed`.
+Rule 7 (wire reference 5; RFC 9110 8.4): the request asks for ``Accept-Encoding: identity``; a
+    response in another content coding (a gzip body from a proxy that compresses anyway) cannot
+    be read, and is a `RequestFailed` from the head alone, with code
+    ``unexpected_content_encoding``, in every transport alike (`head_outcome`).
 
 Nothing here does I/O or reads a clock: a ``Retry-After`` date needs the ``now`` the caller
 passes with the head.
@@ -33,40 +38,52 @@ passes with the head.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Final, Literal, final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, Literal, TypedDict, final
 
 import attrs
 
-from ._version import VERSION
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
 from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
-from .openai.endpoint import Endpoint, ModelInfo, parse_models
+from .openai.endpoint import (
+    USER_AGENT,
+    Endpoint,
+    HeaderItems,
+    ModelInfo,
+    parse_models,
+    request_headers,
+)
 from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
 from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
+from .openai.watch import ChatStreamWatcher
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, ServerSentEvent, SSEDecoder
-from .translate import llm_to_openai
 
 __all__ = [
     "DEFAULT_MAX_HEAD_SIZE",
     "DEFAULT_MAX_MODELS_BODY",
-    "USER_AGENT",
+    "REQUEST_ID_HEADERS",
     "Exchange",
     "ExchangeEvent",
+    "ExchangeOptions",
     "ModelsListed",
     "ModelsRequest",
     "PassThrough",
     "Request",
+    "TargetForm",
+    "check_options",
     "next_attempt",
 ]
 
-USER_AGENT: Final = f"svir-proto/{VERSION}"
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
+"""Where servers put the id of a request, in the order they are read: OpenAI, vLLM and most
+proxies (``x-request-id``), Anthropic (``request-id``), Azure (``apim-request-id``,
+``x-ms-request-id``)."""
 DEFAULT_MAX_HEAD_SIZE: Final = 16 * 1024
 """Bytes a response head may take: h11's own default (16 KiB). Servers send a few hundred."""
 DEFAULT_MAX_MODELS_BODY: Final = 4 * 1024 * 1024
@@ -97,11 +114,12 @@ class PassThrough:
     ``declared_tools`` and ``include_usage`` may be set while the body passes (the gateway
     reads them from it); the decoder takes them when the response begins.
 
-    ``relay``: the response is passed on as it came (Rule 7): its body's pieces are collected
+    ``relay``: the response is passed on as it came (Rule 8): its body's pieces are collected
     in `Exchange.relayed`; a success that is a stream is also decoded (to watch it: its text
     is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
-    path below the endpoint's ``/v1``) say what to send; ``headers`` are added to the request's
-    (a request id, ``Accept``). A GET has no body: ``content_length`` 0.
+    path below the endpoint's ``/v1``) say what to send, ``accept`` what the answer may be;
+    ``headers`` are added to the request's (a request id). A GET has no body:
+    ``content_length`` 0.
     """
 
     content_length: int
@@ -109,6 +127,7 @@ class PassThrough:
     declared_tools: frozenset[str] | None = None
     include_usage: bool = False
     relay: bool = False
+    accept: str = "text/event-stream"
     method: Literal["POST", "GET"] = "POST"
     target: str = "/chat/completions"
     headers: tuple[tuple[str, str], ...] = ()
@@ -123,6 +142,73 @@ class PassThrough:
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
 ExchangeEvent = Event | ModelsListed
 Phase = Literal["head", "probe", "stream", "error", "models", "raw", "over"]
+TargetForm = Literal["origin", "absolute"]
+"""The request target (RFC 9112 3.2): the path (``origin``), or the whole URL (``absolute``,
+for a request sent to an HTTP proxy)."""
+
+
+class ExchangeOptions(TypedDict, total=False):
+    """The keyword arguments every client passes on to each `Exchange` (see its Args): one
+    definition, so that a transport's ``Client(..., **options)`` is typed and checked
+    (`check_options`) when it is made, not at its first request."""
+
+    user_agent: str
+    max_head_size: int
+    max_error_body: int
+    max_models_body: int
+    max_event_size: int
+    max_result_size: int
+    max_tool_calls: int
+    think_tags: bool
+    think_opened: bool
+    errors: Errors
+
+
+_BOUNDS: Final = frozenset(
+    {
+        "max_head_size",
+        "max_error_body",
+        "max_models_body",
+        "max_event_size",
+        "max_result_size",
+        "max_tool_calls",
+    }
+)
+
+
+def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -> ExchangeOptions:
+    """``options`` checked as `ExchangeOptions`: each name known, each value of its type.
+
+    Raises:
+        TypeError: an unknown name (with the nearest known one, if any), or a value of the
+            wrong type.
+        ValueError: a bound that is not a positive int, ``errors`` neither ``"strict"`` nor
+            ``"replace"``, a ``user_agent`` that is not one line.
+    """
+    known = ExchangeOptions.__annotations__
+    for name, value in options.items():
+        if name not in known:
+            import difflib  # only on this error path
+
+            near = difflib.get_close_matches(name, [*known, *_CLIENT_WORDS], n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise TypeError(f"{where} got an unexpected keyword argument {name!r}{hint}")
+        if name in _BOUNDS:
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{where}: {name} must be a positive int, not {value!r}")
+        elif name in ("think_tags", "think_opened"):
+            if type(value) is not bool:
+                raise TypeError(f"{where}: {name} must be a bool, not {value!r}")
+        elif name == "errors":
+            if value not in ("strict", "replace"):
+                raise ValueError(f"{where}: errors must be 'strict' or 'replace', not {value!r}")
+        elif not isinstance(value, str) or not value or "\r" in value or "\n" in value:
+            raise ValueError(f"{where}: user_agent must be a non-empty line, not {value!r}")
+    return options  # type: ignore[return-value]
+
+
+# what a client takes besides the exchange's options: for the hint of an unknown name
+_CLIENT_WORDS: Final = ("timeouts", "retries", "headers", "api_key", "raise_on_failure")
 
 
 class Exchange:
@@ -131,6 +217,10 @@ class Exchange:
     Args:
         endpoint: the server.
         request: what to send.
+        headers: the caller's own request headers, which replace svir-proto's of the same
+            name (`Endpoint.headers`, `request_headers` says which they may not set).
+        target_form: ``"absolute"`` to send the whole URL as the request target (to an HTTP
+            proxy); ``"origin"`` (the path) otherwise.
         user_agent: the ``User-Agent`` header.
         max_head_size: bytes the response head may take (Rule 0).
         max_error_body: bytes of an error body that are read (Rule 3).
@@ -144,9 +234,11 @@ class Exchange:
         `receive_head` (the status and headers), then `receive_body` for each piece of the
         body, then `end_of_body`; or `interrupt` when the body stops early. Once `finished`,
         the last event returned was the terminal one (`StreamEnded`, `RequestFailed` or
-        `ModelsListed`): stop reading, unless the connection is to be reused.
+        `ModelsListed`): stop reading, unless the connection is to be reused. `status`,
+        `response_headers` and `request_id` describe the response once its head came.
 
     Raises:
+        TypeError, ValueError: from the constructor, a request or an option that is wrong.
         PeerProtocolError: from `receive_body` and `end_of_body`, when the body breaks the
             dialect or a bound (the decoder's rules); the events before it are returned first.
         CallerProtocolError: a call out of order (a body before the head).
@@ -157,6 +249,8 @@ class Exchange:
         endpoint: Endpoint,
         request: Request,
         *,
+        headers: HeaderItems | None = None,
+        target_form: TargetForm = "origin",
         user_agent: str = USER_AGENT,
         max_head_size: int = DEFAULT_MAX_HEAD_SIZE,
         max_error_body: int = MAX_ERROR_BODY,
@@ -168,47 +262,67 @@ class Exchange:
         think_opened: bool = False,
         errors: Errors = "strict",
     ) -> None:
+        check_options(
+            {
+                "user_agent": user_agent,
+                "max_head_size": max_head_size,
+                "max_error_body": max_error_body,
+                "max_models_body": max_models_body,
+                "max_event_size": max_event_size,
+                "max_result_size": max_result_size,
+                "max_tool_calls": max_tool_calls,
+                "think_tags": think_tags,
+                "think_opened": think_opened,
+                "errors": errors,
+            }
+        )
+        if target_form not in ("origin", "absolute"):
+            raise ValueError(f"target_form must be 'origin' or 'absolute', not {target_form!r}")
         self.endpoint: Final = endpoint
         self.request: Final = request
         if isinstance(request, ModelsRequest):
             self.method = "GET"
-            self.target = endpoint.models_path
+            path = endpoint.models_path
             self.body = None
-            headers = endpoint.headers(accept="application/json")
+            head = endpoint.headers(accept="application/json", user_agent=user_agent, extra=headers)
         elif isinstance(request, (ChatRequest, LLMRequest)):
             self.method = "POST"
-            self.target = endpoint.chat_completions_path
+            path = endpoint.chat_completions_path
             self.body = request.body()
-            headers = endpoint.headers(
+            head = endpoint.headers(
                 content_length=self.body.content_length,
                 content_type=self.body.content_type,
                 accept=ACCEPT_LLM_STREAM
                 if isinstance(request, LLMRequest)
                 else "text/event-stream",
+                user_agent=user_agent,
+                extra=headers,
             )
         elif isinstance(request, PassThrough):
             self.method = request.method
-            self.target = endpoint.prefix + request.target
+            path = endpoint.prefix + request.target
             self.body = None  # the caller sends it, as it arrives
-            headers = endpoint.headers(
+            head = endpoint.headers(
                 content_length=request.content_length if request.method == "POST" else None,
                 content_type=request.content_type,
+                accept=request.accept,
+                user_agent=user_agent,
+                extra=[*request.headers, *request_headers(headers)],
             )
-            if request.headers:
-                given = {name.lower() for name, _ in request.headers}
-                headers = [h for h in headers if h[0].lower() not in given]
-                headers += request.headers
         else:
             raise TypeError(
                 "request must be a ChatRequest, LLMRequest, ModelsRequest or PassThrough: "
                 f"{request!r}"
             )
-        self.headers: Final = [
-            *headers,
-            ("User-Agent", user_agent),
-            ("Accept-Encoding", "identity"),
-        ]
+        self.headers: Final = head
+        self.target: Final = (
+            path if target_form == "origin" else f"{endpoint.scheme}://{endpoint.authority}{path}"
+        )
+        self.url: Final = f"{endpoint.scheme}://{endpoint.authority}{path}"
+        """The request's whole URL (for a library that takes URLs: httpx, httpcore)."""
         self.status: int | None = None
+        self.response_headers: tuple[tuple[str, str], ...] = ()
+        """The response's headers once its head came: names lower-cased, values stripped."""
         self.fall_back = False
         self._terminal: ExchangeEvent | None = None
         self._max_event_size = max_event_size
@@ -233,8 +347,18 @@ class Exchange:
         """Take a piece of the response body; returns the events it completes (the decoder's
         own ``feed`` while a stream is read, so the hot path has no call of ours in it)."""
         self.relayed: list[bytes] = []
-        """A relay's body pieces not taken yet (Rule 7): take them after each piece."""
+        """A relay's body pieces not taken yet (Rule 8): take them after each piece."""
         self._relay = isinstance(request, PassThrough) and request.relay
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's id for this request (`REQUEST_ID_HEADERS`), once the head came: what
+        to quote to its operator."""
+        for name in REQUEST_ID_HEADERS:
+            for key, value in self.response_headers:
+                if key == name and value:
+                    return value
+        return None
 
     # -- what came back ------------------------------------------------------------------------
 
@@ -248,6 +372,12 @@ class Exchange:
         """The error the body broke the protocol with, once the events before it were returned
         (see `PullDecoder.error`); raise it rather than read on."""
         return None if self._decoder is None else self._decoder.error
+
+    @property
+    def events_seen(self) -> int:
+        """Events a relayed stream has carried so far (Rule 8: the watcher counts them)."""
+        decoder = self._decoder
+        return decoder.seen if isinstance(decoder, ChatStreamWatcher) else 0
 
     @property
     def finished(self) -> bool:
@@ -309,15 +439,15 @@ class Exchange:
                 for k, v in h
             ),
         )
+        self.response_headers = started.headers
         out: list[ExchangeEvent] = [started]
         request = self.request
         if isinstance(request, LLMRequest) and should_fall_back(status):
             self.fall_back = True  # Rule 4; the failure is still read from the body
-        if isinstance(request, ModelsRequest) and 200 <= status < 300:
-            self._phase = "models"
-            self.receive_body = self._models_body
-            return out
-        if self._relay:  # Rule 7
+        outcome = head_outcome(status, started.headers, now=now)
+        if isinstance(outcome, RequestFailed):  # Rules 1 and 7
+            self._fail(outcome, out)
+        elif self._relay:  # Rule 8
             kind = next((v for k, v in started.headers if k == "content-type"), "")
             if 200 <= status < 300 and kind.split(";")[0].strip().lower() == "text/event-stream":
                 self._stream(out)
@@ -332,10 +462,9 @@ class Exchange:
             else:
                 self._phase = "raw"
                 self.receive_body = self._raw_body
-            return out
-        outcome = head_outcome(status, h)
-        if isinstance(outcome, RequestFailed):  # Rule 1
-            self._fail(outcome, out)
+        elif isinstance(request, ModelsRequest) and 200 <= status < 300:
+            self._phase = "models"
+            self.receive_body = self._models_body
         elif outcome is None:  # Rules 2 and 3
             self._phase = "error"
             self.receive_body = self._error_body
@@ -474,10 +603,10 @@ class Exchange:
                 declared = request.tool_names if request.tools else None
             else:
                 declared = request.declared_tools
-            decoder = ChatStreamDecoder(
+            kind = ChatStreamWatcher if self._relay else ChatStreamDecoder  # Rule 8: watched
+            decoder = kind(
                 declared_tools=declared,
                 expect_usage=request.include_usage,
-                keep_text=not self._relay,
                 think_tags=self._think_tags,
                 think_opened=self._think_opened,
                 max_tool_calls=self._max_tool_calls,
@@ -535,6 +664,8 @@ def next_attempt(
     request = exchange.request
     attempt = retried + 2
     if exchange.fall_back and isinstance(request, LLMRequest):
+        from .translate import llm_to_openai  # translation loads only when a server needs it
+
         try:
             translated = llm_to_openai(request)
         except ValueError:

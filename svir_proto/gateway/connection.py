@@ -420,7 +420,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode = "forwarded"
             relay = PassThrough(
                 content_length=0, method="GET", target=target[3:], relay=True,
-                headers=(("Accept", "application/json"), ("X-Request-Id", self.request_id)),
+                accept="application/json", headers=(("X-Request-Id", self.request_id),),
             )  # fmt: skip
             self._queue.append(Forward(request=relay, dialect="openai"))
             return None
@@ -521,6 +521,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             relay = PassThrough(
                 content_length=len(body), relay=self.dialect == "openai",
                 declared_tools=self._declared, include_usage=scanner.include_usage,
+                accept="text/event-stream" if self.streaming_request else "application/json",
                 headers=(("X-Request-Id", self.request_id),),
             )  # fmt: skip
             self._unhold()

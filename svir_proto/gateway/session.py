@@ -49,7 +49,7 @@ import attrs
 
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
-from ..errors import Failure, FailureKind, SvirProtocolError
+from ..errors import FailureKind, SvirProtocolError
 from ..events import RequestFailed, ResponseStarted, StreamEnded
 from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai.status import MAX_ERROR_BODY, body_outcome
@@ -202,6 +202,9 @@ class GatewaySession:
         self._since = now  # when the client's current phase began (for its deadline)
         self._start = now  # when the current request began
         self._recorded = False  # the current request's `Done` went out
+        self._served = False  # a request was answered on this connection (it is kept alive)
+        self._stopping = False
+        self._body_at = 0  # body bytes of the upstream's answer the client has been sent
         self._up: ClientConnection | None = None
         self._upstream: Upstream = "none"
         self._forward: Forward | None = None
@@ -320,6 +323,7 @@ class GatewaySession:
         self._start = now
         self._answered = False
         self._progress = now
+        self._sent = now  # keep-alives count from the request
         request = forward.request
         held = not isinstance(request, PassThrough) or forward.body is not None or (
             request.method == "GET"
@@ -328,6 +332,8 @@ class GatewaySession:
         self._open(fresh=not held, now=now)
 
     def _open(self, *, fresh: bool, now: float) -> None:
+        if self._upstream == "draining":  # the next request came first: that one is closed
+            self._release(reuse=False)
         self._up = None
         self._upstream = "connecting"
         self._since = now
@@ -401,15 +407,24 @@ class GatewaySession:
         up = self._up
         assert up is not None
         self._answered = True
+        exchange = up.exchange
+        assert exchange is not None
+        seen = exchange.events_seen
+        error: BaseException | None
         try:
             events = up.feed(data)
+            error = up.error
         except SvirProtocolError as exc:
-            return self._broken(f"the upstream broke the protocol: {exc}", now)
-        if len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
+            events, error = [], exc
+        seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
+        if seen:
+            self.conn.events_forwarded += seen
             self._progress = now
-        out = self._relayed(up, events, now)
-        if up.error is not None and not self.closed:
-            return out + self._broken(f"the upstream broke the protocol: {up.error}", now)
+        elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
+            self._progress = now
+        out = self._relayed(up, events, now, error)
+        if error is not None and not self.closed:
+            return out + self._broken(f"the upstream broke the protocol: {error}", now)
         return out
 
     def _upstream_end(self, now: float, broke: str | None) -> bytes:
@@ -428,8 +443,15 @@ class GatewaySession:
             return self._broken(f"the upstream broke the protocol: {exc}", now)
         return self._relayed(up, events, now)
 
-    def _relayed(self, up: ClientConnection, events: list[ExchangeEvent], now: float) -> bytes:
-        """The client's bytes for what the upstream's bytes brought (Rule 1)."""
+    def _relayed(
+        self,
+        up: ClientConnection,
+        events: list[ExchangeEvent],
+        now: float,
+        error: BaseException | None = None,
+    ) -> bytes:
+        """The client's bytes for what the upstream's bytes brought (Rule 1); with ``error``,
+        what came before the event that broke the protocol."""
         conn = self.conn
         exchange = up.exchange
         assert exchange is not None
@@ -437,7 +459,7 @@ class GatewaySession:
         if not (isinstance(exchange.request, PassThrough) and exchange.request.relay):
             data = conn.upstream(events, now=self.state.wall(now))
         else:
-            data = self._relay(exchange, relayed, events, now)
+            data = self._relay(exchange, relayed, events, now, error)
         relayed.clear()
         if data:
             self._sent = now
@@ -446,27 +468,27 @@ class GatewaySession:
         return data
 
     def _relay(
-        self, exchange: Exchange, relayed: list[bytes], events: list[ExchangeEvent], now: float
+        self,
+        exchange: Exchange,
+        relayed: list[bytes],
+        events: list[ExchangeEvent],
+        now: float,
+        error: BaseException | None,
     ) -> bytes:
         conn = self.conn
         out: list[bytes] = []
         end: StreamEnded | None = None
         for event in events:
+            if type(event) is RequestFailed:  # an upstream 401, a content coding not asked for
+                exchange.relayed.clear()
+                return conn.upstream([event], now=self.state.wall(now))
+        for event in events:
             if type(event) is ResponseStarted:
-                if event.status in (401, 403):  # Rule 4 of the connection: never our 401
-                    failure = Failure(
-                        kind=FailureKind.AUTHENTICATION,
-                        message=f"HTTP {event.status}",
-                        status=event.status,
-                    )
-                    return conn.upstream([RequestFailed(failure=failure)], now=self.state.wall(now))
                 out.append(conn.relay_head(event.status, event.headers))
                 if conn.relaying == "late":
                     self._late_head = (event.status, event.headers)
             elif type(event) is StreamEnded:
                 end = event
-            else:
-                conn.events_forwarded += 1
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
             self._late += relayed
             if end is None and sum(map(len, self._late)) < MAX_ERROR_BODY:
@@ -480,8 +502,14 @@ class GatewaySession:
             data = b"".join(relayed) if len(relayed) != 1 else relayed[0]
             if self._partial:
                 data = self._partial + data
-            cut = len(data) if end is not None else _last_boundary(data)
+            if error is not None:  # what broke the protocol is not passed on, only what came first
+                at = getattr(error, "offset", None)
+                known = len(data) if at is None else max(0, at - self._body_at)
+                cut = _last_boundary(data[:known])
+            else:
+                cut = len(data) if end is not None else _last_boundary(data)
             self._partial = data[cut:]
+            self._body_at += cut
             if cut:
                 out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
         else:
@@ -496,7 +524,7 @@ class GatewaySession:
         """The client's answer is whole (or cut): the request is over for the client."""
         up = self._up
         self._done(now)
-        if self._upstream != "none" and up is not None:
+        if up is not None:
             if up.reusable:
                 self._release(reuse=True)
             elif up.finishing:
@@ -534,7 +562,9 @@ class GatewaySession:
     def _after_answer(self, now: float) -> bytes:
         """The answer to the client is over: read the next request, or close (while an upstream
         connection drains, the next request waits for it only in the pool's count)."""
-        return self._next_cycle(now) if self.conn.reusable else self._close()
+        if self.conn.reusable and not (self._stopping or self.state.stopping):
+            return self._next_cycle(now)
+        return self._close()
 
     def _next_cycle(self, now: float) -> bytes:
         conn = self.conn
@@ -545,9 +575,7 @@ class GatewaySession:
         self._recorded = False
         self._since = now
         self._partial = b""
-        if self._client_paused:
-            self._client_paused = False
-            self.actions.append(ResumeClient())
+        self._body_at = 0
         return self._pump(now)  # a pipelined request may be here already
 
     # -- endings ------------------------------------------------------------------------------
@@ -588,6 +616,7 @@ class GatewaySession:
         if self._recorded or not conn.method:
             return
         self._recorded = True
+        self._served = True
         metrics = self.state.metrics
         outcome = conn.outcome or "cancelled"
         metrics.requests[(conn.dialect or "none", outcome)] += 1
@@ -625,19 +654,21 @@ class GatewaySession:
         cfg = self.config
         phase = self.conn.phase
         if phase == "idle":
-            return self._since + (cfg.idle_timeout if self._recorded else cfg.head_timeout)
-        if phase == "head":
-            return self._since + cfg.head_timeout
-        due = float("inf")
-        if phase == "body":
+            due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
+        elif phase == "head":
+            due = self._since + cfg.head_timeout
+        elif phase == "body":
             due = self._since + cfg.body_timeout
-        if self._upstream == "connecting":
+        else:
+            due = float("inf")
+        up = self._upstream
+        if up == "connecting":
             due = min(due, self._since + cfg.connect_timeout)
-        elif self._upstream in ("sending", "streaming"):
+        elif up in ("sending", "streaming"):
             due = min(due, self._progress + cfg.progress_timeout)
             if cfg.keepalive and self.conn.streaming_request:
                 due = min(due, self._sent + cfg.keepalive)
-        elif self._upstream == "draining":
+        elif up == "draining":
             due = min(due, self._drain_by)
         if self._paused_since is not None:
             due = min(due, self._paused_since + cfg.send_timeout)
@@ -649,25 +680,27 @@ class GatewaySession:
             return b""
         cfg = self.config
         conn = self.conn
-        phase = conn.phase
         if self._paused_since is not None and now >= self._paused_since + cfg.send_timeout:
             return self._cancel(now)  # a client that reads nothing loses its stream
+        if self._upstream == "draining" and now >= self._drain_by:
+            self._release(reuse=False)
+        phase = conn.phase
         if phase == "idle":
-            return self._close()
+            due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
+            return self._close() if now >= due else b""
         if phase == "head" or (phase == "body" and now >= self._since + cfg.body_timeout):
             out = conn.timeout("head" if phase == "head" else "body")
             self._release(reuse=False)
             self._done(now)
             return out + self._close()
-        if self._upstream == "connecting":
+        if self._upstream == "connecting":  # its deadline is the only one left that passed
             return self._broken(
                 f"the gateway cannot reach its upstream (no connection in "
                 f"{cfg.connect_timeout:g} s)",
                 now,
                 kind=FailureKind.TIMEOUT,
             )
-        if self._upstream == "draining":
-            self._release(reuse=False)
+        if self._upstream not in ("sending", "streaming"):
             return b""
         if now >= self._progress + cfg.progress_timeout:
             return self._broken(
@@ -683,6 +716,7 @@ class GatewaySession:
         the client's dialect and its end marker; an idle connection just closes."""
         if self.closed:
             return b""
+        self._stopping = True
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)

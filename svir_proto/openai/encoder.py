@@ -21,6 +21,7 @@ from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     RefusalDelta,
     StreamEnded,
@@ -31,6 +32,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
+from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder"]
 
@@ -102,7 +104,9 @@ class ChatStreamEncoder:
                 self.model = event.model or self.model
                 self.created = event.created or self.created
                 self._head = b""
-                return self._delta({"role": "assistant", "content": ""})
+                # null, as OpenAI's first chunk of a tool-only answer: "" made openai-python
+                # report content "" and the AI SDK open an empty text part (issue 17)
+                return self._delta({"role": "assistant", "content": None})
             case TextDelta():
                 return self._text(event.text)
             case ReasoningDelta():
@@ -129,7 +133,12 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                return self._delta({}, event.raw)
+                # the raw value when it is OpenAI's and means the same; another dialect's
+                # (Anthropic's "end_turn", "tool_use") as the OpenAI value of its meaning
+                raw = event.raw
+                if _FINISH.get(raw) is not event.reason and event.reason is not FinishReason.OTHER:
+                    raw = event.reason.value
+                return self._delta({}, raw)
             case Usage():
                 usage: dict[str, Any] = {
                     "prompt_tokens": event.prompt_tokens,

@@ -214,7 +214,7 @@ def models_relay(target: str = "/models", request_id: str = "svir-1") -> Forward
     return Forward(
         request=PassThrough(
             content_length=0, method="GET", target=target, relay=True,
-            headers=(("Accept", "application/json"), ("X-Request-Id", request_id)),
+            accept="application/json", headers=(("X-Request-Id", request_id),),
         ),
         dialect="openai",
     )  # fmt: skip
