@@ -185,7 +185,10 @@ class _Client(asyncio.Protocol):
         """A bug met in this connection (its session raised): this connection ends, with a
         log line, and its upstream connection with it; the server and every other stream go
         on. The session is told the client left, so that its slot and budget are given back."""
-        log.error("client connection failed: %r", exc, exc_info=exc)
+        if isinstance(exc, OSError):  # the client reset while we wrote: a peer's doing
+            log.debug("client connection ended: %r", exc)
+        else:
+            log.error("client connection failed: %r", exc, exc_info=exc)
         self.server.clients.discard(self)
         session = self.session
         if not session.closed:
@@ -348,7 +351,11 @@ class _Client(asyncio.Protocol):
         if transport.can_write_eof():
             self._paused.clear()
             transport.resume_reading()
-            transport.write_eof()  # the client sees the end; its last bytes are still read
+            try:
+                transport.write_eof()  # the client sees the end; its last bytes are still read
+            except OSError:  # it reset already (ENOTCONN): nothing more can reach it
+                transport.abort()
+                return
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
