@@ -78,18 +78,21 @@ def ok(base: str) -> None:
     assert raw.endswith(b"data: [DONE]\n\n")
 
 
+@pytest.mark.parametrize("method", ["upstream_data", "upstream_connected", "client_data"])
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_bug_met_reading_the_upstream_ends_that_connection_only(
     backend: str,
+    method: str,
     replay: ReplayServer,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Attack: whatever makes ``upstream_data`` raise. The asyncio server left the connection
+    """Attack: whatever makes ``upstream_data`` (or the connect's, or a client read's
+    session call) raise. The asyncio server left the connection
     open with its slot held (or raised out of a protocol callback); it must end that
     connection, say so, and go on."""
     with gateway(backend, replay.base("replay", "wire-3.3-tool-calls", "chunked")) as (base, gw):
-        calls = once(monkeypatch, "upstream_data")
+        calls = once(monkeypatch, method)
         with caplog.at_level(logging.ERROR, logger="svir.gateway"):
             with contextlib.suppress(Exception):
                 raw_post(base, BODY.encode(), {"Content-Type": "application/json"})
