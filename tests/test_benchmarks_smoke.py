@@ -63,3 +63,12 @@ def test_imports_benchmark_runs() -> None:
     out = bench_imports.run(repeat=1)
     assert "import svir_proto" in out
     assert "ratio to import httpx" in out
+
+
+def test_soak_benchmark_runs_and_leaves_nothing_held() -> None:
+    from benchmarks import soak as bench_soak
+
+    out = bench_soak.run(seconds=2, streams=8, backend="asyncio")
+    assert "gateway alive afterwards: yes" in out
+    assert "slots left held afterwards: 0, body-budget bytes left held: 0" in out
+    assert "lost: 0" in out

@@ -6,8 +6,9 @@ their order whatever task produced them), and, while a request is upstream, a re
 writer of the upstream. Every call into the session is synchronous and the loop runs one
 thread, so the session needs no lock. Deadlines are read by one sweep per server. A client
 whose writes do not finish is reported to the session as paused (its ``send_timeout`` then
-runs). Whatever happens in one connection's tasks ends that connection only: the listener's
-accept loop backs off and goes on when descriptors run out (as trio's ``serve_listeners``).
+runs). Whatever happens in one connection's tasks ends that connection only (a bug met by
+the sweep too: `_Client.fail`): the listener's accept loop backs off and goes on when
+descriptors run out (as trio's ``serve_listeners``).
 """
 
 from __future__ import annotations
@@ -131,6 +132,14 @@ class _Client:
             self.reported = True
             self.session.client_paused(since)
             self.act()
+
+    def fail(self, exc: BaseException) -> None:
+        """A bug met outside this connection's tasks (the sweep called its session, which
+        raised): this connection ends, with a log line; the server and every other stream go
+        on (its task's ``finally`` gives its slot back)."""
+        log.error("client connection failed: %r", exc, exc_info=exc)
+        self.session.actions.clear()
+        self.scope.cancel()
 
     def pause(self, why: str) -> None:
         self.paused.add(why)
@@ -348,12 +357,15 @@ class Server:
             await client.run()
         except Exception as exc:
             if not _expected(exc):
-                log.warning("client connection failed: %r", exc)
+                log.error("client connection failed: %r", exc, exc_info=exc)
         finally:
             self.clients.discard(client)
-            if not client.session.closed:
-                client.session.client_data(b"", time.monotonic())
-                client.act()
+            try:  # a bug here must not leave the server's task group
+                if not client.session.closed:
+                    client.session.client_data(b"", time.monotonic())
+                    client.act()
+            except Exception as exc:
+                log.error("client connection failed: %r", exc, exc_info=exc)
             if client.up is not None:
                 client._release(None)
             await anyio.aclose_forcefully(stream)
@@ -407,19 +419,25 @@ class Server:
             await anyio.sleep(SWEEP)
             now = time.monotonic()
             for client in list(self.clients):
-                client.stuck(now)
                 session = client.session
-                if now >= session.deadline:
-                    client.out.put(session.tick(now))
-                    client.act()
+                try:
+                    client.stuck(now)
+                    if now >= session.deadline:
+                        client.out.put(session.tick(now))
+                        client.act()
+                except Exception as exc:  # that connection ends; the sweep goes on
+                    client.fail(exc)
             while self.pool and now - self.pool[0][2] >= self.state.config.pool_idle:
                 self.discard(self.pool.popleft()[0])
 
     def shutdown(self) -> None:
         now = time.monotonic()
         for client in list(self.clients):
-            client.out.put(client.session.shutdown(now))
-            client.act()
+            try:
+                client.out.put(client.session.shutdown(now))
+                client.act()
+            except Exception as exc:
+                client.fail(exc)
         while self.pool:
             self.discard(self.pool.popleft()[0])
 

@@ -7,6 +7,10 @@ transport; reading stops only while the other side's transport says it is full (
 ``pause_writing``), which is backpressure both ways. Kept-alive upstream connections wait in a
 bounded pool; one the upstream closes leaves it at once (``connection_lost``).
 
+A bug met in one connection (an exception out of its session, which Rule 2 of the session
+says cannot happen) ends that connection only, with a log line (`_Client.fail`): never the
+sweep, so never every other connection's deadlines.
+
 asyncio's own accept loop survives running out of descriptors (it waits a second and accepts
 again); a connection past ``max_connections`` is answered 503 and closed at once.
 """
@@ -14,6 +18,7 @@ again); a connection past ``max_connections`` is answered 503 and closed at once
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
@@ -70,16 +75,22 @@ class _Upstream(asyncio.Protocol):
         if owner is None:  # an idle pooled connection does not speak: drop it
             self.server.drop(self)
             return
-        owner.write(owner.session.upstream_data(data, time.monotonic()))
-        owner.act()
+        try:
+            owner.write(owner.session.upstream_data(data, time.monotonic()))
+            owner.act()
+        except Exception as exc:
+            owner.fail(exc)
 
     def eof_received(self) -> bool:
         owner = self.owner
         if owner is None:
             self.server.drop(self)
-        else:
+            return False
+        try:
             owner.write(owner.session.upstream_data(b"", time.monotonic()))
             owner.act()
+        except Exception as exc:
+            owner.fail(exc)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -87,12 +98,16 @@ class _Upstream(asyncio.Protocol):
         owner = self.owner
         if owner is None:
             self.server.drop(self)
-        elif exc is not None:
-            owner.write(owner.session.upstream_failed(str(exc) or type(exc).__name__, _now()))
+            return
+        try:
+            if exc is not None:
+                reason = str(exc) or type(exc).__name__
+                owner.write(owner.session.upstream_failed(reason, _now()))
+            else:
+                owner.write(owner.session.upstream_data(b"", _now()))
             owner.act()
-        else:
-            owner.write(owner.session.upstream_data(b"", _now()))
-            owner.act()
+        except Exception as error:
+            owner.fail(error)
 
     def pause_writing(self) -> None:  # the upstream does not take the client's body that fast
         if self.owner is not None:
@@ -123,33 +138,73 @@ class _Client(asyncio.Protocol):
             if self._lingering > LINGER_BYTES:
                 self.transport.abort()
             return
-        self.write(self.session.client_data(data, _now()))
-        self.act()
+        try:
+            self.write(self.session.client_data(data, _now()))
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
 
     def eof_received(self) -> bool:
         if self._lingering >= 0:
             self.transport.close()
             return False
-        self.write(self.session.client_data(b"", _now()))
-        self.act()
+        try:
+            self.write(self.session.client_data(b"", _now()))
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         session = self.session
         self.server.clients.discard(self)
         if not session.closed:
-            session.client_data(b"", _now())
-            self.act()
+            try:
+                session.client_data(b"", _now())
+                self.act()
+            except Exception as error:
+                self.fail(error)
         if self.up is not None:  # a request the client left: its upstream is cancelled
             self._detach(reuse=None)
 
     def pause_writing(self) -> None:
-        self.session.client_paused(_now())
-        self.act()
+        try:
+            self.session.client_paused(_now())
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
 
     def resume_writing(self) -> None:
-        self.session.client_resumed(_now())
-        self.act()
+        try:
+            self.session.client_resumed(_now())
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, exc: BaseException) -> None:
+        """A bug met in this connection (its session raised): this connection ends, with a
+        log line, and its upstream connection with it; the server and every other stream go
+        on. The session is told the client left, so that its slot and budget are given back."""
+        if isinstance(exc, OSError):  # the client reset while we wrote: a peer's doing
+            log.debug("client connection ended: %r", exc)
+        else:
+            log.error("client connection failed: %r", exc, exc_info=exc)
+        self.server.clients.discard(self)
+        session = self.session
+        if not session.closed:
+            with contextlib.suppress(Exception):
+                session.client_data(b"", _now())
+        session.actions.clear()
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
+        up, self.up = self.up, None
+        if up is not None:
+            up.owner = None
+            if up.transport is not None:
+                up.transport.abort()
+        self._lingering = 0  # what still comes is dropped
+        self.transport.abort()
 
     # -- moving bytes -------------------------------------------------------------------------
 
@@ -205,7 +260,7 @@ class _Client(asyncio.Protocol):
             self.up = pooled
             pooled.owner = self
             conn, pooled.conn = pooled.conn, None
-            self.write(self.session.upstream_connected(_now(), conn))
+            self.write(self.session.upstream_connected(_now(), conn))  # in `act`'s guard
             self.act()
             return
         self._connecting = asyncio.get_running_loop().create_task(self._open())
@@ -227,8 +282,12 @@ class _Client(asyncio.Protocol):
             raise
         except Exception as exc:
             if not self.session.closed:
-                self.write(self.session.upstream_failed(str(exc) or type(exc).__name__, _now()))
-                self.act()
+                try:
+                    reason = str(exc) or type(exc).__name__
+                    self.write(self.session.upstream_failed(reason, _now()))
+                    self.act()
+                except Exception as error:
+                    self.fail(error)
             return
         finally:
             self._connecting = None
@@ -238,8 +297,11 @@ class _Client(asyncio.Protocol):
             return
         up.owner = self
         self.up = up
-        self.write(self.session.upstream_connected(_now()))
-        self.act()
+        try:
+            self.write(self.session.upstream_connected(_now()))
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
 
     def _detach(self, *, reuse: ClientConnection | None) -> None:
         """The request is done with its upstream connection: to the pool, or closed."""
@@ -269,8 +331,11 @@ class _Client(asyncio.Protocol):
                 log.error("preparing a request failed: %r", exc)
                 self.transport.abort()
                 return
-            self.write(self.session.worked(f.result(), _now()))
-            self.act()
+            try:
+                self.write(self.session.worked(f.result(), _now()))
+                self.act()
+            except Exception as error:
+                self.fail(error)
 
         future.add_done_callback(finished)
 
@@ -286,7 +351,11 @@ class _Client(asyncio.Protocol):
         if transport.can_write_eof():
             self._paused.clear()
             transport.resume_reading()
-            transport.write_eof()  # the client sees the end; its last bytes are still read
+            try:
+                transport.write_eof()  # the client sees the end; its last bytes are still read
+            except OSError:  # it reset already (ENOTCONN): nothing more can reach it
+                transport.abort()
+                return
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
@@ -348,17 +417,23 @@ class Server:
             now = _now()
             for client in list(self.clients):
                 session = client.session
-                if now >= session.deadline:
-                    client.write(session.tick(now))
-                    client.act()
+                try:
+                    if now >= session.deadline:
+                        client.write(session.tick(now))
+                        client.act()
+                except Exception as exc:  # that connection ends; the sweep goes on
+                    client.fail(exc)
             while self.pool and now - self.pool[0].idle_since >= self.state.config.pool_idle:
                 self.drop(self.pool[0])
 
     def shutdown(self) -> None:
         now = _now()
         for client in list(self.clients):
-            client.write(client.session.shutdown(now))
-            client.act()
+            try:
+                client.write(client.session.shutdown(now))
+                client.act()
+            except Exception as exc:
+                client.fail(exc)
         while self.pool:
             self.drop(self.pool[0])
 

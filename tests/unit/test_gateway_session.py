@@ -870,3 +870,27 @@ def test_a_json_answer_cut_midway_stays_cut() -> None:
     ((_, _, body, ended),) = read(d.client)
     assert (body, ended) == (b'{"id":', False)
     assert d.done()[0].outcome == "cut"
+
+
+# -- values from the client that no upstream request may carry (Rule 2) --------------------
+
+
+@pytest.mark.parametrize("rid", ["a\r\nX-Injected: 1", "a\x00b", "a\u2028b"])
+def test_a_request_id_that_cannot_be_a_header_is_answered_not_wedged(rid: str) -> None:
+    """Attack: an OpenAI body's ``metadata.request_id`` with a CR LF (or a NUL): building the
+    upstream head refused it with a ValueError out of `upstream_connected`, which left the
+    connection with no answer and its slot held (asyncio) or ended it with a traceback (trio).
+    Now the request ends with an error, and the id is not echoed in the client's head."""
+    d = Driver()
+    d.send(post(openai_body(metadata={"request_id": rid})))
+    d.connect()
+    got = read(d.client)
+    assert got, "no answer"
+    assert got[0][3], got
+    assert got[0][0] == 502
+    assert "x-injected" not in got[0][1]
+    assert "x-request-id" not in got[0][1]
+    assert bytes(d.upstream) == b""
+    assert d.released == [None]
+    assert d.state.streams == 0
+    assert [x.outcome for x in d.done()] == ["failed"]

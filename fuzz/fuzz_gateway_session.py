@@ -1,0 +1,331 @@
+"""Atheris target for `GatewaySession`, sans-IO: ``python fuzz/fuzz_gateway_session.py CORPUS
+fuzz/corpus/gateway_session``.
+
+The input is a script for a lawful server driving one session: bytes from the client, the
+upstream connection opening (new, or a kept-alive one the session gave back), bytes from the
+upstream, either side closing or breaking, the client's socket filling and draining, time
+passing and deadlines ticking, prepared work coming back, the gateway stopping. Whatever the
+script, only `SvirError` may escape a call, every call returns bytes, `deadline` stays a float
+(never NaN), the shared counters never go below zero, and once the client has gone every stream
+slot, byte of the body budget and connection the session took is given back.
+
+Each step is one byte ``op`` (its value modulo the number of ops) and, for the ops that carry
+bytes, a two-byte big-endian length and that many bytes (cut short by the input's end). `script`
+builds one from readable steps, for the seeds (``--seeds`` writes them).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from svir_proto.errors import SvirError
+from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
+from svir_proto.gateway.session import Connect, Release, Work
+from svir_proto.openai import Endpoint
+
+OPS = (
+    "client",
+    "client-eof",
+    "connected",
+    "upstream",
+    "upstream-eof",
+    "upstream-failed",
+    "pause",
+    "resume",
+    "tick",
+    "advance",
+    "work",
+    "shutdown",
+)
+CARRY = frozenset({"client", "upstream", "advance"})
+CONFIG = GatewayConfig(
+    upstream=Endpoint.parse("http://127.0.0.1:1"),
+    allowed_hosts=frozenset({"x", "localhost", "127.0.0.1"}),
+    max_head_size=2048,
+    max_body=8192,
+    max_buffered=16384,
+    hold_below=512,
+    max_streams=4,
+    max_connections=4,
+    head_timeout=2.0,
+    body_timeout=2.0,
+    idle_timeout=4.0,
+    send_timeout=3.0,
+    connect_timeout=3.0,
+    progress_timeout=5.0,
+    keepalive=1.0,
+    drain_limit=1024,
+)
+
+
+def steps(data: bytes) -> list[tuple[str, bytes]]:
+    out = []
+    i = 0
+    while i < len(data):
+        op = OPS[data[i] % len(OPS)]
+        i += 1
+        payload = b""
+        if op in CARRY:
+            n = int.from_bytes(data[i : i + 2], "big")
+            payload = data[i + 2 : i + 2 + n]
+            i += 2 + n
+        out.append((op, payload))
+    return out
+
+
+def script(*steps_: tuple[str, bytes] | str) -> bytes:
+    """The input for readable steps: ``("client", b"GET ...")``, ``"connected"``..."""
+    out = bytearray()
+    for step in steps_:
+        op, payload = (step, b"") if isinstance(step, str) else step
+        out.append(OPS.index(op))
+        if op in CARRY:
+            out += len(payload).to_bytes(2, "big") + payload
+    return bytes(out)
+
+
+class Driver:
+    """A lawful server: it does what the session's actions say, and calls what the script
+    says only when it may (bytes from an upstream only while one is connected)."""
+
+    def __init__(self) -> None:
+        self.state = GatewayState(CONFIG, new_id=lambda: "req-1")
+        self.now = 1000.0
+        self.session = GatewaySession(self.state, self.now)
+        self.connecting: Connect | None = None
+        self.connected = False
+        self.pool: list[object] = []
+        self.work: list[Work] = []
+
+    def call(self, name: str, *args: object) -> None:
+        try:
+            out = getattr(self.session, name)(*args)
+        except SvirError:
+            return
+        assert out is None or isinstance(out, bytes), (name, out)
+        self.take()
+        self.check()
+
+    def take(self) -> None:
+        actions, self.session.actions = self.session.actions, []
+        for action in actions:
+            if isinstance(action, Connect):
+                self.connecting = action
+                self.connected = False
+            elif isinstance(action, Release):
+                self.connected = False
+                self.connecting = None
+                if action.connection is not None:
+                    self.pool.append(action.connection)
+            elif isinstance(action, Work):
+                self.work.append(action)
+
+    def check(self) -> None:
+        deadline = self.session.deadline
+        assert isinstance(deadline, float), deadline
+        assert not math.isnan(deadline), deadline
+        state = self.state
+        assert state.streams >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.buffered >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.connections >= 0, (
+            state.streams,
+            state.buffered,
+            state.connections,
+        )
+        assert state.streams <= 1
+        assert state.connections <= 1
+
+    def step(self, op: str, payload: bytes) -> None:
+        s = self.session
+        if op == "client":
+            self.call("client_data", payload, self.now)
+        elif op == "client-eof":
+            self.call("client_data", b"", self.now)
+        elif op == "connected" and self.connecting is not None:
+            pooled = None if self.connecting.fresh or not self.pool else self.pool.pop()
+            self.connecting = None
+            self.connected = True
+            self.call("upstream_connected", self.now, pooled)
+        elif op == "upstream" and self.connected:
+            self.call("upstream_data", payload, self.now)
+        elif op == "upstream-eof" and self.connected:
+            self.call("upstream_data", b"", self.now)
+        elif op == "upstream-failed" and (self.connected or self.connecting is not None):
+            self.connected = False
+            self.connecting = None
+            self.call("upstream_failed", "reset by peer", self.now)
+        elif op == "pause":
+            self.call("client_paused", self.now)
+        elif op == "resume":
+            self.call("client_resumed", self.now)
+        elif op == "tick":
+            if math.isfinite(s.deadline):
+                self.now = max(self.now, s.deadline)
+            self.call("tick", self.now)
+        elif op == "advance":
+            self.now += (payload[0] if payload else 1) / 8
+            self.call("tick", self.now)
+        elif op == "work" and self.work:
+            work = self.work.pop(0)
+            self.call("worked", work.run(), self.now)
+        elif op == "shutdown":
+            self.state.stopping = True
+            self.call("shutdown", self.now)
+
+    def finish(self) -> None:
+        """The client goes: nothing may stay held."""
+        self.call("client_data", b"", self.now)
+        assert self.session.closed, "the session outlived its client"
+        state = self.state
+        assert state.streams == 0, f"a stream slot left held: {state.streams}"
+        assert state.buffered == 0, f"body budget left held: {state.buffered}"
+        assert state.connections == 0, f"a connection left counted: {state.connections}"
+
+
+def test_one_input(data: bytes) -> None:
+    driver = Driver()
+    for op, payload in steps(data):
+        driver.step(op, payload)
+    driver.finish()
+
+
+# -- seeds ---------------------------------------------------------------------------------
+
+BODY = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
+LLM = (
+    b'{"version":"1.0","stream":true,"model":"m","messages":[{"role":"user","content":"hi"}],'
+    b'"metadata":{"request_id":"r-1"}}'
+)
+
+
+def _post(body: bytes, kind: bytes = b"application/json", extra: bytes = b"") -> bytes:
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        + kind
+        + b"\r\nContent-Length: %d\r\n" % len(body)
+        + extra
+        + b"\r\n"
+        + body
+    )
+
+
+EVENT = (
+    b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+    b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+)
+SSE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + b"%x\r\n%s\r\n" % (len(EVENT), EVENT)
+    + b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
+)
+SEEDS = {
+    "openai-stream": script(("client", _post(BODY)), "connected", ("upstream", SSE)),
+    "llm-stream": script(
+        ("client", _post(LLM, b"application/llm-request+json")), "connected", ("upstream", SSE)
+    ),
+    "keepalive-then-timeout": script(
+        ("client", _post(BODY)), "connected", "tick", "tick", ("advance", b"\xff"), "tick"
+    ),
+    "upstream-reset": script(
+        ("client", _post(LLM, b"application/llm-request+json")),
+        "connected",
+        ("upstream", SSE[:150]),
+        "upstream-failed",
+    ),
+    "client-full": script(
+        ("client", _post(BODY)),
+        "connected",
+        "pause",
+        ("upstream", SSE[:150]),
+        ("advance", b"\x40"),
+        "resume",
+    ),
+    "pooled-twice": script(
+        ("client", _post(BODY)),
+        "connected",
+        ("upstream", SSE),
+        ("client", _post(BODY)),
+        "connected",
+        "upstream-eof",
+        "connected",
+        ("upstream", SSE),
+    ),
+    "head-slowloris": script(("client", b"POST /v1/chat"), ("advance", b"\x20"), "tick"),
+    "expect-continue": script(
+        (
+            "client",
+            _post(b"", extra=b"Expect: 100-continue\r\n").replace(
+                b"Length: 0", b"Length: %d" % len(BODY)
+            ),
+        ),
+        ("client", BODY),
+        "connected",
+        ("upstream", SSE),
+    ),
+    "head-and-pipeline": script(
+        (
+            "client",
+            b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+        )
+    ),
+    "cl-and-te": script(("client", _post(BODY, extra=b"Transfer-Encoding: chunked\r\n"))),
+    "models": script(
+        ("client", b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"),
+        "connected",
+        ("upstream", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"),
+    ),
+    "bad-request-id": script(
+        (
+            "client",
+            _post(BODY.replace(b'"stream"', b'"metadata":{"request_id":"a\\r\\nb"},"stream"')),
+        ),
+        "connected",
+        ("upstream", SSE),
+    ),
+    "big-llm-work": script(
+        (
+            "client",
+            _post(LLM.replace(b'"hi"', b'"' + b"h" * 600 + b'"'), b"application/llm-request+json"),
+        ),
+        "work",
+        "connected",
+        ("upstream", SSE),
+        "shutdown",
+    ),
+    "error-status": script(
+        ("client", _post(BODY)),
+        "connected",
+        (
+            "upstream",
+            b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}",
+        ),
+    ),
+}
+
+
+def write_seeds() -> None:
+    folder = Path(__file__).resolve().parent / "corpus" / "gateway_session"
+    folder.mkdir(exist_ok=True)
+    for name, data in SEEDS.items():
+        (folder / name).write_bytes(data)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--seeds"]:
+        write_seeds()
+    else:
+        from _harness import fuzz
+
+        fuzz(test_one_input)
