@@ -55,7 +55,7 @@ never does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
@@ -65,16 +65,18 @@ from ..events import (
     Completion,
     Finished,
     FinishReason,
-    ReasoningDelta,
     ReasoningSignature,
     StreamFailed,
     StreamStarted,
     ToolCall,
     Usage,
+    reasoning_delta,
     text_delta,
+    tool_call_delta,
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
+from ._envelope import BUDGET, DELTA, Envelope, learn, plain
 from ._wire import STOP_REASONS
 from .status import failure_from_error
 
@@ -89,6 +91,12 @@ _TOOL: Final = 2
 _THINKING: Final = 3
 _OTHER: Final = 4
 _KINDS: Final = {"text": _TEXT, "tool_use": _TOOL, "thinking": _THINKING}
+_HOT: Final = {
+    _TEXT: ("text_delta", "text"),
+    _TOOL: ("input_json_delta", "partial_json"),
+    _THINKING: ("thinking_delta", "thinking"),
+}
+"""A block's kind to the delta type of its pieces and the key that holds them (the hot path)."""
 _DELTA_KIND: Final = {
     "text_delta": _TEXT,
     "input_json_delta": _TOOL,
@@ -162,6 +170,8 @@ class MessagesStreamDecoder(DialectDecoder):
         self._done = False
         self._ignored = 0
         self._problems: list[str] = []
+        self._envelope: Envelope | None = None  # the open block's (see _envelope)
+        self._budget = BUDGET  # envelopes that may still fail to be learned in a row
         self.message_id: str | None = None
         self.model: str | None = None
         self.stop_sequence: str | None = None
@@ -212,6 +222,16 @@ class MessagesStreamDecoder(DialectDecoder):
         if self._done:
             self._ignored += 1  # Rule 8, whatever the event
             return
+        envelope = self._envelope
+        if envelope is not None and (sse_type is None or sse_type == DELTA):
+            try:
+                piece = envelope.read(data)
+            except UnicodeDecodeError:  # the general way applies the policy
+                piece = None
+            if piece is not None:  # a piece of the open block: _envelope Rule 2
+                if piece:
+                    self._carry(envelope, piece, at)
+                return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -227,39 +247,21 @@ class MessagesStreamDecoder(DialectDecoder):
             delta = obj.get("delta")
             if type(delta) is dict and type(index) is int:
                 kind = self._open.get(index)
-                dtype = delta.get("type")
-                if kind == _TEXT and dtype == "text_delta":
-                    piece = delta.get("text")
+                hot = _HOT.get(kind)  # type: ignore[arg-type]
+                if hot is not None and delta.get("type") == hot[0]:
+                    piece = delta.get(hot[1])
                     if type(piece) is str:
                         if piece:
-                            self._size += len(piece)
-                            if self._size > self._max_result:
-                                self._grow(0, at)  # raises
-                            self._text.append(piece)
-                            self._queue.append(text_delta(piece))
+                            if kind == _TEXT:
+                                self._carry_text(piece, at)
+                            elif kind == _TOOL:
+                                self._carry_arguments(self._tools[index], piece, at)
+                            else:
+                                self._add_reasoning(piece, at)
                         if sse_type is not None and sse_type != etype:
                             self._mismatch(sse_type, etype)
-                        return
-                elif kind == _THINKING and dtype == "thinking_delta":
-                    piece = delta.get("thinking")
-                    if type(piece) is str:
-                        if piece:
-                            self._add_reasoning(piece, at)
-                        if sse_type is not None and sse_type != etype:
-                            self._mismatch(sse_type, etype)
-                        return
-                elif kind == _TOOL and dtype == "input_json_delta":
-                    piece = delta.get("partial_json")
-                    if type(piece) is str:
-                        if piece:  # Anthropic's first piece is often empty: nothing to carry
-                            self._size += len(piece)
-                            if self._size > self._max_result:
-                                self._grow(0, at)  # raises
-                            number = self._tools[index]
-                            self._streamed.add(number)
-                            self._queue.append(self._calls.arguments(number, piece, at))
-                        if sse_type is not None and sse_type != etype:
-                            self._mismatch(sse_type, etype)
+                        if self._envelope is None and self._budget and plain(piece):
+                            self._learn(data, obj, hot[1], index, kind)  # type: ignore[arg-type]
                         return
         elif type(etype) is not str:
             raise PeerProtocolError(f"an event's type must be a string, not {etype!r}", offset=at)
@@ -391,6 +393,9 @@ class MessagesStreamDecoder(DialectDecoder):
         kind = self._open.pop(index, None)
         if kind is None:
             raise PeerProtocolError(f"content_block_stop for block {index}, not open", offset=at)
+        envelope = self._envelope
+        if envelope is not None and envelope.index == index:
+            self._envelope = None  # its block is closed: _envelope Rule 4
         if kind == _THINKING:
             self._block.clear()  # a signature signs its own block only: unsigned, it ends here
         elif kind == _TOOL:
@@ -405,10 +410,81 @@ class MessagesStreamDecoder(DialectDecoder):
         self._queue.append(text_delta(text))
 
     def _add_reasoning(self, text: str, at: int) -> None:
-        self._grow(len(text), at)
+        self._size += len(text)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
         self._reasoning.append(text)
         self._block.append(text)
-        self._queue.append(ReasoningDelta(text=text, carrier="thinking"))
+        self._queue.append(reasoning_delta(text, "thinking"))
+
+    # What a non-empty piece of an open block carries, on every path (the general one and the
+    # envelope's): text, reasoning (`_add_reasoning`), a tool call's arguments.
+
+    def _carry_text(self, piece: str, at: int) -> None:
+        self._size += len(piece)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
+        self._text.append(piece)
+        self._queue.append(text_delta(piece))
+
+    def _carry_arguments(self, number: int, piece: str, at: int) -> None:
+        self._size += len(piece)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
+        self._streamed.add(number)
+        # ToolCallAssembler.arguments, at once: the call was applied at its block's start
+        self._calls.calls[number].args.append(piece)
+        self._queue.append(tool_call_delta(number, piece))
+
+    def _carry(self, envelope: Envelope, piece: str, at: int) -> None:
+        kind = envelope.kind
+        if kind == _TEXT:
+            self._carry_text(piece, at)
+        elif kind == _TOOL:
+            self._carry_arguments(envelope.number, piece, at)
+        else:
+            self._add_reasoning(piece, at)
+
+    # -- the envelope (see _envelope) ----------------------------------------------------------
+
+    def _learn(
+        self, payload: bytes | bytearray, obj: dict[str, Any], key: str, index: int, kind: int
+    ) -> None:
+        """Learn the envelope of a plain piece the hot path just read (_envelope Rule 1)."""
+        found = learn(payload, obj, key, self._loads)
+        if found is None:
+            self._budget -= 1
+            return
+        number = self._tools[index] if kind == _TOOL else -1
+        self._envelope = Envelope(*found, index, kind, number)
+        self._budget = BUDGET
+
+    def _on_typed(
+        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+    ) -> None:
+        """`DialectDecoder._on_typed`, a run of typed events at once: a piece of the open block
+        that repeats its envelope is carried here; any other event goes the general way
+        (`_on_event`), which may learn an envelope or forget it."""
+        on_event = self._on_event
+        carry = self._carry
+        head = 13 + eol
+        tail = eol + eol
+        envelope = self._envelope
+        for sse_type, payload in zip(types, payloads, strict=True):
+            at += len(sse_type) + head
+            if envelope is not None and sse_type == DELTA:
+                try:
+                    piece = envelope.read(payload)
+                except UnicodeDecodeError:  # the general way applies the policy
+                    piece = None
+                if piece is not None:
+                    if piece:
+                        carry(envelope, piece, at)
+                    at += len(payload) + tail
+                    continue
+            on_event(sse_type, payload, at)
+            envelope = self._envelope
+            at += len(payload) + tail
 
     def _add_signature(self, signature: str, at: int) -> None:
         if signature:
@@ -503,11 +579,16 @@ class MessagesStreamDecoder(DialectDecoder):
         self._failure = failure
         self._final_usage()
         self._queue.append(StreamFailed(error=failure))
-        self._done = True  # Anthropic ends the stream with its error
+        self._ended()  # Anthropic ends the stream with its error
         self._terminate(done=True)
 
-    def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
+    def _ended(self) -> None:
+        """The stream is over (Rule 8): nothing after it is read, on any path."""
         self._done = True
+        self._envelope = None
+
+    def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
+        self._ended()
         self._final_usage()
         finish = self._finish
         if finish is not None:
