@@ -43,11 +43,11 @@ from typing import Any, Final
 
 from ..openai._envelope import _body
 
-__all__ = ["BUDGET", "DELTA", "Envelope", "learn", "plain"]
+__all__ = ["BUDGET", "DELTA", "NOT_PLAIN", "Envelope", "learn", "plain"]
 
 BUDGET: Final = 8
 DELTA: Final = "content_block_delta"
-_NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped
+NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped
 _PROBE: Final = "Z"
 _EXPRESS: Final = b"event: " + DELTA.encode()
 
@@ -94,7 +94,7 @@ def plain(piece: str) -> bool:
     """JSON writes ``piece`` as it is, inside its quotes (with or without ``ensure_ascii`` if it
     is ASCII): the pieces an envelope may be learned from."""
     raw = piece.encode()
-    return len(raw.translate(None, _NOT_PLAIN)) == len(raw)
+    return len(raw.translate(None, NOT_PLAIN)) == len(raw)
 
 
 def learn(

@@ -55,7 +55,8 @@ never does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from typing import Any, Final
 
 from .. import _json
@@ -63,6 +64,7 @@ from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     Completion,
+    Event,
     Finished,
     FinishReason,
     ReasoningSignature,
@@ -74,9 +76,10 @@ from ..events import (
     text_delta,
     tool_call_delta,
 )
+from ..openai._envelope import _body
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._envelope import BUDGET, DELTA, Envelope, learn, plain
+from ._envelope import BUDGET, DELTA, NOT_PLAIN, Envelope, learn, plain
 from ._wire import STOP_REASONS
 from .status import failure_from_error
 
@@ -155,7 +158,6 @@ class MessagesStreamDecoder(DialectDecoder):
         self._last = -1  # the greatest block index started
         self._tools: dict[int, int] = {}  # open tool_use block index -> call number
         self._start_input: dict[int, str] = {}  # call number -> its start's input, as JSON
-        self._streamed: set[int] = set()  # call numbers that had an input_json_delta
         self._started = False
         self._text: list[str] = []
         self._reasoning: list[str] = []
@@ -230,7 +232,7 @@ class MessagesStreamDecoder(DialectDecoder):
                 piece = None
             if piece is not None:  # a piece of the open block: _envelope Rule 2
                 if piece:
-                    self._carry(envelope, piece, at)
+                    self._carrier(envelope)(piece, at)
                 return
         try:
             obj = self._loads(data)
@@ -255,7 +257,10 @@ class MessagesStreamDecoder(DialectDecoder):
                             if kind == _TEXT:
                                 self._carry_text(piece, at)
                             elif kind == _TOOL:
-                                self._carry_arguments(self._tools[index], piece, at)
+                                number = self._tools[index]
+                                self._carry_arguments(
+                                    number, self._calls.calls[number].args, piece, at
+                                )
                             else:
                                 self._add_reasoning(piece, at)
                         if sse_type is not None and sse_type != etype:
@@ -401,7 +406,7 @@ class MessagesStreamDecoder(DialectDecoder):
         elif kind == _TOOL:
             number = self._tools.pop(index)
             start = self._start_input.pop(number, None)
-            if number not in self._streamed:  # the input its start carried, whole
+            if not self._calls.calls[number].args:  # no piece came: its start's input, whole
                 self._queue.append(self._calls.arguments(number, start or "{}", at))
 
     def _add_text(self, text: str, at: int) -> None:
@@ -427,23 +432,24 @@ class MessagesStreamDecoder(DialectDecoder):
         self._text.append(piece)
         self._queue.append(text_delta(piece))
 
-    def _carry_arguments(self, number: int, piece: str, at: int) -> None:
+    def _carry_arguments(self, number: int, args: list[str], piece: str, at: int) -> None:
+        """`ToolCallAssembler.arguments` at once, for call ``number`` (applied at its block's
+        start, so it is ``calls[number]``, with that wire index), whose ``args`` these are."""
         self._size += len(piece)
         if self._size > self._max_result:
             self._grow(0, at)  # raises
-        self._streamed.add(number)
-        # ToolCallAssembler.arguments, at once: the call was applied at its block's start
-        self._calls.calls[number].args.append(piece)
+        args.append(piece)
         self._queue.append(tool_call_delta(number, piece))
 
-    def _carry(self, envelope: Envelope, piece: str, at: int) -> None:
+    def _carrier(self, envelope: Envelope) -> Callable[[str, int], None]:
+        """What carries a non-empty piece of the envelope's block (never kept: no cycle)."""
         kind = envelope.kind
         if kind == _TEXT:
-            self._carry_text(piece, at)
-        elif kind == _TOOL:
-            self._carry_arguments(envelope.number, piece, at)
-        else:
-            self._add_reasoning(piece, at)
+            return self._carry_text
+        if kind == _TOOL:
+            number = envelope.number
+            return partial(self._carry_arguments, number, self._calls.calls[number].args)
+        return self._add_reasoning
 
     # -- the envelope (see _envelope) ----------------------------------------------------------
 
@@ -459,32 +465,89 @@ class MessagesStreamDecoder(DialectDecoder):
         self._envelope = Envelope(*found, index, kind, number)
         self._budget = BUDGET
 
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """`DialectDecoder.feed`, with the envelope's express first (_envelope Rule 3): while
+        the typed express could take a piece (``_fast``), one that is exactly one event
+        repeating the open block's envelope is carried here, as that express would."""
+        envelope = self._envelope
+        if envelope is not None and self._fast and type(data) is bytes:
+            framer = self._framer
+            before, after, data_at = envelope.express[framer.gap == 10]
+            end = len(data) - len(after)
+            if (
+                end >= len(before)
+                and data.startswith(before)
+                and data.endswith(after)
+                and len(data) <= framer.max_event_size
+            ):
+                try:
+                    piece = _body(data, len(before), end)
+                except UnicodeDecodeError:  # the general way applies the policy
+                    piece = None
+                if piece is not None:
+                    at = framer._base + self._skipped + data_at
+                    self._skipped += len(data)  # counted into the framer's offsets later
+                    if not piece:
+                        return []
+                    try:
+                        self._carrier(envelope)(piece, at)
+                    except PeerProtocolError as exc:  # max_result_size: as the express does
+                        self._fast = None
+                        self._deferred = self._error = exc
+                        raise
+                    out = self._queue
+                    self._queue = []
+                    return out
+        return DialectDecoder.feed(self, data)
+
     def _on_typed(
         self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
     ) -> None:
         """`DialectDecoder._on_typed`, a run of typed events at once: a piece of the open block
-        that repeats its envelope is carried here; any other event goes the general way
-        (`_on_event`), which may learn an envelope or forget it."""
+        that repeats its envelope is carried here (`Envelope.read`, inline); any other event
+        goes the general way (`_on_event`), which may learn an envelope or forget it."""
         on_event = self._on_event
-        carry = self._carry
         head = 13 + eol
         tail = eol + eol
         envelope = self._envelope
+        opened = closed = b""
+        nopened = nclosed = 0
+        carry = None
+        if envelope is not None:
+            opened, closed, carry = envelope.head, envelope.tail, self._carrier(envelope)
+            nopened, nclosed = len(opened), len(closed)
         for sse_type, payload in zip(types, payloads, strict=True):
             at += len(sse_type) + head
-            if envelope is not None and sse_type == DELTA:
-                try:
-                    piece = envelope.read(payload)
+            size = len(payload)
+            if (
+                carry is not None
+                and payload.startswith(opened)
+                and payload.endswith(closed)
+                and sse_type == DELTA
+            ):
+                end = size - nclosed
+                raw = payload[nopened:end]
+                try:  # _body, its common case inline: a piece with nothing escaped
+                    if len(raw.translate(None, NOT_PLAIN)) == len(raw):
+                        piece = raw.decode() if end >= nopened else None
+                    else:
+                        piece = _body(payload, nopened, end)
                 except UnicodeDecodeError:  # the general way applies the policy
                     piece = None
                 if piece is not None:
                     if piece:
-                        carry(envelope, piece, at)
-                    at += len(payload) + tail
+                        carry(piece, at)
+                    at += size + tail
                     continue
             on_event(sse_type, payload, at)
-            envelope = self._envelope
-            at += len(payload) + tail
+            if self._envelope is not envelope:
+                envelope = self._envelope
+                carry = None
+                if envelope is not None:
+                    opened, closed = envelope.head, envelope.tail
+                    nopened, nclosed = len(opened), len(closed)
+                    carry = self._carrier(envelope)
+            at += size + tail
 
     def _add_signature(self, signature: str, at: int) -> None:
         if signature:
