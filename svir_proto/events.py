@@ -403,6 +403,8 @@ _set_call_index: Final = ToolCallDelta.__dict__["index"].__set__
 _set_call_id: Final = ToolCallDelta.__dict__["id"].__set__
 _set_call_name: Final = ToolCallDelta.__dict__["name"].__set__
 _set_call_arguments: Final = ToolCallDelta.__dict__["arguments"].__set__
+_set_reasoning_text: Final = ReasoningDelta.__dict__["text"].__set__
+_set_reasoning_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
 
 
 def text_delta(text: str, index: int = 0) -> TextDelta:
@@ -422,4 +424,12 @@ def tool_call_delta(
     _set_call_id(event, call_id)
     _set_call_name(event, name)
     _set_call_arguments(event, arguments)
+    return event
+
+
+def reasoning_delta(text: str, carrier: ReasoningCarrier) -> ReasoningDelta:
+    """``ReasoningDelta(text=text, carrier=carrier)``, built for the hot path."""
+    event: ReasoningDelta = _new(ReasoningDelta)
+    _set_reasoning_text(event, text)
+    _set_reasoning_carrier(event, carrier)
     return event

@@ -55,7 +55,8 @@ never does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from typing import Any, Final
 
 from .. import _json
@@ -63,18 +64,22 @@ from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     Completion,
+    Event,
     Finished,
     FinishReason,
-    ReasoningDelta,
     ReasoningSignature,
     StreamFailed,
     StreamStarted,
     ToolCall,
     Usage,
+    reasoning_delta,
     text_delta,
+    tool_call_delta,
 )
+from ..openai._envelope import _body
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
+from ._envelope import BUDGET, DELTA, NOT_PLAIN, Envelope, learn, plain
 from ._wire import STOP_REASONS
 from .status import failure_from_error
 
@@ -89,6 +94,12 @@ _TOOL: Final = 2
 _THINKING: Final = 3
 _OTHER: Final = 4
 _KINDS: Final = {"text": _TEXT, "tool_use": _TOOL, "thinking": _THINKING}
+_HOT: Final = {
+    _TEXT: ("text_delta", "text"),
+    _TOOL: ("input_json_delta", "partial_json"),
+    _THINKING: ("thinking_delta", "thinking"),
+}
+"""A block's kind to the delta type of its pieces and the key that holds them (the hot path)."""
 _DELTA_KIND: Final = {
     "text_delta": _TEXT,
     "input_json_delta": _TOOL,
@@ -147,7 +158,6 @@ class MessagesStreamDecoder(DialectDecoder):
         self._last = -1  # the greatest block index started
         self._tools: dict[int, int] = {}  # open tool_use block index -> call number
         self._start_input: dict[int, str] = {}  # call number -> its start's input, as JSON
-        self._streamed: set[int] = set()  # call numbers that had an input_json_delta
         self._started = False
         self._text: list[str] = []
         self._reasoning: list[str] = []
@@ -162,6 +172,8 @@ class MessagesStreamDecoder(DialectDecoder):
         self._done = False
         self._ignored = 0
         self._problems: list[str] = []
+        self._envelope: Envelope | None = None  # the open block's (see _envelope)
+        self._budget = BUDGET  # envelopes that may still fail to be learned in a row
         self.message_id: str | None = None
         self.model: str | None = None
         self.stop_sequence: str | None = None
@@ -212,6 +224,16 @@ class MessagesStreamDecoder(DialectDecoder):
         if self._done:
             self._ignored += 1  # Rule 8, whatever the event
             return
+        envelope = self._envelope
+        if envelope is not None and (sse_type is None or sse_type == DELTA):
+            try:
+                piece = envelope.read(data)
+            except UnicodeDecodeError:  # the general way applies the policy
+                piece = None
+            if piece is not None:  # a piece of the open block: _envelope Rule 2
+                if piece:
+                    self._carrier(envelope)(piece, at)
+                return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -227,39 +249,24 @@ class MessagesStreamDecoder(DialectDecoder):
             delta = obj.get("delta")
             if type(delta) is dict and type(index) is int:
                 kind = self._open.get(index)
-                dtype = delta.get("type")
-                if kind == _TEXT and dtype == "text_delta":
-                    piece = delta.get("text")
+                hot = _HOT.get(kind)  # type: ignore[arg-type]
+                if hot is not None and delta.get("type") == hot[0]:
+                    piece = delta.get(hot[1])
                     if type(piece) is str:
                         if piece:
-                            self._size += len(piece)
-                            if self._size > self._max_result:
-                                self._grow(0, at)  # raises
-                            self._text.append(piece)
-                            self._queue.append(text_delta(piece))
+                            if kind == _TEXT:
+                                self._carry_text(piece, at)
+                            elif kind == _TOOL:
+                                number = self._tools[index]
+                                self._carry_arguments(
+                                    number, self._calls.calls[number].args, piece, at
+                                )
+                            else:
+                                self._add_reasoning(piece, at)
                         if sse_type is not None and sse_type != etype:
                             self._mismatch(sse_type, etype)
-                        return
-                elif kind == _THINKING and dtype == "thinking_delta":
-                    piece = delta.get("thinking")
-                    if type(piece) is str:
-                        if piece:
-                            self._add_reasoning(piece, at)
-                        if sse_type is not None and sse_type != etype:
-                            self._mismatch(sse_type, etype)
-                        return
-                elif kind == _TOOL and dtype == "input_json_delta":
-                    piece = delta.get("partial_json")
-                    if type(piece) is str:
-                        if piece:  # Anthropic's first piece is often empty: nothing to carry
-                            self._size += len(piece)
-                            if self._size > self._max_result:
-                                self._grow(0, at)  # raises
-                            number = self._tools[index]
-                            self._streamed.add(number)
-                            self._queue.append(self._calls.arguments(number, piece, at))
-                        if sse_type is not None and sse_type != etype:
-                            self._mismatch(sse_type, etype)
+                        if self._envelope is None and self._budget and plain(piece):
+                            self._learn(data, obj, hot[1], index, kind)  # type: ignore[arg-type]
                         return
         elif type(etype) is not str:
             raise PeerProtocolError(f"an event's type must be a string, not {etype!r}", offset=at)
@@ -391,12 +398,15 @@ class MessagesStreamDecoder(DialectDecoder):
         kind = self._open.pop(index, None)
         if kind is None:
             raise PeerProtocolError(f"content_block_stop for block {index}, not open", offset=at)
+        envelope = self._envelope
+        if envelope is not None and envelope.index == index:
+            self._envelope = None  # its block is closed: _envelope Rule 4
         if kind == _THINKING:
             self._block.clear()  # a signature signs its own block only: unsigned, it ends here
         elif kind == _TOOL:
             number = self._tools.pop(index)
             start = self._start_input.pop(number, None)
-            if number not in self._streamed:  # the input its start carried, whole
+            if not self._calls.calls[number].args:  # no piece came: its start's input, whole
                 self._queue.append(self._calls.arguments(number, start or "{}", at))
 
     def _add_text(self, text: str, at: int) -> None:
@@ -405,10 +415,139 @@ class MessagesStreamDecoder(DialectDecoder):
         self._queue.append(text_delta(text))
 
     def _add_reasoning(self, text: str, at: int) -> None:
-        self._grow(len(text), at)
+        self._size += len(text)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
         self._reasoning.append(text)
         self._block.append(text)
-        self._queue.append(ReasoningDelta(text=text, carrier="thinking"))
+        self._queue.append(reasoning_delta(text, "thinking"))
+
+    # What a non-empty piece of an open block carries, on every path (the general one and the
+    # envelope's): text, reasoning (`_add_reasoning`), a tool call's arguments.
+
+    def _carry_text(self, piece: str, at: int) -> None:
+        self._size += len(piece)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
+        self._text.append(piece)
+        self._queue.append(text_delta(piece))
+
+    def _carry_arguments(self, number: int, args: list[str], piece: str, at: int) -> None:
+        """`ToolCallAssembler.arguments` at once, for call ``number`` (applied at its block's
+        start, so it is ``calls[number]``, with that wire index), whose ``args`` these are."""
+        self._size += len(piece)
+        if self._size > self._max_result:
+            self._grow(0, at)  # raises
+        args.append(piece)
+        self._queue.append(tool_call_delta(number, piece))
+
+    def _carrier(self, envelope: Envelope) -> Callable[[str, int], None]:
+        """What carries a non-empty piece of the envelope's block (never kept: no cycle)."""
+        kind = envelope.kind
+        if kind == _TEXT:
+            return self._carry_text
+        if kind == _TOOL:
+            number = envelope.number
+            return partial(self._carry_arguments, number, self._calls.calls[number].args)
+        return self._add_reasoning
+
+    # -- the envelope (see _envelope) ----------------------------------------------------------
+
+    def _learn(
+        self, payload: bytes | bytearray, obj: dict[str, Any], key: str, index: int, kind: int
+    ) -> None:
+        """Learn the envelope of a plain piece the hot path just read (_envelope Rule 1)."""
+        found = learn(payload, obj, key, self._loads)
+        if found is None:
+            self._budget -= 1
+            return
+        number = self._tools[index] if kind == _TOOL else -1
+        self._envelope = Envelope(*found, index, kind, number)
+        self._budget = BUDGET
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """`DialectDecoder.feed`, with the envelope's express first (_envelope Rule 3): while
+        the typed express could take a piece (``_fast``), one that is exactly one event
+        repeating the open block's envelope is carried here, as that express would."""
+        envelope = self._envelope
+        if envelope is not None and self._fast and type(data) is bytes:
+            framer = self._framer
+            before, after, data_at = envelope.express[framer.gap == 10]
+            end = len(data) - len(after)
+            if (
+                end >= len(before)
+                and data.startswith(before)
+                and data.endswith(after)
+                and len(data) <= framer.max_event_size
+            ):
+                try:
+                    piece = _body(data, len(before), end)
+                except UnicodeDecodeError:  # the general way applies the policy
+                    piece = None
+                if piece is not None:
+                    at = framer._base + self._skipped + data_at
+                    self._skipped += len(data)  # counted into the framer's offsets later
+                    if not piece:
+                        return []
+                    try:
+                        self._carrier(envelope)(piece, at)
+                    except PeerProtocolError as exc:  # max_result_size: as the express does
+                        self._fast = None
+                        self._deferred = self._error = exc
+                        raise
+                    out = self._queue
+                    self._queue = []
+                    return out
+        return DialectDecoder.feed(self, data)
+
+    def _on_typed(
+        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+    ) -> None:
+        """`DialectDecoder._on_typed`, a run of typed events at once: a piece of the open block
+        that repeats its envelope is carried here (`Envelope.read`, inline); any other event
+        goes the general way (`_on_event`), which may learn an envelope or forget it."""
+        on_event = self._on_event
+        head = 13 + eol
+        tail = eol + eol
+        envelope = self._envelope
+        opened = closed = b""
+        nopened = nclosed = 0
+        carry = None
+        if envelope is not None:
+            opened, closed, carry = envelope.head, envelope.tail, self._carrier(envelope)
+            nopened, nclosed = len(opened), len(closed)
+        for sse_type, payload in zip(types, payloads, strict=True):
+            at += len(sse_type) + head
+            size = len(payload)
+            if (
+                carry is not None
+                and payload.startswith(opened)
+                and payload.endswith(closed)
+                and sse_type == DELTA
+            ):
+                end = size - nclosed
+                raw = payload[nopened:end]
+                try:  # _body, its common case inline: a piece with nothing escaped
+                    if len(raw.translate(None, NOT_PLAIN)) == len(raw):
+                        piece = raw.decode() if end >= nopened else None
+                    else:
+                        piece = _body(payload, nopened, end)
+                except UnicodeDecodeError:  # the general way applies the policy
+                    piece = None
+                if piece is not None:
+                    if piece:
+                        carry(piece, at)
+                    at += size + tail
+                    continue
+            on_event(sse_type, payload, at)
+            if self._envelope is not envelope:
+                envelope = self._envelope
+                carry = None
+                if envelope is not None:
+                    opened, closed = envelope.head, envelope.tail
+                    nopened, nclosed = len(opened), len(closed)
+                    carry = self._carrier(envelope)
+            at += size + tail
 
     def _add_signature(self, signature: str, at: int) -> None:
         if signature:
@@ -503,11 +642,16 @@ class MessagesStreamDecoder(DialectDecoder):
         self._failure = failure
         self._final_usage()
         self._queue.append(StreamFailed(error=failure))
-        self._done = True  # Anthropic ends the stream with its error
+        self._ended()  # Anthropic ends the stream with its error
         self._terminate(done=True)
 
-    def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
+    def _ended(self) -> None:
+        """The stream is over (Rule 8): nothing after it is read, on any path."""
         self._done = True
+        self._envelope = None
+
+    def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
+        self._ended()
         self._final_usage()
         finish = self._finish
         if finish is not None:
