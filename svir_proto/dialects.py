@@ -41,6 +41,7 @@ __all__ = [
     "StreamDecoder",
     "StreamEncoder",
     "dialect",
+    "detect",
     "dialect_of",
     "translate_request",
 ]
@@ -98,6 +99,8 @@ class DialectSpec:
         body_outcome: the `RequestFailed` of a response that is not a stream.
         error_body: the dialect's error body for a failure, and `error_status` its status.
         accept: the ``Accept`` header its requests send.
+        key_variable: the environment variable its API key is read from by convention.
+        sniff: whether a recorded body's first bytes are this dialect's stream.
     """
 
     name: DialectName
@@ -112,7 +115,9 @@ class DialectSpec:
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
     auth: Callable[[str], list[tuple[str, str]]]
+    sniff: Callable[[bytes], bool]
     accept: str = "text/event-stream"
+    key_variable: str = "OPENAI_API_KEY"
 
     def target(self, request: Any, endpoint: Endpoint) -> str:
         """The request's path on ``endpoint`` (Rule 2)."""
@@ -158,7 +163,7 @@ def _without(option: str, make: Callable[..., StreamDecoder]) -> Callable[..., S
     """``make`` for the options of `DialectSpec.new_decoder`, but one it does not take."""
 
     def decoder(**options: Any) -> StreamDecoder:
-        options.pop(option)
+        options.pop(option, None)
         return make(**options)
 
     return decoder
@@ -200,6 +205,7 @@ def _chat() -> DialectSpec:
         error_body=status.error_body,
         error_status=status.error_status,
         auth=_bearer,
+        sniff=lambda head: head.startswith(b"data:"),
     )
 
 
@@ -223,6 +229,8 @@ def _messages() -> DialectSpec:
         auth=lambda key: [
             (k, v) for k, v in request.headers(key) if k in ("x-api-key", "anthropic-version")
         ],
+        sniff=lambda head: b"message_start" in head,
+        key_variable="ANTHROPIC_API_KEY",
     )
 
 
@@ -253,6 +261,7 @@ def _llm_stream() -> DialectSpec:
         error_body=_llm_error_body,
         error_status=status.error_status,
         auth=_bearer,
+        sniff=lambda head: head.startswith(b"event: stream.start"),
         accept=negotiate.ACCEPT_LLM_STREAM,
     )
 
@@ -299,6 +308,23 @@ def dialect_of(request: object) -> DialectSpec | None:
         return None
     spec = dialect(name)
     return spec if isinstance(request, spec.request_type) else None
+
+
+SNIFF_SIZE: Final = 4096
+"""Bytes of a recorded body `detect` reads: its first event, whatever the dialect."""
+
+
+def detect(body: bytes) -> DialectName:
+    """The dialect of a recorded stream body, from its first event: LLM-Stream's
+    ``stream.start``, Anthropic's ``message_start``, the Responses API's ``response.created``,
+    Gemini's ``candidates``; OpenAI's Chat Completions when none of them."""
+    head = body[:SNIFF_SIZE].lstrip(b"\xef\xbb\xbf \r\n")
+    end = head.find(b"\n\n")
+    first = head if end < 0 else head[:end]
+    for name in ("llm-stream", "messages", "responses", "gemini"):
+        if name in _BUILDERS and dialect(name).sniff(first):
+            return name
+    return "chat"
 
 
 def translate_request(request: object, to: str) -> Any:

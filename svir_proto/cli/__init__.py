@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ..dialects import DIALECTS
 from . import chat, decode, gateway
 
 __all__ = ["main"]
@@ -53,12 +54,21 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--image", action="append", default=[], help="an image file (repeatable)")
     c.add_argument("--file", action="append", default=[], help="a text file (repeatable)")
     c.add_argument("--max-tokens", type=int, help="cap the answer's length")
+    c.add_argument(
+        "--dialect", choices=DIALECTS, default="chat",
+        help="what the server speaks: OpenAI's Chat Completions (chat, the default), "
+        "Anthropic's Messages (messages), OpenAI's Responses (responses), Gemini (gemini) or "
+        "LLM-Stream (llm-stream); the key then defaults to that vendor's variable",
+    )  # fmt: skip
     m = sub.add_parser("models", help="list a server's models, chat models first")
     _server_options(m)
     d = sub.add_parser("decode", help="decode a recorded response body and show its events")
     d.add_argument("file", help="a recorded body (text/event-stream), or - for stdin")
     d.add_argument("--piece", type=int, default=64, help="feed the body in pieces of N bytes")
     d.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
+    d.add_argument(
+        "--dialect", choices=DIALECTS, help="the body's dialect (default: told by its first event)"
+    )
     t = sub.add_parser("translate", help="translate a recorded OpenAI stream into LLM-Stream")
     t.add_argument("file", help="a recorded OpenAI-compatible body, or - for stdin")
     gateway.add_parser(sub)
@@ -82,7 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.sse:
             status = decode.decode_sse(body, piece, lines)
         else:
-            status = decode.decode_events(body, piece, lines)
+            try:
+                status = decode.decode_events(body, piece, lines, args.dialect)
+            except ValueError as exc:  # a dialect this installation lacks
+                print(f"svir: {exc}", file=sys.stderr)
+                return 2
     print("\n".join(lines))
     return status
 

@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from ..dialects import dialect, translate_request
 from ..errors import (
     ConnectionFailedError,
     Failure,
@@ -234,7 +235,14 @@ class Screen:
         self.err.write(" | ".join(parts) + "\n")
 
 
-def _request(args: Any, model: str) -> ChatRequest:
+def _request(args: Any, model: str) -> Any:
+    """The request, in the dialect ``--dialect`` names (translated through the hub)."""
+    request = _chat_request(args, model)
+    name = getattr(args, "dialect", "chat")
+    return request if name == "chat" else translate_request(request, name)
+
+
+def _chat_request(args: Any, model: str) -> ChatRequest:
     parts: list[TextPart | ImagePart | TextFile] = [TextPart(text=args.prompt)]
     parts += [TextFile.from_path(p) for p in args.file]
     parts += [ImagePart.from_path(p) for p in args.image]
@@ -249,7 +257,8 @@ def _request(args: Any, model: str) -> ChatRequest:
 
 def _client(args: Any, err: TextIO) -> Client:
     base = args.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+    spec = dialect(getattr(args, "dialect", "chat"))
+    key = args.api_key or os.environ.get(spec.key_variable) or None
     timeouts = (
         Timeouts() if args.timeout is None else Timeouts(first_byte=args.timeout, read=args.timeout)
     )
@@ -281,6 +290,8 @@ def chat(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """``svir chat``: stream one answer; returns the exit status."""
     try:
         with _client(args, err) as client:
+            if not args.model and getattr(args, "dialect", "chat") == "gemini":
+                raise ValueError("--model is required with --dialect gemini (no model listing)")
             model = args.model or _first_chat_model(client.list_models())
             request = _request(args, model)
             screen = Screen(out, err, as_json=args.json)

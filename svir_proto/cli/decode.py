@@ -2,7 +2,9 @@
 
 ``svir decode FILE`` reads a recorded response body (``-`` for standard input) and prints what
 the decoders make of it, fed piece by piece as a network would deliver it: the typed events
-(of the OpenAI-compatible dialect, or of LLM-Stream when the body begins with ``stream.start``)
+(of the dialect its first event shows: LLM-Stream's ``stream.start``, Anthropic's
+``message_start``, the Responses API's ``response.created``, Gemini's ``candidates``, else
+OpenAI's Chat Completions; ``--dialect`` says it instead)
 and the final result (``--sse`` shows the SSE events instead). ``svir translate FILE`` shows
 what a gateway sends an LLM-Stream client for a recorded OpenAI body.
 """
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Final
 
+from ..dialects import detect, dialect
 from ..errors import SvirProtocolError
 from ..events import (
     Completion,
@@ -29,7 +33,6 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
-from ..llmstream import LLMStreamDecoder
 from ..openai import ChatStreamDecoder
 from ..sse import EndOfStream, SSEComment, SSEDecoder
 from ..translate import OpenAIToLLMStream
@@ -68,16 +71,23 @@ def _show_sse(item: object) -> str:
 
 def is_llm_stream(body: bytes) -> bool:
     """An LLM-Stream body begins with its stream.start event (draft section 5)."""
-    return body.lstrip(b"\xef\xbb\xbf \r\n").startswith(b"event: stream.start")
+    return detect(body) == "llm-stream"
 
 
-def decode_events(body: bytes, piece: int, out: list[str]) -> int:
-    decoder: ChatStreamDecoder | LLMStreamDecoder
-    if is_llm_stream(body):
-        out.append("(an LLM-Stream body)")
-        decoder = LLMStreamDecoder()
-    else:
-        decoder = ChatStreamDecoder()
+_NAMES: Final = {
+    "llm-stream": "an LLM-Stream body",
+    "messages": "an Anthropic Messages body",
+    "responses": "an OpenAI Responses body",
+    "gemini": "a Gemini body",
+}
+
+
+def decode_events(body: bytes, piece: int, out: list[str], name: str | None = None) -> int:
+    """Decode ``body`` in dialect ``name``, or in the dialect `detect` finds."""
+    name = name or detect(body)
+    if name in _NAMES:
+        out.append(f"({_NAMES[name]})")
+    decoder = dialect(name).decoder()
     status = 0
     try:
         for p in _pieces(body, piece):

