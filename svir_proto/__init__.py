@@ -16,6 +16,7 @@ from . import (
     hub,
     llmstream,
     openai,
+    responses,
     speed,
     sse,
     translate,
@@ -32,6 +33,7 @@ from .gateway import *  # noqa: F403
 from .hub import *  # noqa: F403
 from .llmstream import *  # noqa: F403
 from .openai import *  # noqa: F403
+from .responses import *  # noqa: F403
 from .speed import *  # noqa: F403
 from .sse import *  # noqa: F403
 from .translate import *  # noqa: F403
@@ -55,6 +57,7 @@ __all__ = [
     *hub.__all__,
     *llmstream.__all__,
     *openai.__all__,
+    *responses.__all__,
     *speed.__all__,
     *sse.__all__,
     *translate.__all__,

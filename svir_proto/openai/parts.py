@@ -12,7 +12,7 @@ from typing import Final, final
 
 import attrs
 
-from ..body import JSONTextFile
+from ..body import Base64Bytes, Base64File, JSONTextFile, Placeholders
 
 __all__ = ["IMAGE_TYPES", "ImagePart", "TextFile", "TextPart"]
 
@@ -91,6 +91,15 @@ class ImagePart:
         ext = os.path.splitext(path)[1].lower() or None
         checked = _check_media_type(f"image {path}", media_type, head, ext)
         return cls(media_type=checked, path=path, size=os.stat(path).st_size)
+
+    def data_url(self, marks: Placeholders) -> str:
+        """The image as a ``data:`` URL whose base64 is a placeholder in ``marks``: read from
+        disk (or memory) while the body is sent (`svir_proto.body`)."""
+        if self.path is not None:
+            segment: Base64File | Base64Bytes = Base64File(self.path, self.size)
+        else:
+            segment = Base64Bytes(self.data or b"")
+        return f"data:{self.media_type};base64,{marks.add(segment)}"
 
 
 @final

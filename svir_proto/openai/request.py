@@ -24,12 +24,9 @@ import attrs
 
 from ..body import (
     DEFAULT_PIECE_SIZE,
-    Base64Bytes,
-    Base64File,
     JSONTextFile,
     Placeholders,
     RequestBody,
-    Segment,
     encode_document,
 )
 from ..events import Completion, ReasoningCarrier, ToolCall
@@ -302,13 +299,7 @@ def _user_content(parts: tuple[Part, ...], marks: Placeholders) -> str | list[di
             body = part.text if part.path is None else marks.add(JSONTextFile(part.path))
             texts.append(part.opening() + (body or "") + "\n</file>")
         else:
-            segment: Segment = (
-                Base64File(part.path, part.size)
-                if part.path is not None
-                else Base64Bytes(part.data or b"")
-            )
-            url = f"data:{part.media_type};base64,{marks.add(segment)}"
-            images.append({"type": "image_url", "image_url": {"url": url}})
+            images.append({"type": "image_url", "image_url": {"url": part.data_url(marks)}})
     text = "\n".join(t for t in texts if t)
     if not images:
         return text
