@@ -81,6 +81,7 @@ from ..events import (
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
+from ._fast import BUDGET, Template
 from ._wire import INCOMPLETE, failure, usage_in
 
 __all__ = ["DEFAULT_MAX_OUTPUT_ITEMS", "ResponsesStreamDecoder"]
@@ -177,6 +178,8 @@ class ResponsesStreamDecoder(DialectDecoder):
         `MAX_IGNORED_TYPES` of them."""
         self.response_id = ""
         self.model = ""
+        self._template: Template | None = None  # the last delta event's bytes (_fast)
+        self._budget = BUDGET
 
     # -- the result ------------------------------------------------------------------------
 
@@ -229,6 +232,31 @@ class ResponsesStreamDecoder(DialectDecoder):
             if data != _DONE:
                 self._ignored += 1  # Rule 5
             return
+        template = self._template
+        if template is not None and (template.numbered or self._seq is None or self._unnumbered):
+            try:  # a delta in the bytes of the last one (_fast)
+                text = template.read(data, self._seq)
+            except UnicodeDecodeError:  # the general way applies the policy
+                text = None
+            if text is not None:
+                template.hits += 1
+                if template.numbered:
+                    self._seq += 1  # type: ignore[operator]
+                if text:
+                    rec, key, pieces = template.target
+                    if key is None or key[0] == "t":  # arguments or text: _piece, inline
+                        self._size += len(text)
+                        if self._size > self._max_result:
+                            self._grow(0, at)  # raises
+                        if key is None:
+                            self._queue.append(self._calls.arguments(rec.call, text, at))
+                        else:
+                            self._text.append(text)
+                            pieces.append(text)
+                            self._queue.append(text_delta(text))
+                    else:
+                        self._piece(rec, key, text, at)
+                return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -274,12 +302,41 @@ class ResponsesStreamDecoder(DialectDecoder):
         elif self._seq is not None and not self._unnumbered:
             self._unnumbered = True
             self._note("some events have no sequence_number: their order is not checked")
+        delta = _DELTAS.get(etype)
+        if delta is not None:  # Rule 3's deltas, one way for all five
+            kind, part, index_key = delta
+            rec = self._item_for(obj, kind, at)
+            text = _string(obj, "delta", at)
+            key = None if index_key is None else (part, _index(obj, index_key))
+            if key is None:
+                self._arguments(rec, text, at)
+            else:
+                self._piece(rec, key, text, at)
+            if self._budget:
+                pieces = rec.parts.setdefault(key, []) if key is not None else []
+                self._learn(data, seq, (rec, key, pieces))
+            return
         handler = _HANDLERS.get(etype)
         if handler is None:  # Rule 7
             if len(self.ignored_types) < MAX_IGNORED_TYPES:
                 self.ignored_types.add(etype)
             return
         handler(self, obj, at)
+
+    def _learn(
+        self, data: bytes | bytearray, seq: object, target: tuple[_Item, Any, list[str]]
+    ) -> None:
+        """Keep the bytes of a delta read the general way (`_fast`), within the budget."""
+        previous = self._template
+        if previous is not None:
+            self._budget = BUDGET if previous.hits else self._budget - 1
+            if not self._budget:
+                self._template = None
+                return
+        template = Template.learn(data, seq if type(seq) is int else None)
+        if template is not None:
+            template.target = target
+        self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------
 
@@ -541,17 +598,9 @@ class ResponsesStreamDecoder(DialectDecoder):
 
     # -- the deltas and whole values, one handler per event type -------------------------
 
-    def _on_text_delta(self, obj: dict[str, Any], at: int) -> None:
-        rec = self._item_for(obj, "message", at)
-        self._piece(rec, ("t", _index(obj, "content_index")), _string(obj, "delta", at), at)
-
     def _on_text_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "message", at)
         self._settle(rec, ("t", _index(obj, "content_index")), _string(obj, "text", at), at)
-
-    def _on_refusal_delta(self, obj: dict[str, Any], at: int) -> None:
-        rec = self._item_for(obj, "message", at)
-        self._piece(rec, ("r", _index(obj, "content_index")), _string(obj, "delta", at), at)
 
     def _on_refusal_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "message", at)
@@ -563,10 +612,6 @@ class ResponsesStreamDecoder(DialectDecoder):
         rec = self._item_for(obj, kind, at)
         self._settle_part(rec, _index(obj, "content_index"), part, at)
 
-    def _on_arguments_delta(self, obj: dict[str, Any], at: int) -> None:
-        rec = self._item_for(obj, "function_call", at)
-        self._arguments(rec, _string(obj, "delta", at), at)
-
     def _on_arguments_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "function_call", at)
         self._settle_arguments(rec, _string(obj, "arguments", at), at)
@@ -577,17 +622,9 @@ class ResponsesStreamDecoder(DialectDecoder):
         if type(part.get("text")) is str:
             self._settle(rec, ("s", _index(obj, "summary_index")), part["text"], at)
 
-    def _on_summary_delta(self, obj: dict[str, Any], at: int) -> None:
-        rec = self._item_for(obj, "reasoning", at)
-        self._piece(rec, ("s", _index(obj, "summary_index")), _string(obj, "delta", at), at)
-
     def _on_summary_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "reasoning", at)
         self._settle(rec, ("s", _index(obj, "summary_index")), _string(obj, "text", at), at)
-
-    def _on_reasoning_delta(self, obj: dict[str, Any], at: int) -> None:
-        rec = self._item_for(obj, "reasoning", at)
-        self._piece(rec, ("c", _index(obj, "content_index")), _string(obj, "delta", at), at)
 
     def _on_reasoning_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "reasoning", at)
@@ -709,6 +746,14 @@ def _index(obj: dict[str, Any], name: str) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
+_DELTAS: Final[dict[str, tuple[str, str, str | None]]] = {
+    # event type: (the kind of item, the kind of part, the key of the part's index)
+    "response.output_text.delta": ("message", "t", "content_index"),
+    "response.refusal.delta": ("message", "r", "content_index"),
+    "response.reasoning_summary_text.delta": ("reasoning", "s", "summary_index"),
+    "response.reasoning_text.delta": ("reasoning", "c", "content_index"),
+    "response.function_call_arguments.delta": ("function_call", "a", None),
+}
 _HANDLERS: Final[dict[str, Handler]] = {
     "response.created": ResponsesStreamDecoder._on_lifecycle,
     "response.in_progress": ResponsesStreamDecoder._on_lifecycle,
@@ -717,17 +762,12 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "response.output_item.done": ResponsesStreamDecoder._on_item_done,
     "response.content_part.added": ResponsesStreamDecoder._on_part,
     "response.content_part.done": ResponsesStreamDecoder._on_part,
-    "response.output_text.delta": ResponsesStreamDecoder._on_text_delta,
     "response.output_text.done": ResponsesStreamDecoder._on_text_done,
-    "response.refusal.delta": ResponsesStreamDecoder._on_refusal_delta,
     "response.refusal.done": ResponsesStreamDecoder._on_refusal_done,
-    "response.function_call_arguments.delta": ResponsesStreamDecoder._on_arguments_delta,
     "response.function_call_arguments.done": ResponsesStreamDecoder._on_arguments_done,
     "response.reasoning_summary_part.added": ResponsesStreamDecoder._on_summary_part,
     "response.reasoning_summary_part.done": ResponsesStreamDecoder._on_summary_part,
-    "response.reasoning_summary_text.delta": ResponsesStreamDecoder._on_summary_delta,
     "response.reasoning_summary_text.done": ResponsesStreamDecoder._on_summary_done,
-    "response.reasoning_text.delta": ResponsesStreamDecoder._on_reasoning_delta,
     "response.reasoning_text.done": ResponsesStreamDecoder._on_reasoning_done,
     "response.completed": ResponsesStreamDecoder._on_completed,
     "response.incomplete": ResponsesStreamDecoder._on_incomplete,
