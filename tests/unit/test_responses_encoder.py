@@ -142,7 +142,7 @@ def test_the_final_object_repeats_the_request_and_carries_usage() -> None:
     ],
 )
 def test_finish_reasons(finish: Finished, status: str, reason: str | None) -> None:
-    raw, e = encode([START, TextDelta(text="x"), finish, END])
+    raw, _ = encode([START, TextDelta(text="x"), finish, END])
     final = objects(raw)[-1]
     assert final["type"] == f"response.{status}"
     assert final["response"]["status"] == status
@@ -236,7 +236,7 @@ def test_a_signature_with_nothing_before_keeps_its_item_id() -> None:
     raw, e = encode(
         [START, ReasoningSignature(signature="enc", carrier="summary", item_id="rs_1"), STOP, END]
     )
-    item = [o for o in objects(raw) if o["type"] == "response.output_item.added"][0]["item"]
+    item = next(o for o in objects(raw) if o["type"] == "response.output_item.added")["item"]
     assert item["id"] == "rs_1"
     assert e.lost == []
     assert decoded(raw).result.reasoning_blocks[0].item_id == "rs_1"

@@ -434,9 +434,7 @@ def test_items_only_in_the_final_response_are_read_whole() -> None:
         "id": "resp_1",
         "output": [{**MSG, "content": [{"type": "output_text", "text": "hi"}]}, call, "junk"],
     }
-    events, d = decode(
-        body(CREATED, ev("response.completed", response=final)), declared_tools=["g"]
-    )
+    _, d = decode(body(CREATED, ev("response.completed", response=final)), declared_tools=["g"])
     assert d.result.text == "hi"
     assert d.result.tool_calls == (
         ToolCall(index=0, id="c", name="f", arguments="{}", declared=False),
