@@ -196,8 +196,8 @@ def reasoning(chunks: int, seed: int = 7) -> bytes:
     w.ev("response.created", response=_response(rid, "in_progress", [], None))
     w.ev("response.in_progress", response=_response(rid, "in_progress", [], None))
     rs = f"rs_{rng.getrandbits(160):040x}"
-    w.ev("response.output_item.added", output_index=0,
-         item={"id": rs, "type": "reasoning", "encrypted_content": "gAAAAB" + "x" * 600, "summary": []})  # fmt: skip
+    partial = {"id": rs, "type": "reasoning", "encrypted_content": "gAAAAB" + "x" * 600}
+    w.ev("response.output_item.added", output_index=0, item={**partial, "summary": []})
     summary = []
     for si in range(2):
         w.ev("response.reasoning_summary_part.added", item_id=rs, output_index=0,

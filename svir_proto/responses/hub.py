@@ -40,6 +40,7 @@ id or URL, annotations, item ids and phases.
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -71,7 +72,6 @@ from ._checks import (
     MAX_METADATA,
     MAX_METADATA_KEY,
     MAX_METADATA_VALUE,
-    OUTPUT_PARTS,
     REASONING_EFFORTS,
     SUMMARIES,
     check_item,
@@ -131,7 +131,8 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         )
     items = request.input
     if isinstance(items, str):
-        messages.append(LLMMessage(role="user", content=items))
+        marker = {RESPONSES_EXTENSION: {"input": "string"}}  # not an array of one message
+        messages.append(LLMMessage(role="user", content=items, extensions=marker))
     else:
         run: list[Item] = []
         for item in items:
@@ -224,11 +225,8 @@ def _plain_tool(t: FunctionTool | OtherTool) -> bool:
 
 def _neutral_part(part: Part) -> tuple[LLMPart | None, dict[str, Any]]:
     """A part's neutral form, if it has one, and what it has besides (its sidecar)."""
-    if isinstance(part, (InputText, OutputText)):
-        extra: dict[str, Any] = dict(part.extra)
-        if isinstance(part, OutputText) and part.annotations:
-            extra["annotations"] = [dict(a) for a in part.annotations]
-        return LLMTextPart(text=part.text), extra
+    if isinstance(part, InputText):  # (output text is an assistant's: its turn is a record)
+        return LLMTextPart(text=part.text), dict(part.extra)
     if isinstance(part, InputImage):
         extra = dict(part.extra)
         if part.detail is not None:
@@ -246,9 +244,7 @@ def _neutral_part(part: Part) -> tuple[LLMPart | None, dict[str, Any]]:
         if data is not None:
             return LLMMediaPart(type="image", media_type=data[0], data=data[1]), extra
     if isinstance(part, InputFile):
-        extra = dict(part.extra)
-        if part.filename is not None:
-            extra["filename"] = part.filename
+        extra = {**part.extra, "filename": part.filename}  # None too: "document" is no name
         if part.path is not None:
             return LLMMediaPart(
                 type="document", media_type=part.media_type or "", path=part.path
@@ -381,6 +377,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     top = _record(request.extensions)
     instructions: str | None = None
     items: list[Item] = []
+    string: str | None = None  # the input was a string
     for i, m in enumerate(request.messages):
         record = _record(m.extensions)
         if i == 0 and m.role == "system" and record.get("instructions") is True:
@@ -388,7 +385,10 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         elif m.role == "assistant":
             items.extend(_assistant_items(m, record, notes))
         else:
+            if record.get("input") == "string" and m.role == "user" and isinstance(m.content, str):
+                string = m.content
             items.append(_user_item(m, record, i, notes))
+    inputs: str | list[Item] = string if string is not None and len(items) == 1 else items
     params = dict(request.parameters)
     for key in sorted(set(params) - {"max_tokens", "temperature", "top_p"}):
         notes.append(f"parameters.{key} has no field in the Responses API: not sent")
@@ -452,7 +452,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     extra_fields = top.get("extra")
     return ResponsesRequest(
         model=request.model,
-        input=items,
+        input=inputs,
         instructions=instructions,
         tools=tools,
         tool_choice=choice,
@@ -512,19 +512,16 @@ def _parts_back(
         if (
             len(ints) == len(at)
             and sorted(ints) == list(range(len(neutral)))  # every neutral part, once
-            and all(_raw_part_ok(e, m.role) for e in sidecar)
+            and all(_raw_part_ok(e) for e in sidecar)
         ):
             out: list[Part] = []
             for entry in sidecar:
-                if not isinstance(entry, dict):
-                    continue
                 if "raw" in entry:
                     out.append(_part(entry["raw"]))
                 else:
                     extra = entry.get("extra")
                     back = _part_back(
                         neutral[entry["at"]],
-                        m.role,
                         dict(extra) if isinstance(extra, dict) else {},  # popped from: a copy
                         f"{where}.content[{entry['at']}]",
                         notes,
@@ -536,32 +533,27 @@ def _parts_back(
         return content if isinstance(content, str) else ""
     out = []
     for j, p in enumerate(neutral):
-        back = _part_back(p, m.role, {}, f"{where}.content[{j}]", notes)
+        back = _part_back(p, {}, f"{where}.content[{j}]", notes)
         if back is not None:
             out.append(back)
     return tuple(out)
 
 
-def _raw_part_ok(entry: object, role: str) -> bool:
+def _raw_part_ok(entry: object) -> bool:
     """A sidecar entry is an object, and a part whole is one the rules allow."""
     if not isinstance(entry, dict):
         return False
     if "raw" not in entry:
         return True
     try:
-        check_part(entry["raw"], "$", OUTPUT_PARTS if role == "assistant" else INPUT_PARTS)
+        check_part(entry["raw"], "$", INPUT_PARTS)
     except RequestError:
         return False
     return True
 
 
-def _part_back(
-    p: LLMPart, role: str, extra: dict[str, Any], where: str, notes: list[str]
-) -> Part | None:
+def _part_back(p: LLMPart, extra: dict[str, Any], where: str, notes: list[str]) -> Part | None:
     if isinstance(p, LLMTextPart):
-        if role == "assistant":
-            annotations = extra.pop("annotations", ())
-            return OutputText(text=p.text, annotations=annotations, extra=extra)
         return InputText(text=p.text, extra=extra)
     if p.type == "image":
         detail = extra.pop("detail", None)
@@ -577,13 +569,14 @@ def _part_back(
             image_url=f"data:{p.media_type};base64,{p.data}", detail=detail, extra=extra
         )
     if p.type == "document":
-        filename = extra.pop("filename", None)
+        named = os.path.basename(p.path) if p.path is not None else "document"
+        filename = extra.pop("filename", named)
         if p.path is not None:
             return InputFile(path=p.path, media_type=p.media_type, filename=filename, extra=extra)
         data = p.data if p.data is not None else base64.b64encode(p.raw or b"").decode()
         return InputFile(
             file_data=f"data:{p.media_type};base64,{data}",
-            filename=filename if filename is not None else "document",
+            filename=filename,
             extra=extra,
         )
     notes.append(f"{where}: a {p.type} part ({p.media_type}) has no form in the Responses API")
