@@ -14,13 +14,14 @@ writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from .._json import dumps
 from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     RefusalDelta,
     StreamEnded,
@@ -33,6 +34,14 @@ from ..events import (
 )
 
 __all__ = ["ChatStreamEncoder"]
+
+_FINISH_OF: Final = {
+    FinishReason.STOP: "stop",
+    FinishReason.LENGTH: "length",
+    FinishReason.TOOL_CALLS: "tool_calls",
+    FinishReason.CONTENT_FILTER: "content_filter",
+}
+_CHAT_FINISHES: Final = frozenset(_FINISH_OF.values()) | {"tool_call", "function_call"}
 
 
 class ChatStreamEncoder:
@@ -129,7 +138,13 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                return self._delta({}, event.raw)
+                # another dialect's raw value ("completed", "end_turn") is no finish_reason
+                # an OpenAI client knows: the normalised reason's own value is written then;
+                # an unknown reason stays the upstream's own word
+                raw = _FINISH_OF.get(event.reason, event.raw)
+                if event.raw in _CHAT_FINISHES:
+                    raw = event.raw
+                return self._delta({}, raw)
             case Usage():
                 usage: dict[str, Any] = {
                     "prompt_tokens": event.prompt_tokens,
