@@ -17,7 +17,8 @@ Rule 2: an item is a ``message`` (``type`` ``message``, or no type and a ``role`
 Rule 3: ``tools``: a ``function`` tool has a name of 1 to 64 of ``A-Za-z0-9_-``, unique, and
     optional ``description`` (string), ``parameters`` (object), ``strict`` (boolean); tools of
     other types are kept as they are. ``tool_choice`` is ``auto``, ``none``, ``required``, or
-    an object with a ``type`` (``{"type": "function", "name": ...}`` names a function).
+    an object with a ``type`` (``{"type": "function", "name": ...}`` names a function of
+    ``tools``).
 Rule 4: ``max_output_tokens`` a positive integer, ``temperature`` 0 to 2, ``top_p`` 0 to 1,
     ``reasoning.effort`` and ``reasoning.summary`` from the reference's lists,
     ``parallel_tool_calls``, ``store`` and ``stream`` booleans, ``include`` strings,
@@ -93,9 +94,9 @@ def check_request(doc: object, p: str = "$") -> None:
             check_item(item, f"{p}.input[{i}]")
     _optional(doc, "instructions", str, p)
     tools = doc.get("tools")
+    names: set[str] = set()  # the function tools
     if tools is not None:
         need(isinstance(tools, list), f"{p}.tools", "must be an array")
-        names: set[str] = set()
         for i, tool in enumerate(tools):
             check_tool(tool, f"{p}.tools[{i}]", names)
     choice = doc.get("tool_choice")
@@ -113,6 +114,11 @@ def check_request(doc: object, p: str = "$") -> None:
         )
         if choice["type"] == "function":
             _string(choice, "name", tp, empty=False)
+            need(
+                choice["name"] in names,
+                f"{tp}.name",
+                f"{choice['name']!r} is not a function in tools"[:200],
+            )
     mt = doc.get("max_output_tokens")
     need(
         mt is None or (type(mt) is int and mt > 0),

@@ -610,9 +610,6 @@ def _check_types(r: ResponsesRequest) -> None:
     clash = sorted(KNOWN & set(r.extra))
     if clash:
         raise ValueError(f"extra: {clash} are fields of the request, not extras")
-    choice = r.tool_choice
-    if isinstance(choice, FunctionChoice) and choice.name not in r.tool_names:
-        raise ValueError(f"tool_choice names {choice.name!r}, which is not a function in tools")
 
 
 # -- parsing -------------------------------------------------------------------------------

@@ -325,7 +325,7 @@ def test_construction_names_the_field() -> None:
         )
     with pytest.raises(ValueError, match=r"^model: a non-empty string"):
         ResponsesRequest(model="", input="hi")
-    with pytest.raises(ValueError, match="tool_choice names 'g'"):
+    with pytest.raises(ValueError, match=r"^tool_choice.name: 'g' is not a function in tools"):
         ResponsesRequest(model="m", tools=[FunctionTool(name="f")], tool_choice=FunctionChoice("g"))
     with pytest.raises(ValueError, match=r"extra: \['model'\]"):
         ResponsesRequest(model="m", extra={"model": "x"})
