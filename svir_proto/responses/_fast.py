@@ -27,9 +27,11 @@ Rule 4 (giving up): a stream whose bytes change on every event (GitHub Copilot's
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
-from ..openai._envelope import _body, _hole, _padding
+from .._json import string_body
+from ..openai._envelope import _hole
 
 __all__: list[str] = []
 
@@ -37,23 +39,34 @@ BUDGET: Final = 8
 _DELTA: Final = b'"delta":"'
 _NUMBER: Final = b'"sequence_number":'
 _RAW: Final = json.JSONDecoder()
+_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)'
+"""A JSON string's body: characters it may hold as they are, or an escape (Rule 3)."""
+_PADDING: Final = rb"[A-Za-z0-9]*"
 
 
 class Template:
-    """The bytes around one part's deltas; see the module docstring."""
+    """The bytes around one part's deltas; see the module docstring.
 
-    __slots__ = ("head", "hits", "mid", "numbered", "rest", "tail", "target")
+    The template is one compiled pattern: the learned bytes literally, the number (no leading
+    zero, as JSON writes it), the delta's body (any character a JSON string may hold as it is,
+    or an escape: the scanner then reads it), the padding's letters and digits.
+    """
+
+    __slots__ = ("carrier", "group", "hits", "kind", "match", "numbered", "target")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
     ) -> None:
-        self.head = head  # up to the number (numbered), or up to the delta's opening quote
-        self.mid = mid  # from after the number up to the delta's opening quote, included
-        self.tail = tail  # from the delta's closing quote up to the padding's value, or the end
-        self.rest = rest  # from the padding's closing quote to the end
-        self.numbered = numbered
+        number = rb"(0|[1-9][0-9]*)" + re.escape(mid) if numbered else b""
+        padding = b"" if rest is None else _PADDING + re.escape(rest)
+        pattern = re.escape(head) + number + _BODY + re.escape(tail) + padding
+        self.match: Final = re.compile(pattern, re.DOTALL).fullmatch
+        self.numbered: Final = numbered
+        self.group: Final = 2 if numbered else 1  # the delta's body
         self.hits = 0
         self.target: tuple[Any, Any, Any] = (None, None, None)  # where the decoder puts it
+        self.kind = ""  # the part's: t text, r refusal, s summary, c reasoning text, a arguments
+        self.carrier: Any = None  # a reasoning delta's
 
     @classmethod
     def learn(cls, payload: bytes | bytearray, seq: int | None) -> Template | None:
@@ -89,38 +102,17 @@ class Template:
         Raises:
             UnicodeDecodeError: the delta is not UTF-8 (the general way applies the policy).
         """
-        head = self.head
-        if not payload.startswith(head):
+        m = self.match(payload)
+        if m is None or (self.numbered and (seq is None or int(m[1]) != seq)):
             return None
-        if self.numbered:
-            if seq is None:
-                return None
-            number = str(seq).encode()
-            at = len(head)
-            if not payload.startswith(number, at):
-                return None
-            at += len(number)
-            if not payload.startswith(self.mid, at):
-                return None
-            start = at + len(self.mid)
-        else:
-            start = len(head)
-        rest = self.rest
-        tail = self.tail
-        if rest is None:
-            if not payload.endswith(tail):
-                return None
-            closed = len(payload) - len(tail)  # the delta's closing quote
-        else:
-            if not payload.endswith(rest):
-                return None
-            end = len(payload) - len(rest)
-            quote = payload.rfind(b'"', start, end)  # the quote that opens the padding
-            if quote < 0 or not _padding(payload[quote + 1 : end]):
-                return None
-            closed = quote + 1 - len(tail)
-            if not payload.startswith(tail, closed):
-                return None
-        if closed < start:
-            return None
-        return _body(payload, start, closed)
+        raw = m[self.group]
+        return raw.decode() if 0x5C not in raw else self.unescape(payload, m)
+
+    def unescape(self, payload: bytes | bytearray, m: re.Match[bytes]) -> str | None:
+        """The text of a delta with escapes (the JSON string scanner reads it with its closing
+        quote), or ``None`` when it is not one valid string."""
+        group = self.group
+        raw = m[group]
+        if raw.count(b"\\") == raw.count(b'\\"'):  # quotes only: a call's JSON arguments
+            return raw.replace(b'\\"', b'"').decode()  # (a body holds no bare quote)
+        return string_body(payload[m.start(group) : m.end(group) + 1])

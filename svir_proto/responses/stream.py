@@ -78,6 +78,7 @@ from ..events import (
     ToolCall,
     Usage,
     text_delta,
+    tool_call_delta,
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
@@ -233,30 +234,42 @@ class ResponsesStreamDecoder(DialectDecoder):
                 self._ignored += 1  # Rule 5
             return
         template = self._template
-        if template is not None and (template.numbered or self._seq is None or self._unnumbered):
-            try:  # a delta in the bytes of the last one (_fast)
-                text = template.read(data, self._seq)
-            except UnicodeDecodeError:  # the general way applies the policy
-                text = None
-            if text is not None:
-                template.hits += 1
-                if template.numbered:
-                    self._seq += 1  # type: ignore[operator]
-                if text:
-                    rec, key, pieces = template.target
-                    if key is None or key[0] == "t":  # arguments or text: _piece, inline
-                        self._size += len(text)
-                        if self._size > self._max_result:
-                            self._grow(0, at)  # raises
-                        if key is None:
-                            self._queue.append(self._calls.arguments(rec.call, text, at))
-                        else:
-                            self._text.append(text)
+        if template is not None:  # a delta in the bytes of the last one (_fast)
+            m = template.match(data)
+            if m is not None and (
+                int(m[1]) == self._seq
+                if template.numbered
+                else self._seq is None or self._unnumbered  # else: noted the general way
+            ):
+                raw = m[template.group]
+                try:
+                    text = raw.decode() if 0x5C not in raw else template.unescape(data, m)
+                except UnicodeDecodeError:  # the general way applies the policy
+                    text = None
+                if text is not None:
+                    template.hits += 1
+                    if template.numbered:
+                        self._seq += 1  # type: ignore[operator]
+                    if text:
+                        rec, key, pieces = template.target
+                        kind = template.kind
+                        if kind in "ta" or (kind != "r" and rec.last_part == key):
+                            self._size += len(text)  # _piece and _arguments, inline
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
                             pieces.append(text)
-                            self._queue.append(text_delta(text))
-                    else:
-                        self._piece(rec, key, text, at)
-                return
+                            if kind == "t":
+                                self._text.append(text)
+                                self._queue.append(text_delta(text))
+                            elif kind == "a":
+                                self._queue.append(tool_call_delta(rec.call, text))
+                            else:  # the same reasoning part as the delta before
+                                self._reasoning.append(text)
+                                self._block.append(text)
+                                self._queue.append(_reasoning_delta(text, template.carrier))
+                        else:
+                            self._piece(rec, key, text, at)
+                    return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -313,7 +326,10 @@ class ResponsesStreamDecoder(DialectDecoder):
             else:
                 self._piece(rec, key, text, at)
             if self._budget:
-                pieces = rec.parts.setdefault(key, []) if key is not None else []
+                if key is None:
+                    pieces = self._calls.calls[rec.call].args
+                else:
+                    pieces = rec.parts.setdefault(key, [])
                 self._learn(data, seq, (rec, key, pieces))
             return
         handler = _HANDLERS.get(etype)
@@ -336,6 +352,9 @@ class ResponsesStreamDecoder(DialectDecoder):
         template = Template.learn(data, seq if type(seq) is int else None)
         if template is not None:
             template.target = target
+            key = target[1]
+            template.kind = "a" if key is None else key[0]
+            template.carrier = "summary" if template.kind == "s" else "reasoning_text"
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------
@@ -754,6 +773,20 @@ _DELTAS: Final[dict[str, tuple[str, str, str | None]]] = {
     "response.reasoning_text.delta": ("reasoning", "c", "content_index"),
     "response.function_call_arguments.delta": ("function_call", "a", None),
 }
+_new: Final = object.__new__
+_set_reasoning: Final = ReasoningDelta.__dict__["text"].__set__
+_set_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
+
+
+def _reasoning_delta(text: str, carrier: ReasoningCarrier) -> ReasoningDelta:
+    """``ReasoningDelta(text=text, carrier=carrier)``, built for the hot path as
+    `svir_proto.events.text_delta` builds its events."""
+    event: ReasoningDelta = _new(ReasoningDelta)
+    _set_reasoning(event, text)
+    _set_carrier(event, carrier)
+    return event
+
+
 _HANDLERS: Final[dict[str, Handler]] = {
     "response.created": ResponsesStreamDecoder._on_lifecycle,
     "response.in_progress": ResponsesStreamDecoder._on_lifecycle,
