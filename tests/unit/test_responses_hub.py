@@ -344,3 +344,45 @@ def test_a_reasoning_text_block_and_a_named_choice_that_is_not_declared() -> Non
         from_hub(h)
     r = from_hub(attrs.evolve(h, extensions={}))
     assert r.input[0] == ReasoningItem(content=["raw"])
+
+
+def test_the_rarer_records_and_a_sidecar_that_lies() -> None:
+    r = ResponsesRequest(
+        model="m",
+        input=[
+            InputMessage(role="user", content="x", phase="commentary", extra={"k": 1}),
+            InputMessage(
+                role="user", content=[InputFile(path="/dev/null", media_type="text/plain")]
+            ),
+            InputMessage(
+                role="user",
+                content=[
+                    InputFile(file_id="file-3"),
+                    InputFile(file_data="JVBERg==", filename="raw.pdf"),
+                ],
+            ),
+        ],
+        tools=[FunctionTool(name="f", description="", parameters={})],
+        tool_choice=FunctionChoice("f"),
+    )
+    h = round_trip(r)
+    assert hub.tool_choice(h) == ("name", "f")
+    ours = RESPONSES_EXTENSION
+    audio = LLMMediaPart(type="audio", media_type="audio/wav", data="AAAA")
+    lying = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="user", content=(audio,), extensions={ours: {"parts": [{"at": 0}]}}),
+            LLMMessage(
+                role="user",
+                content=(LLMTextPart(text="t"),),
+                extensions={ours: {"parts": [{"at": 0}, 7]}},
+            ),
+        ],
+    )
+    lost: list[str] = []
+    back = from_hub(lying, lost=lost)
+    assert [m.content for m in back.input] == [(), (InputText(text="t"),)]
+    assert lost == [
+        "messages[0].content[0]: a audio part (audio/wav) has no form in the Responses API"
+    ]
