@@ -32,8 +32,9 @@ The final response object needs the whole answer, so this encoder keeps it, and 
 text, reasoning and arguments of the output items, at most ``max_output_size`` characters
 (beyond, a `ValueError`). What it cannot carry it lists in ``lost``, one sentence each:
 content-filter verdicts (the API has no field for them), a reasoning item's upstream id once
-its reasoning was written (the id must be announced before the signature that carries it), a
-whole call that disagrees with its deltas. This module does no I/O and reads no clock.
+its reasoning was written (the id must be announced before the signature that carries it;
+``hold_reasoning`` keeps it, at the cost of holding each block), a whole call that disagrees
+with its deltas. This module does no I/O and reads no clock.
 """
 
 from __future__ import annotations
@@ -145,6 +146,11 @@ class ResponsesStreamEncoder:
     Args:
         model, response_id, created: the response's identity (``created``: the caller's
             clock, seconds); a `StreamStarted` replaces what it sets.
+        hold_reasoning: hold a block of reasoning until its signature (or whatever comes
+            after it), so that its item is announced with the upstream's id, which comes with
+            the signature: for a Responses upstream relayed to a Responses client that sends
+            its reasoning items back (``store: false``). The reasoning then reaches the client
+            a block at a time instead of a delta at a time.
         request: the request being answered, whose options the response object repeats
             (``instructions``, ``tools``, ``tool_choice``, ``max_output_tokens``...).
         max_output_size: characters of text, reasoning and arguments kept for the final
@@ -162,8 +168,10 @@ class ResponsesStreamEncoder:
         created: int = 0,
         request: ResponsesRequest | None = None,
         max_output_size: int = DEFAULT_MAX_RESULT_SIZE,
+        hold_reasoning: bool = False,
     ) -> None:
         self.model = model
+        self.hold_reasoning = hold_reasoning
         self.response_id = response_id
         self.created = created
         self.max_output_size = max_output_size
@@ -190,6 +198,7 @@ class ResponsesStreamEncoder:
         self._size = 0
         self._text_head = b""  # the constant bytes of the open text part's deltas
         self._text_id = b""
+        self._held: list[ReasoningDelta] = []  # hold_reasoning: the block not yet written
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -561,6 +570,24 @@ class ResponsesStreamEncoder:
         """The bytes for one event (``b""`` for what is held or has no event here)."""
         if self._ended:
             return b""
+        if self.hold_reasoning:
+            if isinstance(event, ReasoningDelta):
+                if event.text:
+                    self._grow(len(event.text))
+                    self._held.append(event)
+                return self._start()
+            if self._held:  # the block ends: written whole, with its own id if it is signed
+                held, self._held = self._held, []
+                self._size -= sum(len(e.text) for e in held)  # counted again as written
+                out = self._start()
+                if isinstance(event, ReasoningSignature):
+                    out += self._open_item("reasoning", event.item_id)
+                for e in held:
+                    out += self._encode(e)
+                return out + self._encode(event)
+        return self._encode(event)
+
+    def _encode(self, event: Event) -> bytes:
         match event:
             case TextDelta():
                 return self._start() + self._piece("t", event.text) if event.text else b""

@@ -146,7 +146,12 @@ def streams(draw: st.DrawFn) -> list[Any]:
                 for t in draw(st.lists(NONEMPTY, max_size=3))
             ]
             if kind == "signed":
-                out.append(ReasoningSignature(signature=draw(NONEMPTY), carrier=carrier))
+                signed = sum(isinstance(e, ReasoningSignature) for e in out)
+                out.append(
+                    ReasoningSignature(
+                        signature=draw(NONEMPTY), carrier=carrier, item_id=f"rs_up{signed}"
+                    )
+                )
         else:
             index = len(calls)
             pieces = draw(st.lists(NONEMPTY, max_size=3))

@@ -377,3 +377,30 @@ def test_the_kept_answer_is_bounded() -> None:
     e.encode(TextDelta(text="abc"))
     with pytest.raises(ValueError, match="max_output_size"):
         e.encode(TextDelta(text="def"))
+
+
+def test_holding_reasoning_keeps_the_upstreams_item_ids() -> None:
+    events = [
+        START,
+        ReasoningDelta(text="a", carrier="summary"),
+        ReasoningDelta(text="", carrier="summary"),
+        ReasoningDelta(text="b", carrier="summary"),
+        ReasoningSignature(signature="enc1", carrier="summary", item_id="rs_up1"),
+        ReasoningDelta(text="unsigned", carrier="summary"),
+        TextDelta(text="answer"),
+        ReasoningDelta(text="late", carrier="summary"),
+        STOP,
+        END,
+    ]
+    raw, e = encode(events, hold_reasoning=True)
+    assert e.lost == []
+    added = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.added"]
+    assert [a["id"] for a in added] == ["rs_up1", "rs_abc_1", "msg_abc_2", "rs_abc_3"]
+    d = decoded(raw)
+    (block,) = d.result.reasoning_blocks
+    assert (block.item_id, block.text, block.signature) == ("rs_up1", "ab", "enc1")
+    assert (d.result.reasoning, d.result.text) == ("abunsignedlate", "answer")
+    held = ResponsesStreamEncoder(hold_reasoning=True, max_output_size=3)
+    held.encode(ReasoningDelta(text="abc", carrier="summary"))
+    with pytest.raises(ValueError, match="max_output_size"):
+        held.encode(ReasoningDelta(text="d", carrier="summary"))  # held text is bounded too
