@@ -69,10 +69,11 @@ from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from .. import _json
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
 from ..errors import Failure, PeerProtocolError
 from ..events import (
     Completion,
+    Event,
     Finished,
     FinishReason,
     ReasoningCarrier,
@@ -91,7 +92,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._fast import BUDGET, Template
 from ._wire import INCOMPLETE, failure, usage_in
 
-__all__ = ["DEFAULT_MAX_OUTPUT_ITEMS", "ResponsesStreamDecoder"]
+__all__ = ["DEFAULT_MAX_OUTPUT_ITEMS", "ResponsesStreamDecoder", "decode_response"]
 
 DEFAULT_MAX_OUTPUT_ITEMS: Final = 1024
 """Output items one response may open. A turn of an agent makes a few: reasoning, a message,
@@ -741,6 +742,36 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _after_end(self, exc: PeerProtocolError) -> bool:
         self._problems.append(f"after the end of the response: {exc}")
         return True
+
+
+_FINAL_OF: Final = {"failed": "response.failed", "incomplete": "response.incomplete"}
+
+
+def decode_response(body: bytes | bytearray, **options: Any) -> tuple[list[Event], Completion]:
+    """A non-streamed answer (``stream: false``): its response object read as the final event
+    of a stream that sent nothing else (``response.completed``, or ``.incomplete`` or
+    ``.failed`` as its ``status`` says), so its events and `Completion` are what that stream
+    gives: each text and each call's arguments one delta, then the end (Rule 5).
+
+    Args:
+        options: as `ResponsesStreamDecoder` takes them.
+
+    Raises:
+        PeerProtocolError: the body is not a JSON object, or breaks a rule; an offset is one
+            in the event made of it (``data: {"type": ..., "response": BODY}``).
+    """
+    try:
+        obj = _json.canonical(body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise json_error(body, 0, exc, "a response") from exc
+    if type(obj) is not dict:
+        raise PeerProtocolError("a response must be a JSON object", offset=0)
+    status = obj.get("status")
+    etype = _FINAL_OF.get(status, "response.completed") if isinstance(status, str) else None
+    event = {"type": etype or "response.completed", "response": obj}
+    decoder = ResponsesStreamDecoder(**options)
+    events = decoder.feed(b"data: " + _json.dumps(event) + b"\n\n") + decoder.close()
+    return events, decoder.result
 
 
 def _object(obj: dict[str, Any], name: str, at: int) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from svir_proto import FailureKind, FinishReason
+from svir_proto import FailureKind, FinishReason, StreamStarted, TextDelta
 from svir_proto.openai import body_outcome
-from svir_proto.responses import ResponsesStreamDecoder
+from svir_proto.responses import ResponsesStreamDecoder, decode_response
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, MODES, pieces, run
 
@@ -103,3 +103,24 @@ def test_recorded_error_bodies_are_typed(path: Path) -> None:
     assert (failure.kind.value, failure.code) == (rec["kind"], rec["code"])
     assert failure.kind is FailureKind.CONTEXT_OVERFLOW
     assert not failure.retryable
+
+
+WHOLES = sorted(DIR.glob("*.response.json"))
+
+
+@pytest.mark.parametrize("path", WHOLES, ids=lambda p: p.name)
+def test_recorded_whole_answers_read_as_their_streams_would(path: Path, json_backend: str) -> None:
+    rec = json.loads(path.read_text("utf-8"))
+    assert rec["source"].startswith("a capture")
+    events, r = decode_response(rec["body"].encode(), declared_tools=["get_weather"])
+    assert r.complete
+    assert r.finish_raw == "completed"
+    assert isinstance(events[0], StreamStarted)
+    assert events[0].response_id.startswith("resp_")
+    assert r.usage is not None
+    if "tool-call" in path.name:
+        assert r.finish_reason is FinishReason.TOOL_CALLS
+        assert [(c.name, c.declared) for c in r.tool_calls] == [("get_weather", True)]
+    else:
+        assert r.text.endswith(".")
+        assert [type(e) for e in events].count(TextDelta) == 1  # the text whole, one delta

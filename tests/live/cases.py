@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import attrs
+
 from svir_proto.events import ToolCall
 from svir_proto.llmstream import LLMMessage, LLMRequest
 from svir_proto.openai import (
@@ -159,3 +161,8 @@ RESPONSES_STREAMS: Final = {
 }
 """The Responses cases whose answer is a stream, recorded under tests/conformance/responses."""
 RESPONSES_FAILURES: Final = {"overflow": RESPONSES_OVERFLOW}
+RESPONSES_WHOLES: Final = {
+    "whole": attrs.evolve(RESPONSES_STREAM, stream=False),
+    "whole-tool-call": attrs.evolve(RESPONSES_TOOL_CALL, stream=False),
+}
+"""The Responses cases asked with ``stream: false``, recorded as NAME.response.json."""

@@ -11,7 +11,8 @@ and writes under tests/conformance/responses/, named with the build:
   options the request implies, and the expected events and result (produced by the decoder,
   then read by hand against the API reference before committing);
 - ``BUILD-NAME.error.json``: an error response (status, content type, body) and the failure
-  kind it must be typed as.
+  kind it must be typed as;
+- ``BUILD-NAME.response.json``: a non-streamed answer (``stream: false``): its body.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def source(name: str) -> str:
     return (
         SOURCE.format(name=name)
         .replace("tests/live/record.py", "tests/live/record_responses.py")
-        .replace("cases.py ", "cases.py RESPONSES_STREAMS/RESPONSES_FAILURES ")
+        .replace("cases.py ", "cases.py (the Responses cases) ")
         + " (POST /v1/responses)"
     )
 
@@ -82,6 +83,13 @@ def main() -> int:
                 {"source": source(name), "options": opts, "expected": expected},
             )
             print(f"{name}: {len(body)} bytes, {decoder.result.finish_raw}", file=sys.stderr)
+        for name, request in cases.RESPONSES_WHOLES.items():
+            status, media, body = fetch(server.base_url, request)
+            if status != 200 or not media.startswith("application/json"):
+                raise RuntimeError(f"{name}: HTTP {status} {media}: {body[:200]!r}")
+            record = {"source": source(name), "body": body.decode("utf-8")}
+            write(f"{build}-{name}.response.json", record)
+            print(f"{name}: {len(body)} bytes", file=sys.stderr)
         for name, request in cases.RESPONSES_FAILURES.items():
             status, media, body = fetch(server.base_url, request)
             failure = body_outcome(status, [("content-type", media)], body).failure

@@ -618,3 +618,33 @@ def test_the_less_travelled_shapes() -> None:
     assert "needs a response object" in str(
         error_of(body(CREATED, ev("response.failed", response=None)))
     )
+
+
+def test_a_whole_response_reads_as_a_stream_of_its_final_event() -> None:
+    from svir_proto.responses import decode_response
+
+    message = {**MSG, "content": [{"type": "output_text", "text": "hi"}]}
+    events, r = decode_response(
+        json.dumps({"id": "r", "status": "completed", "output": [message]}).encode()
+    )
+    assert [type(e).__name__ for e in events] == [
+        "StreamStarted",
+        "TextDelta",
+        "Finished",
+        "StreamEnded",
+    ]
+    assert r.complete
+    _, r = decode_response(
+        b'{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}'
+    )
+    assert r.finish_reason is FinishReason.LENGTH
+    _, r = decode_response(
+        b'{"id":"r","status":"failed","error":{"code":"server_error","message":"x"}}'
+    )
+    assert (r.error.message, r.complete) == ("x", False)
+    _, r = decode_response(b'{"id":"r"}')
+    assert r.complete
+    with pytest.raises(PeerProtocolError, match="not JSON"):
+        decode_response(b"{")
+    with pytest.raises(PeerProtocolError, match="JSON object"):
+        decode_response(b"[]")
