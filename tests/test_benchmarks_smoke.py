@@ -48,3 +48,19 @@ def test_responses_benchmark_runs_every_shape() -> None:
     out = bench_responses.run(chunks=200, repeat=1, shapes=list(bench_responses.SHAPES))
     for name in ("floor", "openai-python", "llama.cpp", "function calls", "signed reasoning"):
         assert name in out
+
+
+def test_anthropic_benchmark_runs_every_shape() -> None:
+    from benchmarks import anthropic as bench_anthropic
+
+    out = bench_anthropic.run(chunks=200, repeat=1, shapes=list(bench_anthropic.SHAPES))
+    for name in ("floor", "svir-proto (orjson)", "extended thinking", "tool_use"):
+        assert name in out
+
+
+def test_imports_benchmark_runs() -> None:
+    from benchmarks import imports as bench_imports
+
+    out = bench_imports.run(repeat=1)
+    assert "import svir_proto" in out
+    assert "ratio to import httpx" in out

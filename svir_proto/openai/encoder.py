@@ -14,7 +14,7 @@ writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 from .._json import dumps
 from ..events import (
@@ -32,16 +32,9 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
+from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder"]
-
-_FINISH_OF: Final = {
-    FinishReason.STOP: "stop",
-    FinishReason.LENGTH: "length",
-    FinishReason.TOOL_CALLS: "tool_calls",
-    FinishReason.CONTENT_FILTER: "content_filter",
-}
-_CHAT_FINISHES: Final = frozenset(_FINISH_OF.values()) | {"tool_call", "function_call"}
 
 
 class ChatStreamEncoder:
@@ -138,12 +131,11 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                # another dialect's raw value ("completed", "end_turn") is no finish_reason
-                # an OpenAI client knows: the normalised reason's own value is written then;
-                # an unknown reason stays the upstream's own word
-                raw = _FINISH_OF.get(event.reason, event.raw)
-                if event.raw in _CHAT_FINISHES:
-                    raw = event.raw
+                # the raw value when it is OpenAI's and means the same; another dialect's
+                # (Anthropic's "end_turn", "tool_use") as the OpenAI value of its meaning
+                raw = event.raw
+                if _FINISH.get(raw) is not event.reason and event.reason is not FinishReason.OTHER:
+                    raw = event.reason.value
                 return self._delta({}, raw)
             case Usage():
                 usage: dict[str, Any] = {

@@ -33,6 +33,7 @@ from ..body import DEFAULT_PIECE_SIZE, Base64File, Placeholders, RequestBody, en
 from ..llmstream.request import RequestError
 from ..openai.endpoint import Endpoint
 from ..openai.parts import ImagePart
+from ..openai.request import _image_url
 from ._checks import check_request, item_kind
 from ._wire import RESPONSES_PATH
 
@@ -124,11 +125,15 @@ class InputImage:
         out: dict[str, Any] = {"type": "input_image"}
         if self.file_id is not None:
             out["file_id"] = self.file_id
-        elif self.image is not None:
+        elif self.image is not None:  # Chat Completions' image_url, written in one place
             image = self.image
-            out["image_url"] = (
-                f"data:{image.media_type};base64," if marks is None else image.data_url(marks)
-            )
+            if marks is None:  # checking the shape only: no placeholder, empty base64
+                url = {"url": image.url or f"data:{image.media_type};base64,"}
+            else:
+                url = _image_url(image, marks)
+            out["image_url"] = url["url"]
+            if self.detail is None and image.detail is not None:
+                out["detail"] = image.detail
         else:
             out["image_url"] = self.image_url
         if self.detail is not None:
