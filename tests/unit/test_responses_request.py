@@ -397,3 +397,26 @@ def test_the_least_forms_of_each_item() -> None:
     assert ResponsesRequest.parse(json.dumps(doc)).text == {"verbosity": "low"}
     fmt = {"model": "m", "text": {"format": {"type": "text"}}}
     assert ResponsesRequest.parse(json.dumps(fmt)).text == fmt["text"]
+
+
+def test_an_image_part_of_chat_completions_keeps_its_url_and_detail() -> None:
+    r = ResponsesRequest(
+        model="m",
+        input=[
+            InputMessage(
+                role="user",
+                content=[
+                    InputImage(image=ImagePart.from_bytes(PNG, detail="high")),
+                    InputImage(image=ImagePart.from_url("https://example.org/a.png"), detail="low"),
+                ],
+            )
+        ],
+    )
+    first, second = sent(r)["input"][0]["content"]
+    assert first["detail"] == "high"
+    assert first["image_url"].startswith("data:image/png;base64,iVBOR")
+    assert second == {
+        "type": "input_image",
+        "image_url": "https://example.org/a.png",
+        "detail": "low",
+    }
