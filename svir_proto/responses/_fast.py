@@ -52,7 +52,7 @@ class Template:
     or an escape: the scanner then reads it), the padding's letters and digits.
     """
 
-    __slots__ = ("carrier", "group", "hits", "kind", "match", "numbered", "target")
+    __slots__ = ("carrier", "group", "hits", "hot", "match", "numbered")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
@@ -64,8 +64,10 @@ class Template:
         self.numbered: Final = numbered
         self.group: Final = 2 if numbered else 1  # the delta's body
         self.hits = 0
-        self.target: tuple[Any, Any, Any] = (None, None, None)  # where the decoder puts it
-        self.kind = ""  # the part's: t text, r refusal, s summary, c reasoning text, a arguments
+        # what the decoder's hot path reads at once: the pattern, the delta's group, the kind
+        # of part (t text, r refusal, s summary, c reasoning text, a arguments), the item,
+        # the part's key and its pieces
+        self.hot: tuple[Any, ...] = (self.match, self.group, "", None, None, None)
         self.carrier: Any = None  # a reasoning delta's
 
     @classmethod

@@ -242,24 +242,22 @@ class ResponsesStreamDecoder(DialectDecoder):
             return
         template = self._template
         if template is not None:  # a delta in the bytes of the last one (_fast)
-            m = template.match(data)
+            match, group, kind, rec, key, pieces = template.hot
+            m = match(data)
+            seq = self._seq
             if m is not None and (
-                int(m[1]) == self._seq
-                if template.numbered
-                else self._seq is None or self._unnumbered  # else: noted the general way
-            ):
-                raw = m[template.group]
+                int(m[1]) == seq if group == 2 else seq is None or self._unnumbered
+            ):  # (an unnumbered delta on a numbered stream: noted the general way)
+                raw = m[group]
                 try:
                     text = raw.decode() if 0x5C not in raw else template.unescape(data, m)
                 except UnicodeDecodeError:  # the general way applies the policy
                     text = None
                 if text is not None:
                     template.hits += 1
-                    if template.numbered:
-                        self._seq += 1  # type: ignore[operator]
+                    if group == 2:
+                        self._seq = seq + 1  # type: ignore[operator]
                     if text:
-                        rec, key, pieces = template.target
-                        kind = template.kind
                         if kind in "ta" or (kind != "r" and rec.last_part == key):
                             self._size += len(text)  # _piece and _arguments, inline
                             if self._size > self._max_result:
@@ -358,10 +356,10 @@ class ResponsesStreamDecoder(DialectDecoder):
                 return
         template = Template.learn(data, seq if type(seq) is int else None)
         if template is not None:
-            template.target = target
-            key = target[1]
-            template.kind = "a" if key is None else key[0]
-            template.carrier = "summary" if template.kind == "s" else "reasoning_text"
+            rec, key, pieces = target
+            kind = "a" if key is None else key[0]
+            template.hot = (template.match, template.group, kind, rec, key, pieces)
+            template.carrier = "summary" if kind == "s" else "reasoning_text"
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------
