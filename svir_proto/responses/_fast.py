@@ -47,28 +47,32 @@ _PADDING: Final = rb"[A-Za-z0-9]*"
 class Template:
     """The bytes around one part's deltas; see the module docstring.
 
-    The template is one compiled pattern: the learned bytes literally, the number (no leading
-    zero, as JSON writes it), the delta's body (any character a JSON string may hold as it is,
-    or an escape: the scanner then reads it), the padding's letters and digits.
+    The template is the learned bytes up to the number (or the delta) compared at once, then
+    one compiled pattern: the number (no leading zero, as JSON writes it), the learned bytes
+    literally, the delta's body (any character a JSON string may hold as it is, or an escape:
+    the scanner then reads it), the learned bytes, the padding's letters and digits.
     """
 
-    __slots__ = ("carrier", "group", "hits", "hot", "match", "numbered")
+    __slots__ = ("carrier", "event", "group", "hits", "hot", "match", "numbered", "prefix")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
     ) -> None:
         number = rb"(0|[1-9][0-9]*)" + re.escape(mid) if numbered else b""
         padding = b"" if rest is None else _PADDING + re.escape(rest)
-        pattern = re.escape(head) + number + _BODY + re.escape(tail) + padding
-        self.match: Final = re.compile(pattern, re.DOTALL).fullmatch
+        self.prefix: Final = head  # compared at once; the pattern matches what follows it
+        self.match: Final = re.compile(
+            number + _BODY + re.escape(tail) + padding, re.DOTALL
+        ).fullmatch
         self.numbered: Final = numbered
         self.group: Final = 2 if numbered else 1  # the delta's body
         self.hits = 0
-        # what the decoder's hot path reads at once: the pattern, the delta's group, the kind
-        # of part (t text, r refusal, s summary, c reasoning text, a arguments), the item,
-        # the part's key and its pieces
-        self.hot: tuple[Any, ...] = (self.match, self.group, "", None, None, None)
+        # what the decoder's hot path reads at once: the prefix, the pattern, the delta's
+        # group, the kind of part (t text, r refusal, s summary, c reasoning text, a
+        # arguments), the item, the part's key and its pieces
+        self.hot: tuple[Any, ...] = (head, self.match, self.group, "", None, None, None)
         self.carrier: Any = None  # a reasoning delta's
+        self.event: bytes | None = None  # ``event: NAME`` and ``data: `` of the event it came in
 
     @classmethod
     def learn(cls, payload: bytes | bytearray, seq: int | None) -> Template | None:
@@ -104,7 +108,8 @@ class Template:
         Raises:
             UnicodeDecodeError: the delta is not UTF-8 (the general way applies the policy).
         """
-        m = self.match(payload)
+        prefix = self.prefix
+        m = self.match(payload, len(prefix)) if payload.startswith(prefix) else None
         if m is None or (self.numbered and (seq is None or int(m[1]) != seq)):
             return None
         raw = m[self.group]

@@ -65,7 +65,7 @@ I/O and reads no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
@@ -235,46 +235,149 @@ class ResponsesStreamDecoder(DialectDecoder):
 
     # -- one SSE event -----------------------------------------------------------------------
 
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """`DialectDecoder.feed`, with one more express: a piece that is exactly one typed event
+        repeating the last delta's bytes (``event: NAME``, ``data: `` the template's bytes, a
+        blank line; a live stream's every read) is read by the template alone (`_hot`), without
+        the framer's tests, as the typed express would read it."""
+        template = self._template
+        if template is not None and self._fast and type(data) is bytes:
+            head = template.event
+            if (
+                head is not None
+                and data.startswith(head)
+                and data.endswith(b"\n\n")
+                and self._framer.gap == 8
+                and len(data) <= self._framer.max_event_size
+                and self._hot((data[len(head) : -2],), 0)
+            ):  # the template's bytes hold no line end: this is one event, taken whole
+                self._skipped += len(data)
+                out = self._queue
+                self._queue = []
+                return out
+        return DialectDecoder.feed(self, data)
+
+    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+        """`DialectDecoder._on_batch`: the runs of deltas a template reads (`_hot`) at once,
+        the rest one by one."""
+        i, n = 0, len(payloads)
+        general = self._general
+        while i < n:
+            j = self._hot(payloads, i)
+            if j > i:  # where event j begins
+                at += sum(map(len, payloads[i:j])) + (j - i) * gap
+                i = j
+                continue
+            payload = payloads[i]
+            general(None, payload, at + 6)
+            at += len(payload) + gap
+            i += 1
+
+    def _on_typed(
+        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+    ) -> None:
+        """`DialectDecoder._on_typed`: the runs of deltas a template reads (`_hot`) at once,
+        the rest one by one."""
+        head = 13 + eol
+        step = head + eol + eol
+        i, n = 0, len(payloads)
+        general = self._general
+        while i < n:
+            j = self._hot(payloads, i)
+            if j > i:  # where event j begins
+                at += sum(map(len, types[i:j])) + sum(map(len, payloads[i:j])) + (j - i) * step
+                i = j
+                continue
+            sse_type = types[i]
+            payload = payloads[i]
+            at += len(sse_type) + head
+            general(sse_type, payload, at)
+            at += len(payload) + eol + eol
+            i += 1
+
     def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        if not self._hot((data,), 0):
+            self._general(sse_type, data, at)
+
+    def _hot(self, payloads: Sequence[bytes | bytearray], i: int) -> int:
+        """Read the deltas from ``payloads[i]`` on that repeat the last delta's bytes, with
+        the numbers the stream expects (`_fast`), as the general way would read them; return
+        the index of the first one it did not read, for the general way (which also reports
+        what is wrong with it, if anything is). Nothing here raises: a delta that would pass
+        ``max_result_size`` is left to the general way, which says where."""
+        template = self._template
+        if template is None or self._ended:
+            return i
+        prefix, match, group, kind, rec, key, pieces = template.hot
+        skip = len(prefix)
+        seq = self._seq
+        numbered = group == 2
+        if not numbered and seq is not None and not self._unnumbered:
+            return i  # an unnumbered delta on a numbered stream: noted the general way
+        size = self._size
+        room = self._max_result - len(SEPARATOR)  # what _piece may add to a reasoning part
+        queue = self._queue.append
+        add = pieces.append
+        texts = self._text
+        n = len(payloads)
+        j = i
+        while j < n:
+            data = payloads[j]
+            if not data.startswith(prefix):
+                break
+            m = match(data, skip)
+            if m is None or (numbered and int(m[1]) != seq):
+                break
+            raw = m[group]
+            try:
+                if 0x5C not in raw:
+                    text = raw.decode()
+                elif raw.count(b"\\") == raw.count(b'\\"'):  # quotes only: a call's JSON
+                    text = raw.replace(b'\\"', b'"').decode()  # (a body holds no bare quote)
+                else:
+                    text = template.unescape(data, m)
+            except UnicodeDecodeError:  # the general way applies the policy
+                break
+            if text:
+                if size + len(text) > room:
+                    break
+                if kind == "t":
+                    size += len(text)
+                    add(text)
+                    texts.append(text)
+                    queue(text_delta(text))
+                elif kind == "a":
+                    size += len(text)
+                    add(text)
+                    queue(tool_call_delta(rec.call, text))
+                elif kind != "r" and rec.last_part == key:  # the reasoning part as before
+                    size += len(text)
+                    add(text)
+                    self._reasoning.append(text)
+                    self._block.append(text)
+                    queue(_reasoning_delta(text, template.carrier))
+                else:  # a refusal, or a reasoning part after another: within the room left
+                    self._size = size
+                    self._piece(rec, key, text, 0)  # (so the offset is never reported)
+                    size = self._size
+            elif text is None:
+                break
+            if numbered:
+                seq += 1  # type: ignore[operator]  # numbered: an int
+            j += 1
+        if j > i:
+            template.hits += j - i
+            self._size = size
+            if numbered:
+                self._seq = seq
+        return j
+
+    def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        """One event, the general way: parsed, checked, dispatched on its type."""
         if self._ended:
             if data != _DONE:
                 self._ignored += 1  # Rule 5
             return
-        template = self._template
-        if template is not None:  # a delta in the bytes of the last one (_fast)
-            match, group, kind, rec, key, pieces = template.hot
-            m = match(data)
-            seq = self._seq
-            if m is not None and (
-                int(m[1]) == seq if group == 2 else seq is None or self._unnumbered
-            ):  # (an unnumbered delta on a numbered stream: noted the general way)
-                raw = m[group]
-                try:
-                    text = raw.decode() if 0x5C not in raw else template.unescape(data, m)
-                except UnicodeDecodeError:  # the general way applies the policy
-                    text = None
-                if text is not None:
-                    template.hits += 1
-                    if group == 2:
-                        self._seq = seq + 1  # type: ignore[operator]
-                    if text:
-                        if kind in "ta" or (kind != "r" and rec.last_part == key):
-                            self._size += len(text)  # _piece and _arguments, inline
-                            if self._size > self._max_result:
-                                self._grow(0, at)  # raises
-                            pieces.append(text)
-                            if kind == "t":
-                                self._text.append(text)
-                                self._queue.append(text_delta(text))
-                            elif kind == "a":
-                                self._queue.append(tool_call_delta(rec.call, text))
-                            else:  # the same reasoning part as the delta before
-                                self._reasoning.append(text)
-                                self._block.append(text)
-                                self._queue.append(_reasoning_delta(text, template.carrier))
-                        else:
-                            self._piece(rec, key, text, at)
-                    return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -290,6 +393,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 f"an event's data must be a JSON object, not {type(obj).__name__}", offset=at
             )
         etype = obj.get("type")
+        learn = self._budget
         if type(etype) is not str:
             if etype is not None:
                 raise PeerProtocolError(
@@ -302,6 +406,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             else:
                 raise PeerProtocolError("an event's data has no type", offset=at)
             obj["type"] = etype
+            learn = 0  # bytes that do not say their type: another SSE name would mean another
         seq = obj.get("sequence_number")
         if seq is not None:  # Rule 1
             if type(seq) is not int or seq < 0:
@@ -330,12 +435,12 @@ class ResponsesStreamDecoder(DialectDecoder):
                 self._arguments(rec, text, at)
             else:
                 self._piece(rec, key, text, at)
-            if self._budget:
+            if learn:
                 if key is None:
                     pieces = self._calls.calls[rec.call].args
                 else:
                     pieces = rec.parts.setdefault(key, [])
-                self._learn(data, seq, (rec, key, pieces))
+                self._learn(data, seq, (rec, key, pieces), sse_type)
             return
         handler = _HANDLERS.get(etype)
         if handler is None:  # Rule 7
@@ -345,9 +450,14 @@ class ResponsesStreamDecoder(DialectDecoder):
         handler(self, obj, at)
 
     def _learn(
-        self, data: bytes | bytearray, seq: object, target: tuple[_Item, Any, list[str]]
+        self,
+        data: bytes | bytearray,
+        seq: object,
+        target: tuple[_Item, Any, list[str]],
+        sse_type: str | None,
     ) -> None:
-        """Keep the bytes of a delta read the general way (`_fast`), within the budget."""
+        """Keep the bytes of a delta read the general way (`_fast`), within the budget, and
+        the head of a typed event that carries them (for `feed`'s express)."""
         previous = self._template
         if previous is not None:
             self._budget = BUDGET if previous.hits else self._budget - 1
@@ -358,8 +468,10 @@ class ResponsesStreamDecoder(DialectDecoder):
         if template is not None:
             rec, key, pieces = target
             kind = "a" if key is None else key[0]
-            template.hot = (template.match, template.group, kind, rec, key, pieces)
+            template.hot = (template.prefix, template.match, template.group, kind, rec, key, pieces)
             template.carrier = "summary" if kind == "s" else "reasoning_text"
+            if sse_type is not None:
+                template.event = b"event: " + sse_type.encode() + b"\ndata: "
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------

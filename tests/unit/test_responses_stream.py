@@ -648,3 +648,54 @@ def test_a_whole_response_reads_as_a_stream_of_its_final_event() -> None:
         decode_response(b"{")
     with pytest.raises(PeerProtocolError, match="JSON object"):
         decode_response(b"[]")
+
+
+def per_event(raw: bytes) -> list[bytes]:
+    """One event per read: the express (`ResponsesStreamDecoder.feed`)."""
+    return [e + b"\n\n" for e in raw.split(b"\n\n") if e]
+
+
+def test_the_fast_path_meets_a_lone_surrogate_the_general_way() -> None:
+    first = odelta(2, "é")
+    bad = odelta(3, "Z").replace(b'"Z"', b'"a\\ud800"')
+    for pieces in ([OPENED + first + bad], per_event(OPENED + first + bad)):
+        d = ResponsesStreamDecoder()
+        with pytest.raises(PeerProtocolError, match="surrogate"):
+            run(d, pieces)
+        mended = ResponsesStreamDecoder(errors="replace")
+        run(mended, pieces)
+        assert mended.result.text == "éa\ufffd"
+
+
+def test_bytes_that_do_not_say_their_type_are_not_learned() -> None:
+    """The SSE name stands in for a missing type: the same bytes under another name mean
+    another thing, so a template would be wrong."""
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+
+    def bare(etype: str, delta: str) -> str:
+        data = json.dumps({**where, "delta": delta}, separators=(",", ":"))
+        return f"event: {etype}\ndata: {data}\n\n"
+
+    raw = body(
+        CREATED,
+        added(MSG),
+        bare("response.output_text.delta", "a"),
+        bare("response.output_text.delta", "b"),
+        bare("response.refusal.delta", "c"),
+    )
+    for pieces in ([raw], per_event(raw)):
+        d = ResponsesStreamDecoder()
+        run(d, pieces)
+        assert (d.result.text, d.result.refusal) == ("ab", "c")
+        assert d._template is None
+
+
+def test_one_event_per_read_takes_the_express_and_decodes_alike() -> None:
+    deltas = b"".join(odelta(2 + i, c, pad="P" * i) for i, c in enumerate('ab"\\c'))
+    raw = OPENED + deltas
+    whole, _ = decode(raw)
+    d2 = ResponsesStreamDecoder()
+    assert run(d2, per_event(raw)) == whole
+    assert d2._template is not None
+    assert d2._template.hits == 4
+    assert d2._skipped + d2._framer._base == len(raw)  # every byte counted
