@@ -699,3 +699,21 @@ def test_one_event_per_read_takes_the_express_and_decodes_alike() -> None:
     assert d2._template is not None
     assert d2._template.hits == 4
     assert d2._skipped + d2._framer._base == len(raw)  # every byte counted
+
+
+def test_a_run_of_untyped_events_reads_its_deltas_at_once_and_the_rest_one_by_one() -> None:
+    events = [
+        ev("response.created", name=False, response={"id": "resp_1"}),
+        ev("response.output_item.added", name=False, item=MSG, output_index=0),
+        *(ev("response.output_text.delta", name=False, item_id="msg_1", delta=c) for c in "abc"),
+        ev("response.output_text.done", name=False, item_id="msg_1", text="abc"),
+        *(ev("response.output_text.delta", name=False, item_id="msg_1", delta=c) for c in "de"),
+    ]
+    raw = body(*events)
+    whole, _ = decode(raw)
+    d = ResponsesStreamDecoder()
+    # the first event opens the lane; the rest is one run of simple events
+    assert run(d, [events[0].encode(), body(*events[1:])]) == whole
+    assert d.result.text == "abcde"
+    assert d._template is not None
+    assert d._template.hits == 4  # b, c, and after the .done, d and e
