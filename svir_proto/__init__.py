@@ -86,6 +86,7 @@ _DIALECTS: tuple[str, ...] = (
     # the vendor dialect packages, one line each (anthropic, responses, gemini): importable as
     # attributes (svir_proto.anthropic), their names not re-exported here
     "anthropic",
+    "responses",
 )
 _PACKAGES = ("transports", "cli")
 _RENAMED = {  # old name: the module whose RENAMED map resolves it (with a DeprecationWarning)
@@ -109,7 +110,9 @@ def __getattr__(name: str) -> object:
             names += importlib.import_module(f".{module_name}", __name__).__all__
         globals()["__all__"] = names
         return names
-    if name.startswith("__"):  # what tools probe for (__wrapped__, __path__...) is not ours
+    if name.startswith("_"):  # what tools probe for (__wrapped__, __path__...) is not ours,
+        # nor a private module: ``from . import _json`` then imports it (looked for in the
+        # modules, it would import them all, and a dialect first imported met itself half-made)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name in _MODULES or name in _DIALECTS or name in _PACKAGES:
         return importlib.import_module(f".{name}", __name__)

@@ -49,6 +49,14 @@ def test_gateway_benchmark_runs_and_loses_nothing() -> None:
     assert "answers that differ from the upstream's: 0 through the gateway, 0 direct" in out
 
 
+def test_responses_benchmark_runs_every_shape() -> None:
+    from benchmarks import responses as bench_responses
+
+    out = bench_responses.run(chunks=200, repeat=1, shapes=list(bench_responses.SHAPES))
+    for name in ("floor", "openai-python", "llama.cpp", "function calls", "signed reasoning"):
+        assert name in out
+
+
 def test_anthropic_benchmark_runs_every_shape() -> None:
     from benchmarks import anthropic as bench_anthropic
 

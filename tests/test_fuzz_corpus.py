@@ -232,3 +232,18 @@ def test_fuzz_crash_oversized_invalid_response_head() -> None:
         conn.feed(data)
     assert info.value.limit == "max_head_size"
     target.test_one_input(data)
+
+
+def test_fuzz_crash_tool_choice_not_declared() -> None:
+    """fuzz/corpus/responsesrequest/crash-tool-choice-not-declared: a Responses request whose
+    tool_choice names a function it does not declare (here: no tools at all). The parser let
+    it through and the constructor refused it, so a ValueError escaped ``parse``. The rule is
+    the parser's now (the API refuses such a request too): a RequestError at its path."""
+    from svir_proto.llmstream import RequestError
+    from svir_proto.responses import ResponsesRequest
+
+    data = (FUZZ / "corpus" / "responsesrequest" / "crash-tool-choice-not-declared").read_bytes()
+    with pytest.raises(RequestError) as info:
+        ResponsesRequest.parse(data)
+    assert info.value.path == "$.tool_choice.name"
+    load(FUZZ / "fuzz_responsesrequest.py").test_one_input(data)

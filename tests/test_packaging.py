@@ -54,6 +54,15 @@ def test_runs_from_a_source_tree_without_install(tmp_path: Path) -> None:
     assert Path(out[1]).resolve() == (copy / "transports" / "__init__.py").resolve()
 
 
+@pytest.mark.parametrize(
+    "module",
+    ["svir_proto._dialect", "svir_proto.openai", "svir_proto.anthropic", "svir_proto.responses"],
+)
+def test_any_module_imports_first(module: str) -> None:
+    """A fresh interpreter whose first import is a dialect (or a private module) gets it."""
+    subprocess.run([sys.executable, "-c", f"import {module}"], cwd=ROOT, check=True)
+
+
 def source_modules() -> set[str]:
     """Every module of the package as the source tree holds it, as wheel paths."""
     core = ROOT / "svir_proto"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import attrs
+
 from svir_proto.events import ToolCall
 from svir_proto.llmstream import LLMMessage, LLMRequest
 from svir_proto.openai import (
@@ -15,6 +17,7 @@ from svir_proto.openai import (
     Tool,
     UserMessage,
 )
+from svir_proto.responses import FunctionCall, FunctionTool, InputMessage, ResponsesRequest
 
 MODEL: Final = "smollm2-135m"  # the alias scripts/llama_server.py gives the model
 PNG: Final = bytes.fromhex(
@@ -108,3 +111,58 @@ STREAMS: Final = {
 """The cases whose answer is a stream, recorded as NAME.sse."""
 FAILURES: Final = {"overflow": OVERFLOW, "image": IMAGE}
 """The cases whose answer is an error body, recorded as NAME.error.json."""
+
+
+# -- the Responses API (POST /v1/responses): the same asks in that dialect ----------------------
+
+RESPONSES_STREAM: Final = ResponsesRequest(
+    model=MODEL,
+    input="Say hello to Vienna in one short sentence.",
+    temperature=0,
+    max_output_tokens=40,
+)
+RESPONSES_LENGTH: Final = ResponsesRequest(
+    model=MODEL,
+    input="Tell me a long story about a lighthouse.",
+    temperature=0,
+    max_output_tokens=5,
+)
+RESPONSES_WEATHER: Final = FunctionTool(
+    name=WEATHER.name, description=WEATHER.description, parameters=WEATHER.parameters
+)
+
+
+def _responses_asked(city: str, n: int) -> list[InputMessage | FunctionCall]:
+    return [
+        InputMessage(role="user", content=f"What is the weather in {city}?"),
+        FunctionCall(call_id=f"call_{n}", name="get_weather", arguments=f'{{"city": "{city}"}}'),
+    ]
+
+
+RESPONSES_TOOL_CALL: Final = ResponsesRequest(
+    # as TOOL_CALL: two earlier turns in which the model called the tool
+    model=MODEL,
+    input=[
+        *_responses_asked("Paris", 1),
+        *_responses_asked("Rome", 2),
+        InputMessage(role="user", content="What is the weather in Vienna?"),
+    ],
+    tools=[RESPONSES_WEATHER],
+    tool_choice="required",
+    temperature=0,
+    max_output_tokens=60,
+)
+RESPONSES_OVERFLOW: Final = ResponsesRequest(model=MODEL, input="word " * 700)
+
+RESPONSES_STREAMS: Final = {
+    "stream": RESPONSES_STREAM,
+    "length": RESPONSES_LENGTH,
+    "tool-call": RESPONSES_TOOL_CALL,
+}
+"""The Responses cases whose answer is a stream, recorded under tests/conformance/responses."""
+RESPONSES_FAILURES: Final = {"overflow": RESPONSES_OVERFLOW}
+RESPONSES_WHOLES: Final = {
+    "whole": attrs.evolve(RESPONSES_STREAM, stream=False),
+    "whole-tool-call": attrs.evolve(RESPONSES_TOOL_CALL, stream=False),
+}
+"""The Responses cases asked with ``stream: false``, recorded as NAME.response.json."""

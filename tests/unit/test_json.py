@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from svir_proto import _json
 from svir_proto._json import MAX_DEPTH, JSONPolicyError, canonical, too_deep
@@ -141,3 +143,37 @@ def test_the_decoders_refuse_nesting_past_the_limit_on_either_backend(backend: s
             assert info.value.offset == body.index("{")
     finally:
         _json.use(before)
+
+
+def _deep_by_bytes(raw: bytes) -> bool:
+    """Rule 5 byte by byte, as `too_deep` once read it: the reference its C-speed reading
+    must agree with."""
+    depth = 0
+    in_string = escape = False
+    for byte in raw:
+        if in_string:
+            if escape:
+                escape = False
+            elif byte == 0x5C:
+                escape = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in b"]}":
+            depth -= 1
+    return False
+
+
+@given(
+    st.integers(MAX_DEPTH - 8, MAX_DEPTH),
+    st.lists(st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b"a", b'\\"']), max_size=60),
+)
+def test_rule_5_reads_strings_and_brackets_as_byte_by_byte(opened: int, rest: list[bytes]) -> None:
+    raw = b"[" * opened + b"".join(rest) + b" " * (2 * MAX_DEPTH)  # past the length cut
+    assert too_deep(raw) is _deep_by_bytes(raw)
+    assert too_deep(b'"' + raw) is _deep_by_bytes(b'"' + raw)  # all in a string, or most

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from svir_proto import (
     Failure,
     FailureKind,
@@ -102,3 +104,19 @@ def test_filter_verdicts_encode_to_azure_chunks_that_decode_to_the_same_verdicts
     decoded = run(d, [b"".join(enc.encode(e) for e in events)])
     assert [e for e in decoded if isinstance(e, FilterVerdict)] == [prompt, low, block]
     assert d.result.filtered
+
+
+def test_another_dialects_finish_is_written_as_the_reason_it_stands_for() -> None:
+    """Responses' "completed", Anthropic's "end_turn" are no finish_reason an OpenAI client
+    knows; an unknown reason stays the upstream's word."""
+    e = ChatStreamEncoder()
+
+    def finish(reason: FinishReason, raw: str) -> object:
+        chunk = json.loads(e.encode(Finished(reason=reason, raw=raw))[6:])
+        return chunk["choices"][0]["finish_reason"]
+
+    assert finish(FinishReason.TOOL_CALLS, "completed") == "tool_calls"
+    assert finish(FinishReason.STOP, "end_turn") == "stop"
+    assert finish(FinishReason.LENGTH, "max_output_tokens") == "length"
+    assert finish(FinishReason.OTHER, "abort") == "abort"
+    assert finish(FinishReason.TOOL_CALLS, "tool_call") == "tool_call"  # mlx-lm's, kept

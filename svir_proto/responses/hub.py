@@ -1,0 +1,622 @@
+"""A Responses request to the hub's neutral request and back (`svir_proto.hub`): the two
+adapters that join this dialect to every other.
+
+`to_hub` maps what has a neutral form: ``instructions`` (a first system message),
+user, system and developer messages (developer as system), their text, images and files
+(``data:`` URLs as base64, files from disk still streamed from disk), the assistant's turns
+(the run of reasoning items, assistant messages and function calls between two user-side
+items: one assistant message, its text joined, its calls as ``tool_calls``, its reasoning
+items as signed blocks, ``encrypted_content`` the signature, carrier ``summary`` or
+``reasoning_text``), function call outputs (tool messages), function tools, the sampling
+parameters (``max_output_tokens`` as ``max_tokens``), ``tool_choice``,
+``parallel_tool_calls`` and ``reasoning`` (``vendor:svir``), ``metadata``. Everything else
+travels under ``vendor:responses``, on the request and on each message, so that
+``from_hub(to_hub(r)) == r`` for every request:
+
+- on the request: ``store``, ``include``, ``previous_response_id``, ``text``, ``stream``
+  (when false), unknown fields, a ``tool_choice`` of another kind, and the tools as they
+  came when they were not all plain function tools;
+- on a message: what its item had besides its neutral form: the developer role, ids,
+  statuses, phases, unknown keys, parts with no neutral form (images by ``file_id`` or
+  ``http(s)`` URL, ``input_file`` by id or URL, refusals, other part types) and their place;
+  on an assistant turn, its items as they came.
+
+`from_hub` reads such records only while they agree with the neutral fields beside them (a
+message whose text or calls were changed is rebuilt from the neutral fields), so a request
+from another dialect is read from its neutral fields alone. What it cannot carry, it leaves
+out and says in ``lost`` (pass a list): parameters with no Responses field
+(``stop_sequences`` and unknown ones), a tool result's ``is_error`` mark, reasoning signed by
+another vendor (Anthropic's ``thinking``, Gemini's ``thought``: OpenAI cannot verify it),
+``reasoning.budget_tokens`` and an effort it does not know, audio parts, and metadata that is
+not short strings (the API takes 16 pairs of strings). Other dialects' records
+(``vendor:anthropic``...) are not read.
+
+Not carried from this dialect to the others (they find it under ``vendor:responses`` only):
+``previous_response_id`` (a gateway must resolve it itself: see `ResponsesRequest`),
+``store``, ``include``, ``text`` formats, built-in tools and their items, images and files by
+id or URL, annotations, item ids and phases.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ..events import ReasoningBlock, ReasoningCarrier
+from ..hub import (
+    HubToolChoice,
+    hub_options,
+    message_extensions,
+    message_is_error,
+    message_reasoning,
+    parallel_tool_calls,
+    reasoning_options,
+    tool_choice,
+)
+from ..llmstream.request import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    LLMTool,
+    LLMToolCall,
+    RequestError,
+)
+from ..llmstream.request import Part as LLMPart
+from ..openai.parts import ImagePart
+from ._checks import (
+    DATA_URL,
+    INPUT_PARTS,
+    MAX_METADATA,
+    MAX_METADATA_KEY,
+    MAX_METADATA_VALUE,
+    REASONING_EFFORTS,
+    SUMMARIES,
+    check_item,
+    check_part,
+    check_tool,
+)
+from .request import (
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionChoice,
+    FunctionTool,
+    InputFile,
+    InputImage,
+    InputMessage,
+    InputText,
+    Item,
+    OtherChoice,
+    OtherItem,
+    OtherTool,
+    OutputText,
+    Part,
+    ReasoningConfig,
+    ReasoningItem,
+    ResponsesRequest,
+    _item,
+    _part,
+    _tool,
+)
+
+__all__ = ["RESPONSES_EXTENSION", "from_hub", "to_hub"]
+
+RESPONSES_EXTENSION: Final = "vendor:responses"
+_CARRIERS: Final = ("summary", "reasoning_text")
+
+
+# -- to the hub ----------------------------------------------------------------------------
+
+
+def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRequest:
+    """The request as the hub's neutral `LLMRequest` (see the module docstring).
+
+    Args:
+        request_id: set as ``metadata.request_id`` (LLM-Stream's echo), when given.
+
+    Raises:
+        ValueError: the request has no input and no instructions (the neutral request needs
+            a message).
+    """
+    messages: list[LLMMessage] = []
+    if request.instructions is not None:
+        messages.append(
+            LLMMessage(
+                role="system",
+                content=request.instructions,
+                extensions={RESPONSES_EXTENSION: {"instructions": True}},
+            )
+        )
+    items = request.input
+    if isinstance(items, str):
+        marker = {RESPONSES_EXTENSION: {"input": "string"}}  # not an array of one message
+        messages.append(LLMMessage(role="user", content=items, extensions=marker))
+    else:
+        run: list[Item] = []
+        for item in items:
+            if isinstance(item, (ReasoningItem, FunctionCall, OtherItem)) or (
+                isinstance(item, InputMessage) and item.role == "assistant"
+            ):
+                run.append(item)
+                continue
+            if run:
+                messages.append(_assistant(run))
+                run = []
+            messages.append(_user_side(item))
+        if run:
+            messages.append(_assistant(run))
+    if not messages:
+        raise ValueError("input: a request with no input and no instructions has no neutral form")
+    params = {
+        key: value
+        for key, value in (
+            ("max_tokens", request.max_output_tokens),
+            ("temperature", request.temperature),
+            ("top_p", request.top_p),
+        )
+        if value is not None
+    }
+    tools = [
+        LLMTool(name=t.name, description=t.description or "", parameters=t.parameters or {})
+        for t in request.tools
+        if isinstance(t, FunctionTool)
+    ]
+    record: dict[str, Any] = {}
+    if any(not _plain_tool(t) for t in request.tools):
+        record["tools"] = [t._document() for t in request.tools]
+    choice: HubToolChoice | None = None
+    if isinstance(request.tool_choice, FunctionChoice):
+        choice = ("name", request.tool_choice.name)
+    elif isinstance(request.tool_choice, OtherChoice):
+        record["tool_choice"] = dict(request.tool_choice.data)
+    else:
+        choice = request.tool_choice
+    reasoning: dict[str, Any] = {}
+    if request.reasoning is not None:
+        r = request.reasoning
+        reasoning = {k: getattr(r, k) for k in ("effort", "summary") if getattr(r, k) is not None}
+        if r.extra:
+            record["reasoning_extra"] = dict(r.extra)
+        if not reasoning and not r.extra:
+            record["reasoning"] = {}  # an empty object, sent as such
+    for key in ("store", "previous_response_id", "text"):
+        value = getattr(request, key)
+        if value is not None:
+            record[key] = dict(value) if isinstance(value, Mapping) else value
+    if request.include:
+        record["include"] = list(request.include)
+    if not request.stream:
+        record["stream"] = False
+    if request.extra:
+        record["extra"] = dict(request.extra)
+    metadata = dict(request.metadata)
+    if request_id is not None and "request_id" not in metadata:
+        metadata["request_id"] = request_id
+        record["request_id_added"] = True
+    extensions = hub_options(
+        tool_choice=choice,
+        parallel_tool_calls=request.parallel_tool_calls,
+        reasoning=reasoning or None,
+    )
+    if record:
+        extensions[RESPONSES_EXTENSION] = record
+    return LLMRequest(
+        model=request.model,
+        messages=messages,
+        tools=tools,
+        parameters=params,
+        metadata=metadata,
+        extensions=extensions,
+    )
+
+
+def _plain_tool(t: FunctionTool | OtherTool) -> bool:
+    """A tool the neutral `LLMTool` gives back exactly."""
+    return (
+        isinstance(t, FunctionTool)
+        and t.description is not None
+        and t.parameters is not None
+        and t.strict is None
+        and not t.extra
+    )
+
+
+def _neutral_part(part: Part) -> tuple[LLMPart | None, dict[str, Any]]:
+    """A part's neutral form, if it has one, and what it has besides (its sidecar)."""
+    if isinstance(part, InputText):  # (output text is an assistant's: its turn is a record)
+        return LLMTextPart(text=part.text), dict(part.extra)
+    if isinstance(part, InputImage):
+        extra = dict(part.extra)
+        if part.detail is not None:
+            extra["detail"] = part.detail
+        if part.image is not None:
+            image = part.image
+            if image.path is not None:
+                return LLMMediaPart(
+                    type="image", media_type=image.media_type, path=image.path
+                ), extra
+            return LLMMediaPart(
+                type="image", media_type=image.media_type, raw=image.data or b""
+            ), extra
+        data = _data_url(part.image_url)
+        if data is not None:
+            return LLMMediaPart(type="image", media_type=data[0], data=data[1]), extra
+    if isinstance(part, InputFile):
+        extra = {**part.extra, "filename": part.filename}  # None too: "document" is no name
+        if part.path is not None:
+            return LLMMediaPart(
+                type="document", media_type=part.media_type or "", path=part.path
+            ), extra
+        data = _data_url(part.file_data)
+        if data is not None:
+            return LLMMediaPart(type="document", media_type=data[0], data=data[1]), extra
+    return None, {}
+
+
+def _data_url(url: str | None) -> tuple[str, str] | None:
+    m = DATA_URL.fullmatch(url or "")
+    return None if m is None else (m.group(1), m.group(2))
+
+
+def _content(
+    content: str | tuple[Part, ...],
+) -> tuple[str | tuple[LLMPart, ...], Any]:
+    """Neutral content and its sidecar: ``None`` when the neutral form is exact; else, per
+    original part, the neutral part's index (with what it had besides) or the part whole."""
+    if isinstance(content, str):
+        return content, None
+    parts: list[LLMPart] = []
+    sidecar: list[Any] = []
+    exact = True
+    for p in content:
+        neutral, extra = _neutral_part(p)
+        if neutral is None:
+            sidecar.append({"raw": p._document(None)})
+            exact = False
+        else:
+            entry: dict[str, Any] = {"at": len(parts)}
+            if extra:
+                entry["extra"] = extra
+                exact = False
+            sidecar.append(entry)
+            parts.append(neutral)
+    return tuple(parts), None if exact else sidecar
+
+
+def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
+    record: dict[str, Any] = {}
+    for key in ("id", "status"):
+        value = getattr(item, key)
+        if value is not None:
+            record[key] = value
+    if item.extra:
+        record["extra"] = dict(item.extra)
+    original = item.output if isinstance(item, FunctionCallOutput) else item.content
+    content, sidecar = _content(original)
+    if sidecar is not None or content == ():
+        record["parts"] = sidecar or []  # an empty array stays one, not a string
+    extensions = {RESPONSES_EXTENSION: record} if record else {}
+    if isinstance(item, FunctionCallOutput):
+        return LLMMessage(
+            role="tool", content=content or "", tool_call_id=item.call_id, extensions=extensions
+        )
+    if item.role == "developer":
+        record["role"] = "developer"
+    if item.phase is not None:
+        record["phase"] = item.phase
+    return LLMMessage(
+        role="user" if item.role == "user" else "system",
+        content=content or "",
+        extensions={RESPONSES_EXTENSION: record} if record else {},
+    )
+
+
+def _assistant(run: list[Item]) -> LLMMessage:
+    """An assistant turn: the items between two user-side items, as one message."""
+    text, calls, blocks, has_message = _neutral_turn(run)
+    record = {"items": [item._document(None) for item in run]}
+    content: str | None = text if has_message or not calls else None
+    return LLMMessage(
+        role="assistant",
+        content=content,
+        tool_calls=calls,
+        extensions={**message_extensions(reasoning=blocks), RESPONSES_EXTENSION: record},
+    )
+
+
+def _neutral_turn(
+    run: list[Item],
+) -> tuple[str, tuple[LLMToolCall, ...], tuple[ReasoningBlock, ...], bool]:
+    text: list[str] = []
+    calls: list[LLMToolCall] = []
+    blocks: list[ReasoningBlock] = []
+    has_message = False
+    for item in run:
+        if isinstance(item, InputMessage):
+            has_message = True
+            text.append(item.text)
+        elif isinstance(item, FunctionCall):
+            calls.append(LLMToolCall(id=item.call_id, name=item.name, arguments=item.arguments))
+        elif isinstance(item, ReasoningItem):
+            carrier: ReasoningCarrier = (
+                "reasoning_text" if item.content and not item.summary else "summary"
+            )
+            shown = item.summary if carrier == "summary" else item.content
+            blocks.append(
+                ReasoningBlock(
+                    text="\n\n".join(shown),
+                    signature=item.encrypted_content or "",
+                    carrier=carrier,
+                    item_id=item.id,
+                )
+            )
+    return "".join(text), tuple(calls), tuple(blocks), has_message
+
+
+# -- from the hub --------------------------------------------------------------------------
+
+
+def _record(extensions: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = extensions.get(RESPONSES_EXTENSION)
+    return value if isinstance(value, Mapping) else {}
+
+
+def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> ResponsesRequest:
+    """The hub's neutral request as a Responses request (see the module docstring).
+
+    Args:
+        lost: a list that receives one sentence per thing that is not carried.
+
+    Raises:
+        ValueError: a value the Responses API does not take (a ``tool_choice`` naming a tool
+            that is not declared, a media part that is not an image where an image must be).
+    """
+    notes: list[str] = [] if lost is None else lost
+    top = _record(request.extensions)
+    instructions: str | None = None
+    items: list[Item] = []
+    string: str | None = None  # the input was a string
+    for i, m in enumerate(request.messages):
+        record = _record(m.extensions)
+        if i == 0 and m.role == "system" and record.get("instructions") is True:
+            instructions = m.text
+        elif m.role == "assistant":
+            items.extend(_assistant_items(m, record, notes))
+        else:
+            if record.get("input") == "string" and m.role == "user" and isinstance(m.content, str):
+                string = m.content
+            items.append(_user_item(m, record, i, notes))
+    inputs: str | list[Item] = string if string is not None and len(items) == 1 else items
+    params = dict(request.parameters)
+    for key in sorted(set(params) - {"max_tokens", "temperature", "top_p"}):
+        notes.append(f"parameters.{key} has no field in the Responses API: not sent")
+    tools: list[FunctionTool | OtherTool] = [
+        FunctionTool(name=t.name, description=t.description, parameters=dict(t.parameters))
+        for t in request.tools
+    ]
+    raw_tools = top.get("tools")
+    if isinstance(raw_tools, list):
+        try:
+            names: set[str] = set()
+            for t in raw_tools:
+                check_tool(t, "$", names)
+            again = [_tool(t) for t in raw_tools]
+        except RequestError:
+            again = []
+        neutral = [
+            (t.name, t.description or "", dict(t.parameters or {}))
+            for t in again
+            if isinstance(t, FunctionTool)
+        ]
+        if neutral == [(t.name, t.description, dict(t.parameters)) for t in request.tools]:
+            tools = again
+    choice: Any = tool_choice(request)
+    if isinstance(choice, tuple):
+        choice = FunctionChoice(choice[1])
+    raw_choice = top.get("tool_choice")
+    if choice is None and isinstance(raw_choice, dict) and isinstance(raw_choice.get("type"), str):
+        choice = OtherChoice(data=raw_choice)
+    options = reasoning_options(request)
+    reasoning = None
+    effort, summary = options.get("effort"), options.get("summary")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        notes.append(f"reasoning effort {effort!r} is not one the Responses API takes: not sent")
+        effort = None
+    if summary is not None and summary not in SUMMARIES:
+        notes.append(f"reasoning summary {summary!r} is not one the Responses API takes: not sent")
+        summary = None
+    if "budget_tokens" in options:
+        notes.append("reasoning budget_tokens has no field in the Responses API: not sent")
+    extra = top.get("reasoning_extra")
+    if effort is not None or summary is not None or isinstance(extra, dict) or "reasoning" in top:
+        reasoning = ReasoningConfig(
+            effort=effort, summary=summary, extra=extra if isinstance(extra, dict) else {}
+        )
+    metadata: dict[str, str] = {}
+    for key, value in request.metadata.items():
+        if key == "request_id" and top.get("request_id_added") is True:
+            continue
+        if (
+            isinstance(value, str)
+            and len(key) <= MAX_METADATA_KEY
+            and len(value) <= MAX_METADATA_VALUE
+            and len(metadata) < MAX_METADATA
+        ):
+            metadata[key] = value
+        else:
+            notes.append(f"metadata[{key!r}] is not a short string pair: not sent")
+    store, previous, text = top.get("store"), top.get("previous_response_id"), top.get("text")
+    include = top.get("include")
+    extra_fields = top.get("extra")
+    return ResponsesRequest(
+        model=request.model,
+        input=inputs,
+        instructions=instructions,
+        tools=tools,
+        tool_choice=choice,
+        max_output_tokens=params.get("max_tokens"),
+        temperature=params.get("temperature"),
+        top_p=params.get("top_p"),
+        reasoning=reasoning,
+        parallel_tool_calls=parallel_tool_calls(request),
+        store=store if isinstance(store, bool) else None,
+        include=[x for x in include if isinstance(x, str)] if isinstance(include, list) else (),
+        previous_response_id=previous if isinstance(previous, str) else None,
+        metadata=metadata,
+        text=text if isinstance(text, dict) else None,
+        stream=top.get("stream") is not False,
+        extra=extra_fields if isinstance(extra_fields, dict) else {},
+    )
+
+
+def _item_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("id", "status"):
+        if isinstance(record.get(key), str):
+            out[key] = record[key]
+    extra = record.get("extra")
+    if isinstance(extra, dict):
+        out["extra"] = extra
+    return out
+
+
+def _user_item(m: LLMMessage, record: Mapping[str, Any], i: int, notes: list[str]) -> Item:
+    parts = _parts_back(m, record.get("parts"), f"messages[{i}]", notes)
+    fields = _item_fields(record)
+    if m.role == "tool":
+        if message_is_error(m):
+            notes.append(
+                f"messages[{i}]: a tool result's is_error mark has no field in the Responses API"
+            )
+        return FunctionCallOutput(call_id=m.tool_call_id or "", output=parts, **fields)
+    role = m.role
+    if role == "system" and record.get("role") == "developer":
+        role = "developer"
+    phase = record.get("phase")
+    return InputMessage(
+        role=role, content=parts, phase=phase if isinstance(phase, str) else None, **fields
+    )
+
+
+def _parts_back(
+    m: LLMMessage, sidecar: object, where: str, notes: list[str]
+) -> str | tuple[Part, ...]:
+    """A message's parts: through its sidecar while it agrees with the neutral content."""
+    content = m.content
+    neutral = content if isinstance(content, tuple) else ()
+    if isinstance(sidecar, list) and (neutral or content == ""):
+        at = [e.get("at") for e in sidecar if isinstance(e, dict) and "raw" not in e]
+        ints = [a for a in at if type(a) is int]
+        if (
+            len(ints) == len(at)
+            and sorted(ints) == list(range(len(neutral)))  # every neutral part, once
+            and all(_raw_part_ok(e) for e in sidecar)
+        ):
+            out: list[Part] = []
+            for entry in sidecar:
+                if "raw" in entry:
+                    out.append(_part(entry["raw"]))
+                else:
+                    extra = entry.get("extra")
+                    back = _part_back(
+                        neutral[entry["at"]],
+                        dict(extra) if isinstance(extra, dict) else {},  # popped from: a copy
+                        f"{where}.content[{entry['at']}]",
+                        notes,
+                    )
+                    if back is not None:
+                        out.append(back)
+            return tuple(out)
+    if not neutral:
+        return content if isinstance(content, str) else ""
+    out = []
+    for j, p in enumerate(neutral):
+        back = _part_back(p, {}, f"{where}.content[{j}]", notes)
+        if back is not None:
+            out.append(back)
+    return tuple(out)
+
+
+def _raw_part_ok(entry: object) -> bool:
+    """A sidecar entry is an object, and a part whole is one the rules allow."""
+    if not isinstance(entry, dict):
+        return False
+    if "raw" not in entry:
+        return True
+    try:
+        check_part(entry["raw"], "$", INPUT_PARTS)
+    except RequestError:
+        return False
+    return True
+
+
+def _part_back(p: LLMPart, extra: dict[str, Any], where: str, notes: list[str]) -> Part | None:
+    if isinstance(p, LLMTextPart):
+        return InputText(text=p.text, extra=extra)
+    if p.type == "image":
+        detail = extra.pop("detail", None)
+        if p.path is not None:
+            return InputImage(
+                image=ImagePart.from_path(p.path, p.media_type), detail=detail, extra=extra
+            )
+        if p.raw is not None:
+            return InputImage(
+                image=ImagePart.from_bytes(p.raw, p.media_type), detail=detail, extra=extra
+            )
+        return InputImage(
+            image_url=f"data:{p.media_type};base64,{p.data}", detail=detail, extra=extra
+        )
+    if p.type == "document":
+        named = os.path.basename(p.path) if p.path is not None else "document"
+        filename = extra.pop("filename", named)
+        if p.path is not None:
+            return InputFile(path=p.path, media_type=p.media_type, filename=filename, extra=extra)
+        data = p.data if p.data is not None else base64.b64encode(p.raw or b"").decode()
+        return InputFile(
+            file_data=f"data:{p.media_type};base64,{data}",
+            filename=filename,
+            extra=extra,
+        )
+    notes.append(f"{where}: a {p.type} part ({p.media_type}) has no form in the Responses API")
+    return None
+
+
+def _assistant_items(m: LLMMessage, record: Mapping[str, Any], notes: list[str]) -> list[Item]:
+    """An assistant turn's items: as they came while they agree with the neutral fields."""
+    raw = record.get("items")
+    blocks = message_reasoning(m)
+    if isinstance(raw, list):
+        try:
+            for it in raw:
+                check_item(it, "$")
+            again: list[Item] | None = [_item(it) for it in raw]
+        except RequestError:
+            again = None
+        if again is not None:
+            text, calls, again_blocks, _ = _neutral_turn(again)
+            if (text, calls, again_blocks) == (m.text, m.tool_calls, blocks):
+                return again
+    items: list[Item] = []
+    for block in blocks:
+        if block.carrier not in _CARRIERS:
+            notes.append(
+                f"reasoning signed by another vendor ({block.carrier}) cannot be sent to the "
+                "Responses API: not sent"
+            )
+            continue
+        texts = tuple(t for t in block.text.split("\n\n") if t) if block.text else ()
+        items.append(
+            ReasoningItem(
+                id=block.item_id,
+                summary=texts if block.carrier == "summary" else (),
+                content=texts if block.carrier == "reasoning_text" else (),
+                encrypted_content=block.signature or None,
+            )
+        )
+    if m.text or not m.tool_calls:
+        items.append(InputMessage(role="assistant", content=[OutputText(text=m.text)]))
+    for call in m.tool_calls:
+        items.append(FunctionCall(call_id=call.id, name=call.name, arguments=call.arguments))
+    return items

@@ -1,0 +1,60 @@
+"""The delta templates of `svir_proto.responses._fast`: what is learned and what matches."""
+
+from __future__ import annotations
+
+import pytest
+
+from svir_proto.responses._fast import Template
+
+OPENAI = (
+    b'{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_1",'
+    b'"output_index":0,"content_index":0,"delta":%s,"logprobs":[],"obfuscation":"%s"}'
+)
+LLAMA = b'{"type":"response.function_call_arguments.delta","delta":%s,"item_id":"fc_1"}'
+
+
+def learned(payload: bytes, seq: int | None) -> Template:
+    t = Template.learn(payload, seq)
+    assert t is not None
+    return t
+
+
+def test_openai_deltas_match_with_the_next_number_and_any_padding() -> None:
+    t = learned(OPENAI % (3, b'"a"', b"xY1"), 3)
+    assert t.read(OPENAI % (4, b'" b\\"c\\u00e9"', b""), 4) == ' b"c\u00e9'
+    assert t.read(OPENAI % (4, b'"d"', b"Z9z9"), 4) == "d"
+    assert t.read(OPENAI % (5, b'"d"', b"Z"), 4) is None  # not the number expected
+    assert t.read(OPENAI % (4, b'"d"', b"Z"), None) is None  # no number expected yet
+    assert t.read(OPENAI % (4, b'"d"', b"Z-"), 4) is None  # padding that is not plain
+    plain = OPENAI % (4, b'"d"', b"Z")
+    assert t.read(plain.replace(b"msg_1", b"msg_2"), 4) is None
+    assert t.read(plain.replace(b"[]", b"[1]"), 4) is None
+    assert t.read(plain[:-1] + b"]", 4) is None  # another end
+    assert t.read(OPENAI % (4, b'"a"b"', b"Z"), 4) is None  # an unescaped quote: general way
+    with pytest.raises(UnicodeDecodeError):
+        t.read(OPENAI % (4, b'"\xff"', b"Z"), 4)
+
+
+def test_llamacpp_deltas_have_no_number_and_no_padding() -> None:
+    t = learned(LLAMA % b'"{"', None)
+    assert t.read(LLAMA % b'"\\"city\\""', None) == '"city"'
+    assert t.read(LLAMA % b'"x"' + b" ", None) is None
+    overlap = b'{"type":"response.function_call_arguments.delta","delta":","item_id":"fc_1"}'
+    assert t.read(overlap, None) is None  # head and tail share the quote: no delta between
+    assert t.read(b'{"type":"response.function_call_arguments.delta","delta":"}', None) is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "seq"),
+    [
+        (b'{"type":"x","delta":7}', None),  # not a string
+        (b'{"type":"x","delta":"a","more":{"delta":"b"}}', None),  # two deltas
+        (b'{"type":"x","delta":"a\xff"}', None),  # not UTF-8
+        (b'{"type":"x","delta":"a","sequence_number":1}', 1),  # the number after the delta
+        (b'{"type":"x","sequence_number":1,"delta":"a"}', 2),  # not the number it has
+        (b'{"type":"x","delta":"a","obfuscation":"a-b"}', None),  # padding that is not plain
+        (b'{"type":"x","delta":"a","obfuscation":"a","obfuscation":"b"}', None),  # two paddings
+    ],
+)
+def test_what_is_not_learned(payload: bytes, seq: int | None) -> None:
+    assert Template.learn(payload, seq) is None

@@ -1,0 +1,719 @@
+"""ResponsesStreamDecoder: each rule of its module docstring, at its edges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import (
+    FailureKind,
+    FinishReason,
+    PeerProtocolError,
+    ReasoningDelta,
+    ReasoningSignature,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from svir_proto.openai import ToolCallError
+from svir_proto.responses import ResponsesStreamDecoder
+from tests.helpers import bytewise, run
+
+
+def ev(etype: str, *, name: bool = True, **fields: Any) -> bytes:
+    data = json.dumps({"type": etype, **fields}, ensure_ascii=False, separators=(",", ":"))
+    return (f"event: {etype}\n" if name else "") + f"data: {data}\n\n"
+
+
+def body(*events: str) -> bytes:
+    return "".join(events).encode()
+
+
+def numbered(*events: tuple[str, dict[str, Any]], start: int = 0) -> bytes:
+    return body(*(ev(t, sequence_number=start + i, **f) for i, (t, f) in enumerate(events)))
+
+
+CREATED = ev("response.created", response={"id": "resp_1", "model": "m", "created_at": 7})
+COMPLETED = ev("response.completed", response={"id": "resp_1", "status": "completed"})
+MSG = {
+    "id": "msg_1",
+    "type": "message",
+    "status": "in_progress",
+    "content": [],
+    "role": "assistant",
+}
+
+
+def added(item: dict[str, Any], index: int | None = 0) -> str:
+    return ev(
+        "response.output_item.added",
+        item=item,
+        **({} if index is None else {"output_index": index}),
+    )
+
+
+def text(delta: str, index: int | None = 0, item_id: str | None = "msg_1", **more: Any) -> str:
+    fields: dict[str, Any] = {"delta": delta, **more}
+    if index is not None:
+        fields["output_index"] = index
+    if item_id is not None:
+        fields["item_id"] = item_id
+    return ev("response.output_text.delta", **fields)
+
+
+def decode(raw: bytes, **options: Any) -> tuple[list[Any], ResponsesStreamDecoder]:
+    d = ResponsesStreamDecoder(**options)
+    return run(d, [raw]), d
+
+
+def error_of(raw: bytes, **options: Any) -> PeerProtocolError:
+    d = ResponsesStreamDecoder(**options)
+    with pytest.raises(PeerProtocolError) as info:
+        run(d, [raw])
+    again = ResponsesStreamDecoder(**options)
+    with pytest.raises(PeerProtocolError) as split:
+        run(again, bytewise(raw))
+    assert (type(split.value), split.value.offset) == (type(info.value), info.value.offset)
+    return info.value
+
+
+# -- Rule 1: sequence numbers ----------------------------------------------------------------
+
+
+def test_a_gap_names_both_numbers_and_where() -> None:
+    raw = numbered(
+        ("response.created", {"response": {"id": "r"}}),
+        ("response.in_progress", {"response": {"id": "r"}}),
+    )
+    raw += ev("response.completed", sequence_number=5, response={"id": "r"}).encode()
+    exc = error_of(raw)
+    assert "expected 2, got 5" in str(exc)
+    assert "lost" in str(exc)
+    assert exc.offset == raw.rindex(b"data: ") + 6
+
+
+def test_a_repeat_is_out_of_order() -> None:
+    raw = body(
+        ev("response.created", sequence_number=3, response={"id": "r"}),
+        ev("response.in_progress", sequence_number=3, response={"id": "r"}),
+    )
+    assert "expected 4, got 3 (an event came again or out of order)" in str(error_of(raw))
+
+
+@pytest.mark.parametrize("bad", ["1", -1, 1.5, True, 2**70])
+def test_a_sequence_number_is_a_count(bad: object) -> None:
+    assert "sequence_number must be an integer" in str(
+        error_of(body(ev("response.created", sequence_number=bad, response={"id": "r"})))
+    )
+
+
+def test_the_first_number_may_be_any_and_unnumbered_events_are_noted_once() -> None:
+    raw = body(
+        ev("response.created", sequence_number=41, response={"id": "r"}),
+        ev("response.in_progress", response={"id": "r"}),
+        ev("response.in_progress", response={"id": "r"}),
+        ev("response.completed", sequence_number=42, response={"id": "r"}),
+    )
+    _, d = decode(raw)
+    assert d.result.complete
+    assert d.result.problems == ("some events have no sequence_number: their order is not checked",)
+
+
+# -- events that are not what they should be ----------------------------------------------
+
+
+def test_the_type_may_come_from_the_sse_line_or_an_error_key() -> None:
+    raw = body(
+        'event: response.created\ndata: {"response":{"id":"r"}}\n\n',
+        'data: {"error":{"message":"upstream said no","code":"server_error"}}\n\n',
+    )
+    events, d = decode(raw)
+    assert isinstance(events[0], StreamStarted)
+    assert d.result.error.message == "upstream said no"
+    assert events[-1] == StreamEnded(complete=False, done=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"sequence_number":0}', "has no type"),
+        (b'{"type":7}', "type must be a string"),
+        (b"[1,2]", "must be a JSON object, not list"),
+        (b'{"type":"response.created"', "not JSON"),
+        (b'{"type":"response.created","response":[]}', "needs a response object"),
+        (b'{"type":"response.output_item.added","item":{"type":""}}', "needs a type"),
+        (b'{"type":"response.output_item.added"}', "needs 'item', an object"),
+        (b'{"type":"response.output_text.delta","delta":7}', "needs 'delta', a string"),
+    ],
+)
+def test_malformed_events(data: bytes, message: str) -> None:
+    exc = error_of(b"data: " + data + b"\n\n")
+    assert message in str(exc)
+    assert exc.offset is not None
+
+
+def test_done_markers_are_not_this_dialects_end() -> None:
+    raw = body(CREATED, "data: [DONE]\n\n", COMPLETED, "data: [DONE]\n\n", COMPLETED)
+    _, d = decode(raw)
+    r = d.result
+    assert r.complete
+    assert (
+        r.ignored_after_done == 1
+    )  # the second completed; the marker after the end is not counted
+    assert r.problems == ("a [DONE] marker came before the end of the response: ignored",)
+
+
+def test_bytes_after_the_end_that_break_framing_are_noted() -> None:
+    raw = body(CREATED, COMPLETED) + b"data: x\n\n: \xb4bad\n\ndata: y\n\n"
+    _, d = decode(raw)
+    _, split = decode(b"".join(bytewise(raw)))
+    assert d.result == split.result
+    assert d.result.complete
+    assert d.result.ignored_after_done == 1
+    assert len(d.result.problems) == 1
+    assert d.result.problems[0].startswith("after the end of the response:")
+
+
+# -- Rules 2 and 3: identity and items ----------------------------------------------------
+
+
+def test_identity_from_created_and_a_changed_id_is_noted() -> None:
+    raw = body(
+        ev("response.created", response={"id": "a", "model": "m1", "created_at": 1764547200.0}),
+        ev("response.completed", response={"id": "b", "model": "m2"}),
+    )
+    events, d = decode(raw)
+    assert events[0] == StreamStarted(response_id="a", model="m1", created=1764547200)
+    assert (d.response_id, d.model) == ("a", "m2")
+    assert d.result.problems == ("the response id changes between events",)
+
+
+def test_a_stream_without_created_still_starts() -> None:
+    events, _ = decode(body(added(MSG), text("hi"), COMPLETED))
+    assert events[:2] == [StreamStarted(response_id="", model=""), TextDelta(text="hi")]
+    events, _ = decode(body(ev("response.created", response={"id": "r", "created_at": "soon"})))
+    assert events[0].created is None
+
+
+def test_an_item_added_twice_is_an_error() -> None:
+    assert "output item 0 was added twice" in str(error_of(body(CREATED, added(MSG), added(MSG))))
+    raw = body(CREATED, added(MSG, None), added(MSG, None))
+    assert "output item 'msg_1' was added twice" in str(error_of(raw))
+
+
+def test_items_are_found_by_index_then_id_then_the_last_one() -> None:
+    raw = body(
+        CREATED,
+        added(MSG, None),  # llama.cpp: no index
+        text("a", index=None),  # by id
+        text("b", index=None, item_id=None),  # neither: the item last opened
+        text("c", item_id="msg_other"),  # by index, its id rotated
+        COMPLETED,
+    )
+    _, d = decode(raw)
+    assert d.result.text == "abc"
+    _, d = decode(body(CREATED, added(MSG), text("a"), text("b", item_id="x"), COMPLETED))
+    assert d.result.problems == ("item_id changes between events of one output item",)
+
+
+def test_a_delta_for_an_item_never_added_opens_it() -> None:
+    _, d = decode(body(CREATED, text("hi", index=3), COMPLETED))
+    assert d.result.text == "hi"
+    assert d.result.problems == ("an event came for an output item that was never added",)
+
+
+def test_an_event_about_an_item_of_another_kind_is_an_error() -> None:
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    exc = error_of(body(CREATED, added(call), text("hi", item_id="fc_1")))
+    assert "for output item 'fc_1', which is a function_call" in str(exc)
+
+
+def test_other_item_types_are_noted_once() -> None:
+    ws = {"id": "ws_1", "type": "web_search_call"}
+    raw = body(CREATED, added(ws), added({**ws, "id": "ws_2"}, 1), COMPLETED)
+    _, d = decode(raw)
+    assert d.result.problems == ("output items of type 'web_search_call' are not carried",)
+
+
+def test_unknown_event_types_are_named_and_bounded() -> None:
+    raw = body(CREATED, *(ev(f"response.future_{i}.thing") for i in range(70)), COMPLETED)
+    _, d = decode(raw)
+    assert d.result.complete
+    assert len(d.ignored_types) == 64
+
+
+def test_output_items_are_bounded() -> None:
+    items = [added({**MSG, "id": f"m{i}"}, i) for i in range(5)]
+    exc = error_of(body(CREATED, *items), max_output_items=4)
+    assert (exc.limit, exc.limit_value) == ("max_output_items", 4)
+    with pytest.raises(ValueError, match="max_output_items"):
+        ResponsesStreamDecoder(max_output_items=0)
+
+
+# -- Rule 4: whole values ---------------------------------------------------------------
+
+
+def test_a_whole_text_that_differs_is_noted_and_the_deltas_kept() -> None:
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("Hello"),
+        ev("response.output_text.done", item_id="msg_1", output_index=0, text="Hello!"),  # more
+        ev("response.output_text.done", item_id="msg_1", output_index=0, text="Bye"),  # other
+        COMPLETED,
+    )
+    _, d = decode(raw)
+    assert d.result.text == "Hello!"
+    assert d.result.problems == (
+        "the whole text of output item 'msg_1' differs from its deltas: the deltas are kept",
+    )
+
+
+def test_whole_arguments_that_differ_are_an_error() -> None:
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}
+    raw = body(
+        CREATED,
+        added(call),
+        ev("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta='"a":1'),
+        ev(
+            "response.function_call_arguments.done",
+            item_id="fc_1",
+            output_index=0,
+            arguments='{"b":2}',
+        ),
+    )
+    exc = error_of(raw)
+    assert isinstance(exc, ToolCallError)
+    assert (exc.index, exc.call_id) == (0, "c")
+
+
+def test_a_calls_name_may_go_on_and_its_id_is_set_once() -> None:
+    call = {"id": "fc_1", "type": "function_call", "call_id": "", "name": "get_", "arguments": ""}
+    done = {
+        **call,
+        "call_id": "c1",
+        "name": "get_weather",
+        "arguments": "{}",
+        "status": "completed",
+    }
+    raw = body(
+        CREATED, added(call), ev("response.output_item.done", output_index=0, item=done), COMPLETED
+    )
+    events, d = decode(raw)
+    assert ToolCallDelta(index=0, id="c1", name="weather") in events
+    assert d.result.tool_calls == (ToolCall(index=0, id="c1", name="get_weather", arguments="{}"),)
+    renamed = {**done, "call_id": "c2", "name": "other"}
+    raw = body(
+        CREATED,
+        added({**call, "call_id": "c1", "name": "f"}),
+        ev("response.output_item.done", output_index=0, item=renamed),
+        COMPLETED,
+    )
+    _, d = decode(raw)
+    assert d.result.problems == (
+        "a tool call's call_id changes between events: the first is kept",
+        "a tool call's name changes between events: the first is kept",
+    )
+    assert d.result.tool_calls[0].name == "f"
+
+
+def test_a_call_without_id_is_a_tool_call_error_at_the_end() -> None:
+    call = {"id": "fc_1", "type": "function_call", "name": "f", "arguments": "{}"}
+    assert isinstance(error_of(body(CREATED, added(call), COMPLETED)), ToolCallError)
+
+
+# -- reasoning ----------------------------------------------------------------------------
+
+
+def summary(delta: str, index: int, item: str = "rs_1") -> str:
+    return ev(
+        "response.reasoning_summary_text.delta",
+        item_id=item,
+        output_index=0,
+        summary_index=index,
+        delta=delta,
+    )
+
+
+def test_summary_parts_are_joined_with_a_blank_line_and_signed_at_done() -> None:
+    rs = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "partial"}
+    done = {
+        **rs,
+        "encrypted_content": "whole",
+        "summary": [{"type": "summary_text", "text": "A"}, {"type": "summary_text", "text": "B"}],
+    }
+    raw = body(
+        CREATED,
+        added(rs),
+        summary("A", 0),
+        summary("B", 1),
+        ev("response.output_item.done", output_index=0, item=done),
+        COMPLETED,
+    )
+    events, d = decode(raw)
+    assert ReasoningDelta(text="\n\nB", carrier="summary") in events
+    assert ReasoningSignature(signature="whole", carrier="summary", item_id="rs_1") in events
+    assert d.result.reasoning == "A\n\nB"
+    assert d.result.reasoning_blocks[0].text == "A\n\nB"
+    assert not d.result.problems
+
+
+def test_an_unsigned_item_is_no_block_and_leaves_nothing_for_the_next() -> None:
+    plain = {"id": "rs_1", "type": "reasoning", "summary": []}
+    signed = {"id": "rs_2", "type": "reasoning", "summary": []}
+    raw = body(
+        CREATED,
+        added(plain),
+        summary("unsigned", 0),
+        ev("response.output_item.done", output_index=0, item=plain),
+        added(signed, 1),
+        ev(
+            "response.reasoning_text.delta",
+            item_id="rs_2",
+            output_index=1,
+            content_index=0,
+            delta="raw",
+        ),
+        ev(
+            "response.reasoning_text.done",
+            item_id="rs_2",
+            output_index=1,
+            content_index=0,
+            text="raw!",
+        ),
+        ev(
+            "response.output_item.done", output_index=1, item={**signed, "encrypted_content": "sig"}
+        ),
+        COMPLETED,
+    )
+    _, d = decode(raw)
+    (block,) = d.result.reasoning_blocks
+    assert (block.text, block.carrier, block.item_id) == ("raw!", "reasoning_text", "rs_2")
+    assert d.result.reasoning == "unsignedraw!"
+    assert d.result.reasoning_carrier == "summary"
+
+
+# -- Rules 5 and 6: the end -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("details", "reason", "raw"),
+    [
+        ({"reason": "max_output_tokens"}, FinishReason.LENGTH, "max_output_tokens"),
+        ({"reason": "content_filter"}, FinishReason.CONTENT_FILTER, "content_filter"),
+        ({"reason": "max_messages"}, FinishReason.OTHER, "max_messages"),
+        (None, FinishReason.OTHER, "incomplete"),
+    ],
+)
+def test_incomplete_reasons(details: object, reason: FinishReason, raw: str) -> None:
+    _, d = decode(
+        body(
+            CREATED,
+            ev("response.incomplete", response={"id": "resp_1", "incomplete_details": details}),
+        )
+    )
+    assert (d.result.finish_reason, d.result.finish_raw, d.result.complete) == (reason, raw, True)
+    assert d.result.usage_missing
+
+
+def test_completed_with_another_status_is_noted() -> None:
+    _, d = decode(
+        body(CREATED, ev("response.completed", response={"id": "resp_1", "status": "incomplete"}))
+    )
+    assert d.result.problems == ("response.completed with status 'incomplete'",)
+
+
+def test_items_only_in_the_final_response_are_read_whole() -> None:
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    final = {
+        "id": "resp_1",
+        "output": [{**MSG, "content": [{"type": "output_text", "text": "hi"}]}, call, "junk"],
+    }
+    _, d = decode(body(CREATED, ev("response.completed", response=final)), declared_tools=["g"])
+    assert d.result.text == "hi"
+    assert d.result.tool_calls == (
+        ToolCall(index=0, id="c", name="f", arguments="{}", declared=False),
+    )
+    assert d.result.finish_reason is FinishReason.TOOL_CALLS
+    assert d.result.problems == ("tool call 'c' calls 'f', not declared by the request",)
+
+
+def test_one_failure_from_error_then_failed_and_what_came_is_kept() -> None:
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("part"),
+        ev("error", code="server_error", message="boom", param=None),
+        text(" more"),
+        ev("error", code="server_error", message="again"),
+        ev(
+            "response.failed",
+            response={
+                "id": "resp_1",
+                "error": {"code": "server_error", "message": "boom"},
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            },
+        ),
+    )
+    events, d = decode(raw)
+    assert [type(e) for e in events].count(StreamFailed) == 1
+    r = d.result
+    assert (r.text, r.error.kind, r.done, r.complete) == (
+        "part more",
+        FailureKind.SERVER_ERROR,
+        True,
+        False,
+    )
+    assert r.usage.prompt_tokens == 3
+    assert r.problems == ("another failure came after the first: the first is kept",)
+
+
+def test_failed_without_an_error_object() -> None:
+    _, d = decode(
+        body(CREATED, ev("response.failed", response={"id": "resp_1", "status": "failed"}))
+    )
+    assert d.result.error.message == "the response failed"
+
+
+def test_a_body_that_ends_early_is_a_cut() -> None:
+    events, d = decode(body(CREATED, added(MSG), text("par")) + b"data: {")
+    assert events[-1] == StreamEnded(complete=False, done=False)
+    r = d.result
+    assert (r.text, r.cut, r.closed, r.complete) == ("par", True, True, False)
+    assert r.problems == ("the body ended before response.completed",)
+
+
+# -- the bounds ---------------------------------------------------------------------------
+
+
+def test_the_result_is_bounded_on_every_path() -> None:
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    args = ev(
+        "response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta="x" * 200
+    )
+    for raw in (
+        body(CREATED, added(MSG), text("y" * 200)),
+        body(CREATED, added(MSG), text("y" * 100), text("y" * 100)),  # the second on the fast path
+        body(CREATED, added(call), args, args),
+        body(
+            CREATED,
+            added(MSG),
+            ev("response.refusal.delta", item_id="msg_1", output_index=0, delta="n" * 300),
+        ),
+    ):
+        exc = error_of(raw, max_result_size=ITEM + 150)
+        assert exc.limit == "max_result_size"
+
+
+ITEM = 256  # what an item counts against the result
+
+
+def odelta(seq: int, delta: str, *, item: str = "msg_1", pad: str | None = None) -> bytes:
+    """A text delta in OpenAI's key order: its number before the delta, padding after."""
+    fields: dict[str, Any] = {"sequence_number": seq, "item_id": item, "output_index": 0}
+    fields.update(content_index=0, delta=delta, logprobs=[])
+    if pad is not None:
+        fields["obfuscation"] = pad
+    return ev("response.output_text.delta", **fields).encode()
+
+
+OPENED = numbered(
+    ("response.created", {"response": {"id": "r"}}),
+    ("response.output_item.added", {"item": MSG, "output_index": 0}),
+)
+
+
+def test_the_fast_path_meets_invalid_utf8_the_general_way() -> None:
+    first = odelta(2, "é")
+    bad = odelta(3, "é").replace("é".encode(), b"\xc3(")
+    exc = error_of(OPENED + first + bad)
+    assert "invalid UTF-8" in str(exc)
+    assert exc.offset == len(OPENED + first) + bad.index(b"\xc3")
+    _, d = decode(OPENED + first + bad, errors="replace")
+    assert d.result.text == "é\ufffd("
+
+
+def test_the_fast_path_checks_numbers_and_gives_up_on_rotating_bytes() -> None:
+    deltas = b"".join(odelta(2 + i, c, pad="P" * i) for i, c in enumerate("abcd"))
+    _, d = decode(OPENED + deltas + odelta(6, "", pad="Q") + odelta(7, "e", pad="R"))
+    assert d.result.text == "abcde"
+    assert d._template is not None
+    assert d._template.hits == 5  # every delta after the first
+    assert "expected 6, got 9" in str(error_of(OPENED + deltas + odelta(9, "e")))
+    rotating = b"".join(odelta(2 + i, c, item=f"id{i}") for i, c in enumerate("abcdefghijkl"))
+    _, d = decode(OPENED + rotating)
+    assert d.result.text == "abcdefghijkl"
+    assert d._template is None  # learned 8 in vain: no more learning
+
+
+def test_an_unnumbered_delta_on_a_numbered_stream_goes_the_general_way() -> None:
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("a"),
+        text("b"),
+        ev("response.in_progress", sequence_number=0, response={"id": "resp_1"}),
+        text("c"),
+        COMPLETED,
+    )
+    _, d = decode(raw)
+    assert d.result.text == "abc"
+    assert "some events have no sequence_number: their order is not checked" in d.result.problems
+
+
+def test_json_nested_deeper_than_the_policy_allows() -> None:
+    deep = "[" * 600 + "]" * 600
+    raw = b'data: {"type":"response.created","response":{"id":"r","x":' + deep.encode() + b"}}\n\n"
+    assert "nested deeper" in str(error_of(raw))
+
+
+def test_the_less_travelled_shapes() -> None:
+    """Parts and items with fields of the wrong type are skipped, not trusted."""
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    rs = {"id": "rs_1", "type": "reasoning", "summary": ["x", {"type": "summary_text"}]}
+    message = {**MSG, "content": ["x", {"type": "refusal"}, {"type": "input_audio"}]}
+    raw = body(
+        ev("response.created", response={"model": "m"}),
+        added(message),
+        text(""),
+        added(rs, 1),
+        added({**call, "arguments": None}, 2),
+        ev("response.output_item.done", item={**call, "arguments": "{}", "id": 5}, output_index=2),
+        ev(
+            "response.reasoning_summary_part.added",
+            item_id="rs_1",
+            output_index=1,
+            part={"text": None},
+        ),
+        ev(
+            "response.content_part.added",
+            item_id="rs_1",
+            output_index=1,
+            part={"type": "reasoning_text", "text": "r"},
+        ),
+        ev("response.function_call_arguments.delta", item_id="fc_1", output_index=2, delta=""),
+        ev(
+            "response.output_item.done",
+            item={
+                "id": "fc_2",
+                "type": "function_call",
+                "call_id": "d",
+                "name": "g",
+                "arguments": "[]",
+            },
+        ),
+        ev("error", message="late"),
+        ev("response.completed", response={"id": "resp_1"}),
+    )
+    events, d = decode(raw)
+    r = d.result
+    assert (r.reasoning, r.error.message, r.complete, r.tool_calls) == ("r", "late", False, ())
+    assert len(r.pending_tool_calls) == 2
+    assert "ResponsesStreamDecoder" not in repr(events)
+    assert "needs a response object" in str(
+        error_of(body(CREATED, ev("response.failed", response=None)))
+    )
+
+
+def test_a_whole_response_reads_as_a_stream_of_its_final_event() -> None:
+    from svir_proto.responses import decode_response
+
+    message = {**MSG, "content": [{"type": "output_text", "text": "hi"}]}
+    events, r = decode_response(
+        json.dumps({"id": "r", "status": "completed", "output": [message]}).encode()
+    )
+    assert [type(e).__name__ for e in events] == [
+        "StreamStarted",
+        "TextDelta",
+        "Finished",
+        "StreamEnded",
+    ]
+    assert r.complete
+    _, r = decode_response(
+        b'{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}'
+    )
+    assert r.finish_reason is FinishReason.LENGTH
+    _, r = decode_response(
+        b'{"id":"r","status":"failed","error":{"code":"server_error","message":"x"}}'
+    )
+    assert (r.error.message, r.complete) == ("x", False)
+    _, r = decode_response(b'{"id":"r"}')
+    assert r.complete
+    with pytest.raises(PeerProtocolError, match="not JSON"):
+        decode_response(b"{")
+    with pytest.raises(PeerProtocolError, match="JSON object"):
+        decode_response(b"[]")
+
+
+def per_event(raw: bytes) -> list[bytes]:
+    """One event per read: the express (`ResponsesStreamDecoder.feed`)."""
+    return [e + b"\n\n" for e in raw.split(b"\n\n") if e]
+
+
+def test_the_fast_path_meets_a_lone_surrogate_the_general_way() -> None:
+    first = odelta(2, "é")
+    bad = odelta(3, "Z").replace(b'"Z"', b'"a\\ud800"')
+    for pieces in ([OPENED + first + bad], per_event(OPENED + first + bad)):
+        d = ResponsesStreamDecoder()
+        with pytest.raises(PeerProtocolError, match="surrogate"):
+            run(d, pieces)
+        mended = ResponsesStreamDecoder(errors="replace")
+        run(mended, pieces)
+        assert mended.result.text == "éa\ufffd"
+
+
+def test_bytes_that_do_not_say_their_type_are_not_learned() -> None:
+    """The SSE name stands in for a missing type: the same bytes under another name mean
+    another thing, so a template would be wrong."""
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+
+    def bare(etype: str, delta: str) -> str:
+        data = json.dumps({**where, "delta": delta}, separators=(",", ":"))
+        return f"event: {etype}\ndata: {data}\n\n"
+
+    raw = body(
+        CREATED,
+        added(MSG),
+        bare("response.output_text.delta", "a"),
+        bare("response.output_text.delta", "b"),
+        bare("response.refusal.delta", "c"),
+    )
+    for pieces in ([raw], per_event(raw)):
+        d = ResponsesStreamDecoder()
+        run(d, pieces)
+        assert (d.result.text, d.result.refusal) == ("ab", "c")
+        assert d._template is None
+
+
+def test_one_event_per_read_takes_the_express_and_decodes_alike() -> None:
+    deltas = b"".join(odelta(2 + i, c, pad="P" * i) for i, c in enumerate('ab"\\c'))
+    raw = OPENED + deltas
+    whole, _ = decode(raw)
+    d2 = ResponsesStreamDecoder()
+    assert run(d2, per_event(raw)) == whole
+    assert d2._template is not None
+    assert d2._template.hits == 4
+    assert d2._skipped + d2._framer._base == len(raw)  # every byte counted
+
+
+def test_a_run_of_untyped_events_reads_its_deltas_at_once_and_the_rest_one_by_one() -> None:
+    events = [
+        ev("response.created", name=False, response={"id": "resp_1"}),
+        ev("response.output_item.added", name=False, item=MSG, output_index=0),
+        *(ev("response.output_text.delta", name=False, item_id="msg_1", delta=c) for c in "abc"),
+        ev("response.output_text.done", name=False, item_id="msg_1", text="abc"),
+        *(ev("response.output_text.delta", name=False, item_id="msg_1", delta=c) for c in "de"),
+    ]
+    raw = body(*events)
+    whole, _ = decode(raw)
+    d = ResponsesStreamDecoder()
+    # the first event opens the lane; the rest is one run of simple events
+    assert run(d, [events[0].encode(), body(*events[1:])]) == whole
+    assert d.result.text == "abcde"
+    assert d._template is not None
+    assert d._template.hits == 4  # b, c, and after the .done, d and e
