@@ -114,8 +114,10 @@ class DialectSpec:
     body_outcome: Callable[..., RequestFailed]
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
-    auth: Callable[[str], list[tuple[str, str]]]
     sniff: Callable[[bytes], bool]
+    auth: Callable[[str], list[tuple[str, str]]] | None = None
+    """The headers that carry the key (Rule 3); ``None``: ``Authorization: Bearer``, as the
+    `Endpoint` sends it."""
     accept: str = "text/event-stream"
     key_variable: str = "OPENAI_API_KEY"
 
@@ -129,7 +131,7 @@ class DialectSpec:
     def headers(self, head: list[tuple[str, str]], api_key: str | None) -> list[tuple[str, str]]:
         """``head`` (an `Endpoint`'s headers, which send the key as a bearer token) with the
         key where this dialect sends it instead (Rule 3); a header the caller set stays."""
-        if api_key is None or self.auth is _bearer:
+        if api_key is None or self.auth is None:
             return head
         bearer = ("Authorization", f"Bearer {api_key}")
         kept = [item for item in head if item != bearer]
@@ -153,10 +155,6 @@ class DialectSpec:
             max_tool_calls=max_tool_calls,
             errors=errors,
         )
-
-
-def _bearer(key: str) -> list[tuple[str, str]]:
-    return [("Authorization", f"Bearer {key}")]
 
 
 def _without(option: str, make: Callable[..., StreamDecoder]) -> Callable[..., StreamDecoder]:
@@ -204,7 +202,6 @@ def _chat() -> DialectSpec:
         body_outcome=status.body_outcome,
         error_body=status.error_body,
         error_status=status.error_status,
-        auth=_bearer,
         sniff=lambda head: head.startswith(b"data:"),
     )
 
@@ -234,6 +231,28 @@ def _messages() -> DialectSpec:
     )
 
 
+def _responses() -> DialectSpec:
+    from .openai import status
+    from .responses import encoder, hub, request, stream
+
+    return DialectSpec(
+        name="responses",
+        request_type=request.ResponsesRequest,
+        path="/responses",
+        parse=request.ResponsesRequest.parse,
+        to_hub=hub.to_hub,
+        from_hub=hub.from_hub,
+        decoder=stream.ResponsesStreamDecoder,
+        encoder=lambda model, rid, created: encoder.ResponsesStreamEncoder(
+            model=model, response_id=rid or "resp_svir", created=created
+        ),
+        body_outcome=status.body_outcome,
+        error_body=status.error_body,
+        error_status=status.error_status,
+        sniff=lambda head: b'"type":"response.' in head or b"event: response." in head,
+    )
+
+
 def _llm_error_body(failure: Failure) -> bytes:
     from .llmstream._wire import error_code
     from .openai.status import error_json
@@ -260,7 +279,6 @@ def _llm_stream() -> DialectSpec:
         body_outcome=status.body_outcome,
         error_body=_llm_error_body,
         error_status=status.error_status,
-        auth=_bearer,
         sniff=lambda head: head.startswith(b"event: stream.start"),
         accept=negotiate.ACCEPT_LLM_STREAM,
     )
@@ -269,6 +287,7 @@ def _llm_stream() -> DialectSpec:
 _BUILDERS: Final[dict[str, Callable[[], DialectSpec]]] = {
     "chat": _chat,
     "messages": _messages,
+    "responses": _responses,
     "llm-stream": _llm_stream,
 }
 # the package that holds each dialect's request type, for `dialect_of` without imports

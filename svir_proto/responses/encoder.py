@@ -566,6 +566,12 @@ class ResponsesStreamEncoder:
         )
         return out + self._event("response.failed", {"response": self.response()})
 
+    @property
+    def done(self) -> bool:
+        """The stream's last event (``response.completed``, ``.incomplete`` or ``.failed``)
+        was written; not for a cut, which stays a cut."""
+        return self._ended and self.status in ("completed", "incomplete", "failed")
+
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (``b""`` for what is held or has no event here)."""
         if self._ended:
