@@ -220,12 +220,14 @@ def from_llama(llama: str) -> dict[str, tuple[Any, Any]]:
         "maxOutputTokens": 40,
         "temperature": 0,
     }
+    overflow = {"model": cases.MODEL, "prompt": "word " * 700}  # past the 512 tokens of -c
     keys = []
     specs = []
     with gateway(llama) as (base, _):
         for provider in PROVIDERS:
             for call, case, request in (
                 ("stream", "text", text), ("generate", "text", text), ("stream", "tool", tool),
+                ("stream", "overflow", overflow), ("generate", "overflow", overflow),
             ):  # fmt: skip
                 key = f"{provider}/{call}/{case}"
                 keys.append(key)
@@ -262,3 +264,9 @@ def test_llamacpp_through_the_gateway_as_direct_in_the_ai_sdk(
     kinds = [p["type"] for p in through["parts"]]
     assert "tool-call" in kinds, through["parts"]
     assert "text-start" not in kinds[: kinds.index("tool-call")]  # no empty text part first
+    for call in ("stream", "generate"):  # llama.cpp's 400 before any answer, kept
+        through, direct = from_llama[f"{provider}/{call}/overflow"]
+        assert_same(direct, through)
+        errors = [p["error"] for p in through.get("parts", ()) if p["type"] == "error"]
+        error = errors[0] if call == "stream" else through["thrown"]
+        assert (error["name"], error["statusCode"]) == ("AI_APICallError", 400)

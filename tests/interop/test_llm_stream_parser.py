@@ -243,6 +243,7 @@ def test_eventsource_parser_reads_llamacpp_through_the_gateway(llama: str) -> No
     the gateway as LLM-Stream, after a first request (see test_openai_gateway.twice)."""
     nodejs.require()
     more = {"max_tokens": 6, "temperature": 0}
+    words = [{"role": "user", "content": "word " * 700}]  # past the 512 tokens of -c
     with gateway(llama) as (base, _):
         llm = json.loads(llm_request(cases.MODEL, request_id="r-llama"))
         llm["parameters"] = more
@@ -257,6 +258,10 @@ def test_eventsource_parser_reads_llamacpp_through_the_gateway(llama: str) -> No
              "body": openai_request(cases.MODEL, request_id="r-profile",
                                     stream_options=stream_options, **more)},
             {**direct, "id": "direct"},
+            {"id": "overflow", "url": base + "/chat/completions", "headers": LLM,
+             "body": llm_request(cases.MODEL, messages=words)},
+            {"id": "overflow-direct", "url": llama + "/chat/completions", "headers": OPENAI,
+             "body": openai_request(cases.MODEL, messages=words)},
         ]  # fmt: skip
         results = nodejs.run("llm_stream.mjs", specs)
     chunks = [e["data"] for e in results["direct"]["events"] if e["data"] != "[DONE]"]
@@ -274,3 +279,7 @@ def test_eventsource_parser_reads_llamacpp_through_the_gateway(llama: str) -> No
         }, key
         stops = [e["data"]["stop_reason"] for e in result["events"] if e["event"] == "content.stop"]
         assert stops == ["max_tokens"]
+    overflow, direct_overflow = results["overflow"], results["overflow-direct"]
+    assert overflow["status"] == direct_overflow["status"] == 400  # llama.cpp's, kept
+    assert overflow["events"] == []
+    assert overflow["body"]["error"]["code"] == "context_length_exceeded"
