@@ -386,14 +386,24 @@ def test_llamacpp_streams_reach_the_openai_package_as_llama_sent_them(
         "temperature": 0,
         "stream_options": {"include_usage": True},
     }
-    through, direct = twice(llama, llama_gateway, lambda b: streamed(b, **request), request)
-    assert direct["raised"] is None
-    assert direct["chunks"][0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
-    assert "timings" in direct["chunks"][-1]
-    assert "prompt_tokens_details" in direct["chunks"][-1]["usage"]
-    assert through == direct
+
+    def report(base: str) -> dict[str, Any]:
+        return {"sync": streamed(base, **request), "helper": helper(base, **request)}
+
+    through, direct = twice(llama, llama_gateway, report, request)
+    chunks = direct["sync"]["chunks"]
+    assert direct["sync"]["raised"] is None
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": None}
+    assert "timings" in chunks[-1]
+    assert "prompt_tokens_details" in chunks[-1]["usage"]
+    assert_same(direct, through)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    helped = through["helper"]
+    assert text
+    assert "".join(e["delta"] for e in helped["events"] if e["type"] == "content.delta") == text
+    assert helped["raised"]["type"] == "LengthFinishReasonError"  # the helper's, for max_tokens
     through_async = steady(anyio.run(lambda: streamed_async(llama_gateway, **request)))
-    assert through_async == direct
+    assert through_async == direct["sync"]
 
 
 def test_a_llamacpp_tool_call_in_the_stream_helper(llama: str, llama_gateway: str) -> None:
