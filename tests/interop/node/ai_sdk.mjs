@@ -9,11 +9,12 @@
 // parameters}}: JSON Schema, no execute, so a call ends the step), `toolChoice`,
 // `maxOutputTokens`, `temperature`, `wireMessages` (OpenAI messages sent in place of the ones
 // the SDK writes, by a fetch of its own: llama.cpp's small model calls a tool only after turns
-// the SDK cannot write, calls without results; the answer is read by the SDK as always). One result per spec (common.mjs): for a stream every part of
-// `fullStream` (the raw chunks apart, under `raw`), then what the result reports (text, tool
-// calls, usage, finish reason, provider metadata, response id and model); for generateText the
-// same and the response body. What differs between two servers by nature (request bodies,
-// response headers, the request's timestamps) is left out.
+// the SDK cannot write, calls without results; the answer is read by the SDK as always).
+// One result per spec (common.mjs): for a stream every part of `fullStream` (the raw chunks
+// apart, under `raw`), then what the result reports (text, tool calls, usage, finish reason,
+// provider metadata, response id and model); for generateText the same and the response body.
+// What differs between two servers by nature (request bodies, response headers, the request's
+// timestamps) is left out.
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, streamText, tool } from "ai";

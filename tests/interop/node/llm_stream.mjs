@@ -40,7 +40,8 @@ await main(async (spec) => {
     return out;
   }
   const parser = createParser({
-    onEvent: (e) => out.events.push({ event: e.event ?? null, id: e.id ?? null, data: parsed(e.data) }),
+    onEvent: (e) =>
+      out.events.push({ event: e.event ?? null, id: e.id ?? null, data: parsed(e.data) }),
     onComment: () => {
       out.comments += 1;
     },
