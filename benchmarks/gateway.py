@@ -1,158 +1,681 @@
-"""The gateway under load, over loopback only, bounded in count and time.
+"""The gateway beside nginx and LiteLLM's proxy, over loopback only, bounded in count and time.
 
-    python -m benchmarks.gateway [--streams 200] [--chunks 500] [--backend asyncio]
+    python -m benchmarks.gateway [--streams 50,200,1000] [--mode paced,unpaced] [--pace 5]
+        [--chunks 200] [--repeat 3] [--clients 1] [--nginx PATH|none]
+        [--litellm PYTHON|VENV|none] [--litellm-max-streams 200] [--only LANE,...]
+        [--ttft-probes 20] [--close] [--timeout 300]
 
-Three processes: a replaying upstream (`benchmarks._server`: one seeded answer of ``--chunks``
-chunks per request, one HTTP chunk per event), ``svir gateway`` in front of it, and the clients:
-``--streams`` streams at once on anyio, half of them LLM-Stream, half OpenAI. Every answer is
-decoded and compared with the answer decoded directly from the upstream's bytes: no event lost,
-duplicated or reordered. Then the same streams go to the upstream directly.
+Issue 20's table, measured side by side in one run. An upstream of ours in its own process
+(`benchmarks._upstream`) streams a seeded, realistic OpenAI answer of ``--chunks`` chunks, one
+HTTP chunk per event, either **paced** (one event every ``--pace`` ms, each its own write: a
+model streaming tokens, where every event is its own read) or **unpaced** (as fast as it is
+read). In front of it, the contenders: the upstream **direct**; ``svir gateway --backend
+asyncio`` and ``--backend trio``, OpenAI in and out, and LLM-Stream out (the lanes "LS"); nginx
+with ``proxy_buffering off`` and LiteLLM's proxy, when they are found (the benchmark installs
+neither and says which it found). Clients in their own process(es) (`benchmarks._clients`: raw
+sockets, keep-alive as real clients send it, decoding after the run) open ``--streams`` streams
+at once; every answer is decoded and compared with the upstream's. The lanes take turns within
+each round, each round starting with the next lane; each stream count gets fresh contender
+processes, warmed up with two streams each.
 
-Reported: wall time both ways, the gateway process's CPU per forwarded event (from
-/proc/PID/stat), and its peak resident memory (VmHWM). Targets (issue 11): at most 20 µs of
-gateway CPU per forwarded event, and 200 streams held with RSS under 100 MB.
+Per lane: wall time over direct's in the same round; the time to first token (from the connect
+to the read carrying the first text) and what the lane adds to direct's, median and p95, both
+with all streams at once and, without load, for ``--ttft-probes`` short paced streams one after
+the other; the contender's CPU per upstream event (its own processes: ``/proc/PID/stat``, in
+nanoseconds from the threads' ``schedstat``); its peak RSS (VmHWM, reset before each run; nginx
+runs as one process, its worker); answers lost, duplicated, reordered or otherwise different.
+Values are medians over the rounds, the spread (lowest-highest) beside them. Also reported: the
+clients' CPU per event and the busiest client process's share of a core (they must not be the
+bottleneck), the upstream's, and how late the upstream sent its paced events (a machine too
+busy to keep the schedule shows there), with the load average and CPU pressure per scenario.
+
+Targets (issue 20): paced, CPU per event at most 3x nginx's, 200 streams within 1.2x of direct
+wall time, 1,000 within 1.5x and under 100 MB; unpaced, at most 3 µs per event OpenAI in and
+out, 4 µs LLM-Stream out; added time to first token at most 2x nginx's median (without load);
+nothing lost, duplicated or reordered.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
-import socket
+import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NamedTuple
 
-import anyio
+from benchmarks import _contenders as c
+from benchmarks._server import frames
+from benchmarks._timing import table
 
-from benchmarks.streams import openai_stream
-from svir_proto import LLMMessage, LLMRequest
-from svir_proto.openai import ChatRequest, ChatStreamDecoder, UserMessage
-from svir_proto.transports import anyio as anyio_transport
-from svir_proto.transports._shared import Timeouts
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+LANES: dict[str, tuple[str, str]] = {  # lane: (contender, client dialect)
+    "direct": ("direct", "openai"),
+    "nginx": ("nginx", "openai"),
+    "LiteLLM": ("LiteLLM", "openai"),
+    "svir asyncio": ("svir asyncio", "openai"),
+    "svir trio": ("svir trio", "openai"),
+    "svir asyncio LS": ("svir asyncio", "llmstream"),
+    "svir trio LS": ("svir trio", "llmstream"),
+}
+SVIR = ("svir asyncio", "svir trio", "svir asyncio LS", "svir trio LS")
+FILES = 65536  # the open-file limit wanted: 1,000 streams hold 2,000 sockets in a gateway
+PROBE = "one at a time"  # the scenario of time to first token without load
+PROBE_CHUNKS = 10  # a probe's answer: its first token is what it is for
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class Run(NamedTuple):
+    """One lane's run: what the clients saw and what the contender spent."""
+
+    wall: float
+    ttft: list[float]  # ms, one per stream that got a token
+    cpu: float  # the contender's CPU seconds (0 for direct)
+    rss: float  # its peak RSS, MB (nan for direct)
+    clients_cpu: float
+    clients_busy: float  # the busiest client process's CPU over its wall time
+    upstream_cpu: float
+    upstream_late: float  # ms the upstream's paced events went out late, 99th percentile
+    outcomes: Counter[str]
+    reasons: Counter[str]
 
 
-def wait_for(port: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
+def raise_file_limit(want: int = FILES) -> int:
+    """Raise this process's open-file limit (the children inherit it) toward ``want``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
 
 
-async def streams(base: str, count: int, expected: str) -> tuple[int, int]:
-    """``count`` streams at once; returns (events received, answers that differ)."""
-    chat = ChatRequest(model="m", messages=[UserMessage(content="hi")], include_usage=True)
-    llm = LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi")])
-    totals = [0, 0]
-
-    async def one(i: int) -> None:
-        request: Any = llm if i % 2 else chat
-        client = anyio_transport.Client(
-            base, retries=0, timeouts=Timeouts(first_byte=120, read=120)
-        )
-        async with client:
-            n = 0
-            async with client.stream_chat(request) as stream:
-                async for _ in stream:
-                    n += 1
-            totals[0] += n
-            result = stream.result
-            if result.text != expected or not result.complete:
-                totals[1] += 1
-
-    async with anyio.create_task_group() as tg:
-        for i in range(count):
-            tg.start_soon(one, i)
-    return totals[0], totals[1]
-
-
-def run(streams_n: int, chunks: int, backend: str) -> str:
-    body = openai_stream(chunks)
-    direct = ChatStreamDecoder()
-    direct.feed(body)
-    direct.close()
-    expected = direct.result.text
-    upstream = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks._server", str(chunks), "bulk"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert upstream.stdout is not None
-    up_port = int(upstream.stdout.readline())
-    gw_port = free_port()
-    gateway = subprocess.Popen(
-        [sys.executable, "-m", "svir_proto.cli", "gateway", "--upstream",
-         f"http://127.0.0.1:{up_port}", "--listen", f"127.0.0.1:{gw_port}",
-         "--max-streams", str(streams_n + 8), "--backend", backend],
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+def cpu_pressure() -> str:
+    """The share of the last 10 s some runnable task waited for a CPU (PSI), if known."""
     try:
-        wait_for(gw_port)
-        anyio.run(streams, f"http://127.0.0.1:{gw_port}/v1", 2, expected)  # warm up
-        cpu0 = cpu_seconds(gateway.pid)
-        start = time.perf_counter()
-        got, wrong = anyio.run(streams, f"http://127.0.0.1:{gw_port}/v1", streams_n, expected)
-        through = time.perf_counter() - start
-        gw_cpu = cpu_seconds(gateway.pid) - cpu0
-        rss = peak_rss_mb(gateway.pid)
-        start = time.perf_counter()
-        direct_got, direct_wrong = anyio.run(
-            streams, f"http://127.0.0.1:{up_port}/v1", streams_n, expected
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return "?"
+    return line.split()[1].partition("=")[2] + "%"
+
+
+def p95(values: Sequence[float]) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+class Upstream:
+    """`benchmarks._upstream` in its own process, told how to answer through its stdin."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks._upstream"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
-        direct_wall = time.perf_counter() - start
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self._in: IO[str] = self.proc.stdin
+        self._out: IO[str] = self.proc.stdout
+        self.port = int(self._out.readline())
+
+    def _ask(self, line: str) -> str:
+        self._in.write(line + "\n")
+        self._in.flush()
+        answer = self._out.readline().strip()
+        if not answer:
+            raise RuntimeError("the upstream exited")
+        return answer
+
+    def set(self, mode: str, chunks: int, pace: float) -> None:
+        if self._ask(f"{mode} {chunks} {pace}") != "ok":
+            raise RuntimeError("the upstream did not take its mode")
+
+    def late(self) -> tuple[float, float, float]:
+        """How late its paced events went out since the last call, ms: median, p99, worst."""
+        p50, p99, worst = (float(x) for x in self._ask("late").split())
+        return p50, p99, worst
+
+    def stop(self) -> None:
+        self._in.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+
+
+class Clients:
+    """``count`` client processes (`benchmarks._clients`); a run splits its streams between
+    them."""
+
+    def __init__(self, count: int) -> None:
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "benchmarks._clients"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(count)
+        ]
+
+    def run(
+        self,
+        port: int,
+        dialect: str,
+        streams: int,
+        chunks: int,
+        timeout: float,
+        key: str | None = None,
+        *,
+        close: bool = False,
+        sequential: bool = False,
+    ) -> dict[str, Any]:
+        procs = self.procs[:1] if sequential else self.procs
+        shares = [streams // len(procs)] * len(procs)
+        for i in range(streams % len(procs)):
+            shares[i] += 1
+        busy = [(p, n) for p, n in zip(procs, shares, strict=True) if n]
+        for p, n in busy:
+            assert p.stdin is not None
+            command = {"port": port, "dialect": dialect, "streams": n, "chunks": chunks,
+                       "timeout": timeout, "key": key, "close": close,
+                       "sequential": sequential}  # fmt: skip
+            p.stdin.write(json.dumps(command) + "\n")
+            p.stdin.flush()
+        results = []
+        for p, _ in busy:
+            assert p.stdout is not None
+            line = p.stdout.readline()
+            if not line:
+                raise RuntimeError("a client process died")
+            results.append(json.loads(line))
+        outcomes: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for r in results:
+            outcomes.update(r["outcomes"])
+            reasons.update(r["reasons"])
+        return {
+            "wall": max(r["end"] for r in results) - min(r["start"] for r in results),
+            "ttft": [t for r in results for t in r["ttft"]],
+            "cpu": sum(r["cpu"] for r in results),
+            "busy": max(r["cpu"] / max(r["end"] - r["start"], 1e-9) for r in results),
+            "outcomes": outcomes,
+            "reasons": reasons,
+        }
+
+    def stop(self) -> None:
+        for p in self.procs:
+            assert p.stdin is not None
+            assert p.stdout is not None
+            p.stdin.close()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+
+
+class Options(NamedTuple):
+    streams: tuple[int, ...] = (50, 200, 1000)
+    modes: tuple[str, ...] = ("paced", "unpaced")
+    pace: float = 0.005  # seconds between two paced events
+    chunks: int = 200
+    repeat: int = 3
+    clients: int = 1
+    nginx: str | None = None  # a path, "none", or None: look on PATH and in /usr/sbin
+    litellm: str | None = None  # a Python or venv, "none", or None: $SVIR_BENCH_LITELLM
+    litellm_max_streams: int = 200
+    only: tuple[str, ...] = ()  # lanes to run (direct always runs); (): every one found
+    timeout: float = 300.0  # seconds a run may take before its unfinished streams are lost
+    ttft_probes: int = 20  # streams one at a time per lane and round, paced (0: none)
+    close: bool = False  # the clients send Connection: close
+
+
+Results = dict[tuple[str, int], dict[str, list[Run]]]
+
+
+class Bench:
+    """The processes of one benchmark run: the upstream, the clients, and the contenders of
+    the stream count being measured."""
+
+    def __init__(self, o: Options, say: Callable[[str], None]) -> None:
+        self.o, self.say = o, say
+        self.upstream = Upstream()
+        self.clients = Clients(o.clients)
+        self.running: dict[str, c.Running] = {}
+
+    def warm_up(self, lanes: list[str]) -> None:
+        """Two streams per lane: imports, pools, first connections."""
+        self.upstream.set("unpaced", self.o.chunks, 0)
+        for lane in lanes:
+            self.one(lane, 2, self.o.chunks)
+
+    def one(self, lane: str, count: int, chunks: int, *, sequential: bool = False) -> Run:
+        who, dialect = LANES[lane]
+        contender = self.running.get(who)
+        o = self.o
+        pids = contender.pids() if contender is not None else []
+        c.reset_peak(pids)
+        self.upstream.late()
+        cpu, up = c.CPU(pids), c.CPU([self.upstream.proc.pid])
+        port = contender.port if contender is not None else self.upstream.port
+        key = contender.key if contender is not None else None
+        got = self.clients.run(
+            port, dialect, count, chunks, o.timeout, key, close=o.close, sequential=sequential
+        )
+        return Run(
+            wall=got["wall"],
+            ttft=got["ttft"],
+            cpu=cpu.seconds(),
+            rss=c.peak_rss_mb(pids) if pids else math.nan,
+            clients_cpu=got["cpu"],
+            clients_busy=got["busy"],
+            upstream_cpu=up.seconds(),
+            upstream_late=self.upstream.late()[1],
+            outcomes=got["outcomes"],
+            reasons=got["reasons"],
+        )
+
+    def scenario(self, mode: str, count: int, lanes: list[str]) -> dict[str, list[Run]]:
+        """``repeat`` rounds of every lane, taking turns, each round starting with the next."""
+        o = self.o
+        chunks = PROBE_CHUNKS if mode == PROBE else o.chunks
+        self.upstream.set("unpaced" if mode == "unpaced" else "paced", chunks, o.pace)
+        runs: dict[str, list[Run]] = {lane: [] for lane in lanes}
+        for r in range(o.repeat):
+            for lane in lanes[r % len(lanes) :] + lanes[: r % len(lanes)]:
+                got = self.one(lane, count, chunks, sequential=mode == PROBE)
+                runs[lane].append(got)
+                bad = sum(v for k, v in got.outcomes.items() if k != "ok")
+                self.say(
+                    f"{mode} {count} round {r + 1}: {lane}: {got.wall:.2f} s, "
+                    f"CPU {got.cpu:.2f} s, {bad} answers differ"
+                    + (f" {dict(got.reasons)}" if bad else "")
+                )
+                contender = self.running.get(LANES[lane][0])
+                if bad and contender is not None:
+                    for line in contender.tail():
+                        self.say(f"    {line}")
+        return runs
+
+    def stop_contenders(self) -> None:
+        for proc in self.running.values():
+            proc.stop()
+        self.running = {}
+
+    def stop(self) -> None:
+        self.stop_contenders()
+        self.clients.stop()
+        self.upstream.stop()
+
+
+def run(options: Options | None = None, log: Callable[[str], None] | None = None) -> str:
+    """Run the benchmark; returns its report (``log`` gets progress lines)."""
+    o = options or Options()
+    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    files = raise_file_limit()
+    nginx_bin = c.find_nginx(o.nginx)
+    litellm_py = c.find_litellm(o.litellm)
+    found = [
+        f"open-file limit: {files}",
+        f"nginx: {nginx_bin} ({c.nginx_version(nginx_bin)})" if nginx_bin else
+        "nginx: not found (on PATH or in /usr/sbin): skipped",
+        f"LiteLLM: {litellm_py} (litellm {c.litellm_version(litellm_py)})" if litellm_py else
+        "LiteLLM: litellm.proxy not importable (--litellm or $SVIR_BENCH_LITELLM): skipped",
+    ]  # fmt: skip
+    for line in found:
+        say(line)
+    wanted = [
+        lane
+        for lane, (who, _) in LANES.items()
+        if (lane == "direct" or not o.only or lane in o.only)
+        and (who != "nginx" or nginx_bin)
+        and (who != "LiteLLM" or litellm_py)
+    ]
+    results: Results = {}
+    load = [f"{os.getloadavg()[0]:.2f} ({cpu_pressure()})"]
+    bench = Bench(o, say)
+    try:
+        for n in o.streams:
+            lanes = [x for x in wanted if LANES[x][0] != "LiteLLM" or n <= o.litellm_max_streams]
+            with tempfile.TemporaryDirectory(prefix="svir-gwbench-") as tmp:
+                bench.running = start(lanes, bench.upstream.port, n, Path(tmp), nginx_bin,
+                                      litellm_py)  # fmt: skip
+                try:
+                    bench.warm_up(lanes)
+                    scenarios = [(mode, n) for mode in o.modes]
+                    if o.ttft_probes and n == o.streams[0]:
+                        scenarios.insert(0, (PROBE, o.ttft_probes))
+                    for mode, count in scenarios:
+                        results[(mode, count)] = bench.scenario(mode, count, lanes)
+                        load.append(f"{os.getloadavg()[0]:.2f} ({cpu_pressure()})")
+                finally:
+                    bench.stop_contenders()
     finally:
-        gateway.terminate()
-        gateway.wait()
-        upstream.kill()
-        upstream.wait()
-        upstream.stdout.close()
-    forwarded = streams_n * (chunks + 3)  # each upstream event: the chunks, finish, usage, end
+        bench.stop()
+    return report(results, o, found, load)
+
+
+def start(
+    lanes: list[str],
+    upstream: int,
+    streams: int,
+    tmp: Path,
+    nginx_bin: str | None,
+    litellm_py: str | None,
+) -> dict[str, c.Running]:
+    """Start the contenders of ``lanes`` in front of the upstream, for ``streams`` at once."""
+    running: dict[str, c.Running] = {}
+    try:
+        for who in dict.fromkeys(LANES[lane][0] for lane in lanes):
+            if who.startswith("svir "):
+                running[who] = c.svir(who.split()[1], upstream, streams, tmp)
+            elif who == "nginx" and nginx_bin:
+                running[who] = c.nginx(nginx_bin, upstream, streams, tmp)
+            elif who == "LiteLLM" and litellm_py:
+                running[who] = c.litellm(litellm_py, upstream, tmp)
+    except BaseException:
+        for proc in running.values():
+            proc.stop()
+        raise
+    return running
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+class Summary(NamedTuple):
+    """One lane in one scenario, over the rounds: (median, lowest, highest) of each."""
+
+    ratio: tuple[float, float, float]
+    wall: tuple[float, float, float]
+    added_med: tuple[float, float, float]
+    added_p95: tuple[float, float, float]
+    ttft_med: tuple[float, float, float]
+    ttft_p95: tuple[float, float, float]
+    cpu_ev: tuple[float, float, float]  # µs per upstream event
+    rss: tuple[float, float, float]
+    clients_ev: tuple[float, float, float]
+    clients_busy: float
+    upstream_ev: float
+    upstream_late: float
+    outcomes: Counter[str]
+    reasons: Counter[str]
+
+
+def spread(values: Sequence[float]) -> tuple[float, float, float]:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
+        return (math.nan, math.nan, math.nan)
+    return (statistics.median(vals), min(vals), max(vals))
+
+
+def summarize(runs: dict[str, list[Run]], n: int, events: int) -> dict[str, Summary]:
+    """Each lane over the rounds; ratios and added times against direct's in the same round."""
+    direct = runs["direct"]
+    total = n * events
+    out = {}
+    for lane, rs in runs.items():
+        outcomes: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for r in rs:
+            outcomes.update(r.outcomes)
+            reasons.update(r.reasons)
+        pairs = list(zip(rs, direct, strict=True))
+        out[lane] = Summary(
+            ratio=spread([r.wall / d.wall for r, d in pairs]),
+            wall=spread([r.wall for r in rs]),
+            added_med=spread([median(r.ttft) - median(d.ttft) for r, d in pairs]),
+            added_p95=spread([p95(r.ttft) - p95(d.ttft) for r, d in pairs]),
+            ttft_med=spread([median(r.ttft) for r in rs]),
+            ttft_p95=spread([p95(r.ttft) for r in rs]),
+            cpu_ev=spread([math.nan if lane == "direct" else r.cpu / total * 1e6 for r in rs]),
+            rss=spread([r.rss for r in rs]),
+            clients_ev=spread([r.clients_cpu / total * 1e6 for r in rs]),
+            clients_busy=max(r.clients_busy for r in rs),
+            upstream_ev=median([r.upstream_cpu / total * 1e6 for r in rs]),
+            upstream_late=max(r.upstream_late for r in rs),
+            outcomes=outcomes,
+            reasons=reasons,
+        )
+    return out
+
+
+def fmt(v: float, digits: int = 2) -> str:
+    return "-" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def fmt_spread(s: tuple[float, float, float], digits: int = 2, unit: str = "") -> str:
+    if math.isnan(s[0]):
+        return "-"
+    if f"{s[1]:.{digits}f}" == f"{s[2]:.{digits}f}":
+        return f"{s[0]:.{digits}f}{unit}"
+    return f"{s[0]:.{digits}f}{unit} ({s[1]:.{digits}f}-{s[2]:.{digits}f})"
+
+
+def bad(outcomes: Counter[str]) -> str:
+    return "/".join(str(outcomes.get(k, 0)) for k in ("lost", "duplicated", "reordered", "differs"))
+
+
+def scenario_table(mode: str, n: int, s: dict[str, Summary], o: Options) -> str:
+    """Every lane of one scenario, with the spread over the rounds."""
+    rows = []
+    for lane, x in s.items():
+        direct = lane == "direct"
+        rows.append(
+            [
+                lane,
+                fmt_spread(x.wall, 2, " s"),
+                "1" if direct else fmt_spread(x.ratio, 2, "x"),
+                f"{fmt(x.ttft_med[0])} / {fmt(x.ttft_p95[0])}",
+                "-" if direct else f"{fmt(x.added_med[0])} / {fmt(x.added_p95[0])}",
+                "-" if direct else fmt_spread(x.cpu_ev, 1),
+                "-" if direct else fmt_spread(x.rss, 1),
+                bad(x.outcomes),
+                f"{fmt(x.clients_ev[0], 1)} ({x.clients_busy:.0%})",
+                fmt(x.upstream_late, 1) if mode != "unpaced" else "-",
+            ]
+        )
+    pace = f", one event every {o.pace * 1000:g} ms" if mode != "unpaced" else ""
+    if mode == PROBE:
+        head = (
+            f"paced{pace}: {n} streams one after the other (time to first token without "
+            f"load), {PROBE_CHUNKS} chunks each, {o.repeat} rounds"
+        )
+    else:
+        head = f"{mode}{pace}: {n} streams at once, {o.chunks} chunks each, {o.repeat} rounds"
+    headers = ["lane", "wall", "x direct", "TTFT ms med / p95", "added med / p95",
+               "CPU µs/event", "peak RSS MB", "lost/dup/reord/diff",
+               "clients µs/event (busiest)", "upstream late ms"]  # fmt: skip
+    notes = [f"  {lane}: {dict(x.reasons)}" for lane, x in s.items() if sum(x.reasons.values())]
+    up = s["direct"].upstream_ev
+    return "\n".join([head, table(headers, rows), f"upstream CPU: {fmt(up, 1)} µs per event",
+                      *notes])  # fmt: skip
+
+
+def verdicts(checks: dict[str, bool | None]) -> str:
+    return " · ".join(
+        f"{name} {'-' if ok is None else 'yes' if ok else 'NO'}" for name, ok in checks.items()
+    )
+
+
+SHORT = {"svir asyncio": "asyncio", "svir trio": "trio",
+         "svir asyncio LS": "LS asyncio", "svir trio LS": "LS trio"}  # fmt: skip
+COLUMNS = ("nginx", "svir asyncio", "svir trio", "LiteLLM")
+
+
+def cells(s: dict[str, Summary], get: Callable[[Summary], str]) -> list[str]:
+    """One cell per column; a svir cell carries its LLM-Stream lane beside it."""
+    out = []
+    for lane in COLUMNS:
+        text = get(s[lane]) if lane in s else ""
+        if lane.startswith("svir ") and f"{lane} LS" in s:
+            text += f" (LS {get(s[lane + ' LS'])})"
+        out.append(text.strip())
+    return out
+
+
+def holds(s: dict[str, Summary], ok: Callable[[str, Summary], bool | None]) -> str:
+    return verdicts({SHORT[lane]: ok(lane, s[lane]) for lane in SVIR if lane in s})
+
+
+def ttft_row(mode: str, n: int, s: dict[str, Summary]) -> list[str]:
+    d = s["direct"]
+    values = cells(s, lambda x: f"{fmt(x.added_med[0])} / {fmt(x.added_p95[0])}")
+    direct = f"({fmt(d.ttft_med[0])} / {fmt(d.ttft_p95[0])})"
+    if mode != PROBE:
+        return [f"added TTFT ms, median / p95, paced {n} at once", direct, *values, "-", ""]
+    limit = 2 * s["nginx"].added_med[0] if "nginx" in s else math.nan
+    return [
+        f"added TTFT ms, median / p95, {n} paced one at a time", direct, *values,
+        f"≤ 2x nginx median = {fmt(limit)}" if "nginx" in s else "≤ 2x nginx's (no nginx)",
+        holds(s, lambda _, x: None if math.isnan(limit) else x.added_med[0] <= max(limit, 0)),
+    ]  # fmt: skip
+
+
+def cpu_row(mode: str, n: int, s: dict[str, Summary]) -> list[str]:
+    values = cells(s, lambda x: fmt(x.cpu_ev[0], 1))
+    if mode == "unpaced":
+        return [
+            f"CPU µs per event, unpaced {n}", "", *values, "≤ 3 (LS ≤ 4)",
+            holds(s, lambda lane, x: x.cpu_ev[0] <= (4 if "LS" in lane else 3)),
+        ]  # fmt: skip
+    limit = 3 * s["nginx"].cpu_ev[0] if "nginx" in s else math.nan
+    return [
+        f"CPU µs per event, paced {n}", "", *values,
+        f"≤ 3x nginx = {fmt(limit, 1)}" if "nginx" in s else "≤ 3x nginx's (no nginx)",
+        holds(s, lambda _, x: None if math.isnan(limit) else x.cpu_ev[0] <= limit),
+    ]  # fmt: skip
+
+
+WALL_TARGETS = {200: (1.2, math.inf), 1000: (1.5, 100.0)}  # paced: (x direct, MB)
+
+
+def wall_row(mode: str, n: int, s: dict[str, Summary]) -> list[str]:
+    values = cells(s, lambda x: f"{fmt(x.ratio[0])}x, {fmt(x.rss[0], 1)} MB")
+    direct = f"({fmt(s['direct'].wall[0])} s)"
+    if mode != "paced" or n not in WALL_TARGETS:
+        return [f"wall over direct, peak RSS, {mode} {n}", direct, *values, "-", ""]
+    ratio, mb = WALL_TARGETS[n]
+    target = f"≤ {ratio}x" + (f", < {mb:g} MB" if mb < math.inf else "")
+    return [
+        f"wall over direct, peak RSS, paced {n}", direct, *values, target,
+        holds(s, lambda _, x: x.ratio[0] <= ratio and x.rss[0] < mb),
+    ]  # fmt: skip
+
+
+def summary_table(sums: dict[tuple[str, int], dict[str, Summary]]) -> str:
+    """Issue 20's table: nginx, svir, LiteLLM; the targets and whether each holds."""
+    rows = [ttft_row(mode, n, s) for (mode, n), s in sums.items() if mode != "unpaced"]
+    rows += [cpu_row(mode, n, s) for (mode, n), s in sums.items() if mode != PROBE]
+    rows += [wall_row(mode, n, s) for (mode, n), s in sums.items() if mode != PROBE]
+    total: dict[str, Summary] = {}
+    for s in sums.values():
+        for lane, x in s.items():
+            if lane in total:
+                total[lane].outcomes.update(x.outcomes)
+            else:
+                total[lane] = x._replace(outcomes=Counter(x.outcomes))
+    rows.append(
+        [
+            "answers lost/dup/reord/diff, all runs",
+            bad(total["direct"].outcomes),
+            *cells(total, lambda x: bad(x.outcomes)),
+            "0/0/0/0",
+            holds(total, lambda _, x: sum(v for k, v in x.outcomes.items() if k != "ok") == 0),
+        ]
+    )
+    return table(["", "direct", *COLUMNS, "target", "holds"], rows)
+
+
+def report(results: Results, o: Options, found: list[str], load: list[str]) -> str:
+    events, probe_events = len(frames(o.chunks)) - 1, len(frames(PROBE_CHUNKS)) - 1
+    sums = {
+        key: summarize(runs, key[1], probe_events if key[0] == PROBE else events)
+        for key, runs in results.items()
+    }
+    wrong: Counter[str] = Counter()
+    for s in sums.values():
+        for x in s.values():
+            wrong.update(x.outcomes)
+    compared = sum(wrong.values())
     return "\n".join(
         [
-            f"{streams_n} streams at once of {chunks} chunks, half LLM-Stream, half OpenAI "
-            f"(gateway on {backend})",
-            f"answers that differ from the upstream's: {wrong} through the gateway, "
-            f"{direct_wrong} direct",
-            f"events received: {got} through the gateway, {direct_got} direct",
-            f"wall: {through:.2f} s through the gateway, {direct_wall:.2f} s direct",
-            f"gateway CPU: {gw_cpu:.2f} s, {gw_cpu / forwarded * 1e6:.1f} us per forwarded event",
-            f"gateway peak RSS: {rss:.1f} MB",
+            *found,
+            f"{o.chunks} chunks per answer ({events} upstream events), paced every "
+            f"{o.pace * 1000:g} ms; {o.repeat} rounds; {o.clients} client process(es)"
+            + ("; the clients send Connection: close" if o.close else ""),
+            f"load average (CPU pressure): {', '.join(load)} (at the start, then after each "
+            "scenario)",
+            "",
+            "Issue 20's table (medians over the rounds; LS: LLM-Stream out; direct: absolute)",
+            summary_table(sums),
+            "",
+            *[scenario_table(mode, n, s, o) + "\n" for (mode, n), s in sums.items()],
+            f"answers compared with the upstream's: {compared}, lost {wrong['lost']}, "
+            f"duplicated {wrong['duplicated']}, reordered {wrong['reordered']}, "
+            f"different {wrong['differs']}",
         ]
     )
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--streams", type=int, default=200)
-    ap.add_argument("--chunks", type=int, default=500)
-    ap.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    args = ap.parse_args(argv)
-    print(run(args.streams, args.chunks, args.backend))
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    d = Options()
+    ints = lambda s: tuple(int(x) for x in s.split(","))  # noqa: E731
+    words = lambda s: tuple(x.strip() for x in s.split(",") if x.strip())  # noqa: E731
+    ap.add_argument("--streams", type=ints, default=d.streams, help="stream counts: 50,200,1000")
+    ap.add_argument("--mode", type=words, default=d.modes, help="paced,unpaced")
+    ap.add_argument("--pace", type=float, default=d.pace * 1000, help="ms between paced events")
+    ap.add_argument("--chunks", type=int, default=d.chunks, help="content chunks per answer")
+    ap.add_argument("--repeat", type=int, default=d.repeat, help="rounds per scenario")
+    ap.add_argument("--clients", type=int, default=d.clients, help="client processes")
+    ap.add_argument("--nginx", help="the nginx binary (default: on PATH); none: skip it")
+    ap.add_argument("--litellm", help="a Python (or venv) with litellm[proxy] "
+                    "(default: $SVIR_BENCH_LITELLM, else this one); none: skip it")  # fmt: skip
+    ap.add_argument("--litellm-max-streams", type=int, default=d.litellm_max_streams,
+                    help="LiteLLM only up to this many streams (it is slow)")  # fmt: skip
+    ap.add_argument("--only", type=words, default=(), help=f"lanes, of: {', '.join(LANES)}")
+    ap.add_argument("--timeout", type=float, default=d.timeout, help="seconds a run may take")
+    ap.add_argument("--ttft-probes", type=int, default=d.ttft_probes,
+                    help="paced streams one at a time per lane and round, for time to first "
+                    "token without load (0: none)")  # fmt: skip
+    ap.add_argument("--close", action="store_true", help="the clients send Connection: close")
+    a = ap.parse_args(argv)
+    for mode in a.mode:
+        if mode not in ("paced", "unpaced"):
+            ap.error(f"--mode: {mode!r} is neither paced nor unpaced")
+    for lane in a.only:
+        if lane not in LANES:
+            ap.error(f"--only: no lane {lane!r}")
+    options = Options(
+        streams=a.streams, modes=a.mode, pace=a.pace / 1000, chunks=a.chunks, repeat=a.repeat,
+        clients=a.clients, nginx=a.nginx, litellm=a.litellm,
+        litellm_max_streams=a.litellm_max_streams, only=a.only, timeout=a.timeout,
+        ttft_probes=a.ttft_probes, close=a.close,
+    )  # fmt: skip
+    started = time.monotonic()
+    print(run(options))
+    print(f"(the benchmark took {time.monotonic() - started:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -38,8 +38,15 @@ def test_transport_benchmark_runs_every_client() -> None:
 def test_gateway_benchmark_runs_and_loses_nothing() -> None:
     from benchmarks import gateway as bench_gateway
 
-    out = bench_gateway.run(streams_n=4, chunks=20, backend="asyncio")
-    assert "answers that differ from the upstream's: 0 through the gateway, 0 direct" in out
+    options = bench_gateway.Options(
+        streams=(4,), chunks=20, repeat=1, ttft_probes=2, nginx="none", litellm="none",
+        only=("svir asyncio", "svir asyncio LS"),
+    )  # fmt: skip
+    out = bench_gateway.run(options, log=lambda line: None)
+    # direct, asyncio and LS asyncio: 2 probes, then 4 paced and 4 unpaced streams each
+    assert "answers compared with the upstream's: 30, lost 0, duplicated 0, reordered 0" in out
+    assert "CPU µs per event, unpaced 4" in out
+    assert "\nLiteLLM: " in out  # it says which peers it found
 
 
 def test_anthropic_benchmark_runs_every_shape() -> None:
