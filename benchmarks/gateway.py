@@ -1,7 +1,7 @@
 """The gateway beside nginx and LiteLLM's proxy, over loopback only, bounded in count and time.
 
     python -m benchmarks.gateway [--streams 50,200,1000] [--mode paced,unpaced] [--pace 5]
-        [--chunks 200] [--repeat 3] [--clients 1] [--nginx PATH|none]
+        [--chunks 500] [--repeat 3] [--clients 1] [--nginx PATH|none]
         [--litellm PYTHON|VENV|none] [--litellm-max-streams 200] [--only LANE,...]
         [--ttft-probes 20] [--close] [--timeout 300]
 
@@ -38,6 +38,7 @@ nothing lost, duplicated or reordered.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -236,7 +237,7 @@ class Options(NamedTuple):
     streams: tuple[int, ...] = (50, 200, 1000)
     modes: tuple[str, ...] = ("paced", "unpaced")
     pace: float = 0.005  # seconds between two paced events
-    chunks: int = 200
+    chunks: int = 500
     repeat: int = 3
     clients: int = 1
     nginx: str | None = None  # a path, "none", or None: look on PATH and in /usr/sbin
@@ -333,8 +334,10 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
     files = raise_file_limit()
     nginx_bin = c.find_nginx(o.nginx)
     litellm_py = c.find_litellm(o.litellm)
+    uvloop = importlib.util.find_spec("uvloop") is not None
     found = [
-        f"open-file limit: {files}",
+        f"open-file limit: {files}; svir gateway on asyncio "
+        + ("with uvloop" if uvloop else "without uvloop (not installed)"),
         f"nginx: {nginx_bin} ({c.nginx_version(nginx_bin)})" if nginx_bin else
         "nginx: not found (on PATH or in /usr/sbin): skipped",
         f"LiteLLM: {litellm_py} (litellm {c.litellm_version(litellm_py)})" if litellm_py else
@@ -411,6 +414,7 @@ class Summary(NamedTuple):
     ttft_med: tuple[float, float, float]
     ttft_p95: tuple[float, float, float]
     cpu_ev: tuple[float, float, float]  # µs per upstream event
+    cpu_stream: tuple[float, float, float]  # ms per stream
     rss: tuple[float, float, float]
     clients_ev: tuple[float, float, float]
     clients_busy: float
@@ -447,6 +451,7 @@ def summarize(runs: dict[str, list[Run]], n: int, events: int) -> dict[str, Summ
             ttft_med=spread([median(r.ttft) for r in rs]),
             ttft_p95=spread([p95(r.ttft) for r in rs]),
             cpu_ev=spread([math.nan if lane == "direct" else r.cpu / total * 1e6 for r in rs]),
+            cpu_stream=spread([math.nan if lane == "direct" else r.cpu / n * 1e3 for r in rs]),
             rss=spread([r.rss for r in rs]),
             clients_ev=spread([r.clients_cpu / total * 1e6 for r in rs]),
             clients_busy=max(r.clients_busy for r in rs),
@@ -486,7 +491,7 @@ def scenario_table(mode: str, n: int, s: dict[str, Summary], o: Options) -> str:
                 "1" if direct else fmt_spread(x.ratio, 2, "x"),
                 f"{fmt(x.ttft_med[0])} / {fmt(x.ttft_p95[0])}",
                 "-" if direct else f"{fmt(x.added_med[0])} / {fmt(x.added_p95[0])}",
-                "-" if direct else fmt_spread(x.cpu_ev, 1),
+                "-" if direct else fmt_spread(x.cpu_stream if mode == PROBE else x.cpu_ev, 1),
                 "-" if direct else fmt_spread(x.rss, 1),
                 bad(x.outcomes),
                 f"{fmt(x.clients_ev[0], 1)} ({x.clients_busy:.0%})",
@@ -502,7 +507,8 @@ def scenario_table(mode: str, n: int, s: dict[str, Summary], o: Options) -> str:
     else:
         head = f"{mode}{pace}: {n} streams at once, {o.chunks} chunks each, {o.repeat} rounds"
     headers = ["lane", "wall", "x direct", "TTFT ms med / p95", "added med / p95",
-               "CPU µs/event", "peak RSS MB", "lost/dup/reord/diff",
+               "CPU ms/stream" if mode == PROBE else "CPU µs/event", "peak RSS MB",
+               "lost/dup/reord/diff",
                "clients µs/event (busiest)", "upstream late ms"]  # fmt: skip
     notes = [f"  {lane}: {dict(x.reasons)}" for lane, x in s.items() if sum(x.reasons.values())]
     up = s["direct"].upstream_ev
