@@ -45,6 +45,8 @@ __all__: list[str] = []
 log: Final = logging.getLogger("svir.gateway")
 READ: Final = 64 * 1024
 SWEEP: Final = 0.25
+LINGER: Final = 2.0  # as the asyncio server's
+LINGER_BYTES: Final = 1024 * 1024
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -83,6 +85,7 @@ class _Client:
         self.session = GatewaySession(server.state, time.monotonic())
         self.out = _Outbox()
         self.scope = anyio.CancelScope()
+        self.read_scope = anyio.CancelScope()
         self.tg: anyio.abc.TaskGroup | None = None
         self.reading = anyio.Event()
         self.reading.set()
@@ -95,17 +98,18 @@ class _Client:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
                 tg.start_soon(self.out.run, self.stream, self._drained)
-                while not self.session.closed:
-                    await self.reading.wait()
-                    try:
-                        data = await self.stream.receive(READ)
-                    except (anyio.EndOfStream, anyio.BrokenResourceError):
-                        data = b""
-                    self.out.put(self.session.client_data(data, time.monotonic()))
-                    self.act()
-                    if not data:
-                        break
-                await self._flush()
+                with self.read_scope:  # cancelled when the session closes (`act`)
+                    while not self.session.closed:
+                        await self.reading.wait()
+                        try:
+                            data = await self.stream.receive(READ)
+                        except (anyio.EndOfStream, anyio.BrokenResourceError):
+                            data = b""
+                        self.out.put(self.session.client_data(data, time.monotonic()))
+                        self.act()
+                        if not data:
+                            break
+                await self._close_soon()
                 tg.cancel_scope.cancel()
 
     async def _flush(self) -> None:
@@ -165,23 +169,24 @@ class _Client:
                 self.tg.start_soon(self._work, action.run)  # type: ignore[union-attr]
             elif kind is Close:
                 self.reading.set()  # the reader sees the session closed and ends
-                self.scope.deadline = min(
-                    self.scope.deadline, time.monotonic() + self.server.state.config.send_timeout
-                )
+                limit = self.server.state.config.send_timeout + LINGER
+                self.scope.deadline = min(self.scope.deadline, anyio.current_time() + limit)
                 if self.up is not None:
                     self._release(None)
-                self._wake_reader()
+                self.read_scope.cancel()  # the reader ends, and the connection is closed
             elif kind is Done:
                 self.server.done(action)  # type: ignore[arg-type]
 
-    def _wake_reader(self) -> None:
-        """A reader blocked on the client is not needed once the session closed."""
-        if self.tg is not None:
-            self.tg.start_soon(self._close_soon)
-
     async def _close_soon(self) -> None:
+        """Send what is left, end our side, and read (and drop) what the client still sends
+        for a while: closing with unread bytes resets the connection, and a reset can destroy
+        an answer the client has not read yet (nginx's ``lingering_close``)."""
         await self._flush()
-        self.scope.cancel()
+        with anyio.move_on_after(LINGER), contextlib.suppress(Exception):
+            await self.stream.send_eof()
+            dropped = 0
+            while dropped < LINGER_BYTES:
+                dropped += len(await self.stream.receive(READ))
 
     async def _work(self, run: Callable[[], object]) -> None:
         result = await anyio.to_thread.run_sync(run)
@@ -220,11 +225,10 @@ class _Client:
         up, self.up = self.up, None
         if up is None:
             return
-        up.scope.cancel()
         if conn is not None and not up.broken:
+            up.pooled = True  # its task ends without closing it
             self.server.give(up.stream, conn)
-        else:
-            self.server.discard(up.stream)
+        up.scope.cancel()  # its task closes it, unless pooled
         self.resume("upstream")
 
 
@@ -239,8 +243,17 @@ class _Up:
         self.reading = anyio.Event()
         self.reading.set()
         self.broken = False
+        self.pooled = False
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            if not self.pooled:
+                with anyio.CancelScope(shield=True):
+                    await anyio.aclose_forcefully(self.stream)
+
+    async def _run(self) -> None:
         client = self.client
         session = client.session
         with self.scope:
@@ -277,6 +290,7 @@ class Server:
         self.pool: deque[tuple[anyio.abc.ByteStream, ClientConnection, float]] = deque()
         self.listener: anyio.abc.Listener[Any] | None = None
         self.tg: anyio.abc.TaskGroup | None = None
+        self.closing: set[anyio.abc.ByteStream] = set()
 
     async def serve(
         self, host: str, port: int, started: Callable[[int], None], stopped: anyio.Event
@@ -284,13 +298,19 @@ class Server:
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         self.listener = listener
         started(listener.extra(anyio.abc.SocketAttribute.local_port))
-        async with listener, anyio.create_task_group() as tg:
-            self.tg = tg
-            for one in listener.listeners:
-                tg.start_soon(self._accept, one, tg)
-            tg.start_soon(self._sweep)
-            await stopped.wait()
-            tg.cancel_scope.cancel()
+        try:
+            async with listener, anyio.create_task_group() as tg:
+                self.tg = tg
+                for one in listener.listeners:
+                    tg.start_soon(self._accept, one, tg)
+                tg.start_soon(self._sweep)
+                await stopped.wait()
+                tg.cancel_scope.cancel()
+        finally:  # what is idle in the pool, or was being closed, is closed now
+            with anyio.CancelScope(shield=True):
+                for stream in [*self.closing, *(s for s, _, _ in self.pool)]:
+                    await anyio.aclose_forcefully(stream)
+            self.pool.clear()
 
     async def _accept(self, listener: Any, tg: anyio.abc.TaskGroup) -> None:
         backoff = 0.01
@@ -364,9 +384,16 @@ class Server:
         self.pool.append((stream, conn, time.monotonic()))
 
     def discard(self, stream: anyio.abc.ByteStream) -> None:
-        """Close an upstream connection that is not to be reused (in the background)."""
+        """Close an idle upstream connection (in the background; at the latest when the server
+        stops)."""
+        self.closing.add(stream)
         if self.tg is not None:
-            self.tg.start_soon(anyio.aclose_forcefully, stream)
+            self.tg.start_soon(self._aclose, stream)
+
+    async def _aclose(self, stream: anyio.abc.ByteStream) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.aclose_forcefully(stream)
+        self.closing.discard(stream)
 
     def done(self, done: Done) -> None:
         log.info(

@@ -39,6 +39,11 @@ from ..gateway.session import (
 __all__: list[str] = []
 
 log: Final = logging.getLogger("svir.gateway")
+LINGER: Final = 2.0
+"""Seconds a closed connection still reads (and drops) what its client sends: closing a socket
+with unread bytes makes the kernel reset it, and the reset can destroy an answer not yet read
+(a 401 sent before the body came). nginx's ``lingering_close`` does the same."""
+LINGER_BYTES: Final = 1024 * 1024
 SWEEP: Final = 0.25
 """Seconds between two looks at every session's deadline: deadlines are seconds long."""
 BUSY: Final = (
@@ -106,16 +111,25 @@ class _Client(asyncio.Protocol):
         self.up: _Upstream | None = None
         self._paused: set[str] = set()
         self._connecting: asyncio.Task[None] | None = None
+        self._lingering = -1  # bytes dropped since the close, or -1: not closed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.server.clients.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering >= 0:  # closed: what comes is dropped, for a while
+            self._lingering += len(data)
+            if self._lingering > LINGER_BYTES:
+                self.transport.abort()
+            return
         self.write(self.session.client_data(data, _now()))
         self.act()
 
     def eof_received(self) -> bool:
+        if self._lingering >= 0:
+            self.transport.close()
+            return False
         self.write(self.session.client_data(b"", _now()))
         self.act()
         return False
@@ -261,13 +275,22 @@ class _Client(asyncio.Protocol):
         future.add_done_callback(finished)
 
     def _close(self) -> None:
+        """Close once what was written is sent (asyncio's ``close``), after a lingering read
+        (`LINGER`); a client that reads nothing cannot hold its connection past
+        ``send_timeout``."""
         transport = self.transport
-        if not transport.is_closing():
-            transport.close()  # after what was written is sent...
-            # ...but a client that reads nothing cannot hold its connection for ever
-            asyncio.get_running_loop().call_later(
-                self.server.state.config.send_timeout, transport.abort
-            )
+        if transport.is_closing() or self._lingering >= 0:
+            return
+        self._lingering = 0
+        loop = asyncio.get_running_loop()
+        if transport.can_write_eof():
+            self._paused.clear()
+            transport.resume_reading()
+            transport.write_eof()  # the client sees the end; its last bytes are still read
+            loop.call_later(LINGER, transport.close)
+        else:  # pragma: no cover - TLS transports cannot half-close
+            transport.close()
+        loop.call_later(self.server.state.config.send_timeout + LINGER, transport.abort)
 
 
 class _Refused(asyncio.Protocol):

@@ -519,7 +519,7 @@ class GatewaySession:
         """The client's answer is whole (or cut): the request is over for the client."""
         up = self._up
         self._done(now)
-        if self._upstream != "none" and up is not None:
+        if up is not None:
             if up.reusable:
                 self._release(reuse=True)
             elif up.finishing:
@@ -571,9 +571,6 @@ class GatewaySession:
         self._since = now
         self._partial = b""
         self._body_at = 0
-        if self._client_paused:
-            self._client_paused = False
-            self.actions.append(ResumeClient())
         return self._pump(now)  # a pipelined request may be here already
 
     # -- endings ------------------------------------------------------------------------------
@@ -691,9 +688,7 @@ class GatewaySession:
             self._release(reuse=False)
             self._done(now)
             return out + self._close()
-        if self._upstream == "connecting":
-            if now < self._since + cfg.connect_timeout:
-                return b""
+        if self._upstream == "connecting":  # its deadline is the only one left that passed
             return self._broken(
                 f"the gateway cannot reach its upstream (no connection in "
                 f"{cfg.connect_timeout:g} s)",

@@ -52,10 +52,22 @@ def replay() -> Iterator[ReplayServer]:
     s.close()
 
 
+BACKEND = ["asyncio"]
+
+
+@pytest.fixture(autouse=True, params=["asyncio", "trio"])
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs the gateway on both of its servers: asyncio's protocols, and anyio
+    on trio."""
+    BACKEND[0] = request.param
+    yield request.param
+    BACKEND[0] = "asyncio"
+
+
 @contextlib.contextmanager
 def gateway(upstream: str, **options: Any) -> Iterator[tuple[str, GatewayServer]]:
     server = GatewayServer(Endpoint.parse(upstream), **options)
-    with anyio.from_thread.start_blocking_portal() as portal:
+    with anyio.from_thread.start_blocking_portal(backend=BACKEND[0]) as portal:
         future, port = portal.start_task(server.serve, "127.0.0.1", 0)
         try:
             yield f"http://127.0.0.1:{port}/v1", server

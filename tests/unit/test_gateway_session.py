@@ -746,3 +746,101 @@ def test_bytes_after_the_clients_own_eof_close_it() -> None:
     d.session.conn.receive_data(b"")
     d.send(b"more")
     assert d.closed
+
+
+# -- the rarer paths ------------------------------------------------------------------------------
+
+
+def test_expect_100_continue_through_the_session() -> None:
+    d = Driver()
+    body = openai_body()
+    head = post(body, Expect="100-continue")
+    d.send(head[: -len(body)])
+    assert bytes(d.client) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    d.send(body)
+    assert d.connecting
+
+
+def test_pauses_that_come_when_nothing_streams() -> None:
+    d = Driver()
+    d.session.client_paused(1.0)  # nothing upstream: nothing to pause
+    d.session.client_resumed(1.5)
+    d.session.client_resumed(1.6)  # not paused: nothing to resume
+    d.run(b"")
+    assert d.seen == []
+    d.send(post(openai_body()))
+    d.session.client_paused(2.0)  # paused while the upstream is reached...
+    d.connect(now=3.0)
+    assert PauseUpstream() in d.seen  # ...the upstream is not read from the start
+    d.session.conn.finish_request()
+
+
+def test_a_pipelined_request_while_the_last_answers_body_drains() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # whole, its body not ended
+    d.send(post(openai_body()))
+    assert d.released == [None]  # the draining connection gives way to the next request
+    assert d.connecting
+
+
+def test_a_draining_connection_whose_end_comes_in_pieces() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(b"0\r\n")
+    assert d.released == []
+    d.answer(b"\r\n")
+    assert d.released[0] is not None
+
+
+def test_the_drain_deadline_passes_while_the_next_body_comes() -> None:
+    d = Driver(body_timeout=100.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS), now=2.0)
+    d.send(post(openai_body())[:-5], now=3.0)  # the next request's body, not all there
+    d.tick(50.0)  # the drain's deadline
+    assert d.released == [None]
+    assert not d.closed
+
+
+def test_an_upstream_that_closes_without_a_response() -> None:
+    d = Driver()
+    d.send(post(LLM, media="application/llm-request+json"))
+    d.connect()
+    d.answer(b"")
+    ((status, _, body, _),) = read(d.client)
+    assert status == 502
+    assert "without a response" in json.loads(body)["error"]["message"]
+
+
+def test_a_late_failure_in_pieces() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.tick(6.0)
+    error = b'{"error":{"message":"slow down"}}'
+    head = b"HTTP/1.1 429 X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    d.answer(head + b"%x\r\n%s\r\n" % (5, error[:5]), now=7.0)
+    d.answer(b"%x\r\n%s\r\n0\r\n\r\n" % (len(error) - 5, error[5:]), now=7.5)
+    decoder = ChatStreamDecoder()
+    decoder.feed(read(d.client)[0][2])
+    decoder.close()
+    assert decoder.result.error is not None
+    assert decoder.result.error.message == "slow down"
+
+
+def test_shutdown_while_a_json_answer_is_relayed_cuts_it() -> None:
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":')
+    d.run(d.session.shutdown(5.0))
+    assert d.closed
+    assert read(d.client)[0][3] is False
+    d.session._close()  # closing twice is closing once
+    assert d.kinds().count("Close") == 1
