@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from .openai.retry import *  # noqa: F403
     from .openai.status import *  # noqa: F403
     from .openai.stream import *  # noqa: F403
+    from .openai.watch import *  # noqa: F403
     from .speed import *  # noqa: F403
     from .sse import *  # noqa: F403
     from .translate import *  # noqa: F403
@@ -84,6 +85,7 @@ _MODULES = (
 _DIALECTS: tuple[str, ...] = (
     # the vendor dialect packages, one line each (anthropic, responses, gemini): importable as
     # attributes (svir_proto.anthropic), their names not re-exported here
+    "anthropic",
 )
 _PACKAGES = ("transports", "cli")
 _RENAMED = {  # old name: the module whose RENAMED map resolves it (with a DeprecationWarning)

@@ -23,7 +23,7 @@ Rule 5: a body that stops early because the client gave up (a timeout, a cancel)
 Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
     after a `RequestFailed`, so never once any of the answer has arrived.
 Rule 8 (a relay, `PassThrough.relay`): the response is not judged, it is passed on: a 2xx
-    ``text/event-stream`` body is decoded as it passes (so the relay can watch it) and every
+    ``text/event-stream`` body is watched as it passes (`ChatStreamWatcher`) and every
     other response is raw, its end a `StreamEnded` (``complete`` if the body ended where its
     framing said). Either way every body piece is kept in `Exchange.relayed` until taken. A
     head that fails by Rule 1 or Rule 7 is still a `RequestFailed`.
@@ -61,6 +61,7 @@ from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
 from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
+from .openai.watch import ChatStreamWatcher
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, ServerSentEvent, SSEDecoder
 
 __all__ = [
@@ -373,6 +374,12 @@ class Exchange:
         return None if self._decoder is None else self._decoder.error
 
     @property
+    def events_seen(self) -> int:
+        """Events a relayed stream has carried so far (Rule 8: the watcher counts them)."""
+        decoder = self._decoder
+        return decoder.seen if isinstance(decoder, ChatStreamWatcher) else 0
+
+    @property
     def finished(self) -> bool:
         """The terminal event was produced; the response needs no more reading."""
         return self.terminal is not None
@@ -596,10 +603,10 @@ class Exchange:
                 declared = request.tool_names if request.tools else None
             else:
                 declared = request.declared_tools
-            decoder = ChatStreamDecoder(
+            kind = ChatStreamWatcher if self._relay else ChatStreamDecoder  # Rule 8: watched
+            decoder = kind(
                 declared_tools=declared,
                 expect_usage=request.include_usage,
-                keep_text=not self._relay,
                 think_tags=self._think_tags,
                 think_opened=self._think_opened,
                 max_tool_calls=self._max_tool_calls,

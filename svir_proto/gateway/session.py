@@ -407,13 +407,20 @@ class GatewaySession:
         up = self._up
         assert up is not None
         self._answered = True
+        exchange = up.exchange
+        assert exchange is not None
+        seen = exchange.events_seen
         error: BaseException | None
         try:
             events = up.feed(data)
             error = up.error
         except SvirProtocolError as exc:
             events, error = [], exc
-        if len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
+        seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
+        if seen:
+            self.conn.events_forwarded += seen
+            self._progress = now
+        elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
             self._progress = now
         out = self._relayed(up, events, now, error)
         if error is not None and not self.closed:
@@ -482,8 +489,6 @@ class GatewaySession:
                     self._late_head = (event.status, event.headers)
             elif type(event) is StreamEnded:
                 end = event
-            else:
-                conn.events_forwarded += 1
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
             self._late += relayed
             if end is None and sum(map(len, self._late)) < MAX_ERROR_BODY:

@@ -283,6 +283,7 @@ def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream()
     d = relayed(b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {bad\n\n')
     ((status, _, got, ended),) = read(d.client)
     assert (status, ended) == (200, True)
+    assert b"data: {bad" not in got  # the event that broke it is not passed on
     decoder = ChatStreamDecoder()
     decoder.feed(got)
     decoder.close()
