@@ -3,7 +3,8 @@
 Each contender is its own process (or tree of them) listening on loopback: ``svir gateway`` on
 asyncio and on trio; nginx with ``proxy_buffering off`` when an ``nginx`` binary is found (its
 configuration written to a temporary directory, run in the foreground with ``daemon off`` and
-``master_process off``, so its one process is its worker); LiteLLM's proxy when ``litellm`` can
+``master_process off``, so its one process is its worker; its listen backlog raised from 511
+to 4096, the upstream's, for a thousand connects at once); LiteLLM's proxy when ``litellm`` can
 be imported by the Python it is given (the upstream as an OpenAI-compatible model). The
 benchmark installs neither nginx nor LiteLLM.
 
@@ -240,7 +241,7 @@ http {{
     scgi_temp_path {tmp}/scgi;
     upstream model {{ server 127.0.0.1:{upstream}; keepalive 64; }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port} backlog=4096;
         location / {{
             proxy_pass http://model;
             proxy_http_version 1.1;
@@ -261,8 +262,8 @@ def nginx(binary: str, upstream: int, max_streams: int, tmp: Path) -> Running:
             tmp=tmp,
             upstream=upstream,
             port=port,
-            connections=2 * max_streams + 128,
-            files=4 * max_streams + 256,
+            connections=4 * max_streams + 256,  # clients, upstreams, closing ones
+            files=8 * max_streams + 512,
         )
     )
     argv = [binary, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "nginx-error.log")]
