@@ -523,16 +523,16 @@ class GatewaySession:
     def _finished(self, now: float) -> bytes:
         """The client's answer is whole (or cut): the request is over for the client."""
         up = self._up
+        assert up is not None  # only an upstream's bytes finish an answer
         self._done(now)
-        if up is not None:
-            if up.reusable:
-                self._release(reuse=True)
-            elif up.finishing:
-                self._upstream = "draining"  # its answer is whole, its body not yet over
-                self._drained = 0
-                self._drain_by = now + self.config.connect_timeout
-            else:
-                self._release(reuse=False)
+        if up.reusable:
+            self._release(reuse=True)
+        elif up.finishing:
+            self._upstream = "draining"  # its answer is whole, its body not yet over
+            self._drained = 0
+            self._drain_by = now + self.config.connect_timeout
+        else:
+            self._release(reuse=False)
         return self._after_answer(now)
 
     def _drain(self, data: bytes) -> bytes:

@@ -845,3 +845,28 @@ def test_shutdown_while_a_json_answer_is_relayed_cuts_it() -> None:
     assert read(d.client)[0][3] is False
     d.session._close()  # closing twice is closing once
     assert d.kinds().count("Close") == 1
+
+
+def test_no_keep_alive_into_an_answer_that_is_not_a_stream() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))  # it asked for a stream...
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":', now=2.0)  # ...and the upstream answers JSON: relayed as it is
+    d.tick(20.0)
+    assert b"keep-alive" not in d.client
+    conn = d.session.conn
+    assert conn.relay_end(complete=False) == b""
+    assert conn.relay_end(complete=True) == b""  # ended once only
+
+
+def test_a_json_answer_cut_midway_stays_cut() -> None:
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":')
+    d.run(d.session.upstream_failed("reset", 3.0))
+    ((_, _, body, ended),) = read(d.client)
+    assert (body, ended) == (b'{"id":', False)
+    assert d.done()[0].outcome == "cut"
