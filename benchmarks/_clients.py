@@ -5,10 +5,13 @@
 reads one JSON command a line on standard input,
 ``{"port": P, "dialect": "openai" | "llmstream", "streams": N, "chunks": C, "timeout": S}``
 (and optionally ``"key"``, a bearer token to send; ``"close"``, to send ``Connection: close``;
-``"sequential"``, one stream after the other), and answers each with one JSON line. A command
-opens ``N`` connections to ``127.0.0.1:P`` at once, sends each the same request and reads
-every answer to the end of its body (or of the connection), in one epoll loop that only moves
-bytes: it keeps each answer's bytes and the times of its first reads, nothing else, so the
+``"sequential"``, ``N`` probes one after the other instead; ``"probes": K``, up to ``K``
+probes one after the other while the ``N`` streams run), and answers each with one JSON line.
+A command opens ``N`` connections to ``127.0.0.1:P`` at once, sends each the same request and
+reads every answer to the end of its body (or of the connection), in one epoll loop that only
+moves bytes; a probe asks for the model `PROBE_MODEL`, whose answer is short, once every
+stream has had its first bytes (under load), and its time to first token is reported apart.
+The loop keeps each answer's bytes and the times of its first reads, nothing else, so the
 clients cost little beside what they measure (their CPU during the run is reported).
 
 Once every stream has ended, each answer is decoded by `ClientConnection` (the HTTP framing and
@@ -30,6 +33,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from benchmarks._upstream import PROBE_CHUNKS, PROBE_MODEL
 from benchmarks.streams import openai_stream
 from svir_proto import LLMMessage, LLMRequest
 from svir_proto.connection import ClientConnection
@@ -65,10 +69,10 @@ def framing(buf: bytearray) -> int:
     return length
 
 
-def request(dialect: str) -> ChatRequest | LLMRequest:
+def request(dialect: str, model: str = "m") -> ChatRequest | LLMRequest:
     if dialect == "llmstream":
-        return LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi")])
-    return ChatRequest(model="m", messages=[UserMessage(content="hi")], include_usage=True)
+        return LLMRequest(model=model, messages=[LLMMessage(role="user", content="hi")])
+    return ChatRequest(model=model, messages=[UserMessage(content="hi")], include_usage=True)
 
 
 class Answer:
@@ -138,7 +142,8 @@ def verdict(got: Answer, want: Answer, error: str | None) -> tuple[str, str | No
 
 
 class Stream:
-    __slots__ = ("buf", "done", "end", "error", "framing", "offsets", "sock", "start", "times")
+    __slots__ = ("buf", "done", "end", "error", "framing", "offsets", "probe", "sock", "start",
+                 "times")  # fmt: skip
 
     def __init__(self) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -151,28 +156,50 @@ class Stream:
         self.error: str | None = None
         self.done = False
         self.framing = UNKNOWN
+        self.probe = False  # a short request sent under load, for its time to first token
 
 
-def drive(port: int, wire: bytes, count: int, timeout: float) -> list[Stream]:
+def drive(
+    port: int, wire: bytes, count: int, timeout: float, probe: bytes = b"", probes: int = 0
+) -> tuple[list[Stream], list[Stream]]:
     """Open ``count`` streams at once and read each to its end (or the deadline): the end of
-    its body, or the server closing the connection."""
+    its body, or the server closing the connection. Once every one of them has had its first
+    bytes, send ``probe`` (a request for a short answer) up to ``probes`` times, one after the
+    other, while they last: the time to first token of a request that comes in under load.
+    Returns the streams and the probes."""
     ep = select.epoll()
-    streams: dict[int, Stream] = {}
+    streams: dict[int, Stream] = {}  # by file descriptor, while open (a closed one's is reused)
+    loads: list[Stream] = []
+    probing: list[Stream] = []
     sent: set[int] = set()
     start = time.monotonic()
     deadline = start + timeout
-    for _ in range(count):
-        s = Stream()
+
+    def open_one(s: Stream) -> bool:
         fd = s.sock.fileno()
         streams[fd] = s
         s.start = time.monotonic()
         rc = s.sock.connect_ex(("127.0.0.1", port))
         if rc not in (0, errno.EINPROGRESS):
             s.error, s.done, s.end = f"connect: {errno.errorcode.get(rc, rc)}", True, s.start
-            continue
+            s.sock.close()
+            return False
         ep.register(fd, select.EPOLLOUT)
-    pending = sum(1 for s in streams.values() if not s.done)
-    while pending:
+        return True
+
+    for _ in range(count):
+        loads.append(Stream())
+        open_one(loads[-1])
+    load = sum(1 for s in loads if not s.done)  # load streams still running
+    waiting = load  # load streams that have not had their first bytes
+    probe_fd = -1  # the probe running, if any
+    while load or probe_fd >= 0:
+        if probe_fd < 0 and probes > len(probing) and load and not waiting:
+            p = Stream()
+            p.probe = True
+            probing.append(p)
+            if open_one(p):
+                probe_fd = p.sock.fileno()
         wait = deadline - time.monotonic()
         if wait <= 0:
             break
@@ -184,7 +211,7 @@ def drive(port: int, wire: bytes, count: int, timeout: float) -> list[Stream]:
                     s.error = f"connect: {errno.errorcode.get(err, err)}"
                 else:
                     try:
-                        s.sock.sendall(wire)  # small: the socket takes it whole
+                        s.sock.sendall(probe if s.probe else wire)  # small: taken whole
                     except OSError as exc:
                         s.error = f"send: {exc}"
                 if s.error is None:
@@ -200,6 +227,8 @@ def drive(port: int, wire: bytes, count: int, timeout: float) -> list[Stream]:
                     data, s.error = b"", f"recv: {exc}"
                 if data:
                     buf = s.buf
+                    if not buf and not s.probe:
+                        waiting -= 1
                     buf += data
                     if len(s.times) < FIRST_READS:
                         s.times.append(time.monotonic())
@@ -212,17 +241,23 @@ def drive(port: int, wire: bytes, count: int, timeout: float) -> list[Stream]:
                             continue
                     elif f < 0 or len(buf) < f:
                         continue
+            if not s.buf and not s.probe:
+                waiting -= 1
             s.end = time.monotonic()
             s.done = True
-            pending -= 1
+            if s.probe:
+                probe_fd = -1
+            else:
+                load -= 1
             ep.unregister(fd)
+            sent.discard(fd)
+            del streams[fd]
             s.sock.close()
     for s in streams.values():
-        if not s.done:
-            s.error, s.end = "timed out", time.monotonic()
-            s.sock.close()
+        s.error, s.end = "timed out", time.monotonic()
+        s.sock.close()
     ep.close()
-    return list(streams.values())
+    return loads, probing
 
 
 def decode(
@@ -246,26 +281,18 @@ def decode(
     return answer
 
 
-def run(command: dict[str, Any]) -> dict[str, Any]:
-    port, count, chunks = int(command["port"]), int(command["streams"]), int(command["chunks"])
-    endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1")
-    req = request(command["dialect"])
-    headers = [("Connection", "close")] if command.get("close") else []
-    if command.get("key"):
-        headers.append(("Authorization", f"Bearer {command['key']}"))
-    wire = b"".join(ClientConnection(endpoint).send(req, headers=headers))
-    timeout = float(command["timeout"])
-    cpu = time.process_time()
-    if command.get("sequential"):  # one stream at a time: the latency a contender adds
-        streams = [s for _ in range(count) for s in drive(port, wire, 1, timeout)]
-    else:
-        streams = drive(port, wire, count, timeout)
-    cpu = time.process_time() - cpu
-    want = expected_answer(chunks)
-    outcomes: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    ttft: list[float] = []
-    events = 0
+def judge(
+    streams: list[Stream],
+    want: Answer,
+    endpoint: Endpoint,
+    req: ChatRequest | LLMRequest,
+    headers: list[tuple[str, str]],
+    outcomes: Counter[str],
+    reasons: Counter[str],
+) -> list[float]:
+    """Decode and compare each answer (into ``outcomes`` and ``reasons``); their times to
+    first token, ms."""
+    ttft = []
     for s in streams:
         got = decode(s, endpoint, req, headers)
         outcome, why = verdict(got, want, s.error)
@@ -274,16 +301,42 @@ def run(command: dict[str, Any]) -> dict[str, Any]:
             reasons[why] += 1
         if got.first_read is not None and got.first_read < len(s.times):
             ttft.append((s.times[got.first_read] - s.start) * 1000)
-        events += len(got.texts)
+    return ttft
+
+
+def run(command: dict[str, Any]) -> dict[str, Any]:
+    port, count, chunks = int(command["port"]), int(command["streams"]), int(command["chunks"])
+    endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1")
+    req, probe_req = request(command["dialect"]), request(command["dialect"], PROBE_MODEL)
+    headers = [("Connection", "close")] if command.get("close") else []
+    if command.get("key"):
+        headers.append(("Authorization", f"Bearer {command['key']}"))
+    wire = b"".join(ClientConnection(endpoint).send(req, headers=headers))
+    probe = b"".join(ClientConnection(endpoint).send(probe_req, headers=headers))
+    timeout = float(command["timeout"])
+    cpu = time.process_time()
+    if command.get("sequential"):  # probes one at a time: the latency a contender adds
+        streams: list[Stream] = []
+        probes = [s for _ in range(count) for s in drive(port, probe, 1, timeout)[0]]
+    else:
+        streams, probes = drive(port, wire, count, timeout, probe, int(command.get("probes", 0)))
+    cpu = time.process_time() - cpu
+    outcomes: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    ttft = judge(streams, expected_answer(chunks), endpoint, req, headers, outcomes, reasons)
+    probe_ttft = judge(
+        probes, expected_answer(PROBE_CHUNKS), endpoint, probe_req, headers, outcomes, reasons
+    )
+    every = streams + probes
     return {
-        "start": min(s.start for s in streams),
-        "end": max(s.end for s in streams),
+        "start": min(s.start for s in every),
+        "end": max(s.end for s in every),
         "cpu": cpu,
         "ttft": ttft,
+        "probe_ttft": probe_ttft,
         "outcomes": dict(outcomes),
         "reasons": dict(reasons.most_common(3)),
-        "events": events,
-        "bytes": sum(len(s.buf) for s in streams),
+        "bytes": sum(len(s.buf) for s in every),
     }
 
 

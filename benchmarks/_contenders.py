@@ -1,12 +1,13 @@
 """What the gateway benchmark puts in front of its upstream, and how it measures them.
 
 Each contender is its own process (or tree of them) listening on loopback: ``svir gateway`` on
-asyncio and on trio; nginx with ``proxy_buffering off`` when an ``nginx`` binary is found (its
-configuration written to a temporary directory, run in the foreground with ``daemon off`` and
-``master_process off``, so its one process is its worker; its listen backlog raised from 511
-to 4096, the upstream's, for a thousand connects at once); LiteLLM's proxy when ``litellm`` can
-be imported by the Python it is given (the upstream as an OpenAI-compatible model). The
-benchmark installs neither nginx nor LiteLLM.
+plain asyncio, on uvloop (when it is installed) and on trio; nginx with ``proxy_buffering off``
+when an ``nginx`` binary is found (its configuration written to a temporary directory, run in
+the foreground with ``daemon off`` and ``master_process off``, so its one process is its
+worker; its listen backlog raised from 511 to 4096, the upstream's, for a thousand connects at
+once); LiteLLM's proxy when ``litellm`` can be imported by the Python it is given (the upstream
+as an OpenAI-compatible model, and as the probes' model). The benchmark installs neither nginx
+nor LiteLLM (``scripts/install-bench-peers`` does).
 
 A contender's CPU is read from ``/proc/PID/stat`` (user and system time) for its processes
 only, and its peak resident memory from ``VmHWM`` in ``/proc/PID/status``, reset before every
@@ -201,15 +202,25 @@ def spawn(
     return running
 
 
-def svir(backend: str, upstream: int, max_streams: int, tmp: Path) -> Running:
+NO_UVLOOP = (
+    "import sys; sys.modules['uvloop'] = None; "  # import uvloop fails: plain asyncio
+    "from svir_proto.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def svir(loop: str, upstream: int, max_streams: int, tmp: Path) -> Running:
+    """``svir gateway`` on ``loop``: ``trio``, ``uvloop`` (asyncio on uvloop, which the
+    gateway takes when it is installed) or ``asyncio`` (plain asyncio even so)."""
     port = free_port()
+    launch = ["-c", NO_UVLOOP] if loop == "asyncio" else ["-m", "svir_proto.cli"]
     argv = [
-        sys.executable, "-m", "svir_proto.cli", "gateway",
+        sys.executable, *launch, "gateway",
         "--upstream", f"http://127.0.0.1:{upstream}", "--listen", f"127.0.0.1:{port}",
-        "--backend", backend, "--max-streams", str(max_streams + 16),
+        "--backend", "trio" if loop == "trio" else "asyncio",
+        "--max-streams", str(max_streams + 16),
         "--max-connections", str(2 * max_streams + 64),
     ]  # fmt: skip
-    return spawn(f"svir {backend}", argv, port, tmp)
+    return spawn(f"svir {loop}", argv, port, tmp)
 
 
 def find_nginx(option: str | None) -> str | None:
@@ -310,6 +321,11 @@ model_list:
   - model_name: m
     litellm_params:
       model: openai/m
+      api_base: http://127.0.0.1:{upstream}/v1
+      api_key: sk-bench
+  - model_name: probe
+    litellm_params:
+      model: openai/probe
       api_base: http://127.0.0.1:{upstream}/v1
       api_key: sk-bench
 litellm_settings:

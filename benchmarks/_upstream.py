@@ -4,7 +4,9 @@
 
 prints its port, then serves until its standard input closes. Every ``POST`` gets the same
 seeded OpenAI stream (`benchmarks.streams.openai_stream`), one HTTP chunk per SSE event, with
-keep-alive; ``GET /v1/models`` lists one model (the gateway's readiness probe). A line on
+keep-alive, except a request for the model `PROBE_MODEL`, which gets a short one of
+`PROBE_CHUNKS` chunks (paced or not, as the others: a probe is for its time to first token);
+``GET /v1/models`` lists one model (the gateway's readiness probe). A line on
 standard input sets how the next requests are answered, and is acknowledged with ``ok``:
 
 - ``paced CHUNKS SECONDS``: the head and the role chunk at once, then one event every
@@ -39,6 +41,9 @@ HEAD = (
 )
 MODELS = b'{"object":"list","data":[{"id":"m","object":"model","created":0,"owned_by":"bench"}]}'
 MAX_HEAD = 64 * 1024
+PROBE_MODEL = "probe"  # the model a probe asks for: its answer is short
+PROBE_CHUNKS = 10  # a probe's answer: its first token is what it is for
+PROBE_MARK = b'"%s"' % PROBE_MODEL.encode()
 
 
 def reply(status: bytes, body: bytes, ctype: bytes = b"application/json") -> bytes:
@@ -78,6 +83,8 @@ class Upstream:
         self.late: list[float] = []  # seconds each paced event went out after its time
         self.frames = frames(20)
         self.whole = HEAD + b"".join(self.frames)
+        self.probe_frames = frames(PROBE_CHUNKS)
+        self.probe_whole = HEAD + b"".join(self.probe_frames)
 
     # -- control ------------------------------------------------------------------------------
 
@@ -151,6 +158,7 @@ class Upstream:
                     conn.close_after = True
             if len(conn.inbuf) < end + 4 + length:
                 return
+            probe = PROBE_MARK in conn.inbuf[end + 4 : end + 4 + length]
             del conn.inbuf[: end + 4 + length]
             method, _, rest = head.partition(b" ")
             path = rest.partition(b" ")[0]
@@ -159,11 +167,11 @@ class Upstream:
             elif method != b"post":
                 self.write(conn, reply(b"404 Not Found", b'{"error":"not found"}'))
             elif self.mode[0] == "unpaced":
-                self.write(conn, self.whole)
+                self.write(conn, self.probe_whole if probe else self.whole)
             else:
-                conn.stream = self.frames
+                conn.stream = self.probe_frames if probe else self.frames
                 conn.next = 1
-                self.write(conn, HEAD + self.frames[0])
+                self.write(conn, HEAD + conn.stream[0])
                 self.schedule(conn, time.monotonic() + self.mode[1])
             if conn.close_after and conn.stream is None and not conn.out:
                 self.drop(conn)
