@@ -1,38 +1,48 @@
 """The gateway beside nginx and LiteLLM's proxy, over loopback only, bounded in count and time.
 
-    python -m benchmarks.gateway [--streams 50,200,1000] [--mode paced,unpaced] [--pace 5]
-        [--chunks 500] [--repeat 3] [--clients 1] [--nginx PATH|none]
-        [--litellm PYTHON|VENV|none] [--litellm-max-streams 200] [--only LANE,...]
-        [--ttft-probes 40] [--close] [--timeout 300]
+    scripts/install-bench-peers          # nginx, LiteLLM (.venv-litellm), uvloop, py-spy
+    .venv/bin/python -m benchmarks.gateway [--quick] [--streams 50,200,1000]
+        [--mode paced,unpaced] [--pace 5] [--chunks 500] [--repeat 3] [--clients 1]
+        [--probes 40] [--ttft-probes 40] [--nginx PATH|none] [--litellm PYTHON|VENV|none]
+        [--litellm-max-streams 200] [--litellm-rounds 1] [--only LANE,...] [--close]
+        [--timeout 300]
 
 Issue 20's table, measured side by side in one run. An upstream of ours in its own process
 (`benchmarks._upstream`) streams a seeded, realistic OpenAI answer of ``--chunks`` chunks, one
 HTTP chunk per event, either **paced** (one event every ``--pace`` ms, each its own write: a
 model streaming tokens, where every event is its own read) or **unpaced** (as fast as it is
 read). In front of it, the contenders: the upstream **direct**; ``svir gateway --backend
-asyncio`` and ``--backend trio``, OpenAI in and out, and LLM-Stream out (the lanes "LS"); nginx
-with ``proxy_buffering off`` and LiteLLM's proxy, when they are found (the benchmark installs
-neither and says which it found). Clients in their own process(es) (`benchmarks._clients`: raw
-sockets, keep-alive as real clients send it, decoding after the run) open ``--streams`` streams
-at once; every answer is decoded and compared with the upstream's. The lanes take turns within
-each round, each round starting with the next lane; each stream count gets fresh contender
-processes, warmed up with two streams each.
+asyncio`` on plain asyncio and on uvloop (when it is installed: the gateway takes it then; the
+plain lane hides it), and ``--backend trio``, OpenAI in and out, and LLM-Stream out (the lanes
+"LS"); nginx with ``proxy_buffering off`` and LiteLLM's proxy, when they are found (the
+benchmark installs neither and says which it found; LiteLLM, slow, runs in the first
+``--litellm-rounds`` rounds and up to ``--litellm-max-streams`` streams). Clients in their own
+process(es) (`benchmarks._clients`: raw sockets, keep-alive as real clients send it, decoding
+after the run) open ``--streams`` streams at once; once each has had its first bytes, up to
+``--probes`` probes (requests for a short answer, `benchmarks._upstream.PROBE_CHUNKS` chunks)
+go one after the other while the streams last: their time to first token is that of a request
+arriving under load. Every answer is decoded and compared with the upstream's. The lanes take
+turns within each round, each round starting with the next lane; each stream count gets fresh
+contender processes, warmed up with two streams each. ``--quick`` is a smoke run of seconds
+(the test suite runs it): 4 streams of 20 chunks, one round, 2 probes.
 
 Per lane: wall time over direct's in the same round; the time to first token (from the connect
-to the read carrying the first text) and what the lane adds to direct's, median and p95, both
-with all streams at once and, without load, for ``--ttft-probes`` short paced streams one after
-the other; the contender's CPU per upstream event (its own processes: ``/proc/PID/stat``, in
-nanoseconds from the threads' ``schedstat``); its peak RSS (VmHWM, reset before each run; nginx
-runs as one process, its worker); answers lost, duplicated, reordered or otherwise different.
-Values are medians over the rounds, the spread (lowest-highest) beside them. Also reported: the
-clients' CPU per event and the busiest client process's share of a core (they must not be the
-bottleneck), the upstream's, and how late the upstream sent its paced events (a machine too
-busy to keep the schedule shows there), with the load average and CPU pressure per scenario.
+to the read carrying the first text) and what the lane adds to direct's: of the streams at once
+(median, p95), of the probes under their load (p50, p99, every round's probes together), and,
+without load, of ``--ttft-probes`` probes one after the other; the contender's CPU per
+upstream event (its own processes: ``/proc/PID/stat``, in nanoseconds from the threads'
+``schedstat``), also as a multiple of nginx's; its peak RSS (VmHWM, reset before each run;
+nginx runs as one process, its worker); answers lost, duplicated, reordered or otherwise
+different. Values are medians over the rounds, the spread (lowest-highest) beside them. Also
+reported: the clients' CPU per event and the busiest client process's share of a core (they
+must not be the bottleneck), the upstream's, and how late the upstream sent its paced events (a
+machine too busy to keep the schedule shows there), with the load average and CPU pressure per
+scenario.
 
 Targets (issue 20): paced, CPU per event at most 3x nginx's, 200 streams within 1.2x of direct
 wall time, 1,000 within 1.5x and under 100 MB; unpaced, at most 3 µs per event OpenAI in and
-out, 4 µs LLM-Stream out; added time to first token at most 2x nginx's median (without load);
-nothing lost, duplicated or reordered.
+out, 4 µs LLM-Stream out; added time to first token at most 2x nginx's median (nginx's taken
+as at least `NOISE`); nothing lost, duplicated or reordered.
 """
 
 from __future__ import annotations
@@ -364,8 +374,11 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
         f"open-file limit: {files}; svir gateway on plain asyncio, trio, and "
         + ("uvloop" if uvloop else "not uvloop (not installed)"),
         f"nginx: {nginx_bin} ({c.nginx_version(nginx_bin)})" if nginx_bin else
+        "nginx: skipped (--nginx none)" if o.nginx == "none" else
         "nginx: not found (on PATH or in /usr/sbin): skipped",
         f"LiteLLM: {litellm_py} (litellm {c.litellm_version(litellm_py)})" if litellm_py else
+        "LiteLLM: skipped (--litellm none)" if (o.litellm or os.environ.get(
+            "SVIR_BENCH_LITELLM")) == "none" else
         "LiteLLM: litellm.proxy not importable (--litellm or $SVIR_BENCH_LITELLM): skipped",
     ]  # fmt: skip
     for line in found:
