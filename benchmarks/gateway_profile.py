@@ -51,8 +51,10 @@ def frame_name(frame: str, lines: bool = False) -> str:
     if lines:
         name = f"{line}:{name}"
     parts = Path(path).parts
+    if not parts:  # a frame py-spy could not place
+        return name or frame
     short = "/".join(parts[-2:]) if "svir_proto" in parts or "benchmarks" in parts else parts[-1]
-    return f"{short}:{name}" if parts else name
+    return f"{short}:{name}"
 
 
 def split(stacks: Path, lines: bool = False) -> tuple[Counter[str], Counter[str], int]:
@@ -91,6 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--out", help="keep py-spy's raw stacks here")
     ap.add_argument("--lines", action="store_true", help="self time per line, not function")
+    ap.add_argument("--native", action="store_true",
+                    help="C frames too (py-spy stops the gateway for each sample)")  # fmt: skip
     a = ap.parse_args(argv)
     raise_file_limit()
     events = len(frames(a.chunks)) - 1
@@ -105,8 +109,9 @@ def main(argv: list[str] | None = None) -> None:
             clients.run(gateway.port, a.dialect, 2, a.chunks, 60)  # warm up: imports, pools
             upstream.set(a.mode, a.chunks, a.pace / 1000)
             pids = gateway.pids()
-            argv_spy = [py_spy(), "record", "--nonblocking", "--format", "raw", "--rate",
-                        str(a.rate), "--output", str(stacks), "--pid", str(pids[-1])]  # fmt: skip
+            argv_spy = [py_spy(), "record", "--native" if a.native else "--nonblocking",
+                        "--format", "raw", "--rate", str(a.rate), "--output", str(stacks),
+                        "--pid", str(pids[-1])]  # fmt: skip
             spy = subprocess.Popen(argv_spy, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
             time.sleep(1.0)  # py-spy attaches
             cpu = c.CPU(pids)
@@ -140,7 +145,8 @@ def main(argv: list[str] | None = None) -> None:
         f"svir gateway on {a.loop}, {a.dialect} out, {a.mode}: {a.rounds} rounds of "
         f"{a.streams} streams of {events} events in {wall:.1f} s ({lost} answers differ); "
         f"gateway CPU {seconds:.2f} s = {per_event / 1000:.2f} µs per forwarded event "
-        f"(under py-spy --nonblocking); {samples} samples at {a.rate}/s"
+        f"(under py-spy {'--native' if a.native else '--nonblocking'}); {samples} samples at "
+        f"{a.rate}/s"
     )
     rows = [
         [name, f"{n / samples:.1%}", f"{n / samples * per_event:.0f}",
