@@ -208,19 +208,48 @@ NO_UVLOOP = (
 )
 
 
-def svir(loop: str, upstream: int, max_streams: int, tmp: Path) -> Running:
+def svir(
+    loop: str, upstream: int, max_streams: int, tmp: Path, python: str = sys.executable
+) -> Running:
     """``svir gateway`` on ``loop``: ``trio``, ``uvloop`` (asyncio on uvloop, which the
-    gateway takes when it is installed) or ``asyncio`` (plain asyncio even so)."""
+    gateway takes when it is installed: ``python`` is one that imports it) or ``asyncio``
+    (plain asyncio even so)."""
     port = free_port()
     launch = ["-c", NO_UVLOOP] if loop == "asyncio" else ["-m", "svir_proto.cli"]
     argv = [
-        sys.executable, *launch, "gateway",
+        python, *launch, "gateway",
         "--upstream", f"http://127.0.0.1:{upstream}", "--listen", f"127.0.0.1:{port}",
         "--backend", "trio" if loop == "trio" else "asyncio",
         "--max-streams", str(max_streams + 16),
         "--max-connections", str(2 * max_streams + 64),
     ]  # fmt: skip
     return spawn(f"svir {loop}", argv, port, tmp)
+
+
+UVLOOP_VENV = Path(__file__).resolve().parent.parent / ".venv-uvloop"
+
+
+def find_uvloop(option: str | None) -> str | None:
+    """The Python that runs the gateway on uvloop: ``option`` (a Python, or a venv's
+    directory), else ``$SVIR_BENCH_UVLOOP``, else this Python if it imports uvloop, else
+    ``.venv-uvloop``'s (`scripts/install-bench-peers` makes it: uvloop stays out of the
+    development venv, whose ``mypy --strict`` it would change); ``none``: no uvloop lane."""
+    choice = option or os.environ.get("SVIR_BENCH_UVLOOP")
+    if choice == "none":
+        return None
+    candidates = [choice] if choice else [sys.executable, str(UVLOOP_VENV)]
+    for python in candidates:
+        if os.path.isdir(python):
+            python = os.path.join(python, "bin", "python")
+        try:
+            probe = subprocess.run(
+                [python, "-c", "import uvloop, svir_proto.cli"], capture_output=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return os.path.abspath(python) if python != sys.executable else python
+    return None
 
 
 def find_nginx(option: str | None) -> str | None:

@@ -1,9 +1,10 @@
 """The gateway beside nginx and LiteLLM's proxy, over loopback only, bounded in count and time.
 
-    scripts/install-bench-peers          # nginx, LiteLLM (.venv-litellm), uvloop, py-spy
+    scripts/install-bench-peers   # nginx, LiteLLM (.venv-litellm), uvloop (.venv-uvloop), py-spy
     .venv/bin/python -m benchmarks.gateway [--quick] [--streams 50,200,1000]
         [--mode paced,unpaced] [--pace 5] [--chunks 500] [--repeat 3] [--clients 1]
         [--probes 40] [--ttft-probes 40] [--nginx PATH|none] [--litellm PYTHON|VENV|none]
+        [--uvloop PYTHON|VENV|none]
         [--litellm-max-streams 200] [--litellm-rounds 1] [--only LANE,...] [--close]
         [--timeout 300]
 
@@ -12,10 +13,11 @@ Issue 20's table, measured side by side in one run. An upstream of ours in its o
 HTTP chunk per event, either **paced** (one event every ``--pace`` ms, each its own write: a
 model streaming tokens, where every event is its own read) or **unpaced** (as fast as it is
 read). In front of it, the contenders: the upstream **direct**; ``svir gateway --backend
-asyncio`` on plain asyncio and on uvloop (when it is installed: the gateway takes it then; the
-plain lane hides it), and ``--backend trio``, OpenAI in and out, and LLM-Stream out (the lanes
-"LS"); nginx with ``proxy_buffering off`` and LiteLLM's proxy, when they are found (the
-benchmark installs neither and says which it found; LiteLLM, slow, runs in the first
+asyncio`` on plain asyncio and on uvloop (when a Python with uvloop is found, ``--uvloop``:
+the gateway takes uvloop when it can import it; the plain lane hides it), and ``--backend
+trio``, OpenAI in and out, and LLM-Stream out (the lanes "LS"); nginx with ``proxy_buffering
+off`` and LiteLLM's proxy, when they are found (the benchmark installs none of these and says
+which it found: `scripts/install-bench-peers` does; LiteLLM, slow, runs in the first
 ``--litellm-rounds`` rounds and up to ``--litellm-max-streams`` streams). Clients in their own
 process(es) (`benchmarks._clients`: raw sockets, keep-alive as real clients send it, decoding
 after the run) open ``--streams`` streams at once; once each has had its first bytes, up to
@@ -48,7 +50,6 @@ as at least `NOISE`); nothing lost, duplicated or reordered.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -267,6 +268,7 @@ class Options(NamedTuple):
     clients: int = 1
     nginx: str | None = None  # a path, "none", or None: look on PATH and in /usr/sbin
     litellm: str | None = None  # a Python or venv, "none", or None: $SVIR_BENCH_LITELLM
+    uvloop: str | None = None  # a Python or venv, "none", or None: $SVIR_BENCH_UVLOOP, ...
     litellm_max_streams: int = 200
     litellm_rounds: int = 1  # LiteLLM takes part in the first rounds only (it takes minutes)
     only: tuple[str, ...] = ()  # lanes to run (direct always runs); (): every one found
@@ -369,10 +371,10 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
     files = raise_file_limit()
     nginx_bin = c.find_nginx(o.nginx)
     litellm_py = c.find_litellm(o.litellm)
-    uvloop = importlib.util.find_spec("uvloop") is not None
+    uvloop = c.find_uvloop(o.uvloop)
     found = [
         f"open-file limit: {files}; svir gateway on plain asyncio, trio, and "
-        + ("uvloop" if uvloop else "not uvloop (not installed)"),
+        + (f"uvloop ({uvloop})" if uvloop else "not uvloop (not installed: --uvloop)"),
         f"nginx: {nginx_bin} ({c.nginx_version(nginx_bin)})" if nginx_bin else
         "nginx: skipped (--nginx none)" if o.nginx == "none" else
         "nginx: not found (on PATH or in /usr/sbin): skipped",
@@ -399,7 +401,7 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
             lanes = [x for x in wanted if LANES[x][0] != "LiteLLM" or n <= o.litellm_max_streams]
             with tempfile.TemporaryDirectory(prefix="svir-gwbench-") as tmp:
                 bench.running = start(lanes, bench.upstream.port, n, Path(tmp), nginx_bin,
-                                      litellm_py)  # fmt: skip
+                                      litellm_py, uvloop)  # fmt: skip
                 try:
                     bench.warm_up(lanes)
                     scenarios = [(mode, n) for mode in o.modes]
@@ -422,12 +424,15 @@ def start(
     tmp: Path,
     nginx_bin: str | None,
     litellm_py: str | None,
+    uvloop_py: str | None = None,
 ) -> dict[str, c.Running]:
     """Start the contenders of ``lanes`` in front of the upstream, for ``streams`` at once."""
     running: dict[str, c.Running] = {}
     try:
         for who in dict.fromkeys(LANES[lane][0] for lane in lanes):
-            if who.startswith("svir "):
+            if who == "svir uvloop" and uvloop_py:
+                running[who] = c.svir("uvloop", upstream, streams, tmp, uvloop_py)
+            elif who.startswith("svir "):
                 running[who] = c.svir(who.split()[1], upstream, streams, tmp)
             elif who == "nginx" and nginx_bin:
                 running[who] = c.nginx(nginx_bin, upstream, streams, tmp)
@@ -775,6 +780,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--nginx", help="the nginx binary (default: on PATH); none: skip it")
     ap.add_argument("--litellm", help="a Python (or venv) with litellm[proxy] "
                     "(default: $SVIR_BENCH_LITELLM, else this one); none: skip it")  # fmt: skip
+    ap.add_argument("--uvloop", help="a Python (or venv) with uvloop and svir-proto (default: "
+                    "$SVIR_BENCH_UVLOOP, this one, .venv-uvloop); none: skip it")  # fmt: skip
     ap.add_argument("--litellm-max-streams", type=int, default=d.litellm_max_streams,
                     help="LiteLLM only up to this many streams (it is slow)")  # fmt: skip
     ap.add_argument("--only", type=words, default=(), help=f"lanes, of: {', '.join(LANES)}")
@@ -803,7 +810,7 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"--only: no lane {lane!r}")
     options = Options(
         streams=a.streams, modes=a.mode, pace=a.pace / 1000, chunks=a.chunks, repeat=a.repeat,
-        clients=a.clients, nginx=a.nginx, litellm=a.litellm,
+        clients=a.clients, nginx=a.nginx, litellm=a.litellm, uvloop=a.uvloop,
         litellm_max_streams=a.litellm_max_streams, only=a.only, timeout=a.timeout,
         ttft_probes=a.ttft_probes, close=a.close, probes=a.probes,
         litellm_rounds=a.litellm_rounds,

@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> None:
     upstream, clients = Upstream(), Clients(1)
     with tempfile.TemporaryDirectory(prefix="svir-gwprof-") as tmp:
         stacks = Path(a.out or os.path.join(tmp, "stacks.txt"))
-        gateway = c.svir(a.loop, upstream.port, a.streams, Path(tmp))
+        python = sys.executable
+        if a.loop == "uvloop":
+            python = c.find_uvloop(None) or sys.exit("no Python with uvloop: install-bench-peers")
+        gateway = c.svir(a.loop, upstream.port, a.streams, Path(tmp), python)
         spy: subprocess.Popen[bytes] | None = None
         log = open(os.path.join(tmp, "py-spy.log"), "wb")  # noqa: SIM115 - closed below
         try:
