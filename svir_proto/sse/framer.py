@@ -410,6 +410,8 @@ class SSEFramer:
                     out.append((at, got, self.last_event_id, self.gap))
                 return
         self._held = False
+        if self._bom and not self._eof:
+            self._settle_bom()
         if self.gap != 8:  # the CRLF lane did not track CRs: find them again
             self.gap = 8
             buf = self._buf
@@ -433,6 +435,20 @@ class SSEFramer:
             )
             if self.lane and self._crlf:
                 self.gap = 10
+
+    def _settle_bom(self) -> None:
+        """Rule 2 as soon as three bytes (or fewer that cannot begin a BOM) came, so that a
+        stream's first read takes the block path (`_frame_blocks`) and opens the lanes, as
+        every later read does; offsets stay those of the body as sent."""
+        buf = self._buf
+        if len(buf) < 3 and _BOM.startswith(buf):
+            return  # the general path waits for more, or settles it at the end of body
+        self._bom = False
+        if buf.startswith(_BOM):
+            del buf[:3]
+            self._base += 3
+            self._event_start = self._base
+            self._scan = max(self._scan, self._base)
 
     def _frame_blocks(self, out: list[RawItem]) -> None:
         """No CR in the buffer, so every line ends in LF and every event in "\n\n": apply every
