@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     # __all__ is built from its modules' own)
     from . import body as body
     from . import connection as connection
+    from . import dialects as dialects
     from . import errors as errors
     from . import events as events
     from . import exchange as exchange
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from ._pull import NeedData as NeedData
     from .body import *  # noqa: F403
     from .connection import *  # noqa: F403
+    from .dialects import *  # noqa: F403
     from .errors import *  # noqa: F403
     from .events import *  # noqa: F403
     from .exchange import *  # noqa: F403
@@ -77,6 +79,7 @@ _MODULES = (
     "openai",
     "llmstream",
     "hub",
+    "dialects",
     "translate",
     "exchange",
     "connection",

@@ -38,8 +38,8 @@ __all__ = [
     "DialectName",
     "DialectRequest",
     "DialectSpec",
-    "StreamDecoder",
-    "StreamEncoder",
+    "DialectStreamDecoder",
+    "DialectStreamEncoder",
     "dialect",
     "detect",
     "dialect_of",
@@ -51,7 +51,7 @@ DIALECTS: Final[tuple[DialectName, ...]] = ("chat", "messages", "responses", "ge
 """Every dialect, in the order the ``svir`` command lists them."""
 
 
-class StreamDecoder(Protocol):
+class DialectStreamDecoder(Protocol):
     """What every dialect's stream decoder offers (`svir_proto._dialect.DialectDecoder`)."""
 
     @property
@@ -72,7 +72,7 @@ class DialectRequest(Protocol):
     def body(self, *, piece_size: int = ...) -> RequestBody: ...
 
 
-class StreamEncoder(Protocol):
+class DialectStreamEncoder(Protocol):
     """What every dialect's stream encoder offers: the bytes for one vocabulary event, and
     whether the dialect's end of stream was written."""
 
@@ -109,8 +109,8 @@ class DialectSpec:
     parse: Callable[[bytes], Any]
     to_hub: Callable[[Any], LLMRequest]
     from_hub: Callable[[LLMRequest], Any]
-    decoder: Callable[..., StreamDecoder]
-    encoder: Callable[[str, str, int], StreamEncoder]
+    decoder: Callable[..., DialectStreamDecoder]
+    encoder: Callable[[str, str, int], DialectStreamEncoder]
     body_outcome: Callable[..., RequestFailed]
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
@@ -146,7 +146,7 @@ class DialectSpec:
         max_result_size: int,
         max_tool_calls: int,
         errors: Errors,
-    ) -> StreamDecoder:
+    ) -> DialectStreamDecoder:
         """The stream decoder for an answer to a request that declared these tools."""
         return self.decoder(
             declared_tools=declared if declared else None,
@@ -157,10 +157,12 @@ class DialectSpec:
         )
 
 
-def _without(option: str, make: Callable[..., StreamDecoder]) -> Callable[..., StreamDecoder]:
+def _without(
+    option: str, make: Callable[..., DialectStreamDecoder]
+) -> Callable[..., DialectStreamDecoder]:
     """``make`` for the options of `DialectSpec.new_decoder`, but one it does not take."""
 
-    def decoder(**options: Any) -> StreamDecoder:
+    def decoder(**options: Any) -> DialectStreamDecoder:
         options.pop(option, None)
         return make(**options)
 

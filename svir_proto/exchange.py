@@ -43,7 +43,14 @@ from typing import Final, Literal, TypedDict, final
 
 import attrs
 
-from .dialects import DialectName, DialectRequest, DialectSpec, StreamDecoder, dialect, dialect_of
+from .dialects import (
+    DialectName,
+    DialectRequest,
+    DialectSpec,
+    DialectStreamDecoder,
+    dialect,
+    dialect_of,
+)
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
 from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
@@ -365,7 +372,7 @@ class Exchange:
         self._held: list[bytes] = []  # an error body, a model list, or an LLM-Stream's first bytes
         self._held_size = 0
         self._probe: SSEDecoder | None = None
-        self._decoder: StreamDecoder | None = None
+        self._decoder: DialectStreamDecoder | None = None
         self._failure: Failure | None = None
         self._interrupted: str | None = None
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
@@ -622,7 +629,7 @@ class Exchange:
     def _stream(self, out: list[ExchangeEvent], probe_result: bool | None = None) -> None:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
-        decoder: StreamDecoder
+        decoder: DialectStreamDecoder
         if self._spec is not None:
             assert not isinstance(request, ModelsRequest)
             decoder = self._spec.new_decoder(

@@ -60,7 +60,7 @@ import h11
 
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
-from ..dialects import DialectName, StreamEncoder, dialect, translate_request
+from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
 from ..errors import CallerProtocolError, Failure, FailureKind
 from ..events import (
     RequestFailed,
@@ -275,7 +275,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._declared: frozenset[str] | None = None
         self._head_sent = False
         self._chunked = False  # the answer's body is chunked, framed here
-        self._out: StreamEncoder | None = None  # the answer's encoder, once it is encoded
+        self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -711,7 +711,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )
         return self._encoder(now).encode(event)  # type: ignore[arg-type]
 
-    def _encoder(self, now: int) -> StreamEncoder:
+    def _encoder(self, now: int) -> DialectStreamEncoder:
         if self._out is None:
             spec = dialect(_WIRE[self.dialect or "openai"])
             model = self._model if self.dialect != "openai" else ""
