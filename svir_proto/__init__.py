@@ -13,6 +13,7 @@ from . import (
     events,
     exchange,
     gateway,
+    gemini,
     hub,
     llmstream,
     openai,
@@ -29,6 +30,7 @@ from .errors import *  # noqa: F403
 from .events import *  # noqa: F403
 from .exchange import *  # noqa: F403
 from .gateway import *  # noqa: F403
+from .gemini import *  # noqa: F403
 from .hub import *  # noqa: F403
 from .llmstream import *  # noqa: F403
 from .openai import *  # noqa: F403
@@ -52,6 +54,7 @@ __all__ = [
     *events.__all__,
     *exchange.__all__,
     *gateway.__all__,
+    *gemini.__all__,
     *hub.__all__,
     *llmstream.__all__,
     *openai.__all__,
