@@ -128,8 +128,7 @@ def _fingerprint(messages: Iterable[LLMMessage]) -> str:
         content: object = m.content
         if isinstance(content, tuple):
             content = [  # media by kind only: a kept turn takes them from the messages
-                [p.text] if isinstance(p, LLMTextPart) else [p.type, p.media_type]
-                for p in content
+                [p.text] if isinstance(p, LLMTextPart) else [p.type, p.media_type] for p in content
             ]
         ext = {k: v for k, v in m.extensions.items() if k != GEMINI_EXTENSION}
         calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]

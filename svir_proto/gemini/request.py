@@ -26,6 +26,10 @@ Rule 4: ``generationConfig``: ``maxOutputTokens``, ``topK`` and ``candidateCount
     ``thinkingLevel`` a string. Unknown keys are kept.
 Rule 5: ``safetySettings`` (``category``, ``threshold``) and unknown top-level fields
     (``cachedContent``, ``labels``...) are kept as they came.
+Rule 6: field names may come in the protobuf's own snake case (``system_instruction``,
+    ``inline_data.mime_type``, ``function_declarations``...), as proto3's JSON mapping allows
+    and many of the reference's REST examples write them: `parse` reads them as their camel
+    case names (free-form values, ``args``, ``response`` and schemas, are left as they are).
 
 A bad value at construction is a `ValueError` naming the field by its path
 (``$.contents[1].parts[0].inlineData.mimeType``); a body that breaks the rules is a
@@ -246,6 +250,7 @@ class GeminiRequest:
             doc: Any = canonical(body)  # the one JSON policy (svir_proto._json)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
+        doc = _camel_request(doc)  # Rule 6
         _check(doc, "$")
         config = doc.get("generationConfig")
         calling = doc.get("toolConfig")
@@ -548,6 +553,60 @@ def generation_in(g: dict[str, Any]) -> GeminiGenerationConfig:
             g, (*(w for w, _ in _GENERATION), "stopSequences", "responseSchema", "thinkingConfig")
         ),
     )
+
+
+# -- Rule 6 -------------------------------------------------------------------------------------
+
+_FREE: Final = frozenset(
+    {
+        "args",
+        "response",
+        "parameters",
+        "parametersJsonSchema",
+        "responseSchema",
+        "responseJsonSchema",
+        "partMetadata",
+        "labels",
+        "metadata",
+    }
+)
+"""Fields whose values are the caller's own JSON: their keys are never renamed."""
+
+
+def _camel_name(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else name
+
+
+def _camel(value: object, depth: int = 0) -> Any:
+    """Snake-case keys as camel case, down through the request's own messages (Rule 6)."""
+    if isinstance(value, list):
+        return [_camel(v, depth) for v in value]
+    if not isinstance(value, dict) or depth > 8:
+        return value
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        name = _camel_name(key) if isinstance(key, str) and "_" in key else key
+        out.setdefault(name, v if name in _FREE else _camel(v, depth + 1))
+    return out
+
+
+def _camel_request(doc: object) -> Any:
+    if not isinstance(doc, dict) or not any("_" in k for k in _keys(doc)):
+        return doc  # the common case: already camel case throughout
+    return _camel(doc)
+
+
+def _keys(value: object, depth: int = 0) -> Iterable[str]:
+    if isinstance(value, list):
+        for v in value:
+            yield from _keys(v, depth)
+    elif isinstance(value, dict) and depth <= 8:
+        for k, v in value.items():
+            if isinstance(k, str):
+                yield k
+                if k not in _FREE:
+                    yield from _keys(v, depth + 1)
 
 
 # -- checking (Rules 1 to 5) ----------------------------------------------------------------------

@@ -29,7 +29,9 @@ Rule 4 (function calls): a ``functionCall`` part is one whole call, given as one
 Rule 5 (finish): candidate 0's first ``finishReason`` is `Finished` with the raw value kept:
     ``STOP`` is ``tool_calls`` when calls came, ``MAX_TOKENS`` ``length``, the safety family
     (``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
-    ``IMAGE_SAFETY``, ...) ``content_filter``, anything else ``other``. A later one is noted.
+    ``IMAGE_SAFETY``, ...) ``content_filter``, anything else ``other``. A later one is noted,
+    and so is ``finishMessage`` (why a ``MALFORMED_FUNCTION_CALL``). The candidate's other
+    metadata (``citationMetadata``, ``groundingMetadata``, ``avgLogprobs``...) has no event.
 Rule 6 (safety): ``safetyRatings`` are `FilterVerdict` events by `FilterVerdict`'s repeat rule
     (a verdict that repeats the last quiet one is only counted); ``promptFeedback`` is a verdict
     on the prompt, and its ``blockReason`` (a prompt blocked before any candidate) is also the
@@ -317,6 +319,9 @@ class GeminiStreamDecoder(DialectDecoder):
             if reason is FinishReason.STOP and self._calls.calls:
                 reason = FinishReason.TOOL_CALLS
             self._on_finish(reason, finish)
+            message = candidate.get("finishMessage")
+            if isinstance(message, str) and message:
+                self._note(f"finishMessage: {message[:200]}")
 
     def _part(self, part: object, at: int) -> None:
         if type(part) is not dict:
