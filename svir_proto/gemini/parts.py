@@ -106,7 +106,8 @@ class GeminiInlineData:
         if self.path is not None:
             with open(self.path, "rb") as f:
                 return f.read()
-        return base64.b64decode(self.data or "")
+        # standard or URL-safe base64: the SDK sends the URL-safe form (pydantic's)
+        return base64.b64decode((self.data or "").replace("-", "+").replace("_", "/"))
 
 
 @final

@@ -20,7 +20,7 @@ Rule 3: ``toolConfig.functionCallingConfig``: ``mode`` one of ``AUTO``, ``ANY``,
     ``VALIDATED`` (or ``MODE_UNSPECIFIED``); ``allowedFunctionNames`` only with ``ANY`` or
     ``VALIDATED``, each one a declared function.
 Rule 4: ``generationConfig``: ``maxOutputTokens``, ``topK`` and ``candidateCount`` positive
-    integers; ``temperature`` in 0..2; ``topP`` in 0..1; ``stopSequences`` up to 5 strings;
+    integers (``4.0`` is one, as proto3's JSON mapping reads it); ``temperature`` in 0..2; ``topP`` in 0..1; ``stopSequences`` up to 5 strings;
     ``responseMimeType`` a string; ``responseSchema`` an object; ``thinkingConfig`` with
     ``thinkingBudget`` an integer (-1: dynamic, 0: off), ``includeThoughts`` a boolean,
     ``thinkingLevel`` a string. Unknown keys are kept.
@@ -621,8 +621,14 @@ def _number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _integral(v: object) -> bool:
+    """An integer, as proto3's JSON mapping reads one: ``4`` or ``4.0`` (the SDK sends
+    ``topK`` as a float)."""
+    return type(v) is int or (type(v) is float and v.is_integer())
+
+
 def _positive(v: object) -> bool:
-    return type(v) is int and v > 0
+    return _integral(v) and v > 0  # type: ignore[operator]
 
 
 def _object(v: object) -> bool:
@@ -810,7 +816,7 @@ def _check_generation(config: object, at: str) -> None:
         _need(_object(thinking), where, "must be an object")
         budget = thinking.get("thinkingBudget")
         _need(
-            budget is None or (type(budget) is int and budget >= -1),
+            budget is None or (_integral(budget) and budget >= -1),
             f"{where}.thinkingBudget",
             f"an integer from -1 (dynamic), not {budget!r}",
         )
