@@ -14,10 +14,6 @@ records what the client sent. Three directions:
 
 from __future__ import annotations
 
-import threading
-import typing
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +40,12 @@ from svir_proto.gemini import (
 from svir_proto.gemini._wire import FINISH_OF, STATUS_OF
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
-from tests.helpers import CONFORMANCE, run
+from tests.helpers import CONFORMANCE
 
 genai = pytest.importorskip("google.genai")
-from google.genai import errors, types  # noqa: E402
+from google.genai import types  # noqa: E402
+
+from tests.interop.gemini_sdk import Replay, decode, loopback, ours, sdk  # noqa: E402, F401
 
 GEMINI = sorted((CONFORMANCE / "gemini").glob("*.sse"))
 OPENAI = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
@@ -57,125 +55,18 @@ LLMSTREAM = sorted((CONFORMANCE / "llmstream").glob("*.sse"))
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
 
-class Replay(BaseHTTPRequestHandler):
-    answer: typing.ClassVar[tuple[int, str, bytes]] = (200, "text/event-stream", b"")
-    seen: typing.ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        Replay.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-        status, content_type, data = Replay.answer
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Replay)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-@attrs.frozen
-class Report:
-    """What a client says of an answer."""
-
-    text: str
-    thoughts: str
-    calls: tuple[tuple[str, object], ...]
-    finish: str | None
-    usage: tuple[int | None, ...] | None
-    error: tuple[int, str | None] | None
-
-
-def sdk(
-    base: str, body: bytes, *, status: int = 200, content_type: str = "text/event-stream"
-) -> Report:
-    Replay.seen.clear()
-    Replay.answer = (status, content_type, body)
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=base))
-    text: list[str] = []
-    thoughts: list[str] = []
-    calls: list[tuple[str, object]] = []
-    finish = None
-    usage = None
-    error = None
-    try:
-        for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"):
-            if chunk.prompt_feedback is not None and chunk.prompt_feedback.block_reason:
-                finish = finish or chunk.prompt_feedback.block_reason.value
-            for candidate in chunk.candidates or ():
-                if candidate.index:
-                    continue
-                for part in (candidate.content.parts if candidate.content else None) or ():
-                    if part.text:
-                        (thoughts if part.thought else text).append(part.text)
-                    if part.function_call is not None:
-                        calls.append((part.function_call.name or "", part.function_call.args))
-                if candidate.finish_reason is not None:
-                    finish = finish or candidate.finish_reason.value
-            u = chunk.usage_metadata
-            if u is not None:
-                usage = (
-                    (u.prompt_token_count or 0) + (u.tool_use_prompt_token_count or 0),
-                    (u.candidates_token_count or 0) + (u.thoughts_token_count or 0),
-                    u.thoughts_token_count,
-                    u.cached_content_token_count,
-                    u.total_token_count,
-                )
-    except errors.APIError as exc:
-        error = (exc.code, exc.status)
-    return Report("".join(text), "".join(thoughts), tuple(calls), finish, usage, error)
-
-
-def ours(result: Completion, *, finish: str | None, error: tuple[int, str | None] | None) -> Report:
-    u = result.usage
-    return Report(
-        result.text + result.refusal,  # the encoder writes a refusal as text (encoder Rule 1)
-        result.reasoning,
-        tuple((c.name, c.parse_arguments().value) for c in result.tool_calls),
-        finish,
-        None
-        if u is None
-        else (
-            u.prompt_tokens or 0,
-            u.completion_tokens or 0,
-            u.reasoning_tokens,
-            u.cached_tokens,
-            u.total_tokens,
-        ),
-        error,
-    )
-
-
-def _decode(decoder: Any, body: bytes) -> tuple[list[Any], Completion]:
-    events = run(decoder, [body])
-    return events, decoder.result
-
-
 # -- the SDK on Gemini's own bytes -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("path", GEMINI, ids=lambda p: p.stem)
-def test_the_sdk_reads_a_gemini_stream_as_our_decoder_does(server: str, path: Path) -> None:
+def test_the_sdk_reads_a_gemini_stream_as_our_decoder_does(sdk_server: str, path: Path) -> None:
     body = path.read_bytes()
-    _, result = _decode(GeminiStreamDecoder(), body)
+    _, result = decode(GeminiStreamDecoder(), body)
     if result.cut:  # the SDK cannot parse half an event: it raises, where we say "cut"
         with pytest.raises(genai.errors.UnknownApiResponseError):
-            sdk(server, body)
+            sdk(sdk_server, body)
         return
-    seen = sdk(server, body)
+    seen = sdk(sdk_server, body)
     error = None
     if result.error is not None:
         error = (seen.error[0] if seen.error else None, result.error.code)
@@ -190,7 +81,7 @@ def test_the_sdk_reads_a_gemini_stream_as_our_decoder_does(server: str, path: Pa
 
 
 def _through_our_encoder(decoder: Any, body: bytes) -> tuple[bytes, Completion]:
-    events, result = _decode(decoder, body)
+    events, result = decode(decoder, body)
     encoder = GeminiStreamEncoder(model="gemini-2.5-flash", response_id="r-1")
     return b"".join(encoder.encode(e) for e in events), result
 
@@ -212,10 +103,10 @@ def _expected_finish(result: Completion) -> str | None:
     ids=lambda x: x.stem if isinstance(x, Path) else "",
 )
 def test_the_sdk_reads_our_encoder_as_our_decoder_read_the_source(
-    server: str, path: Path, make: Any
+    sdk_server: str, path: Path, make: Any
 ) -> None:
     data, result = _through_our_encoder(make(), path.read_bytes())
-    seen = sdk(server, data)
+    seen = sdk(sdk_server, data)
     error = None
     if result.error is not None:
         error = (STATUS_OF[result.error.kind][0], STATUS_OF[result.error.kind][1])
@@ -233,12 +124,12 @@ def _bytes_of(request: GeminiRequest) -> list[object]:
 # -- the SDK's request -------------------------------------------------------------------------
 
 
-def test_the_request_the_sdk_sends_is_the_request_we_build(server: str) -> None:
+def test_the_request_the_sdk_sends_is_the_request_we_build(sdk_server: str) -> None:
     from tests.conformance.test_gemini_conformance import HERE
 
-    sdk(server, (HERE / "stream-text.sse").read_bytes())  # warm: the client is real
+    sdk(sdk_server, (HERE / "stream-text.sse").read_bytes())  # warm: the client is real
     Replay.seen.clear()
-    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=server))
+    client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=sdk_server))
     history = [
         types.Content(role="user", parts=[types.Part(text="Weather in Paris?")]),
         types.Content(
@@ -363,12 +254,12 @@ def test_the_request_the_sdk_sends_is_the_request_we_build(server: str) -> None:
     ("status", "name"),
     [(429, "rate-limited-retry-info"), (400, "api-key-invalid"), (503, "overloaded")],
 )
-def test_the_sdk_and_we_read_an_error_body_alike(server: str, status: int, name: str) -> None:
+def test_the_sdk_and_we_read_an_error_body_alike(sdk_server: str, status: int, name: str) -> None:
     from svir_proto.gemini import gemini_body_outcome
     from tests.conformance.test_gemini_conformance import ERRORS
 
     case = next(c for c in ERRORS if c["name"] == name)
-    seen = sdk(server, case["body"].encode(), status=status, content_type="application/json")
+    seen = sdk(sdk_server, case["body"].encode(), status=status, content_type="application/json")
     failure = gemini_body_outcome(
         status, [("content-type", "application/json")], case["body"].encode()
     ).failure
