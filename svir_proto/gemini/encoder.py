@@ -7,14 +7,20 @@ as Gemini writes them:
 
 Rule 1: `TextDelta` is a text part; `ReasoningDelta` a ``"thought": true`` part (whatever its
     carrier); `RefusalDelta` a text part too (Gemini has no refusal: listed in ``lost``).
-Rule 2: function calls go out whole, as Gemini sends them: the `ToolCallDelta` pieces are held
-    until the call's `ToolCall` (the decoders emit them at the end of a complete stream), which
-    is one ``functionCall`` part with its ``id``, ``name`` and ``args``. A call that never
-    became whole is not sent (a client would execute it): listed. Holding a call costs memory
-    with its arguments, which the format demands (Gemini has no argument deltas).
-Rule 3: a `ReasoningSignature` whose ``item_id`` names a call seen so far rides on that call's
-    part as ``thoughtSignature`` (so the client sends it back with it, as Gemini requires);
-    any other is an empty text part carrying it, as Gemini streams one.
+Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` part with the
+    call's ``id``, ``name`` and ``args``. The `ToolCallDelta` pieces of a call are held until
+    they make it whole (an id, a name, and arguments that parse as a JSON object), and the call
+    goes out with the next event, in its place among the text, and in index order (a call whole
+    before the one before it waits for it); a call that only the decoder's whole `ToolCall`
+    completes (LLM-Stream's, which has no pieces) goes out then.
+    A call that never became whole is not sent (a client would execute it): listed. Holding a
+    call costs memory with its arguments, which the format demands (Gemini has no argument
+    deltas).
+Rule 3: a `ReasoningSignature` whose ``item_id`` names a call not yet written rides on that
+    call's part as ``thoughtSignature`` (so the client sends it back with it, as Gemini
+    requires): the decoders give it right after the call's delta, which is why a whole call
+    waits for the next event. Any other is an empty text part carrying it, as Gemini streams
+    one.
 Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` writes when
     the upstream ended where it meant to (``done``): ``finishReason`` (the raw value when it is
     Gemini's own, else the normal form's) and ``usageMetadata`` with the thoughts taken out of
@@ -109,8 +115,13 @@ class GeminiStreamEncoder:
         self._end = b"\r\n\r\n" if crlf else b"\n\n"
         self._ident = b""  # the identity every chunk ends with
         self._text_head = b'data: {"candidates":[{"content":{"parts":[{"text":'
-        self._held: dict[int, list[Any]] = {}  # Rule 2: index -> [id, name, [arguments]]
-        self._ids: set[str] = set()  # the ids of the calls seen so far
+        # Rule 2: the calls by the index of their pieces
+        self._held: dict[int, list[Any]] = {}  # not yet whole: [id, name, [arguments]]
+        self._whole: dict[int, ToolCall] = {}  # whole, waiting for their turn
+        self._next = 0  # the index whose turn it is
+        self._index_of: dict[str, int] = {}  # the index of a call not yet whole, by its id
+        self._written: set[str] = set()  # the ids of the calls written
+        self._ids: set[str] = set()  # the ids of the calls not yet written
         self._signatures: dict[str, str] = {}  # Rule 3: call id -> signature
         self._finish: Finished | None = None
         self._usage: Usage | None = None
@@ -158,6 +169,17 @@ class GeminiStreamEncoder:
         """The bytes for one event (``b""`` for what is held or has no form)."""
         if self._over:
             return b""
+        if (
+            type(event) is ReasoningSignature
+            and event.item_id in self._ids
+            and event.carrier == CARRIER
+            and not event.redacted
+        ):  # Rule 3: it goes out with its call
+            self._signatures[event.item_id] = event.signature
+            return self._flush()
+        return self._flush() + self._encode(event)
+
+    def _encode(self, event: Event) -> bytes:
         match event:
             case TextDelta():
                 return self._text(event.text) if event.text else b""
@@ -168,18 +190,15 @@ class GeminiStreamEncoder:
                     return b""
                 return self._parts([{"text": event.text, "thought": True}])
             case ToolCallDelta():
-                held = self._held.setdefault(event.index, [None, "", []])
-                if event.id:
-                    held[0] = event.id
-                    self._ids.add(event.id)
-                if event.name:
-                    held[1] += event.name
-                if event.arguments:
-                    held[2].append(event.arguments)
-                return b""
+                self._piece(event)
             case ToolCall():
-                self._held.pop(event.index, None)
-                self._ids.add(event.id)
+                if event.id in self._written:
+                    return b""
+                index = self._index_of.pop(event.id, None)
+                if index is not None:  # its pieces never made it whole: this does
+                    self._held.pop(index, None)
+                    self._whole[index] = event
+                    return self._flush()
                 return self._call(event)
             case ReasoningSignature():
                 if event.redacted:
@@ -189,9 +208,6 @@ class GeminiStreamEncoder:
                     self._note(
                         f"a signature of carrier {event.carrier!r}: sent as thoughtSignature"
                     )
-                if event.item_id is not None and event.item_id in self._ids:
-                    self._signatures[event.item_id] = event.signature
-                    return b""
                 return self._parts([{"text": "", "thoughtSignature": event.signature}])
             case RefusalDelta():
                 self._note("a refusal: Gemini has none, it went out as text")
@@ -199,10 +215,8 @@ class GeminiStreamEncoder:
             case Finished():
                 if self._finish is None:
                     self._finish = event
-                return b""
             case Usage():
                 self._usage = event
-                return b""
             case FilterVerdict():
                 return self._verdict(event)
             case StreamFailed():
@@ -220,12 +234,44 @@ class GeminiStreamEncoder:
     def _chunk_raw(self, obj: dict[str, Any]) -> bytes:
         return b"data: " + dumps(obj) + self._end
 
+    def _piece(self, piece: ToolCallDelta) -> None:
+        """Rule 2: hold a call's pieces until they make it whole."""
+        index = piece.index
+        if index < self._next or index in self._whole:
+            if piece.arguments:
+                self._note(f"tool call {index}: arguments after it was whole, not sent")
+            return
+        held = self._held.setdefault(index, [None, "", []])
+        if piece.id:
+            held[0] = piece.id
+            self._ids.add(piece.id)
+            self._index_of[piece.id] = index
+        if piece.name:
+            held[1] += piece.name
+        if piece.arguments:
+            held[2] = ["".join(held[2]) + piece.arguments]
+        call_id, name, arguments = held
+        if call_id and name and arguments and _object(arguments[0]) is not None:
+            del self._held[index]
+            self._index_of.pop(call_id, None)
+            self._whole[index] = ToolCall(
+                index=index, id=call_id, name=name, arguments=arguments[0]
+            )
+
+    def _flush(self) -> bytes:
+        """The whole calls whose turn it is (in index order), each one event after it became
+        whole (so that the signature the decoders give next rides on it)."""
+        out = []
+        while self._next in self._whole:
+            out.append(self._call(self._whole.pop(self._next)))
+            self._next += 1
+        return b"".join(out)
+
     def _call(self, call: ToolCall) -> bytes:
-        try:
-            args = canonical(call.arguments)
-        except (ValueError, RecursionError):
-            args = None
-        if not isinstance(args, dict):
+        self._written.add(call.id)
+        self._ids.discard(call.id)
+        args = _object(call.arguments)
+        if args is None:
             self._note(f"tool call {call.id!r}: its arguments are not a JSON object; sent as {{}}")
             args = {}
         part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": args}}
@@ -251,6 +297,8 @@ class GeminiStreamEncoder:
         self._over = True
         for index in sorted(self._held):
             self._note(f"tool call {index} never became whole: not sent")
+        for index in sorted(self._whole):
+            self._note(f"tool call {index} waited for a call before it that never came: not sent")
         out = [
             self._parts([{"text": "", "thoughtSignature": s}]) for s in self._signatures.values()
         ]
@@ -292,6 +340,14 @@ class GeminiStreamEncoder:
                 out.append(self._chunk(tail))
         self.done = end.done
         return b"".join(out)
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = canonical(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _finish_value(finish: Finished) -> str:

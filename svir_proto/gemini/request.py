@@ -20,7 +20,8 @@ Rule 3: ``toolConfig.functionCallingConfig``: ``mode`` one of ``AUTO``, ``ANY``,
     ``VALIDATED`` (or ``MODE_UNSPECIFIED``); ``allowedFunctionNames`` only with ``ANY`` or
     ``VALIDATED``, each one a declared function.
 Rule 4: ``generationConfig``: ``maxOutputTokens``, ``topK`` and ``candidateCount`` positive
-    integers (``4.0`` is one, as proto3's JSON mapping reads it); ``temperature`` in 0..2; ``topP`` in 0..1; ``stopSequences`` up to 5 strings;
+    integers (``4.0`` is one, as proto3's JSON mapping reads it, and as the SDK sends
+    ``topK``); ``temperature`` in 0..2; ``topP`` in 0..1; ``stopSequences`` up to 5 strings;
     ``responseMimeType`` a string; ``responseSchema`` an object; ``thinkingConfig`` with
     ``thinkingBudget`` an integer (-1: dynamic, 0: off), ``includeThoughts`` a boolean,
     ``thinkingLevel`` a string. Unknown keys are kept.
