@@ -7,8 +7,11 @@ needed). A whole `ToolCall` goes out as one piece with its id, name and argument
 ``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
 decoder emits at the end are not sent again. A
-`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `StreamEnded`
-writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays a cut.
+`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `Finished` keeps
+its raw value when an OpenAI client reads it as the same reason, else it is the normal form
+(Gemini's ``STOP`` with calls is ``tool_calls``, Anthropic's ``end_turn`` is ``stop``).
+`StreamEnded` writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays
+a cut.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     RefusalDelta,
     StreamEnded,
@@ -31,6 +35,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
+from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder"]
 
@@ -128,8 +133,10 @@ class ChatStreamEncoder:
                     "function": {"name": event.name, "arguments": event.arguments},
                 }
                 return self._delta({"tool_calls": [call]})
-            case Finished():
-                return self._delta({}, event.raw)
+            case Finished():  # another dialect's raw value ("STOP", "end_turn") as OpenAI's
+                raw = event.raw
+                same = _FINISH.get(raw, FinishReason.OTHER) is event.reason
+                return self._delta({}, raw if same else event.reason.value)
             case Usage():
                 usage: dict[str, Any] = {
                     "prompt_tokens": event.prompt_tokens,
