@@ -20,8 +20,8 @@ Rule 3 (parts, in order): ``text`` is a `TextDelta`; ``text`` with ``"thought": 
     that call. Other parts (``inlineData``, ``executableCode``, ...) have no event: noted.
 Rule 4 (function calls): a ``functionCall`` part is one whole call, given as one
     `ToolCallDelta` (its ``args`` as compact JSON); its id is Gemini's ``id``, or, when it has
-    none, ``RESPONSEID-N`` (``call-N`` before any ``responseId``), N its index among the
-    calls: the same bytes always give the same ids. Vertex AI's streamed arguments
+    none, ``RESPONSEID-N`` (the last ``responseId`` seen; ``call-N`` before any), N its index
+    among the calls: the same bytes always give the same ids. Vertex AI's streamed arguments
     (``partialArgs``, ``willContinue``, `svir_proto.gemini._partial`) open a call whose first
     delta has its id and name; the arguments follow whole when it closes. Calls are checked
     (`svir_proto.openai._toolcalls`) and emitted whole as `ToolCall` once the stream is
@@ -146,7 +146,6 @@ class GeminiStreamDecoder(DialectDecoder):
         self._streamed: PartialCall | None = None  # a call whose arguments are streaming
         self._streamed_id = ""
         self._rid: object = None  # the responseId of the last chunk, as it came
-        self._id = ""
         self._started = False
         self._text: list[str] = []
         self._reasoning: list[str] = []
@@ -267,10 +266,9 @@ class GeminiStreamDecoder(DialectDecoder):
             if rid is None and model is None:
                 return
             self._started = True
-            self._id = rid if isinstance(rid, str) else ""
             self._queue.append(
                 StreamStarted(
-                    response_id=self._id,
+                    response_id=rid if isinstance(rid, str) else "",
                     model=model if isinstance(model, str) else "",
                     created=_created(obj.get("createTime")),
                 )
@@ -410,13 +408,12 @@ class GeminiStreamDecoder(DialectDecoder):
             self._signed(signature, call_id, at)
 
     def _call_id(self, n: int) -> str:
-        return f"{self._id or 'call'}-{n}"
+        rid = self._rid
+        return f"{rid if isinstance(rid, str) and rid else 'call'}-{n}"
 
     def _tool_delta(
         self, index: int, call_id: str | None, name: str | None, arguments: str, at: int
     ) -> None:
-        if not self._started:
-            self._start()
         delta: ToolCallDelta = self._calls.apply(index, call_id, name, arguments, at)
         self._grow(len(delta.arguments) + len(delta.name or ""), at)
         self._queue.append(delta)
@@ -433,8 +430,8 @@ class GeminiStreamDecoder(DialectDecoder):
     def _send_usage(self) -> None:
         self._usage_sent = self._usage_raw
         usage = self._usage_now()
-        if usage is not None:
-            self._queue.append(usage)
+        assert usage is not None  # called when there is usage news
+        self._queue.append(usage)
 
     def _feedback(self, feedback: object, at: int) -> None:
         if type(feedback) is not dict:
