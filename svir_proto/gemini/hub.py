@@ -33,7 +33,8 @@ The hub to Gemini (``from_hub``) does not carry, and lists here rather than rais
 message's ``name`` (Gemini has no participants); ``metadata`` (``request_id``);
 ``parallel_tool_calls``; parameters Gemini has no field for; reasoning blocks another dialect
 signed (Gemini refuses other signatures), and the reasoning ``summary`` style (only that
-thoughts are included); system messages after the first turn go into ``systemInstruction``.
+thoughts are included); system messages after the first turn go into ``systemInstruction``;
+an assistant message with nothing in it is left out (a turn needs a part).
 A tool result with media parts, or whose call names no function, raises `ValueError` naming
 the message. A system instruction with inline data from memory or disk makes ``to_hub`` raise
 `ValueError` (the hub has no media in system messages).
@@ -106,9 +107,7 @@ def _dumps(value: object) -> str:
 
 
 def _plain(value: object) -> object:
-    """A value as JSON for a fingerprint (bytes by their digest, tuples as lists)."""
-    if isinstance(value, bytes):
-        return "sha256:" + hashlib.sha256(value).hexdigest()
+    """A value as JSON for a fingerprint (tuples as lists)."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -616,7 +615,9 @@ def from_hub(request: LLMRequest) -> GeminiRequest:
     for group in _groups(m for m in request.messages if m.role != "system"):
         for m in group:
             names.update((c.id, c.name) for c in m.tool_calls)
-        contents.append(_turn(group, names))
+        turn = _turn(group, names)
+        if turn.parts:  # an assistant message with nothing in it has no Gemini form
+            contents.append(turn)
     kept_tools = vendor.get("tools")
     if isinstance(kept_tools, list) and vendor.get("tools_fingerprint") == _tools_hash(
         request.tools

@@ -587,7 +587,7 @@ def _camel(value: object, depth: int = 0) -> Any:
         return value
     out: dict[str, Any] = {}
     for key, v in value.items():
-        name = _camel_name(key) if isinstance(key, str) and "_" in key else key
+        name = _camel_name(key) if "_" in key else key
         out.setdefault(name, v if name in _FREE else _camel(v, depth + 1))
     return out
 
@@ -603,11 +603,10 @@ def _keys(value: object, depth: int = 0) -> Iterable[str]:
         for v in value:
             yield from _keys(v, depth)
     elif isinstance(value, dict) and depth <= 8:
-        for k, v in value.items():
-            if isinstance(k, str):
-                yield k
-                if k not in _FREE:
-                    yield from _keys(v, depth + 1)
+        for k, v in value.items():  # JSON's keys are strings
+            yield k
+            if k not in _FREE:
+                yield from _keys(v, depth + 1)
 
 
 # -- checking (Rules 1 to 5) ----------------------------------------------------------------------

@@ -105,9 +105,7 @@ def gemini_failure(body: object, *, status: int | None, default: FailureKind) ->
             kind = FailureKind.CONTEXT_OVERFLOW
         else:
             by_status = STATUS_KIND.get(rpc or "", default)
-            kind = classify(message, rpc, None, by_status)
-            if kind is FailureKind.TRANSIENT and rpc == "UNAVAILABLE" and "overload" in lowered:
-                kind = FailureKind.OVERLOADED
+            kind = classify(message, rpc, None, by_status)  # "overloaded" is OVERLOADED
     return Failure(
         kind=kind, message=message, code=code, status=status, retry_after=retry_delay(error)
     )

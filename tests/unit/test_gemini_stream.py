@@ -65,6 +65,9 @@ def test_the_pull_api_gives_the_same_events_and_ends_in_a_terminal() -> None:
     assert d.result.done
 
 
+C = b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", '  # then its field
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -78,18 +81,39 @@ def test_the_pull_api_gives_the_same_events_and_ends_in_a_terminal() -> None:
         (b'{"candidates": [{"content": {"parts": [1]}}]}', "a part must be an object"),
         (b'{"candidates": [{"content": {"parts": [{"text": 1}]}}]}', "text must be a string"),
         (b'{"candidates": [{"finishReason": 1}]}', "finishReason must be a string"),
-        (b'{"candidates": [{"content": {"parts": [{"text": "", "thoughtSignature": 5}]}}]}', "thoughtSignature must be a string"),
-        (b'{"candidates": [{"content": {"parts": [{"thoughtSignature": 5}]}}]}', "thoughtSignature must be a string"),
-        (b'{"candidates": [{"content": {"parts": [{"functionCall": 1}]}}]}', "functionCall must be an object"),
-        (b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": 1}}]}}]}', "functionCall.name must be a string"),
-        (b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "id": 1}}]}}]}', "functionCall.id must be a string"),
-        (b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": []}}]}}]}', "functionCall.args must be an object"),
-        (b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "partialArgs": {}}}]}}]}', "partialArgs must be a list"),
+        (
+            b'{"candidates": [{"content": {"parts": [{"text": "", "thoughtSignature": 5}]}}]}',
+            "thoughtSignature must be a string",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"thoughtSignature": 5}]}}]}',
+            "thoughtSignature must be a string",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"functionCall": 1}]}}]}',
+            "functionCall must be an object",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": 1}}]}}]}',
+            "functionCall.name must be a string",
+        ),
+        (
+            C + b'"id": 1}}]}}]}',
+            "functionCall.id must be a string",
+        ),
+        (
+            C + b'"args": []}}]}}]}',
+            "functionCall.args must be an object",
+        ),
+        (
+            C + b'"partialArgs": {}}}]}}]}',
+            "partialArgs must be a list",
+        ),
         (b'{"usageMetadata": []}', "'usageMetadata' must be an object"),
         (b'{"promptFeedback": 1}', "'promptFeedback' must be an object"),
         (b'{"promptFeedback": {"blockReason": 1}}', "blockReason must be a string"),
     ],
-)  # fmt: skip
+)
 def test_what_breaks_the_schema_is_an_error_at_its_chunk(data: bytes, message: str) -> None:
     body = sse(chunk({"text": "a"})) + sse(data)
     d = GeminiStreamDecoder()
@@ -149,7 +173,7 @@ def test_content_before_any_identity_starts_the_stream_with_none() -> None:
 
 def test_other_sse_event_types_are_ignored_and_noted() -> None:
     body = b"event: ping\r\ndata: {}\r\n\r\n" + sse(chunk({"text": "a"}, finish="STOP"))
-    events, d = decode(body)
+    _, d = decode(body)
     assert d.result.text == "a"
     assert d.result.problems == ("ignored SSE events of type 'ping'",)
 
@@ -157,9 +181,12 @@ def test_other_sse_event_types_are_ignored_and_noted() -> None:
 def test_thoughts_signatures_and_parts_without_an_event() -> None:
     body = sse(
         chunk({"text": "t1", "thought": True}, {"thought": True, "thoughtSignature": "s1"}),
-        chunk({"text": "t2", "thought": True}, {"inlineData": {"mimeType": "image/png", "data": ""}, "thoughtSignature": "s2"}),
+        chunk(
+            {"text": "t2", "thought": True},
+            {"inlineData": {"mimeType": "image/png", "data": ""}, "thoughtSignature": "s2"},
+        ),
         chunk({"text": "", "thoughtSignature": ""}, {"text": "answer"}, finish="STOP"),
-    )  # fmt: skip
+    )
     events, d = decode(body)
     signatures = [e for e in events if isinstance(e, ReasoningSignature)]
     assert [s.signature for s in signatures] == ["s1", "s2"]
@@ -229,14 +256,26 @@ def test_partial_arguments_build_the_call_by_path() -> None:
         return chunk({"functionCall": fc})
 
     body = sse(
-        call(name="f", id="v1", willContinue=True, partialArgs=[{"jsonPath": "$.a", "stringValue": "x", "willContinue": True}]),
-        call(partialArgs=[{"jsonPath": "$.a", "stringValue": "y"}, {"jsonPath": "$.b[0]", "boolValue": True},
-                          {"jsonPath": "$.b[1].c", "numberValue": 2.5}, {"jsonPath": "$.b[0]", "boolValue": False},
-                          {"jsonPath": "$.b[1].e", "numberValue": 3},
-                          {"jsonPath": '$["d"]', "stringValue": "q"}], willContinue=True),
+        call(
+            name="f",
+            id="v1",
+            willContinue=True,
+            partialArgs=[{"jsonPath": "$.a", "stringValue": "x", "willContinue": True}],
+        ),
+        call(
+            partialArgs=[
+                {"jsonPath": "$.a", "stringValue": "y"},
+                {"jsonPath": "$.b[0]", "boolValue": True},
+                {"jsonPath": "$.b[1].c", "numberValue": 2.5},
+                {"jsonPath": "$.b[0]", "boolValue": False},
+                {"jsonPath": "$.b[1].e", "numberValue": 3},
+                {"jsonPath": '$["d"]', "stringValue": "q"},
+            ],
+            willContinue=True,
+        ),
         call(partialArgs=[{"jsonPath": "$.a", "stringValue": "z"}]),
         chunk(finish="STOP"),
-    )  # fmt: skip
+    )
     events, d = decode(body)
     deltas = [e for e in events if isinstance(e, ToolCallDelta)]
     assert deltas[0] == ToolCallDelta(index=0, id="v1", name="f", arguments="")
@@ -270,7 +309,7 @@ def test_partial_arguments_that_we_cannot_read_are_errors(arg: object, message: 
             "partialArgs": [{"jsonPath": "$.s", "stringValue": "v"}],
         }
     }
-    body = sse(chunk(first), chunk({"functionCall": {"partialArgs": [arg], "willContinue": True}}))  # fmt: skip
+    body = sse(chunk(first), chunk({"functionCall": {"partialArgs": [arg], "willContinue": True}}))
     assert message in str(error_of(body))
 
 
@@ -375,9 +414,16 @@ def test_a_blocked_prompt_is_a_verdict_and_a_finish_even_without_ratings() -> No
 def test_an_error_chunk_is_a_failure_and_ends_the_stream_done() -> None:
     body = sse(
         chunk({"text": "a"}),
-        {"error": {"code": 400, "message": "The input token count (9) exceeds the maximum number of tokens allowed (4).", "status": "INVALID_ARGUMENT"}},
+        {
+            "error": {
+                "code": 400,
+                "message": "The input token count (9) exceeds the maximum number of tokens "
+                "allowed (4).",
+                "status": "INVALID_ARGUMENT",
+            }
+        },
         {"error": {"code": 500, "message": "again", "status": "INTERNAL"}},
-    )  # fmt: skip
+    )
     events, d = decode(body)
     failures = [e.error for e in events if isinstance(e, StreamFailed)]
     assert [f.kind.value for f in failures] == ["context_overflow", "transient"]
