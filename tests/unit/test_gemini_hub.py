@@ -434,6 +434,7 @@ def test_media_in_a_kept_turn_is_taken_from_the_messages(tmp_path: Path) -> None
             GeminiContent(
                 role="model", parts=[GeminiInlineData(mime_type="image/png", data="iVBO")]
             ),
+            GeminiContent(role="model", parts=[GeminiOtherPart(value={"executableCode": {}})]),
         ]
     )
     h = to_hub(r)
