@@ -8,7 +8,9 @@ Gemini to the hub:
   the neutral ``reasoning`` blocks, carrier ``thought``, formed as `GeminiStreamDecoder` forms
   them: a signature on a call keeps the call's id as ``item_id``); a ``user`` turn is its
   ``functionResponse`` parts as tool messages, then a user message with its text and inline
-  data (image, audio or document parts, still read from disk when they came from disk). A
+  data (image, audio or document parts, still read from disk when they came from disk; base64
+  in its standard padded form, which the draft requires, so URL-safe or unpadded data comes
+  back standard). A
   response's content is its ``output`` (or ``error``, which marks the tool message an error)
   when that string is all it holds, else its JSON. Calls and responses without Gemini ids
   (Gemini 2.5 sends none) get ``gemini-TURN-PART`` ids, responses matched to calls by name.
@@ -73,6 +75,7 @@ from .parts import (
     GeminiPart,
     GeminiText,
     model_parts,
+    standard_base64,
 )
 from .request import (
     GeminiFunctionDeclaration,
@@ -310,7 +313,7 @@ def _media(p: GeminiInlineData) -> LLMMediaPart:
     return LLMMediaPart(
         type="image" if kind == "image" else "audio" if kind == "audio" else "document",
         media_type=p.mime_type,
-        data=p.data,
+        data=None if p.data is None else standard_base64(p.data),
         raw=p.raw,
         path=p.path,
     )

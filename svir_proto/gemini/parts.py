@@ -106,8 +106,15 @@ class GeminiInlineData:
         if self.path is not None:
             with open(self.path, "rb") as f:
                 return f.read()
-        # standard or URL-safe base64: the SDK sends the URL-safe form (pydantic's)
-        return base64.b64decode((self.data or "").replace("-", "+").replace("_", "/"))
+        return base64.b64decode(standard_base64(self.data or ""))
+
+
+def standard_base64(data: str) -> str:
+    """Base64 as a request may carry it (standard or URL-safe, padded or not: the SDK sends
+    the URL-safe form, pydantic's) in the standard, padded form."""
+    if len(data) % 4 == 0 and "-" not in data and "_" not in data:
+        return data
+    return data.replace("-", "+").replace("_", "/") + "=" * (-len(data) % 4)
 
 
 @final

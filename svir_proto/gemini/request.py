@@ -8,7 +8,8 @@ or ``generateContent``), and `GeminiRequest.target` builds the path.
 
 Rule 1: ``contents`` is a non-empty array of ``Content`` (``role`` ``user`` or ``model``, or
     left out) with non-empty ``parts``; a part holds exactly one of ``text``, ``inlineData``
-    (``mimeType``, base64 ``data``), ``fileData`` (``fileUri``), ``functionCall`` (``name``,
+    (``mimeType``, base64 ``data``: standard or URL-safe, padded or not, as proto3's JSON
+    mapping reads bytes), ``fileData`` (``fileUri``), ``functionCall`` (``name``,
     ``args`` object, ``id``), ``functionResponse`` (``name``, ``response`` object, ``id``), or
     another kind, which is kept as it came; ``thought`` is a boolean and ``thoughtSignature``
     a string, sent back unchanged.
@@ -82,7 +83,9 @@ __all__ = [
 FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}")
 MODES: Final = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
 MAX_STOP_SEQUENCES: Final = 5
-_BASE64: Final = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")
+_B64: Final = "[A-Za-z0-9+/_-]"
+BASE64: Final = re.compile(rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}(?:==)?|{_B64}{{3}}=?)?")
+"""Base64 as proto3's JSON mapping reads ``bytes``: standard or URL-safe, padded or not."""
 _DATA_KEYS: Final = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
 _OTHER_DATA: Final = (
     "executableCode",
@@ -662,7 +665,7 @@ def _check_part(p: object, at: str) -> None:
             "/" in blob["mimeType"], f"{where}.mimeType", f"{blob['mimeType']!r} is not a MIME type"
         )
         _string(blob, "data", where, required=True)
-        _need(bool(_BASE64.fullmatch(blob["data"])), f"{where}.data", "must be base64")
+        _need(bool(BASE64.fullmatch(blob["data"])), f"{where}.data", "must be base64")
     elif "fileData" in p:
         file = p["fileData"]
         where = f"{at}.fileData"

@@ -25,7 +25,7 @@ from svir_proto.events import (
 )
 from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
-from tests.helpers import run
+from tests.helpers import ROOT, run
 
 END = StreamEnded(complete=True, done=True)
 STOP = Finished(reason=FinishReason.STOP, raw="stop")
@@ -323,3 +323,19 @@ def test_an_openai_client_gets_openais_finish_for_another_dialects_raw_value() -
         d = ChatStreamDecoder()
         d.feed(data)
         assert d.result.finish_reason is finish.reason
+
+
+def test_fuzz_crash_text_after_a_failure() -> None:
+    """fuzz/corpus/gemini/crash-text-after-a-failure: an error chunk, then text. The decoder
+    reads on after a failure, the encoder writes nothing after one (Rule 6: the error chunk is
+    the end of a Gemini stream, where its client raises); the fuzz target expected the text
+    after it too. It now checks what precedes the first failure."""
+    body = (ROOT / "fuzz/corpus/gemini/crash-text-after-a-failure").read_bytes()
+    d = GeminiStreamDecoder()
+    events = run(d, [body])
+    assert d.result.text  # read on
+    encoder = GeminiStreamEncoder()
+    again = GeminiStreamDecoder()
+    run(again, [b"".join(encoder.encode(e) for e in events)])
+    assert again.result.text == ""
+    assert again.result.error == d.result.error

@@ -32,6 +32,7 @@ from svir_proto.gemini import (
     gemini_target,
     parse_gemini_target,
 )
+from tests.helpers import ROOT
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(50))
 HI = [GeminiContent(parts="hi")]
@@ -496,3 +497,24 @@ def test_a_path_is_read_lazily_from_disk(tmp_path: Path) -> None:
     part = GeminiInlineData.from_path(os.fspath(f), "application/pdf")
     assert part.path == os.fspath(f)
     assert part.decoded() == b"%PDF"
+
+
+def test_fuzz_crash_base64_the_draft_refuses() -> None:
+    """fuzz/corpus/gemini_request/crash-base64-the-draft-refuses: inline data of 97 base64
+    characters (one too many: no byte ends there) parsed, and the hub's LLM-Stream request then
+    refused it. Base64 is now read as proto3 reads bytes (standard or URL-safe, padded or not,
+    and whole), so the parser refuses it; and what it takes, the hub carries in the standard,
+    padded form the draft requires."""
+    data = (ROOT / "fuzz/corpus/gemini_request/crash-base64-the-draft-refuses").read_bytes()
+    with pytest.raises(RequestError) as caught:
+        GeminiRequest.parse(data, model="m")
+    assert caught.value.path == "$.contents[0].parts[0].inlineData.data"
+    from svir_proto.gemini.hub import from_hub, to_hub
+
+    unpadded = base64.urlsafe_b64encode(b"\xfb\xff\x01").decode() + "_w"
+    r = GeminiRequest.parse(
+        parts_body({"inlineData": {"mimeType": "a/b", "data": unpadded}}), model="m"
+    )
+    part = to_hub(r).messages[0].content[0]  # type: ignore[index]
+    assert part.data == "+/8B/w=="  # type: ignore[union-attr]
+    assert from_hub(to_hub(r)).contents[0].parts[0].decoded() == b"\xfb\xff\x01\xff"  # type: ignore[union-attr]
