@@ -62,7 +62,8 @@ class PartialCall:
     def __init__(self, index: int) -> None:
         self.index = index
         self.root: dict[str, Any] = {}
-        self._continuing: tuple[str | int, ...] | None = None  # Rule 2
+        self._continuing: tuple[str | int, ...] | None = None  # Rule 2: the string's path
+        self._pieces: list[str] = []  # and its pieces, joined once (nothing quadratic)
 
     def add(self, arg: object, at: int) -> int:
         """Apply one partial argument; returns the characters it added (for the size bound)."""
@@ -86,19 +87,30 @@ class PartialCall:
             raise PeerProtocolError(
                 f"partial argument {key} {value!r} has the wrong type", offset=at
             )
+        size = len(arg["jsonPath"]) + (len(value) if isinstance(value, str) else 8)
+        more = key == "stringValue" and arg.get("willContinue") is True
         if key == "stringValue" and self._continuing == path:
-            value = self._get(path) + value
-        self._continuing = (
-            path if key == "stringValue" and arg.get("willContinue") is True else None
-        )
-        self._set(path, value, at)
-        return len(arg["jsonPath"]) + (len(value) if isinstance(value, str) else 8)
+            self._pieces.append(value)
+            if not more:
+                self._settle()
+            return size
+        self._settle()
+        self._set(path, value, at)  # a continued string's place is taken now, its text later
+        if more:
+            self._continuing = path
+            self._pieces = [value]
+        return size
 
-    def _get(self, path: tuple[str | int, ...]) -> str:
-        node: Any = self.root
-        for seg in path:
-            node = node[seg]
-        return node  # type: ignore[no-any-return]
+    def _settle(self) -> None:
+        """The continued string, joined, in its place."""
+        path = self._continuing
+        if path is not None:
+            self._continuing = None
+            node: Any = self.root
+            for seg in path[:-1]:
+                node = node[seg]
+            node[path[-1]] = "".join(self._pieces)
+            self._pieces = []
 
     def _set(self, path: tuple[str | int, ...], value: object, at: int) -> None:
         node: Any = self.root
@@ -123,4 +135,5 @@ class PartialCall:
             node = node[seg]
 
     def arguments(self) -> str:
+        self._settle()
         return json.dumps(self.root, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

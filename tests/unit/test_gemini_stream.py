@@ -445,3 +445,30 @@ def test_ratings_that_rate_nothing_are_no_verdict() -> None:
     _, d = decode(body)
     assert d.result.filter_verdicts == ()
     assert d.result.filter_repeats == 0
+
+
+def test_a_long_streamed_string_costs_its_length_once() -> None:
+    """A string argument in 3,000 pieces: each piece counts once against max_result_size and
+    is joined once (the pieces were concatenated one by one and counted whole each time: a
+    quadratic cost, and a long argument ran past the bound)."""
+    first = {"name": "write", "id": "w", "willContinue": True}
+    pieces = [
+        chunk(
+            {
+                "functionCall": {
+                    "partialArgs": [
+                        {"jsonPath": "$.file.text", "stringValue": "abcd", "willContinue": True}
+                    ],
+                    "willContinue": True,
+                }
+            }
+        )
+        for _ in range(3000)
+    ]
+    last = chunk(
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.file.text", "stringValue": "!"}]}},
+        finish="STOP",
+    )
+    _, d = decode(sse(chunk({"functionCall": first}), *pieces, last), max_result_size=60_000)
+    args = d.result.tool_calls[0].parse_arguments().value
+    assert args == {"file": {"text": "abcd" * 3000 + "!"}}
