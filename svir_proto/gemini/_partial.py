@@ -63,20 +63,32 @@ class PartialCall:
         self.index = index
         self.root: dict[str, Any] = {}
         self._continuing: tuple[str | int, ...] | None = None  # Rule 2: the string's path
+        self._raw: object = None  # its path as it came
         self._pieces: list[str] = []  # and its pieces, joined once (nothing quadratic)
 
     def add(self, arg: object, at: int) -> int:
         """Apply one partial argument; returns the characters it added (for the size bound)."""
         if not isinstance(arg, dict):
             raise PeerProtocolError("a partial argument must be an object", offset=at)
-        path = path_of(arg.get("jsonPath"), at)
+        raw = arg.get("jsonPath")
+        piece = arg.get("stringValue")
+        if (  # the string going on, as nearly every piece of a long argument is
+            raw is not None
+            and raw == self._raw
+            and type(piece) is str
+            and len(arg) == 3
+            and arg.get("willContinue") is True
+        ):
+            self._pieces.append(piece)
+            return len(raw) + len(piece)
+        path = path_of(raw, at)
         given = [k for k in _VALUES if k in arg]
         if len(given) != 1:
             raise PeerProtocolError(
                 f"a partial argument needs exactly one value, not {given}", offset=at
             )
         key = given[0]
-        value = arg[key]
+        value: Any = arg[key]
         if key == "nullValue":
             value = None
         elif (
@@ -98,6 +110,7 @@ class PartialCall:
         self._set(path, value, at)  # a continued string's place is taken now, its text later
         if more:
             self._continuing = path
+            self._raw = raw
             self._pieces = [value]
         return size
 
@@ -105,7 +118,7 @@ class PartialCall:
         """The continued string, joined, in its place."""
         path = self._continuing
         if path is not None:
-            self._continuing = None
+            self._continuing = self._raw = None
             node: Any = self.root
             for seg in path[:-1]:
                 node = node[seg]
