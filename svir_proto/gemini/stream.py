@@ -219,10 +219,15 @@ class GeminiStreamDecoder(DialectDecoder):
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
         """The hot loop, over a run of simple events: a chunk that is only one text or thought
         part of candidate 0 (nearly every chunk of an answer), or one more piece of a streamed
-        string argument, is read here with no call per level of its JSON; any other goes
-        `_chunk`. Both ways read a chunk alike (a property test holds them to it)."""
+        string argument, is read here, its levels unpacked at once (a chunk of another shape
+        fails to unpack, or fails a check after); any other goes `_chunk`. Both ways read a
+        chunk alike (a property test holds them to it)."""
         loads = self._loads
         queue = self._queue
+        texts = self._text
+        rid = self._rid
+        fast = self._finish is None and self._started
+        usage: object = None  # the last usage read here, stored once a general read is due
         at += 6  # where each payload begins
         for payload in payloads:
             try:
@@ -230,76 +235,89 @@ class GeminiStreamDecoder(DialectDecoder):
             except (ValueError, RecursionError):
                 obj = None
             if (
-                type(obj) is dict
+                fast
+                and type(obj) is dict
                 and len(obj) == 4  # candidates, usageMetadata, modelVersion, responseId
+                and obj.get("responseId", _ABSENT) == rid
                 and "modelVersion" in obj
-                and obj.get("responseId", _ABSENT) == self._rid
-                and len(payload) <= DEEP
-                and self._finish is None
-                and self._started
-                and type(candidates := obj.get("candidates")) is list
-                and len(candidates) == 1
-                and type(c := candidates[0]) is dict
-                and (
-                    len(c) == 2  # content, index
-                    or (  # and repeated quiet ratings (gemini-1.5's on every chunk): counted
-                        len(c) == 3
-                        and c.get("safetyRatings") == self._quiet
-                        and self._quiet is not None
-                    )
-                )
-                and not c.get("index", 1)
-                and type(content := c.get("content")) is dict
-                and len(content) == 2  # parts, role
-                and "role" in content
-                and type(parts := content.get("parts")) is list
-                and len(parts) == 1
-                and type(part := parts[0]) is dict
-                and type(usage := obj.get("usageMetadata")) is dict
             ):
-                n = len(part)
-                text = part.get("text")
-                if type(text) is str and (n == 1 or (n == 2 and part.get("thought") is True)):
-                    if text:
-                        self._size += len(text)
-                        if self._size > self._max_result:
-                            self._grow(0, at)  # raises
-                        if n == 2:
-                            self._reasoning.append(text)
-                            self._block.append(text)
-                            queue.append(ReasoningDelta(text=text, carrier=CARRIER))
-                        else:
-                            self._text.append(text)
-                            queue.append(text_delta(text))
-                elif (  # one more piece of the string a streamed call's argument is
-                    n == 1
-                    and (call := self._streamed) is not None
-                    and type(fc := part.get("functionCall")) is dict
-                    and len(fc) == 2
-                    and fc.get("willContinue") is True
-                    and type(pieces := fc.get("partialArgs")) is list
-                    and len(pieces) == 1
-                    and type(arg := pieces[0]) is dict
-                    and len(arg) == 3
-                    and arg.get("willContinue") is True
-                    and type(piece := arg.get("stringValue")) is str
-                    and type(raw := arg.get("jsonPath")) is str
-                    and raw == call._raw
+                try:
+                    (c,) = obj["candidates"]
+                    content = c["content"]
+                    (part,) = content["parts"]
+                    chunk_usage = obj["usageMetadata"]
+                except (KeyError, TypeError, ValueError):
+                    part = None
+                if (
+                    type(part) is dict
+                    and type(c) is dict
+                    and (
+                        len(c) == 2  # content, index
+                        or (  # repeated quiet ratings (gemini-1.5's on every chunk): counted
+                            len(c) == 3
+                            and c.get("safetyRatings") == self._quiet
+                            and self._quiet is not None
+                        )
+                    )
+                    and not c.get("index", 1)
+                    and type(content) is dict
+                    and len(content) == 2  # parts, role
+                    and "role" in content
+                    and type(chunk_usage) is dict
+                    and len(payload) <= DEEP
                 ):
-                    call._pieces.append(piece)
-                    self._grow(len(raw) + len(piece), at)
-                else:
-                    self._chunk(payload, at, obj)
-                    at += len(payload) + gap
-                    continue
-                if len(c) == 3:
-                    self._repeats += 1
-                self._usage_raw = usage
+                    n = len(part)
+                    text = part.get("text")
+                    if type(text) is str and (n == 1 or (n == 2 and part.get("thought") is True)):
+                        if text:
+                            self._size += len(text)
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
+                            if n == 1:
+                                texts.append(text)
+                                queue.append(text_delta(text))
+                            else:
+                                self._reasoning.append(text)
+                                self._block.append(text)
+                                queue.append(ReasoningDelta(text=text, carrier=CARRIER))
+                        if len(c) == 3:
+                            self._repeats += 1
+                        usage = chunk_usage
+                        at += len(payload) + gap
+                        continue
+                    if (  # one more piece of the string a streamed call's argument is
+                        n == 1
+                        and (call := self._streamed) is not None
+                        and type(fc := part.get("functionCall")) is dict
+                        and len(fc) == 2
+                        and fc.get("willContinue") is True
+                        and type(pieces := fc.get("partialArgs")) is list
+                        and len(pieces) == 1
+                        and type(arg := pieces[0]) is dict
+                        and len(arg) == 3
+                        and arg.get("willContinue") is True
+                        and type(piece := arg.get("stringValue")) is str
+                        and type(raw := arg.get("jsonPath")) is str
+                        and raw == call._raw
+                    ):
+                        call._pieces.append(piece)
+                        self._grow(len(raw) + len(piece), at)
+                        if len(c) == 3:
+                            self._repeats += 1
+                        usage = chunk_usage
+                        at += len(payload) + gap
+                        continue
+            if usage is not None:
+                self._usage_raw = usage  # type: ignore[assignment]
                 self._usage = None
-                at += len(payload) + gap
-                continue
+                usage = None
             self._chunk(payload, at, obj)
+            rid = self._rid
+            fast = self._finish is None and self._started
             at += len(payload) + gap
+        if usage is not None:
+            self._usage_raw = usage  # type: ignore[assignment]
+            self._usage = None
 
     def _chunk(self, payload: bytes | bytearray, at: int, obj: object = None) -> None:
         """One ``GenerateContentResponse`` (``obj``: as the fast parser read it, if it did)."""
