@@ -94,6 +94,20 @@ _RFC3339: Final = re.compile(
 )
 
 
+_new: Final = object.__new__
+_set_reasoning: Final = ReasoningDelta.__dict__["text"].__set__
+_set_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
+
+
+def thought_delta(text: str) -> ReasoningDelta:
+    """``ReasoningDelta(text=text, carrier="thought")``, built for the hot path as
+    `svir_proto.events.text_delta` builds its event (the same object, at half the cost)."""
+    event: ReasoningDelta = _new(ReasoningDelta)
+    _set_reasoning(event, text)
+    _set_carrier(event, CARRIER)
+    return event
+
+
 def _created(value: object) -> int | None:
     """Vertex AI's ``createTime`` (RFC 3339) as seconds since the epoch."""
     if not isinstance(value, str):
@@ -279,7 +293,7 @@ class GeminiStreamDecoder(DialectDecoder):
                             else:
                                 self._reasoning.append(text)
                                 self._block.append(text)
-                                queue.append(ReasoningDelta(text=text, carrier=CARRIER))
+                                queue.append(thought_delta(text))
                         if len(c) == 3:
                             self._repeats += 1
                         usage = chunk_usage
@@ -301,7 +315,9 @@ class GeminiStreamDecoder(DialectDecoder):
                         and raw == call._raw
                     ):
                         call._pieces.append(piece)
-                        self._grow(len(raw) + len(piece), at)
+                        self._size += len(raw) + len(piece)
+                        if self._size > self._max_result:
+                            self._grow(0, at)  # raises
                         if len(c) == 3:
                             self._repeats += 1
                         usage = chunk_usage

@@ -472,3 +472,10 @@ def test_a_long_streamed_string_costs_its_length_once() -> None:
     _, d = decode(sse(chunk({"functionCall": first}), *pieces, last), max_result_size=60_000)
     args = d.result.tool_calls[0].parse_arguments().value
     assert args == {"file": {"text": "abcd" * 3000 + "!"}}
+
+
+def test_the_hot_paths_thought_delta_is_the_event() -> None:
+    from svir_proto.gemini.stream import thought_delta
+
+    assert thought_delta("hm") == ReasoningDelta(text="hm", carrier="thought")
+    assert hash(thought_delta("hm")) == hash(ReasoningDelta(text="hm", carrier="thought"))
