@@ -10,7 +10,7 @@ thoughts out, so ``completion_tokens`` is candidates plus thoughts; ``promptToke
 includes the cached content already, and ``toolUsePromptTokenCount`` (the results of the tools
 the server ran) is input too, so ``prompt_tokens`` is prompt plus tool-use prompt. The encoder
 takes the thoughts out again; the tool-use share stays inside ``promptTokenCount`` (the count
-survives, its split does not: `GeminiStreamEncoder` lists it as lost).
+survives, its split does not).
 """
 
 from __future__ import annotations

@@ -9,13 +9,12 @@ Rule 1: `TextDelta` is a text part; `ReasoningDelta` a ``"thought": true`` part 
     carrier); `RefusalDelta` a text part too (Gemini has no refusal: listed in ``lost``).
 Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` part with the
     call's ``id``, ``name`` and ``args``. The `ToolCallDelta` pieces of a call are held until
-    they make it whole (an id, a name, and arguments that parse as a JSON object), and the call
-    goes out with the next event, in its place among the text, and in index order (a call whole
-    before the one before it waits for it); a call that only the decoder's whole `ToolCall`
-    completes (LLM-Stream's, which has no pieces) goes out then.
-    A call that never became whole is not sent (a client would execute it): listed. Holding a
-    call costs memory with its arguments, which the format demands (Gemini has no argument
-    deltas).
+    they make it whole (an id, a name, and arguments that parse as a JSON object); the call
+    then goes out with the next event, in its place among the text, in index order (a call
+    whole before the one before it waits for that one). A call that only the decoder's whole
+    `ToolCall` completes (LLM-Stream's, which has no pieces) goes out then. A call that never
+    became whole is not sent (a client would execute it): listed. Holding a call costs memory
+    with its arguments, which the format demands (Gemini has no argument deltas).
 Rule 3: a `ReasoningSignature` whose ``item_id`` names a call not yet written rides on that
     call's part as ``thoughtSignature`` (so the client sends it back with it, as Gemini
     requires): the decoders give it right after the call's delta, which is why a whole call
@@ -31,9 +30,9 @@ Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` 
     ``promptFeedback.blockReason`` instead.
 Rule 5: a cut (``StreamEnded(done=False)``) writes no finish: a Gemini client, which has no
     end marker to miss, sees an answer without a finishReason, and the transport cuts the body.
-Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one (`gemini_error_object`:
-    its kind and code travel in an ``ErrorInfo``), and the end of the stream: what follows is
-    not written.
+Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one
+    (`gemini_error_object`: its kind and code travel in an ``ErrorInfo``), and the end of the
+    stream: what follows is not written (a Gemini client raises at the error).
 Rule 7: `FilterVerdict` is ``safetyRatings`` (on a candidate, or in ``promptFeedback``) for
     Gemini's own ``HARM_CATEGORY_*`` categories; other services' categories have no form.
 

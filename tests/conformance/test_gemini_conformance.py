@@ -1,5 +1,5 @@
-"""Every Gemini fixture (tests/conformance/gemini/), whole, byte by byte and in pieces of 7,
-with both JSON backends; the HTTP error bodies; the request bodies of the reference."""
+"""Every Gemini fixture (tests/conformance/gemini/), whole, byte by byte, in pieces of 7 and
+one event per read, with both JSON backends; the HTTP error bodies; the request bodies of the reference."""
 
 from __future__ import annotations
 
@@ -35,12 +35,20 @@ def test_fixtures_name_their_source() -> None:
         assert case["source"]
 
 
+def feed(mode: str, body: bytes) -> list[bytes]:
+    """The suites' three feeds, and one event per read (a live stream: the fast lanes)."""
+    if mode == "per-event":
+        sep = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
+        return [block + sep for block in body.split(sep) if block]
+    return pieces(mode, body)
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [*MODES, "per-event"])
 def test_fixture(path: Path, mode: str, json_backend: str) -> None:
     meta = load(path)
     decoder = GeminiStreamDecoder(**meta["options"])
-    events = run(decoder, pieces(mode, path.read_bytes()))
+    events = run(decoder, feed(mode, path.read_bytes()))
     assert summary(events, decoder.result) == meta["expected"]
 
 

@@ -479,3 +479,107 @@ def test_the_hot_paths_thought_delta_is_the_event() -> None:
 
     assert thought_delta("hm") == ReasoningDelta(text="hm", carrier="thought")
     assert hash(thought_delta("hm")) == hash(ReasoningDelta(text="hm", carrier="thought"))
+
+
+def per_event(body: bytes) -> list[bytes]:
+    """One event per read, as a live server flushes them: the decoder's fast lanes."""
+    return [block + b"\r\n\r\n" for block in body.split(b"\r\n\r\n") if block]
+
+
+def test_the_hot_loop_reads_what_the_general_way_reads() -> None:
+    u = {"promptTokenCount": 1}
+    ratings = [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]
+    rated = {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": "r"}], "role": "model"},
+                "safetyRatings": ratings,
+                "index": 0,
+            }
+        ],
+        "usageMetadata": u,
+        "modelVersion": "m",
+        "responseId": "r",
+    }
+    piece = {
+        "functionCall": {
+            "partialArgs": [{"jsonPath": "$.s", "stringValue": "p", "willContinue": True}],
+            "willContinue": True,
+        }
+    }
+    body = sse(
+        chunk({"text": "a"}, usageMetadata=u),
+        chunk({"text": ""}, usageMetadata=u),
+        chunk({"text": "t", "thought": True}, usageMetadata=u),
+        rated,
+        rated,
+        chunk(
+            {
+                "functionCall": {
+                    "name": "f",
+                    "id": "i",
+                    "willContinue": True,
+                    "partialArgs": [{"jsonPath": "$.s", "stringValue": "x", "willContinue": True}],
+                }
+            },
+            usageMetadata=u,
+        ),
+        chunk(piece, usageMetadata=u),
+        {
+            **chunk(piece, usageMetadata=u),
+            "candidates": [{**chunk(piece)["candidates"][0], "safetyRatings": ratings}],
+        },
+        chunk(
+            {
+                "functionCall": {
+                    "partialArgs": [
+                        {"jsonPath": "$.s", "stringValue": "y", "willContinue": True, "x": 1}
+                    ],
+                    "willContinue": True,
+                }
+            },
+            usageMetadata=u,
+        ),
+        chunk({"functionCall": {}}, usageMetadata=u),
+        chunk({"text": "b"}, finish="STOP", usageMetadata={"promptTokenCount": 2}),
+    )
+    general = GeminiStreamDecoder()
+    expected = run(general, bytewise(body))
+    hot = GeminiStreamDecoder()
+    assert run(hot, per_event(body)) == expected
+    assert hot.result == general.result
+    assert hot.result.filter_repeats == 2
+    assert hot.result.tool_calls[0].arguments == '{"s":"xppy"}'
+    assert hot.result.usage == Usage(prompt_tokens=2)
+
+
+@pytest.mark.parametrize("kind", ["text", "piece"])
+def test_the_hot_loop_keeps_the_bound(kind: str) -> None:
+    part: dict[str, Any] = {"text": "x" * 40}
+    opening = sse(chunk({"text": "a"}, usageMetadata={}))
+    if kind == "piece":
+        opening = sse(
+            chunk(
+                {
+                    "functionCall": {
+                        "name": "f",
+                        "willContinue": True,
+                        "partialArgs": [
+                            {"jsonPath": "$.s", "stringValue": "", "willContinue": True}
+                        ],
+                    }
+                },
+                usageMetadata={},
+            )
+        )
+        part = {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.s", "stringValue": "x" * 40, "willContinue": True}],
+                "willContinue": True,
+            }
+        }
+    d = GeminiStreamDecoder(max_result_size=30)
+    d.feed(opening)
+    with pytest.raises(PeerProtocolError) as caught:
+        d.feed(sse(chunk(part, usageMetadata={})))
+    assert caught.value.limit == "max_result_size"
