@@ -39,7 +39,8 @@ def feed(mode: str, body: bytes) -> list[bytes]:
     """The suites' three feeds, and one event per read (a live stream: the fast lanes)."""
     if mode == "per-event":
         sep = b"\r\n\r\n" if b"\r\n\r\n" in body else b"\n\n"
-        return [block + sep for block in body.split(sep) if block]
+        blocks = body.split(sep)
+        return [b + sep for b in blocks[:-1]] + ([blocks[-1]] if blocks[-1] else [])
     return pieces(mode, body)
 
 
