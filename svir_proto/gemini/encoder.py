@@ -21,15 +21,17 @@ Rule 3: a `ReasoningSignature` whose ``item_id`` names a call not yet written ri
     waits for the next event. Any other is an empty text part carrying it, as Gemini streams
     one.
 Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` writes when
-    the upstream ended where it meant to (``done``): ``finishReason`` (the raw value when it is
+    the upstream's stream was complete: ``finishReason`` (the raw value when it is
     Gemini's own, else the normal form's) and ``usageMetadata`` with the thoughts taken out of
     the candidates again; a token count Gemini has no field for goes under
     ``usageMetadata["vendor:svir"]`` (``cacheCreationTokenCount``), which
     `GeminiStreamDecoder` reads and other clients ignore. A prompt blocked upstream (a
     filtered prompt verdict, then a ``content_filter`` finish with no answer) is written as
     ``promptFeedback.blockReason`` instead.
-Rule 5: a cut (``StreamEnded(done=False)``) writes no finish: a Gemini client, which has no
-    end marker to miss, sees an answer without a finishReason, and the transport cuts the body.
+Rule 5: a cut, or a stream that ended incomplete (``StreamEnded(complete=False)``: a cut, an
+    end marker without a finish, a streamed call left open), writes no finish: a Gemini
+    client, which has no end marker to miss, sees an answer without a finishReason (and for a
+    cut the transport cuts the body); the usage goes out without it.
 Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one
     (`gemini_error_object`: its kind and code travel in an ``ErrorInfo``), and the end of the
     stream: what follows is not written (a Gemini client raises at the error).
@@ -100,7 +102,7 @@ class GeminiStreamEncoder:
 
     Attributes:
         lost: what could not be carried, one sentence each, for the gateway's log.
-        done: the last chunk was written: the stream ended where its upstream ended it.
+        done: the last chunk, with the finish, was written: the upstream's stream was complete.
     """
 
     def __init__(
@@ -302,7 +304,7 @@ class GeminiStreamEncoder:
             self._parts([{"text": "", "thoughtSignature": s}]) for s in self._signatures.values()
         ]
         self._signatures.clear()
-        finish = self._finish if end.done else None  # Rule 5
+        finish = self._finish if end.complete else None  # Rule 5
         tail: dict[str, Any] = {}
         if self._usage is not None:
             usage: dict[str, Any] = usage_out(self._usage)
@@ -337,7 +339,7 @@ class GeminiStreamEncoder:
                 out.append(self._chunk({"candidates": [candidate], **tail}))
             elif tail:
                 out.append(self._chunk(tail))
-        self.done = end.done
+        self.done = end.complete
         return b"".join(out)
 
 

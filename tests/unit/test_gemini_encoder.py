@@ -339,3 +339,22 @@ def test_fuzz_crash_text_after_a_failure() -> None:
     run(again, [b"".join(encoder.encode(e) for e in events)])
     assert again.result.text == ""
     assert again.result.error == d.result.error
+
+
+def test_fuzz_crash_incomplete_stream_finished_by_the_encoder() -> None:
+    """fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder: a whole call, then a
+    streamed call left open at the end: done (the body ended cleanly after a finish) but not
+    complete, so no call is executable. The encoder wrote the finish because the stream was
+    done, and a Gemini client then took the first call as a complete answer's. The finish now
+    goes out only when the stream was complete (Rule 5)."""
+    body = (
+        ROOT / "fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder"
+    ).read_bytes()
+    d = GeminiStreamDecoder()
+    events = run(d, [body])
+    assert (d.result.done, d.result.complete, d.result.tool_calls) == (True, False, ())
+    encoder = GeminiStreamEncoder()
+    again = GeminiStreamDecoder()
+    run(again, [b"".join(encoder.encode(e) for e in events)])
+    assert (again.result.complete, again.result.tool_calls) == (False, ())
+    assert again.result.finish_reason is None
