@@ -1,5 +1,6 @@
 """Every Gemini fixture (tests/conformance/gemini/), whole, byte by byte, in pieces of 7 and
-one event per read, with both JSON backends; the HTTP error bodies; the request bodies of the reference."""
+one event per read, with both JSON backends; the HTTP error bodies; the request bodies of the
+reference."""
 
 from __future__ import annotations
 
