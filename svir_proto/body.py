@@ -10,7 +10,9 @@ Rule 2: the JSON-escaped length of UTF-8 text is computed byte by byte: ``"``, `
     every other byte 1 (non-ASCII stays as UTF-8, as ``ensure_ascii=False`` writes it).
 Rule 3: iterating a body yields its bytes in pieces, again on every iteration (a retry sends it
     again without rebuilding it); a file is read one piece at a time, so memory stays
-    O(piece size) whatever the files weigh.
+    O(piece size) whatever the files weigh. ``async for`` gives the same pieces, for a client
+    that wants an async body (``httpx.AsyncClient``, aiohttp): each file piece is read between
+    two of the caller's writes, one ``piece_size`` read at a time.
 Rule 4: a file whose size changed between measuring and sending, or a text file that is not
     UTF-8, raises `BodyChangedError` (a `ValueError`) instead of sending bytes whose length lies.
 
@@ -25,7 +27,7 @@ import base64
 import codecs
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Final, final
 
 __all__ = [
@@ -187,6 +189,8 @@ class RequestBody:
         self.content_length = sum(
             len(s) if isinstance(s, bytes) else s.length for s in self.segments
         )
+        self._reading: Iterator[bytes] | None = None  # read(size) under way
+        self._held = b""
 
     def __iter__(self) -> Iterator[bytes]:
         """The body's bytes in pieces of at most about ``piece_size``; again on every call."""
@@ -203,9 +207,32 @@ class RequestBody:
                 if sent != segment.length:  # pragma: no cover - each segment checks itself
                     raise BodyChangedError(f"a segment gave {sent} bytes, not {segment.length}")
 
-    def read(self) -> bytes:
-        """The whole body at once (for tests and small bodies; it defeats Rule 3)."""
-        return b"".join(self)
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        """The same pieces as iterating (Rule 3), for an async client's ``content=``: exact
+        length still (send `content_length` as ``Content-Length``), files still read a piece
+        at a time."""
+        for piece in self:
+            yield piece
+
+    def read(self, size: int = -1) -> bytes:
+        """The whole body at once (for tests and small bodies; it defeats Rule 3); or, given a
+        ``size``, as a file's ``read``: the next ``size`` bytes at most, ``b""`` at the end, after
+        which reading starts again from the first byte (so that a client that takes a body as a
+        file, httpx's ``content=``, reads it piece by piece, and again for a retry)."""
+        if size < 0:
+            return b"".join(self)
+        if self._reading is None:
+            self._reading = iter(self)
+        held = self._held
+        while len(held) < size:
+            piece = next(self._reading, None)
+            if piece is None:
+                break
+            held += piece
+        out, self._held = held[:size], held[size:]
+        if not out:
+            self._reading = None  # the end: a next read starts over
+        return out
 
 
 def splice(

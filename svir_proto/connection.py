@@ -24,6 +24,12 @@ Rule 5 (keep-alive): after a whole response to a whole request, `reusable` is tr
     `start_next_cycle` readies the connection for the next request (unless the server said
     ``Connection: close`` or spoke HTTP/1.0). After an interruption, a failed send or an error
     it is false: close the connection.
+Rule 6 (the keep-alive race, RFC 9112 9.3.1): a server may close an idle connection just as the
+    next request goes out (llama.cpp closes every one after a stream, while it advertises
+    keep-alive). On a reused connection that ends without a byte of a response, the error is
+    `StaleConnection` (a `PeerProtocolError`): nothing was processed, so the request may go
+    again on a new connection. On a fresh connection the same end is a plain
+    `PeerProtocolError`: the server refused this request.
 
 This module never does I/O: a transport moves the bytes (``svir_proto.transports``).
 """
@@ -31,16 +37,28 @@ This module never does I/O: a transport moves the bytes (``svir_proto.transports
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 import h11
 
 from ._chunked import ChunkedReader
 from ._pull import PullDecoder
-from .errors import CallerProtocolError, PeerProtocolError, SvirProtocolError
+from .errors import CallerProtocolError, PeerProtocolError, StaleConnection, SvirProtocolError
 from .events import Completion, RequestFailed
-from .exchange import DEFAULT_MAX_HEAD_SIZE, Exchange, ExchangeEvent, PassThrough, Request
-from .openai.endpoint import Endpoint
+from .exchange import (
+    DEFAULT_MAX_HEAD_SIZE,
+    Exchange,
+    ExchangeEvent,
+    ExchangeOptions,
+    PassThrough,
+    Request,
+    TargetForm,
+    check_options,
+)
+from .openai.endpoint import Endpoint, HeaderItems, merge_headers, request_headers
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ClientConnection"]
 
@@ -50,19 +68,33 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     Args:
         endpoint: the server.
-        max_head_size: bytes a response head may take (Rule 3).
-        options: passed to each `Exchange` (``user_agent``, ``max_error_body``, the decoders'
-            bounds, ``think_tags``...).
+        headers: the caller's own headers, sent with every request (`Exchange`).
+        target_form: ``"absolute"`` when the connection goes to an HTTP proxy (`Exchange`).
+        options: `ExchangeOptions`, passed to each `Exchange` (``user_agent``,
+            ``max_head_size``, the decoders' bounds, ``think_opened``...); ``max_head_size``
+            bounds h11's reading of the head too (Rule 3).
+
+    Raises:
+        TypeError, ValueError: an unknown option, or a value of the wrong type or range.
     """
 
     def __init__(
-        self, endpoint: Endpoint, *, max_head_size: int = DEFAULT_MAX_HEAD_SIZE, **options: Any
+        self,
+        endpoint: Endpoint,
+        *,
+        headers: HeaderItems | None = None,
+        target_form: TargetForm = "origin",
+        **options: Unpack[ExchangeOptions],
     ) -> None:
         super().__init__()
+        check_options(options, where="ClientConnection()")
         self.endpoint: Final = endpoint
-        self.max_head_size: Final = max_head_size
-        self._options = {**options, "max_head_size": max_head_size}
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_head_size)
+        self.headers: Final = request_headers(headers)
+        self.max_head_size: Final = options.get("max_head_size", DEFAULT_MAX_HEAD_SIZE)
+        self._target_form: TargetForm = target_form
+        self._options = options
+        self._cycles = 0  # responses this connection served before the current one
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_head_size)
         self._exchange: Exchange | None = None
         self._fed = 0  # bytes received in all, for the head's size
         self._head_at = 0  # where the response being read began
@@ -76,23 +108,34 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     # -- sending ------------------------------------------------------------------------------
 
-    def send(self, request: Request) -> Iterator[bytes]:
+    def send(self, request: Request, *, headers: HeaderItems | None = None) -> Iterator[bytes]:
         """Start an exchange: returns the bytes to write, head first, then the body (Rule 1).
 
         The request is checked and encoded now; the body's files are read as the iterator is
         consumed. For a `PassThrough` request the iterator gives the head only: send the body
         with `send_data` and `send_end`. If writing fails, call `send_failed`.
 
+        Args:
+            headers: headers for this request only: they replace the connection's own headers
+                of the same name.
+
         Raises:
             CallerProtocolError: an exchange is under way, or the connection cannot take another
                 request (see `reusable` and `start_next_cycle`).
+            ValueError: a header that is malformed or one svir-proto sets itself.
         """
         if self._exchange is not None or self._h11.our_state is not h11.IDLE:
             raise CallerProtocolError(
                 f"cannot send a request in state {self._h11.our_state!r}: "
                 "one exchange at a time (start_next_cycle after a reusable response)"
             )
-        exchange = Exchange(self.endpoint, request, **self._options)
+        exchange = Exchange(
+            self.endpoint,
+            request,
+            headers=merge_headers(self.headers, headers),
+            target_form=self._target_form,
+            **self._options,
+        )
         self._exchange = exchange
         self._head_at = self._head_end()
         self._held_lead()
@@ -192,6 +235,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             self._chunked = None
         else:
             self._h11.start_next_cycle()
+        self._cycles += 1
         self._exchange = None
         self._queue = []
         self._qpos = 0
@@ -357,6 +401,12 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 queue += exchange.interrupt(f"the connection closed before the body ended ({exc})")
             return
         if closed and exchange is not None:
+            if self._fed == self._head_at and self._cycles:  # Rule 6
+                raise StaleConnection(
+                    "the server had closed the kept-alive connection before this request "
+                    "reached it (nothing of a response came): send it again on a new connection",
+                    offset=self._fed,
+                ) from exc
             what = "a response" if self._fed == self._head_at else "a whole response head"
             raise PeerProtocolError(
                 f"the server closed the connection without {what}", offset=self._fed

@@ -1,13 +1,25 @@
 """Errors and failures: who broke the protocol, and where.
 
-Two families live here. *Protocol errors* are exceptions: the bytes from the network were
-malformed or exceeded a limit (`PeerProtocolError`), or the caller used an object out of order
-(`CallerProtocolError`). Every exception svir-proto raises on purpose is a `SvirError`: the
-protocol errors here, and the transports' errors (`svir_proto.transports`).
+Every exception svir-proto raises on purpose is a `SvirError`, in three trees:
+
+- *protocol errors* (`SvirProtocolError`): the bytes from the network were malformed or
+  exceeded a limit (`PeerProtocolError`; a kept-alive connection the server had closed before
+  answering is its subclass `StaleConnection`), or the caller used an object out of order
+  (`CallerProtocolError`);
+- *transport errors* (`SvirTransportError`), raised by `svir_proto.transports` only: the bytes
+  could not be moved (`ConnectionFailedError`, `StreamTimeout`);
+- *failure errors* (`RequestFailedError`, one subclass per `FailureKind`): a failure the server
+  reported, raised only where the caller asked for it (``raise_for_failure()``,
+  ``raise_on_failure=True``) or where the answer is a value, not a stream (``list_models``);
+  `IncompleteStreamError` for a stream that ended without its end, once asked to raise.
 
 *Failures* are values: the protocol itself reported that the request failed (an HTTP 4xx/5xx,
 an `{"error": ...}` chunk, an `event: error`, an LLM-Stream `error` event). A failure travels
-inside an event (`StreamFailed`, `RequestFailed`) and never raises.
+inside an event (`StreamFailed`, `RequestFailed`) and never raises by itself.
+
+The names differ from h11's, httpcore's and httpx's (``RemoteProtocolError``,
+``TransportError``, ``ConnectError``), so a program that imports both never mistakes one for
+the other; the old names of release 0.1 still resolve, with a `DeprecationWarning`.
 
 This module imports nothing from the rest of the package but `_deprecated` (which imports
 nothing): every other module imports it.
@@ -16,20 +28,39 @@ nothing): every other module imports it.
 from __future__ import annotations
 
 import enum
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, Literal, final
 
 import attrs
 
 from ._deprecated import renamed
 
 __all__ = [
+    "AuthenticationFailedError",
     "CallerProtocolError",
+    "ConnectionFailedError",
+    "ContentFilterError",
+    "ContextOverflowError",
     "Failure",
     "FailureKind",
     "FilterResult",
+    "IncompleteStreamError",
+    "NotAStreamError",
+    "OverloadedError",
     "PeerProtocolError",
+    "RateLimitedError",
+    "RequestFailedError",
+    "RequestRejectedError",
+    "ServerFailureError",
+    "ServerTimedOutError",
+    "StaleConnection",
+    "StreamTimeout",
     "SvirError",
     "SvirProtocolError",
+    "SvirTransportError",
+    "TimeoutPhase",
+    "TransientFailureError",
+    "UnexpectedFailureError",
+    "failure_error",
 ]
 
 
@@ -87,14 +118,64 @@ class PeerProtocolError(SvirProtocolError):
     """
 
 
+class StaleConnection(PeerProtocolError):
+    """A kept-alive connection that the server had closed before this request reached it:
+    nothing of a response arrived, so nothing was processed, and the request can go again on
+    a new connection (the transports do so, once).
+
+    Raised by `ClientConnection` on a connection that served a response before
+    (``start_next_cycle``) when it ends without a byte of the next one: llama.cpp closes every
+    connection after a stream although it advertises keep-alive.
+    """
+
+
 class CallerProtocolError(SvirProtocolError):
     """The caller broke sequencing: data after end of body, an event out of lifecycle order."""
+
+
+class SvirTransportError(SvirError):
+    """The bytes could not be moved (raised by `svir_proto.transports`). The stream's
+    ``result`` keeps what arrived before."""
+
+
+class ConnectionFailedError(SvirTransportError):
+    """The connection could not be opened: refused, unknown host, TLS verification failed, a
+    proxy that refused the tunnel."""
+
+
+TimeoutPhase = Literal["connect", "write", "first_byte", "read", "total"]
+"""Which wait a `StreamTimeout` was about."""
+
+_PHASES: Final = {
+    "connect": "to connect",
+    "write": "to write the request (the server stopped reading)",
+    "first_byte": "for the first byte of the response",
+    "read": "for the next byte of the response (the stream stalled)",
+    "total": "for the whole exchange",
+}
+
+
+class StreamTimeout(SvirTransportError, TimeoutError):
+    """A wait took longer than its timeout.
+
+    Attributes:
+        phase: which wait (`TimeoutPhase`).
+        seconds: the timeout that was exceeded, as configured (for ``total``, the whole
+            exchange's, not what was left of it when the last wait began).
+    """
+
+    def __init__(self, phase: TimeoutPhase, seconds: float) -> None:
+        super().__init__(f"{phase} timeout: waited {seconds:g} s {_PHASES[phase]}")
+        self.phase: Final = phase
+        self.seconds: Final = seconds
 
 
 RENAMED: Final = {
     "ProtocolError": "SvirProtocolError",
     "RemoteProtocolError": "PeerProtocolError",
     "LocalProtocolError": "CallerProtocolError",
+    "TransportError": "SvirTransportError",
+    "ConnectError": "ConnectionFailedError",
 }
 __getattr__ = renamed(__name__, RENAMED, globals())
 
@@ -168,3 +249,131 @@ class Failure:
         A content-filter rejection is never retryable: the prompt's evaluation is billed again.
         """
         return self.kind in _RETRYABLE
+
+
+class RequestFailedError(SvirError):
+    """A failure the server reported, raised: by ``list_models`` (whose answer is a value, not
+    a stream), and by a stream's ``raise_for_failure()`` or a client made with
+    ``raise_on_failure=True``. Each `FailureKind` has its own subclass (`failure_error` picks
+    it), so ``except RateLimitedError`` needs no look at ``failure.kind``.
+
+    Attributes:
+        failure: what the server said (its kind, message, code, status, ``Retry-After``).
+    """
+
+    kind: FailureKind | None = None
+    """The `FailureKind` of this class (``None`` on the base class)."""
+
+    def __init__(self, failure: Failure) -> None:
+        status = f" (HTTP {failure.status})" if failure.status is not None else ""
+        super().__init__(f"{failure.kind.value}{status}: {failure.message}")
+        self.failure: Final = failure
+
+
+class AuthenticationFailedError(RequestFailedError):
+    """401 or 403: the server refused the credentials (`FailureKind.AUTHENTICATION`)."""
+
+    kind = FailureKind.AUTHENTICATION
+
+
+class RateLimitedError(RequestFailedError):
+    """429: rate limited; ``failure.retry_after`` says how long to wait, if the server did."""
+
+    kind = FailureKind.RATE_LIMITED
+
+
+class ServerTimedOutError(RequestFailedError):
+    """408 or 504: the server (or a gateway before it) timed out. A wait of our own that ran
+    out is a `StreamTimeout` instead."""
+
+    kind = FailureKind.TIMEOUT
+
+
+class TransientFailureError(RequestFailedError):
+    """500, 502 or 503: a failure that may pass."""
+
+    kind = FailureKind.TRANSIENT
+
+
+class OverloadedError(RequestFailedError):
+    """529, or a 503 that says so: the server is overloaded."""
+
+    kind = FailureKind.OVERLOADED
+
+
+class RequestRejectedError(RequestFailedError):
+    """400, 413 or 422 (or a quota): the server rejected the request as it is."""
+
+    kind = FailureKind.REJECTED
+
+
+class ContextOverflowError(RequestFailedError):
+    """The prompt does not fit the model's context, in any server's way of saying so."""
+
+    kind = FailureKind.CONTEXT_OVERFLOW
+
+
+class ContentFilterError(RequestFailedError):
+    """A content filter rejected the prompt (never retried: its evaluation is billed)."""
+
+    kind = FailureKind.CONTENT_FILTER
+
+
+class NotAStreamError(RequestFailedError):
+    """A success that is not a stream (not ``text/event-stream``, or not LLM-Stream)."""
+
+    kind = FailureKind.NOT_A_STREAM
+
+
+class ServerFailureError(RequestFailedError):
+    """An error the server reported inside the stream, of no more precise kind."""
+
+    kind = FailureKind.SERVER_ERROR
+
+
+class UnexpectedFailureError(RequestFailedError):
+    """A status this API does not use, or a body svir-proto cannot read (a content coding it
+    did not ask for)."""
+
+    kind = FailureKind.UNEXPECTED
+
+
+_BY_KIND: Final[dict[FailureKind, type[RequestFailedError]]] = {
+    cls.kind: cls
+    for cls in (
+        AuthenticationFailedError,
+        RateLimitedError,
+        ServerTimedOutError,
+        TransientFailureError,
+        OverloadedError,
+        RequestRejectedError,
+        ContextOverflowError,
+        ContentFilterError,
+        NotAStreamError,
+        ServerFailureError,
+        UnexpectedFailureError,
+    )
+    if cls.kind is not None
+}
+
+
+def failure_error(failure: Failure) -> RequestFailedError:
+    """The exception for ``failure``: an instance of its kind's `RequestFailedError` subclass."""
+    return _BY_KIND[failure.kind](failure)
+
+
+class IncompleteStreamError(SvirError):
+    """A stream that ended without its end (the connection dropped, the body was cut), raised
+    where the caller asked for raising (``raise_for_failure()``, ``raise_on_failure=True``).
+
+    Attributes:
+        result: the `Completion` as far as it got (``interrupted`` or ``cut`` say why).
+    """
+
+    def __init__(self, message: str, result: Completion) -> None:
+        super().__init__(message)
+        self.result: Final = result
+
+
+if TYPE_CHECKING:
+    from .events import Completion

@@ -23,46 +23,55 @@ Rule 5: a body that stops early because the client gave up (a timeout, a cancel)
 Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
     after a `RequestFailed`, so never once any of the answer has arrived.
 
+Rule 7 (wire reference 5; RFC 9110 8.4): the request asks for ``Accept-Encoding: identity``; a
+    response in another content coding (a gzip body from a proxy that compresses anyway) cannot
+    be read, and is a `RequestFailed` from the head alone, with code
+    ``unexpected_content_encoding``, in every transport alike (`head_outcome`).
+
 Nothing here does I/O or reads a clock: a ``Retry-After`` date needs the ``now`` the caller
 passes with the head.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Final, Literal, final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, Literal, TypedDict, final
 
 import attrs
 
-from ._version import VERSION
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
 from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
-from .openai.endpoint import Endpoint, ModelInfo, parse_models
+from .openai.endpoint import USER_AGENT, Endpoint, HeaderItems, ModelInfo, parse_models
 from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
 from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, ServerSentEvent, SSEDecoder
-from .translate import llm_to_openai
 
 __all__ = [
     "DEFAULT_MAX_HEAD_SIZE",
     "DEFAULT_MAX_MODELS_BODY",
-    "USER_AGENT",
+    "REQUEST_ID_HEADERS",
     "Exchange",
     "ExchangeEvent",
+    "ExchangeOptions",
     "ModelsListed",
     "ModelsRequest",
     "PassThrough",
     "Request",
+    "TargetForm",
+    "check_options",
     "next_attempt",
 ]
 
-USER_AGENT: Final = f"svir-proto/{VERSION}"
+REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id", "apim-request-id", "x-ms-request-id")
+"""Where servers put the id of a request, in the order they are read: OpenAI, vLLM and most
+proxies (``x-request-id``), Anthropic (``request-id``), Azure (``apim-request-id``,
+``x-ms-request-id``)."""
 DEFAULT_MAX_HEAD_SIZE: Final = 16 * 1024
 """Bytes a response head may take: h11's own default (16 KiB). Servers send a few hundred."""
 DEFAULT_MAX_MODELS_BODY: Final = 4 * 1024 * 1024
@@ -107,6 +116,73 @@ class PassThrough:
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
 ExchangeEvent = Event | ModelsListed
 Phase = Literal["head", "probe", "stream", "error", "models", "over"]
+TargetForm = Literal["origin", "absolute"]
+"""The request target (RFC 9112 3.2): the path (``origin``), or the whole URL (``absolute``,
+for a request sent to an HTTP proxy)."""
+
+
+class ExchangeOptions(TypedDict, total=False):
+    """The keyword arguments every client passes on to each `Exchange` (see its Args): one
+    definition, so that a transport's ``Client(..., **options)`` is typed and checked
+    (`check_options`) when it is made, not at its first request."""
+
+    user_agent: str
+    max_head_size: int
+    max_error_body: int
+    max_models_body: int
+    max_event_size: int
+    max_result_size: int
+    max_tool_calls: int
+    think_tags: bool
+    think_opened: bool
+    errors: Errors
+
+
+_BOUNDS: Final = frozenset(
+    {
+        "max_head_size",
+        "max_error_body",
+        "max_models_body",
+        "max_event_size",
+        "max_result_size",
+        "max_tool_calls",
+    }
+)
+
+
+def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -> ExchangeOptions:
+    """``options`` checked as `ExchangeOptions`: each name known, each value of its type.
+
+    Raises:
+        TypeError: an unknown name (with the nearest known one, if any), or a value of the
+            wrong type.
+        ValueError: a bound that is not a positive int, ``errors`` neither ``"strict"`` nor
+            ``"replace"``, a ``user_agent`` that is not one line.
+    """
+    known = ExchangeOptions.__annotations__
+    for name, value in options.items():
+        if name not in known:
+            import difflib  # only on this error path
+
+            near = difflib.get_close_matches(name, [*known, *_CLIENT_WORDS], n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise TypeError(f"{where} got an unexpected keyword argument {name!r}{hint}")
+        if name in _BOUNDS:
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{where}: {name} must be a positive int, not {value!r}")
+        elif name in ("think_tags", "think_opened"):
+            if type(value) is not bool:
+                raise TypeError(f"{where}: {name} must be a bool, not {value!r}")
+        elif name == "errors":
+            if value not in ("strict", "replace"):
+                raise ValueError(f"{where}: errors must be 'strict' or 'replace', not {value!r}")
+        elif not isinstance(value, str) or not value or "\r" in value or "\n" in value:
+            raise ValueError(f"{where}: user_agent must be a non-empty line, not {value!r}")
+    return options  # type: ignore[return-value]
+
+
+# what a client takes besides the exchange's options: for the hint of an unknown name
+_CLIENT_WORDS: Final = ("timeouts", "retries", "headers", "api_key", "raise_on_failure")
 
 
 class Exchange:
@@ -115,6 +191,10 @@ class Exchange:
     Args:
         endpoint: the server.
         request: what to send.
+        headers: the caller's own request headers, which replace svir-proto's of the same
+            name (`Endpoint.headers`, `request_headers` says which they may not set).
+        target_form: ``"absolute"`` to send the whole URL as the request target (to an HTTP
+            proxy); ``"origin"`` (the path) otherwise.
         user_agent: the ``User-Agent`` header.
         max_head_size: bytes the response head may take (Rule 0).
         max_error_body: bytes of an error body that are read (Rule 3).
@@ -128,9 +208,11 @@ class Exchange:
         `receive_head` (the status and headers), then `receive_body` for each piece of the
         body, then `end_of_body`; or `interrupt` when the body stops early. Once `finished`,
         the last event returned was the terminal one (`StreamEnded`, `RequestFailed` or
-        `ModelsListed`): stop reading, unless the connection is to be reused.
+        `ModelsListed`): stop reading, unless the connection is to be reused. `status`,
+        `response_headers` and `request_id` describe the response once its head came.
 
     Raises:
+        TypeError, ValueError: from the constructor, a request or an option that is wrong.
         PeerProtocolError: from `receive_body` and `end_of_body`, when the body breaks the
             dialect or a bound (the decoder's rules); the events before it are returned first.
         CallerProtocolError: a call out of order (a body before the head).
@@ -141,6 +223,8 @@ class Exchange:
         endpoint: Endpoint,
         request: Request,
         *,
+        headers: HeaderItems | None = None,
+        target_form: TargetForm = "origin",
         user_agent: str = USER_AGENT,
         max_head_size: int = DEFAULT_MAX_HEAD_SIZE,
         max_error_body: int = MAX_ERROR_BODY,
@@ -152,42 +236,66 @@ class Exchange:
         think_opened: bool = False,
         errors: Errors = "strict",
     ) -> None:
+        check_options(
+            {
+                "user_agent": user_agent,
+                "max_head_size": max_head_size,
+                "max_error_body": max_error_body,
+                "max_models_body": max_models_body,
+                "max_event_size": max_event_size,
+                "max_result_size": max_result_size,
+                "max_tool_calls": max_tool_calls,
+                "think_tags": think_tags,
+                "think_opened": think_opened,
+                "errors": errors,
+            }
+        )
+        if target_form not in ("origin", "absolute"):
+            raise ValueError(f"target_form must be 'origin' or 'absolute', not {target_form!r}")
         self.endpoint: Final = endpoint
         self.request: Final = request
         if isinstance(request, ModelsRequest):
             self.method = "GET"
-            self.target = endpoint.models_path
+            path = endpoint.models_path
             self.body = None
-            headers = endpoint.headers(accept="application/json")
+            head = endpoint.headers(accept="application/json", user_agent=user_agent, extra=headers)
         elif isinstance(request, (ChatRequest, LLMRequest)):
             self.method = "POST"
-            self.target = endpoint.chat_completions_path
+            path = endpoint.chat_completions_path
             self.body = request.body()
-            headers = endpoint.headers(
+            head = endpoint.headers(
                 content_length=self.body.content_length,
                 content_type=self.body.content_type,
                 accept=ACCEPT_LLM_STREAM
                 if isinstance(request, LLMRequest)
                 else "text/event-stream",
+                user_agent=user_agent,
+                extra=headers,
             )
         elif isinstance(request, PassThrough):
             self.method = "POST"
-            self.target = endpoint.chat_completions_path
+            path = endpoint.chat_completions_path
             self.body = None  # the caller sends it, as it arrives
-            headers = endpoint.headers(
-                content_length=request.content_length, content_type=request.content_type
+            head = endpoint.headers(
+                content_length=request.content_length,
+                content_type=request.content_type,
+                user_agent=user_agent,
+                extra=headers,
             )
         else:
             raise TypeError(
                 "request must be a ChatRequest, LLMRequest, ModelsRequest or PassThrough: "
                 f"{request!r}"
             )
-        self.headers: Final = [
-            *headers,
-            ("User-Agent", user_agent),
-            ("Accept-Encoding", "identity"),
-        ]
+        self.headers: Final = head
+        self.target: Final = (
+            path if target_form == "origin" else f"{endpoint.scheme}://{endpoint.authority}{path}"
+        )
+        self.url: Final = f"{endpoint.scheme}://{endpoint.authority}{path}"
+        """The request's whole URL (for a library that takes URLs: httpx, httpcore)."""
         self.status: int | None = None
+        self.response_headers: tuple[tuple[str, str], ...] = ()
+        """The response's headers once its head came: names lower-cased, values stripped."""
         self.fall_back = False
         self._terminal: ExchangeEvent | None = None
         self._max_event_size = max_event_size
@@ -211,6 +319,16 @@ class Exchange:
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
         """Take a piece of the response body; returns the events it completes (the decoder's
         own ``feed`` while a stream is read, so the hot path has no call of ours in it)."""
+
+    @property
+    def request_id(self) -> str | None:
+        """The server's id for this request (`REQUEST_ID_HEADERS`), once the head came: what
+        to quote to its operator."""
+        for name in REQUEST_ID_HEADERS:
+            for key, value in self.response_headers:
+                if key == name and value:
+                    return value
+        return None
 
     # -- what came back ------------------------------------------------------------------------
 
@@ -285,17 +403,17 @@ class Exchange:
                 for k, v in h
             ),
         )
+        self.response_headers = started.headers
         out: list[ExchangeEvent] = [started]
         request = self.request
         if isinstance(request, LLMRequest) and should_fall_back(status):
             self.fall_back = True  # Rule 4; the failure is still read from the body
-        if isinstance(request, ModelsRequest) and 200 <= status < 300:
+        outcome = head_outcome(status, started.headers, now=now)
+        if isinstance(outcome, RequestFailed):  # Rules 1 and 7
+            self._fail(outcome, out)
+        elif isinstance(request, ModelsRequest) and 200 <= status < 300:
             self._phase = "models"
             self.receive_body = self._models_body
-            return out
-        outcome = head_outcome(status, h)
-        if isinstance(outcome, RequestFailed):  # Rule 1
-            self._fail(outcome, out)
         elif outcome is None:  # Rules 2 and 3
             self._phase = "error"
             self.receive_body = self._error_body
@@ -479,6 +597,8 @@ def next_attempt(
     request = exchange.request
     attempt = retried + 2
     if exchange.fall_back and isinstance(request, LLMRequest):
+        from .translate import llm_to_openai  # translation loads only when a server needs it
+
         try:
             translated = llm_to_openai(request)
         except ValueError:

@@ -21,11 +21,18 @@ Rule 5: events that come before the upstream said who it is (Azure's prompt verd
     before any chunk) wait for ``stream.start``, which is written with the request's model if
     the upstream never names one.
 
-Request fields with no place in the other dialect travel in ``extensions["vendor:openai"]``
-(``tool_choice``, ``response_format``, ``reasoning_effort``); assistant reasoning has no field
-in the draft and is not carried; a text file becomes a ``document`` part (``text/plain``, still
-streamed from disk). Document and audio parts that are not text cannot go to the OpenAI dialect:
-`llm_to_openai` raises ``ValueError`` naming the part.
+Request fields: ``top_p`` and ``stop`` are the draft's ``parameters.top_p`` and
+``parameters.stop_sequences``; ``max_completion_tokens`` is its ``max_tokens`` (and is noted, so
+that it comes back under its own name); ``parallel_tool_calls`` is the hub's (`svir_proto.hub`).
+The fields with no place in the draft travel in ``extensions["vendor:openai"]``
+(``tool_choice``, ``response_format``, ``reasoning_effort``, ``seed``, ``user``,
+``extra_body``), and a ``developer`` message's role in that message's own extensions. Lost on
+the way to LLM-Stream, and only these: assistant reasoning (no field in the draft), an image's
+``detail`` and a tool's ``strict`` (no field either). An image given by URL cannot go at all
+(the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
+text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
+audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` raises
+``ValueError`` naming the part.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
+from .hub import hub_options, parallel_tool_calls
 from .llmstream.encoder import LLMStreamEncoder
 from .llmstream.request import (
     LLMMediaPart,
@@ -79,12 +87,13 @@ OPENAI_EXTENSION: Final = "vendor:openai"
 def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLMRequest:
     """An OpenAI request as an `LLMRequest` (the module docstring says what does not carry)."""
     messages = []
-    for m in request.messages:
+    for i, m in enumerate(request.messages):
         if isinstance(m, SystemMessage):
-            messages.append(LLMMessage(role="system", content=m.content))
+            ext = {OPENAI_EXTENSION: {"role": m.role}} if m.role != "system" else {}
+            messages.append(LLMMessage(role="system", content=m.content, extensions=ext))
         elif isinstance(m, UserMessage):
             parts: list[Part] = []
-            for p in m.content:
+            for j, p in enumerate(m.content):
                 if isinstance(p, TextPart):
                     parts.append(LLMTextPart(text=p.text))
                 elif isinstance(p, TextFile):
@@ -94,6 +103,11 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
                         )
                     else:
                         parts.append(LLMTextPart(text=p.opening() + (p.text or "") + "\n</file>"))
+                elif p.url is not None:
+                    raise ValueError(
+                        f"messages[{i}].content[{j}]: an image by URL cannot go to LLM-Stream, "
+                        "which carries images as data (draft 4.3)"
+                    )
                 elif p.path is not None:
                     parts.append(LLMMediaPart(type="image", media_type=p.media_type, path=p.path))
                 else:
@@ -120,11 +134,18 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         else:
             messages.append(LLMMessage(role="tool", content=m.content, tool_call_id=m.tool_call_id))
     params: dict[str, Any] = {}
+    vendor: dict[str, Any] = {}
     if request.max_tokens is not None:
         params["max_tokens"] = request.max_tokens
+    if request.max_completion_tokens is not None:
+        params["max_tokens"] = request.max_completion_tokens
+        vendor["max_completion_tokens"] = True  # it comes back under its own name
     if request.temperature is not None:
         params["temperature"] = request.temperature
-    vendor: dict[str, Any] = {}
+    if request.top_p is not None:
+        params["top_p"] = request.top_p
+    if request.stop:
+        params["stop_sequences"] = list(request.stop)
     choice = request.tool_choice
     if choice is not None:
         vendor["tool_choice"] = (
@@ -144,6 +165,14 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         }
     if request.reasoning_effort is not None:
         vendor["reasoning_effort"] = request.reasoning_effort
+    for key in ("seed", "user"):
+        if getattr(request, key) is not None:
+            vendor[key] = getattr(request, key)
+    if request.extra_body:
+        vendor["extra_body"] = dict(request.extra_body)
+    extensions = hub_options(parallel_tool_calls=request.parallel_tool_calls)
+    if vendor:
+        extensions[OPENAI_EXTENSION] = vendor
     return LLMRequest(
         model=request.model,
         messages=messages,
@@ -153,7 +182,7 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         ],
         parameters=params,
         metadata={"request_id": request_id} if request_id is not None else {},
-        extensions={OPENAI_EXTENSION: vendor} if vendor else {},
+        extensions=extensions,
     )
 
 
@@ -166,7 +195,11 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     messages: list[Message] = []
     for i, m in enumerate(request.messages):
         if m.role == "system":
-            messages.append(SystemMessage(content=m.text))
+            theirs = m.extensions.get(OPENAI_EXTENSION)
+            developer = isinstance(theirs, dict) and theirs.get("role") == "developer"
+            messages.append(
+                SystemMessage(content=m.text, role="developer" if developer else "system")
+            )
         elif m.role == "user":
             if isinstance(m.content, str):
                 messages.append(UserMessage(content=m.content))
@@ -225,13 +258,24 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
                 strict=bool(fmt_raw.get("strict")),
             )
     params = request.parameters
+    cap = params.get("max_tokens")
+    completion_cap = vendor.get("max_completion_tokens") is True
+    stops = params.get("stop_sequences")
+    extra = vendor.get("extra_body")
     return ChatRequest(
         model=request.model,
         messages=messages,
         tools=tools,
         tool_choice=choice,
-        max_tokens=params.get("max_tokens"),
+        max_tokens=None if completion_cap else cap,
+        max_completion_tokens=cap if completion_cap else None,
         temperature=params.get("temperature"),
+        top_p=params.get("top_p"),
+        stop=stops if isinstance(stops, list) else None,
+        seed=vendor.get("seed"),
+        user=vendor.get("user"),
+        parallel_tool_calls=parallel_tool_calls(request),
+        extra_body=extra if isinstance(extra, dict) else None,
         response_format=fmt,
         include_usage=True,
         reasoning_effort=vendor.get("reasoning_effort"),

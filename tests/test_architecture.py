@@ -103,8 +103,12 @@ def test_all_matches_public_names(name: str) -> None:
 
 
 def test_package_reexports_every_public_module() -> None:
+    # a vendor dialect's package keeps its names (svir_proto._DIALECTS); its modules, to it
+    dialects = tuple(f"svir_proto.{d}" for d in svir_proto._DIALECTS)
     for name in public_modules()[1:]:
         module = importlib.import_module(name)
+        if name in dialects:
+            continue  # each has its own to_hub, Tool, body_outcome...: not flattened
         if name.count(".") > 1 and not name.endswith("__init__"):
             parent = importlib.import_module(name.rsplit(".", 1)[0])
             exported = set(getattr(parent, "__all__", ()))

@@ -40,3 +40,19 @@ def test_gateway_benchmark_runs_and_loses_nothing() -> None:
 
     out = bench_gateway.run(streams_n=4, chunks=20, backend="asyncio")
     assert "answers that differ from the upstream's: 0 through the gateway, 0 direct" in out
+
+
+def test_anthropic_benchmark_runs_every_shape() -> None:
+    from benchmarks import anthropic as bench_anthropic
+
+    out = bench_anthropic.run(chunks=200, repeat=1, shapes=list(bench_anthropic.SHAPES))
+    for name in ("floor", "svir-proto (orjson)", "extended thinking", "tool_use"):
+        assert name in out
+
+
+def test_imports_benchmark_runs() -> None:
+    from benchmarks import imports as bench_imports
+
+    out = bench_imports.run(repeat=1)
+    assert "import svir_proto" in out
+    assert "ratio to import httpx" in out

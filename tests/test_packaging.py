@@ -31,7 +31,15 @@ def test_editable_install_maps_transports_to_the_top_level_folder() -> None:
 # A clean copy of the checkout: what git ignores (a build/ folder that would hide a package
 # pyproject.toml forgot, the fuzzers' scratch corpora, which change while they run) left out.
 CLEAN = shutil.ignore_patterns(
-    ".venv", ".git", "build", "*.egg-info", ".work", ".hypothesis", "*_cache", "__pycache__"
+    ".venv",
+    ".venv-*",
+    ".git",
+    "build",
+    "*.egg-info",
+    ".work",
+    ".hypothesis",
+    "*_cache",
+    "__pycache__",
 )
 
 

@@ -7,47 +7,77 @@ across requests) under the `Exchange`; the body bytes go to the dialect's decode
             for event in stream:
                 ...
 
-`AsyncClient` takes an ``httpcore.AsyncConnectionPool`` and runs under asyncio or trio.
+`AsyncClient` takes an ``httpcore.AsyncConnectionPool`` and runs under asyncio or trio. The
+extra ``httpcore`` installs httpcore with what asyncio and HTTP/2 need (``h2``); trio needs the
+``trio`` extra beside it. A pool has no timeouts of its own: ours (`Timeouts`) always apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import httpcore
+try:
+    import httpcore
+except ModuleNotFoundError as exc:  # pragma: no cover - the test environment has the extra
+    raise ModuleNotFoundError(
+        "svir_proto.transports.httpcore needs httpcore: pip install 'svir-proto[httpcore]'",
+        name=exc.name,
+    ) from exc
 
-from ..exchange import Exchange
-from ..openai.endpoint import Endpoint
+from ..exchange import Exchange, ExchangeOptions
+from ..openai.endpoint import Endpoint, HeaderItems
 from ._pooled import AsyncOpened, AsyncPooledClient, Errors, Opened, PooledClient
+from ._shared import Timeouts
 
-__all__ = ["AsyncClient", "Client", "ERRORS"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ERRORS", "AsyncClient", "Client"]
 
 ERRORS: Final = Errors(
-    connect=(httpcore.ConnectError,),
+    connect=(httpcore.ConnectError, httpcore.ProxyError, httpcore.UnsupportedProtocol),
     connect_timeout=(httpcore.ConnectTimeout, httpcore.PoolTimeout),
     write_timeout=(httpcore.WriteTimeout,),
     read_timeout=(httpcore.ReadTimeout,),
-    broken=(httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError),
+    dropped=(httpcore.ReadError, httpcore.WriteError),
+    protocol=(httpcore.RemoteProtocolError,),
 )
-
-
-def _url(exchange: Exchange) -> str:
-    ep = exchange.endpoint
-    return f"{ep.scheme}://{ep.authority}{exchange.target}"
 
 
 class Client(PooledClient):
     """A blocking client on an ``httpcore.ConnectionPool`` (the caller's, or a new one that
-    `close` closes). Other arguments as for the blocking transport's `Client`."""
+    `close` closes). The other arguments are the blocking transport's `Client`'s."""
+
+    errors = ERRORS
 
     def __init__(
-        self, endpoint: Endpoint | str, pool: httpcore.ConnectionPool | None = None, **options: Any
+        self,
+        endpoint: Endpoint | str,
+        pool: httpcore.ConnectionPool | None = None,
+        *,
+        api_key: str | None = None,
+        headers: HeaderItems | None = None,
+        timeouts: Timeouts | None = None,
+        retries: int = 2,
+        raise_on_failure: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[ExchangeOptions],
     ) -> None:
+        super().__init__(
+            endpoint,
+            api_key=api_key,
+            headers=headers,
+            timeouts=timeouts,
+            retries=retries,
+            raise_on_failure=raise_on_failure,
+            sleep=sleep,
+            options=options,
+        )
         self.pool = pool or httpcore.ConnectionPool()
         self._owned = pool is None
-        super().__init__(endpoint, self._respond, ERRORS, **options)
 
     def __enter__(self) -> Client:
         return self
@@ -63,7 +93,7 @@ class Client(PooledClient):
     def _respond(self, exchange: Exchange, extensions: dict[str, Any]) -> Iterator[Opened]:
         with self.pool.stream(
             exchange.method,
-            _url(exchange),
+            exchange.url,
             headers=exchange.headers,
             content=None if exchange.body is None else iter(exchange.body),
             extensions=extensions,
@@ -74,15 +104,33 @@ class Client(PooledClient):
 class AsyncClient(AsyncPooledClient):
     """An async client on an ``httpcore.AsyncConnectionPool``; see `Client`."""
 
+    errors = ERRORS
+
     def __init__(
         self,
         endpoint: Endpoint | str,
         pool: httpcore.AsyncConnectionPool | None = None,
-        **options: Any,
+        *,
+        api_key: str | None = None,
+        headers: HeaderItems | None = None,
+        timeouts: Timeouts | None = None,
+        retries: int = 2,
+        raise_on_failure: bool = False,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        **options: Unpack[ExchangeOptions],
     ) -> None:
+        super().__init__(
+            endpoint,
+            api_key=api_key,
+            headers=headers,
+            timeouts=timeouts,
+            retries=retries,
+            raise_on_failure=raise_on_failure,
+            sleep=sleep,
+            options=options,
+        )
         self.pool = pool or httpcore.AsyncConnectionPool()
         self._owned = pool is None
-        super().__init__(endpoint, self._respond, ERRORS, **options)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -98,18 +146,11 @@ class AsyncClient(AsyncPooledClient):
     async def _respond(
         self, exchange: Exchange, extensions: dict[str, Any]
     ) -> AsyncIterator[AsyncOpened]:
-        body = None if exchange.body is None else _aiter(exchange.body)
         async with self.pool.stream(
             exchange.method,
-            _url(exchange),
+            exchange.url,
             headers=exchange.headers,
-            content=body,
+            content=None if exchange.body is None else aiter(exchange.body),
             extensions=extensions,
         ) as response:
             yield response.status, response.headers, response.aiter_stream()
-
-
-async def _aiter(pieces: Any) -> AsyncIterator[bytes]:
-    """The body's pieces for an async pool (files are read between two writes)."""
-    for piece in pieces:
-        yield piece

@@ -6,8 +6,8 @@
 - ``svir translate FILE``: what a gateway sends an LLM-Stream client for an OpenAI body;
 - ``svir gateway --upstream URL``: LLM-Stream and OpenAI in front of an OpenAI-compatible server.
 
-This package is the one part of the core allowed to reach the transports and to read clocks
-(ARCHITECTURE.md module map).
+This package is the one part of the core allowed to reach the transports and to read clocks:
+a person's screen needs both.
 """
 
 from __future__ import annotations

@@ -7,7 +7,15 @@ else (retries, the finish, usage, the speed, what went wrong) goes to standard e
 ``--json``, standard output carries one JSON object per event and one for the result.
 
 Each way of failing has its own exit status (`EXIT`) and one line that says what happened;
-what arrived before a failure is still shown, and said to be partial.
+what arrived before a failure is still shown, and said to be partial. An answer cut by
+``max_tokens`` (finish ``length``) has its own status too, so a script can tell it from a whole
+one without reading standard error.
+
+Rule 1 (the terminal): what a server sent is written to a terminal without its C0 and C1
+    control characters (newline and tab kept): escape sequences in an answer could retitle or
+    clear the terminal, or hide what was written. A pipe, and ``--json``, get it exactly.
+Rule 2: the summary line (finish, usage, speed) comes only after a stream began: a failure
+    before it (an HTTP error, no connection, a timeout before the first byte) is its one line.
 """
 
 from __future__ import annotations
@@ -21,29 +29,38 @@ from typing import Any, Final, TextIO
 
 import attrs
 
-from ..errors import Failure, FailureKind, SvirProtocolError
+from ..errors import (
+    ConnectionFailedError,
+    Failure,
+    FailureKind,
+    RequestFailedError,
+    StreamTimeout,
+    SvirProtocolError,
+)
 from ..events import (
     Completion,
+    Event,
     FilterVerdict,
+    Finished,
+    FinishReason,
     ReasoningDelta,
     RefusalDelta,
     Retrying,
     StreamFailed,
+    StreamStarted,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
+    Usage,
 )
-from ..exchange import ExchangeEvent
-from ..openai.endpoint import Endpoint, ModelInfo, ModelKind
+from ..openai.endpoint import DEFAULT_BASE_URL, Endpoint, ModelInfo, ModelKind
 from ..openai.parts import ImagePart, TextFile, TextPart
 from ..openai.request import ChatRequest, SystemMessage, UserMessage
 from ..speed import SpeedMeter
-from ..transports._shared import ConnectError, RequestFailedError, StreamTimeout, Timeouts
+from ..transports._shared import Timeouts
 from ..transports.blocking import Client
 
-__all__ = ["DEFAULT_BASE_URL", "EXIT", "chat", "models"]
-
-DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
-"""Where openai-python sends requests when ``OPENAI_BASE_URL`` is not set."""
+__all__ = ["DEFAULT_BASE_URL", "EXIT", "chat", "models", "terminal_safe"]
 
 EXIT: Final = {
     "ok": 0,
@@ -58,12 +75,37 @@ EXIT: Final = {
     "timeout": 9,
     "partial": 10,  # the stream was cut: what arrived is shown, marked partial
     "failed": 11,  # any other failure the server reported
+    "length": 12,  # a whole stream, but the answer was cut by max_tokens (finish: length)
     "interrupted": 130,  # Ctrl-C
 }
 PROGRESS_MIN: Final = 4 * 1024 * 1024
 """Bodies from this size on show a progress bar while they upload (on a terminal only)."""
 DIM: Final = "\x1b[2m"
 RESET: Final = "\x1b[0m"
+
+# Rule 1: C0 but newline and tab, DEL, and C1
+_CONTROLS: Final = dict.fromkeys([*range(0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)])
+_STARTED: Final = (
+    StreamStarted,
+    TextDelta,
+    ReasoningDelta,
+    RefusalDelta,
+    ToolCallDelta,
+    ToolCall,
+    Finished,
+    Usage,
+)
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` without its C0 and C1 control characters, newline and tab kept (Rule 1)."""
+    return text.translate(_CONTROLS)
+
+
+def _for(stream: TextIO, text: str) -> str:
+    """What a server sent, as written to ``stream``: made safe on a terminal (Rule 1)."""
+    return terminal_safe(text) if stream.isatty() else text
+
 
 _BY_KIND: Final = {
     FailureKind.AUTHENTICATION: ("authentication", "bad credentials"),
@@ -107,48 +149,52 @@ class Screen:
         self.meter = SpeedMeter()
         self.start = time.monotonic()
         self.first: float | None = None  # when the first visible token came
+        self.started = False  # a stream began (Rule 2)
         self._mode = ""  # what was written last: "", "text", "reasoning", "refusal"
 
-    def show(self, event: ExchangeEvent) -> None:
+    def show(self, event: Event) -> None:
         now = time.monotonic()
         if isinstance(event, (TextDelta, ReasoningDelta, RefusalDelta)) and self.first is None:
             self.first = now
-        self.meter.observe(event, now)  # type: ignore[arg-type]
+        if isinstance(event, _STARTED):
+            self.started = True
+        self.meter.observe(event, now)
         if self.json:
             self.out.write(json.dumps({"type": type(event).__name__, **plain(event)}) + "\n")
             self.out.flush()
             return
+        out, err = self.out, self.err
         if isinstance(event, TextDelta):
             self._switch("text")
-            self.out.write(event.text)
+            out.write(_for(out, event.text))
         elif isinstance(event, ReasoningDelta):
             if self.tty:
                 self._switch("reasoning")
-                self.out.write(DIM + event.text + RESET)
+                out.write(DIM + _for(out, event.text) + RESET)
             else:
                 if self._mode != "reasoning":
-                    self.err.write("thinking: ")
+                    err.write("thinking: ")
                 self._mode = "reasoning"
-                self.err.write(event.text)
+                err.write(_for(err, event.text))
         elif isinstance(event, RefusalDelta):
             self._switch("refusal")
-            self.out.write(event.text)
+            out.write(_for(out, event.text))
         elif isinstance(event, ToolCall):
             self._switch("")
-            self.out.write(f"tool call {event.name}({event.arguments})  [id {event.id}]\n")
+            line = f"tool call {event.name}({event.arguments})  [id {event.id}]"
+            out.write(_for(out, line) + "\n")
         elif isinstance(event, Retrying):
             f = event.failure
-            self.err.write(
-                f"retry (attempt {event.attempt}) in {event.delay:g} s: {event.reason} "
-                f"[{f.kind.value}: {f.message}]\n"
-            )
+            line = f"{event.reason} [{f.kind.value}: {f.message}]"
+            err.write(f"retry (attempt {event.attempt}) in {event.delay:g} s: {_for(err, line)}\n")
         elif isinstance(event, StreamFailed):
             self._switch("")
         elif isinstance(event, FilterVerdict) and (event.filtered or event.detected):
             verdict = "blocked" if event.filtered else "flagged"
             cats = ", ".join(r.category for r in event.results if r.filtered or r.detected)
-            self.err.write(f"content filter: {event.scope} {verdict} ({cats or 'no category'})\n")
-        self.out.flush()
+            line = f"content filter: {event.scope} {verdict} ({cats or 'no category'})"
+            err.write(_for(err, line) + "\n")
+        out.flush()
 
     def _switch(self, mode: str) -> None:
         """Set blocks of a different kind apart: a blank line between reasoning and answer."""
@@ -172,7 +218,9 @@ class Screen:
         elif self._mode == "reasoning":
             self.err.write("\n")
         self.out.flush()
-        parts = [f"finish: {result.finish_raw or 'none'}"]
+        if not self.started:  # Rule 2: the failure's own line says it all
+            return
+        parts = [f"finish: {_for(self.err, result.finish_raw or 'none')}"]
         if result.finish_raw == "length":
             parts[0] += " (cut by max_tokens)"
         usage = result.usage
@@ -243,14 +291,13 @@ def chat(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
                 finally:
                     result = stream.result
                     screen.summary(result)
-    except ConnectError as exc:
+    except ConnectionFailedError as exc:
         return _fail(err, "connect", f"cannot connect: {exc}")
     except StreamTimeout as exc:
         return _fail(err, "timeout", f"{exc}; what arrived is shown above, partial")
     except RequestFailedError as exc:
         status, line = failure_line(exc.failure)
-        err.write(f"svir: {line}\n")
-        return status
+        return _said(err, status, line)
     except SvirProtocolError as exc:
         return _fail(err, "protocol", f"the server broke the protocol: {exc}")
     except KeyboardInterrupt:
@@ -266,18 +313,23 @@ def _verdict(result: Completion, err: TextIO) -> int:
         partial = (
             " (after a partial answer, shown above)" if result.text or result.reasoning else ""
         )
-        err.write(f"svir: {line}{partial}\n")
-        return status
+        return _said(err, status, line + partial)
     if not result.complete:
         why = result.interrupted or "the stream ended before its end marker"
-        err.write(f"svir: partial answer: {why}\n")
-        return EXIT["partial"]
+        return _fail(err, "partial", f"partial answer: {why}")
+    if result.finish_reason is FinishReason.LENGTH:
+        return _fail(err, "length", "the answer was cut by max_tokens (finish: length)")
     return EXIT["ok"]
 
 
+def _said(err: TextIO, status: int, line: str) -> int:
+    """The one line for a failure (its words may be the server's: Rule 1)."""
+    err.write(f"svir: {_for(err, line)}\n")
+    return status
+
+
 def _fail(err: TextIO, key: str, line: str) -> int:
-    err.write(f"svir: {line}\n")
-    return EXIT[key]
+    return _said(err, EXIT[key], line)
 
 
 def _first_chat_model(listed: tuple[ModelInfo, ...]) -> str:
@@ -292,14 +344,13 @@ def models(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
     try:
         with _client(args, err) as client:
             listed = client.list_models()
-    except ConnectError as exc:
+    except ConnectionFailedError as exc:
         return _fail(err, "connect", f"cannot connect: {exc}")
     except StreamTimeout as exc:
         return _fail(err, "timeout", str(exc))
     except RequestFailedError as exc:
         status, line = failure_line(exc.failure)
-        err.write(f"svir: {line}\n")
-        return status
+        return _said(err, status, line)
     except SvirProtocolError as exc:
         return _fail(err, "protocol", f"the server broke the protocol: {exc}")
     except ValueError as exc:
@@ -310,8 +361,8 @@ def models(args: Any, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
     chat_models = [m for m in listed if m.kind is ModelKind.CHAT]
     others = [m for m in listed if m.kind is not ModelKind.CHAT]
     out.write("chat models:\n" if chat_models else "no chat models\n")
-    out.writelines(f"  {m.id}\n" for m in chat_models)
+    out.writelines(f"  {_for(out, m.id)}\n" for m in chat_models)
     if others:
         out.write("other models (not for chat):\n")
-        out.writelines(f"  {m.id}  ({m.kind.value})\n" for m in others)
+        out.writelines(f"  {_for(out, m.id)}  ({m.kind.value})\n" for m in others)
     return EXIT["ok"]

@@ -2,8 +2,10 @@
 
 `LLMRequest.parse` (a server) reads a request body and rejects what the draft does not allow
 with a `RequestError` that names the JSON path (``$.messages[1].content[0].media_type``).
-`LLMRequest.body` (a client) encodes one through the exact-length, piece-by-piece
-`RequestBody`, so images, documents and audio stream from disk here too.
+`LLMRequest.from_document` (a client with a stored request) reads the same object, already
+parsed, with the same checks as a `ValueError`. `LLMRequest.body` (a client) encodes one
+through the exact-length, piece-by-piece `RequestBody`, so images, documents and audio stream
+from disk here too.
 
 Rule 1 (4.2): ``version`` "1.0", ``stream`` true, ``model`` and ``messages`` required.
 Rule 2 (4.3): roles system, user, assistant, tool; content a string or an array of ``text``,
@@ -53,6 +55,16 @@ __all__ = [
 MEDIA_TYPE: Final = "application/llm-request+json"
 _EXTENSION_KEY: Final = re.compile(r"[^:\s]+:[^:\s]+")
 ROLES: Final = ("system", "user", "assistant", "tool")
+_TOP_LEVEL: Final = (
+    "version",
+    "stream",
+    "model",
+    "messages",
+    "tools",
+    "parameters",
+    "metadata",
+    "extensions",
+)
 MediaKind = Literal["image", "document", "audio"]
 
 
@@ -228,6 +240,36 @@ class LLMRequest:
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
         _check(doc, "$")
+        return cls._from_checked(doc)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> LLMRequest:
+        """A request from its JSON object, already parsed (a stored request, a dict built by
+        hand): the draft's checks, as `parse` makes them. ``version`` and ``stream`` may be
+        left out (they can only be ``"1.0"`` and true).
+
+        Raises:
+            ValueError: the object breaks the draft (the message names the path), or has a
+                top-level key the draft does not define (it would be lost: put what is yours
+                under ``extensions``).
+        """
+        if not isinstance(document, Mapping):
+            raise TypeError(f"an LLM-Stream request must be a mapping, not {document!r}"[:200])
+        unknown = sorted(set(document) - set(_TOP_LEVEL))
+        if unknown:
+            raise ValueError(
+                f"$: {', '.join(map(repr, unknown))} is not a field of the draft (4.2) and "
+                "would be lost; carry it under extensions"
+            )
+        doc = {"version": "1.0", "stream": True, **document}
+        try:
+            _check(doc, "$")
+        except RequestError as exc:  # the caller's values: a ValueError naming the field
+            raise ValueError(exc.message) from exc
+        return cls._from_checked(doc)
+
+    @classmethod
+    def _from_checked(cls, doc: Mapping[str, Any]) -> LLMRequest:
         messages = []
         for m in doc["messages"]:
             content = m.get("content")

@@ -1,4 +1,4 @@
-"""Assembling streamed tool calls (wire reference 3.3; PEERS.md, "which call a delta belongs to").
+"""Assembling streamed tool calls (wire reference 3.3: which call each piece belongs to).
 
 Field rules, which get every surveyed server right at once:
 

@@ -7,11 +7,8 @@ needed). A whole `ToolCall` goes out as one piece with its id, name and argument
 ``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
 decoder emits at the end are not sent again. A
-`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `Finished` keeps
-its raw value when an OpenAI client reads it as the same reason, else it is the normal form
-(Gemini's ``STOP`` with calls is ``tool_calls``, Anthropic's ``end_turn`` is ``stop``).
-`StreamEnded` writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays
-a cut.
+`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `StreamEnded`
+writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays a cut.
 """
 
 from __future__ import annotations
@@ -133,10 +130,13 @@ class ChatStreamEncoder:
                     "function": {"name": event.name, "arguments": event.arguments},
                 }
                 return self._delta({"tool_calls": [call]})
-            case Finished():  # another dialect's raw value ("STOP", "end_turn") as OpenAI's
+            case Finished():
+                # the raw value when it is OpenAI's and means the same; another dialect's
+                # (Anthropic's "end_turn", "tool_use") as the OpenAI value of its meaning
                 raw = event.raw
-                same = _FINISH.get(raw, FinishReason.OTHER) is event.reason
-                return self._delta({}, raw if same else event.reason.value)
+                if _FINISH.get(raw) is not event.reason and event.reason is not FinishReason.OTHER:
+                    raw = event.reason.value
+                return self._delta({}, raw)
             case Usage():
                 usage: dict[str, Any] = {
                     "prompt_tokens": event.prompt_tokens,

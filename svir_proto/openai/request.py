@@ -10,12 +10,20 @@ files go inside the text as ``<file name="...">\\n...\\n</file>``. An assistant 
 never sent back. Images and text files from paths are read from disk while the body is sent
 (`svir_proto.body`).
 
+Beside the typed fields, ``extra_body`` carries what a server takes of its own (vLLM's and
+llama.cpp's sampling options, ``top_k``, ``min_p``...): merged into the JSON as given, so the
+body's length is still exact. `ChatRequest.from_openai` builds a request from the dict
+openai-python would be given (a stored history): every key it does not type goes to
+``extra_body``, and what it cannot carry is a `ValueError` naming the path, never dropped.
+
 Server profiles (2.4 to 2.6) adapt a request to what a server accepts, and say what they
-changed. This module reads files only to measure them and check their type; no other I/O.
+changed: a field the caller set is never dropped without a note. This module reads files only
+to measure them and check their type; no other I/O.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, final
@@ -33,7 +41,7 @@ from ..body import (
     encode_document,
 )
 from ..events import Completion, ReasoningCarrier, ToolCall
-from .parts import Part, TextFile, TextPart, content_parts
+from .parts import ImagePart, Part, TextFile, TextPart, content_parts
 
 __all__ = [
     "AZURE",
@@ -61,7 +69,13 @@ REASONING_EFFORTS: Final = ("none", "low", "medium", "high", "xhigh")
 @final
 @attrs.frozen(kw_only=True)
 class SystemMessage:
+    """Instructions. ``role`` ``"developer"`` is what OpenAI's newer models call them (the
+    servers that do not know it want ``"system"``, the default)."""
+
     content: str = attrs.field(validator=attrs.validators.instance_of(str))
+    role: Literal["system", "developer"] = attrs.field(
+        default="system", validator=attrs.validators.in_(("system", "developer"))
+    )
 
 
 @final
@@ -125,13 +139,15 @@ Message = SystemMessage | UserMessage | AssistantMessage | ToolMessage
 @final
 @attrs.frozen(kw_only=True)
 class Tool:
-    """A function the model may call; ``parameters`` is a JSON Schema object."""
+    """A function the model may call; ``parameters`` is a JSON Schema object. With ``strict``
+    (OpenAI's structured outputs for tools), the arguments are held to the schema."""
 
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = attrs.field(
         factory=lambda: {"type": "object", "properties": {}}
     )
+    strict: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not _TOOL_NAME.fullmatch(self.name):
@@ -211,6 +227,40 @@ ResponseFormat = TextFormat | JSONObjectFormat | JSONSchemaFormat
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
 
+def _stop(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _extra(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return {} if value is None else value
+
+
+TYPED_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "tools",
+        "tool_choice",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "seed",
+        "response_format",
+        "reasoning_effort",
+        "parallel_tool_calls",
+        "user",
+    }
+)
+"""The body's keys that `ChatRequest` writes from its own fields (``extra_body`` may not)."""
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ChatRequest:
@@ -218,7 +268,18 @@ class ChatRequest:
 
     ``tool_choice`` left ``None`` is not sent: the server's default is ``none`` without tools
     and ``auto`` with them (2.4). ``include_usage`` asks for the trailing usage chunk
-    (``stream_options``, 2.5).
+    (``stream_options``, 2.5). Every field left ``None`` (or empty) is not sent.
+
+    Attributes:
+        max_tokens: the answer's cap, under its old name (what local servers read).
+        max_completion_tokens: the same cap under OpenAI's newer name, which its reasoning
+            models require (they reject ``max_tokens``); give one or the other.
+        stop: up to the server's limit of sequences that end the answer (a string is one).
+        seed: for reproducible sampling, where the server honours it.
+        parallel_tool_calls: whether the model may call several tools in one turn.
+        user: an id of the end user, for the provider's abuse monitoring.
+        extra_body: keys merged into the JSON as they are, for what a server takes of its own
+            (``{"top_k": 40}``); not the keys the fields above write (`TYPED_FIELDS`).
     """
 
     model: str
@@ -231,6 +292,13 @@ class ChatRequest:
     response_format: ResponseFormat | None = None
     include_usage: bool = False
     reasoning_effort: str | None = None
+    max_completion_tokens: int | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = attrs.field(default=(), converter=_stop)
+    seed: int | None = None
+    parallel_tool_calls: bool | None = None
+    user: str | None = None
+    extra_body: Mapping[str, Any] = attrs.field(factory=dict, converter=_extra)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -256,15 +324,18 @@ class ChatRequest:
             )
         if choice == "required" and not self.tools:
             raise ValueError("tool_choice 'required' needs tools")
-        if self.max_tokens is not None and (
-            type(self.max_tokens) is not int or self.max_tokens < 1
-        ):
-            raise ValueError(f"max_tokens must be a positive int, not {self.max_tokens!r}")
+        for key in ("max_tokens", "max_completion_tokens"):
+            value = getattr(self, key)
+            if value is not None and (type(value) is not int or value < 1):
+                raise ValueError(f"{key} must be a positive int, not {value!r}")
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise ValueError("give max_tokens or max_completion_tokens, not both: one cap")
         t = self.temperature
-        if t is not None and (
-            not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t <= 2
-        ):
+        if t is not None and (not _is_number(t) or not 0 <= t <= 2):
             raise ValueError(f"temperature must be in 0.0..2.0, not {t!r}")
+        top_p = self.top_p
+        if top_p is not None and (not _is_number(top_p) or not 0 <= top_p <= 1):
+            raise ValueError(f"top_p must be in 0.0..1.0, not {top_p!r}")
         if self.n != 1:
             raise ValueError(f"n must be 1: more than one choice is not supported, not {self.n!r}")
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
@@ -278,6 +349,50 @@ class ChatRequest:
             raise TypeError(
                 f"response_format must be a format object, not {self.response_format!r}"
             )
+        for i, stop in enumerate(self.stop):
+            if not isinstance(stop, str) or not stop:
+                raise ValueError(f"stop[{i}] must be a non-empty string, not {stop!r}")
+        if self.seed is not None and type(self.seed) is not int:
+            raise TypeError(f"seed must be an int, not {self.seed!r}")
+        if self.parallel_tool_calls is not None and type(self.parallel_tool_calls) is not bool:
+            raise TypeError(f"parallel_tool_calls must be a bool, not {self.parallel_tool_calls!r}")
+        if self.user is not None and not isinstance(self.user, str):
+            raise TypeError(f"user must be a str, not {self.user!r}")
+        self._check_extra_body()
+
+    def _check_extra_body(self) -> None:
+        if not isinstance(self.extra_body, Mapping):
+            raise TypeError(f"extra_body must be a mapping, not {self.extra_body!r}")
+        for key in self.extra_body:
+            if not isinstance(key, str):
+                raise TypeError(f"extra_body: keys must be str, not {key!r}")
+            if key in TYPED_FIELDS:
+                raise ValueError(
+                    f"extra_body[{key!r}]: ChatRequest writes this key from its own field; "
+                    "set the field instead"
+                )
+        try:
+            json.dumps(self.extra_body, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"extra_body must be JSON: {exc}") from exc
+
+    @classmethod
+    def from_openai(cls, params: Mapping[str, Any]) -> ChatRequest:
+        """A request from the keyword arguments openai-python's ``chat.completions.create``
+        takes, as a dict (a stored history, a request a proxy received).
+
+        The keys this class types are read and checked; every other top-level key goes to
+        ``extra_body`` unchanged. ``stream`` may be absent or true (this request always
+        streams); ``stream_options.include_usage`` becomes ``include_usage``. Image parts take
+        ``data:`` and ``http(s)`` URLs.
+
+        Raises:
+            ValueError, TypeError: naming the path of what is malformed or cannot be carried
+                (``messages[2].content[1].type``: an audio part, a legacy function call...).
+        """
+        from ._from_openai import request_fields  # the reader loads only when it is used
+
+        return cls(**request_fields(params))
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -292,6 +407,10 @@ class ChatRequest:
 # -- encoding --------------------------------------------------------------------------------
 
 
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _user_content(parts: tuple[Part, ...], marks: Placeholders) -> str | list[dict[str, Any]]:
     texts: list[str] = []
     images: list[dict[str, Any]] = []
@@ -302,22 +421,31 @@ def _user_content(parts: tuple[Part, ...], marks: Placeholders) -> str | list[di
             body = part.text if part.path is None else marks.add(JSONTextFile(part.path))
             texts.append(part.opening() + (body or "") + "\n</file>")
         else:
-            segment: Segment = (
-                Base64File(part.path, part.size)
-                if part.path is not None
-                else Base64Bytes(part.data or b"")
-            )
-            url = f"data:{part.media_type};base64,{marks.add(segment)}"
-            images.append({"type": "image_url", "image_url": {"url": url}})
+            images.append({"type": "image_url", "image_url": _image_url(part, marks)})
     text = "\n".join(t for t in texts if t)
     if not images:
         return text
     return ([{"type": "text", "text": text}] if text else []) + images
 
 
+def _image_url(part: ImagePart, marks: Placeholders) -> dict[str, Any]:
+    if part.url is not None:
+        out: dict[str, Any] = {"url": part.url}
+    else:
+        segment: Segment = (
+            Base64File(part.path, part.size)
+            if part.path is not None
+            else Base64Bytes(part.data or b"")
+        )
+        out = {"url": f"data:{part.media_type};base64,{marks.add(segment)}"}
+    if part.detail is not None:
+        out["detail"] = part.detail
+    return out
+
+
 def _message(m: Message, marks: Placeholders) -> dict[str, Any]:
     if isinstance(m, SystemMessage):
-        return {"role": "system", "content": m.content}
+        return {"role": m.role, "content": m.content}
     if isinstance(m, UserMessage):
         return {"role": "user", "content": _user_content(m.content, marks)}
     if isinstance(m, ToolMessage):
@@ -333,6 +461,17 @@ def _message(m: Message, marks: Placeholders) -> dict[str, Any]:
     return out
 
 
+def _function(tool: Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": dict(tool.parameters),
+    }
+    if tool.strict:
+        out["strict"] = True
+    return out
+
+
 def document(request: ChatRequest, marks: Placeholders) -> dict[str, Any]:
     """The JSON object of a request, with placeholders where file parts go."""
     doc: dict[str, Any] = {
@@ -341,17 +480,7 @@ def document(request: ChatRequest, marks: Placeholders) -> dict[str, Any]:
         "stream": True,
     }
     if request.tools:
-        doc["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in request.tools
-        ]
+        doc["tools"] = [{"type": "function", "function": _function(t)} for t in request.tools]
     choice = request.tool_choice
     if isinstance(choice, NamedToolChoice):
         doc["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
@@ -375,6 +504,13 @@ def document(request: ChatRequest, marks: Placeholders) -> dict[str, Any]:
         doc["stream_options"] = {"include_usage": True}
     if request.reasoning_effort is not None:
         doc["reasoning_effort"] = request.reasoning_effort
+    for key in ("max_completion_tokens", "top_p", "seed", "parallel_tool_calls", "user"):
+        value = getattr(request, key)
+        if value is not None:
+            doc[key] = value
+    if request.stop:
+        doc["stop"] = list(request.stop)
+    doc.update(request.extra_body)
     return doc
 
 
@@ -396,6 +532,10 @@ class ServerProfile:
         tool_choice_without_tools: accepts ``tool_choice`` with no ``tools`` (Azure does not).
         stream_options, reasoning_effort: accepts these optional fields (strict servers, plain
             mlx-lm or llama.cpp builds, may reject the whole request).
+        max_completion_tokens: accepts the cap under its newer name; a server that does not
+            gets it as ``max_tokens``.
+        developer_role: accepts ``role: "developer"``; a server that does not gets
+            ``"system"``.
         schema_holds_reasoning: a structured answer may arrive as reasoning, not content
             (LM Studio holds a reasoning model's reasoning to the schema; read
             ``Completion.reasoning`` when ``text`` is empty).
@@ -407,6 +547,8 @@ class ServerProfile:
     tool_choice_without_tools: bool = True
     stream_options: bool = True
     reasoning_effort: bool = True
+    max_completion_tokens: bool = True
+    developer_role: bool = True
     schema_holds_reasoning: bool = False
 
     def adapt(self, request: ChatRequest) -> tuple[ChatRequest, tuple[str, ...]]:
@@ -435,6 +577,20 @@ class ServerProfile:
         if request.reasoning_effort is not None and not self.reasoning_effort:
             changes["reasoning_effort"] = None
             notes.append(f"{self.name} may reject reasoning_effort: not sent")
+        if request.max_completion_tokens is not None and not self.max_completion_tokens:
+            changes["max_completion_tokens"] = None
+            changes["max_tokens"] = request.max_completion_tokens
+            notes.append(f"{self.name} reads max_tokens: max_completion_tokens sent under it")
+        if not self.developer_role and any(
+            isinstance(m, SystemMessage) and m.role == "developer" for m in request.messages
+        ):
+            changes["messages"] = [
+                attrs.evolve(m, role="system")
+                if isinstance(m, SystemMessage) and m.role == "developer"
+                else m
+                for m in request.messages
+            ]
+            notes.append(f"{self.name} knows no developer role: sent as system")
         return (attrs.evolve(request, **changes) if changes else request), tuple(notes)
 
 
@@ -444,6 +600,15 @@ JSON_OBJECT_AS_SCHEMA: Final = JSONSchemaFormat(name="json_object", schema={"typ
 OPENAI: Final = ServerProfile(name="OpenAI")
 AZURE: Final = ServerProfile(name="Azure OpenAI", tool_choice_without_tools=False)
 LM_STUDIO: Final = ServerProfile(
-    name="LM Studio", named_tool_choice=False, json_object=False, schema_holds_reasoning=True
+    name="LM Studio",
+    named_tool_choice=False,
+    json_object=False,
+    schema_holds_reasoning=True,
 )
-STRICT: Final = ServerProfile(name="a strict server", stream_options=False, reasoning_effort=False)
+STRICT: Final = ServerProfile(
+    name="a strict server",
+    stream_options=False,
+    reasoning_effort=False,
+    max_completion_tokens=False,
+    developer_role=False,
+)

@@ -4,7 +4,11 @@ Rule 1: a content-filter rejection is never retried: the prompt's evaluation is 
 Rule 2: nothing is retried once the answer has begun (``generated``): a retry would generate
     it again; the caller decides.
 Rule 3: a strict server's 400/422 to a request carrying the optional ``stream_options`` or
-    ``reasoning_effort`` is retried at once without them: nothing was generated.
+    ``reasoning_effort`` is retried at once without the ones it carried (the reason names them):
+    nothing was generated. Only a rejection that can be about them is: one that names one of
+    them, that complains of an unknown field, or that says nothing at all (an empty body, a
+    422 whose body the error reader found no message in). A 400 that says something else (an
+    unknown model, a bad message) stands.
 Rule 4: LM Studio's rejections of a named ``tool_choice`` and of ``json_object``, recognised by
     their messages, are retried at once with the nearest form it accepts.
 Rule 5: rate limits, timeouts, overload and transient failures are retried after
@@ -16,6 +20,7 @@ should add its own.
 
 from __future__ import annotations
 
+import re
 from typing import Final, final
 
 import attrs
@@ -24,6 +29,15 @@ from ..errors import Failure, FailureKind
 from .request import JSON_OBJECT_AS_SCHEMA, ChatRequest, JSONObjectFormat, NamedToolChoice
 
 __all__ = ["RetryPlan", "plan_retry", "retry_delay"]
+
+# Rule 3: how servers say that a field is not theirs (OpenAI: "Unrecognized request argument";
+# pydantic: "Extra inputs are not permitted"; others: "unknown field", "unexpected keyword")
+_UNKNOWN_FIELD: Final = re.compile(
+    r"unrecogni[sz]ed|unknown|unexpected|not permitted|not allowed|extra (?:field|input|key)"
+    r"|additional propert",
+    re.IGNORECASE,
+)
+_SAYS_NOTHING: Final = ("without a message", "with an empty body")
 
 _WAIT: Final = frozenset(
     {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.OVERLOADED, FailureKind.TRANSIENT}
@@ -80,18 +94,35 @@ def plan_retry(
                 delay=0.0,
                 reason="the server takes no json_object: sent a json_schema of any object",
             )
-        if request.include_usage or request.reasoning_effort is not None:  # Rule 3
+        sent = [
+            name
+            for name, carried in (
+                ("stream_options", request.include_usage),
+                ("reasoning_effort", request.reasoning_effort is not None),
+            )
+            if carried
+        ]
+        if sent and _about_optional_fields(message):  # Rule 3
             return RetryPlan(
                 request=attrs.evolve(request, include_usage=False, reasoning_effort=None),
                 delay=0.0,
-                reason="a strict server rejected the request: sent without stream_options "
-                "and reasoning_effort",
+                reason="a strict server rejected the request: sent without " + " and ".join(sent),
             )
         return None
     delay = retry_delay(failure, attempt=attempt, base_delay=base_delay, max_delay=max_delay)
     if delay is None:
         return None
     return RetryPlan(request=request, delay=delay, reason=f"{failure.kind.value}: retry")
+
+
+def _about_optional_fields(message: str) -> bool:
+    """Rule 3: whether a rejection can be about ``stream_options`` or ``reasoning_effort``."""
+    text = message.lower()
+    return (
+        any(name in text for name in ("stream_options", "include_usage", "reasoning_effort"))
+        or _UNKNOWN_FIELD.search(message) is not None
+        or any(words in text for words in _SAYS_NOTHING)
+    )
 
 
 def retry_delay(

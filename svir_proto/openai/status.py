@@ -11,6 +11,10 @@ Rule 3: every other failure is read from a bounded body (at most `MAX_ERROR_BODY
     styles (the classifier is shared with errors inside streams).
 Rule 4: ``Retry-After`` is seconds or an HTTP date (turned into seconds with the ``now`` the
     caller passes: this module reads no clock); ``retry-after-ms`` is preferred when present.
+Rule 5 (RFC 9110 8.4 and 12.5.3): a body in a content coding other than ``identity``, which is
+    all a client of this API asks for, cannot be read: the failure is decided from the head, with
+    code ``unexpected_content_encoding`` and, for an error status, the kind that status gives
+    (so a gzip 429 is still rate limited). Authentication (Rule 1) is decided first.
 
 A proxy must keep its own 401 apart from the upstream's: a `Failure` from here is always the
 upstream's, and the gateway adds its own before any upstream request is made.
@@ -18,7 +22,6 @@ upstream's, and the gateway adds its own before any upstream request is made.
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Iterable
 from typing import Final
 
@@ -27,11 +30,20 @@ from ..errors import Failure, FailureKind
 from ..events import RequestFailed, ResponseStarted
 from ._failures import failure_from_error_object
 
-__all__ = ["MAX_ERROR_BODY", "body_outcome", "head_outcome", "parse_retry_after"]
+__all__ = [
+    "MAX_ERROR_BODY",
+    "UNEXPECTED_CONTENT_ENCODING",
+    "body_outcome",
+    "head_outcome",
+    "parse_retry_after",
+]
 
 MAX_ERROR_BODY: Final = 64 * 1024
 """Bytes of an error body worth reading: error objects are small; Azure's with its filter
 verdicts is about 1 KB. Past this, the rest is not read (h11 bounds heads at 16 KiB alike)."""
+
+UNEXPECTED_CONTENT_ENCODING: Final = "unexpected_content_encoding"
+"""The `Failure.code` of a response in a content coding that was not asked for (Rule 5)."""
 
 _MAX_DIGITS: Final = 9  # seconds: about 30 years; more digits are not a delay anyone means
 
@@ -73,20 +85,47 @@ def _media_type(headers: tuple[tuple[str, str], ...]) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
-def head_outcome(status: int, headers: Headers) -> ResponseStarted | RequestFailed | None:
-    """Decide from the head alone where that is possible (Rules 1 and 2).
+def head_outcome(
+    status: int, headers: Headers, *, now: float | None = None
+) -> ResponseStarted | RequestFailed | None:
+    """Decide from the head alone where that is possible (Rules 1, 2 and 5).
+
+    Args:
+        now: as for `body_outcome`, for the ``Retry-After`` of a failure decided here.
 
     Returns:
-        `ResponseStarted` for a stream, `RequestFailed` for an authentication failure, or
-        ``None``: read at most `MAX_ERROR_BODY` bytes of the body and call `body_outcome`.
+        `ResponseStarted` for a stream, `RequestFailed` for an authentication failure or a body
+        that cannot be read, or ``None``: read at most `MAX_ERROR_BODY` bytes of the body and
+        call `body_outcome`.
     """
     h = _normal(headers)
-    if 200 <= status < 300 and _media_type(h) == "text/event-stream":
-        return ResponseStarted(status=status, headers=h)
     if status in (401, 403):
         kind = FailureKind.AUTHENTICATION
         message = "the server refused the credentials" if status == 401 else "access is forbidden"
         return RequestFailed(failure=Failure(kind=kind, message=message, status=status))
+    coding = (_get(h, "content-encoding") or "identity").lower()
+    if coding not in ("identity", ""):  # Rule 5
+        kind = (
+            FailureKind.UNEXPECTED
+            if 200 <= status < 300
+            else _BY_STATUS.get(status, FailureKind.UNEXPECTED)
+        )
+        message = (
+            f"HTTP {status} with a body in the content coding {coding!r}, which cannot be "
+            "read: the request asked for 'identity' (Accept-Encoding); a proxy between may "
+            "compress anyway"
+        )
+        return RequestFailed(
+            failure=Failure(
+                kind=kind,
+                message=message,
+                code=UNEXPECTED_CONTENT_ENCODING,
+                status=status,
+                retry_after=parse_retry_after(h, now=now),
+            )
+        )
+    if 200 <= status < 300 and _media_type(h) == "text/event-stream":
+        return ResponseStarted(status=status, headers=h)
     return None
 
 
@@ -161,6 +200,8 @@ def parse_retry_after(headers: Headers, *, now: float | None = None) -> float | 
         return float(raw) if len(raw) <= _MAX_DIGITS else None
     if now is None:
         return None
+    import email.utils  # it imports socket and random: loaded only for a date
+
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):

@@ -28,6 +28,13 @@ Scenarios (each replays the conformance recording named by its argument, unless 
   llama.cpp does after every stream.
 
 - ``garbage``: a stream whose second event is not JSON.
+- ``controls``: a whole answer, and a model list, with terminal escape sequences and other
+  control characters in what the server says (`CONTROLS`).
+- ``bad-chunk/<fault>``: a chunked stream whose framing breaks after a good event:
+  ``header`` (a chunk size that is not hex) or ``footer`` (chunk data not followed by CRLF).
+- ``gzip``: a stream sent with ``Content-Encoding: gzip`` although ``identity`` was asked.
+- ``echo-id``: a recording, with the request's ``X-Request-Id`` (or ``req-replay``) as the
+  response's ``x-request-id``.
 
 ``GET .../v1/models`` answers a listing in LM Studio's shape with a chat, an embedding and a
 speech model (only an embedding model under ``embeddings-only``, only a chat model under
@@ -40,6 +47,7 @@ import hashlib
 import json
 import random
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -83,6 +91,8 @@ MODELS: Final = json.dumps(
 ).encode()
 
 
+CONTROLS: Final = "\x1b]0;owned\x07\x1b[2JHi\rthere\u009b31m\x00\tend"
+"""Text with an OSC title change, a clear-screen, a CR, a C1 CSI, a NUL, and a tab to keep."""
 EMBEDDINGS_ONLY: Final = b'{"data":[{"id":"bge-m3"}]}'
 CHAT_ONLY: Final = b'{"data":[{"id":"qwen3-8b"}]}'
 
@@ -130,7 +140,8 @@ SSE: Final = ("Content-Type", "text/event-stream")
 class ReplayServer:
     """The server; a thread accepts, and one thread serves each connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls  # serve https with this context
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self.requests: list[Recorded] = []
@@ -143,7 +154,8 @@ class ReplayServer:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def base(self, *parts: str) -> str:
-        return f"http://127.0.0.1:{self.port}/" + "/".join(parts) + "/v1"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}/" + "/".join(parts) + "/v1"
 
     def close(self) -> None:
         self._stop.set()
@@ -166,6 +178,12 @@ class ReplayServer:
     def _serve(self, sock: socket.socket) -> None:
         leftover = b""
         try:
+            if self._tls is not None:
+                with self._lock:
+                    self._open.discard(sock)
+                sock = self._tls.wrap_socket(sock, server_side=True)
+                with self._lock:
+                    self._open.add(sock)
             while True:
                 request, leftover = self._read_request(sock, leftover)
                 if request is None:
@@ -219,10 +237,38 @@ class ReplayServer:
                 time.sleep(float(args[0]))
             if scenario == "garbage":
                 return self._send(sock, 200, [("Content-Type", "text/html")], b"<html>")
+            if scenario == "controls":
+                listing = json.dumps({"data": [{"id": "qwen\x1b[2J"}]}).encode()
+                return self._send(sock, 200, [("Content-Type", "application/json")], listing)
             listing = {"embeddings-only": EMBEDDINGS_ONLY, "chat-only": CHAT_ONLY}.get(
                 scenario, MODELS
             )
             return self._send(sock, 200, [("Content-Type", "application/json")], listing)
+        if scenario == "controls":
+            chunk = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}}]}
+            body = b""
+            for delta, finish in (({"content": CONTROLS}, None), ({}, "stop")):
+                chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+                body += b"data: " + json.dumps(chunk).encode() + b"\n\n"
+            return self._replay(sock, body + b"data: [DONE]\n\n", "length", "controls")
+        if scenario == "bad-chunk":
+            event = (
+                b'data: {"id":"b","model":"m","choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
+            )
+            good = chunked([event])[:-5]  # without the last chunk
+            fault = b"zz\r\nxx\r\n" if args[0] == "header" else b"2\r\nokXX"
+            sock.sendall(head(200, [SSE, ("Transfer-Encoding", "chunked")]) + good + fault)
+            self._hold(sock, r.target)
+            return False
+        if scenario == "gzip":
+            headers = [SSE, ("Content-Encoding", "gzip"), ("Content-Length", "20")]
+            return self._send_raw(sock, 200, headers, b"\x1f\x8b" + bytes(18))
+        if scenario == "echo-id":
+            rid = r.headers.get("x-request-id", "req-replay")
+            body = fixture(args[0])
+            extra = [SSE, ("x-request-id", rid), ("Content-Length", str(len(body)))]
+            sock.sendall(head(200, extra) + body)
+            return True
         if scenario == "garbage":  # a stream whose second event is not JSON
             body = (
                 b'data: {"id":"g","model":"m","choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
@@ -300,6 +346,12 @@ class ReplayServer:
         self, sock: socket.socket, status: int, headers: list[tuple[str, str]], body: bytes
     ) -> bool:
         sock.sendall(head(status, [*headers, ("Content-Length", str(len(body)))]) + body)
+        return True
+
+    def _send_raw(
+        self, sock: socket.socket, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> bool:
+        sock.sendall(head(status, headers) + body)
         return True
 
     def _replay(self, sock: socket.socket, body: bytes, framing: str, seed: str) -> bool:

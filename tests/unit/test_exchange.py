@@ -307,3 +307,74 @@ def test_a_pass_through_request() -> None:
     ex.receive_head(200, SSE)
     ex.receive_body(OPENAI_BODY)
     assert [c.declared for c in ex.result.tool_calls] == [True, True]
+
+
+def test_options_are_checked_when_the_exchange_is_made() -> None:
+    from svir_proto import check_options
+
+    with pytest.raises(ValueError, match="max_event_size must be a positive int"):
+        Exchange(EP, CHAT, max_event_size=True)  # bool is not an int here
+    with pytest.raises(TypeError, match="think_opened must be a bool"):
+        Exchange(EP, CHAT, think_opened=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="errors must be 'strict' or 'replace'"):
+        Exchange(EP, CHAT, errors="ignore")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="user_agent must be a non-empty line"):
+        Exchange(EP, CHAT, user_agent="a\r\nb")
+    with pytest.raises(ValueError, match="target_form"):
+        Exchange(EP, CHAT, target_form="authority")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"'max_event' .*did you mean 'max_event_size'"):
+        check_options({"max_event": 1})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'zzz'$"):
+        check_options({"zzz": 1})
+
+
+def test_the_caller_headers_and_the_url() -> None:
+    ex = Exchange(EP, CHAT, headers={"OpenAI-Project": "p"}, user_agent="agent/2")
+    headers = dict(ex.headers)
+    assert (headers["OpenAI-Project"], headers["User-Agent"]) == ("p", "agent/2")
+    assert ex.url == "http://127.0.0.1:1234/v1/chat/completions"
+    absolute = Exchange(EP, ModelsRequest(), target_form="absolute")
+    assert absolute.target == absolute.url == "http://127.0.0.1:1234/v1/models"
+
+
+def test_the_request_id_and_the_response_headers() -> None:
+    ex = Exchange(EP, CHAT)
+    assert ex.request_id is None
+    ex.receive_head(200, [*SSE, (b"apim-request-id", b"az-1"), (b"X-Request-Id", b"r-1")])
+    assert ex.request_id == "r-1"  # x-request-id first, wherever it stands
+    assert ("x-request-id", "r-1") in ex.response_headers
+    azure = Exchange(EP, CHAT)
+    azure.receive_head(200, [*SSE, (b"x-request-id", b""), (b"apim-request-id", b"az-2")])
+    assert azure.request_id == "az-2"  # an empty one is none
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(200, FailureKind.UNEXPECTED), (429, FailureKind.RATE_LIMITED), (418, FailureKind.UNEXPECTED)],
+)
+def test_a_body_in_a_coding_not_asked_for_is_a_failure_from_the_head(
+    status: int, kind: FailureKind
+) -> None:
+    ex = Exchange(EP, CHAT)
+    head = [*SSE, (b"Content-Encoding", b"gzip"), (b"Retry-After", b"2")]
+    (_, failed) = ex.receive_head(status, head)
+    assert isinstance(failed, RequestFailed)
+    assert failed.failure.kind is kind
+    assert failed.failure.code == "unexpected_content_encoding"
+    assert failed.failure.retry_after == 2
+    assert ex.finished
+    models = Exchange(EP, ModelsRequest())
+    assert isinstance(
+        models.receive_head(200, [*JSON, (b"content-encoding", b"br")])[-1], RequestFailed
+    )
+    plain = Exchange(EP, CHAT)
+    assert plain.receive_head(200, [*SSE, (b"content-encoding", b"identity")]) == [
+        ResponseStarted(
+            status=200,
+            headers=(("content-type", "text/event-stream"), ("content-encoding", "identity")),
+        )
+    ]
+    refused = Exchange(EP, CHAT)
+    (_, auth) = refused.receive_head(401, [(b"content-encoding", b"gzip")])
+    assert isinstance(auth, RequestFailed)
+    assert auth.failure.kind is FailureKind.AUTHENTICATION  # decided first

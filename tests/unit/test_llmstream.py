@@ -619,3 +619,22 @@ def test_decoder_reads_the_svir_extension_defensively() -> None:
     assert ReasoningDelta(text="hm", carrier="reasoning") in events
     verdicts = [e for e in events if type(e).__name__ == "FilterVerdict"]
     assert [r.category for r in verdicts[0].results] == ["hate"]
+
+
+def test_a_request_from_its_document() -> None:
+    doc = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        "parameters": {"max_tokens": 5, "top_k": 3},
+        "extensions": {"vendor:x": {"a": 1}},
+    }
+    request = LLMRequest.from_document(doc)  # version and stream may be left out
+    assert request.parameters == {"max_tokens": 5, "top_k": 3}
+    assert request.to_document()["version"] == "1.0"
+    assert LLMRequest.from_document(request.to_document()) == request
+    with pytest.raises(ValueError, match=r"\$.messages\[0\].role"):
+        LLMRequest.from_document({"model": "m", "messages": [{"role": "x", "content": "a"}]})
+    with pytest.raises(ValueError, match="'temperature' is not a field of the draft"):
+        LLMRequest.from_document({**doc, "temperature": 0.5})
+    with pytest.raises(TypeError, match="must be a mapping"):
+        LLMRequest.from_document([doc])  # type: ignore[arg-type]

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from svir_proto import PeerProtocolError
-from svir_proto.openai import Endpoint, ModelKind, model_kind, parse_models
+from svir_proto.openai import (
+    USER_AGENT,
+    Endpoint,
+    ModelKind,
+    merge_headers,
+    model_kind,
+    parse_models,
+    request_headers,
+)
 
 
 @pytest.mark.parametrize(
@@ -62,6 +70,8 @@ def test_headers() -> None:
     assert e.headers(content_length=12) == [
         ("Host", "h:1"),
         ("Accept", "text/event-stream"),
+        ("Accept-Encoding", "identity"),  # a client of its own must not be offered gzip
+        ("User-Agent", USER_AGENT),
         ("Authorization", "Bearer sk-1"),
         ("Content-Type", "application/json"),
         ("Content-Length", "12"),
@@ -105,3 +115,50 @@ def test_models_and_their_kinds() -> None:
 def test_malformed_model_lists(body: bytes, match: str) -> None:
     with pytest.raises(PeerProtocolError, match=match):
         parse_models(body)
+
+
+def test_the_callers_headers_replace_ours_of_the_same_name() -> None:
+    e = Endpoint.parse("http://h/v1", api_key="sk-1")
+    out = e.headers(
+        user_agent="agent/1",
+        extra={"authorization": "Bearer other", "OpenAI-Organization": "org-1"},
+    )
+    assert ("User-Agent", "agent/1") in out
+    assert [v for k, v in out if k.lower() == "authorization"] == ["Bearer other"]
+    assert out[-1] == ("OpenAI-Organization", "org-1")
+    pairs = e.headers(extra=[("x-a", "1"), ("x-a", "2")])  # pairs may repeat a name
+    assert pairs[-2:] == [("x-a", "1"), ("x-a", "2")]
+
+
+@pytest.mark.parametrize(
+    ("headers", "error", "match"),
+    [
+        ({"Content-Length": "3"}, ValueError, "sets this header itself"),
+        ({"accept-encoding": "gzip"}, ValueError, "sets this header itself"),
+        ({"bad name": "x"}, ValueError, "not a header name"),
+        ({"x-a": "one\r\ntwo"}, ValueError, "one line"),
+        ({"x-a": 1}, TypeError, "must be str"),
+        ([("x-a",)], TypeError, "pair"),
+    ],
+)
+def test_bad_headers_are_refused_naming_them(
+    headers: object, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        request_headers(headers)  # type: ignore[arg-type]
+
+
+def test_merged_headers_later_layers_win() -> None:
+    assert merge_headers({"X-A": "1", "X-B": "1"}, None, {"x-a": "2"}) == (
+        ("X-B", "1"),
+        ("x-a", "2"),
+    )
+    assert merge_headers() == ()
+
+
+def test_from_env_reads_what_openai_python_reads() -> None:
+    e = Endpoint.from_env({"OPENAI_BASE_URL": "http://h:8080", "OPENAI_API_KEY": "sk-2"})
+    assert (e.authority, e.prefix, e.api_key) == ("h:8080", "/v1", "sk-2")
+    default = Endpoint.from_env({"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
+    assert default.chat_completions_url == "https://api.openai.com/v1/chat/completions"
+    assert default.api_key is None

@@ -222,6 +222,19 @@ def test_optional_fields_and_tool_choice_forms() -> None:
         ({"tool_choice": "required"}, "needs tools"),
         ({"tools": [Tool(name="a"), Tool(name="a")]}, "unique"),
         ({"response_format": "json"}, "response_format"),
+        ({"max_tokens": 5, "max_completion_tokens": 5}, "not both"),
+        ({"max_completion_tokens": 0}, "max_completion_tokens"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"top_p": True}, "top_p"),
+        ({"stop": ["a", ""]}, r"stop\[1\]"),
+        ({"seed": 1.5}, "seed"),
+        ({"parallel_tool_calls": 1}, "parallel_tool_calls"),
+        ({"user": 7}, "user"),
+        ({"extra_body": [("top_k", 1)]}, "extra_body must be a mapping"),
+        ({"extra_body": {1: 2}}, "keys must be str"),
+        ({"extra_body": {"top_p": 0.5}}, r"extra_body\['top_p'\]: .*set the field"),
+        ({"extra_body": {"x": float("nan")}}, "extra_body must be JSON"),
+        ({"extra_body": {"x": object()}}, "extra_body must be JSON"),
     ],
 )
 def test_bad_values_name_the_field(kwargs: dict[str, Any], match: str) -> None:
@@ -373,3 +386,239 @@ def test_strict_schemas_are_checked_inside_items_and_combinators() -> None:
         JSONSchemaFormat(name="s", schema={"anyOf": [tight, loose]}, strict=True)
     # booleans are schemas too ("not": true), with nothing to check inside
     JSONSchemaFormat(name="s", schema={"anyOf": [tight, {"not": True}]}, strict=True)
+
+
+def test_the_common_fields_and_extra_body_go_out() -> None:
+    doc = body_of(
+        ChatRequest(
+            model="m",
+            messages=[SystemMessage(content="be", role="developer"), UserMessage(content="x")],
+            tools=[Tool(name="f", strict=True)],
+            max_completion_tokens=64,
+            top_p=0.9,
+            stop="END",
+            seed=7,
+            parallel_tool_calls=False,
+            user="u-1",
+            extra_body={"top_k": 40, "min_p": 0.05},
+        )
+    )
+    assert doc["messages"][0] == {"role": "developer", "content": "be"}
+    assert doc["tools"][0]["function"]["strict"] is True
+    assert (doc["max_completion_tokens"], doc["top_p"], doc["seed"]) == (64, 0.9, 7)
+    assert (doc["stop"], doc["parallel_tool_calls"], doc["user"]) == (["END"], False, "u-1")
+    assert (doc["top_k"], doc["min_p"]) == (40, 0.05)
+    assert "max_tokens" not in doc
+    several = ChatRequest(model="m", messages=[UserMessage(content="x")], stop=["a", "b"])
+    assert several.stop == ("a", "b")
+
+
+def test_images_by_url_and_with_detail() -> None:
+    doc = body_of(
+        user(
+            TextPart(text="see"),
+            ImagePart.from_url("https://example.test/a.png", detail="low"),
+            ImagePart.from_bytes(PNG, detail="high"),
+            ImagePart.from_url("data:image/png;base64," + base64.b64encode(PNG).decode()),
+        )
+    )
+    _, by_url, inline, data_url = doc["messages"][0]["content"]
+    assert by_url["image_url"] == {"url": "https://example.test/a.png", "detail": "low"}
+    assert inline["image_url"]["detail"] == "high"
+    assert data_url["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+
+
+@pytest.mark.parametrize(
+    ("url", "match"),
+    [
+        ("ftp://x/a.png", "http, https or data"),
+        ("https://x/a b.png", "http, https or data"),
+        ("data:image/png,abc", "must be base64"),
+        ("data:image/png;base64,@@@", "not base64"),
+        ("data:image/png;base64," + base64.b64encode(b"text").decode(), "not a PNG"),
+    ],
+)
+def test_bad_image_urls(url: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ImagePart.from_url(url)
+
+
+def test_image_url_and_detail_types() -> None:
+    with pytest.raises(TypeError, match="must be a str"):
+        ImagePart.from_url(b"https://x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="detail must be one of"):
+        ImagePart.from_bytes(PNG, detail="max")  # type: ignore[arg-type]
+
+
+def test_profiles_send_the_new_fields_as_the_server_reads_them() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[SystemMessage(content="be", role="developer"), UserMessage(content="x")],
+        max_completion_tokens=9,
+    )
+    adapted, notes = STRICT.adapt(request)
+    assert (adapted.max_tokens, adapted.max_completion_tokens) == (9, None)
+    assert isinstance(adapted.messages[0], SystemMessage)
+    assert adapted.messages[0].role == "system"
+    assert adapted.messages[1] == request.messages[1]
+    assert notes == (
+        "a strict server reads max_tokens: max_completion_tokens sent under it",
+        "a strict server knows no developer role: sent as system",
+    )
+    assert OPENAI.adapt(request) == (request, ())
+
+
+OPENAI_HISTORY: dict[str, Any] = {
+    "model": "gpt-4o-mini",
+    "messages": [
+        {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "https://x.test/p.png"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "look it up",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"q":"p"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "a cat"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+        {"role": "user", "content": "Thanks."},
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "Look up.",
+                "parameters": {"type": "object"},
+                "strict": True,
+            },
+        }
+    ],
+    "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+    "response_format": {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "out",
+            "schema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "strict": True,
+        },
+    },
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "max_completion_tokens": 100,
+    "temperature": 0.3,
+    "top_p": 0.8,
+    "stop": ["END"],
+    "seed": 1,
+    "parallel_tool_calls": True,
+    "user": "u",
+    "reasoning_effort": "low",
+    "logit_bias": {"50256": -100},  # not typed: it goes as it came
+    "metadata": {"k": "v"},
+}
+
+
+def test_from_openai_reads_a_stored_request_and_drops_nothing() -> None:
+    request = ChatRequest.from_openai(OPENAI_HISTORY)
+    assert request.extra_body == {"logit_bias": {"50256": -100}, "metadata": {"k": "v"}}
+    assert request.include_usage
+    assert request.tool_choice == NamedToolChoice("lookup")
+    assert request.tools[0].strict
+    doc = body_of(request)
+    expected = {k: v for k, v in OPENAI_HISTORY.items() if k not in ("messages", "tools")}
+    for key, value in expected.items():
+        assert doc[key] == value, key
+    messages = doc["messages"]
+    assert messages[0] == {"role": "developer", "content": "Be brief."}
+    assert messages[1] == OPENAI_HISTORY["messages"][1]
+    assert messages[2]["reasoning_content"] == "look it up"
+    assert messages[2]["tool_calls"] == OPENAI_HISTORY["messages"][2]["tool_calls"]
+    assert messages[3] == {"role": "tool", "tool_call_id": "c1", "content": "a cat"}
+    assert messages[4] == {"role": "assistant", "content": "A cat."}
+    minimal = ChatRequest.from_openai(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "auto"}
+    )
+    assert (minimal.tool_choice, minimal.extra_body) == ("auto", {})
+    for kind, fmt in (("text", TextFormat()), ("json_object", JSONObjectFormat())):
+        fmt_request = ChatRequest.from_openai({**minimal_dict(), "response_format": {"type": kind}})
+        assert fmt_request.response_format == fmt
+
+
+def minimal_dict() -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def with_message(message: object) -> dict[str, Any]:
+    return {"model": "m", "messages": [message]}
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ([], "the request: an object is required"),
+        ({**minimal_dict(), "stream": False}, "always streams"),
+        ({"model": "m", "messages": "hi"}, "messages: an array"),
+        ({"model": "m", "messages": ["hi"]}, r"messages\[0\]: an object"),
+        (with_message({"role": "user", "content": "x", "name": "bob"}), "'name' cannot be carried"),
+        (with_message({"role": "function", "content": "x"}), r"messages\[0\].role"),
+        (with_message({"role": "user", "content": [{"type": "input_audio"}]}), "text or image_url"),
+        (with_message({"role": "system", "content": [{"type": "image_url"}]}), "only text here"),
+        (with_message({"role": "system", "content": [{"type": "text", "text": 1}]}), "a string"),
+        (
+            with_message(
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}
+            ),
+            r"content\[0\].image_url: an image URL",
+        ),
+        (with_message({"role": "tool", "content": "x"}), "tool_call_id: a non-empty string"),
+        (with_message({"role": "assistant", "content": "x", "refusal": "no"}), "refusal"),
+        (
+            with_message(
+                {"role": "assistant", "content": "x", "reasoning": "a", "reasoning_content": "b"}
+            ),
+            "one key only",
+        ),
+        (
+            with_message(
+                {"role": "assistant", "tool_calls": [{"id": "c", "type": "custom", "function": {}}]}
+            ),
+            "only function calls",
+        ),
+        (
+            with_message(
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "", "function": {"name": "f", "arguments": ""}}],
+                }
+            ),
+            r"tool_calls\[0\].id",
+        ),
+        ({**minimal_dict(), "stream_options": {"include_usage": True, "x": 1}}, "'x' cannot"),
+        ({**minimal_dict(), "tools": [{"type": "web_search"}]}, "only function tools"),
+        (
+            {**minimal_dict(), "tools": [{"type": "function", "function": {"name": "a b"}}]},
+            r"tools\[0\]: tool name",
+        ),
+        ({**minimal_dict(), "tool_choice": {"type": "allowed_tools"}}, "only a function"),
+        (
+            {**minimal_dict(), "response_format": {"type": "grammar"}},
+            "text, json_object or json_schema",
+        ),
+        ({**minimal_dict(), "n": 2}, "n must be 1"),
+    ],
+)
+def test_from_openai_names_what_it_cannot_carry(params: Any, match: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        ChatRequest.from_openai(params)

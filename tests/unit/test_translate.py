@@ -276,3 +276,48 @@ def test_llm_stream_events_back_to_openai_bytes() -> None:
     assert openai.result.text == source.result.text
     assert openai.result.finish_reason == source.result.finish_reason
     assert openai.result.complete
+
+
+def test_the_new_request_fields_travel_to_llm_stream_and_back() -> None:
+    from svir_proto.hub import parallel_tool_calls
+    from svir_proto.openai import ImagePart, SystemMessage
+
+    request = ChatRequest(
+        model="m",
+        messages=[SystemMessage(content="be", role="developer"), UserMessage(content="x")],
+        max_completion_tokens=50,
+        top_p=0.5,
+        stop=["END", "STOP"],
+        seed=3,
+        user="u",
+        parallel_tool_calls=False,
+        extra_body={"top_k": 20},
+    )
+    hub = openai_to_llm(request)
+    assert hub.parameters == {"max_tokens": 50, "top_p": 0.5, "stop_sequences": ["END", "STOP"]}
+    assert parallel_tool_calls(hub) is False
+    assert hub.extensions["vendor:openai"] == {
+        "max_completion_tokens": True,
+        "seed": 3,
+        "user": "u",
+        "extra_body": {"top_k": 20},
+    }
+    assert hub.messages[0].extensions == {"vendor:openai": {"role": "developer"}}
+    back = llm_to_openai(hub)
+    assert back == attrs_evolve(request, include_usage=True)
+    capped = llm_to_openai(
+        openai_to_llm(attrs_evolve(request, max_completion_tokens=None, max_tokens=7))
+    )
+    assert (capped.max_tokens, capped.max_completion_tokens) == (7, None)
+    with pytest.raises(ValueError, match=r"messages\[0\].content\[0\]: an image by URL"):
+        openai_to_llm(
+            ChatRequest(
+                model="m", messages=[UserMessage(content=[ImagePart.from_url("https://x/y.png")])]
+            )
+        )
+
+
+def attrs_evolve(request: ChatRequest, **changes: object) -> ChatRequest:
+    import attrs
+
+    return attrs.evolve(request, **changes)  # type: ignore[misc]

@@ -1,0 +1,367 @@
+"""Events to the Anthropic Messages stream: the server side of the dialect, for a gateway that
+answers Anthropic clients (the ``anthropic`` SDK, coding agents) from any upstream.
+
+Anthropic's API reference, "Streaming Messages", gives the shape; the events come in the order
+any of our decoders emits them (`ToolCallDelta` pieces as they come, then `Finished`, `Usage`,
+the whole `ToolCall` events, `StreamEnded`; or only whole calls; a `StreamFailed` anywhere).
+
+Rule 1 (the message): ``message_start`` goes out with the first event after `StreamStarted`
+    (so that a `Usage` known at once, as from an Anthropic upstream, is in it). Its ``usage``
+    is what is known then; a count not known yet is written as 0 there, as the SDK needs the
+    object, and the real count follows in ``message_delta`` (which, since 2025, carries input
+    and cache counts too, and which clients take over ``message_start``'s).
+Rule 2 (blocks): text, thinking and tool_use blocks are opened and closed in order, one at a
+    time, numbered from 0. Text after reasoning opens a text block: nothing is lost at the
+    switch. A `ReasoningSignature` is a ``signature_delta`` that closes its thinking block; a
+    redacted one is a ``redacted_thinking`` block whose ``data`` is the signature.
+Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its call's
+    ``tool_use`` block, opened once the call's id is known and its arguments begin (a name
+    may come in pieces before them, as in wire reference 3.3). Blocks cannot
+    interleave and come in call order, so the pieces of a call whose turn has not come (another
+    call's block is open, or an earlier call has not begun) are held until it comes: the end,
+    a failure or a cut, where they are written whole (the only memory that grows with the
+    answer). So the first call streams as it comes and a later one arrives at once, whole,
+    never lost nor out of order, whatever the upstream interleaved. A
+    whole `ToolCall` whose call was streamed is not sent again; one that was not (LLM-Stream
+    upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
+Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
+    closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
+    value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
+    ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER; OTHER is the raw
+    value if Anthropic's, else ``end_turn``) and the final usage, then ``message_stop``.
+    `StreamEnded(done=False)` is a cut: no ``message_stop``, so the client sees it; a finish
+    or usage that came before the cut still goes out in a ``message_delta``.
+Rule 5 (usage): Anthropic counts input without the cache: ``input_tokens`` is
+    ``prompt_tokens`` less ``cached_tokens`` and ``cache_creation_tokens``, which go as
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens``; ``reasoning_tokens`` as
+    ``output_tokens_details.thinking_tokens``; a ``total_tokens`` that is not input plus
+    output under ``"vendor:svir": {"total_tokens": N}`` (our decoder reads it back).
+Rule 6 (failures): `StreamFailed` is an ``error`` event with the ``error.type`` of its kind
+    (`svir_proto.anthropic.status`), and the stream ends there; a finish or usage that came
+    before it goes out first in a ``message_delta``, as at a cut.
+
+What this dialect has no field for is listed in `MessagesStreamEncoder.lost` as it happens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .._json import dumps
+from ..events import (
+    Event,
+    FilterVerdict,
+    Finished,
+    ReasoningDelta,
+    ReasoningSignature,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from ._wire import STOP_OF, STOP_REASONS
+from .status import error_object
+from .stream import SVIR_USAGE
+
+__all__ = ["MessagesStreamEncoder", "stop_reason_of", "usage_object"]
+
+_TEXT_DELTA: Final = (
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":',
+    b',"delta":{"type":"text_delta","text":',
+    b"}}\n\n",
+)
+
+
+def stop_reason_of(finished: Finished) -> str:
+    """The ``stop_reason`` for a finish (Rule 4)."""
+    if STOP_REASONS.get(finished.raw) is finished.reason:
+        return finished.raw
+    return STOP_OF[finished.reason]
+
+
+def usage_object(usage: Usage, *, start: bool = False) -> dict[str, Any]:
+    """Anthropic's ``usage`` object for ``usage`` (Rule 5); ``start``: for ``message_start``,
+    which always has ``input_tokens``."""
+    cached = usage.cached_tokens
+    creation = usage.cache_creation_tokens
+    out: dict[str, Any] = {}
+    if usage.prompt_tokens is not None:
+        out["input_tokens"] = max(usage.prompt_tokens - (cached or 0) - (creation or 0), 0)
+    elif start:
+        out["input_tokens"] = 0
+    if creation is not None:
+        out["cache_creation_input_tokens"] = creation
+    if cached is not None:
+        out["cache_read_input_tokens"] = cached
+    out["output_tokens"] = usage.completion_tokens or 0
+    if usage.reasoning_tokens is not None:
+        out["output_tokens_details"] = {"thinking_tokens": usage.reasoning_tokens}
+    total = usage.total_tokens
+    if total is not None and (
+        usage.prompt_tokens is None
+        or usage.completion_tokens is None
+        or total != usage.prompt_tokens + usage.completion_tokens
+    ):
+        out[SVIR_USAGE] = {"total_tokens": total}
+    return out
+
+
+class _Call:
+    __slots__ = ("args", "id", "name", "state")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.args: list[str] = []  # pieces held while the call waits for its turn
+        self.state = 0  # 0: not written yet, 1: its block is open, 2: written
+
+
+class MessagesStreamEncoder:
+    """Write vocabulary events as Messages API stream events (``event: NAME`` / ``data:``).
+
+    Args:
+        model: the model every ``message_start`` names, unless `StreamStarted` names one.
+        message_id: the message id, unless `StreamStarted` gives one.
+        created: accepted for the encoders' common signature; the Messages stream has no
+            timestamp, so it is not written.
+
+    Attributes:
+        lost: what this dialect could not carry, one sentence each, as it happened.
+        done: ``message_stop`` (or the ``error`` event that ends a failed stream) was written.
+    """
+
+    def __init__(self, *, model: str = "", message_id: str = "msg_svir", created: int = 0):
+        self.model = model
+        self.message_id = message_id
+        self.created = created
+        self.lost: list[str] = []
+        self.done = False
+        self._identified = False  # a StreamStarted came: message_start is due
+        self._started = False
+        self._ended = False
+        self._index = 0  # the next block's index
+        self._open: str | None = None  # "text", "thinking", "tool" or None
+        self._open_call: _Call | None = None
+        self._calls: dict[int, _Call] = {}
+        self._finish: Finished | None = None
+        self._usage: Usage | None = None
+
+    def _lose(self, what: str) -> None:
+        if what not in self.lost:
+            self.lost.append(what)
+
+    @staticmethod
+    def _event(name: str, obj: dict[str, Any]) -> bytes:
+        return b"event: " + name.encode() + b"\ndata: " + dumps(obj) + b"\n\n"
+
+    def _begin(self, usage: Usage | None = None) -> bytes:
+        if self._started:
+            return b""
+        self._started = True
+        counts = usage_object(usage or Usage(), start=True)
+        message: dict[str, Any] = {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": self.model,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": counts,
+        }
+        return self._event("message_start", {"type": "message_start", "message": message})
+
+    def _close(self) -> bytes:
+        if self._open is None:
+            return b""
+        if self._open_call is not None:
+            self._open_call.state = 2
+            self._open_call = None
+        self._open = None
+        self._index += 1
+        return self._event(
+            "content_block_stop", {"type": "content_block_stop", "index": self._index - 1}
+        )
+
+    def _start_block(self, kind: str, block: dict[str, Any]) -> bytes:
+        out = self._begin() + self._close()
+        self._open = kind
+        return out + self._event(
+            "content_block_start",
+            {"type": "content_block_start", "index": self._index, "content_block": block},
+        )
+
+    def _delta(self, delta: dict[str, Any]) -> bytes:
+        return self._event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": self._index, "delta": delta},
+        )
+
+    def _text(self, text: str) -> bytes:
+        out = b""
+        if self._open != "text":
+            out = self._start_block("text", {"type": "text", "text": ""})
+        if not text:
+            return out
+        head, middle, tail = _TEXT_DELTA
+        return out + head + str(self._index).encode() + middle + dumps(text) + tail
+
+    def _thinking(self) -> bytes:
+        if self._open == "thinking":
+            return b""
+        return self._start_block("thinking", {"type": "thinking", "thinking": "", "signature": ""})
+
+    def _open_tool(self, call: _Call) -> bytes:
+        out = self._start_block(
+            "tool", {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        )
+        call.state = 1
+        self._open_call = call
+        args, call.args = "".join(call.args), []
+        if args:
+            out += self._delta({"type": "input_json_delta", "partial_json": args})
+        return out
+
+    def _whole(self, call: _Call, arguments: str) -> bytes:
+        """A call not streamed, written whole (Rule 3)."""
+        call.args = [arguments]
+        return self._open_tool(call) + self._close()
+
+    def _tool_delta(self, event: ToolCallDelta) -> bytes:
+        call = self._calls.get(event.index)
+        if call is None:
+            call = self._calls[event.index] = _Call()
+        if event.id and not call.id:
+            call.id = event.id
+        if event.name:
+            if call.state:
+                self._lose("a tool call's name continued after its block opened")
+            else:
+                call.name += event.name
+        if call.state == 1:
+            if not event.arguments:
+                return b""
+            return self._delta({"type": "input_json_delta", "partial_json": event.arguments})
+        if event.arguments:
+            call.args.append(event.arguments)
+        if call.state == 2:
+            self._lose("tool-call arguments that came after their call's block was closed")
+            return b""
+        if call.args and call.id and call.name and self._open != "tool" and self._turn(event.index):
+            return self._open_tool(call)
+        return b""  # held: not its turn yet, or its id or name is not known yet
+
+    def _turn(self, index: int) -> bool:
+        """Call ``index`` may open its block: every call before it has opened its own, so the
+        blocks come in call order (and no other call's block is open)."""
+        calls = self._calls
+        return all(k in calls and calls[k].state for k in range(index))
+
+    def _held(self) -> bytes:
+        """Close the open block and write the calls still held, whole, in call order."""
+        out = self._close()
+        for _, call in sorted(self._calls.items()):
+            if call.state == 0 and call.id and call.name:
+                out += self._begin() + self._whole(call, "".join(call.args))
+        return out
+
+    def _end(self) -> bytes:
+        out = self._begin() + self._held()
+        finish = self._finish
+        usage = self._usage
+        if usage is None:
+            self._lose("usage: the upstream gave none, so message_delta says 0 output tokens")
+        delta = {
+            "stop_reason": None if finish is None else stop_reason_of(finish),
+            "stop_sequence": None,
+        }
+        out += self._event(
+            "message_delta",
+            {"type": "message_delta", "delta": delta, "usage": usage_object(usage or Usage())},
+        )
+        return out + self._event("message_stop", {"type": "message_stop"})
+
+    def _cut(self) -> bytes:
+        """A cut stays a cut (Rule 4) and an error ends the stream (Rule 6): no
+        ``message_stop``; but a finish or usage that came before goes out in a
+        ``message_delta``, as the upstream said them."""
+        out = self._held()
+        if self._finish is None and self._usage is None:
+            return out if out or not self._identified else self._begin()
+        out = self._begin() + out
+        delta = {
+            "stop_reason": None if self._finish is None else stop_reason_of(self._finish),
+            "stop_sequence": None,
+        }
+        usage = usage_object(self._usage or Usage())
+        return out + self._event(
+            "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
+        )
+
+    def encode(self, event: Event) -> bytes:
+        """The bytes for one event (often ``b""``: held until its turn, or not carried).
+
+        After the stream has ended (``message_stop``, an ``error``, a cut) nothing more is
+        written.
+        """
+        if self._ended:
+            return b""
+        match event:
+            case TextDelta():
+                return self._begin() + self._text(event.text)
+            case ReasoningDelta():
+                out = self._thinking()
+                if event.text:
+                    out += self._delta({"type": "thinking_delta", "thinking": event.text})
+                return out
+            case ReasoningSignature() if event.redacted:
+                out = self._start_block(
+                    "redacted", {"type": "redacted_thinking", "data": event.signature}
+                )
+                return out + self._close()
+            case ReasoningSignature():
+                out = self._thinking()
+                out += self._delta({"type": "signature_delta", "signature": event.signature})
+                return out + self._close()
+            case ToolCallDelta():
+                return self._begin() + self._tool_delta(event)
+            case ToolCall():
+                call = self._calls.get(event.index)
+                if call is None:
+                    call = self._calls[event.index] = _Call()
+                if call.state != 0:
+                    return b""  # streamed already
+                call.id, call.name = event.id, event.name
+                return self._whole(call, event.arguments)
+            case StreamStarted():
+                self._identified = True
+                self.message_id = event.response_id or self.message_id
+                self.model = event.model or self.model
+                return b""  # written with the next event (Rule 1)
+            case Usage():
+                self._usage = event
+                return self._begin(event)  # in message_start if nothing was written yet
+            case Finished():
+                self._finish = event
+                return b""
+            case RefusalDelta():
+                self._lose("refusal text: written as text (Anthropic refuses by stop_reason)")
+                return self._begin() + self._text(event.text)
+            case FilterVerdict():
+                self._lose("content-filter verdicts")
+                return b""
+            case StreamFailed():
+                self._ended = self.done = True
+                error = {"type": "error", "error": error_object(event.error)}
+                return self._cut() + self._event("error", error)
+            case StreamEnded():
+                self._ended = True
+                if not event.done:
+                    return self._cut()
+                self.done = True
+                return self._end()
+        return b""

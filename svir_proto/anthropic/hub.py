@@ -1,0 +1,483 @@
+"""Messages API requests to and from the hub's neutral request (`svir_proto.hub`), so that an
+Anthropic client can be served by any upstream and any client by an Anthropic upstream.
+
+`to_hub` maps what the neutral request has fields for: ``system`` to a system message; user
+text and base64 images (images from disk stay paths, streamed while sending) to parts; each
+``tool_result`` to a ``tool`` message (its error flag as the ``is_error`` message extension)
+before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``input`` as JSON
+``arguments``) and ``thinking``/``redacted_thinking`` blocks (the ``reasoning`` message
+extension, carrier ``thinking``); ``tools``; ``max_tokens``, ``temperature``, ``top_p``,
+``stop_sequences`` as parameters; ``tool_choice`` (``any`` is ``required``) and
+``disable_parallel_tool_use`` (``parallel_tool_calls``) and ``thinking.budget_tokens`` under
+``vendor:svir``. Everything else goes under ``vendor:anthropic``, read by `from_hub` only:
+``top_k``, ``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
+not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
+field as it was (``system`` with ``cache_control``, server tools, the messages when a block
+has no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
+blocks out of the usual order).
+
+Not carried to other dialects by `to_hub` (they are kept for Anthropic under
+``vendor:anthropic`` only): ``top_k``, ``metadata.user_id``, ``url``/``file`` images and other
+blocks without a neutral form, ``cache_control``, server tools, a disabled or adaptive
+``thinking``. A message whose blocks have no neutral form and hold an image from disk cannot be
+kept whole (its bytes are not JSON): a `ValueError` names it.
+
+Not carried to Anthropic by `from_hub` (listed here, as `svir_proto.hub` asks): signed
+reasoning of another carrier (the Responses API's, Gemini's: Anthropic would reject their
+signatures) is not sent; system messages after the first turn join the top-level ``system``;
+a reasoning ``effort`` or ``summary`` without ``budget_tokens``; parameters the Messages API
+has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
+raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
+not a JSON object, a ``temperature`` above 1.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._json import canonical, dumps
+from ..body import Base64Bytes, Segment
+from ..events import ReasoningBlock
+from ..hub import (
+    hub_options,
+    message_extensions,
+    message_is_error,
+    message_reasoning,
+    parallel_tool_calls,
+    reasoning_options,
+    tool_choice,
+)
+from ..llmstream.request import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    LLMTool,
+    LLMToolCall,
+)
+from ..openai.parts import ImagePart
+from .request import (
+    Block,
+    ImageBlock,
+    Message,
+    MessagesRequest,
+    OtherBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    Thinking,
+    ThinkingBlock,
+    Tool,
+    ToolChoice,
+    ToolResultBlock,
+    ToolUseBlock,
+    _block,
+    _block_out,
+    _text_block,
+    _tool_out,
+)
+
+__all__ = ["VENDOR", "from_hub", "to_hub"]
+
+VENDOR: Final = "vendor:anthropic"
+DEFAULT_MAX_TOKENS: Final = 4096
+"""``max_tokens`` for a neutral request without one (the Messages API requires it): the most
+the Anthropic SDK's examples ask for, and more than most answers take."""
+
+# -- to the hub -------------------------------------------------------------------------------
+
+
+def _part(b: TextBlock | ImageBlock) -> LLMTextPart | LLMMediaPart:
+    if isinstance(b, TextBlock):
+        return LLMTextPart(text=b.text)
+    if b.image is not None:
+        if b.image.path is not None:
+            return LLMMediaPart(type="image", media_type=b.media_type or "", path=b.image.path)
+        return LLMMediaPart(type="image", media_type=b.media_type or "", raw=b.image.data)
+    return LLMMediaPart(type="image", media_type=b.media_type or "", data=b.data)
+
+
+def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
+    out = []
+    rest: list[LLMTextPart | LLMMediaPart] = []
+    for b in blocks:
+        if isinstance(b, ToolResultBlock):
+            content: Any = b.content
+            if isinstance(content, tuple):
+                content = [_part(p) for p in content if isinstance(p, (TextBlock, ImageBlock))]
+            out.append(  # no parts (none had a neutral form) are an empty text
+                LLMMessage(
+                    role="tool",
+                    content=content or "",
+                    tool_call_id=b.tool_use_id,
+                    extensions=message_extensions(is_error=b.is_error is True),
+                )
+            )
+        elif isinstance(b, TextBlock) or (
+            isinstance(b, ImageBlock) and b.url is None and b.file_id is None
+        ):
+            rest.append(_part(b))  # its cache_control, if any, is kept by to_hub's check
+    if rest or not out:  # a turn of blocks without a neutral form is an empty turn there
+        out.append(LLMMessage(role="user", content=rest or ""))
+    return out
+
+
+def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
+    if isinstance(content, str):
+        return LLMMessage(role="assistant", content=content)
+    text = "".join(b.text for b in content if isinstance(b, TextBlock))
+    calls = [
+        LLMToolCall(id=b.id, name=b.name, arguments=dumps(dict(b.input)).decode())
+        for b in content
+        if isinstance(b, ToolUseBlock)
+    ]
+    reasoning = [
+        ReasoningBlock(text=b.thinking, signature=b.signature, carrier="thinking")
+        if isinstance(b, ThinkingBlock)
+        else ReasoningBlock(text="", signature=b.data, carrier="thinking", redacted=True)
+        for b in content
+        if isinstance(b, (ThinkingBlock, RedactedThinkingBlock))
+    ]
+    return LLMMessage(
+        role="assistant",
+        content=text if text or not calls else None,
+        tool_calls=calls,
+        extensions=message_extensions(reasoning=reasoning),
+    )
+
+
+def _messages_to_hub(messages: tuple[Message, ...]) -> list[LLMMessage]:
+    out: list[LLMMessage] = []
+    for m in messages:
+        if m.role == "assistant":
+            out.append(_assistant(m.content))
+        elif isinstance(m.content, str):
+            out.append(LLMMessage(role="user", content=m.content))
+        else:
+            out.extend(_user(m.content))
+    return out
+
+
+def _has_disk_image(messages: tuple[Message, ...]) -> str | None:
+    for i, m in enumerate(messages):
+        for j, b in enumerate(() if isinstance(m.content, str) else m.content):
+            parts = b.content if isinstance(b, ToolResultBlock) else (b,)
+            for p in parts if isinstance(parts, tuple) else ():
+                if isinstance(p, ImageBlock) and p.image is not None and p.image.path:
+                    return f"messages[{i}].content[{j}]"
+    return None
+
+
+class _Inline:
+    """Stands in for `Placeholders` where an image in memory goes into JSON as its base64."""
+
+    def add(self, segment: Segment) -> str:
+        assert isinstance(segment, Base64Bytes)  # images from disk are refused before
+        return base64.b64encode(segment.data).decode()
+
+
+def to_hub(request: MessagesRequest) -> LLMRequest:
+    """The neutral request for a Messages API request (see the module docstring for what
+    travels where).
+
+    Raises:
+        ValueError: a message must be kept whole and holds an image from disk.
+    """
+    vendor: dict[str, Any] = {}
+    messages: list[LLMMessage] = []
+    if request.system:  # an empty list of blocks is kept under vendor:anthropic only
+        system = (
+            request.system
+            if isinstance(request.system, str)
+            else [LLMTextPart(text=b.text) for b in request.system]
+        )
+        messages.append(LLMMessage(role="system", content=system))
+    messages.extend(_messages_to_hub(request.messages))
+    parameters: dict[str, Any] = {"max_tokens": request.max_tokens}
+    if request.temperature is not None:
+        parameters["temperature"] = request.temperature
+    if request.top_p is not None:
+        parameters["top_p"] = request.top_p
+    if request.stop_sequences:
+        parameters["stop_sequences"] = list(request.stop_sequences)
+    choice = request.tool_choice
+    hub_choice: Any = None
+    parallel = None
+    if choice is not None:
+        hub_choice = {"auto": "auto", "any": "required", "none": "none"}.get(choice.type)
+        if choice.type == "tool":
+            hub_choice = ("name", choice.name)
+        if choice.disable_parallel_tool_use is not None:
+            parallel = not choice.disable_parallel_tool_use
+    thinking = request.thinking
+    reasoning = None
+    if thinking is not None and thinking.type == "enabled" and not thinking.extra:
+        reasoning = {"budget_tokens": thinking.budget_tokens}
+    elif thinking is not None:
+        vendor["thinking"] = {
+            "type": thinking.type,
+            **({} if thinking.budget_tokens is None else {"budget_tokens": thinking.budget_tokens}),
+            **thinking.extra,
+        }
+    if request.top_k is not None:
+        vendor["top_k"] = request.top_k
+    if request.metadata:
+        vendor["metadata"] = dict(request.metadata)
+    if not request.stream:
+        vendor["stream"] = False
+    if request.extra:
+        vendor["extra"] = dict(request.extra)
+    hub = LLMRequest(
+        model=request.model,
+        messages=messages,
+        tools=[
+            LLMTool(name=t.name, description=t.description or "", parameters=t.input_schema or {})
+            for t in request.tools
+        ],
+        parameters=parameters,
+        extensions=hub_options(
+            tool_choice=hub_choice, parallel_tool_calls=parallel, reasoning=reasoning
+        ),
+    )
+    back = from_hub(hub)  # what the neutral form gives back; keep whatever it does not
+    if back.system != request.system:
+        vendor["system"] = (
+            request.system
+            if isinstance(request.system, str)
+            else [_block_out(b, None) for b in request.system or ()]
+        )
+    if back.tools != request.tools:
+        vendor["tools"] = [_tool_out(t) for t in request.tools]
+    if back.messages != request.messages:
+        where = _has_disk_image(request.messages)
+        if where is not None:
+            raise ValueError(
+                f"{where}: the message has blocks without a neutral form and an image from "
+                "disk, so it cannot be carried whole"
+            )
+        inline = _Inline()
+        vendor["messages"] = [
+            {
+                "role": m.role,
+                "content": m.content
+                if isinstance(m.content, str)
+                else [_block_out(b, inline) for b in m.content],  # type: ignore[arg-type]
+            }
+            for m in request.messages
+        ]
+    if not vendor:
+        return hub
+    extensions = {**hub.extensions, VENDOR: vendor}
+    return LLMRequest(
+        model=hub.model,
+        messages=hub.messages,
+        tools=hub.tools,
+        parameters=hub.parameters,
+        extensions=extensions,
+    )
+
+
+# -- from the hub -------------------------------------------------------------------------------
+
+
+def _block_in(p: LLMTextPart | LLMMediaPart, where: str) -> TextBlock | ImageBlock | OtherBlock:
+    if isinstance(p, LLMTextPart):
+        return TextBlock(text=p.text)
+    if p.type == "image":
+        if p.path is not None:
+            return ImageBlock(
+                media_type=p.media_type, image=ImagePart.from_path(p.path, p.media_type)
+            )
+        if p.raw is not None:
+            return ImageBlock.from_bytes(p.raw, p.media_type)
+        return ImageBlock(media_type=p.media_type, data=p.data)
+    if p.type == "document" and p.path is None:
+        data = p.data if p.data is not None else _b64(p.raw or b"")
+        source = {"type": "base64", "media_type": p.media_type, "data": data}
+        return OtherBlock(value={"type": "document", "source": source})
+    raise ValueError(
+        f"{where}: a {p.type} part from {'disk' if p.path else 'memory'} cannot be sent"
+    )
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _tool_input(call: LLMToolCall, where: str) -> Mapping[str, Any]:
+    try:
+        value = canonical(call.arguments) if call.arguments.strip() else {}
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{where}.arguments: not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}.arguments: a tool_use input must be a JSON object")
+    return value
+
+
+def _messages_from_hub(
+    messages: tuple[LLMMessage, ...],
+) -> tuple[list[LLMMessage], list[Message]]:
+    system: list[LLMMessage] = []
+    out: list[Message] = []
+    pending: list[Block] = []  # tool results, joined by the user turn that follows them
+
+    def flush() -> None:
+        if pending:
+            out.append(Message(role="user", content=list(pending)))
+            pending.clear()
+
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if m.role == "system":
+            system.append(m)
+        elif m.role == "tool":
+            content: Any = m.content
+            if isinstance(content, tuple):
+                content = [_block_in(p, f"{where}.content[{j}]") for j, p in enumerate(content)]
+            pending.append(
+                ToolResultBlock(
+                    tool_use_id=m.tool_call_id or "",
+                    content=content,
+                    is_error=True if message_is_error(m) else None,
+                )
+            )
+        elif m.role == "user":
+            if isinstance(m.content, str) and not pending:
+                out.append(Message(role="user", content=m.content))
+                continue
+            if isinstance(m.content, str):
+                pending.append(TextBlock(text=m.content))
+            else:
+                pending.extend(
+                    _block_in(p, f"{where}.content[{j}]") for j, p in enumerate(m.content or ())
+                )
+            flush()
+        else:
+            flush()
+            out.append(_assistant_in(m, where))
+    flush()
+    return system, out
+
+
+def _assistant_in(m: LLMMessage, where: str) -> Message:
+    blocks: list[Block] = []
+    for b in message_reasoning(m):
+        if b.carrier != "thinking":
+            continue  # another vendor's signature: not sent (module docstring)
+        if b.redacted:
+            blocks.append(RedactedThinkingBlock(data=b.signature))
+        else:
+            blocks.append(ThinkingBlock(thinking=b.text, signature=b.signature))
+    text = m.text
+    if text:
+        blocks.append(TextBlock(text=text))
+    for j, call in enumerate(m.tool_calls):
+        blocks.append(
+            ToolUseBlock(
+                id=call.id, name=call.name, input=_tool_input(call, f"{where}.tool_calls[{j}]")
+            )
+        )
+    if (len(blocks) == 1 and isinstance(blocks[0], TextBlock)) or not blocks:
+        return Message(role="assistant", content=text)
+    return Message(role="assistant", content=blocks)
+
+
+def from_hub(
+    request: LLMRequest, *, default_max_tokens: int = DEFAULT_MAX_TOKENS
+) -> MessagesRequest:
+    """The Messages API request for a neutral request (see the module docstring for what
+    does not carry).
+
+    Args:
+        default_max_tokens: ``max_tokens`` when the request sets none (it is required here).
+
+    Raises:
+        ValueError: something that would change the answer cannot be carried; it is named.
+    """
+    vendor = request.extensions.get(VENDOR)
+    vendor = vendor if isinstance(vendor, Mapping) else {}
+    systems, messages = _messages_from_hub(request.messages)
+    if "messages" in vendor:
+        messages = [
+            Message(
+                role=m["role"],
+                content=m["content"]
+                if isinstance(m["content"], str)
+                else [_block(b) for b in m["content"]],
+            )
+            for m in vendor["messages"]
+        ]
+    system: Any = None
+    if len(systems) == 1 and isinstance(systems[0].content, str):
+        system = systems[0].content
+    elif len(systems) == 1:
+        system = [TextBlock(text=p.text) for p in systems[0].content or ()]  # type: ignore[union-attr]
+    elif systems:
+        system = [TextBlock(text=m.text) for m in systems]
+    if "system" in vendor:
+        raw = vendor["system"]
+        system = raw if isinstance(raw, str) or raw is None else [_text_block(b) for b in raw]
+    tools = [
+        Tool(name=t.name, input_schema=t.parameters, description=t.description or None)
+        for t in request.tools
+    ]
+    if "tools" in vendor:
+        tools = [
+            Tool(
+                name=t["name"],
+                input_schema=t.get("input_schema"),
+                description=t.get("description"),
+                extra={
+                    k: v for k, v in t.items() if k not in ("name", "input_schema", "description")
+                },
+            )
+            for t in vendor["tools"]
+        ]
+    choice = _choice_from_hub(request)
+    params = request.parameters
+    temperature = params.get("temperature")
+    if temperature is not None and temperature > 1:
+        raise ValueError(f"parameters.temperature: {temperature} is above the Messages API's 1")
+    budget = reasoning_options(request).get("budget_tokens")
+    thinking = None
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        thinking = Thinking(type="enabled", budget_tokens=budget)
+    if "thinking" in vendor:
+        raw = vendor["thinking"]
+        thinking = Thinking(
+            type=raw["type"],
+            budget_tokens=raw.get("budget_tokens"),
+            extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
+        )
+    max_tokens = params.get("max_tokens")
+    return MessagesRequest(
+        model=request.model,
+        max_tokens=max_tokens if isinstance(max_tokens, int) else default_max_tokens,
+        messages=messages,
+        system=system,
+        tools=tools,
+        tool_choice=choice,
+        stop_sequences=params.get("stop_sequences") or (),
+        temperature=temperature,
+        top_p=params.get("top_p"),
+        top_k=vendor.get("top_k"),
+        metadata=vendor.get("metadata") or {},
+        thinking=thinking,
+        stream=vendor.get("stream", True),
+        extra=vendor.get("extra") or {},
+    )
+
+
+def _choice_from_hub(request: LLMRequest) -> ToolChoice | None:
+    choice = tool_choice(request)
+    parallel = parallel_tool_calls(request)
+    disable = None if parallel is None else not parallel
+    if choice is None:
+        return (
+            None if disable is None else ToolChoice(type="auto", disable_parallel_tool_use=disable)
+        )
+    if isinstance(choice, tuple):
+        return ToolChoice(type="tool", name=choice[1], disable_parallel_tool_use=disable)
+    kind = {"auto": "auto", "none": "none", "required": "any"}[choice]
+    return ToolChoice(type=kind, disable_parallel_tool_use=disable)  # type: ignore[arg-type]

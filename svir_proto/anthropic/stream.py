@@ -1,0 +1,570 @@
+"""The Anthropic Messages stream (``POST /v1/messages`` with ``"stream": true``): response bytes
+to the event vocabulary and a `Completion`.
+
+Anthropic's API reference, "Streaming Messages", is the requirement: each SSE event is
+``event: NAME`` and ``data: {"type": NAME, ...}``; the decoder reads the JSON's own ``type``.
+
+Rule 1 (the message): ``message_start`` gives the identity (``message.id``, ``message.model``)
+    as `StreamStarted`, and its ``usage`` the first counts (Rule 5). Content before it is read
+    all the same (a problem is noted); a second ``message_start`` is a `PeerProtocolError`.
+Rule 2 (blocks): ``content_block_start`` opens block ``index`` (each index greater than every
+    earlier one), ``content_block_delta`` adds to an open block, ``content_block_stop`` closes
+    it; a delta or stop for a block that is not open, or a delta of the wrong kind for its
+    block (``text_delta`` in a ``tool_use`` block), is a `PeerProtocolError`. At most
+    `MAX_OPEN_BLOCKS` are open at once.
+Rule 3 (what blocks carry): ``text`` (``text_delta``) is `TextDelta`; ``thinking``
+    (``thinking_delta``) is `ReasoningDelta` with carrier ``thinking``, and its
+    ``signature_delta`` a `ReasoningSignature` that closes the signed block
+    (`Completion.reasoning_blocks`); ``redacted_thinking`` is a redacted `ReasoningSignature`
+    whose ``signature`` is the block's ``data``; ``tool_use`` is a tool call (the calls
+    numbered 0, 1, ... in block order: `ToolCallDelta.index` is that number, not the block's
+    index) whose ``input_json_delta`` pieces are its arguments, or, when no piece came, the
+    ``input`` its start carried (``{}`` then gives ``"{}"``). Any other block type
+    (``server_tool_use``, ``web_search_tool_result``, ...) is kept out of the text and the
+    calls, its deltas skipped, and noted once in ``problems``; so are ``citations_delta`` and
+    delta types this decoder does not know.
+Rule 4 (the end of the message): ``message_delta`` gives ``delta.stop_reason`` as `Finished`
+    (the first one counts; ``stop_sequence`` is kept in `stop_sequence`) and its ``usage``,
+    which is cumulative and merged into what ``message_start`` said: a count the delta does
+    not repeat (or gives as ``null``) keeps its earlier value, so no count is lost.
+Rule 5 (usage): counted as `Usage` says: ``prompt_tokens`` is ``input_tokens`` plus
+    ``cache_creation_input_tokens`` plus ``cache_read_input_tokens`` (Anthropic counts input
+    without the cache), ``cached_tokens`` the cache reads, ``cache_creation_tokens`` the
+    writes, ``reasoning_tokens`` ``output_tokens_details.thinking_tokens``, ``total_tokens``
+    prompt plus completion (or what a svir encoder wrote under ``vendor:svir``). The counts
+    are in ``result.usage`` from ``message_start`` on; a `Usage` event comes when they are
+    final: with each ``message_delta`` that has ``usage``, or, if none had, at the end (before
+    the tool calls, the error or `StreamEnded`), unless every count is 0: a placeholder, as
+    gateways (ours included) write before the counts are known, never an event of its own.
+Rule 6 (errors): an ``error`` event is `StreamFailed` with the kind of its ``error.type``
+    (``overloaded_error``, ``rate_limit_error``, ``api_error``, ...); it ends the stream, as
+    Anthropic ends it there: `StreamEnded(done=True)`, not complete.
+Rule 7 (versioning): ``ping`` is counted (`pings`); an event type this decoder does not know
+    is ignored and noted once in ``problems``, as the API's versioning policy asks of clients.
+    An SSE ``event:`` name that differs from the JSON's ``type`` is noted, and the ``type``
+    decides.
+Rule 8 (completeness): ``message_stop`` ends the stream; the tool calls are checked and emitted
+    whole (`ToolCall`, in call order), then `StreamEnded`. The stream is complete when
+    ``message_stop`` came after a ``stop_reason``, with no error. Events after the end are
+    counted (``ignored_after_done``), not read; a body that ends before it gives
+    ``StreamEnded(complete=False, done=False)``, the calls kept as ``pending_tool_calls``.
+
+A payload that is not a JSON object is a `PeerProtocolError` with its byte offset. This module
+never does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Final
+
+from .. import _json
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from ..errors import Failure, FailureKind, PeerProtocolError
+from ..events import (
+    Completion,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningSignature,
+    StreamFailed,
+    StreamStarted,
+    ToolCall,
+    Usage,
+    text_delta,
+)
+from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
+from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
+from ._wire import STOP_REASONS
+from .status import failure_from_error
+
+__all__ = ["MAX_OPEN_BLOCKS", "MessagesStreamDecoder"]
+
+MAX_OPEN_BLOCKS: Final = 64
+"""Content blocks open at once (Rule 2). Anthropic opens one at a time; a peer that opens
+blocks without closing them may hold at most this many (count what grows, not only bytes)."""
+
+_TEXT: Final = 1
+_TOOL: Final = 2
+_THINKING: Final = 3
+_OTHER: Final = 4
+_KINDS: Final = {"text": _TEXT, "tool_use": _TOOL, "thinking": _THINKING}
+_DELTA_KIND: Final = {
+    "text_delta": _TEXT,
+    "input_json_delta": _TOOL,
+    "thinking_delta": _THINKING,
+    "signature_delta": _THINKING,
+}
+_USAGE_KEYS: Final = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+SVIR_USAGE: Final = "vendor:svir"
+"""The key under which a svir encoder writes what Anthropic's usage has no field for."""
+
+
+class MessagesStreamDecoder(DialectDecoder):
+    """Decode a streamed Messages API response body (the bytes after the head).
+
+    Args:
+        declared_tools: the names of the tools the request declared; a call of any other tool
+            is flagged (``ToolCall.declared`` is ``False`` and a problem is noted). ``None``:
+            not checked.
+        max_event_size: bytes one SSE event may take.
+        max_tool_calls: tool calls one response may make.
+        max_result_size: characters of text, reasoning, signatures and arguments the result
+            may accumulate.
+        errors: invalid UTF-8 and lone surrogates: ``"strict"`` (a `PeerProtocolError` with the
+            offset) or ``"replace"`` (U+FFFD), whatever the JSON parser.
+
+    Attributes:
+        message_id, model: from ``message_start`` (``None`` before it).
+        stop_sequence: the stop sequence that ended the answer, when ``stop_reason`` is
+            ``stop_sequence``.
+        pings: ``ping`` events seen.
+
+    Events come with the pull API (``receive_data``/``next_event``, ``feed``/``close``); the
+    whole picture is ``result``, at any time.
+    """
+
+    def __init__(
+        self,
+        *,
+        declared_tools: Collection[str] | None = None,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        errors: Errors = "strict",
+    ) -> None:
+        super().__init__(
+            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+        )
+        self._declared = None if declared_tools is None else frozenset(declared_tools)
+        self._calls = ToolCallAssembler(max_tool_calls=max_tool_calls)
+        self._open: dict[int, int] = {}  # block index -> kind, for the open blocks
+        self._last = -1  # the greatest block index started
+        self._tools: dict[int, int] = {}  # open tool_use block index -> call number
+        self._start_input: dict[int, str] = {}  # call number -> its start's input, as JSON
+        self._streamed: set[int] = set()  # call numbers that had an input_json_delta
+        self._started = False
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._finish: Finished | None = None
+        self._counts: dict[str, int] = {}
+        self._thinking_tokens: int | None = None
+        self._total: int | None = None
+        self._usage: Usage | None = None
+        self._usage_sent = False
+        self._failure: Failure | None = None
+        self._tool_calls: tuple[ToolCall, ...] = ()
+        self._done = False
+        self._ignored = 0
+        self._problems: list[str] = []
+        self.message_id: str | None = None
+        self.model: str | None = None
+        self.stop_sequence: str | None = None
+        self.pings = 0
+
+    # -- the result ----------------------------------------------------------------------------
+
+    @property
+    def result(self) -> Completion:
+        """Everything the stream has said so far; see `Completion`."""
+        finish = self._finish
+        reasoning = self._joined(self._reasoning)
+        return Completion(
+            text=self._joined(self._text),
+            reasoning=reasoning,
+            reasoning_carrier="thinking" if reasoning else None,
+            reasoning_blocks=tuple(self._blocks),
+            tool_calls=self._tool_calls,
+            pending_tool_calls=() if self._tool_calls else self._calls.pending(),
+            finish_reason=None if finish is None else finish.reason,
+            finish_raw=None if finish is None else finish.raw,
+            usage=self._usage,
+            error=self._failure,
+            done=self._done,
+            closed=self._closed,
+            cut=self._cut,
+            filtered=finish is not None and finish.reason is FinishReason.CONTENT_FILTER,
+            ignored_after_done=self._ignored,
+            problems=tuple(self._problems),
+            complete=self._complete(),
+        )
+
+    def _complete(self) -> bool:
+        return (
+            self._done
+            and self._finish is not None
+            and self._failure is None
+            and self._deferred is None
+        )
+
+    def _note(self, problem: str) -> None:
+        if problem not in self._problems:
+            self._problems.append(problem)
+
+    # -- one SSE event -----------------------------------------------------------------------
+
+    def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        if self._done:
+            self._ignored += 1  # Rule 8, whatever the event
+            return
+        try:
+            obj = self._loads(data)
+        except (ValueError, RecursionError):
+            obj = self._canonical(data, at, "an event's data")
+        else:
+            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
+                obj = self._canonical(data, at, "an event's data")
+        if type(obj) is not dict:
+            raise PeerProtocolError("an event's data must be a JSON object", offset=at)
+        etype = obj.get("type")
+        if etype == "content_block_delta":  # the hot path: a piece of an open block, read here
+            index = obj.get("index")
+            delta = obj.get("delta")
+            if type(delta) is dict and type(index) is int:
+                kind = self._open.get(index)
+                dtype = delta.get("type")
+                if kind == _TEXT and dtype == "text_delta":
+                    piece = delta.get("text")
+                    if type(piece) is str:
+                        if piece:
+                            self._size += len(piece)
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
+                            self._text.append(piece)
+                            self._queue.append(text_delta(piece))
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
+                elif kind == _THINKING and dtype == "thinking_delta":
+                    piece = delta.get("thinking")
+                    if type(piece) is str:
+                        if piece:
+                            self._add_reasoning(piece, at)
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
+                elif kind == _TOOL and dtype == "input_json_delta":
+                    piece = delta.get("partial_json")
+                    if type(piece) is str:
+                        if piece:  # Anthropic's first piece is often empty: nothing to carry
+                            self._size += len(piece)
+                            if self._size > self._max_result:
+                                self._grow(0, at)  # raises
+                            number = self._tools[index]
+                            self._streamed.add(number)
+                            self._queue.append(self._calls.arguments(number, piece, at))
+                        if sse_type is not None and sse_type != etype:
+                            self._mismatch(sse_type, etype)
+                        return
+        elif type(etype) is not str:
+            raise PeerProtocolError(f"an event's type must be a string, not {etype!r}", offset=at)
+        if sse_type is not None and sse_type != etype:
+            self._mismatch(sse_type, etype)
+        handler = _HANDLERS.get(etype)
+        if handler is None:  # Rule 7
+            self._note(f"ignored events of unknown type {etype!r}")
+            return
+        handler(self, obj, at)
+
+    def _mismatch(self, sse_type: str, etype: str) -> None:
+        self._note(f"an SSE event named {sse_type!r} carried type {etype!r}")
+
+    # Rule 1
+
+    def _on_message_start(self, obj: dict[str, Any], at: int) -> None:
+        message = _field(obj, "message", dict, at)
+        if self._started:
+            raise PeerProtocolError("a second message_start", offset=at)
+        mid = message.get("id")
+        model = message.get("model")
+        self.message_id = mid if isinstance(mid, str) else ""
+        self.model = model if isinstance(model, str) else ""
+        self._started = True
+        self._queue.append(StreamStarted(response_id=self.message_id, model=self.model))
+        usage = message.get("usage")
+        if usage is not None:
+            self._on_usage(usage, at)  # an event once final: Rule 5
+
+    def _begin(self) -> None:
+        if not self._started:
+            self._started = True
+            self._note("content came before message_start")
+
+    # Rules 2 and 3
+
+    def _on_block_start(self, obj: dict[str, Any], at: int) -> None:
+        self._begin()
+        index = _field(obj, "index", int, at)
+        block = _field(obj, "content_block", dict, at)
+        btype = block.get("type")
+        if type(btype) is not str:
+            raise PeerProtocolError(
+                f"content_block.type must be a string, not {btype!r}", offset=at
+            )
+        if index <= self._last:
+            raise PeerProtocolError(
+                f"content_block_start for block {index}, after block {self._last} started",
+                offset=at,
+            )
+        if len(self._open) >= MAX_OPEN_BLOCKS:
+            raise PeerProtocolError(
+                f"more than {MAX_OPEN_BLOCKS} content blocks open at once",
+                offset=at,
+                limit="max_open_blocks",
+                limit_value=MAX_OPEN_BLOCKS,
+            )
+        self._last = index
+        kind = _KINDS.get(btype, _OTHER)
+        if btype == "redacted_thinking":
+            data = block.get("data")
+            if type(data) is not str:
+                raise PeerProtocolError("redacted_thinking needs data, a string", offset=at)
+            self._sign(ReasoningSignature(signature=data, carrier="thinking", redacted=True), at)
+        elif kind == _TEXT:
+            text = block.get("text")
+            if text is not None and type(text) is not str:
+                raise PeerProtocolError("a text block's text must be a string", offset=at)
+            if text:
+                self._add_text(text, at)
+        elif kind == _THINKING:
+            thinking = block.get("thinking")
+            if thinking is not None and type(thinking) is not str:
+                raise PeerProtocolError("a thinking block's thinking must be a string", offset=at)
+            if thinking:
+                self._add_reasoning(thinking, at)
+            signature = block.get("signature")
+            if type(signature) is str and signature:
+                self._add_signature(signature, at)
+        elif kind == _TOOL:
+            call_id = block.get("id")
+            name = block.get("name")
+            if type(call_id) is not str or type(name) is not str:
+                raise PeerProtocolError("a tool_use block needs an id and a name", offset=at)
+            number = len(self._calls.calls)
+            self._queue.append(self._calls.apply(number, call_id, name, None, at))
+            self._tools[index] = number
+            start = block.get("input")
+            if isinstance(start, dict) and start:
+                text = _json.dumps(start).decode()
+                self._grow(len(text), at)
+                self._start_input[number] = text
+        else:
+            self._note(f"content blocks of type {btype!r} are not carried (kept out of the text)")
+        self._open[index] = kind
+
+    def _on_block_delta(self, obj: dict[str, Any], at: int) -> None:
+        index = _field(obj, "index", int, at)
+        delta = _field(obj, "delta", dict, at)
+        kind = self._open.get(index)
+        if kind is None:
+            raise PeerProtocolError(f"content_block_delta for block {index}, not open", offset=at)
+        dtype = delta.get("type")
+        if type(dtype) is not str:
+            raise PeerProtocolError(f"delta.type must be a string, not {dtype!r}", offset=at)
+        wanted = _DELTA_KIND.get(dtype)
+        if wanted is None:
+            what = "citations are" if dtype == "citations_delta" else f"{dtype!r} deltas are"
+            self._note(f"{what} not carried")
+            return
+        if kind == _OTHER:  # e.g. a server_tool_use block's input: skipped (Rule 3)
+            return
+        if wanted != kind:
+            raise PeerProtocolError(
+                f"a {dtype} for block {index}, which is not a block of that kind", offset=at
+            )
+        if dtype == "text_delta":  # a string text is the hot path's: here it is not one
+            _string(delta, "text", at)
+        elif dtype == "input_json_delta":  # a string piece is the hot path's: here it is not
+            _string(delta, "partial_json", at)
+        elif dtype == "thinking_delta":  # likewise
+            _string(delta, "thinking", at)
+        else:
+            self._add_signature(_string(delta, "signature", at), at)
+
+    def _on_block_stop(self, obj: dict[str, Any], at: int) -> None:
+        index = _field(obj, "index", int, at)
+        kind = self._open.pop(index, None)
+        if kind is None:
+            raise PeerProtocolError(f"content_block_stop for block {index}, not open", offset=at)
+        if kind == _THINKING:
+            self._block.clear()  # a signature signs its own block only: unsigned, it ends here
+        elif kind == _TOOL:
+            number = self._tools.pop(index)
+            start = self._start_input.pop(number, None)
+            if number not in self._streamed:  # the input its start carried, whole
+                self._queue.append(self._calls.arguments(number, start or "{}", at))
+
+    def _add_text(self, text: str, at: int) -> None:
+        self._grow(len(text), at)
+        self._text.append(text)
+        self._queue.append(text_delta(text))
+
+    def _add_reasoning(self, text: str, at: int) -> None:
+        self._grow(len(text), at)
+        self._reasoning.append(text)
+        self._block.append(text)
+        self._queue.append(ReasoningDelta(text=text, carrier="thinking"))
+
+    def _add_signature(self, signature: str, at: int) -> None:
+        if signature:
+            self._sign(ReasoningSignature(signature=signature, carrier="thinking"), at)
+
+    # Rules 4 and 5
+
+    def _on_message_delta(self, obj: dict[str, Any], at: int) -> None:
+        self._begin()
+        delta = _field(obj, "delta", dict, at)
+        reason = delta.get("stop_reason")
+        if reason is not None:
+            if type(reason) is not str:
+                raise PeerProtocolError(f"stop_reason must be a string, not {reason!r}", offset=at)
+            if self._finish is not None:
+                self._note(f"a second stop_reason {reason!r} after {self._finish.raw!r}")
+            else:
+                if reason not in STOP_REASONS:
+                    self._note(f"unknown stop_reason {reason!r}")
+                sequence = delta.get("stop_sequence")
+                self.stop_sequence = sequence if isinstance(sequence, str) else None
+                self._finish = Finished(
+                    reason=STOP_REASONS.get(reason, FinishReason.OTHER), raw=reason
+                )
+                self._queue.append(self._finish)
+        usage = obj.get("usage")
+        if usage is not None:
+            self._on_usage(usage, at)
+            self._queue.append(self._usage)  # type: ignore[arg-type]
+            self._usage_sent = True
+
+    def _final_usage(self) -> None:
+        """The counts of ``message_start`` as an event, when no ``message_delta`` gave any."""
+        if not self._usage_sent and self._usage is not None and any(self._counts.values()):
+            self._usage_sent = True
+            self._queue.append(self._usage)
+
+    def _on_usage(self, raw: object, at: int) -> None:
+        if type(raw) is not dict:
+            raise PeerProtocolError("'usage' must be an object", offset=at)
+        counts = self._counts
+        for key in _USAGE_KEYS:
+            value = raw.get(key)
+            if type(value) is int and value >= 0:
+                counts[key] = value
+        details = raw.get("output_tokens_details")
+        if type(details) is dict:
+            thinking = details.get("thinking_tokens")
+            if type(thinking) is int and thinking >= 0:
+                self._thinking_tokens = thinking
+        ours = raw.get(SVIR_USAGE)
+        if type(ours) is dict:
+            total = ours.get("total_tokens")
+            if type(total) is int and total >= 0:
+                self._total = total
+        fresh = counts.get("input_tokens")
+        creation = counts.get("cache_creation_input_tokens")
+        read = counts.get("cache_read_input_tokens")
+        output = counts.get("output_tokens")
+        prompt = None
+        if fresh is not None or creation is not None or read is not None:
+            prompt = (fresh or 0) + (creation or 0) + (read or 0)
+        total = self._total
+        if total is None and prompt is not None and output is not None:
+            total = prompt + output
+        self._usage = Usage(
+            prompt_tokens=prompt,
+            completion_tokens=output,
+            total_tokens=total,
+            reasoning_tokens=self._thinking_tokens,
+            cached_tokens=read,
+            cache_creation_tokens=creation,
+        )
+
+    # Rules 6 to 8
+
+    def _on_ping(self, obj: dict[str, Any], at: int) -> None:
+        self.pings += 1
+
+    def _on_error(self, obj: dict[str, Any], at: int) -> None:
+        error = obj.get("error")
+        error_type = message = None
+        if isinstance(error, dict):
+            error_type, message = error.get("type"), error.get("message")
+        failure = failure_from_error(
+            error_type if isinstance(error_type, str) else None,
+            message
+            if isinstance(message, str) and message
+            else "the server reported an error without a message",
+            default=FailureKind.SERVER_ERROR,
+        )
+        self._failure = failure
+        self._final_usage()
+        self._queue.append(StreamFailed(error=failure))
+        self._done = True  # Anthropic ends the stream with its error
+        self._terminate(done=True)
+
+    def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
+        self._done = True
+        self._final_usage()
+        finish = self._finish
+        if finish is not None:
+            self._tool_calls = self._calls.finish(self._declared)
+            self._queue.extend(self._tool_calls)
+            has_calls = bool(self._tool_calls)
+            if has_calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
+                self._note(f"tool calls arrived with stop_reason {finish.raw!r}")
+            if not has_calls and finish.reason is FinishReason.TOOL_CALLS:
+                self._note("stop_reason 'tool_use' without any tool call")
+            for call in self._tool_calls:
+                if call.declared is False:
+                    self._note(
+                        f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
+                    )
+        else:
+            self._note("message_stop came without a stop_reason")
+        if self._open:
+            self._note(f"message_stop with blocks still open: {sorted(self._open)}")
+        self._terminate(done=True)
+
+    def _on_body_end(self) -> None:
+        if not self._done:
+            self._final_usage()
+            self._note("the body ended before message_stop")
+            self._terminate(done=False)
+
+    def _after_end(self, exc: PeerProtocolError) -> bool:
+        self._note(f"after the end of the stream: {exc}")  # noted once; not read further
+        return True
+
+
+def _field(obj: dict[str, Any], name: str, kind: type, at: int) -> Any:
+    value = obj.get(name)
+    if type(value) is not kind:
+        raise PeerProtocolError(
+            f"{obj.get('type')} needs {name!r} ({kind.__name__}), got {value!r}"[:200], offset=at
+        )
+    return value
+
+
+def _string(delta: dict[str, Any], name: str, at: int) -> str:
+    value = delta.get(name)
+    if type(value) is not str:
+        raise PeerProtocolError(
+            f"{delta.get('type')} needs {name!r}, a string, not {value!r}"[:200], offset=at
+        )
+    return value
+
+
+_HANDLERS: Final = {
+    "message_start": MessagesStreamDecoder._on_message_start,
+    "content_block_start": MessagesStreamDecoder._on_block_start,
+    "content_block_delta": MessagesStreamDecoder._on_block_delta,
+    "content_block_stop": MessagesStreamDecoder._on_block_stop,
+    "message_delta": MessagesStreamDecoder._on_message_delta,
+    "message_stop": MessagesStreamDecoder._on_message_stop,
+    "ping": MessagesStreamDecoder._on_ping,
+    "error": MessagesStreamDecoder._on_error,
+}

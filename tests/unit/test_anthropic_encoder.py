@@ -1,0 +1,242 @@
+"""MessagesStreamEncoder: vocabulary events to Messages stream bytes, read back by our decoder."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto.anthropic import (
+    MessagesStreamDecoder,
+    MessagesStreamEncoder,
+    error_body,
+    error_status,
+    stop_reason_of,
+    usage_object,
+)
+from svir_proto.errors import Failure, FailureKind, FilterResult
+from svir_proto.events import (
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningSignature,
+    RefusalDelta,
+    ResponseStarted,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from tests.helpers import run
+
+END = StreamEnded(complete=True, done=True)
+
+
+def encode(events: list[Any], **options: Any) -> tuple[bytes, MessagesStreamEncoder]:
+    enc = MessagesStreamEncoder(**options)
+    return b"".join(enc.encode(e) for e in events), enc
+
+
+def wire(body: bytes) -> list[dict[str, Any]]:
+    out = []
+    for block in body.split(b"\n\n"):
+        if block:
+            name, data = block.split(b"\n")
+            obj = json.loads(data[6:])
+            assert name == b"event: " + obj["type"].encode()
+            out.append(obj)
+    return out
+
+
+def test_reasoning_then_text_then_tools_in_order_with_indexes() -> None:
+    events = [
+        StreamStarted(response_id="r1", model="m"),
+        ReasoningDelta(text="hm", carrier="reasoning_content"),
+        ReasoningDelta(text="", carrier="reasoning_content"),
+        TextDelta(text="Hi"),
+        TextDelta(text=""),
+        ReasoningSignature(signature="s1", carrier="thinking"),
+        ReasoningSignature(signature="enc", carrier="thinking", redacted=True),
+        ToolCallDelta(index=0, id="c1", name="f", arguments=""),
+        ToolCallDelta(index=0, arguments='{"a":'),
+        ToolCallDelta(index=0, arguments=""),
+        ToolCallDelta(index=0, arguments="1}"),
+        ToolCall(index=1, id="c2", name="g", arguments=""),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        Usage(prompt_tokens=10, completion_tokens=4, total_tokens=14, cached_tokens=6),
+        ToolCall(index=0, id="c1", name="f", arguments='{"a":1}'),
+        END,
+    ]
+    body, enc = encode(events)
+    objs = wire(body)
+    starts = [
+        (o["index"], o["content_block"]["type"]) for o in objs if o["type"] == "content_block_start"
+    ]
+    assert starts == [
+        (0, "thinking"),
+        (1, "text"),
+        (2, "thinking"),
+        (3, "redacted_thinking"),
+        (4, "tool_use"),
+        (5, "tool_use"),
+    ]
+    assert objs[-2]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    assert objs[-2]["usage"] == {
+        "input_tokens": 4,
+        "cache_read_input_tokens": 6,
+        "output_tokens": 4,
+    }
+    assert objs[0]["message"]["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    r = d.result
+    assert (r.reasoning, r.text) == ("hm", "Hi")
+    # the signature came after the text: it closes a thinking block of its own, empty
+    assert [(b.text, b.signature, b.redacted) for b in r.reasoning_blocks] == [
+        ("", "s1", False),
+        ("", "enc", True),
+    ]
+    assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [
+        ("c1", "f", '{"a":1}'),
+        ("c2", "g", "{}"),
+    ]
+    assert r.usage == events[13]
+    assert r.complete
+    assert enc.done
+    assert enc.lost == []
+
+
+def test_interleaved_calls_are_held_until_their_turn() -> None:
+    events = [
+        ToolCallDelta(index=1, id="b", name="g", arguments="{"),
+        ToolCallDelta(index=0, id="a", name="f", arguments="{"),
+        ToolCallDelta(index=1, arguments="}"),
+        ToolCallDelta(index=0, arguments="}"),
+        ToolCallDelta(index=2, id="c", name="h", arguments="{}"),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        END,  # no whole calls: the held ones are written at the end
+    ]
+    body, enc = encode(events, model="m", message_id="msg_x")
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    assert [(c.id, c.arguments) for c in d.result.tool_calls] == [
+        ("a", "{}"),
+        ("b", "{}"),
+        ("c", "{}"),
+    ]
+    assert d.message_id == "msg_x"
+    assert enc.lost == ["usage: the upstream gave none, so message_delta says 0 output tokens"]
+
+
+def test_what_cannot_be_carried_is_listed() -> None:
+    events = [
+        ToolCallDelta(index=0, id="a", name="lo", arguments="{"),
+        ToolCallDelta(index=0, name="ok", arguments="}"),
+        TextDelta(text="x"),
+        ToolCallDelta(index=0, arguments=" "),
+        RefusalDelta(text="no"),
+        FilterVerdict(scope="completion", results=(FilterResult(category="hate", filtered=True),)),
+        ResponseStarted(status=200, headers=()),
+        Usage(prompt_tokens=1, completion_tokens=1, total_tokens=7, reasoning_tokens=1),
+        END,
+    ]
+    body, enc = encode(events)
+    assert enc.lost == [
+        "a tool call's name continued after its block opened",
+        "tool-call arguments that came after their call's block was closed",
+        "refusal text: written as text (Anthropic refuses by stop_reason)",
+        "content-filter verdicts",
+    ]
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    assert d.result.text == "xno"
+    assert d.result.usage == events[7]
+    assert d.result.finish_reason is None
+    assert wire(body)[-2]["usage"]["vendor:svir"] == {"total_tokens": 7}
+
+
+def test_a_usage_known_at_once_goes_in_message_start() -> None:
+    usage = Usage(prompt_tokens=5, completion_tokens=1, total_tokens=6, cache_creation_tokens=2)
+    body, _ = encode([StreamStarted(response_id="r", model="m"), usage, TextDelta(text="a")])
+    start = wire(body)[0]["message"]
+    assert start["usage"] == {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 2,
+        "output_tokens": 1,
+    }
+    assert (start["id"], start["model"]) == ("r", "m")
+
+
+@pytest.mark.parametrize("kind", list(FailureKind))
+def test_a_failure_is_an_error_event_and_the_end(kind: FailureKind) -> None:
+    failure = Failure(kind=kind, message="it broke")
+    body, enc = encode([StreamFailed(error=failure), TextDelta(text="late"), END])
+    assert enc.done
+    d = MessagesStreamDecoder()
+    events = run(d, [body])
+    assert isinstance(events[0], StreamFailed)
+    got = events[0].error
+    assert got.message == "it broke"
+    same = {FailureKind.TRANSIENT, FailureKind.NOT_A_STREAM, FailureKind.UNEXPECTED}
+    same |= {FailureKind.CONTEXT_OVERFLOW, FailureKind.CONTENT_FILTER}
+    if kind not in same:
+        assert got.kind is kind
+    status = error_status(failure)
+    assert 400 <= status < 600
+    assert json.loads(error_body(failure))["error"]["type"] == got.code
+
+
+def test_a_failure_after_a_finish_and_usage_sends_them_first() -> None:
+    events = [
+        TextDelta(text="a"),
+        Finished(reason=FinishReason.LENGTH, raw="length"),
+        Usage(prompt_tokens=2, completion_tokens=1, total_tokens=3),
+        StreamFailed(error=Failure(kind=FailureKind.OVERLOADED, message="busy")),
+    ]
+    body, _ = encode(events)
+    d = MessagesStreamDecoder()
+    out = run(d, [body])
+    assert [type(e).__name__ for e in out][-4:] == [
+        "Finished",
+        "Usage",
+        "StreamFailed",
+        "StreamEnded",
+    ]
+    assert d.result.finish_raw == "max_tokens"
+
+
+def test_a_cut_writes_no_message_stop() -> None:
+    body, enc = encode([TextDelta(text="a"), StreamEnded(complete=False, done=False)])
+    assert b"message_stop" not in body
+    assert not enc.done
+    body, _ = encode([StreamEnded(complete=True, done=True)])
+    assert [o["type"] for o in wire(body)] == ["message_start", "message_delta", "message_stop"]
+
+
+def test_stop_reasons() -> None:
+    cases = [
+        (FinishReason.STOP, "stop", "end_turn"),
+        (FinishReason.STOP, "stop_sequence", "stop_sequence"),
+        (FinishReason.LENGTH, "length", "max_tokens"),
+        (FinishReason.LENGTH, "model_context_window_exceeded", "model_context_window_exceeded"),
+        (FinishReason.TOOL_CALLS, "tool_calls", "tool_use"),
+        (FinishReason.CONTENT_FILTER, "content_filter", "refusal"),
+        (FinishReason.OTHER, "pause_turn", "pause_turn"),
+        (FinishReason.OTHER, "weird", "end_turn"),
+        (FinishReason.OTHER, "end_turn", "end_turn"),
+    ]
+    for reason, raw, wire_value in cases:
+        assert stop_reason_of(Finished(reason=reason, raw=raw)) == wire_value
+
+
+def test_usage_objects() -> None:
+    assert usage_object(Usage(), start=True) == {"input_tokens": 0, "output_tokens": 0}
+    assert usage_object(Usage(completion_tokens=2, total_tokens=9)) == {
+        "output_tokens": 2,
+        "vendor:svir": {"total_tokens": 9},
+    }
