@@ -84,6 +84,7 @@ _MODULES = (
 _DIALECTS: tuple[str, ...] = (
     # the vendor dialect packages, one line each (anthropic, responses, gemini): importable as
     # attributes (svir_proto.anthropic), their names not re-exported here
+    "anthropic",
     "gemini",
 )
 _PACKAGES = ("transports", "cli")

@@ -1,8 +1,10 @@
 """The Google Gemini dialect: ``streamGenerateContent?alt=sse`` requests and streams, both ways.
 
 `GeminiRequest` (with `GeminiRequest.parse` for a server), `GeminiStreamDecoder` (a client),
-`GeminiStreamEncoder` (a gateway answering Gemini clients), the failures of `status`, and
-`svir_proto.gemini.hub` (``to_hub``/``from_hub``: the neutral request).
+`GeminiStreamEncoder` (a gateway answering Gemini clients), `headers`, `target` and
+`parse_target` (the model is in the path), the failures (`body_outcome`, `error_status`,
+`error_body`), and `to_hub`/`from_hub` (the neutral request). A vendor dialect's names stay in
+its package: ``from svir_proto.gemini import ...``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Rule 5: a cut, or a stream that ended incomplete (``StreamEnded(complete=False)`
     client, which has no end marker to miss, sees an answer without a finishReason (and for a
     cut the transport cuts the body); the usage goes out without it.
 Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one
-    (`gemini_error_object`: its kind and code travel in an ``ErrorInfo``), and the end of the
+    (`error_object`: its kind and code travel in an ``ErrorInfo``), and the end of the
     stream: what follows is not written (a Gemini client raises at the error).
 Rule 7: `FilterVerdict` is ``safetyRatings`` (on a candidate, or in ``promptFeedback``) for
     Gemini's own ``HARM_CATEGORY_*`` categories; other services' categories have no form.
@@ -65,7 +65,7 @@ from ..events import (
 )
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, FINISH, FINISH_OF, SVIR_EXTENSION, usage_out
-from .status import gemini_error_object
+from .status import error_object
 
 __all__ = ["GeminiStreamEncoder"]
 
@@ -222,7 +222,7 @@ class GeminiStreamEncoder:
                 return self._verdict(event)
             case StreamFailed():
                 self._over = True
-                return self._chunk_raw(gemini_error_object(event.error))
+                return self._chunk_raw(error_object(event.error))
             case StreamEnded():
                 return self._ended(event)
             case StreamStarted():

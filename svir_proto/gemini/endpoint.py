@@ -8,7 +8,7 @@ Rule 1: a model without a collection (``gemini-2.5-flash``) is in ``models/``; a
     where a path needs it (not ``/``, ``-``, ``.``, ``_``, ``~``).
 Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` SDK sends it
     (never in the query, where logs keep it).
-Rule 3: `parse_gemini_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
+Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
     methods ``generateContent`` and ``streamGenerateContent`` (streaming), ``alt`` and, for
     old clients, ``key`` from the query. Anything else is a `RequestError`.
 
@@ -24,14 +24,14 @@ from typing import Final, NamedTuple
 from ..llmstream.request import RequestError
 
 __all__ = [
-    "GEMINI_API_KEY_HEADER",
+    "API_KEY_HEADER",
     "GeminiTarget",
-    "gemini_headers",
-    "gemini_target",
-    "parse_gemini_target",
+    "headers",
+    "target",
+    "parse_target",
 ]
 
-GEMINI_API_KEY_HEADER: Final = "x-goog-api-key"
+API_KEY_HEADER: Final = "x-goog-api-key"
 _PATH: Final = re.compile(
     r"/(v[0-9][A-Za-z0-9]*)/((?:models|tunedModels)/[^:/]+):(generateContent|streamGenerateContent)"
 )
@@ -54,25 +54,29 @@ def _resource(model: str) -> str:
     return model if "/" in model else f"models/{model}"
 
 
-def gemini_target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:
+def target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:
     """The request target for ``model`` (Rule 1): streaming with ``alt=sse``."""
     path = f"/{version}/{urllib.parse.quote(_resource(model), safe=_SAFE)}"
     return path + (":streamGenerateContent?alt=sse" if stream else ":generateContent")
 
 
-def gemini_headers(
-    api_key: str | None, *, content_length: int | None = None
-) -> list[tuple[str, str]]:
-    """The request headers a Gemini server needs (Rule 2); the transport adds Host."""
-    headers = [("content-type", "application/json")]
+def headers(api_key: str | None, *, content_length: int | None = None) -> list[tuple[str, str]]:
+    """The request headers a Gemini server needs (Rule 2); the transport adds Host.
+
+    Raises:
+        ValueError: the key holds a line break (it would split the header).
+    """
+    out = [("content-type", "application/json")]
     if content_length is not None:
-        headers.append(("content-length", str(content_length)))
+        out.append(("content-length", str(content_length)))
     if api_key:
-        headers.append((GEMINI_API_KEY_HEADER, api_key))
-    return headers
+        if "\r" in api_key or "\n" in api_key:
+            raise ValueError("api_key holds a line break")
+        out.append((API_KEY_HEADER, api_key))
+    return out
 
 
-def parse_gemini_target(target: str) -> GeminiTarget:
+def parse_target(target: str) -> GeminiTarget:
     """Read a request target (Rule 3), for the server side.
 
     Raises:

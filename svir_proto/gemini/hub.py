@@ -21,7 +21,7 @@ Gemini to the hub:
   ``includeThoughts`` ``summary`` "auto"); function declarations: the draft's tools, Gemini's
   ``parameters`` Schema turned into JSON Schema (lower-case types) when there is no
   ``parametersJsonSchema``.
-- Under ``vendor:gemini`` (`GEMINI_EXTENSION`), read by ``from_hub`` only: the rest of
+- Under ``vendor:gemini`` (`VENDOR`), read by ``from_hub`` only: the rest of
   ``generationConfig`` (``topK``, ``candidateCount``, ``responseMimeType``,
   ``responseSchema``...), ``safetySettings``, the other top-level fields, ``stream`` when
   false; and the exact Gemini form of whatever the neutral fields do not say exactly (a turn
@@ -94,11 +94,9 @@ from .request import (
     tool_out,
 )
 
-__all__ = ["GEMINI_EXTENSION"]
-# to_hub and from_hub are reached as svir_proto.gemini.hub.to_hub: every dialect has a pair of
-# that name, so they are not star-exported (the package's re-exports would clash).
+__all__ = ["VENDOR", "from_hub", "to_hub"]
 
-GEMINI_EXTENSION: Final = "vendor:gemini"
+VENDOR: Final = "vendor:gemini"
 _REF: Final = "svir:part"  # in a kept turn: this inline data is the neutral media part N
 _EMPTY_SCHEMA: Final = {"type": "object", "properties": {}}
 _NEUTRAL_GENERATION: Final = ("maxOutputTokens", "temperature", "topP", "stopSequences")
@@ -132,19 +130,19 @@ def _fingerprint(messages: Iterable[LLMMessage]) -> str:
             content = [  # media by kind only: a kept turn takes them from the messages
                 [p.text] if isinstance(p, LLMTextPart) else [p.type, p.media_type] for p in content
             ]
-        ext = {k: v for k, v in m.extensions.items() if k != GEMINI_EXTENSION}
+        ext = {k: v for k, v in m.extensions.items() if k != VENDOR}
         calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
         plain.append([m.role, content, m.name, m.tool_call_id, calls, ext])
     return _hash(plain)
 
 
 def _ours(ext: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = ext.get(GEMINI_EXTENSION)
+    value = ext.get(VENDOR)
     return value if isinstance(value, Mapping) else {}
 
 
 def _mark(message: LLMMessage, **ours: Any) -> LLMMessage:
-    ext = {**message.extensions, GEMINI_EXTENSION: {**_ours(message.extensions), **ours}}
+    ext = {**message.extensions, VENDOR: {**_ours(message.extensions), **ours}}
     return attrs.evolve(message, extensions=ext)
 
 
@@ -586,7 +584,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
         vendor["stream"] = False
     extensions: dict[str, Any] = hub_options(tool_choice=choice, reasoning=reasoning)
     if vendor:
-        extensions[GEMINI_EXTENSION] = vendor
+        extensions[VENDOR] = vendor
     return LLMRequest(
         model=request.model,
         messages=messages,

@@ -57,7 +57,7 @@ from ..body import (
     encode_document,
 )
 from ..llmstream.request import RequestError
-from .endpoint import gemini_target
+from .endpoint import target
 from .parts import (
     PART_TYPES,
     ROLES,
@@ -215,7 +215,7 @@ class GeminiRequest:
     def target(self, *, version: str = "v1beta") -> str:
         """The request target: ``/v1beta/models/MODEL:streamGenerateContent?alt=sse`` (or
         ``:generateContent`` when not streaming)."""
-        return gemini_target(self.model, stream=self.stream, version=version)
+        return target(self.model, stream=self.stream, version=version)
 
     def document(self, marks: Placeholders | None = None) -> dict[str, Any]:
         """The request as a JSON object. Inline data given as bytes or paths become
@@ -245,7 +245,7 @@ class GeminiRequest:
         cls, body: bytes | bytearray | str, *, model: str, stream: bool = True
     ) -> GeminiRequest:
         """Read a request body (the server side; the model and the method come from the path,
-        `parse_gemini_target`).
+        `parse_target`).
 
         Raises:
             RequestError: the body is not JSON or breaks the rules; ``path`` says where.

@@ -31,11 +31,12 @@ from typing import Any, Final
 from .._json import canonical, dumps
 from ..errors import Failure, FailureKind
 from ..events import RequestFailed
+from ..openai import status as shared
 from ..openai._failures import classify
-from ..openai.status import MAX_ERROR_BODY, Headers, body_outcome, parse_retry_after
+from ..openai.status import MAX_ERROR_BODY, Headers, parse_retry_after
 from ._wire import ERROR_INFO, RETRY_INFO, STATUS_KIND, STATUS_OF, SVIR_DOMAIN
 
-__all__ = ["gemini_body_outcome", "gemini_error_body", "gemini_error_object", "gemini_failure"]
+__all__ = ["body_outcome", "error_body", "error_object", "error_status", "failure_from_error"]
 
 _OVERFLOW: Final = "exceeds the maximum number of tokens"
 """Gemini's words for a prompt longer than the model's context: "The input token count
@@ -66,7 +67,7 @@ def retry_delay(error: object) -> float | None:
     return None
 
 
-def gemini_failure(body: object, *, status: int | None, default: FailureKind) -> Failure:
+def failure_from_error(body: object, *, status: int | None, default: FailureKind) -> Failure:
     """A `Failure` from a Gemini error body or error chunk (``{"error": {...}}``) (Rules 1-3).
 
     Args:
@@ -111,7 +112,7 @@ def gemini_failure(body: object, *, status: int | None, default: FailureKind) ->
     )
 
 
-def gemini_body_outcome(
+def body_outcome(
     status: int, headers: Headers, body: bytes, *, now: float | None = None
 ) -> RequestFailed:
     """The failure a Gemini response that is not a stream reports (Rules 1 to 4).
@@ -120,7 +121,7 @@ def gemini_body_outcome(
         body: the first bytes of the body, at most `MAX_ERROR_BODY` of them.
         now: the current time in seconds since the epoch, for a ``Retry-After`` date.
     """
-    shared = body_outcome(status, headers, body, now=now).failure  # Rule 4, and the defaults
+    common = shared.body_outcome(status, headers, body, now=now).failure  # Rule 4, defaults
     text = body[:MAX_ERROR_BODY].decode("utf-8", "replace").strip()
     parsed: object = None
     if text[:1] in ("{", "["):
@@ -131,12 +132,12 @@ def gemini_body_outcome(
     if isinstance(parsed, list) and len(parsed) == 1:
         parsed = parsed[0]
     if (
-        shared.kind is FailureKind.NOT_A_STREAM
+        common.kind is FailureKind.NOT_A_STREAM
         or not isinstance(parsed, dict)
         or not isinstance(parsed.get("error"), dict)
     ):
-        return RequestFailed(failure=shared)
-    failure = gemini_failure(parsed, status=status, default=shared.kind)
+        return RequestFailed(failure=common)
+    failure = failure_from_error(parsed, status=status, default=common.kind)
     kind = failure.kind
     if status in (401, 403):
         kind = FailureKind.AUTHENTICATION
@@ -152,7 +153,7 @@ def gemini_body_outcome(
     )
 
 
-def gemini_error_object(failure: Failure) -> dict[str, Any]:
+def error_object(failure: Failure) -> dict[str, Any]:
     """A failure as Gemini's ``{"error": {...}}``, with its kind and code in an ``ErrorInfo``
     of domain ``svir-proto`` (Rule 1), and its delay as ``RetryInfo``."""
     code, rpc = STATUS_OF[failure.kind]
@@ -172,8 +173,14 @@ def gemini_error_object(failure: Failure) -> dict[str, Any]:
     }
 
 
-def gemini_error_body(failure: Failure) -> tuple[int, bytes]:
-    """A gateway's reply to a Gemini client for a failure: the HTTP status and the JSON body
-    (``application/json``), as Google writes them."""
-    obj = gemini_error_object(failure)
-    return obj["error"]["code"], dumps(obj)
+def error_status(failure: Failure) -> int:
+    """The HTTP status a gateway answers a Gemini client's ``failure`` with: its own when it
+    came with one (4xx, 5xx), else Google's for its kind (``error.code``)."""
+    code: int = error_object(failure)["error"]["code"]
+    return code
+
+
+def error_body(failure: Failure) -> bytes:
+    """The body of a gateway's error reply to a Gemini client (``application/json``), as Google
+    writes it, sent with `error_status`."""
+    return dumps(error_object(failure))

@@ -41,7 +41,7 @@ Rule 6 (safety): ``safetyRatings`` are `FilterVerdict` events by `FilterVerdict`
 Rule 7 (usage): ``usageMetadata`` is cumulative and repeated on every chunk: the last one
     counts, normalised (`svir_proto.gemini._wire`). It is a `Usage` event when it is news:
     with the finish, when a later chunk changes it, and at the end if it never went out.
-Rule 8 (errors): an ``{"error": {...}}`` chunk is `StreamFailed` (`gemini_failure`).
+Rule 8 (errors): an ``{"error": {...}}`` chunk is `StreamFailed` (`failure_from_error`).
 Rule 9 (the end): there is no end marker. The stream is *done* when its body ends cleanly at
     an event boundary after a finish or an error: the server ended it where it meant to.
     ``StreamEnded.done`` and `Completion.done` mean exactly that for this dialect. It is
@@ -83,7 +83,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
-from .status import gemini_failure
+from .status import failure_from_error
 
 __all__ = ["GeminiStreamDecoder"]
 
@@ -371,7 +371,7 @@ class GeminiStreamDecoder(DialectDecoder):
             self._send_usage()
         error = obj.get("error")
         if error is not None:  # Rule 8
-            self._fail(gemini_failure(obj, status=None, default=FailureKind.SERVER_ERROR))
+            self._fail(failure_from_error(obj, status=None, default=FailureKind.SERVER_ERROR))
 
     def _identity(self, obj: dict[str, Any], rid: object) -> None:
         model = obj.get("modelVersion")

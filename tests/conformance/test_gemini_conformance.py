@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from svir_proto import RequestError
-from svir_proto.gemini import GeminiRequest, GeminiStreamDecoder, gemini_body_outcome
+from svir_proto.gemini import GeminiRequest, GeminiStreamDecoder, body_outcome
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, MODES, pieces, run
 
@@ -78,7 +78,7 @@ def test_the_fixtures_say_what_their_names_say() -> None:
 
 @pytest.mark.parametrize("case", ERRORS, ids=lambda c: c["name"])
 def test_error_bodies_are_typed(case: dict[str, Any]) -> None:
-    failure = gemini_body_outcome(
+    failure = body_outcome(
         case["status"], [tuple(h) for h in case["headers"]], case["body"].encode()
     ).failure
     got = {"kind": failure.kind.value, "code": failure.code, "retry_after": failure.retry_after}

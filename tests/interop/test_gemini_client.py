@@ -35,7 +35,7 @@ from svir_proto.gemini import (
     GeminiThinkingConfig,
     GeminiTool,
     GeminiToolConfig,
-    parse_gemini_target,
+    parse_target,
 )
 from svir_proto.gemini._wire import FINISH_OF, STATUS_OF
 from svir_proto.llmstream import LLMStreamDecoder
@@ -187,7 +187,7 @@ def test_the_request_the_sdk_sends_is_the_request_we_build(sdk_server: str) -> N
         )
     )
     target, headers, body = Replay.seen[0]
-    where = parse_gemini_target(target)
+    where = parse_target(target)
     assert (where.model, where.stream, where.alt) == ("gemini-2.5-flash", True, "sse")
     assert headers["x-goog-api-key"] == "test-key"
     import base64
@@ -255,12 +255,12 @@ def test_the_request_the_sdk_sends_is_the_request_we_build(sdk_server: str) -> N
     [(429, "rate-limited-retry-info"), (400, "api-key-invalid"), (503, "overloaded")],
 )
 def test_the_sdk_and_we_read_an_error_body_alike(sdk_server: str, status: int, name: str) -> None:
-    from svir_proto.gemini import gemini_body_outcome
+    from svir_proto.gemini import body_outcome
     from tests.conformance.test_gemini_conformance import ERRORS
 
     case = next(c for c in ERRORS if c["name"] == name)
     seen = sdk(sdk_server, case["body"].encode(), status=status, content_type="application/json")
-    failure = gemini_body_outcome(
+    failure = body_outcome(
         status, [("content-type", "application/json")], case["body"].encode()
     ).failure
     assert seen.error == (status, failure.code)

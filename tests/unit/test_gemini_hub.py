@@ -12,7 +12,7 @@ import pytest
 from svir_proto import hub
 from svir_proto.events import ReasoningBlock
 from svir_proto.gemini import (
-    GEMINI_EXTENSION,
+    VENDOR,
     GeminiContent,
     GeminiFileData,
     GeminiFunctionCall,
@@ -132,7 +132,7 @@ def test_a_conversation_to_the_hub_says_it_the_neutral_way() -> None:
     assert schema["properties"]["unit"]["anyOf"][1] == {"type": "null"}
     assert schema["properties"]["more"]["additionalProperties"] == {"type": "number"}
     assert schema["properties"]["any"] == {"type": "array", "items": True, "not": {"type": "null"}}
-    vendor = h.extensions[GEMINI_EXTENSION]
+    vendor = h.extensions[VENDOR]
     assert vendor["generationConfig"] == {"topK": 5}
     assert from_hub(h) == r
     # and on to OpenAI: what a chat upstream is sent
@@ -160,7 +160,7 @@ def test_an_edited_message_is_rebuilt_from_what_it_says_now() -> None:
         ]
     )
     h = to_hub(r)
-    assert GEMINI_EXTENSION in h.messages[0].extensions
+    assert VENDOR in h.messages[0].extensions
     assert from_hub(h) == r
     edited = attrs.evolve(h, messages=[attrs.evolve(h.messages[0], content="Something else?")])
     assert from_hub(edited).contents == (GeminiContent(role="user", parts="Something else?"),)
@@ -392,7 +392,7 @@ def test_an_empty_generation_config_and_a_stream_false_come_back() -> None:
         extra={"cachedContent": "c"},
     )
     h = to_hub(r)
-    assert json.loads(json.dumps(h.extensions))[GEMINI_EXTENSION]["stream"] is False
+    assert json.loads(json.dumps(h.extensions))[VENDOR]["stream"] is False
     assert from_hub(h) == r
     assert (
         from_hub(
@@ -438,7 +438,7 @@ def test_media_in_a_kept_turn_is_taken_from_the_messages(tmp_path: Path) -> None
         ]
     )
     h = to_hub(r)
-    kept = h.messages[0].extensions[GEMINI_EXTENSION]["content"]
+    kept = h.messages[0].extensions[VENDOR]["content"]
     assert kept["parts"][1] == {"inlineData": {"svir:part": 0}}
     assert "iVBO" not in json.dumps(kept)  # no media twice
     assert isinstance(h.messages[1].content, tuple)

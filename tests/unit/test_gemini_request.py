@@ -14,7 +14,7 @@ import pytest
 from svir_proto import BodyChangedError, RequestError
 from svir_proto.events import Completion, ReasoningBlock, ToolCall
 from svir_proto.gemini import (
-    GEMINI_API_KEY_HEADER,
+    API_KEY_HEADER,
     GeminiContent,
     GeminiFileData,
     GeminiFunctionCall,
@@ -28,9 +28,9 @@ from svir_proto.gemini import (
     GeminiThinkingConfig,
     GeminiTool,
     GeminiToolConfig,
-    gemini_headers,
-    gemini_target,
-    parse_gemini_target,
+    headers,
+    parse_target,
+    target,
 )
 from tests.helpers import ROOT
 
@@ -441,23 +441,20 @@ def test_the_parser_reads_what_the_api_allows() -> None:
 
 
 def test_targets_and_headers() -> None:
-    assert gemini_target("gemini-2.5-flash") == (
+    assert target("gemini-2.5-flash") == (
         "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
-    assert (
-        gemini_target("models/x y", stream=False, version="v1")
-        == "/v1/models/x%20y:generateContent"
-    )
-    assert gemini_headers("k", content_length=3) == [
+    assert target("models/x y", stream=False, version="v1") == "/v1/models/x%20y:generateContent"
+    assert headers("k", content_length=3) == [
         ("content-type", "application/json"),
         ("content-length", "3"),
-        (GEMINI_API_KEY_HEADER, "k"),
+        (API_KEY_HEADER, "k"),
     ]
-    assert gemini_headers(None) == [("content-type", "application/json")]
+    assert headers(None) == [("content-type", "application/json")]
 
 
 def test_the_server_side_reads_the_target() -> None:
-    t = parse_gemini_target("/v1beta/models/gemini%2D2.5:streamGenerateContent?alt=sse&key=K")
+    t = parse_target("/v1beta/models/gemini%2D2.5:streamGenerateContent?alt=sse&key=K")
     assert (t.version, t.model, t.stream, t.alt, t.key) == (
         "v1beta",
         "gemini-2.5",
@@ -465,7 +462,7 @@ def test_the_server_side_reads_the_target() -> None:
         "sse",
         "K",
     )
-    t = parse_gemini_target("/v1/tunedModels/mine:generateContent")
+    t = parse_target("/v1/tunedModels/mine:generateContent")
     assert (t.model, t.stream, t.alt, t.key) == ("tunedModels/mine", False, None, None)
     for bad in (
         "/v1beta/models/m:countTokens",
@@ -473,7 +470,7 @@ def test_the_server_side_reads_the_target() -> None:
         "/v1beta/models/a/b:generateContent",
     ):
         with pytest.raises(RequestError) as caught:
-            parse_gemini_target(bad)
+            parse_target(bad)
         assert caught.value.path == "target"
 
 
@@ -518,3 +515,8 @@ def test_fuzz_crash_base64_the_draft_refuses() -> None:
     part = to_hub(r).messages[0].content[0]  # type: ignore[index]
     assert part.data == "+/8B/w=="  # type: ignore[union-attr]
     assert from_hub(to_hub(r)).contents[0].parts[0].decoded() == b"\xfb\xff\x01\xff"  # type: ignore[union-attr]
+
+
+def test_a_key_with_a_line_break_is_refused() -> None:
+    with pytest.raises(ValueError, match="line break"):
+        headers("k\r\nx-evil: 1")

@@ -9,10 +9,11 @@ import pytest
 from svir_proto.errors import Failure, FailureKind
 from svir_proto.events import Usage
 from svir_proto.gemini import (
-    gemini_body_outcome,
-    gemini_error_body,
-    gemini_error_object,
-    gemini_failure,
+    body_outcome,
+    error_body,
+    error_object,
+    error_status,
+    failure_from_error,
 )
 from svir_proto.gemini._wire import usage_in, usage_out
 from svir_proto.gemini.status import retry_delay
@@ -116,7 +117,7 @@ def error(**fields: object) -> dict[str, object]:
 def test_a_failure_from_each_form_of_the_error_object(
     body: object, kind: FailureKind, code: str | None, message: str
 ) -> None:
-    failure = gemini_failure(body, status=None, default=DEFAULT)
+    failure = failure_from_error(body, status=None, default=DEFAULT)
     assert (failure.kind, failure.code, failure.message) == (kind, code, message)
 
 
@@ -135,13 +136,13 @@ def test_retry_info_gives_the_delay() -> None:
 
 
 def test_an_http_body_that_is_not_geminis_is_read_by_the_shared_rules() -> None:
-    bad = gemini_body_outcome(400, [("content-type", "application/json")], b"{not json").failure
+    bad = body_outcome(400, [("content-type", "application/json")], b"{not json").failure
     assert (bad.kind, bad.message) == (FailureKind.REJECTED, "{not json")
-    success = gemini_body_outcome(200, [("content-type", "application/json")], b'{"error": {}}')
+    success = body_outcome(200, [("content-type", "application/json")], b'{"error": {}}')
     assert success.failure.kind is FailureKind.NOT_A_STREAM
-    listed = gemini_body_outcome(500, [], b'[{"a": 1}, {"b": 2}]').failure
+    listed = body_outcome(500, [], b'[{"a": 1}, {"b": 2}]').failure
     assert listed.kind is FailureKind.TRANSIENT
-    auth = gemini_body_outcome(
+    auth = body_outcome(
         401, [], json.dumps(error(message="no", status="INVALID_ARGUMENT")).encode()
     )
     assert (auth.failure.kind, auth.failure.code) == (
@@ -167,12 +168,12 @@ def test_an_http_body_that_is_not_geminis_is_read_by_the_shared_rules() -> None:
 def test_the_error_a_gateway_writes_reads_back_as_the_same_failure(
     failure: Failure, status: int, rpc: str
 ) -> None:
-    code, body = gemini_error_body(failure)
+    code, body = error_status(failure), error_body(failure)
     obj = json.loads(body)
     assert (code, obj["error"]["code"], obj["error"]["status"]) == (status, status, rpc)
-    again = gemini_body_outcome(status, [], body).failure
+    again = body_outcome(status, [], body).failure
     assert (again.kind, again.code, again.message) == (failure.kind, failure.code, failure.message)
-    assert gemini_error_object(failure) == obj
+    assert error_object(failure) == obj
 
 
 def test_usage_both_ways_with_what_is_missing_left_out() -> None:
