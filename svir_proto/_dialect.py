@@ -1,7 +1,9 @@
 """What the dialect decoders (OpenAI, LLM-Stream) share, written once.
 
 SSE framing into raw items (`SSEFramer`), one ``_on_event(type, data, offset)`` call per event
-(a batch of simple events gives one call per payload, with type ``None``), the bound on what a
+(a batch of simple events gives one call per payload, with type ``None``, through ``_on_batch``;
+a batch of typed events one per event, with its type, through ``_on_typed``: a dialect may
+override either hook to read a batch at once, doing what those calls would), the bound on what a
 result may accumulate, the end of the body, and the terminal `StreamEnded`. A dialect decides
 what its events mean and what an error after its end marker does (`_after_end`).
 
@@ -56,29 +58,44 @@ class DialectDecoder(PullDecoder[Event]):
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`PullDecoder.feed`, with the fast lanes while nothing is pending (``_fast``): the
-        express takes a piece that is exactly one simple event (`SSEFramer.whole`; a live
-        stream's every read) past the framer's buffer, and the lane frames the run of simple
-        events a piece completes in one call (`SSEFramer.take`); the dialect reads them at
-        once (``_on_batch``)."""
+        express takes a piece that is exactly one simple or typed event (`SSEFramer.whole`,
+        `SSEFramer.whole_typed`; a live stream's every read) past the framer's buffer, and the
+        lane frames the run of simple or typed events a piece completes in one call
+        (`SSEFramer.take`); the dialect reads them at once (``_on_batch``, ``_on_typed``)."""
         fast = self._fast
         if fast is not None and type(data) is bytes and data:
             framer = self._framer
+            # typed: None for simple events; one typed event (the express: its type, where its
+            # data begins and ends), or the types of a run of them
+            typed: tuple[str, int, int] | list[str] | None = None
             end = framer.whole(data) if fast else 0
             if end:  # counted into the framer's offsets when it is next used
                 at = framer._base + self._skipped
                 self._skipped += len(data)
-                payloads: list[bytes] | list[bytearray] | None = [data[6:end]]
+                payloads: Sequence[bytes | bytearray] = [data[6:end]]
+            elif fast and (typed := framer.whole_typed(data)) is not None:
+                at = framer._base + self._skipped + typed[1]  # where its data begins
+                self._skipped += len(data)
             else:
                 if self._skipped:
                     framer.skip(self._skipped)
                     self._skipped = 0
                 at = framer._base
-                payloads = framer.take(data)
-                if payloads is None:  # received: the general way takes it from here
+                got = framer.take(data)
+                if got is None:  # received: the general way takes it from here
                     self._fast = None
                     return self._reopen(self._received())
+                if isinstance(got, tuple):
+                    typed, payloads = got
+                else:
+                    payloads = got
             try:
-                self._on_batch(at, payloads, framer.gap)  # type: ignore[arg-type]
+                if typed is None:
+                    self._on_batch(at, payloads, framer.gap)
+                elif isinstance(typed, tuple):  # one typed event: as the general path gives it
+                    self._on_event(typed[0], data[typed[1] : typed[2]], at)
+                else:
+                    self._on_typed(at, typed, payloads, (framer.gap - 6) // 2)
             except PeerProtocolError as exc:  # delivered after what came before it
                 self._deferred = exc
             except Exception as exc:  # a bug, not a protocol error: still poison
@@ -130,6 +147,8 @@ class DialectDecoder(PullDecoder[Event]):
             for item in raw:
                 if len(item) == 4:  # a batch of simple events: one data line each, no type
                     self._on_batch(item[0], item[1], item[3])
+                elif len(item) == 5:  # a batch of typed events: an event and a data line each
+                    self._on_typed(item[0], item[1], item[2], item[4])
                 elif len(item) == 6:
                     etype, data, data_at, _, _, _ = item
                     on_event(etype, data, data_at if isinstance(data_at, int) else data_at[0])
@@ -160,6 +179,23 @@ class DialectDecoder(PullDecoder[Event]):
         for payload in payloads:
             on_event(None, payload, at + 6)
             at += len(payload) + gap
+
+    def _on_typed(
+        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+    ) -> None:
+        """A `RawTyped`, a run of typed events (the express hands a lone one to ``_on_event``
+        itself): event k has type ``types[k]`` and data ``payloads[k]``; the first begins at
+        ``at``, each one's data ``len(type) + 13 + eol`` bytes after it begins, and the next
+        event ``len(payload) + 2 * eol`` bytes after that (``eol``: 1 with LF line ends, 2 with
+        CRLF). Calls ``_on_event`` for each, with the arguments the general path gives; a
+        dialect may override it to read a run at once, doing what those calls would."""
+        on_event = self._on_event
+        head = 13 + eol
+        tail = eol + eol
+        for sse_type, payload in zip(types, payloads, strict=True):
+            at += len(sse_type) + head
+            on_event(sse_type, payload, at)
+            at += len(payload) + tail
 
     def _on_body_end(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

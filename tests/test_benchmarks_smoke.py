@@ -8,12 +8,19 @@ import pytest
 from benchmarks import openai as bench_openai
 from benchmarks import request as bench_request
 from benchmarks import sse as bench_sse
+from benchmarks import typed_sse as bench_typed_sse
 
 
 def test_sse_benchmark_runs_and_all_decoders_agree() -> None:
     out = bench_sse.run(chunks=200, repeat=1)
     assert "httpx-sse" in out
     assert "svir-proto" in out
+
+
+def test_typed_sse_benchmark_runs_every_shape_and_every_pipeline_sees_every_event() -> None:
+    out = bench_typed_sse.run(chunks=100, repeat=1, shapes=list(bench_typed_sse.SHAPES))
+    for name in ("Anthropic", "Responses", "CRLF", "LLM-Stream", "own _on_typed", "SSEDecoder"):
+        assert name in out
 
 
 def test_openai_benchmark_runs_every_shape_and_the_results_agree() -> None:

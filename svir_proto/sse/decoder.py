@@ -7,12 +7,21 @@ never do I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import repeat
 from typing import Final, NamedTuple
 
 from .._pull import PullDecoder
 from ..errors import PeerProtocolError
-from .framer import DEFAULT_MAX_EVENT_SIZE, EndOfStream, Errors, RawItem, SSEFramer
+from .framer import (
+    DEFAULT_MAX_EVENT_SIZE,
+    EndOfStream,
+    Errors,
+    RawItem,
+    SSEFramer,
+    batch_offsets,
+    typed_offsets,
+)
 
 __all__ = ["SSEComment", "SSEDecoder", "SSEItem", "ServerSentEvent"]
 
@@ -61,6 +70,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
         self._last_id = ""  # the framer's last_event_id, as of the last slow feed
         self._skipped = 0  # bytes the express took that the framer has not counted yet
         self._whole = self._framer.whole
+        self._whole_typed = self._framer.whole_typed
 
     @property
     def max_event_size(self) -> int:
@@ -80,12 +90,13 @@ class SSEDecoder(PullDecoder[SSEItem]):
         # self._fast: None, the lanes are closed; False, the lane is open (SSEFramer.take);
         # True, the express too (feed takes a whole event itself: the framer holds no bytes).
         if self._fast and type(data) is bytes:
+            # Express: the piece is one whole event of one data line, or of an event line and
+            # a data line, as a live stream's every read is (the server flushes each token): no
+            # buffer, no framing call, and its bytes are counted into the framer's offsets when
+            # it is next used. Text that is not UTF-8 goes the slow way, which applies the
+            # policy.
             end = self._whole(data)
             if end:
-                # Express: the piece is one whole event of one data line, as a live stream's
-                # every read is (the server flushes each token): no buffer, no framing call,
-                # and its bytes are counted into the framer's offsets when it is next used.
-                # Text that is not UTF-8 goes the slow way, which applies the policy.
                 try:
                     text = data[6:end].decode()
                 except UnicodeDecodeError:
@@ -93,23 +104,41 @@ class SSEDecoder(PullDecoder[SSEItem]):
                 else:
                     self._skipped += len(data)
                     return [_new_tuple(ServerSentEvent, ("message", text, self._last_id, None))]
+            else:
+                typed = self._whole_typed(data)
+                if typed is not None:
+                    sse_type, start, end = typed
+                    try:
+                        text = data[start:end].decode()
+                    except UnicodeDecodeError:
+                        pass
+                    else:
+                        self._skipped += len(data)
+                        return [_new_tuple(ServerSentEvent, (sse_type, text, self._last_id, None))]
         if self._fast is not None and data and type(data) is bytes:
             # The fast lane: one call frames the piece (SSEFramer.take), and each payload of
-            # the run of simple events it completes is decoded once.
+            # the run of simple or typed events it completes is decoded once.
             framer = self._framer
             if self._skipped:
                 framer.skip(self._skipped)
                 self._skipped = 0
-            payloads = framer.take(data)
-            if payloads is None:
+            at = framer._base
+            got = framer.take(data)
+            if got is None:
                 return self._slow(None)
             self._fast = not framer._buf
+            if isinstance(got, tuple):
+                types, typed_payloads = got
+                try:
+                    return _typed_events(types, typed_payloads, self._last_id)
+                except UnicodeDecodeError:
+                    eol = (framer.gap - 6) // 2
+                    self._raw.append((at, types, typed_payloads, self._last_id, eol))
+                    return self._slow(None)
             try:
-                return _events(payloads, self._last_id)
+                return _events(got, self._last_id)
             except UnicodeDecodeError:
-                gap = framer.gap
-                at = framer._base - sum(len(p) + gap for p in payloads)
-                self._raw.append((at, payloads, self._last_id, gap))
+                self._raw.append((at, got, self._last_id, framer.gap))
                 return self._slow(None)
         return self._slow(data)
 
@@ -148,9 +177,22 @@ class SSEDecoder(PullDecoder[SSEItem]):
                 try:
                     queue += _events(payloads, last_id)
                 except UnicodeDecodeError:  # the policy, or the error naming its byte
-                    texts = self._decode_batch(at, payloads, gap)
+                    texts = self._decode_batch(payloads, batch_offsets(at, payloads, gap))
                     queue += [
                         _new_tuple(ServerSentEvent, ("message", t, last_id, None)) for t in texts
+                    ]
+                if self._deferred is not None:
+                    return
+            elif len(item) == 5:
+                at, types, typed_payloads, last_id, eol = item
+                try:
+                    queue += _typed_events(types, typed_payloads, last_id)
+                except UnicodeDecodeError:
+                    offsets = typed_offsets(at, types, typed_payloads, eol)
+                    texts = self._decode_batch(typed_payloads, offsets)
+                    queue += [
+                        _new_tuple(ServerSentEvent, (t, x, last_id, None))
+                        for t, x in zip(types, texts, strict=False)  # texts: up to an error
                     ]
                 if self._deferred is not None:
                     return
@@ -171,17 +213,19 @@ class SSEDecoder(PullDecoder[SSEItem]):
             self._terminal = framer.end
             queue.append(framer.end)
 
-    def _decode_batch(self, at: int, payloads: list[bytearray], gap: int) -> list[str]:
-        """Decode a batch's payloads one by one with the UTF-8 policy; under ``strict``, up to
-        the first that is not UTF-8, whose error (naming its byte) is deferred."""
+    def _decode_batch(
+        self, payloads: Sequence[bytes | bytearray], offsets: Sequence[int]
+    ) -> list[str]:
+        """Decode a batch's payloads (each at its offset) one by one with the UTF-8 policy;
+        under ``strict``, up to the first that is not UTF-8, whose error (naming its byte) is
+        deferred."""
         texts = []
-        for payload in payloads:
+        for payload, at in zip(payloads, offsets, strict=True):
             try:
-                texts.append(self._framer.decode_data(payload, at + 6))
+                texts.append(self._framer.decode_data(payload, at))
             except PeerProtocolError as exc:
                 self._deferred = exc
                 return texts
-            at += len(payload) + gap
         return texts
 
 
@@ -203,5 +247,21 @@ def _events(payloads: list[bytearray], last_id: str) -> list[SSEItem]:
         _new_tuple,
         repeat(ServerSentEvent),
         zip(repeat("message"), map(bytearray.decode, payloads), repeat(last_id), repeat(None)),
+    )
+    return out
+
+
+def _typed_events(types: list[str], payloads: list[bytes], last_id: str) -> list[SSEItem]:
+    """The events of a `RawTyped`'s types and payloads, as `_events` builds a batch's."""
+    if len(payloads) < _MANY:
+        return [
+            _new_tuple(ServerSentEvent, (t, p.decode(), last_id, None))
+            for t, p in zip(types, payloads, strict=True)
+        ]
+    out: list[SSEItem] = []
+    out += map(
+        _new_tuple,
+        repeat(ServerSentEvent),
+        zip(types, map(bytes.decode, payloads), repeat(last_id), repeat(None)),
     )
     return out

@@ -21,18 +21,21 @@ an unterminated line included) is bounded by ``max_event_size``; past it a
 `PeerProtocolError` names the limit, at the offset where that event began, however the input
 was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
 
-Speed: two fast lanes take what LLM servers send, events of one ``data: `` line, all with LF
-line ends or all with CRLF (the lane follows the line end of the last event the general way
+Speed: two fast lanes take what LLM servers send: simple events (one ``data: `` line) and
+typed events (one ``event: NAME`` line, NAME printable ASCII, then one ``data: `` line), all with
+LF line ends or all with CRLF (the lane follows the line end of the last event the general way
 dispatched). While nothing is pending (`SSEFramer.lane`), a decoder's ``feed`` takes a piece
-that is exactly one such event (`SSEFramer.whole`) with a few C-level checks and no buffer (the
-express: a live stream's every read), and `SSEFramer.take` frames the run of such events a
-piece completes with one split, checked by counting LFs and CRs against the separators.
-Anything else (another field, a comment, a lone CR, a change of line end, the size bound,
-bytes that are not UTF-8) goes the general way, which applies the rules line by line, or block
-by block while the buffer holds no CR. All paths give the same items, offsets and verdicts:
-the property tests check the lanes against the general path and the general path against a
-plain model of the algorithm, and the fuzz targets feed each body whole, byte by byte and
-flushed.
+that is exactly one such event (`SSEFramer.whole`, `SSEFramer.whole_typed`) with a few C-level
+checks and no buffer (the express: a live stream's every read), and `SSEFramer.take` frames the
+run of such events a piece completes with one split: simple events checked by counting LFs and
+CRs against the separators, typed events by where their lines fall (each third line blank, each
+line after an event line a data line). Anything else (another field, a comment, a lone CR, a
+change of line end, simple and typed events in one run, the size bound, bytes that are not
+UTF-8, an event type that is not printable ASCII) goes the general way, which applies the rules
+line by line, or block by block while the buffer holds no CR. All paths give the same items,
+offsets and verdicts: the property tests check the lanes against the general path and the
+general path against a plain model of the algorithm, and the fuzz targets feed each body whole,
+byte by byte and flushed.
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `PeerProtocolError` with the
@@ -45,6 +48,9 @@ This module must never do I/O.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from itertools import repeat
+from operator import is_
 from typing import Final, Literal, final
 
 import attrs
@@ -64,8 +70,16 @@ _BOM: Final = b"\xef\xbb\xbf"
 SEPARATOR: Final = b"\n\ndata: "
 """What separates the payloads of consecutive simple events (LF line ends)."""
 SEPARATOR_CRLF: Final = b"\r\n\r\ndata: "
+_EVENT: Final = b"event: "
+_DATA: Final = b"data: "
 _LF: Final = 10
 _CR: Final = 13
+MAX_LANE_TYPES: Final = 256
+"""Entries the typed lane remembers (`_Types`), one or two per event type (its event line, which
+runs look up, and its head, which the express does). The Responses API names about 50 types,
+Anthropic's Messages API 8; a stream with more still takes the lane, checking the rest each
+time."""
+_MAX_TYPE_LINE: Final = 128  # longer ``event:`` lines are checked each time, not remembered
 
 Errors = Literal["strict", "replace"]
 
@@ -93,7 +107,38 @@ RawBatch = tuple[int, list[bytearray], str, int]
 ``message`` with no retry: (offset of the first event, the payloads, the last event id, the
 bytes around each payload: 8 with LF line ends, 10 with CRLF). Event k begins at the first's
 offset plus ``len(payload) + gap`` for each payload before it."""
-RawItem = RawEvent | RawComment | RawBatch
+RawTyped = tuple[int, list[str], list[bytes], str, int]
+"""A run of events that were each exactly ``event: NAME``, ``data: <payload>`` and a blank line,
+NAME non-empty printable ASCII (so as long in characters as in bytes), with no retry: (offset of
+the first event, their types, their payloads, the last event id, the length of a line end: 1 for
+LF, 2 for CRLF). Event k's data begins ``len(type) + 13 + eol`` bytes after the event begins
+(``event: ``, NAME, a line end, ``data: ``), and event k + 1 begins ``len(payload) + 2 * eol``
+bytes after that."""
+RawItem = RawEvent | RawComment | RawBatch | RawTyped
+Taken = list[bytearray] | tuple[list[str], list[bytes]]
+"""What `SSEFramer.take` frames: the payloads of a `RawBatch`, or the types and payloads of a
+`RawTyped`."""
+
+
+class _Types(dict[bytes, str]):
+    """The typed lane's event types: an ``event: NAME`` line, alone or with the line end and
+    ``data: `` that follow it (a typed event's head), to NAME, for the NAMEs the lane takes
+    (non-empty printable ASCII: no control character, nothing the UTF-8 policy could change).
+    Any other key raises `KeyError`. One string per type, whose hash is computed once."""
+
+    def __missing__(self, key: bytes) -> str:
+        line = key
+        if key.endswith(b"\ndata: "):
+            line = key[:-8] if key.endswith(b"\r\ndata: ") else key[:-7]
+        name = line[7:]
+        if not (name and name.isascii() and line.startswith(_EVENT)):
+            raise KeyError(key)
+        text = name.decode("ascii")
+        if not text.isprintable():  # a control character: CR and LF among them
+            raise KeyError(key)
+        if len(self) < MAX_LANE_TYPES and len(key) <= _MAX_TYPE_LINE:
+            self[key] = text
+        return text
 
 
 class SSEFramer:
@@ -139,6 +184,8 @@ class SSEFramer:
         self._data_at: list[int] = []
         self._type: str | None = None
         self._retry_here: int | None = None
+        self._types = _Types()
+        self._held = False  # `_hold` took back a beginning with CRLF line ends
 
     def receive(self, data: bytes) -> None:
         """Append bytes; ``b""`` ends the body."""
@@ -171,19 +218,47 @@ class SSEFramer:
             return 0
         return n - self.gap + 6
 
+    def whole_typed(self, data: bytes) -> tuple[str, int, int] | None:
+        """If ``data`` is exactly one typed event with the lane's line ends (``event: NAME``,
+        ``data: <payload>``, a blank line; NAME as `RawTyped` says; within the size bound): its
+        type and where its payload begins and ends, else ``None``. The typed express's test,
+        used as `whole` is."""
+        n = len(data)
+        if self.gap == 8:
+            line = data.find(b"\n")
+            if data.find(b"\n", line + 1) != n - 2 or data[-1] != _LF or _CR in data:
+                return None
+            start = line + 7
+        else:
+            line = data.find(b"\r")  # its LF and "data: " follow if the head is one (below)
+            if (
+                data.find(b"\r", line + 2) != n - 4
+                or data.find(b"\n", line + 2) != n - 3
+                or data[-2:] != b"\r\n"
+            ):
+                return None
+            start = line + 8
+        if n > self.max_event_size:
+            return None
+        try:  # the head, up to the payload: the event line, its line end and "data: "
+            return self._types[data[:start]], start, n - self.gap + 6
+        except KeyError:
+            return None
+
     def skip(self, n: int) -> None:
         """Count ``n`` bytes of whole events taken without this framer (`SSEDecoder.feed`'s
         express), while `lane` was open and the buffer empty."""
         self._base = self._event_start = self._scan = self._base + n
 
-    def take(self, data: bytes) -> list[bytearray] | None:
+    def take(self, data: bytes) -> Taken | None:
         """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
         once: the fast lane of `frame`.
 
         Returns the payloads of the simple events now complete (the `RawBatch` that `frame`
-        would append; it begins at the offset ``_base`` had before), or ``[]`` when none is
+        would append; it begins at the offset ``_base`` had before), or the types and payloads
+        of the typed events now complete (a `RawTyped`, likewise), or ``[]`` when none is
         complete yet. ``None``: the data was received, but what it completes needs `frame`
-        (anything other than a run of simple events, or a limit).
+        (anything other than a run of simple events or of typed events, or a limit).
         """
         if self.gap == 8 and _CR in data:
             self.receive(data)  # which closes the lane
@@ -194,9 +269,10 @@ class SSEFramer:
             self.lane = False  # so that `frame` goes the general way at once (it reopens)
         return payloads
 
-    def _run(self) -> list[bytearray] | None:
-        """While `lane` is open: consume the run of simple events the buffer begins with, if it
-        is complete up to the buffer's last blank line; see `take` for what it returns."""
+    def _run(self) -> Taken | None:
+        """While `lane` is open: consume the run of simple events, or of typed events, the
+        buffer begins with, if it is complete up to the buffer's last blank line; see `take` for
+        what it returns."""
         buf = self._buf
         base = self._base
         n = len(buf)
@@ -206,43 +282,115 @@ class SSEFramer:
         scan = max(self._scan - base, 0)
         end = buf.rfind(blank, scan)
         if end < 0:  # no event is complete, unless a line the lane does not take is
-            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0):
+            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0, gap != 8):
                 return None
             self._scan = base + n - len(blank) + 1 if n else base
             return []
         # The run may not exceed the bound (a run that could goes the exact way, which finds
         # the event at fault), nor may what follows it.
         after = end + len(blank)
-        if after - len(blank) // 2 > limit or n - after > limit or buf[:6] != b"data: ":
+        if after - len(blank) // 2 > limit or n - after > limit:
             return None
-        payloads = buf[6:end].split(sep)
-        # Each block is one line if the separators account for every LF (and, with CRLF,
-        # every CR: with LF line ends the buffer holds none).
-        ends = 2 * len(payloads) - 2
-        if buf.count(b"\n", 6, end) != ends or (gap != 8 and buf.count(b"\r", 6, end) != ends):
+        got: Taken | None
+        if buf[:6] == b"data: ":
+            got = payloads = buf[6:end].split(sep)
+            # Each block is one line if the separators account for every LF (and, with CRLF,
+            # every CR: with LF line ends the buffer holds none).
+            ends = 2 * len(payloads) - 2
+            if buf.count(b"\n", 6, end) != ends or (gap != 8 and buf.count(b"\r", 6, end) != ends):
+                return None
+        elif buf[:7] == _EVENT:
+            got = self._typed(bytes(buf[:end]))
+            if got is None:
+                return None
+        else:
             return None
-        if n > after and not self._waiting(buf, after, after):
+        if n > after and not self._waiting(buf, after, after, gap != 8):
             return None  # what follows the run is due now: all of it goes the general way
         del buf[:after]
         base += after
         self._base = self._event_start = base
         self._scan = base + n - after - len(blank) + 1 if n > after else base
-        return payloads
+        return got
 
-    def _waiting(self, buf: bytearray, begin: int, start: int) -> bool:
-        """``buf[begin:]`` holds no blank line: it is a simple event's beginning, which gives
-        nothing yet: its data line and nothing more, the line perhaps unfinished. Anything
-        else (a comment, which is due as soon as its line ends; another field; a line end that
-        is not the lane's) goes the general way. Lines before ``start`` were seen already."""
-        n = len(buf)
-        data_line = buf[begin : begin + 6] == b"data: "
+    def _typed(self, region: bytes) -> tuple[list[str], list[bytes]] | None:
+        """The types and payloads of ``region`` (the run, without its last blank line) if it is
+        a run of typed events, else ``None``.
+
+        Split at every line end, the run is typed events if every third line is blank, every
+        line before a blank one a data line and every line before that an event line with a
+        NAME the lane takes; with CRLF, the lines are those if every CR and LF is in a CRLF.
+        """
         if self.gap == 8:
+            lines = region.split(b"\n")  # with LF line ends the buffer holds no CR
+        else:
+            lines = region.split(b"\r\n")
+            ends = len(lines) - 1
+            if region.count(b"\r") != ends or region.count(b"\n") != ends:
+                return None
+        k = (len(lines) + 1) // 3
+        if len(lines) != 3 * k - 1 or any(lines[2::3]):
+            return None
+        data = lines[1::3]
+        payloads = list(map(bytes.removeprefix, data, repeat(_DATA)))
+        if any(map(is_, payloads, data)):  # a line without the prefix comes back as it was
+            return None
+        try:
+            return list(map(self._types.__getitem__, lines[0::3])), payloads
+        except KeyError:
+            return None
+
+    def _waiting(self, buf: bytearray, begin: int, start: int, crlf: bool) -> bool:
+        """``buf[begin:]`` holds no blank line: it is the beginning of an event a lane takes,
+        which gives nothing yet: a simple event's data line, or a typed event's event line and
+        perhaps its data line, the last line perhaps unfinished. Anything else (a comment,
+        which is due as soon as its line ends; another field; a line end that is not the
+        lane's: CRLF if ``crlf``, else LF, and then the caller knows there is no CR) goes the
+        general way. Lines before ``start`` were seen already."""
+        n = len(buf)
+        head = buf[begin : begin + 7]
+        if not crlf:
             end = buf.find(b"\n", start)
-            return end < 0 or (end == n - 1 and data_line)
+            if end < 0:
+                return True
+            if head[:6] == b"data: ":
+                return end == n - 1
+            if head != _EVENT:
+                return False
+            line = buf.find(b"\n", begin)  # the event line's end, at or before `end`
+            if not self._known(buf, begin, line):
+                return False
+            if line == n - 1:
+                return True
+            end = end if end > line else buf.find(b"\n", line + 1)  # the data line's end
+            return end < 0 or (end == n - 1 and buf[line + 1 : line + 7] == b"data: ")
         end = buf.find(b"\r", start)
-        if end >= 0 and not ((end == n - 1 or (end == n - 2 and buf[-1] == _LF)) and data_line):
-            return False
+        if end >= 0:
+            if head[:6] == b"data: ":
+                if not (end == n - 1 or (end == n - 2 and buf[-1] == _LF)):
+                    return False
+            elif head != _EVENT:
+                return False
+            else:
+                line = buf.find(b"\r", begin)  # the event line's end, at or before `end`
+                if not self._known(buf, begin, line):
+                    return False
+                if line < n - 2:  # its CRLF is whole, and its next line has begun
+                    end = end if end > line else buf.find(b"\r", line + 2)
+                    if end >= 0 and not (
+                        (end == n - 1 or (end == n - 2 and buf[-1] == _LF))
+                        and buf[line + 2 : line + 8] == b"data: "
+                    ):
+                        return False
         return _crlf_only(buf, start)
+
+    def _known(self, buf: bytearray, begin: int, end: int) -> bool:
+        """``buf[begin:end]`` is an event line whose NAME the typed lane takes."""
+        try:
+            self._types[bytes(buf[begin:end])]
+        except KeyError:
+            return False
+        return True
 
     def frame(self, out: list[RawItem]) -> None:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
@@ -253,11 +401,15 @@ class SSEFramer:
         """
         if self.lane:
             at = self._base
-            payloads = self._run()
-            if payloads is not None:
-                if payloads:
-                    out.append((at, payloads, self.last_event_id, self.gap))
+            got = self._run()
+            if got is not None:
+                if isinstance(got, tuple):
+                    types, payloads = got
+                    out.append((at, types, payloads, self.last_event_id, (self.gap - 6) // 2))
+                elif got:
+                    out.append((at, got, self.last_event_id, self.gap))
                 return
+        self._held = False
         if self.gap != 8:  # the CRLF lane did not track CRs: find them again
             self.gap = 8
             buf = self._buf
@@ -275,7 +427,7 @@ class SSEFramer:
                 cr = self._buf.find(b"\r")
                 self._cr = base + cr if cr >= 0 else _NONE
             self.lane = (
-                self._cr == _NONE
+                (self._cr == _NONE or self._held)
                 and self._event_start == base
                 and not (self._fields or self._eof or self._skip_lf or self._bom)
             )
@@ -284,8 +436,8 @@ class SSEFramer:
 
     def _frame_blocks(self, out: list[RawItem]) -> None:
         """No CR in the buffer, so every line ends in LF and every event in "\n\n": apply every
-        complete event at once, then the rest's complete lines unless they are only a simple
-        event's data line (`_waiting`: nothing in it is due yet), which stays for later."""
+        complete event at once, then the rest's complete lines unless they only begin an event a
+        lane takes (`_waiting`: nothing in them is due yet), which stay for later."""
         buf = self._buf
         base = self._base
         end = buf.rfind(b"\n\n", self._scan - base)
@@ -302,7 +454,7 @@ class SSEFramer:
             base = self._base = self._event_start = base + end + 2
             scan = base  # the rest was searched for a blank line only
         n = len(buf)
-        if n and not self._waiting(buf, 0, max(scan - base, 0)):  # lines due now: a comment
+        if n and not self._waiting(buf, 0, max(scan - base, 0), False):  # due now: a comment
             last = buf.rfind(b"\n")
             self._lines(bytes(buf[:last]).split(b"\n"), base, out)
             del buf[: last + 1]
@@ -351,6 +503,7 @@ class SSEFramer:
                     pos = -pos - 1
                     break
             self._check_size(base + n)
+            pos = self._hold(buf, pos)
         finally:
             if pos:
                 del buf[:pos]
@@ -358,6 +511,24 @@ class SSEFramer:
                 self._scan = max(self._scan, base + pos)
         if self._eof:
             self.end = EndOfStream(incomplete=bool(buf) or self._fields, offset=self._event_start)
+
+    def _hold(self, buf: bytearray, pos: int) -> int:
+        """After `_frame_lines` applied every complete line: if the lines of the last event so far
+        only begin an event a lane takes (`_waiting`, with the line end of the blank line before
+        them), take them back, so that the lane opens now rather than at a piece that ends
+        inside an event's first line. Returns where the bytes not applied begin."""
+        start = self._event_start - self._base
+        if self._eof or not self._fields or start < 0:
+            return pos  # the end, nothing of the event applied, or its beginning consumed
+        crlf = self._crlf
+        if not (crlf or buf.find(b"\r", start) < 0) or not self._waiting(buf, start, start, crlf):
+            return pos
+        self._type = None  # all that an event line and a data line change
+        self._data = []
+        self._data_at = []
+        self._fields = self._skip_lf = False
+        self._held = crlf  # a lane that does not track CRs may open with some in the buffer
+        return start
 
     def _line(self, buf: bytearray, pos: int, n: int, out: list[RawItem]) -> int:
         """Apply the line at ``pos``, which ends at the next CR (``_frame_lines`` applied the
@@ -524,6 +695,27 @@ def _crlf_only(buf: bytearray, start: int) -> bool:
         and buf.count(b"\r", start) - (buf[-1:] == b"\r") == crlf
         and not buf.endswith(b"\r\n\r")
     )
+
+
+def batch_offsets(at: int, payloads: Sequence[bytes | bytearray], gap: int) -> list[int]:
+    """Where the data of each event of a `RawBatch` begins."""
+    offsets = []
+    for payload in payloads:
+        offsets.append(at + 6)
+        at += len(payload) + gap
+    return offsets
+
+
+def typed_offsets(
+    at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+) -> list[int]:
+    """Where the data of each event of a `RawTyped` begins (`RawTyped` says how)."""
+    offsets = []
+    for sse_type, payload in zip(types, payloads, strict=True):
+        at += len(sse_type) + 13 + eol
+        offsets.append(at)
+        at += len(payload) + 2 * eol
+    return offsets
 
 
 def offset_in_parts(data: bytes | bytearray, data_at: int | list[int], index: int) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto import PeerProtocolError
+from svir_proto._dialect import DialectDecoder
+from svir_proto._pull import PullDecoder
 from svir_proto.sse import (
     EndOfStream,
     Errors,
@@ -18,12 +21,14 @@ from svir_proto.sse import (
     SSEFramer,
     SSEItem,
 )
+from svir_proto.sse.framer import batch_offsets, typed_offsets
 from tests.helpers import run, splits
 
 TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20
 ) | st.sampled_from(["", " ", "ü", "世界", "😀x", "[DONE]", '{"a":1}', "\x00", "\u2028"])
 NAMES = st.sampled_from(["data", "data", "data", "event", "id", "retry", "foo", "DATA", ""])
+TYPES = st.sampled_from(["x", "ping", "content_block_delta", "response.output_text.delta"]) | TEXT
 END = st.sampled_from(["\n", "\r\n", "\r"])
 
 
@@ -35,7 +40,9 @@ def streams(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 12))):
         kind = draw(st.sampled_from(["field", "field", "comment", "blank", "nocolon", "retry"]))
         if kind == "field":
-            parts.append(f"{draw(NAMES)}:{draw(st.sampled_from(['', ' ']))}{draw(TEXT)}")
+            name = draw(NAMES)
+            value = draw(TYPES if name == "event" else TEXT)
+            parts.append(f"{name}:{draw(st.sampled_from(['', ' ']))}{value}")
         elif kind == "comment":
             parts.append(f":{draw(TEXT)}")
         elif kind == "nocolon":
@@ -111,9 +118,13 @@ def framed(pieces: list[bytes]) -> list[object]:
     for item in out:
         if len(item) == 4:  # a batch: the same events, framed in one step
             start, payloads, last_id, gap = item  # type: ignore[misc]
-            for payload in payloads:  # event k begins `gap` bytes after the one before ends
-                items.append((None, bytes(payload), start + 6, last_id, None, start))
-                start += len(payload) + gap
+            for payload, at in zip(payloads, batch_offsets(start, payloads, gap), strict=True):
+                items.append((None, bytes(payload), at, last_id, None, at - 6))
+        elif len(item) == 5:  # typed events, likewise
+            start, types, payloads, last_id, eol = item  # type: ignore[misc]
+            offsets = typed_offsets(start, types, payloads, eol)
+            for t, payload, at in zip(types, payloads, offsets, strict=True):
+                items.append((t, payload, at, last_id, None, at - len(t) - 13 - eol))
         else:
             items.append(item)
     return [*items, framer.end.offset]
@@ -170,14 +181,30 @@ def test_errors_do_not_depend_on_split(data: st.DataObject, limit: int, noise: b
     assert outcome(data.draw(splits(body))) == outcome([body])
 
 
-# The fast lanes (SSEDecoder.feed's express and SSEFramer.take) take streams shaped like an LLM
-# server's: one "data: " line per event, all LF line ends or all CRLF, a piece per event or
-# several. These streams are mostly that, with now and then something each lane must hand to the
-# general path (among them the other line end).
+# The fast lanes (the decoders' express and SSEFramer.take) take streams shaped like an LLM
+# server's: one "data: " line per event, or an "event: " line and a "data: " line, all LF line ends
+# or all CRLF, a piece per event or several. These streams are mostly one of those, with now and
+# then something each lane must hand to the general path (among them the other line end).
 LIVE_EVENTS = {
     "simple": lambda t, e: f"data: {t}{e}{e}".encode(),
     "empty": lambda t, e: f"data: {e}{e}".encode(),
     "typed": lambda t, e: f"event: x{e}data: {t}{e}{e}".encode(),
+    "responses": lambda t, e: f"event: response.output_text.delta{e}data: {t}{e}{e}".encode(),
+    "ping": lambda t, e: f"event: ping{e}data: {{}}{e}{e}".encode(),
+    "typed empty": lambda t, e: f"event: ping{e}data: {e}{e}".encode(),
+    "any type": lambda t, e: f"event: {t}{e}data: {t}{e}{e}".encode(),  # "", NUL, non-ASCII
+    "type nospace": lambda t, e: f"event:x{e}data: {t}{e}{e}".encode(),
+    "type twice": lambda t, e: f"event: x{e}event: y{e}data: {t}{e}{e}".encode(),
+    "typed two lines": lambda t, e: f"event: x{e}data: {t}{e}data: {t}{e}{e}".encode(),
+    "typed no data": lambda t, e: f"event: x{e}{e}".encode(),
+    "data then type": lambda t, e: f"data: {t}{e}event: x{e}{e}".encode(),
+    "typed id": lambda t, e: f"event: x{e}id: {t}{e}data: {t}{e}{e}".encode(),
+    "typed invalid": lambda t, e: f"event: x{e}".encode() + b"data: \xff" + f"{t}{e}{e}".encode(),
+    "invalid type": lambda t, e: b"event: \xfe" + f"{e}data: {t}{e}{e}".encode(),
+    "typed cr": lambda t, e: f"event: x\rdata: {t}{e}{e}".encode(),
+    "typed other line end": lambda t, e: (
+        f"event: x\r\ndata: {t}\r\n\r\n" if e == "\n" else f"event: x\ndata: {t}\n\n"
+    ).encode(),
     "id": lambda t, e: f"id: {t}{e}data: {t}{e}{e}".encode(),
     "comment": lambda t, e: f": {t}{e}{e}".encode(),
     "other line end": lambda t, e: (
@@ -192,7 +219,8 @@ LIVE_EVENTS = {
     "two lines": lambda t, e: f"data: {t}{e}data: {t}{e}{e}".encode(),
     "nospace": lambda t, e: f"data:{t}{e}{e}".encode(),
 }
-LIVE_KINDS = st.sampled_from(["simple"] * 6 + sorted(LIVE_EVENTS))
+MAIN_KINDS = st.sampled_from(["simple", "typed", "responses"])
+TAILS = ["data: ", "event: x", "event: x\n", "event: x\ndata: ", "event: x\r\ndata: "]
 
 
 @st.composite
@@ -200,11 +228,10 @@ def live_pieces(draw: st.DrawFn) -> list[bytes]:
     """Events grouped into pieces, one per piece as often as not; a piece is sometimes cut,
     inside a line, after one, or between a CR and its LF."""
     eol = draw(st.sampled_from(["\n", "\r\n"]))
-    events = [
-        LIVE_EVENTS[draw(LIVE_KINDS)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))
-    ]
-    if draw(st.booleans()):
-        events.append(b"data: " + draw(TEXT).encode())  # an unterminated tail
+    kinds = st.sampled_from([draw(MAIN_KINDS)] * 6 + sorted(LIVE_EVENTS))
+    events = [LIVE_EVENTS[draw(kinds)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))]
+    if draw(st.booleans()):  # an unterminated tail
+        events.append(draw(st.sampled_from(TAILS)).encode() + draw(TEXT).encode())
     pieces: list[bytes] = []
     i = 0
     while i < len(events):
@@ -223,14 +250,14 @@ def live_pieces(draw: st.DrawFn) -> list[bytes]:
     return pieces
 
 
-def outcome(decoder: SSEDecoder, pieces: list[bytes], pull: list[bool]) -> object:
+def outcome(decoder: PullDecoder[Any], pieces: list[bytes], pull: list[bool]) -> object:
     """What a decoder gives after each piece (an event is due as soon as its blank line has
     arrived, whatever the lanes do), each fed with ``feed`` or, where ``pull`` says so, with
     ``receive_data`` and ``next_event``; an error ends it, with where it was found."""
-    events: list[list[SSEItem]] = []
+    events: list[list[object]] = []
     try:
         for piece, by_pull in zip(pieces, pull, strict=True):
-            got: list[SSEItem] = []
+            got: list[object] = []
             events.append(got)
             if by_pull:
                 decoder.receive_data(piece)
@@ -269,13 +296,53 @@ def test_the_fast_lanes_agree_with_the_general_path(
     pieces: list[bytes], data: st.DataObject, errors: Errors
 ) -> None:
     body = b"".join(pieces)
-    limit = data.draw(st.sampled_from([8 * 1024 * 1024, 12, 40]))
+    limit = data.draw(st.sampled_from([8 * 1024 * 1024, 12, 40, 64]))
     by_pull = st.sampled_from([False, False, False, True])
     pull = data.draw(st.lists(by_pull, min_size=len(pieces), max_size=len(pieces)))
     reference = outcome(general_decoder(limit, errors), pieces, [True] * len(pieces))
     assert outcome(SSEDecoder(max_event_size=limit, errors=errors), pieces, pull) == reference
-    if errors == "strict" and limit > len(body) and b"\xff" not in body:
+    if errors == "strict" and limit > len(body) and utf8(body):
         assert [e for piece in reference[0] for e in piece] == model(body)  # type: ignore[index]
+
+
+class Recorder(DialectDecoder):
+    """A dialect that queues each ``_on_event`` call as it is made, and refuses ``[DONE]``: what
+    the lanes hand a dialect written against ``_on_event``, errors included."""
+
+    def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        if data == b"[DONE]":
+            raise PeerProtocolError("refused", offset=at)
+        self._queue.append((sse_type, bytes(data), at))  # type: ignore[arg-type]
+
+    def _on_body_end(self) -> None:
+        self._terminate(done=self._cut)
+
+    def _complete(self) -> bool:
+        return True
+
+
+@given(live_pieces(), st.data(), st.sampled_from(["strict", "replace"]))
+def test_a_dialect_gets_the_same_calls_on_every_path(
+    pieces: list[bytes], data: st.DataObject, errors: Errors
+) -> None:
+    limit = data.draw(st.sampled_from([8 * 1024 * 1024, 12, 40, 64]))
+    pull = data.draw(
+        st.lists(
+            st.sampled_from([False, False, False, True]), min_size=len(pieces), max_size=len(pieces)
+        )
+    )
+    general = Recorder(max_event_size=limit, errors=errors)
+    general._framer = GeneralFramer(max_event_size=limit, errors=errors)
+    reference = outcome(general, pieces, [True] * len(pieces))
+    assert outcome(Recorder(max_event_size=limit, errors=errors), pieces, pull) == reference
+
+
+def utf8(body: bytes) -> bool:
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def due(prefix: bytes) -> list[SSEItem]:

@@ -434,3 +434,212 @@ def test_a_large_read_of_many_events_comes_out_whole() -> None:
     with pytest.raises(PeerProtocolError) as info:
         d.close()
     assert info.value.offset == len(OPEN) + len(many) + 6
+
+
+# The typed lanes: events of an "event: NAME" line and a "data: " line (Anthropic's, the
+# Responses API's, LLM-Stream's), taken by the express and by SSEFramer.take like simple events.
+
+
+def failed(pieces: list[bytes], **kw: object) -> tuple[list[object], PeerProtocolError]:
+    """The events a decoder gives before its error, and the error."""
+    d = SSEDecoder(**kw)  # type: ignore[arg-type]
+    out: list[object] = []
+    try:
+        for p in pieces:
+            out += d.feed(p)
+        d.close()
+    except PeerProtocolError as exc:
+        return out + list(exc.pending_events), exc
+    raise AssertionError("no error")
+
+
+def typed(name: str, data: str, eol: str = "\n") -> bytes:
+    return f"event: {name}{eol}data: {data}{eol}{eol}".encode()
+
+
+def open_framer(eol: bytes = b"\n") -> SSEFramer:
+    """A framer past its first piece, with its lane open (for that line end)."""
+    framer = SSEFramer()
+    framer.receive(b"data: open" + eol + eol)
+    out: list[object] = []
+    framer.frame(out)  # type: ignore[arg-type]
+    assert framer.lane
+    return framer
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_run_of_typed_events_is_taken_with_its_types(eol: str) -> None:
+    framer = open_framer(eol.encode())
+    body = typed("a", "1", eol) + typed("content_block_delta", '{"x":2}', eol) + b"event: c"
+    assert framer.take(body) == (["a", "content_block_delta"], [b"1", b'{"x":2}'])
+    assert framer.take(eol.encode() + b"data: 3" + 2 * eol.encode()) == (["c"], [b"3"])
+    n = len(eol)
+    out: list[object] = []
+    framer.receive(typed("d", "4", eol) + typed("ee", "5", eol))
+    framer.frame(out)  # type: ignore[arg-type]
+    start = len(b"data: open") + 2 * n + len(body) + len(b"data: 3") + 3 * n
+    assert out == [(start, ["d", "ee"], [b"4", b"5"], "", n)]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_the_typed_express_gives_the_type_and_the_payload(eol: str) -> None:
+    framer = open_framer(eol.encode())
+    e = len(eol)
+    assert framer.whole_typed(typed("ping", "{}", eol)) == ("ping", 17 + e, 19 + e)
+    assert framer.whole_typed(typed("ping", "", eol)) == ("ping", 17 + e, 17 + e)
+    for bad in [
+        b"event: ping" + eol.encode() + b"data: {}" + eol.encode(),  # no blank line
+        b"event:ping" + eol.encode() + b"data: {}" + 2 * eol.encode(),  # no space
+        typed("", "{}", eol),  # an empty type: "message"
+        typed("\u00e9", "{}", eol),  # not ASCII
+        typed("a\x00b", "{}", eol),  # a control character
+        typed("a", "1" + eol + "data: 2", eol),  # two data lines
+        b"event: a" + eol.encode() + b"id: 1" + eol.encode() + b"data: 1" + 2 * eol.encode(),
+        b"event: a" + eol.encode() + b"data:x" + 2 * eol.encode(),
+        b"event: a\rdata: 1" + 2 * eol.encode(),  # a lone CR ends a line
+        b"event: a\ndata: 1\r\n\r\n",
+        b"event: a\r\ndata: 1\n\n",
+        b"event: a\r\ndata: 1\r\n\n",
+        b"event: a\nb\r\ndata: 1\r\n\r\n",  # an LF alone in the event line
+        b"event: a\r\rdata: 1\r\n\r\n",
+        b"event: a\r\ndata: 1\r\n\r\r",
+        b"data: 1" + 2 * eol.encode(),
+    ]:
+        assert framer.whole_typed(bad) is None, bad
+    small = SSEFramer(max_event_size=10)
+    assert small.whole_typed(typed("a", "1")) is None
+
+
+def test_typed_events_decode_with_their_types_on_every_lane() -> None:
+    body = typed("a", "1") + typed("bb", "\u00fc") + typed("ping", "{}") + b"data: plain\n\n"
+    expected = [
+        ev("1", event="a"),
+        ev("\u00fc", event="bb"),
+        ev("{}", event="ping"),
+        ev("plain"),
+    ]
+    one_per_read = [block + b"\n\n" for block in body.split(b"\n\n") if block]
+    for pieces in ([body], [OPEN, body], [OPEN, *bytewise(body)], [OPEN, *one_per_read]):
+        assert [e for e in fed(pieces) if e != ev("open")][:-1] == expected
+    events = [typed(f"t{i}", str(i)) for i in range(100)]  # one read of many: built in C
+    assert fed([OPEN, b"".join(events)])[1:-1] == [ev(str(i), event=f"t{i}") for i in range(100)]
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_a_typed_event_begun_waits_and_anything_else_goes_the_general_way(eol: bytes) -> None:
+    d = SSEDecoder()
+    assert d.feed(b"data: open" + eol + eol) == [ev("open")]
+    assert d.feed(b"event: a" + eol) == []  # nothing due: the lane waits
+    assert d.feed(b"data: 1" + eol) == []
+    assert d.feed(eol + b"event: b" + eol + b"data: 2") == [ev("1", event="a")]
+    assert d.feed(eol + eol) == [ev("2", event="b")]
+    # lines after an event line that the lane does not take: applied the general way
+    for rest, expected in [
+        (b"id: 9" + eol + b"data: 3" + eol + eol, ev("3", event="c", id="9")),
+        (b": note" + eol + b"data: 3" + eol + eol, SSEComment("note")),
+        (b"data: 3" + eol + b"data: 4" + eol + eol, ev("3\n4", event="c")),
+        (b"data:3" + eol + eol, ev("3", event="c")),
+    ]:
+        d = SSEDecoder()
+        d.feed(b"data: open" + eol + eol)
+        got = d.feed(b"event: c" + eol + rest)
+        assert got[0] == expected, rest
+
+
+def test_an_event_line_the_lane_does_not_take_is_applied_when_it_ends() -> None:
+    d = SSEDecoder()
+    d.feed(OPEN)
+    with pytest.raises(PeerProtocolError) as info:
+        d.feed(b"event: \xff\n")  # due at its line end: the strict policy refuses it there
+    assert info.value.offset == len(OPEN) + 7
+    d = SSEDecoder(errors="replace")
+    d.feed(OPEN)
+    assert d.feed(b"event: \xff\ndata: 1\n\n") == [ev("1", event="\ufffd")]
+    d = SSEDecoder()
+    d.feed(OPEN)
+    assert d.feed(b"event: a\x01\n") == []  # a control character: the general way, nothing due
+    assert d.feed(b"data: 1\n\n") == [ev("1", event="a\x01")]
+
+
+@pytest.mark.parametrize("express", [True, False])
+def test_typed_payloads_that_are_not_utf8_get_the_policy(express: bool) -> None:
+    bad = typed("a", "x").replace(b"x", b"x\xff")
+    pieces = [OPEN, bad] if express else [OPEN, typed("b", "0") + bad]
+    got = fed(pieces, errors="replace")
+    assert got[-2] == ev("x\ufffd", event="a")
+    events, error = failed(pieces)
+    assert error.offset == len(b"".join(pieces)) - 3  # the 0xFF byte
+    assert events == [ev("open")] + ([] if express else [ev("0", event="b")])
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_the_typed_lanes_keep_the_size_bound(eol: bytes) -> None:
+    event = b"event: a" + eol + b"data: 0123" + eol + eol
+    fits = len(event) - 2 * len(eol) + len(eol)  # through the data line's end
+    assert fed([b"data: o" + eol + eol, event], max_event_size=fits)[1] == ev("0123", event="a")
+    for pieces in ([event], [event + event], [event[:5], event[5:] + event]):
+        events, error = failed([b"data: o" + eol + eol, *pieces], max_event_size=fits - 1)
+        assert events == [ev("o")]
+        assert (error.offset, error.limit) == (7 + 2 * len(eol), "max_event_size")
+
+
+def test_typed_events_carry_the_last_event_id() -> None:
+    assert fed([b"id: 7\n\n", typed("a", "1"), typed("b", "2") + typed("c", "3")])[:-1] == [
+        ev("1", event="a", id="7"),
+        ev("2", event="b", id="7"),
+        ev("3", event="c", id="7"),
+    ]
+
+
+def test_many_event_types_are_remembered_up_to_a_bound() -> None:
+    from svir_proto.sse.framer import MAX_LANE_TYPES
+
+    long = "x" * 200  # too long to remember: checked each time
+    names = [f"type{i}" for i in range(MAX_LANE_TYPES + 20)] + [long, long]
+    d = SSEDecoder()
+    got = d.feed(OPEN) + d.feed(b"".join(typed(name, "1") for name in names))
+    assert [e.event for e in got[1:]] == names  # type: ignore[union-attr]
+    assert len(d._framer._types) == MAX_LANE_TYPES
+
+
+def test_a_crlf_stream_of_typed_events_with_a_lone_line_end() -> None:
+    open_ = b"data: o\r\n\r\n"
+    for piece, expected in [
+        (b"event: a\r\ndata: 1\r\n\r", [ev("1", event="a")]),  # a CR alone ends the blank line
+        (b"event: a\r\ndata: 1\r\n\n", [ev("1", event="a")]),
+        (b"event: a\r\ndata: 1\n\r\n", [ev("1", event="a")]),
+        (b"event: a\r\n\r\n", []),
+        (b"event: a\r\ndata: 1\r\nid: 2\r\n\r\n", [ev("1", event="a", id="2")]),
+        (b"event: a\r\ndata: 1\r\nid: 2", []),
+        (b"event: a\r\ndata: 1\r\r\n", [ev("1", event="a")]),
+        (b"event: a\r\ndata: 1\n2\r\n\r\n", [ev("1", event="a")]),  # an LF alone, in a run
+        (b"event: a\r\ndata: 1\r\n\r\nevent: \x01\r\n", [ev("1", event="a")]),
+        (b"event: a\r\ndata: 1\r\n\r\nevent: b\r\ndata: 2\r\n\r\r\n", [ev("1", event="a")]),
+    ]:
+        d = SSEDecoder()
+        d.feed(open_)
+        got = d.feed(piece)
+        assert got[: len(expected)] == expected, piece
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
+def test_the_general_way_takes_back_a_begun_event_so_that_the_lane_opens(eol: bytes) -> None:
+    first = b"event: a" + eol + b"data: 1" + eol + eol  # the first piece goes the general way
+    for tail, taken_back in [
+        (b"event: b" + eol + b"data: 2", True),
+        (b"event: b" + eol, True),
+        (b"data: 2" + eol, True),
+        (b"event: b" + eol + b"id: 2" + eol, False),  # an id: applied, the lane stays closed
+        (b"event: b\r", eol == b"\r\n"),  # its LF may come next: the CRLF lane sees to it
+    ]:
+        d = SSEDecoder()
+        assert d.feed(first + tail) == [ev("1", event="a")]
+        framer = d._framer
+        assert (framer.lane, bytes(framer._buf) == tail) == (taken_back, taken_back), tail
+        rest = eol + eol + b"data: 3" + eol + eol
+        assert d.feed(rest) + d.close() == fed([first + tail + rest])[1:], tail
+    d = SSEDecoder()  # a CR alone, then the LF of that CRLF in the next piece
+    assert d.feed(b"data: o\r\n\r\nevent: a\r\ndata: 1\r\n\r") == [ev("o"), ev("1", event="a")]
+    assert d.feed(b"\nevent: b\r\ndata: 2") == []
+    assert d._framer.lane
+    assert d.feed(b"\r\n\r\n") == [ev("2", event="b")]
