@@ -191,22 +191,46 @@ def _lone_at(text: str) -> int:
 
 
 def _has_surrogate(value: object) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    # iterative: a value nested MAX_DEPTH deep must not meet the Python recursion limit
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
 def _replace_surrogates(value: object) -> object:
+    """`value` with each surrogate in its strings (keys too) replaced by U+FFFD; iterative,
+    like `_has_surrogate`. Containers are rebuilt in place of the parser's own."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_SURROGATE.sub("\ufffd", k): _replace_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_surrogates(v) for v in value]
+    if not isinstance(value, (dict, list)):
+        return value
+    stack: list[dict[str, object] | list[object]] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            pairs = list(item.items())
+            item.clear()
+            for key, child in pairs:
+                if isinstance(child, str):
+                    child = _SURROGATE.sub("\ufffd", child)
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
+                item[_SURROGATE.sub("\ufffd", key)] = child
+        else:
+            for i, child in enumerate(item):
+                if isinstance(child, str):
+                    item[i] = _SURROGATE.sub("\ufffd", child)
+                elif isinstance(child, (dict, list)):
+                    stack.append(child)
     return value
 
 

@@ -67,6 +67,24 @@ def test_rule_5_nesting() -> None:
     assert not too_deep(in_strings)
 
 
+def test_rules_4_and_5_together_at_the_depth_limit() -> None:
+    # a surrogate check that recursed met Python's recursion limit near MAX_DEPTH, where
+    # orjson reads on (found by the backend-differential property test)
+    inner = MAX_DEPTH - 1
+    text = '{"k\\ud800":' + "[" * inner + '"\\udc00x"' + "]" * inner + ',"ok":"\\ud83d\\ude00"}'
+    value = canonical(text, errors="replace")
+    assert isinstance(value, dict)
+    assert value["ok"] == "\U0001f600"
+    item = value["k\ufffd"]
+    for _ in range(inner):
+        item = item[0]
+    assert item == "\ufffdx"
+    with pytest.raises(JSONPolicyError, match="lone surrogate"):
+        canonical(text)
+    paired = "[" * MAX_DEPTH + '"\\ud83d\\ude00"' + "]" * MAX_DEPTH
+    assert canonical(paired) is not None
+
+
 def test_use_selects_a_backend() -> None:
     before = _json.BACKEND
     try:
