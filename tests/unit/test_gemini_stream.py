@@ -125,6 +125,18 @@ def test_what_breaks_the_schema_is_an_error_at_its_chunk(data: bytes, message: s
     assert caught.value.offset == at + (1 if data == b"{nope" else 0)
 
 
+def test_a_chunk_that_is_not_json_on_the_fast_lane_is_an_error_at_its_chunk() -> None:
+    """The lane is open after the first event: the hot loop hands what its parser refused to
+    the general read, which reports it as the general way does."""
+    first = sse(chunk({"text": "a"}))
+    d = GeminiStreamDecoder()
+    assert [type(e) for e in d.feed(first)] == [StreamStarted, TextDelta]
+    with pytest.raises(PeerProtocolError) as caught:
+        d.feed(sse(b"{nope"))
+    assert "not JSON" in str(caught.value)
+    assert caught.value.offset == len(first) + 7
+
+
 def test_a_chunk_that_nests_too_deeply_is_refused_by_both_parsers() -> None:
     deep = b'{"candidates": [{"content": {"parts": [{"text": "a", "x": ' + b"[" * 600 + b"]" * 600
     exc = error_of(sse(deep + b"}]}}]}"))
@@ -545,12 +557,16 @@ def test_the_hot_loop_reads_what_the_general_way_reads() -> None:
     )
     general = GeminiStreamDecoder()
     expected = run(general, bytewise(body))
-    hot = GeminiStreamDecoder()
-    assert run(hot, per_event(body)) == expected
-    assert hot.result == general.result
-    assert hot.result.filter_repeats == 2
-    assert hot.result.tool_calls[0].arguments == '{"s":"xppy"}'
-    assert hot.result.usage == Usage(prompt_tokens=2)
+    events = per_event(body)
+    # one event per read; and the first, then all the rest at once (one batch, in which the
+    # usage the hot loop read is stored before a chunk it hands to the general read)
+    for feeds in (events, [events[0], b"".join(events[1:])]):
+        hot = GeminiStreamDecoder()
+        assert run(hot, feeds) == expected
+        assert hot.result == general.result
+        assert hot.result.filter_repeats == 2
+        assert hot.result.tool_calls[0].arguments == '{"s":"xppy"}'
+        assert hot.result.usage == Usage(prompt_tokens=2)
 
 
 @pytest.mark.parametrize("kind", ["text", "piece"])
