@@ -81,6 +81,8 @@ from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolC
 from ..openai.stream import VERDICT_SIZE
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
+from ._envelope import BUDGET, Envelope
+from ._envelope import hole as _hole
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
 from .status import failure_from_error
@@ -168,6 +170,9 @@ class GeminiStreamDecoder(DialectDecoder):
         self._usage_raw: dict[str, Any] | None = None
         self._usage_sent: dict[str, Any] | None = None
         self._usage: Usage | None = None  # built from _usage_raw when asked for
+        self._pending: dict[str, Any] | re.Match[bytes] | None = None  # the hot loop's usage
+        self._envelope: Envelope | None = None  # the chunks the hot loop reads (`_envelope`)
+        self._budget = BUDGET
         self._verdicts: list[FilterVerdict] = []
         self._quiet: object = None  # the ratings of the last verdict, if it found nothing
         self._repeats = 0
@@ -214,9 +219,24 @@ class GeminiStreamDecoder(DialectDecoder):
         )
 
     def _usage_now(self) -> Usage | None:
+        if self._pending is not None:
+            self._settle()
         if self._usage is None and self._usage_raw is not None:
             self._usage = usage_in(self._usage_raw)
         return self._usage
+
+    def _settle(self) -> None:
+        """The usage the hot loop read last is the stream's (as bytes: the envelope's)."""
+        pending = self._pending
+        self._pending = None
+        if isinstance(pending, dict):
+            self._usage_raw = pending
+        else:
+            assert pending is not None  # called when there is one
+            usage = self._loads(pending.group(1))  # the envelope's pattern: a JSON object
+            assert isinstance(usage, dict)
+            self._usage_raw = usage
+        self._usage = None
 
     def _note(self, problem: str) -> None:
         if problem not in self._problems:
@@ -233,17 +253,59 @@ class GeminiStreamDecoder(DialectDecoder):
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
         """The hot loop, over a run of simple events: a chunk that is only one text or thought
         part of candidate 0 (nearly every chunk of an answer), or one more piece of a streamed
-        string argument, is read here, its levels unpacked at once (a chunk of another shape
-        fails to unpack, or fails a check after); any other goes `_chunk`. Both ways read a
-        chunk alike (a property test holds them to it)."""
+        string argument, is read here: without a parser when it repeats the envelope learned
+        from the last such chunk (`svir_proto.gemini._envelope`), else its levels unpacked at
+        once (a chunk of another shape fails to unpack, or fails a check after); any other
+        goes `_chunk`. All ways read a chunk alike (property tests hold them to it)."""
         loads = self._loads
         queue = self._queue
         texts = self._text
         rid = self._rid
         fast = self._finish is None and self._started
-        usage: object = None  # the last usage read here, stored once a general read is due
+        envelope = self._envelope
+        if envelope is not None:
+            head = envelope.head
+            opened = len(head)
+            rest = envelope.rest.search
         at += 6  # where each payload begins
         for payload in payloads:
+            if (  # Rule 2 of `_envelope`, inline: `Envelope.read`
+                envelope is not None
+                and payload.startswith(head)
+                and (m := rest(payload, opened)) is not None
+            ):
+                try:
+                    hole = _hole(payload, opened, m.start())
+                except UnicodeDecodeError:  # the general way applies the policy
+                    hole = None
+                if hole is not None:
+                    kind = envelope.kind
+                    if kind == "piece":
+                        call = self._streamed
+                        assert call is not None  # only `_chunk` closes it, and forgets this
+                        path = call._raw
+                        assert type(path) is str  # the envelope's, which it was when learned
+                        call._pieces.append(hole)
+                        self._size += len(path) + len(hole)
+                        if self._size > self._max_result:
+                            self._grow(0, at)  # raises
+                    elif hole:
+                        self._size += len(hole)
+                        if self._size > self._max_result:
+                            self._grow(0, at)  # raises
+                        if kind == "text":
+                            texts.append(hole)
+                            queue.append(text_delta(hole))
+                        else:
+                            self._reasoning.append(hole)
+                            self._block.append(hole)
+                            queue.append(thought_delta(hole))
+                    if envelope.rated:
+                        self._repeats += 1
+                    envelope.hits += 1
+                    self._pending = m
+                    at += len(payload) + gap
+                    continue
             try:
                 obj = loads(payload)
             except (ValueError, RecursionError):
@@ -282,7 +344,9 @@ class GeminiStreamDecoder(DialectDecoder):
                 ):
                     n = len(part)
                     text = part.get("text")
+                    kind = ""
                     if type(text) is str and (n == 1 or (n == 2 and part.get("thought") is True)):
+                        kind = "text" if n == 1 else "thought"
                         if text:
                             self._size += len(text)
                             if self._size > self._max_result:
@@ -294,12 +358,7 @@ class GeminiStreamDecoder(DialectDecoder):
                                 self._reasoning.append(text)
                                 self._block.append(text)
                                 queue.append(thought_delta(text))
-                        if len(c) == 3:
-                            self._repeats += 1
-                        usage = chunk_usage
-                        at += len(payload) + gap
-                        continue
-                    if (  # one more piece of the string a streamed call's argument is
+                    elif (  # one more piece of the string a streamed call's argument is
                         n == 1
                         and (call := self._streamed) is not None
                         and type(fc := part.get("functionCall")) is dict
@@ -314,29 +373,44 @@ class GeminiStreamDecoder(DialectDecoder):
                         and type(raw := arg.get("jsonPath")) is str
                         and raw == call._raw
                     ):
+                        kind = "piece"
                         call._pieces.append(piece)
                         self._size += len(raw) + len(piece)
                         if self._size > self._max_result:
                             self._grow(0, at)  # raises
+                    if kind:
                         if len(c) == 3:
                             self._repeats += 1
-                        usage = chunk_usage
+                        self._pending = chunk_usage
+                        envelope = self._learn(payload, kind, len(c) == 3)
+                        if envelope is not None:
+                            head = envelope.head
+                            opened = len(head)
+                            rest = envelope.rest.search
                         at += len(payload) + gap
                         continue
-            if usage is not None:
-                self._usage_raw = usage  # type: ignore[assignment]
-                self._usage = None
-                usage = None
             self._chunk(payload, at, obj)
             rid = self._rid
             fast = self._finish is None and self._started
+            envelope = None  # `_chunk` forgot it
             at += len(payload) + gap
-        if usage is not None:
-            self._usage_raw = usage  # type: ignore[assignment]
-            self._usage = None
+
+    def _learn(self, payload: bytes | bytearray, kind: str, rated: bool) -> Envelope | None:
+        """The envelope of a chunk the hot loop has just read (Rule 4 of `_envelope`)."""
+        previous = self._envelope
+        if previous is not None:
+            self._budget = BUDGET if previous.hits else self._budget - 1
+        envelope = Envelope.learn(payload, kind) if self._budget > 0 else None
+        if envelope is not None:
+            envelope.rated = rated
+        self._envelope = envelope
+        return envelope
 
     def _chunk(self, payload: bytes | bytearray, at: int, obj: object = None) -> None:
         """One ``GenerateContentResponse`` (``obj``: as the fast parser read it, if it did)."""
+        self._envelope = None  # what it changes, the envelope's reading took as settled
+        if self._pending is not None:
+            self._settle()
         if obj is None:
             try:
                 obj = self._loads(payload)
@@ -585,6 +659,8 @@ class GeminiStreamDecoder(DialectDecoder):
     # -- Rule 9 --------------------------------------------------------------------------------
 
     def _on_body_end(self) -> None:
+        if self._pending is not None:
+            self._settle()
         finish = self._finish
         self._done = not self._cut and (finish is not None or self._failure is not None)
         if self._usage_raw is not None and self._usage_raw is not self._usage_sent:
