@@ -88,23 +88,6 @@ class Envelope:
         rest += [b")", re.escape(bytes(payload[usage_end:])), rb"\Z"]
         return cls(kind, bytes(payload[: opened + 1]), re.compile(b"".join(rest)))
 
-    def read(self, payload: bytes | bytearray) -> tuple[str, re.Match[bytes]] | None:
-        """The hole's text and the match of the rest, whose group 1 is the usage, in a chunk
-        that repeats this envelope (Rule 2), or ``None``. (`GeminiStreamDecoder._on_batch`
-        does what this does, inline.)
-
-        Raises:
-            UnicodeDecodeError: the text is not UTF-8 (the general way applies the policy).
-        """
-        head = self.head
-        if not payload.startswith(head):
-            return None
-        m = self.rest.search(payload, len(head))
-        if m is None:
-            return None
-        text = hole(payload, len(head), m.start())
-        return None if text is None else (text, m)
-
 
 def hole(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
     """The text of the string whose body is ``payload[opened:closed]``, or ``None`` when it is
