@@ -36,7 +36,7 @@ from svir_proto.llmstream import LLMRequest, LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 from svir_proto.translate import OpenAIToLLMStream
 from tests.conformance.openai_results import summary
-from tests.helpers import CONFORMANCE, run, splits
+from tests.helpers import CONFORMANCE, bytewise, run, splits
 
 FIXTURES = sorted((CONFORMANCE / "gemini").glob("*.sse"))
 OPENAI = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
@@ -195,6 +195,53 @@ def test_a_broken_stream_breaks_the_same_way_however_split(
 ) -> None:
     broken = body[:at] + junk + body[at:]
     assert outcome(broken, data.draw(splits(broken))) == outcome(broken, [broken])
+
+
+@st.composite
+def hot_streams(draw: st.DrawFn) -> list[bytes]:
+    """The events of a stream the hot loop and its envelope read: chunks of one text or
+    thought part (text with every escape Google writes), the same quiet ratings on each or
+    none, counts of any size (past 18 digits too), now and then a chunk of another shape."""
+    end = draw(st.sampled_from(["\r\n\r\n", "\n\n"]))
+    quiet = [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]
+    rated = draw(st.booleans())
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        part: dict[str, Any] = {"text": draw(TEXT)}
+        if draw(st.integers(0, 3)) == 0:
+            part["thought"] = True
+        if draw(st.integers(0, 7)) == 0:
+            part["thoughtSignature"] = draw(SIGNATURE)
+        candidate: dict[str, Any] = {"content": {"parts": [part], "role": "model"}}
+        if rated:
+            candidate["safetyRatings"] = quiet
+        candidate["index"] = 0
+        count = draw(st.one_of(st.integers(0, 300), st.integers(0, 10**20)))
+        chunk = {
+            "candidates": [candidate],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": count},
+            "modelVersion": "m",
+            "responseId": "r1",
+        }
+        out.append("data: " + g(chunk) + end)
+    finish = {"candidates": [{"finishReason": "STOP", "index": 0}], "responseId": "r1"}
+    out.append("data: " + g(finish) + end)
+    return [e.encode() for e in out]
+
+
+@given(hot_streams(), st.integers(0, 2000), st.binary(min_size=1, max_size=4))
+def test_the_hot_loop_and_its_envelope_read_what_the_general_way_reads(
+    events: list[bytes], at: int, junk: bytes
+) -> None:
+    """One event per read (the hot loop, the envelope) against a byte at a time (the general
+    way): the same outcome; and so with junk in one event."""
+    body = b"".join(events)
+    assert outcome(body, events) == outcome(body, bytewise(body))
+    k = at % len(events)
+    cut = at % len(events[k])
+    events[k] = events[k][:cut] + junk + events[k][cut:]
+    body = b"".join(events)
+    assert outcome(body, events) == outcome(body, bytewise(body))
 
 
 # -- the encoder --------------------------------------------------------------------------------
