@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Final
 
 from ..openai._envelope import _NOT_PLAIN as NOT_PLAIN
@@ -43,6 +44,10 @@ _DIGITS: Final = re.compile(rb"[0-9]+")
 _INTEGER: Final = rb"(?:0|[1-9][0-9]{0,17})"
 _RAW: Final = json.JSONDecoder()
 
+Unpacked = tuple[
+    bytes, int, Callable[[bytes | bytearray, int], "re.Match[bytes] | None"], str, bool
+]
+
 KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringValue":'}
 """What a hit means (`GeminiStreamDecoder._on_batch`), and the key of its hole."""
 
@@ -50,7 +55,7 @@ KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringVal
 class Envelope:
     """The bytes around a stream's changing string and usage; see the module docstring."""
 
-    __slots__ = ("head", "hits", "kind", "rated", "rest")
+    __slots__ = ("head", "hits", "kind", "rated", "rest", "unpacked")
 
     def __init__(self, kind: str, head: bytes, rest: re.Pattern[bytes]) -> None:
         self.kind = kind  # "text", "thought" or "piece"
@@ -58,6 +63,14 @@ class Envelope:
         self.rest = rest  # from its closing quote to the end, the usage its group 1
         self.rated = False  # the chunk repeats the last quiet safety ratings: one more repeat
         self.hits = 0
+        self.unpacked: Unpacked = (head, len(head), rest.search, kind, False)
+        """What the decoder's hot loop reads: the head, its length, the rest's search, the
+        kind and whether it is rated."""
+
+    def rate(self) -> None:
+        """Each chunk that repeats this envelope repeats the last quiet safety ratings."""
+        self.rated = True
+        self.unpacked = (*self.unpacked[:4], True)
 
     @classmethod
     def learn(cls, payload: bytes | bytearray, kind: str) -> Envelope | None:

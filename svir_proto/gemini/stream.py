@@ -81,7 +81,7 @@ from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolC
 from ..openai.stream import VERDICT_SIZE
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
-from ._envelope import BUDGET, Envelope
+from ._envelope import BUDGET, NOT_PLAIN, Envelope
 from ._envelope import hole as _hole
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
@@ -264,22 +264,23 @@ class GeminiStreamDecoder(DialectDecoder):
         fast = self._finish is None and self._started
         envelope = self._envelope
         if envelope is not None:
-            head = envelope.head
-            opened = len(head)
-            rest = envelope.rest.search
+            head, opened, rest, kind, rated = envelope.unpacked
         at += 6  # where each payload begins
         for payload in payloads:
-            if (  # Rule 2 of `_envelope`, inline: `Envelope.read`
+            if (  # Rule 2 of `_envelope`, inline
                 envelope is not None
                 and payload.startswith(head)
                 and (m := rest(payload, opened)) is not None
             ):
-                try:
-                    hole = _hole(payload, opened, m.start())
+                span = payload[opened : m.start()]
+                try:  # the string's text (`_envelope.hole`, its common case inline)
+                    if len(span.translate(None, NOT_PLAIN)) == len(span):
+                        hole: str | None = span.decode()  # nothing escaped: the bytes are the text
+                    else:
+                        hole = _hole(payload, opened, m.start())
                 except UnicodeDecodeError:  # the general way applies the policy
                     hole = None
                 if hole is not None:
-                    kind = envelope.kind
                     if kind == "piece":
                         call = self._streamed
                         assert call is not None  # only `_chunk` closes it, and forgets this
@@ -300,7 +301,7 @@ class GeminiStreamDecoder(DialectDecoder):
                             self._reasoning.append(hole)
                             self._block.append(hole)
                             queue.append(thought_delta(hole))
-                    if envelope.rated:
+                    if rated:
                         self._repeats += 1
                     envelope.hits += 1
                     self._pending = m
@@ -384,9 +385,7 @@ class GeminiStreamDecoder(DialectDecoder):
                         self._pending = chunk_usage
                         envelope = self._learn(payload, kind, len(c) == 3)
                         if envelope is not None:
-                            head = envelope.head
-                            opened = len(head)
-                            rest = envelope.rest.search
+                            head, opened, rest, kind, rated = envelope.unpacked
                         at += len(payload) + gap
                         continue
             self._chunk(payload, at, obj)
@@ -401,8 +400,8 @@ class GeminiStreamDecoder(DialectDecoder):
         if previous is not None:
             self._budget = BUDGET if previous.hits else self._budget - 1
         envelope = Envelope.learn(payload, kind) if self._budget > 0 else None
-        if envelope is not None:
-            envelope.rated = rated
+        if envelope is not None and rated:
+            envelope.rate()
         self._envelope = envelope
         return envelope
 
