@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from .openai.retry import *  # noqa: F403
     from .openai.status import *  # noqa: F403
     from .openai.stream import *  # noqa: F403
+    from .openai.watch import *  # noqa: F403
     from .speed import *  # noqa: F403
     from .sse import *  # noqa: F403
     from .translate import *  # noqa: F403

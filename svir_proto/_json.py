@@ -211,8 +211,7 @@ def _replace_surrogates(value: object) -> object:
     like `_has_surrogate`. Containers are rebuilt in place of the parser's own."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    if not isinstance(value, (dict, list)):
-        return value
+    assert isinstance(value, (dict, list))  # what `_has_surrogate` found one in
     stack: list[dict[str, object] | list[object]] = [value]
     while stack:
         item = stack.pop()

@@ -32,11 +32,12 @@ _SPACE: Final = b" \t\r\n"
 
 
 class RequestScanner:
-    """Feed the body's pieces (`feed`), then read `model`, `stream`, `include_usage` and
-    `tools` (the declared tool names, in order)."""
+    """Feed the body's pieces (`feed`), then read `model`, `stream`, `include_usage`,
+    `request_id` (``metadata.request_id``) and `tools` (the declared tool names, in order)."""
 
     def __init__(self) -> None:
         self.model: str | None = None
+        self.request_id: str | None = None  # metadata.request_id
         self.stream: bool | None = None
         self.include_usage = False
         self.tools: list[str] = []
@@ -150,7 +151,7 @@ class RequestScanner:
     def _wanted(self, *, string: bool) -> bool:
         if self._expect_key:
             return len(self._stack) <= 4  # keys of the first levels are the path
-        return self._path() in (("model",),) or self._is_tool_name()
+        return self._path() in (("model",), ("metadata", "request_id")) or self._is_tool_name()
 
     def _is_tool_name(self) -> bool:
         path = self._path()
@@ -161,6 +162,9 @@ class RequestScanner:
         if path == ("model",):
             value = json.loads(raw)
             self.model = value if isinstance(value, str) else None
+        elif path == ("metadata", "request_id"):
+            value = json.loads(raw)
+            self.request_id = value if isinstance(value, str) and value else None
         elif path == ("stream",):
             self.stream = raw == b"true"
         elif path == ("stream_options", "include_usage"):

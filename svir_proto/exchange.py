@@ -22,7 +22,11 @@ Rule 5: a body that stops early because the client gave up (a timeout, a cancel)
     connection dropped is ended for the decoder, and the result says why (``interrupted``).
 Rule 6 (`next_attempt`): a failed request is sent again only as `plan_retry` allows, and only
     after a `RequestFailed`, so never once any of the answer has arrived.
-
+Rule 8 (a relay, `PassThrough.relay`): the response is not judged, it is passed on: a 2xx
+    ``text/event-stream`` body is watched as it passes (`ChatStreamWatcher`) and every
+    other response is raw, its end a `StreamEnded` (``complete`` if the body ended where its
+    framing said). Either way every body piece is kept in `Exchange.relayed` until taken. A
+    head that fails by Rule 1 or Rule 7 is still a `RequestFailed`.
 Rule 7 (wire reference 5; RFC 9110 8.4): the request asks for ``Accept-Encoding: identity``; a
     response in another content coding (a gzip body from a proxy that compresses anyway) cannot
     be read, and is a `RequestFailed` from the head alone, with code
@@ -40,16 +44,24 @@ from typing import Final, Literal, TypedDict, final
 import attrs
 
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
-from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying
+from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
-from .openai.endpoint import USER_AGENT, Endpoint, HeaderItems, ModelInfo, parse_models
+from .openai.endpoint import (
+    USER_AGENT,
+    Endpoint,
+    HeaderItems,
+    ModelInfo,
+    parse_models,
+    request_headers,
+)
 from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
 from .openai.stream import DEFAULT_MAX_RESULT_SIZE, ChatStreamDecoder
+from .openai.watch import ChatStreamWatcher
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, ServerSentEvent, SSEDecoder
 
 __all__ = [
@@ -96,26 +108,40 @@ class ModelsListed:
 @final
 @attrs.define(kw_only=True)
 class PassThrough:
-    """An OpenAI request whose body the caller sends itself, as it arrives from elsewhere (a
-    gateway forwarding its client's body): only its length and type are known up front.
+    """A request whose body the caller sends itself, as it arrives from elsewhere (a gateway
+    forwarding its client's body): only its length and type are known up front.
 
     ``declared_tools`` and ``include_usage`` may be set while the body passes (the gateway
     reads them from it); the decoder takes them when the response begins.
+
+    ``relay``: the response is passed on as it came (Rule 8): its body's pieces are collected
+    in `Exchange.relayed`; a success that is a stream is also decoded (to watch it: its text
+    is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
+    path below the endpoint's ``/v1``) say what to send, ``accept`` what the answer may be;
+    ``headers`` are added to the request's (a request id). A GET has no body:
+    ``content_length`` 0.
     """
 
     content_length: int
     content_type: str = "application/json"
     declared_tools: frozenset[str] | None = None
     include_usage: bool = False
+    relay: bool = False
+    accept: str = "text/event-stream"
+    method: Literal["POST", "GET"] = "POST"
+    target: str = "/chat/completions"
+    headers: tuple[tuple[str, str], ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if type(self.content_length) is not int or self.content_length < 0:
             raise ValueError(f"content_length must be an int >= 0, not {self.content_length!r}")
+        if not self.target.startswith("/"):
+            raise ValueError(f"target must be a path below /v1, not {self.target!r}")
 
 
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough
 ExchangeEvent = Event | ModelsListed
-Phase = Literal["head", "probe", "stream", "error", "models", "over"]
+Phase = Literal["head", "probe", "stream", "error", "models", "raw", "over"]
 TargetForm = Literal["origin", "absolute"]
 """The request target (RFC 9112 3.2): the path (``origin``), or the whole URL (``absolute``,
 for a request sent to an HTTP proxy)."""
@@ -273,14 +299,15 @@ class Exchange:
                 extra=headers,
             )
         elif isinstance(request, PassThrough):
-            self.method = "POST"
-            path = endpoint.chat_completions_path
+            self.method = request.method
+            path = endpoint.prefix + request.target
             self.body = None  # the caller sends it, as it arrives
             head = endpoint.headers(
-                content_length=request.content_length,
+                content_length=request.content_length if request.method == "POST" else None,
                 content_type=request.content_type,
+                accept=request.accept,
                 user_agent=user_agent,
-                extra=headers,
+                extra=[*request.headers, *request_headers(headers)],
             )
         else:
             raise TypeError(
@@ -319,6 +346,9 @@ class Exchange:
         self.receive_body: Callable[[bytes], list[ExchangeEvent]] = self._before_head
         """Take a piece of the response body; returns the events it completes (the decoder's
         own ``feed`` while a stream is read, so the hot path has no call of ours in it)."""
+        self.relayed: list[bytes] = []
+        """A relay's body pieces not taken yet (Rule 8): take them after each piece."""
+        self._relay = isinstance(request, PassThrough) and request.relay
 
     @property
     def request_id(self) -> str | None:
@@ -342,6 +372,12 @@ class Exchange:
         """The error the body broke the protocol with, once the events before it were returned
         (see `PullDecoder.error`); raise it rather than read on."""
         return None if self._decoder is None else self._decoder.error
+
+    @property
+    def events_seen(self) -> int:
+        """Events a relayed stream has carried so far (Rule 8: the watcher counts them)."""
+        decoder = self._decoder
+        return decoder.seen if isinstance(decoder, ChatStreamWatcher) else 0
 
     @property
     def finished(self) -> bool:
@@ -411,6 +447,21 @@ class Exchange:
         outcome = head_outcome(status, started.headers, now=now)
         if isinstance(outcome, RequestFailed):  # Rules 1 and 7
             self._fail(outcome, out)
+        elif self._relay:  # Rule 8
+            kind = next((v for k, v in started.headers if k == "content-type"), "")
+            if 200 <= status < 300 and kind.split(";")[0].strip().lower() == "text/event-stream":
+                self._stream(out)
+                decoder = self.receive_body
+                relayed = self.relayed
+
+                def watched(data: bytes) -> list[ExchangeEvent]:
+                    relayed.append(data)
+                    return decoder(data)
+
+                self.receive_body = watched
+            else:
+                self._phase = "raw"
+                self.receive_body = self._raw_body
         elif isinstance(request, ModelsRequest) and 200 <= status < 300:
             self._phase = "models"
             self.receive_body = self._models_body
@@ -432,7 +483,9 @@ class Exchange:
             assert self._decoder is not None
             return [*self._decoder.close()]
         out: list[ExchangeEvent] = []
-        if phase == "error":
+        if phase == "raw":
+            self._end_raw(out, complete=True)
+        elif phase == "error":
             self._decide(out)
         elif phase == "models":
             body = b"".join(self._held)
@@ -471,6 +524,8 @@ class Exchange:
                 exc.pending_events = ()  # returned now, not again with the error
         elif self._phase == "error":
             self._decide(out)
+        elif self._phase == "raw":
+            self._end_raw(out, complete=False)
         else:
             self._phase = "over"
         return out
@@ -481,6 +536,17 @@ class Exchange:
         if self._phase == "head":
             raise CallerProtocolError("cannot receive a body before the response head")
         return []  # the exchange is over: what follows is left unread
+
+    def _raw_body(self, data: bytes) -> list[ExchangeEvent]:
+        self.relayed.append(data)
+        return []
+
+    def _end_raw(self, out: list[ExchangeEvent], *, complete: bool) -> None:
+        ended = StreamEnded(complete=complete, done=complete)
+        self._phase = "over"
+        self.receive_body = self._before_head
+        self._terminal = ended
+        out.append(ended)
 
     def _error_body(self, data: bytes) -> list[ExchangeEvent]:
         self._hold(data, self._max_error_body)
@@ -537,7 +603,8 @@ class Exchange:
                 declared = request.tool_names if request.tools else None
             else:
                 declared = request.declared_tools
-            decoder = ChatStreamDecoder(
+            kind = ChatStreamWatcher if self._relay else ChatStreamDecoder  # Rule 8: watched
+            decoder = kind(
                 declared_tools=declared,
                 expect_usage=request.include_usage,
                 think_tags=self._think_tags,

@@ -1,402 +1,354 @@
-"""The gateway server: `GatewayConnection` on anyio (asyncio or trio), for ``svir gateway``.
+"""The gateway server, for ``svir gateway``: `GatewaySession` (sans-IO, where every decision
+is) on asyncio's protocols (`_gateway_asyncio`, the fast path: uvloop when it is installed) or
+on anyio for trio (`_gateway_anyio`). Both move bytes only; the same contract and hostile
+tests hold them to the same behaviour.
 
-It moves bytes between clients and the upstream and does the rest by the gateway's events: one
-task per client connection; for each request, one upstream connection (a `ClientConnection`),
-the client's body relayed piece by piece as it arrives, each upstream read relayed to the client
-at once. A second task watches the client while its answer streams: a client that goes away
-cancels the upstream request at once. It also keeps the counters of ``/metrics`` (Prometheus'
-text format) and answers ``/healthz``.
+It also runs what a server has and a session does not: the listener, the pool of upstream
+connections, the sweep of deadlines, the readiness probe of ``/readyz`` (the upstream's
+``/v1/models``, every ``probe_interval`` seconds in the background, never per request), the
+log line per request, SIGTERM's drain within ``grace``.
 
 Stateless: no request depends on another, so several instances behind any HTTP load balancer
-serve as one. It logs one line per request (method, path, dialect, outcome, time, events) and
-never a prompt or an answer (draft 8.1).
+serve as one. It logs one line per request (method, path, dialect, outcome, time, events,
+request id) and never a prompt or an answer (draft 8.1).
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import logging
-import math
+import os
 import signal
 import ssl
 import time
-from collections import Counter
+from collections.abc import Callable
 from typing import Any, Final
-
-import anyio
-import anyio.abc
 
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
-from ..errors import FailureKind, SvirProtocolError
-from ..exchange import PassThrough
-from ..gateway import (
-    DEFAULT_MAX_BODY,
-    ClientClosed,
-    Forward,
-    ForwardBody,
-    ForwardEnd,
-    GatewayConnection,
-    GatewayEvent,
-    LocalRequest,
-    Reply,
-)
+from ..errors import SvirProtocolError
+from ..events import RequestFailed
+from ..exchange import ModelsListed, ModelsRequest
+from ..gateway.config import GatewayConfig, GatewayState, Metrics
 from ..openai.endpoint import Endpoint
-from ._shared import READ_SIZE, Timeouts
+from ._shared import Timeouts
 
-__all__ = ["GatewayServer", "Metrics"]
+__all__ = ["GatewayServer", "Metrics", "serve_forever"]
 
 log: Final = logging.getLogger("svir.gateway")
-CLIENT_IDLE: Final = 60.0  # seconds a kept-alive client connection may stay silent
-UPSTREAM_READ: Final = 16 * 1024
-"""Bytes read from an upstream at a time: what one read brings is held in a few forms at once
-(framed, decoded, encoded), per stream; 16 KiB keeps 200 streams well under 100 MB while a read
-still carries dozens of events."""
-
-
-class Metrics:
-    """The gateway's counters, in Prometheus' text exposition format (version 0.0.4)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str]] = Counter()
-        self.upstream_failures: Counter[str] = Counter()
-        self.events_forwarded = 0
-        self.active = 0
-
-    def observe(self, gw: GatewayConnection) -> None:
-        self.requests[(gw.dialect or "none", gw.outcome or "cancelled")] += 1
-        if gw.upstream_failure is not None:
-            self.upstream_failures[gw.upstream_failure.value] += 1
-        self.events_forwarded += gw.events_forwarded
-
-    def render(self) -> bytes:
-        lines = [
-            "# HELP svir_gateway_requests_total Requests, by the client's dialect and outcome.",
-            "# TYPE svir_gateway_requests_total counter",
-            *(
-                f'svir_gateway_requests_total{{dialect="{d}",outcome="{o}"}} {n}'
-                for (d, o), n in sorted(self.requests.items())
-            ),
-            "# HELP svir_gateway_active_streams Streams being relayed now.",
-            "# TYPE svir_gateway_active_streams gauge",
-            f"svir_gateway_active_streams {self.active}",
-            "# HELP svir_gateway_upstream_failures_total Upstream failures, by kind.",
-            "# TYPE svir_gateway_upstream_failures_total counter",
-            *(
-                f'svir_gateway_upstream_failures_total{{kind="{k}"}} {n}'
-                for k, n in sorted(self.upstream_failures.items())
-            ),
-            "# HELP svir_gateway_events_forwarded_total Upstream events relayed to clients.",
-            "# TYPE svir_gateway_events_forwarded_total counter",
-            f"svir_gateway_events_forwarded_total {self.events_forwarded}",
-        ]
-        return ("\n".join(lines) + "\n").encode()
+PROBE_TIMEOUT: Final = 10.0
 
 
 class GatewayServer:
-    """Serve `GatewayConnection` in front of ``upstream``.
+    """Serve the gateway in front of ``upstream``.
 
     Args:
-        upstream: the OpenAI-compatible server, with the gateway's own key for it.
-        token: the bearer token clients must send; ``None``: none.
-        max_streams: streams relayed at once; over it, 503 with ``Retry-After``.
-        timeouts: for the upstream (``first_byte``, ``read``: a stalled upstream).
+        upstream: the server to relay to (with the gateway's own key for it), or a whole
+            `GatewayConfig`.
+        token, max_streams, max_body: as in `GatewayConfig` (shortcuts).
+        timeouts: the older way to say ``connect_timeout`` and ``progress_timeout`` (its
+            ``connect``, and its ``read``, else its ``first_byte``).
         grace: seconds open streams may finish in after SIGTERM, before they are ended.
+        ssl_context: for an https upstream.
+        probe_interval: seconds between two probes of the upstream for ``/readyz``.
+        options: any other `GatewayConfig` field.
     """
 
     def __init__(
         self,
-        upstream: Endpoint,
+        upstream: Endpoint | GatewayConfig,
         *,
         token: str | None = None,
-        max_streams: int = 256,
-        max_body: int = DEFAULT_MAX_BODY,
-        timeouts: Timeouts = Timeouts(),  # noqa: B008 - frozen, shared on purpose
+        max_streams: int | None = None,
+        max_body: int | None = None,
+        timeouts: Timeouts | None = None,
         grace: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
+        probe_interval: float = 5.0,
+        **options: Any,
     ) -> None:
-        self.upstream = upstream
-        self.token = token
-        self.max_streams = max_streams
-        self.max_body = max_body
-        self.timeouts = timeouts
+        fields: dict[str, Any] = dict(options)
+        if token is not None:
+            fields["token"] = token
+        if max_streams is not None:
+            fields["max_streams"] = max_streams
+        if max_body is not None:
+            fields["max_body"] = max_body
+        if timeouts is not None:
+            if timeouts.connect is not None:
+                fields["connect_timeout"] = timeouts.connect
+            wait = timeouts.read if timeouts.read is not None else timeouts.first_byte
+            if wait is not None:
+                fields["progress_timeout"] = wait
+        if isinstance(upstream, GatewayConfig):
+            config = upstream.__class__(**{**_fields(upstream), **fields})
+        else:
+            config = GatewayConfig(upstream=upstream, **fields)
+        self.config: Final = config
+        self.upstream: Final = config.upstream
         self.grace = grace
-        self.metrics = Metrics()
+        self.probe_interval = probe_interval
+        self.state: Final = GatewayState(
+            config, new_id=_new_id, wall=lambda now: int(now + _WALL_OFFSET)
+        )
         self._ssl = ssl_context
-        self._streams: dict[GatewayConnection, anyio.CancelScope] = {}
-        self._stopping = False
+        self._stop: Callable[[], None] | None = None
+        self._impl: Any = None
         self.port = 0
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.state.metrics
 
     # -- running ------------------------------------------------------------------------------
 
     async def serve(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        *,
-        task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+        self, host: str = "127.0.0.1", port: int = 0, *, task_status: Any = None
     ) -> None:
-        """Accept clients until cancelled or `stop`; ``task_status`` gets the port."""
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
-        self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-        self._listener = listener
-        task_status.started(self.port)
-        # our own accept loops (one per address): `stop` closes the listener, and the clients'
-        # tasks, which belong to this task group and not to the listener's, go on
-        async with listener, anyio.create_task_group() as clients:
-            for one in listener.listeners:
-                clients.start_soon(self._accept, one, clients)
+        """Accept clients until cancelled or `stop`; ``task_status`` (anyio's) gets the port.
 
-    async def _accept(self, listener: Any, clients: anyio.abc.TaskGroup) -> None:
-        while not self._stopping:
-            try:
-                client = await listener.accept()
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                return
-            clients.start_soon(self._client, client)
+        On asyncio it runs on asyncio's protocols; on trio, on anyio.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            await self._serve_anyio(host, port, task_status)
+        else:
+            await self._serve_asyncio(host, port, task_status)
+
+    def _started(self, port: int, task_status: Any) -> None:
+        self.port = port
+        if task_status is not None:
+            task_status.started(port)
+
+    async def _serve_asyncio(self, host: str, port: int, task_status: Any) -> None:
+        from ._gateway_asyncio import Server
+
+        loop = asyncio.get_running_loop()
+        impl = Server(self.state, self._ssl)
+        self._impl = impl
+        listener = await loop.create_server(impl.protocol, host, port, backlog=1024)
+        stopped = asyncio.Event()
+        self._stop = stopped.set
+        self._close_listener = listener.close
+        self._started(listener.sockets[0].getsockname()[1], task_status)
+        sweep = loop.create_task(impl.sweep())
+        probe = loop.create_task(self._probe_loop(asyncio.sleep))
+        try:
+            await stopped.wait()
+        finally:
+            listener.close()
+            sweep.cancel()
+            probe.cancel()
+            impl.abort_all()
+            await asyncio.sleep(0)  # the transports' own closing callbacks run
+
+    async def _serve_anyio(self, host: str, port: int, task_status: Any) -> None:
+        import anyio
+
+        from ._gateway_anyio import Server
+
+        impl = Server(self.state, self._ssl)
+        self._impl = impl
+        stopped = anyio.Event()
+        self._stop = stopped.set
+        self._close_listener = lambda: None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._probe_loop, anyio.sleep)
+            await impl.serve(host, port, lambda p: self._started(p, task_status), stopped)
+            tg.cancel_scope.cancel()
 
     async def run(self, host: str, port: int) -> None:
         """`serve` until SIGTERM or SIGINT, then `stop` within ``grace``."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            await self._run_anyio(host, port)
+            return
+        serving = loop.create_task(self.serve(host, port))
+        signalled = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, signalled.set)
+        while not self.port and not serving.done():
+            await asyncio.sleep(0.01)
+        if serving.done():
+            serving.result()  # the listener could not be opened: raise why
+        self._announce(host)
+        await signalled.wait()
+        await self.stop()
+        await serving
+
+    async def _run_anyio(self, host: str, port: int) -> None:
+        import anyio
+
         async with anyio.create_task_group() as tg:
-            port = await tg.start(self.serve, host, port)
-            log.warning(
-                "svir gateway on http://%s:%d/v1 in front of %s",
-                host,
-                port,
-                self.upstream.chat_completions_url,
-            )
+            await tg.start(self.serve, host, port)
+            self._announce(host)
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 async for _ in signals:
                     await self.stop()
-                    tg.cancel_scope.cancel()
                     return
+
+    def _announce(self, host: str) -> None:
+        log.warning(
+            "svir gateway on http://%s:%d/v1 in front of %s",
+            host,
+            self.port,
+            self.upstream.chat_completions_url,
+        )
 
     async def stop(self) -> None:
         """Stop accepting, let open streams finish within ``grace``, then end the rest with a
         proper end (an error in the client's dialect, then its end marker)."""
-        self._stopping = True
-        await self._listener.aclose()
-        with anyio.move_on_after(self.grace):
-            while self._streams:
-                await anyio.sleep(0.05)
-        for scope in list(self._streams.values()):
-            scope.cancel()
+        self.state.stopping = True
+        close = getattr(self, "_close_listener", None)
+        if close is not None:
+            close()
+        sleep = _sleep()
+        deadline = time.monotonic() + self.grace
+        while self.state.streams and time.monotonic() < deadline:
+            await sleep(0.05)
+        if self._impl is not None:
+            self._impl.shutdown()
+        await sleep(0.05)  # the last bytes go out
+        if self._stop is not None:
+            self._stop()
 
-    # -- one client connection ------------------------------------------------------------------
+    # -- readiness -------------------------------------------------------------------------
 
-    async def _client(self, client: anyio.abc.SocketStream) -> None:
-        gw = GatewayConnection(token=self.token, max_body=self.max_body)
-        try:
-            while True:
-                event = await self._next(gw, client)
-                start = time.monotonic()
-                if isinstance(event, ClientClosed):
-                    return
-                if isinstance(event, Reply):
-                    await client.send(event.data)
-                    self._done(gw, start)
-                    if event.close or not gw.reusable:
-                        return
-                elif isinstance(event, LocalRequest):
-                    await client.send(self._local(gw, event))
-                elif isinstance(event, Forward):
-                    if self.metrics.active >= self.max_streams or self._stopping:
-                        await client.send(gw.busy(retry_after=1))
-                        self._done(gw, start)
-                        return
-                    await self._forward(gw, event, client)
-                    self._done(gw, start)
-                    if not gw.reusable:
-                        return
-                else:  # a body piece with no forward under way cannot happen: drop the client
-                    return
-                gw.start_next_cycle()
-        except (
-            anyio.EndOfStream,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            TimeoutError,
-        ):
-            pass
-        except SvirProtocolError as exc:
-            log.info("client connection dropped: %s", exc)
-        finally:
-            await anyio.aclose_forcefully(client)
-
-    async def _next(self, gw: GatewayConnection, client: anyio.abc.SocketStream) -> GatewayEvent:
-        while True:
-            event = gw.next_event()
-            if event is not NEED_DATA:
-                return event
-            with anyio.fail_after(CLIENT_IDLE):
-                try:
-                    data = await client.receive(READ_SIZE)
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    data = b""
-            gw.receive_data(data)
-
-    def _local(self, gw: GatewayConnection, event: LocalRequest) -> bytes:
-        if event.name == "healthz":
-            return gw.reply_local(200, "application/json", b'{"status":"ok"}')
-        return gw.reply_local(
-            200, "text/plain; version=0.0.4; charset=utf-8", self.metrics.render()
-        )
-
-    def _done(self, gw: GatewayConnection, start: float) -> None:
-        self.metrics.observe(gw)
-        log.info(
-            "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d %.3fs",
-            gw.method,
-            gw.target,
-            gw.dialect,
-            gw.outcome,
-            gw.upstream_failure.value if gw.upstream_failure else "-",
-            gw.events_forwarded,
-            time.monotonic() - start,
-        )
-
-    # -- one request forwarded ------------------------------------------------------------------
-
-    async def _forward(
-        self, gw: GatewayConnection, forward: Forward, client: anyio.abc.SocketStream
-    ) -> None:
-        self.metrics.active += 1
-        scope = anyio.CancelScope()
-        self._streams[gw] = scope
-        try:
-            with scope:
-                await self._relay(gw, forward, client, scope)
-            if scope.cancelled_caught and gw.outcome is None:
-                with anyio.CancelScope(shield=True):
-                    if self._stopping:
-                        data = gw.upstream_broken(
-                            "the gateway is shutting down", kind=FailureKind.OVERLOADED, now=_now()
-                        )
-                        await _send_quietly(client, data)
-                    else:
-                        gw.outcome = "cancelled"
-        finally:
-            self.metrics.active -= 1
-            del self._streams[gw]
-
-    async def _relay(
-        self,
-        gw: GatewayConnection,
-        forward: Forward,
-        client: anyio.abc.SocketStream,
-        scope: anyio.CancelScope,
-    ) -> None:
-        t = self.timeouts
-        try:
-            with anyio.fail_after(t.connect):
-                upstream = await self._connect()
-        except (OSError, TimeoutError) as exc:
-            reason = f"the gateway cannot reach its upstream: {exc or 'connect timeout'}"
-            await client.send(gw.upstream_broken(reason, kind=FailureKind.TRANSIENT, now=_now()))
-            return
-        async with upstream, anyio.create_task_group() as tg:
-            conn = ClientConnection(self.upstream)
-            for piece in conn.send(forward.request):
-                await upstream.send(piece)
-            if isinstance(forward.request, PassThrough) and not await self._pump(
-                gw, client, conn, upstream
-            ):
-                return  # answered by the gateway, or the client left: the upstream is closed
-            tg.start_soon(self._watch, gw, client, scope)
-            heard = False
-            while True:
-                wait = t.read if heard else t.first_byte
-                try:
-                    with anyio.fail_after(wait):
-                        data = await upstream.receive(UPSTREAM_READ)
-                except TimeoutError:
-                    phase = "read" if heard else "first byte"
-                    reason = f"the upstream stalled ({phase}: no byte for {wait:g} s)"
-                    await client.send(
-                        gw.upstream_broken(reason, kind=FailureKind.TIMEOUT, now=_now())
-                    )
-                    break
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    data = b""
-                heard = True
-                try:
-                    events = conn.feed(data)
-                except SvirProtocolError as exc:
-                    reason = f"the upstream broke the protocol: {exc}"
-                    await client.send(gw.upstream_broken(reason, now=_now()))
-                    break
-                out = gw.upstream(events, now=_now())
-                if out:
-                    await client.send(out)
-                if conn.error is not None:
-                    reason = f"the upstream broke the protocol: {conn.error}"
-                    await client.send(gw.upstream_broken(reason, now=_now()))
-                    break
-                if gw.outcome is not None or not data:
-                    break
-            tg.cancel_scope.cancel()  # the watcher
-
-    async def _pump(
-        self,
-        gw: GatewayConnection,
-        client: anyio.abc.SocketStream,
-        conn: ClientConnection,
-        upstream: anyio.abc.ByteStream,
-    ) -> bool:
-        """Relay the client's body upstream as it arrives; ``False`` if the request ended
-        otherwise (the gateway answered it, or the client went away)."""
-        while True:
-            event = await self._next(gw, client)
-            if isinstance(event, ForwardBody):
-                await upstream.send(conn.send_data(event.data))
-            elif isinstance(event, ForwardEnd):
-                end = conn.send_end()
-                if end:
-                    await upstream.send(end)
-                return True
-            else:
-                if isinstance(event, Reply):
-                    await client.send(event.data)
-                return False
-
-    async def _watch(
-        self, gw: GatewayConnection, client: anyio.abc.SocketStream, scope: anyio.CancelScope
-    ) -> None:
-        """A client that goes away while its answer streams cancels the upstream request."""
+    async def _probe_loop(self, sleep: Callable[[float], Any]) -> None:
         while True:
             try:
-                data = await client.receive(READ_SIZE)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                data = b""
-            gw.receive_data(data)
-            if not data:
-                scope.cancel()
-                return
+                ready, reason = await self._probe()
+            except Exception as exc:
+                ready, reason = False, f"the probe failed: {exc!r}"
+            self.state.readiness.update(ready, reason, time.monotonic())
+            await sleep(self.probe_interval)
 
-    async def _connect(self) -> anyio.abc.ByteStream:
+    async def _probe(self) -> tuple[bool, str]:
+        """``GET /v1/models`` on a connection of its own: ready if the upstream lists."""
         ep = self.upstream
-        if ep.scheme == "https":
-            return await anyio.connect_tcp(
-                ep.host,
-                ep.port,
-                tls=True,
-                ssl_context=self._ssl or ssl.create_default_context(),
-                tls_hostname=ep.host,
-                tls_standard_compatible=False,
-            )
-        return await anyio.connect_tcp(ep.host, ep.port)
+        try:
+            reader, writer = await _open(ep, self._ssl)
+        except (OSError, TimeoutError) as exc:
+            return False, f"the upstream cannot be reached: {exc or 'timeout'}"
+        conn = ClientConnection(ep)
+        try:
+            writer(b"".join(conn.send(ModelsRequest())))
+            while True:
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    data = await reader()
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, ModelsListed):
+                    return True, f"the upstream lists {len(event.models)} models"
+                if isinstance(event, RequestFailed):
+                    f = event.failure
+                    return False, f"the upstream answered {f.status or ''} {f.kind.value}: " + (
+                        f.message[:200]
+                    )
+        except (OSError, TimeoutError, SvirProtocolError) as exc:
+            return False, f"the upstream's answer to the probe is broken: {exc}"
+        finally:
+            await _close(writer)
 
 
-def _now() -> int:
-    return math.floor(time.time())
+async def _open(
+    ep: Endpoint, context: ssl.SSLContext | None
+) -> tuple[Callable[[], Any], Callable[[bytes], None]]:
+    """A tiny connection for the probe, on whichever loop runs: (receive, send)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio
+
+        with anyio.fail_after(PROBE_TIMEOUT):
+            if ep.scheme == "https":
+                stream: Any = await anyio.connect_tcp(
+                    ep.host, ep.port, tls=True, tls_hostname=ep.host,
+                    ssl_context=context or ssl.create_default_context(),
+                )  # fmt: skip
+            else:
+                stream = await anyio.connect_tcp(ep.host, ep.port)
+        pending: list[bytes] = []
+
+        async def receive_anyio() -> bytes:
+            if pending:
+                await stream.send(b"".join(pending))
+                pending.clear()
+            with anyio.fail_after(PROBE_TIMEOUT):
+                try:
+                    return bytes(await stream.receive(65536))
+                except anyio.EndOfStream:
+                    return b""
+
+        def send_anyio(data: bytes) -> None:
+            pending.append(data)
+
+        send_anyio.stream = stream  # type: ignore[attr-defined]
+        return receive_anyio, send_anyio
+    sslctx = (context or ssl.create_default_context()) if ep.scheme == "https" else None
+    r, w = await asyncio.wait_for(
+        asyncio.open_connection(ep.host, ep.port, ssl=sslctx), PROBE_TIMEOUT
+    )
+
+    async def receive() -> bytes:
+        return await asyncio.wait_for(r.read(65536), PROBE_TIMEOUT)
+
+    def send(data: bytes) -> None:
+        w.write(data)
+
+    send.writer = w  # type: ignore[attr-defined]
+    return receive, send
 
 
-async def _send_quietly(client: anyio.abc.SocketStream, data: bytes) -> None:
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        await client.send(data)
+async def _close(send: Callable[[bytes], None]) -> None:
+    writer = getattr(send, "writer", None)
+    if writer is not None:
+        writer.close()
+        return
+    stream = getattr(send, "stream", None)
+    if stream is not None:
+        import anyio
+
+        await anyio.aclose_forcefully(stream)
+
+
+def _sleep() -> Callable[[float], Any]:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio
+
+        return anyio.sleep
+    return asyncio.sleep
+
+
+def _fields(config: GatewayConfig) -> dict[str, Any]:
+    import attrs
+
+    return attrs.asdict(config, recurse=False)
+
+
+_WALL_OFFSET: Final = time.time() - time.monotonic()
+
+
+def _new_id() -> str:
+    return "req-" + os.urandom(12).hex()
 
 
 def serve_forever(server: GatewayServer, host: str, port: int, backend: str) -> int:
     """Run ``server`` on ``backend`` until SIGTERM or SIGINT (``svir gateway``); 0 then."""
-    anyio.run(server.run, host, port, backend=backend)
+    if backend == "trio":
+        import anyio
+
+        anyio.run(server.run, host, port, backend="trio")
+        return 0
+    try:
+        import uvloop  # type: ignore[import-not-found]
+    except ImportError:
+        asyncio.run(server.run(host, port))
+    else:  # pragma: no cover - an extra
+        uvloop.run(server.run(host, port))
     return 0

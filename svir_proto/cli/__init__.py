@@ -61,15 +61,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--sse", action="store_true", help="show the SSE events, not the typed ones")
     t = sub.add_parser("translate", help="translate a recorded OpenAI stream into LLM-Stream")
     t.add_argument("file", help="a recorded OpenAI-compatible body, or - for stdin")
-    g = sub.add_parser("gateway", help="serve LLM-Stream and OpenAI in front of a server")
-    g.add_argument("--upstream", required=True, help="the OpenAI-compatible server's base URL")
-    g.add_argument("--upstream-key", help="the upstream's API key (default: $OPENAI_API_KEY)")
-    g.add_argument("--listen", default="127.0.0.1:8787", help="HOST:PORT (default %(default)s)")
-    g.add_argument("--token", help="the bearer token clients must send (default: none)")
-    g.add_argument("--max-streams", type=int, default=256, help="streams at once, then 503")
-    g.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
-    g.add_argument("--timeout", type=float, help="seconds an upstream may stay silent")
-    g.add_argument("--grace", type=float, default=10.0, help="seconds to finish on SIGTERM")
+    gateway.add_parser(sub)
     return top
 
 

@@ -1,16 +1,139 @@
-"""``svir gateway``: LLM-Stream and OpenAI in front of any OpenAI-compatible server."""
+"""``svir gateway``: LLM-Stream and OpenAI in front of any OpenAI-compatible server.
+
+Every bound and deadline of `GatewayConfig` is an option here, with its default in ``--help``.
+The gateway's own token comes from ``$SVIR_GATEWAY_TOKEN`` or ``--token-file`` (a token on the
+command line is visible to every local user: ``--token`` still works, with a warning).
+"""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
 from typing import Any, TextIO
 
+from ..gateway._http import LOOPBACK_HOSTS
+from ..gateway.config import GatewayConfig
 from ..openai.endpoint import Endpoint
-from ..transports._shared import Timeouts
 
-__all__ = ["gateway"]
+__all__ = ["add_parser", "gateway"]
+
+_DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
+
+
+def add_parser(sub: Any) -> None:
+    """The ``gateway`` command's options."""
+    g = sub.add_parser(
+        "gateway",
+        help="serve LLM-Stream and OpenAI in front of a server",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    g.add_argument("--upstream", required=True, help="the OpenAI-compatible server's base URL")
+    g.add_argument("--upstream-key", help="the upstream's API key (default: $OPENAI_API_KEY)")
+    g.add_argument("--listen", default="127.0.0.1:8787", help="HOST:PORT")
+    g.add_argument(
+        "--token-file",
+        help="a file holding the bearer token clients must send (or $SVIR_GATEWAY_TOKEN); "
+        "without a token only the hosts of --allow-host, the address listened on and "
+        "loopback names may be named in Host (421 for others: DNS rebinding)",
+    )
+    g.add_argument("--token", help=argparse.SUPPRESS)  # visible to every local user: warned
+    g.add_argument(
+        "--allow-host", action="append", default=[], help="a Host name to answer (repeatable)"
+    )
+    g.add_argument("--public-metrics", action="store_true", help="serve /metrics without the token")
+    g.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    g.add_argument("--grace", type=float, default=10.0, help="seconds to finish on SIGTERM")
+    d = _DEFAULTS
+    limits = g.add_argument_group("bounds (bytes and counts)")
+    limits.add_argument(
+        "--max-streams",
+        type=int,
+        default=d.max_streams,
+        help="requests relayed at once; past it 503 with Retry-After",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=d.max_connections,
+        help="client connections at once; past it 503 and closed at once",
+    )
+    limits.add_argument(
+        "--max-body", type=int, default=d.max_body, help="bytes of a request body (413 past it)"
+    )
+    limits.add_argument(
+        "--max-buffered",
+        type=int,
+        default=d.max_buffered,
+        help="bytes of request bodies held at once across all clients (503)",
+    )
+    limits.add_argument(
+        "--max-head",
+        type=int,
+        default=d.max_head_size,
+        help="bytes of a request head (431 past it)",
+    )
+    times = g.add_argument_group("deadlines (seconds)")
+    times.add_argument(
+        "--timeout",
+        type=float,
+        default=d.progress_timeout,
+        help="no progress from the upstream (keep-alive comments are not "
+        "progress) ends the stream with an error and the end marker",
+    )
+    times.add_argument(
+        "--keepalive",
+        type=float,
+        default=d.keepalive,
+        help="an SSE comment to a waiting streaming client this often (0: never)",
+    )
+    times.add_argument(
+        "--head-timeout",
+        type=float,
+        default=d.head_timeout,
+        help="to receive a whole request head (408)",
+    )
+    times.add_argument(
+        "--body-timeout",
+        type=float,
+        default=d.body_timeout,
+        help="silence while receiving a request body (408)",
+    )
+    times.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=d.idle_timeout,
+        help="a kept-alive client connection with no request (closed)",
+    )
+    times.add_argument(
+        "--send-timeout",
+        type=float,
+        default=d.send_timeout,
+        help="a client that reads nothing this long loses its stream",
+    )
+    times.add_argument("--connect-timeout", type=float, default=d.connect_timeout,
+                       help="to reach the upstream")  # fmt: skip
+
+
+def token_of(args: Any, err: TextIO) -> str | None:
+    """The gateway's token: --token-file, else $SVIR_GATEWAY_TOKEN, else --token (warned)."""
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise ValueError(f"--token-file {args.token_file!r} is empty")
+        return token
+    env = os.environ.get("SVIR_GATEWAY_TOKEN", "").strip()
+    if env:
+        return env
+    if args.token:
+        err.write(
+            "svir: warning: a token given with --token is visible to every local user "
+            "(ps); use --token-file or $SVIR_GATEWAY_TOKEN\n"
+        )
+        return str(args.token)
+    return None
 
 
 def gateway(args: Any, err: TextIO = sys.stderr) -> int:
@@ -21,21 +144,43 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
         host, _, port = args.listen.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")
-    except ValueError as exc:
+        host = host.strip("[]")
+        token = token_of(args, err)
+        allowed = None
+        if token is None:
+            allowed = frozenset(
+                {*LOOPBACK_HOSTS, host.lower(), *(h.lower() for h in args.allow_host)}
+            )
+        config = GatewayConfig(
+            upstream=upstream,
+            token=token,
+            allowed_hosts=allowed,
+            public_metrics=args.public_metrics,
+            max_streams=args.max_streams,
+            max_connections=args.max_connections,
+            max_body=args.max_body,
+            max_buffered=args.max_buffered,
+            max_head_size=args.max_head,
+            progress_timeout=args.timeout,
+            keepalive=args.keepalive,
+            head_timeout=args.head_timeout,
+            body_timeout=args.body_timeout,
+            idle_timeout=args.idle_timeout,
+            send_timeout=args.send_timeout,
+            connect_timeout=args.connect_timeout,
+        )
+    except (ValueError, OSError) as exc:
         err.write(f"svir: {exc}\n")
         return 2
-    try:  # the gateway runs on anyio, an extra: the rest of `svir` does without it
-        from ..transports.gateway import GatewayServer, serve_forever
-    except ImportError as exc:
-        err.write(f"svir: svir gateway needs anyio: pip install 'svir-proto[async]' ({exc})\n")
-        return 2
+    from ..transports.gateway import GatewayServer, serve_forever
+
+    if args.backend == "trio":
+        try:  # trio runs the gateway on anyio, an extra: the rest of `svir` does without it
+            import anyio  # noqa: F401
+            import trio  # noqa: F401
+        except ImportError as exc:
+            err.write(f"svir: svir gateway --backend trio needs 'svir-proto[trio]' ({exc})\n")
+            return 2
     logging.basicConfig(level=logging.INFO, stream=err, format="%(asctime)s %(message)s")
-    timeouts = Timeouts(first_byte=args.timeout, read=args.timeout) if args.timeout else Timeouts()
-    server = GatewayServer(
-        upstream,
-        token=args.token,
-        max_streams=args.max_streams,
-        timeouts=timeouts,
-        grace=args.grace,
-    )
-    return serve_forever(server, host.strip("[]"), int(port), args.backend)
+    server = GatewayServer(config, grace=args.grace)
+    return serve_forever(server, host, int(port), args.backend)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import encoder, endpoint, parts, request, retry, status, stream
+from . import encoder, endpoint, parts, request, retry, status, stream, watch
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallError
 from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
@@ -11,6 +11,7 @@ from .request import *  # noqa: F403
 from .retry import *  # noqa: F403
 from .status import *  # noqa: F403
 from .stream import *  # noqa: F403
+from .watch import *  # noqa: F403
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -22,4 +23,5 @@ __all__ = [
     *retry.__all__,
     *status.__all__,
     *stream.__all__,
+    *watch.__all__,
 ]

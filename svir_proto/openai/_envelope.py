@@ -82,6 +82,7 @@ class Envelope:
         "head",
         "head_rest",
         "hits",
+        "plain_size",
         "read",
         "tail",
         "tail_rest",
@@ -107,6 +108,8 @@ class Envelope:
         # each (`_read_plain`): the head and the delta's opening, the delta's end and the tail.
         self.content_opened = head + content
         self.content_closed = _CONTENT_END + tail
+        self.plain_size = len(self.content_opened) + len(self.content_closed)
+        """The least a chunk of plain content takes: the envelope and ``{"content":""}``."""
         self.args_opened = head + _ARGUMENTS_OF
         self.args_closed = _ARGUMENTS_END + tail
         self.read: Callable[[bytes | bytearray], Read]

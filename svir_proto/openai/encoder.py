@@ -104,7 +104,9 @@ class ChatStreamEncoder:
                 self.model = event.model or self.model
                 self.created = event.created or self.created
                 self._head = b""
-                return self._delta({"role": "assistant", "content": ""})
+                # null, as OpenAI's first chunk of a tool-only answer: "" made openai-python
+                # report content "" and the AI SDK open an empty text part (issue 17)
+                return self._delta({"role": "assistant", "content": None})
             case TextDelta():
                 return self._text(event.text)
             case ReasoningDelta():

@@ -30,6 +30,7 @@ does I/O; clocks belong to the caller (see `svir_proto.speed`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Sequence
 from typing import Final, Literal
 
@@ -83,6 +84,9 @@ class ChatStreamDecoder(DialectDecoder):
             not checked.
         expect_usage: the request asked for usage (``stream_options.include_usage``); a stream
             that ends without it sets ``usage_missing``.
+        keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
+            are still events and counted against ``max_result_size``, but not kept: a relay
+            that passes them on needs no memory that grows with the answer).
         think_tags: split inline ``<think>...</think>`` out of ``content`` (section 4).
         think_opened: the chat template opened ``<think>`` in the prompt, so the content starts
             inside reasoning.
@@ -102,6 +106,7 @@ class ChatStreamDecoder(DialectDecoder):
         *,
         declared_tools: Collection[str] | None = None,
         expect_usage: bool = False,
+        keep_text: bool = True,
         think_tags: bool = True,
         think_opened: bool = False,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
@@ -119,10 +124,11 @@ class ChatStreamDecoder(DialectDecoder):
         # what the stream has said so far
         self._id = ""
         self._started = False
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        # without keep_text, deltas are appended to nothing (C-level, as fast as a list)
+        self._text: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
+        self._reasoning: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
         self._carrier: ReasoningCarrier | None = None
-        self._refusal: list[str] = []
+        self._refusal: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []

@@ -34,7 +34,7 @@ def server() -> Iterator[ReplayServer]:
     s.close()
 
 
-def example(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def example(name: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
         capture_output=True,

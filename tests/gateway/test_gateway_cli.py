@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,82 @@ def test_svir_gateway_bad_arguments(args: tuple[str, ...], words: str) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert words in err
+
+
+def wait_listening(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["file", "env", "argv"])
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_token_from_a_file_the_environment_or_argv(
+    replay: ReplayServer, tmp_path: Any, how: str, backend: str
+) -> None:
+    port = free_port()
+    upstream = replay.base("replay", "wire-3.3-tool-calls", "chunked")
+    args = ["--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--backend", backend]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SVIR_"))}
+    if how == "file":
+        secret = tmp_path / "token"
+        secret.write_text("s3cret\n")
+        args += ["--token-file", str(secret)]
+    elif how == "env":
+        env["SVIR_GATEWAY_TOKEN"] = "s3cret"
+    else:
+        args += ["--token", "s3cret"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "svir_proto.cli", "gateway", *args],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_listening(port)
+        base = f"http://127.0.0.1:{port}/v1"
+        body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+        media = {"Content-Type": "application/json"}
+        assert raw_post(base, body, media)[0] == 401
+        ok = raw_post(base, body, {**media, "Authorization": "bearer s3cret"})
+        assert ok[0] == 200
+        assert ok[2].endswith(b"data: [DONE]\n\n")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert ("visible to every local user" in err) is (how == "argv")
+
+
+def test_an_empty_token_file_is_refused(tmp_path: Any) -> None:
+    empty = tmp_path / "token"
+    empty.write_text("\n")
+    proc = svir_gateway("--upstream", "http://x", "--token-file", str(empty))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "is empty" in err
+
+
+def test_without_a_token_a_foreign_host_is_refused(replay: ReplayServer) -> None:
+    port = free_port()
+    upstream = replay.base("replay", "wire-3.3-tool-calls", "chunked")
+    proc = svir_gateway(
+        "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--allow-host", "gw.test"
+    )
+    try:
+        wait_listening(port)
+        for host, status in (("evil.example", 421), ("gw.test", 200), ("localhost", 200)):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                assert s.recv(100).startswith(f"HTTP/1.1 {status} ".encode()), host
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=60)
+        finally:
+            proc.kill()

@@ -378,3 +378,10 @@ def test_a_body_in_a_coding_not_asked_for_is_a_failure_from_the_head(
     (_, auth) = refused.receive_head(401, [(b"content-encoding", b"gzip")])
     assert isinstance(auth, RequestFailed)
     assert auth.failure.kind is FailureKind.AUTHENTICATION  # decided first
+
+
+def test_a_relayed_request_names_a_path_below_v1() -> None:
+    from svir_proto.exchange import PassThrough as Relay
+
+    with pytest.raises(ValueError, match="below /v1"):
+        Relay(content_length=0, method="GET", target="models", relay=True)

@@ -19,13 +19,15 @@ from svir_proto import (
     Forward,
     ForwardBody,
     ForwardEnd,
+    GatewayConfig,
     GatewayConnection,
     LLMRequest,
     LLMStreamDecoder,
     LocalRequest,
-    ModelsRequest,
     PassThrough,
     Reply,
+    ResponseStarted,
+    StreamEnded,
 )
 from svir_proto.openai import ChatRequest, Endpoint
 from tests.helpers import CONFORMANCE, bytewise
@@ -68,6 +70,10 @@ def request(
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
 
 
+def config(**options: Any) -> GatewayConfig:
+    return GatewayConfig(upstream=UPSTREAM, **options)
+
+
 def events_of(
     data: bytes, *, mode: str = "whole", **options: Any
 ) -> tuple[GatewayConnection, list[Any]]:
@@ -94,6 +100,19 @@ def response(data: bytes) -> tuple[int, dict[str, str], bytes]:
             body += event.data
         elif event is h11.NEED_DATA or isinstance(event, h11.EndOfMessage):
             return status, headers, body
+
+
+def head_of(data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Read the answer to a HEAD request: status, headers, and what followed them."""
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method="HEAD", target="/", headers=[("Host", "gw")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(data)
+    event = conn.next_event()
+    assert isinstance(event, h11.Response)
+    rest = conn.next_event()
+    assert isinstance(rest, h11.EndOfMessage)
+    return event.status_code, {k.decode(): v.decode() for k, v in event.headers}, b""
 
 
 def error_of(reply: Reply) -> tuple[int, str, dict[str, str]]:
@@ -191,9 +210,23 @@ def test_health_and_metrics_are_the_servers() -> None:
     assert metrics == LocalRequest(name="metrics")
 
 
-def test_models_go_upstream() -> None:
+def models_relay(target: str = "/models", request_id: str = "svir-1") -> Forward:
+    return Forward(
+        request=PassThrough(
+            content_length=0, method="GET", target=target, relay=True,
+            accept="application/json", headers=(("X-Request-Id", request_id),),
+        ),
+        dialect="openai",
+    )  # fmt: skip
+
+
+def test_models_go_upstream_to_be_relayed_as_they_come() -> None:
     _gw, (fwd,) = events_of(request(method="GET", target="/v1/models"))
-    assert fwd == Forward(request=ModelsRequest(), dialect="openai")
+    assert fwd == models_relay()
+    _gw, (one,) = events_of(request(method="GET", target="/v1/models/qwen3-8b"))
+    assert one == models_relay("/models/qwen3-8b")
+    _gw, (head,) = events_of(request(method="HEAD", target="/v1/models"))
+    assert head == models_relay()
 
 
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
@@ -202,11 +235,7 @@ def test_a_body_on_a_get_is_read_and_dropped(target: str, mode: str) -> None:
     """fuzz/corpus/gateway/crash-body-on-a-get: it tripped an assertion. HTTP gives a GET's
     body no meaning; the request is served as without one, and the connection stays usable."""
     gw, out = events_of(request(b'{"model": "x"}', method="GET", target=target), mode=mode)
-    assert out == (
-        [Forward(request=ModelsRequest(), dialect="openai")]
-        if target == "/v1/models"
-        else [LocalRequest(name="healthz")]
-    )
+    assert out == ([models_relay()] if target == "/v1/models" else [LocalRequest(name="healthz")])
     if target == "/healthz":
         gw.reply_local(200, "application/json", b"{}")
         assert gw.reusable
@@ -215,7 +244,7 @@ def test_a_body_on_a_get_is_read_and_dropped(target: str, mode: str) -> None:
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
 def test_an_openai_body_goes_upstream_piece_by_piece_and_its_facts_are_read(mode: str) -> None:
     data = request(OPENAI, headers={"Content-Type": "application/json"})
-    _gw, out = events_of(data, mode=mode)
+    _gw, out = events_of(data, mode=mode, config=config(hold_below=10))  # a large body
     forward = out[0]
     assert isinstance(forward, Forward)
     assert isinstance(forward.request, PassThrough)
@@ -237,25 +266,34 @@ def test_an_openai_request_may_ask_for_llm_stream() -> None:
     assert out[0].dialect == "llm-stream"
 
 
-def test_a_chunked_openai_body_is_held_then_forwarded_with_its_length() -> None:
-    data = request(OPENAI, headers={"Content-Type": "application/json"}, chunked=True)
-    _, out = events_of(data)
-    forward, piece, end = out
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_small_or_chunked_openai_body_is_held_then_forwarded_whole(chunked: bool) -> None:
+    data = request(OPENAI, headers={"Content-Type": "application/json"}, chunked=chunked)
+    gw, (forward,) = events_of(data)
     assert isinstance(forward, Forward)
     assert isinstance(forward.request, PassThrough)
     assert forward.request.content_length == len(OPENAI)
-    assert piece == ForwardBody(data=OPENAI)
-    assert end == ForwardEnd()
+    assert forward.body == OPENAI
+    assert forward.request.declared_tools == frozenset({"lookup"})
+    assert gw.streaming_request
+    assert gw.state.buffered == 0  # the body budget is given back once it goes upstream
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-def test_a_request_that_does_not_stream_is_refused(chunked: bool) -> None:
-    body = json.dumps({"model": "m", "messages": [], "stream": False}).encode()
-    _, out = events_of(request(body, headers={"Content-Type": "application/json"}, chunked=chunked))
-    reply = out[-1]
-    assert isinstance(reply, Reply)
-    assert error_of(reply)[:2] == (400, "invalid_request")
-    assert reply.close is not chunked  # forwarded already: the connection goes with it
+def test_a_request_that_does_not_stream_is_relayed_too(chunked: bool) -> None:
+    body = json.dumps(
+        {"model": "m", "messages": [], "stream": False, "metadata": {"request_id": "r-7"}}
+    ).encode()
+    gw, (forward,) = events_of(
+        request(body, headers={"Content-Type": "application/json"}, chunked=chunked)
+    )
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, PassThrough)
+    assert forward.request.relay
+    assert forward.body == body
+    assert not gw.streaming_request
+    assert gw.request_id == "r-7"  # metadata.request_id first
+    assert ("X-Request-Id", "r-7") in forward.request.headers
 
 
 def test_an_llm_stream_request_is_translated() -> None:
@@ -393,13 +431,16 @@ def test_upstream_failures_in_each_dialect(
     got_status, _, got = response(relay("openai", body, status=status))
     assert got_status == client_status  # never the upstream's 401 as the gateway's own
     assert json.loads(got)["error"]["code"] == code
-    _, _, llm = response(relay("llm-stream", body, status=status))
-    d = LLMStreamDecoder()
-    d.feed(llm)
-    d.close()
-    assert d.result.error is not None
-    assert d.result.error.kind is kind
-    assert d.result.done
+    # an LLM-Stream client gets the same status, and the draft's error code (issue 17)
+    llm_status, headers, llm = response(relay("llm-stream", body, status=status))
+    assert llm_status == client_status
+    assert headers["content-type"] == "application/json"
+    error = json.loads(llm)["error"]
+    assert error["kind"] == kind.value
+    assert error["code"] == {
+        FailureKind.RATE_LIMITED: "rate_limited",
+        FailureKind.CONTEXT_OVERFLOW: "context_length_exceeded",
+    }.get(kind, "internal_error")
 
 
 def test_a_stalled_upstream_ends_with_an_error_in_the_clients_dialect() -> None:
@@ -468,16 +509,26 @@ def test_busy_and_keep_alive() -> None:
         fresh.start_next_cycle()
 
 
-def test_the_model_listing_relayed() -> None:
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_model_listing_relayed_as_it_came(method: str) -> None:
+    listing = b'{"object":"list","data":[{"id":"a","created":1,"owned_by":"me"}]}'
     gw = GatewayConnection()
-    gw.feed(request(method="GET", target="/v1/models"))
-    exchange = Exchange(UPSTREAM, ModelsRequest())
-    out = gw.upstream(exchange.receive_head(200, [("content-type", "application/json")]))
-    exchange.receive_body(b'{"data":[{"id":"a"},{"id":"bge-m3"}]}')
-    out += gw.upstream(exchange.end_of_body())
-    status, _, body = response(out)
+    (forward,) = gw.feed(request(method=method, target="/v1/models"))
+    exchange = Exchange(UPSTREAM, forward.request)
+    head = [("content-type", "application/json"), ("content-length", str(len(listing)))]
+    (started,) = exchange.receive_head(200, head)
+    assert isinstance(started, ResponseStarted)
+    out = gw.relay_head(started.status, started.headers)
+    exchange.receive_body(listing)
+    out += b"".join(gw.relay_data(p) for p in exchange.relayed)
+    (ended,) = exchange.end_of_body()
+    assert isinstance(ended, StreamEnded)
+    out += gw.relay_end(complete=ended.complete)
+    status, headers, body = response(out) if method == "GET" else head_of(out)
     assert status == 200
-    assert [m["id"] for m in json.loads(body)["data"]] == ["a", "bge-m3"]
+    assert body == (listing if method == "GET" else b"")  # byte for byte; HEAD: no body
+    assert headers["content-length"] == str(len(listing))
+    assert headers["x-request-id"] == "svir-1"
     assert gw.outcome == "ok"
     assert gw.reusable
 
@@ -486,17 +537,12 @@ def test_the_model_listing_relayed() -> None:
     ("first", "status"),
     [
         (request(method="GET", target="/v1/models"), 502),
-        (request(LLM, headers={"Content-Type": "application/llm-request+json"}), 200),
+        (request(LLM, headers={"Content-Type": "application/llm-request+json"}), 502),
     ],
 )
 def test_an_upstream_that_fails_before_any_byte(first: bytes, status: int) -> None:
     gw = GatewayConnection()
     gw.feed(first)
     got, _, body = response(gw.upstream_broken("connect refused", kind=FailureKind.TRANSIENT))
-    assert got == status
-    if status == 200:  # an LLM-Stream client gets its error in the stream, then stream.end
-        d = LLMStreamDecoder()
-        d.feed(body)
-        d.close()
-        assert d.result.error is not None
-        assert d.result.done
+    assert got == status  # an HTTP status for both dialects (issue 17)
+    assert json.loads(body)["error"]["message"] == "connect refused"

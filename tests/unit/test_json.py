@@ -81,6 +81,8 @@ def test_rules_4_and_5_together_at_the_depth_limit() -> None:
     assert item == "\ufffdx"
     with pytest.raises(JSONPolicyError, match="lone surrogate"):
         canonical(text)
+    mixed = canonical('[1, null, "\\ud800", {"n": 2, "k": ["\\udc00", 3.5]}]', errors="replace")
+    assert mixed == [1, None, "\ufffd", {"n": 2, "k": ["\ufffd", 3.5]}]
     paired = "[" * MAX_DEPTH + '"\\ud83d\\ude00"' + "]" * MAX_DEPTH
     assert canonical(paired) is not None
 

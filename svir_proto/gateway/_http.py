@@ -1,0 +1,80 @@
+"""The HTTP/1.1 rules a gateway applies to a client's request head before anything else, and
+the small answers it makes itself (RFC 9110, RFC 9112).
+
+Rule 1 (framing, RFC 9112 6.1 and 6.3): a request with both ``Content-Length`` and
+    ``Transfer-Encoding`` is refused (400) and its connection closed, even when the sizes agree:
+    two framings are how requests are smuggled past a proxy. h11 refuses the rest (several
+    differing lengths, a coding other than ``chunked``).
+Rule 2 (who may use it, issue 16 item 5): with no token, ``Host`` must name an allowed host
+    (the address listened on, a loopback name), else 421: a web page cannot reach a gateway on
+    loopback through DNS rebinding. With a token, ``Authorization`` must be exactly one header,
+    ``Bearer`` in any case, then the token (compared in constant time); two headers are 400.
+Rule 3 (status lines): every status is sent with its reason phrase.
+
+This module does no I/O.
+"""
+
+from __future__ import annotations
+
+import hmac
+import http
+import json
+from collections.abc import Iterable
+from typing import Any, Final
+
+__all__: list[str] = []
+
+LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def reason(status: int) -> bytes:
+    """Rule 3: the reason phrase of a status (RFC 9110 section 15)."""
+    try:
+        return http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b"Unknown"
+
+
+def error_json(message: str, code: str, **extra: Any) -> bytes:
+    """OpenAI's error object (wire reference 5), which every client of ours reads."""
+    body = {"error": {"message": message, "type": code, "code": code, **extra}}
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+def host_name(value: str) -> str:
+    """The host of a ``Host`` header, lower case, without its port (``[::1]:80`` -> ``[::1]``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def host_allowed(host: str | None, allowed: frozenset[str] | None) -> bool:
+    """Rule 2: whether ``Host`` names one of ``allowed`` (``None``: any host)."""
+    if allowed is None:
+        return True
+    if host is None:
+        return False
+    name = host_name(host)
+    return name in allowed or name.endswith(".localhost") or name == "localhost"
+
+
+def bearer(values: Iterable[str]) -> str | bool | None:
+    """Rule 2: the token of the one ``Authorization: Bearer`` header; ``None``: no header or
+    another scheme; ``False``: two headers (a request to refuse outright)."""
+    found = list(values)
+    if len(found) > 1:
+        return False
+    if not found:
+        return None
+    scheme, _, token = found[0].strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip()
+
+
+def token_matches(given: str | bool | None, token: str) -> bool:
+    """Constant time, whatever was given."""
+    candidate = given if isinstance(given, str) else ""
+    return hmac.compare_digest(candidate.encode(), token.encode())

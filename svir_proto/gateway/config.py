@@ -1,0 +1,240 @@
+"""What a gateway is allowed to hold and for how long, and the state its connections share.
+
+`GatewayConfig` names every bound and deadline (issue 16: "every resource a peer can make the
+gateway hold has a bound and a deadline"); each default is commented with a precedent, most of
+them nginx's (its ``client_header_timeout``, ``client_body_timeout``, ``send_timeout``,
+``keepalive_timeout``, ``large_client_header_buffers``, ``client_max_body_size``).
+
+`GatewayState` is what the connections of one gateway share: the streams being relayed, the
+bytes of request bodies held whole (a budget across all clients), the counters of
+``/metrics``, the upstream's readiness, and whether the gateway is stopping. It is a plain
+object: the server owns it and runs one event loop, so nothing here locks.
+
+This module does no I/O and reads no clock: times are passed in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Final, Literal, final
+
+import attrs
+
+from ..openai.endpoint import Endpoint
+
+__all__ = ["DEFAULT_MAX_BODY", "GatewayConfig", "GatewayState", "Metrics", "Readiness"]
+
+DEFAULT_MAX_BODY: Final = 32 * 1024 * 1024
+"""Bytes a request body may take (32 MiB): a few full-size photos as base64, the most a chat
+turn carries; OpenAI's own limit for a request is of that order (nginx's
+``client_max_body_size`` defaults to 1 MiB, for web forms)."""
+
+UpstreamDialect = Literal["chat", "messages", "responses", "gemini"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class GatewayConfig:
+    """The gateway's bounds, deadlines and policies; seconds and bytes.
+
+    Attributes:
+        upstream: the server requests go to, with the gateway's own key for it.
+        upstream_dialect: what the upstream speaks.
+        token: the bearer token clients must send (``None``: no token; then only the
+            ``allowed_hosts`` may be named in ``Host``).
+        allowed_hosts: the host names (lower case, no port) a request's ``Host`` may name;
+            ``None``: any (a gateway behind a proxy that checks, or one with a token).
+        public_metrics: ``/metrics`` without the token.
+        max_head_size: bytes of a request head (431 past it; h11's default, nginx's
+            ``large_client_header_buffers`` is 4 x 8 KiB); also what a client may send while its
+            answer streams (a pipelined head) before the connection is closed.
+        max_body: bytes of a request body (413 before a byte of it is read).
+        max_buffered: bytes of request bodies held whole at once, across all clients (503 past
+            it): bodies are held to be translated, or while they are small.
+        hold_below: a body up to this size is read whole before it goes upstream, so the
+            gateway knows all of it (the request id, ``stream``); a larger one goes upstream
+            piece by piece as it comes.
+        max_streams: requests relayed at once (503 with ``Retry-After`` past it).
+        max_connections: client connections at once; past it a new one is answered 503 and
+            closed at once, never queued.
+        head_timeout: from the first byte of a request (or the connection) to the end of its
+            head (408; nginx ``client_header_timeout`` 60 s).
+        body_timeout: silence between two reads of a request body (408; nginx
+            ``client_body_timeout`` 60 s).
+        idle_timeout: a kept-alive connection with no request (closed; nginx
+            ``keepalive_timeout`` 75 s).
+        send_timeout: a client that reads nothing of its answer for this long loses it, and its
+            upstream request is cancelled (nginx ``send_timeout`` 60 s).
+        connect_timeout: to reach the upstream.
+        progress_timeout: no progress from the upstream (no content, reasoning, tool call,
+            finish or usage: keep-alive comments are not progress) for this long ends the
+            stream with an error and the end marker (``--timeout``; five minutes: a CPU reads a
+            long prompt for minutes before its first token).
+        keepalive: while a streaming client waits with nothing to receive, an SSE comment
+            every this many seconds (``--keepalive``; 0: never), so proxies and idle timers do
+            not cut it. Before the upstream answered, the first one also sends the response's
+            head: a failure after it is an error in the stream, no longer an HTTP status.
+        drain_limit: bytes read after a whole answer to reach the end of its body, so the
+            upstream connection can be reused.
+        pool_size: idle upstream connections kept for reuse.
+        pool_idle: seconds an idle upstream connection is kept.
+    """
+
+    upstream: Endpoint
+    upstream_dialect: UpstreamDialect = "chat"
+    token: str | None = None
+    allowed_hosts: frozenset[str] | None = None
+    public_metrics: bool = False
+    max_head_size: int = 16 * 1024
+    max_body: int = DEFAULT_MAX_BODY
+    max_buffered: int = 128 * 1024 * 1024
+    hold_below: int = 64 * 1024
+    max_streams: int = 256
+    max_connections: int = 1024
+    head_timeout: float = 30.0
+    body_timeout: float = 30.0
+    idle_timeout: float = 60.0
+    send_timeout: float = 30.0
+    connect_timeout: float = 10.0
+    progress_timeout: float = 300.0
+    keepalive: float = 15.0
+    drain_limit: int = 64 * 1024
+    pool_size: int = 64
+    pool_idle: float = 4.0
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("max_head_size", "max_body", "max_buffered", "max_streams"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"{name} must be a positive int, not {value!r}")
+        for name in ("hold_below", "max_connections", "drain_limit", "pool_size"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name} must be an int >= 0, not {value!r}")
+        for name in (
+            "head_timeout", "body_timeout", "idle_timeout", "send_timeout", "connect_timeout",
+            "progress_timeout", "pool_idle",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
+        if not isinstance(self.keepalive, (int, float)) or self.keepalive < 0:
+            raise ValueError(f"keepalive must be seconds >= 0, not {self.keepalive!r}")
+
+
+@final
+class Metrics:
+    """The gateway's counters, in Prometheus' text exposition format (version 0.0.4)."""
+
+    def __init__(self, state: GatewayState) -> None:
+        self._state = state
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self.upstream_failures: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()
+        self.events_forwarded = 0
+        self.connections_total = 0
+
+    def render(self) -> bytes:
+        state = self._state
+        lines = [
+            "# HELP svir_gateway_requests_total Requests, by the client's dialect and outcome.",
+            "# TYPE svir_gateway_requests_total counter",
+            *(
+                f'svir_gateway_requests_total{{dialect="{d}",outcome="{o}"}} {n}'
+                for (d, o), n in sorted(self.requests.items())
+            ),
+            "# HELP svir_gateway_active_streams Streams being relayed now.",
+            "# TYPE svir_gateway_active_streams gauge",
+            f"svir_gateway_active_streams {state.streams}",
+            "# HELP svir_gateway_connections Client connections open now.",
+            "# TYPE svir_gateway_connections gauge",
+            f"svir_gateway_connections {state.connections}",
+            "# HELP svir_gateway_connections_total Client connections accepted.",
+            "# TYPE svir_gateway_connections_total counter",
+            f"svir_gateway_connections_total {self.connections_total}",
+            "# HELP svir_gateway_buffered_bytes Bytes of request bodies held whole now.",
+            "# TYPE svir_gateway_buffered_bytes gauge",
+            f"svir_gateway_buffered_bytes {state.buffered}",
+            "# HELP svir_gateway_refused_total Connections and requests refused, by reason.",
+            "# TYPE svir_gateway_refused_total counter",
+            *(
+                f'svir_gateway_refused_total{{reason="{r}"}} {n}'
+                for r, n in sorted(self.refused.items())
+            ),
+            "# HELP svir_gateway_upstream_failures_total Upstream failures, by kind.",
+            "# TYPE svir_gateway_upstream_failures_total counter",
+            *(
+                f'svir_gateway_upstream_failures_total{{kind="{k}"}} {n}'
+                for k, n in sorted(self.upstream_failures.items())
+            ),
+            "# HELP svir_gateway_events_forwarded_total Upstream events relayed to clients.",
+            "# TYPE svir_gateway_events_forwarded_total counter",
+            f"svir_gateway_events_forwarded_total {self.events_forwarded}",
+            "# HELP svir_gateway_upstream_ready Whether the upstream answered its last probe.",
+            "# TYPE svir_gateway_upstream_ready gauge",
+            f"svir_gateway_upstream_ready {1 if state.readiness.ready else 0}",
+        ]
+        return ("\n".join(lines) + "\n").encode()
+
+
+@final
+@attrs.define
+class Readiness:
+    """What the last probe of the upstream found (``/readyz``): ``ready`` and, when it is not,
+    ``reason``; ``None`` until a probe has run."""
+
+    ready: bool = False
+    reason: str = "the upstream has not been probed yet"
+    checked: float | None = None
+
+    def update(self, ready: bool, reason: str, now: float) -> None:
+        self.ready, self.reason, self.checked = ready, reason, now
+
+
+class GatewayState:
+    """What the connections of one gateway share (see the module docstring).
+
+    Args:
+        config: the gateway's configuration.
+        new_id: makes a request id when a request brings none (the server's randomness: the
+            core has none).
+        wall: seconds since the epoch for a monotonic time (for ``created`` fields).
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        new_id: Callable[[], str],
+        wall: Callable[[float], int] = lambda now: int(now),
+    ) -> None:
+        self.config: Final = config
+        self.new_id: Final = new_id
+        self.wall: Final = wall
+        self.metrics: Final = Metrics(self)
+        self.readiness: Final = Readiness()
+        self.streams = 0
+        self.connections = 0
+        self.buffered = 0
+        self.stopping = False
+
+    def admit_stream(self) -> bool:
+        """Take a stream slot, if one is free and the gateway is not stopping."""
+        if self.stopping or self.streams >= self.config.max_streams:
+            return False
+        self.streams += 1
+        return True
+
+    def release_stream(self) -> None:
+        self.streams -= 1
+
+    def hold(self, n: int) -> bool:
+        """Take ``n`` bytes of the body budget (`GatewayConfig.max_buffered`), if it has them."""
+        if self.buffered + n > self.config.max_buffered:
+            return False
+        self.buffered += n
+        return True
+
+    def unhold(self, n: int) -> None:
+        self.buffered -= n

@@ -1,0 +1,924 @@
+"""`GatewayConnection`: one client connection of a gateway (draft section 7), h11 in the server
+role, sans-IO: it reads the client's requests and writes the client's answers.
+
+From the client's bytes it gives events: forward this request upstream (`Forward`, then the
+body's pieces as they come for a request passed through, `ForwardBody` and `ForwardEnd`),
+prepare this request first (`Prepare`: a body held whole, to parse and translate, off the
+event loop if it is large), answer this yourself (`LocalRequest`: health, readiness, metrics),
+write these bytes (`Reply`: a whole answer the gateway made; `Interim`: ``100 Continue``), the
+client went away (`ClientClosed`). It writes the client's answers: an answer translated from
+upstream events (`upstream`), an answer relayed as the upstream sent it (`relay_head`,
+`relay_data`, `relay_end`), and the errors and keep-alives the gateway adds (`upstream_broken`,
+`keepalive`).
+
+Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream; ``GET /v1/models`` and
+    ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
+    ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
+    (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
+    404 in OpenAI's error shape.
+Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM-Stream request
+    and gets an LLM-Stream response; ``application/json`` is an OpenAI request, answered in
+    OpenAI's dialect, or in LLM-Stream's when ``Accept`` carries ``profile="llm-stream-1.0"``;
+    any other media type is 415 with ``Accept-Post``. An LLM-Stream request must stream (the
+    draft has no other mode): ``"stream": false`` is 400 naming ``$.stream``.
+Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body over
+    ``max_body`` is 413 before a byte of it is read; a request past ``max_streams``, or whose
+    body would pass ``max_buffered``, is 503 with ``Retry-After``, also before its body;
+    ``Expect: 100-continue`` is answered once the request is admitted, and a refusal is sent
+    instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
+    gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; an
+    LLM-Stream body is read whole (bounded) to be translated. While an answer streams, a client
+    may send at most ``max_head_size`` bytes (the next request's head); more closes it.
+Rule 4 (authentication, `_http` Rule 2, wire reference 5): the host and the gateway's own token
+    are checked first (421, 400 for two ``Authorization`` headers, 401 with
+    ``WWW-Authenticate``); ``/metrics`` needs the token unless ``public_metrics``. The upstream's
+    key is the server's, never the client's, and an upstream 401 or 403 reaches the client as
+    502 ``upstream_authentication``, never as its own 401.
+Rule 5 (failures in the client's dialect): a failure before the answer began is an HTTP error
+    status for both dialects (the upstream's own 4xx or 5xx kept; 502 when the upstream could
+    not be reached or broke the protocol, 504 when it stalled, 503 when the gateway stops), with
+    OpenAI's error object whose ``code`` is, for an LLM-Stream client, the draft's error code.
+    A failure once the answer began is an LLM-Stream ``error`` with the draft's code and then
+    exactly one ``stream.end``, or OpenAI's error chunk and ``[DONE]``. A cut upstream stays a
+    cut for the client: no end marker.
+Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call of a tool the
+    request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
+Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
+    one the gateway makes, is sent upstream as ``X-Request-Id``, returned in the response's
+    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``.
+
+It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, Literal, final
+
+import attrs
+import h11
+
+from .._jsonscan import RequestScanner
+from .._pull import PullDecoder
+from ..errors import CallerProtocolError, Failure, FailureKind
+from ..events import (
+    RequestFailed,
+    ResponseStarted,
+    Retrying,
+    StreamEnded,
+    StreamFailed,
+    ToolCall,
+)
+from ..exchange import ExchangeEvent, ModelsListed, PassThrough
+from ..llmstream._lifecycle import State
+from ..llmstream._wire import error_code
+from ..llmstream.negotiate import Dialect, request_dialect, response_dialect, unsupported_media_type
+from ..llmstream.request import LLMRequest, RequestError
+from ..openai.encoder import ChatStreamEncoder
+from ..openai.request import ChatRequest
+from ..translate import OpenAIToLLMStream, llm_to_openai
+from ._http import bearer, error_json, host_allowed, reason, token_matches
+from .config import GatewayConfig, GatewayState
+
+__all__ = [
+    "ClientClosed",
+    "Forward",
+    "ForwardBody",
+    "ForwardEnd",
+    "GatewayConnection",
+    "GatewayEvent",
+    "Interim",
+    "LocalRequest",
+    "Prepare",
+    "Reply",
+]
+
+Outcome = Literal["ok", "failed", "rejected", "cut", "cancelled"]
+Phase = Literal["idle", "head", "body", "answer", "closed"]
+Kind = Literal["chat", "models", "model", "local"]
+_ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
+    "/v1/chat/completions": ("chat", ("POST",)),
+    "/v1/models": ("models", ("GET", "HEAD")),
+    "/healthz": ("local", ("GET", "HEAD")),
+    "/readyz": ("local", ("GET", "HEAD")),
+    "/metrics": ("local", ("GET", "HEAD")),
+}
+_SSE_HEAD: Final = [
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),
+]
+# RFC 9110 7.6.1 and RFC 9112 9.6: these describe one connection, never relayed
+_HOP_BY_HOP: Final = frozenset(
+    {
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
+        "upgrade", "proxy-authenticate", "proxy-authorization", "content-length", "date",
+        "server",
+    }
+)  # fmt: skip
+PREPARE_IN_PLACE: Final = 256 * 1024
+"""A held body up to this size is parsed and translated at once; a larger one is handed to
+the server (`Prepare`) to do off its event loop, so one large request does not stall the
+others."""
+KEEPALIVE: Final = b": keep-alive\n\n"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Reply:
+    """Bytes to write to the client: a whole answer the gateway made itself. ``close``: close
+    the connection after writing them (the request's body was not read, or may not be)."""
+
+    data: bytes
+    close: bool
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Interim:
+    """Bytes to write to the client at once, before the answer: ``100 Continue``."""
+
+    data: bytes
+
+
+@final
+@attrs.frozen(kw_only=True)
+class LocalRequest:
+    """A request the server answers itself: call `reply_local` with its answer."""
+
+    name: Literal["healthz", "readyz", "metrics"]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Forward:
+    """Send ``request`` upstream. For a `PassThrough` whose body is not held, the body follows
+    as `ForwardBody` pieces and a `ForwardEnd`, as the client sends it; for one whose body is
+    held, ``body`` is that body."""
+
+    request: ChatRequest | PassThrough
+    dialect: Dialect  # the client's response dialect
+    body: bytes | None = None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Prepare:
+    """A held request body to parse and translate: call ``run()`` (in a worker thread if you
+    like: it touches nothing but its own values) and give what it returns to `prepared`."""
+
+    run: Callable[[], object]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ForwardBody:
+    """A piece of a passed-through request's body, to send upstream at once."""
+
+    data: bytes
+
+
+@final
+@attrs.frozen
+class ForwardEnd:
+    """The passed-through body is whole."""
+
+
+@final
+@attrs.frozen
+class ClientClosed:
+    """The client closed its connection, or broke it: cancel whatever is under way for it."""
+
+
+GatewayEvent = (
+    Reply | Interim | LocalRequest | Forward | Prepare | ForwardBody | ForwardEnd | ClientClosed
+)
+
+
+class GatewayConnection(PullDecoder[GatewayEvent]):
+    """One client connection; see the module docstring's rules.
+
+    Args:
+        config: the gateway's bounds and policies; ``None``: the defaults, for no upstream in
+            particular (tests, fuzzing).
+        state: what the gateway's connections share (stream slots, the body budget); ``None``:
+            a state of this connection's own.
+        token, max_body, max_head_size: set these in ``config`` instead; kept as shortcuts.
+
+    The server reads `method`, `target`, `dialect`, `outcome`, `upstream_failure`,
+    `request_id` and `events_forwarded` for its log line and metrics: never a prompt or answer.
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig | None = None,
+        state: GatewayState | None = None,
+        *,
+        token: str | None = None,
+        max_body: int | None = None,
+        max_head_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if config is None:
+            from ..openai.endpoint import Endpoint
+
+            config = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
+        shortcuts: dict[str, Any] = {
+            k: v
+            for k, v in (("token", token), ("max_body", max_body), ("max_head_size", max_head_size))
+            if v is not None
+        }
+        if shortcuts:
+            config = attrs.evolve(config, **shortcuts)
+        self.config: Final = config
+        self.state: Final = state if state is not None else GatewayState(config, new_id=_counter())
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=config.max_head_size)
+        self._fed = 0  # bytes received in all, for the head's size
+        self._head_at = 0  # where the request being read began
+        self._lead: int | None = None  # its first byte, once it has come
+        self._reset()
+
+    def _reset(self) -> None:
+        self.outcome: Outcome | None = None
+        """How the current request ended, once it has: for the server's metrics."""
+        self.method = ""
+        self.target = ""
+        self.upstream_failure: FailureKind | None = None
+        self.dialect: Dialect | None = None  # the client's response dialect
+        self.request_kind: Kind | None = None
+        self.request_id: str | None = None
+        self.events_forwarded = 0
+        self.head_only = False  # a HEAD request: the answer has no body
+        self.streaming_request = False
+        """The request asked for a stream (``stream: true``, or any LLM-Stream request): the
+        client expects SSE, so keep-alive comments may go to it."""
+        self._mode: Literal["idle", "held", "pass", "forwarded", "answered"] = "idle"
+        self._ingress: Dialect | None = None
+        self._body = bytearray()
+        self._held = 0  # bytes of the body budget this request holds
+        self._slot = False  # this request holds a stream slot
+        self._pass: PassThrough | None = None
+        self._scanner: RequestScanner | None = None
+        self._header_id: str | None = None
+        self._model = ""
+        self._declared: frozenset[str] | None = None
+        self._head_sent = False
+        self._chunked = False  # the answer's body is chunked, framed here
+        self._llm: OpenAIToLLMStream | None = None
+        self._openai: ChatStreamEncoder | None = None
+        self._relaying: Literal["", "stream", "raw", "late"] = ""
+
+    # -- where the connection is ------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        """What the connection waits for: ``idle`` (a request's first byte), ``head`` (the rest
+        of a head), ``body`` (the rest of a body), ``answer`` (the upstream, or the server: the
+        request is read), ``closed`` (the client went away). The server's deadlines follow it."""
+        if isinstance(self._terminal, ClientClosed):
+            return "closed"
+        h = self._h11
+        if h.their_state is h11.IDLE:
+            return "head" if h.trailing_data[0] else "idle"
+        if h.their_state is h11.SEND_BODY and self._mode in ("held", "pass"):
+            return "body"
+        return "answer"
+
+    @property
+    def backlog(self) -> int:
+        """Bytes the client sent that wait unread (a pipelined request) while its answer is
+        made: at most ``max_head_size`` (Rule 3); the server closes past it."""
+        return len(self._h11.trailing_data[0])
+
+    @property
+    def relaying(self) -> Literal["", "stream", "raw", "late"]:
+        """How the answer is relayed (`relay_head`): ``stream`` (the upstream's events as they
+        came), ``raw`` (any other answer, as it came), ``late`` (a failure after a keep-alive
+        sent the stream's head: read it, then end the stream with it, `upstream_broken`)."""
+        return self._relaying
+
+    # -- the client's request ---------------------------------------------------------------
+
+    def _receive(self, data: bytes) -> None:
+        if self._lead is None and data:
+            self._lead = data[0]  # nothing of this head was held: it begins here
+        self._fed += len(data)
+        self._h11.receive_data(data)
+
+    def _head_size(self) -> int:
+        """The request head's length as far as h11 read it: what it consumed of this request
+        (a whole head it then refused), else what it holds (one it is still waiting for)."""
+        consumed = self._consumed() - self._head_at
+        return consumed if consumed > 0 else len(self._h11.trailing_data[0])
+
+    def _consumed(self) -> int:
+        return self._fed - len(self._h11.trailing_data[0])
+
+    def _fill(self) -> None:
+        h = self._h11
+        while self._terminal is None:  # after the terminal event nothing more is read
+            try:
+                event = h.next_event()
+            except h11.RemoteProtocolError as exc:
+                if self._mode == "idle" or not self._head_sent:
+                    self._bad_http(exc)
+                else:
+                    self._closed()
+                return
+            kind = type(event)
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            if kind is h11.Request:
+                self._request(event)  # type: ignore[arg-type]
+            elif kind is h11.Data:
+                self._data(bytes(event.data))  # type: ignore[union-attr]
+            elif kind is h11.EndOfMessage:
+                self._end()
+            else:  # ConnectionClosed: a server's h11 gives nothing else
+                self._closed()
+                return
+
+    def _bad_http(self, exc: h11.RemoteProtocolError) -> None:
+        # h11's words quote what it had read, which depends on the reads: not kept. A head
+        # past the bound is too large whether h11 saw all of it (and found it invalid) or only
+        # the part that filled its buffer; but one whose first byte is a space or a control
+        # character is invalid however long it is (h11 says so as soon as that byte comes,
+        # before it can know the size).
+        status = exc.error_status_hint
+        if (
+            status != 431
+            and self._head_size() > self.config.max_head_size
+            and (self._lead is None or self._lead > 0x20)
+        ):
+            status = 431
+        what = "request head too large" if status == 431 else "not valid HTTP/1.1"
+        self._reject(status, what, "invalid_request", close=True)
+
+    def _closed(self) -> None:
+        self._release()
+        self._queue.append(ClientClosed())
+        self._terminal = self._queue[-1]
+
+    def _request(self, req: h11.Request) -> None:
+        cfg = self.config
+        if self._consumed() - self._head_at > cfg.max_head_size:  # h11 bounds only partial ones
+            return self._reject(431, "request head too large", "invalid_request", close=True)
+        fields: dict[str, list[str]] = {}
+        for k, v in req.headers:
+            fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
+        headers = {k: vs[-1] for k, vs in fields.items()}
+        target = req.target.decode("latin-1").split("?", 1)[0]
+        method = req.method.decode("latin-1")
+        self.method, self.target = method, target
+        self.head_only = method == "HEAD"
+        kind, allowed = _route(target)
+        if "content-length" in fields and "transfer-encoding" in fields:  # _http Rule 1
+            return self._reject(
+                400, "a request may not carry both Content-Length and Transfer-Encoding",
+                "invalid_request", close=True,
+            )  # fmt: skip
+        if not host_allowed(headers.get("host"), cfg.allowed_hosts):  # Rule 4
+            self.state.metrics.refused["host"] += 1
+            return self._reject(
+                421, f"this gateway does not answer for the host {headers.get('host')!r}",
+                "misdirected_request", close=True,
+            )  # fmt: skip
+        if kind is None:
+            return self._reject(404, f"no such path: {target}", "not_found", close=True)
+        if method not in allowed:
+            return self._reject(
+                405, f"{target} takes {', '.join(allowed)}", "method_not_allowed", close=True,
+                headers=[("Allow", ", ".join(allowed))],
+            )  # fmt: skip
+        given = bearer(fields.get("authorization", ()))
+        if given is False:
+            return self._reject(
+                400, "a request may carry one Authorization header", "invalid_request",
+                close=True,
+            )  # fmt: skip
+        local = kind == "local"
+        if (
+            cfg.token is not None
+            and not (local and (target != "/metrics" or cfg.public_metrics))
+            and not token_matches(given, cfg.token)
+        ):
+            self.state.metrics.refused["token"] += 1
+            return self._reject(
+                401, "the gateway's token is missing or wrong", "authentication", close=True,
+                headers=[("WWW-Authenticate", 'Bearer realm="svir-gateway"')],
+            )  # fmt: skip
+        self.request_kind = kind
+        rid = headers.get("x-request-id", "").strip()
+        self._header_id = rid[:128] if rid and rid.isprintable() else None
+        if local:
+            self._mode = "answered"
+            self._queue.append(LocalRequest(name=target[1:]))  # type: ignore[arg-type]
+            return None
+        if kind != "chat":  # the model listing, or one model: relayed as it comes
+            self.dialect = "openai"
+            self.request_id = self._header_id or self.state.new_id()
+            self._mode = "forwarded"
+            relay = PassThrough(
+                content_length=0, method="GET", target=target[3:], relay=True,
+                accept="application/json", headers=(("X-Request-Id", self.request_id),),
+            )  # fmt: skip
+            self._queue.append(Forward(request=relay, dialect="openai"))
+            return None
+        return self._chat(headers)
+
+    def _chat(self, headers: dict[str, str]) -> None:
+        cfg = self.config
+        length_field = headers.get("content-length")
+        length = int(length_field) if length_field is not None else None  # h11 checked digits
+        if length is not None and length > cfg.max_body:
+            return self._reject(
+                413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
+                close=True,
+            )  # fmt: skip
+        dialect = request_dialect(headers.get("content-type"))
+        if dialect is None:
+            status, extra, body = unsupported_media_type(headers.get("content-type"))
+            return self._reply(status, extra, body, close=True, outcome="rejected")
+        self._ingress = dialect
+        self.dialect = response_dialect(dialect, headers.get("accept"))
+        if not self.state.admit_stream():
+            self.state.metrics.refused["streams"] += 1
+            return self._busy("the gateway holds as many streams as it may")
+        self._slot = True
+        held = dialect == "llm-stream" or length is None or length <= cfg.hold_below
+        if held and length is not None:
+            if not self.state.hold(length):
+                self.state.metrics.refused["buffered"] += 1
+                return self._busy("the gateway holds as many request bodies as it may")
+            self._held = length
+        self._scanner = RequestScanner() if dialect == "openai" else None
+        if held:
+            self._mode = "held"
+        else:
+            assert length is not None
+            self._mode = "pass"
+            self.request_id = self._header_id or self.state.new_id()
+            self._pass = PassThrough(
+                content_length=length, relay=self.dialect == "openai",
+                headers=(("X-Request-Id", self.request_id),),
+            )  # fmt: skip
+            self._queue.append(Forward(request=self._pass, dialect=self.dialect))
+        self._continue()
+        return None
+
+    def _continue(self) -> None:
+        """Rule 3: the request is admitted; a client waiting for ``100 Continue`` gets it."""
+        if self._h11.they_are_waiting_for_100_continue:
+            data = self._h11.send(
+                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
+            )
+            self._queue.append(Interim(data=data or b""))
+
+    def _busy(self, message: str) -> None:
+        self._reject(503, message, "overloaded", close=True, headers=[("Retry-After", "1")])
+
+    def _data(self, data: bytes) -> None:
+        if self._mode == "held":
+            if self._held < len(self._body) + len(data):  # a chunked body: held as it grows
+                grow = len(self._body) + len(data) - self._held
+                if len(self._body) + len(data) > self.config.max_body:
+                    self._reject(
+                        413, f"the body is larger than {self.config.max_body} bytes",
+                        "request_too_large", close=True,
+                    )  # fmt: skip
+                    return
+                if not self.state.hold(grow):
+                    self.state.metrics.refused["buffered"] += 1
+                    self._busy("the gateway holds as many request bodies as it may")
+                    return
+                self._held += grow
+            self._body += data
+            if self._scanner is not None:
+                self._scanner.feed(data)
+        elif self._mode == "pass":  # the body goes upstream as it comes
+            assert self._scanner is not None
+            self._scanner.feed(data)
+            self._queue.append(ForwardBody(data=data))
+        # else a body on a GET (the model listing, /healthz, /metrics): it means nothing, and
+        # is read and dropped; nothing is read at all after a reply that closes
+
+    def _end(self) -> None:
+        if self._mode == "held":
+            self._mode = "forwarded"
+            body = bytes(self._body)
+            self._body = bytearray()
+            if self._ingress == "llm-stream":
+                if len(body) <= PREPARE_IN_PLACE:
+                    self.prepared(_prepare_llm(body))
+                else:
+                    self._queue.append(Prepare(run=lambda: _prepare_llm(body)))
+                return
+            scanner = self._scanner
+            assert scanner is not None
+            self._learn(scanner)
+            self.streaming_request = scanner.stream is True
+            self.request_id = scanner.request_id or self._header_id or self.state.new_id()
+            relay = PassThrough(
+                content_length=len(body), relay=self.dialect == "openai",
+                declared_tools=self._declared, include_usage=scanner.include_usage,
+                accept="text/event-stream" if self.streaming_request else "application/json",
+                headers=(("X-Request-Id", self.request_id),),
+            )  # fmt: skip
+            self._unhold()
+            self._queue.append(Forward(request=relay, dialect=self.dialect or "openai", body=body))
+        elif self._mode == "pass":
+            scanner = self._scanner
+            assert scanner is not None
+            assert self._pass is not None
+            self._learn(scanner)
+            self.streaming_request = scanner.stream is True
+            self._pass.declared_tools = self._declared
+            self._pass.include_usage = scanner.include_usage
+            self._mode = "forwarded"
+            self._queue.append(ForwardEnd())
+
+    def _learn(self, scanner: RequestScanner) -> None:
+        self._model = scanner.model or ""
+        self._declared = frozenset(scanner.tools) if scanner.tools else None
+
+    def prepared(self, outcome: object) -> None:
+        """What a `Prepare`'s ``run`` returned: the request goes upstream, or is refused."""
+        self._unhold()
+        if isinstance(outcome, RequestError):
+            self._reject(400, outcome.message, "invalid_request", param=outcome.path)
+            return
+        if isinstance(outcome, ValueError):
+            self._reject(400, str(outcome), "invalid_request")
+            return
+        assert isinstance(outcome, tuple)
+        request, chat = outcome
+        assert isinstance(request, LLMRequest)
+        assert isinstance(chat, ChatRequest)
+        self.request_id = request.request_id or self._header_id or self.state.new_id()
+        self.streaming_request = True
+        self._model = request.model
+        self._declared = request.tool_names if request.tools else None
+        self._queue.append(Forward(request=chat, dialect=self.dialect or "llm-stream"))
+
+    def _unhold(self) -> None:
+        if self._held:
+            self.state.unhold(self._held)
+            self._held = 0
+
+    def _release(self) -> None:
+        """Give back what this request holds (its stream slot, its share of the budget)."""
+        self._unhold()
+        if self._slot:
+            self._slot = False
+            self.state.release_stream()
+
+    # -- answers the gateway makes itself -----------------------------------------------------
+
+    def _reject(
+        self,
+        status: int,
+        message: str,
+        code: str,
+        *,
+        close: bool = False,
+        headers: list[tuple[str, str]] | None = None,
+        **extra: Any,
+    ) -> None:
+        body = error_json(message, code, **extra)
+        head = [("Content-Type", "application/json"), *(headers or [])]
+        self._reply(status, head, body, close=close, outcome="rejected")
+
+    def _reply(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        *,
+        close: bool,
+        outcome: Outcome,
+    ) -> None:
+        if self._mode in ("held", "pass"):
+            close = True  # the rest of the body will not be read
+        self._release()
+        data = self._response(status, headers, body, close=close)
+        self._mode = "answered"
+        self.outcome = outcome
+        self._queue.append(Reply(data=data, close=close))
+        self._terminal = self._queue[-1]
+
+    def _response(
+        self, status: int, headers: list[tuple[str, str]], body: bytes, *, close: bool
+    ) -> bytes:
+        """A whole response with its Content-Length (and ``Connection: close`` if asked); for
+        HEAD, the same head and no body (RFC 9110 9.3.2)."""
+        head = [*headers, ("Content-Length", str(len(body)))]
+        if self.request_id is not None:
+            head.append(("X-Request-Id", self.request_id))
+        if close:  # h11 lets a server answer before the body, or after a bad request
+            head.append(("Connection", "close"))
+        h = self._h11
+        out = h.send(h11.Response(status_code=status, headers=head, reason=reason(status))) or b""
+        if body and not self.head_only:
+            out += h.send(h11.Data(data=body)) or b""
+        out += h.send(h11.EndOfMessage()) or b""
+        self._head_sent = True
+        return out
+
+    def busy(self, retry_after: int) -> bytes:
+        """503 with ``Retry-After``: the server cannot take this request now."""
+        self._release()
+        self._mode = "answered"
+        self.outcome = "rejected"
+        body = error_json("the gateway holds as many streams as it may", "overloaded")
+        head = [("Content-Type", "application/json"), ("Retry-After", str(retry_after))]
+        return self._response(503, head, body, close=True)
+
+    def reply_local(self, status: int, content_type: str, body: bytes) -> bytes:
+        """The bytes of the server's own answer to a `LocalRequest`."""
+        self.outcome = "ok" if status < 400 else "failed"
+        return self._response(status, [("Content-Type", content_type)], body, close=False)
+
+    # -- the upstream's answer, translated ------------------------------------------------------
+
+    def upstream(self, events: list[ExchangeEvent], *, now: int = 0) -> bytes:
+        """The client's bytes for events from the upstream's `Exchange`, in order (Rule 5).
+        The stream events of one read go out as one HTTP chunk.
+
+        Args:
+            now: seconds since the epoch, for ``stream.start``'s ``created`` when the upstream
+                gives none.
+        """
+        out: list[bytes] = []
+        pending: list[bytes] = []  # the stream's bytes of these events, framed once
+        for event in events:
+            if isinstance(event, (ResponseStarted, Retrying)):
+                continue
+            if isinstance(event, RequestFailed):
+                out.append(self._failed(event.failure, now))
+            elif isinstance(event, ModelsListed):  # pragma: no cover - listings are relayed
+                continue
+            else:
+                if not self._head_sent:
+                    out.append(self._stream_head())
+                pending.append(self._encode(event, now))
+                if isinstance(event, StreamEnded):
+                    out.append(self._end_stream(b"".join(pending), event.complete))
+                    pending = []
+        if pending:
+            out.append(self._chunk(b"".join(pending)))
+        return b"".join(out)
+
+    def _encode(self, event: ExchangeEvent, now: int) -> bytes:
+        """A stream event in the client's dialect, unframed."""
+        self.events_forwarded += 1
+        if self.dialect == "llm-stream":
+            if isinstance(event, ToolCall) and event.declared is False:  # Rule 6, draft 8.2
+                event = StreamFailed(
+                    error=Failure(
+                        kind=FailureKind.REJECTED,
+                        message=f"the model called {event.name!r}, which the request did not "
+                        "declare; the gateway does not pass it on (draft section 8.2)",
+                        code="undeclared_tool",
+                    )
+                )
+            return self._translator(now).feed(event)  # type: ignore[arg-type]
+        return self._encoder().encode(event)  # type: ignore[arg-type]
+
+    def _translator(self, now: int) -> OpenAIToLLMStream:
+        if self._llm is None:
+            self._llm = OpenAIToLLMStream(
+                model=self._model, request_id=self.request_id, created=now
+            )
+        return self._llm
+
+    def _encoder(self) -> ChatStreamEncoder:
+        if self._openai is None:
+            self._openai = ChatStreamEncoder(tool_call_deltas=True)
+        return self._openai
+
+    def _stream_head(
+        self, status: int = 200, headers: list[tuple[str, str]] | None = None
+    ) -> bytes:
+        self._head_sent = True
+        head = list(_SSE_HEAD if headers is None else headers)
+        if self.request_id is not None:
+            head.append(("X-Request-Id", self.request_id))
+        out = self._h11.send(h11.Response(status_code=status, headers=head, reason=reason(status)))
+        # h11 frames a body with no length as chunked (HTTP/1.1) or by closing (HTTP/1.0);
+        # chunks are framed here, at a fraction of h11's cost per piece, when it chose chunked
+        self._chunked = self._h11.their_http_version == b"1.1" and not any(
+            k.lower() == "content-length" for k, _ in head
+        )
+        return out or b""
+
+    def _chunk(self, data: bytes) -> bytes:
+        if not data or self.head_only:
+            return b""
+        if self._chunked:
+            return b"%x\r\n%b\r\n" % (len(data), data)
+        return self._h11.send(h11.Data(data=data)) or b""
+
+    def _end_stream(self, data: bytes, complete: bool) -> bytes:
+        """The last events; a stream that was cut stays cut (Rule 5): no end of body, so the
+        client sees the connection close before the chunked body's end."""
+        out = self._chunk(data)
+        self._mode = "answered"
+        if self._llm is not None:
+            marker = self._llm.encoder.state is State.ENDED
+        else:
+            marker = self._openai is not None and self._openai.done
+        if complete or marker:
+            self.outcome = "ok" if complete else "failed"
+            out += self._end_of_body()
+        else:
+            self.outcome = "cut"
+            self._h11.send_failed()
+        return out
+
+    def _failed(self, failure: Failure, now: int) -> bytes:
+        """An upstream failure before the answer began (Rules 4 and 5): an HTTP error; or,
+        once a keep-alive sent the stream's head, an error in the stream."""
+        if self._head_sent:
+            return self._in_stream(failure, now)
+        self.outcome = "failed"
+        self.upstream_failure = failure.kind
+        self._mode = "answered"
+        if failure.kind is FailureKind.AUTHENTICATION or failure.status in (401, 403):
+            failure = attrs.evolve(  # Rule 4: never the client's 401
+                failure,
+                message=f"the upstream refused the gateway's credentials: {failure.message}",
+                code="upstream_authentication",
+                status=502,
+            )
+        status = failure.status if failure.status and failure.status >= 400 else 502
+        headers = [("Content-Type", "application/json")]
+        if failure.retry_after is not None:
+            headers.append(("Retry-After", str(max(0, round(failure.retry_after)))))
+        code = (
+            error_code(failure.kind)
+            if self.dialect == "llm-stream"
+            else failure.code or failure.kind.value
+        )
+        body = error_json(failure.message, code, kind=failure.kind.value)
+        return self._response(status, headers, body, close=False)
+
+    def upstream_broken(
+        self, reason: str, *, kind: FailureKind = FailureKind.TRANSIENT, now: int = 0
+    ) -> bytes:
+        """The upstream stalled, dropped, broke the protocol or could not be reached, or the
+        gateway is stopping: the client's last bytes, an error in its dialect (Rule 5), the
+        answer marked partial. Call it only where an event ends (`relay_data` tells)."""
+        if self._mode == "answered":
+            return b""  # the answer is whole already
+        failure = Failure(kind=kind, message=reason, code=kind.value)
+        if not self._head_sent:
+            status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
+            return self._failed(attrs.evolve(failure, status=status), now)
+        return self._in_stream(failure, now)
+
+    def _in_stream(self, failure: Failure, now: int) -> bytes:
+        """A failure once the stream's head went out: its error and end marker (Rule 5), or a
+        cut for an answer that is not a stream of ours."""
+        self.upstream_failure = failure.kind
+        if self.head_only or self.request_kind != "chat" or self._relaying == "raw":
+            self.outcome = "cut"
+            self._mode = "answered"
+            self._h11.send_failed()
+            return b""
+        self.events_forwarded += 1
+        event = StreamFailed(error=failure)
+        if self.dialect == "llm-stream":
+            translator = self._translator(now)
+            data = translator.feed(event) + translator.feed(StreamEnded(complete=False, done=True))
+        else:
+            encoder = self._encoder()
+            data = encoder.encode(event) + encoder.encode(StreamEnded(complete=False, done=True))
+        self.outcome = "failed"
+        self._mode = "answered"
+        return self._chunk(data) + self._end_of_body()
+
+    def timeout(self, what: str) -> bytes:
+        """The request's head or body did not come in time (`GatewayConfig`): 408, or a cut if
+        an answer had begun. The connection is to be closed."""
+        self.outcome = "rejected"
+        if self._head_sent:
+            self._mode = "answered"
+            self._h11.send_failed()
+            return b""
+        self._release()
+        self._mode = "answered"
+        body = error_json(f"the request's {what} did not arrive in time", "request_timeout")
+        return self._response(408, [("Content-Type", "application/json")], body, close=True)
+
+    def keepalive(self) -> bytes:
+        """An SSE comment for a client that waits (`GatewayConfig.keepalive`), the stream's
+        head first if it was not sent; ``b""`` for an answer that is not a stream of ours."""
+        if self._mode == "answered" or self.request_kind != "chat" or self._relaying == "raw":
+            return b""
+        head = b"" if self._head_sent else self._stream_head()
+        return head + self._chunk(KEEPALIVE)
+
+    def _end_of_body(self) -> bytes:
+        return self._h11.send(h11.EndOfMessage()) or b""
+
+    # -- the upstream's answer, relayed -------------------------------------------------------
+
+    def relay_head(self, status: int, headers: tuple[tuple[str, str], ...]) -> bytes:
+        """The head of an answer relayed as the upstream sent it (`PassThrough.relay`): its
+        status and its end-to-end headers (an upstream 401 or 403 is never relayed: Rule 4;
+        call `upstream` with its failure instead)."""
+        kind = next((v for k, v in headers if k == "content-type"), "")
+        stream = kind.split(";")[0].strip().lower() == "text/event-stream"
+        self._relaying = "stream" if stream and 200 <= status < 300 else "raw"
+        if self._head_sent:  # a keep-alive sent the stream's head: the stream goes on in it
+            if self._relaying == "raw":
+                self._relaying = "late"  # a failure the server reads and ends the stream with
+            return b""
+        keep = [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k != "x-request-id"]
+        if stream:
+            keep = [(k, v) for k, v in keep if k not in ("cache-control", "x-accel-buffering")]
+            keep += _SSE_HEAD[1:]
+        length = next((v for k, v in headers if k == "content-length"), None)
+        if length is not None and self._relaying == "raw":
+            keep.append(("Content-Length", length))
+        if status >= 400:
+            self.outcome = "failed"
+        return self._stream_head(status, keep)
+
+    def relay_data(self, data: bytes) -> bytes:
+        """A piece of the relayed body, as the upstream sent it."""
+        return self._chunk(data)
+
+    def relay_end(self, *, complete: bool) -> bytes:
+        """The relayed body ended: where its framing said (``complete``), or cut."""
+        if self._mode == "answered":
+            return b""
+        self._mode = "answered"
+        if complete:
+            if self.outcome is None:
+                self.outcome = "ok"
+            return self._end_of_body()
+        self.outcome = "cut"
+        self._h11.send_failed()
+        return b""
+
+    # -- the next request on this connection -------------------------------------------------
+
+    @property
+    def reusable(self) -> bool:
+        """The answer is whole and the client may send another request."""
+        h = self._h11
+        return h.our_state is h11.DONE and h.their_state is h11.DONE
+
+    def finish_request(self) -> None:
+        """The current request is over for the server (answered, cut, or cancelled): give back
+        its stream slot and what it held of the body budget."""
+        self._release()
+
+    def start_next_cycle(self) -> None:
+        if not self.reusable:
+            raise CallerProtocolError("the client connection is not reusable: close it")
+        self._release()
+        self._h11.start_next_cycle()
+        self._head_at = self._consumed()
+        held = self._h11.trailing_data[0]  # the next head's first bytes may be here already
+        self._lead = held[0] if held else None
+        self._reset()
+        self._queue = []
+        self._qpos = 0
+        self._terminal = None
+        self._terminated = False
+        self._dirty = True
+
+
+def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
+    known = _ROUTES.get(target)
+    if known is not None:
+        return known
+    if target.startswith("/v1/models/") and len(target) > len("/v1/models/"):
+        return "model", ("GET", "HEAD")
+    return None, ()
+
+
+def _prepare_llm(body: bytes) -> object:
+    """Parse and translate an LLM-Stream request: ``(LLMRequest, ChatRequest)``, or the error
+    that refuses it. Pure: safe to run in a worker thread."""
+    try:
+        request = LLMRequest.parse(body)
+        return request, llm_to_openai(request)
+    except RequestError as exc:
+        return exc
+    except ValueError as exc:
+        return exc
+
+
+def _counter() -> Callable[[], str]:
+    """Request ids for a connection with no server behind it (tests, fuzzing)."""
+    n = 0
+
+    def new_id() -> str:
+        nonlocal n
+        n += 1
+        return f"svir-{n}"
+
+    return new_id

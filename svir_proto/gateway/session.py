@@ -1,0 +1,735 @@
+"""`GatewaySession`: one client connection of a gateway and the upstream requests it makes,
+sans-IO. The server's event loop moves bytes; everything the gateway decides is decided here.
+
+A server creates one session per accepted connection and calls it with what happened, each
+call taking ``now`` (monotonic seconds): `client_data` (``b""``: the client closed),
+`upstream_connected`, `upstream_data` (``b""``: the upstream closed), `upstream_failed`,
+`client_paused`/`client_resumed` (its socket's write buffer), `worked` (a `Work` done),
+`tick` (a deadline passed), `shutdown`. Each returns the bytes to write to the client, and may
+leave actions in `actions` (take them after each call): `Connect`, `ToUpstream`, `Release`,
+`PauseUpstream`, `ResumeUpstream`, `PauseClient`, `ResumeClient`, `Work`, `Close`, `Done`.
+`deadline` says when `tick` is due next; the server need not call it before.
+
+Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream gets the
+    upstream's bytes as they came (each read one HTTP chunk), watched by the decoder as they
+    pass (the end marker, usage, failures, progress), so nothing the gateway need not change
+    is changed: ``null`` stays ``null``, unknown keys, usage details, ``system_fingerprint``,
+    ``timings`` stay. An LLM-Stream client gets the events translated (draft 7.1).
+Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
+    client that breaks HTTP is answered or closed, an upstream that breaks it ends that
+    request with an error in the client's dialect.
+Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
+    the connection), a body with no silence over ``body_timeout``, an idle kept-alive
+    connection within ``idle_timeout``: else 408 or a close. An upstream with no progress for
+    ``progress_timeout`` ends the stream with an error and the end marker, however many
+    keep-alive comments it sends; a client that reads nothing for ``send_timeout`` loses its
+    stream, and its upstream request is cancelled.
+Rule 4 (keep-alive): a streaming client that has received nothing for ``keepalive`` seconds
+    gets an SSE comment, sent only where an event ends; before the upstream answered, the first
+    one also sends the response head.
+Rule 5 (flow): the upstream is not read while the client's socket is full, the client is not
+    read while the upstream's is, and a client may send at most ``max_head_size`` bytes while
+    its answer streams (a pipelined head); more closes the connection.
+Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
+    kept-alive upstream connection, and is sent again once, on a new one, if that connection
+    turns out closed before any byte of the answer; a request whose body streams through from
+    its client always gets a new one. A connection goes back to the pool only after a whole
+    answer to a whole request; after a failure or a cancel it is closed.
+
+This module never does I/O and reads no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Final, Literal, final
+
+import attrs
+
+from .._pull import NEED_DATA
+from ..connection import ClientConnection
+from ..errors import FailureKind, SvirProtocolError
+from ..events import RequestFailed, ResponseStarted, StreamEnded
+from ..exchange import Exchange, ExchangeEvent, PassThrough
+from ..openai.status import MAX_ERROR_BODY, body_outcome
+from .config import GatewayState
+from .connection import (
+    Forward,
+    ForwardBody,
+    ForwardEnd,
+    GatewayConnection,
+    Interim,
+    LocalRequest,
+    Prepare,
+    Reply,
+)
+
+__all__ = [
+    "Close",
+    "Connect",
+    "Done",
+    "GatewaySession",
+    "PauseClient",
+    "PauseUpstream",
+    "Release",
+    "ResumeClient",
+    "ResumeUpstream",
+    "SessionAction",
+    "ToUpstream",
+    "Work",
+]
+
+_UNSENT_LIMIT: Final = 1024 * 1024
+"""Bytes of a client's body held for an upstream connection still being opened: past it the
+client is not read until the connection is there (Rule 5)."""
+
+
+@final
+@attrs.frozen
+class Connect:
+    """Open a connection to the upstream (``fresh``: a new one, not one from the pool); then
+    call `GatewaySession.upstream_connected` or `GatewaySession.upstream_failed`."""
+
+    fresh: bool
+
+
+@final
+@attrs.frozen
+class ToUpstream:
+    """Write ``data`` to the upstream connection."""
+
+    data: bytes
+
+
+@final
+@attrs.frozen
+class Release:
+    """The request is done with its upstream connection: keep it for a next request with
+    ``connection`` (its `ClientConnection`, to give back to `upstream_connected`), or close it
+    (``connection`` ``None``)."""
+
+    connection: ClientConnection | None
+
+
+@final
+@attrs.frozen
+class PauseUpstream:
+    """Stop reading the upstream until `ResumeUpstream`."""
+
+
+@final
+@attrs.frozen
+class ResumeUpstream:
+    pass
+
+
+@final
+@attrs.frozen
+class PauseClient:
+    """Stop reading the client until `ResumeClient`."""
+
+
+@final
+@attrs.frozen
+class ResumeClient:
+    pass
+
+
+@final
+@attrs.frozen
+class Work:
+    """Run ``run()`` (off the event loop if you like), then give what it returns to
+    `GatewaySession.worked`."""
+
+    run: Callable[[], object]
+
+
+@final
+@attrs.frozen
+class Close:
+    """Close the client connection once what was written to it is sent."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Done:
+    """A request ended: what the server logs and counts (never a prompt or an answer)."""
+
+    method: str
+    target: str
+    dialect: str
+    outcome: str
+    upstream_failure: str | None
+    events: int
+    seconds: float
+    request_id: str | None
+
+
+SessionAction = (
+    Connect
+    | ToUpstream
+    | Release
+    | PauseUpstream
+    | ResumeUpstream
+    | PauseClient
+    | ResumeClient
+    | Work
+    | Close
+    | Done
+)
+
+Upstream = Literal["none", "connecting", "sending", "streaming", "draining"]
+
+
+class GatewaySession:
+    """One client connection; see the module docstring's rules.
+
+    Args:
+        state: what the gateway's connections share (its `GatewayConfig` included).
+        now: when the connection was accepted.
+    """
+
+    def __init__(self, state: GatewayState, now: float) -> None:
+        self.state: Final = state
+        self.config: Final = state.config
+        self.conn: Final = GatewayConnection(state.config, state)
+        self.actions: list[SessionAction] = []
+        """What the server must do, in order; take them after each call."""
+        self.closed = False
+        state.connections += 1
+        state.metrics.connections_total += 1
+        self._since = now  # when the client's current phase began (for its deadline)
+        self._start = now  # when the current request began
+        self._recorded = False  # the current request's `Done` went out
+        self._served = False  # a request was answered on this connection (it is kept alive)
+        self._stopping = False
+        self._body_at = 0  # body bytes of the upstream's answer the client has been sent
+        self._up: ClientConnection | None = None
+        self._upstream: Upstream = "none"
+        self._forward: Forward | None = None
+        self._unsent: list[bytes] = []  # a body's pieces for an upstream being reached
+        self._unsent_size = 0
+        self._unsent_end = False
+        self._replay: Forward | None = None  # Rule 6: sent again once on a closed connection
+        self._pooled = False  # the upstream connection came from the pool
+        self._answered = False  # a byte of the upstream's answer came
+        self._progress = now
+        self._sent = now  # the last bytes written to the client
+        self._paused_since: float | None = None  # the client's socket is full since
+        self._client_paused = False  # we stopped reading the client (Rule 5)
+        self._partial = b""  # a relayed event not whole yet (Rule 4)
+        self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head
+        self._late_head: tuple[int, tuple[tuple[str, str], ...]] = (0, ())
+        self._drained = 0
+        self._drain_by = 0.0
+
+    # -- the client's side ------------------------------------------------------------------
+
+    def client_data(self, data: bytes, now: float) -> bytes:
+        """Bytes from the client (``b""``: it closed its side)."""
+        if self.closed:
+            return b""
+        conn = self.conn
+        if not data and conn.phase == "answer":
+            return self._cancel(now)  # h11 holds an EOF while it waits for the answer
+        before = conn.phase
+        try:
+            conn.receive_data(data)
+        except SvirProtocolError:  # bytes after the client's own EOF
+            return self._cancel(now)
+        if before == "idle" and data:
+            self._since = now  # the head's first byte: its deadline runs from here
+        if conn.phase == "answer" and conn.backlog > self.config.max_head_size:
+            return self._cancel(now)  # Rule 5: a pipelined head is all a client may send
+        return self._pump(now)
+
+    def _pump(self, now: float) -> bytes:
+        """Act on every event the client's bytes completed."""
+        conn = self.conn
+        out: list[bytes] = []
+        while not self.closed:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                break
+            if type(event) is ForwardBody:
+                self._up_send(event.data)
+                self._since = now
+            elif type(event) is ForwardEnd:
+                self._up_send(None)
+            elif type(event) is Forward:
+                self._begin(event, now)
+            elif type(event) is Interim:
+                out.append(event.data)
+            elif type(event) is Reply:
+                out.append(event.data)
+                self._done(now)
+                if event.close or not conn.reusable:
+                    out.append(self._close())
+                else:
+                    out.append(self._next_cycle(now))
+            elif type(event) is LocalRequest:
+                self._start = now
+                out.append(self._local(event.name))
+                self._done(now)
+                out.append(self._next_cycle(now))
+            elif type(event) is Prepare:
+                self.actions.append(Work(run=event.run))
+            else:  # ClientClosed
+                out.append(self._cancel(now))
+        if conn.phase == "body" and not out:
+            self._since = now  # a body's deadline is silence between its reads
+        return self._sent_at(out, now)
+
+    def worked(self, result: object, now: float) -> bytes:
+        """What a `Work`'s ``run`` returned."""
+        if self.closed:
+            return b""
+        self.conn.prepared(result)
+        return self._pump(now)
+
+    def client_paused(self, now: float) -> None:
+        """The client's socket stopped taking bytes: stop reading the upstream (Rule 5)."""
+        if self._paused_since is None:
+            self._paused_since = now
+            if self._upstream in ("sending", "streaming"):
+                self.actions.append(PauseUpstream())
+
+    def client_resumed(self, now: float) -> None:
+        if self._paused_since is not None:
+            self._paused_since = None
+            if self._upstream in ("sending", "streaming"):
+                self.actions.append(ResumeUpstream())
+
+    def _local(self, name: str) -> bytes:
+        state = self.state
+        conn = self.conn
+        if name == "healthz":
+            return conn.reply_local(200, "application/json", b'{"status":"ok"}')
+        if name == "readyz":
+            ready = state.readiness
+            status = 200 if ready.ready else 503
+            word = "ready" if ready.ready else "not ready"
+            body = json.dumps({"status": word, "reason": ready.reason}).encode()
+            return conn.reply_local(status, "application/json", body)
+        return conn.reply_local(
+            200, "text/plain; version=0.0.4; charset=utf-8", state.metrics.render()
+        )
+
+    # -- one request upstream ---------------------------------------------------------------
+
+    def _begin(self, forward: Forward, now: float) -> None:
+        self._forward = forward
+        self._start = now
+        self._answered = False
+        self._progress = now
+        self._sent = now  # keep-alives count from the request
+        request = forward.request
+        held = not isinstance(request, PassThrough) or forward.body is not None or (
+            request.method == "GET"
+        )  # fmt: skip
+        self._replay = forward if held else None
+        self._open(fresh=not held, now=now)
+
+    def _open(self, *, fresh: bool, now: float) -> None:
+        if self._upstream == "draining":  # the next request came first: that one is closed
+            self._release(reuse=False)
+        self._up = None
+        self._upstream = "connecting"
+        self._since = now
+        self.actions.append(Connect(fresh=fresh))
+
+    def upstream_connected(self, now: float, conn: ClientConnection | None = None) -> bytes:
+        """The upstream connection is open: ``conn`` is the `ClientConnection` a `Release`
+        gave back with it if it came from the pool, ``None`` for a new one."""
+        forward = self._forward
+        if self.closed or self._upstream != "connecting" or forward is None:
+            self.actions.append(Release(connection=None))  # not wanted any more
+            return b""
+        self._pooled = conn is not None
+        if conn is not None:
+            conn.start_next_cycle()
+        up = conn if conn is not None else ClientConnection(self.config.upstream)
+        self._up = up
+        self._upstream = "sending"
+        self._progress = now
+        pieces = list(up.send(forward.request))
+        if forward.body is not None:
+            pieces += (up.send_data(forward.body), up.send_end())
+        pieces += [up.send_data(piece) for piece in self._unsent]
+        if self._unsent_end:
+            pieces.append(up.send_end())
+        self._unsent, self._unsent_size, self._unsent_end = [], 0, False
+        self.actions.append(ToUpstream(b"".join(pieces)))
+        if self._client_paused:
+            self._client_paused = False
+            self.actions.append(ResumeClient())
+        if self._paused_since is not None:
+            self.actions.append(PauseUpstream())
+        return b""
+
+    def _up_send(self, data: bytes | None) -> None:
+        """A piece of the client's body (``None``: its end), to the upstream as it comes."""
+        up = self._up
+        if up is None:  # still being reached: held, bounded (Rule 5)
+            if data is None:
+                self._unsent_end = True
+                return
+            self._unsent.append(data)
+            self._unsent_size += len(data)
+            if self._unsent_size > _UNSENT_LIMIT and not self._client_paused:
+                self._client_paused = True
+                self.actions.append(PauseClient())
+            return
+        piece = up.send_end() if data is None else up.send_data(data)
+        if piece:
+            self.actions.append(ToUpstream(piece))
+
+    def upstream_failed(self, reason: str, now: float) -> bytes:
+        """The upstream could not be reached, or its connection broke (a reset)."""
+        if self.closed or self._upstream == "none":
+            return b""
+        if self._upstream == "draining":
+            self._release(reuse=False)
+            return b""
+        if self._upstream == "connecting":
+            return self._broken(f"the gateway cannot reach its upstream: {reason}", now)
+        return self._upstream_end(now, f"the upstream connection broke: {reason}")
+
+    def upstream_data(self, data: bytes, now: float) -> bytes:
+        """Bytes from the upstream (``b""``: it closed the connection)."""
+        if self.closed or self._upstream in ("none", "connecting"):
+            return b""
+        if self._upstream == "draining":
+            return self._drain(data)
+        if not data:
+            return self._upstream_end(now, None)
+        up = self._up
+        assert up is not None
+        self._answered = True
+        exchange = up.exchange
+        assert exchange is not None
+        seen = exchange.events_seen
+        error: BaseException | None
+        try:
+            events = up.feed(data)
+            error = up.error
+        except SvirProtocolError as exc:
+            events, error = [], exc
+        seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
+        if seen:
+            self.conn.events_forwarded += seen
+            self._progress = now
+        elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
+            self._progress = now
+        out = self._relayed(up, events, now, error)
+        if error is not None and not self.closed:
+            return out + self._broken(f"the upstream broke the protocol: {error}", now)
+        return out
+
+    def _upstream_end(self, now: float, broke: str | None) -> bytes:
+        """The upstream connection ended: closed, or broken (``broke`` says how)."""
+        up = self._up
+        assert up is not None
+        if not self._answered and self._pooled and self._replay is not None:
+            # Rule 6: a kept-alive connection the upstream had closed: once more, on a new one
+            self._forward, self._replay = self._replay, None
+            self._release(reuse=False)
+            self._open(fresh=True, now=now)
+            return b""
+        try:
+            events = up.close() if broke is None else up.interrupt(broke)
+        except SvirProtocolError as exc:
+            return self._broken(f"the upstream broke the protocol: {exc}", now)
+        return self._relayed(up, events, now)
+
+    def _relayed(
+        self,
+        up: ClientConnection,
+        events: list[ExchangeEvent],
+        now: float,
+        error: BaseException | None = None,
+    ) -> bytes:
+        """The client's bytes for what the upstream's bytes brought (Rule 1); with ``error``,
+        what came before the event that broke the protocol."""
+        conn = self.conn
+        exchange = up.exchange
+        assert exchange is not None
+        relayed = exchange.relayed
+        if not (isinstance(exchange.request, PassThrough) and exchange.request.relay):
+            data = conn.upstream(events, now=self.state.wall(now))
+        else:
+            data = self._relay(exchange, relayed, events, now, error)
+        relayed.clear()
+        if data:
+            self._sent = now
+        if conn.outcome is not None and not self.closed:
+            data += self._finished(now)
+        return data
+
+    def _relay(
+        self,
+        exchange: Exchange,
+        relayed: list[bytes],
+        events: list[ExchangeEvent],
+        now: float,
+        error: BaseException | None,
+    ) -> bytes:
+        conn = self.conn
+        out: list[bytes] = []
+        end: StreamEnded | None = None
+        for event in events:
+            if type(event) is RequestFailed:  # an upstream 401, a content coding not asked for
+                exchange.relayed.clear()
+                return conn.upstream([event], now=self.state.wall(now))
+        for event in events:
+            if type(event) is ResponseStarted:
+                out.append(conn.relay_head(event.status, event.headers))
+                if conn.relaying == "late":
+                    self._late_head = (event.status, event.headers)
+            elif type(event) is StreamEnded:
+                end = event
+        if conn.relaying == "late":  # a failure after a keep-alive sent our head
+            self._late += relayed
+            if end is None and sum(map(len, self._late)) < MAX_ERROR_BODY:
+                return b""
+            status, headers = self._late_head
+            failure = body_outcome(status, headers, b"".join(self._late)).failure
+            self._late = []
+            return conn.upstream([RequestFailed(failure=failure)], now=self.state.wall(now))
+        if conn.relaying == "stream":  # Rule 4: only whole events go out, so that an
+            # error or a keep-alive of ours never lands inside one of the upstream's
+            data = b"".join(relayed) if len(relayed) != 1 else relayed[0]
+            if self._partial:
+                data = self._partial + data
+            if error is not None:  # what broke the protocol is not passed on, only what came first
+                at = getattr(error, "offset", None)
+                known = len(data) if at is None else max(0, at - self._body_at)
+                cut = _last_boundary(data[:known])
+            else:
+                cut = len(data) if end is not None else _last_boundary(data)
+            self._partial = data[cut:]
+            self._body_at += cut
+            if cut:
+                out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
+        else:
+            out += [conn.relay_data(piece) for piece in relayed]
+        if end is not None:
+            # ended where the upstream ended it (its marker, or its body's end), else a cut
+            whole = end.done or exchange.result.interrupted is None
+            out.append(conn.relay_end(complete=whole))
+        return b"".join(out)
+
+    def _finished(self, now: float) -> bytes:
+        """The client's answer is whole (or cut): the request is over for the client."""
+        up = self._up
+        assert up is not None  # only an upstream's bytes finish an answer
+        self._done(now)
+        if up.reusable:
+            self._release(reuse=True)
+        elif up.finishing:
+            self._upstream = "draining"  # its answer is whole, its body not yet over
+            self._drained = 0
+            self._drain_by = now + self.config.connect_timeout
+        else:
+            self._release(reuse=False)
+        return self._after_answer(now)
+
+    def _drain(self, data: bytes) -> bytes:
+        """Read the rest of a finished answer's body, to keep its connection (Rule 6)."""
+        up = self._up
+        assert up is not None
+        self._drained += len(data)
+        if not data or self._drained > self.config.drain_limit:
+            self._release(reuse=False)
+            return b""
+        try:
+            up.feed(data)
+        except SvirProtocolError:
+            self._release(reuse=False)
+            return b""
+        if up.reusable:
+            self._release(reuse=True)
+        return b""
+
+    def _release(self, *, reuse: bool) -> None:
+        if self._upstream != "none":
+            up = self._up if reuse and self._up is not None and self._up.reusable else None
+            self.actions.append(Release(connection=up))
+        self._upstream = "none"
+        self._up = None
+
+    def _after_answer(self, now: float) -> bytes:
+        """The answer to the client is over: read the next request, or close (while an upstream
+        connection drains, the next request waits for it only in the pool's count)."""
+        if self.conn.reusable and not (self._stopping or self.state.stopping):
+            return self._next_cycle(now)
+        return self._close()
+
+    def _next_cycle(self, now: float) -> bytes:
+        conn = self.conn
+        if not conn.reusable:
+            return self._close()
+        conn.start_next_cycle()
+        self._forward = None
+        self._recorded = False
+        self._since = now
+        self._partial = b""
+        self._body_at = 0
+        return self._pump(now)  # a pipelined request may be here already
+
+    # -- endings ------------------------------------------------------------------------------
+
+    def _broken(
+        self, reason: str, now: float, *, kind: FailureKind = FailureKind.TRANSIENT
+    ) -> bytes:
+        """End the request with an error in the client's dialect and close the upstream
+        connection (an event the upstream had half sent is lost: the error says why)."""
+        conn = self.conn
+        out = conn.upstream_broken(reason, kind=kind, now=self.state.wall(now))
+        self._release(reuse=False)
+        self._done(now)
+        if out:
+            self._sent = now
+        return out + self._after_answer(now)
+
+    def _cancel(self, now: float) -> bytes:
+        """The client went away or misbehaved: its upstream request is cancelled at once."""
+        conn = self.conn
+        if self._forward is not None and conn.outcome is None:
+            conn.outcome = "cancelled"
+        self._done(now)
+        self._release(reuse=False)
+        return self._close()
+
+    def _close(self) -> bytes:
+        if not self.closed:
+            self.closed = True
+            self.conn.finish_request()
+            self.state.connections -= 1
+            self.actions.append(Close())
+        return b""
+
+    def _done(self, now: float) -> None:
+        """The current request ended: count it and say so, once."""
+        conn = self.conn
+        if self._recorded or not conn.method:
+            return
+        self._recorded = True
+        self._served = True
+        metrics = self.state.metrics
+        outcome = conn.outcome or "cancelled"
+        metrics.requests[(conn.dialect or "none", outcome)] += 1
+        failure = conn.upstream_failure
+        if failure is not None:
+            metrics.upstream_failures[failure.value] += 1
+        metrics.events_forwarded += conn.events_forwarded
+        self.actions.append(
+            Done(
+                method=conn.method,
+                target=conn.target,
+                dialect=conn.dialect or "-",
+                outcome=outcome,
+                upstream_failure=None if failure is None else failure.value,
+                events=conn.events_forwarded,
+                seconds=now - self._start,
+                request_id=conn.request_id,
+            )
+        )
+        conn.finish_request()
+
+    # -- time -----------------------------------------------------------------------------
+
+    def _sent_at(self, out: list[bytes], now: float) -> bytes:
+        data = b"".join(out)
+        if data:
+            self._sent = now
+        return data
+
+    @property
+    def deadline(self) -> float:
+        """When `tick` is due next (Rules 3 and 4); ``inf``: never."""
+        if self.closed:
+            return float("inf")
+        cfg = self.config
+        phase = self.conn.phase
+        if phase == "idle":
+            due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
+        elif phase == "head":
+            due = self._since + cfg.head_timeout
+        elif phase == "body":
+            due = self._since + cfg.body_timeout
+        else:
+            due = float("inf")
+        up = self._upstream
+        if up == "connecting":
+            due = min(due, self._since + cfg.connect_timeout)
+        elif up in ("sending", "streaming"):
+            due = min(due, self._progress + cfg.progress_timeout)
+            if cfg.keepalive and self.conn.streaming_request:
+                due = min(due, self._sent + cfg.keepalive)
+        elif up == "draining":
+            due = min(due, self._drain_by)
+        if self._paused_since is not None:
+            due = min(due, self._paused_since + cfg.send_timeout)
+        return due
+
+    def tick(self, now: float) -> bytes:
+        """A deadline may have passed (Rules 3 and 4): act on it."""
+        if self.closed or now < self.deadline:
+            return b""
+        cfg = self.config
+        conn = self.conn
+        if self._paused_since is not None and now >= self._paused_since + cfg.send_timeout:
+            return self._cancel(now)  # a client that reads nothing loses its stream
+        if self._upstream == "draining" and now >= self._drain_by:
+            self._release(reuse=False)
+        phase = conn.phase
+        if phase == "idle":
+            due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
+            return self._close() if now >= due else b""
+        if phase == "head" or (phase == "body" and now >= self._since + cfg.body_timeout):
+            out = conn.timeout("head" if phase == "head" else "body")
+            self._release(reuse=False)
+            self._done(now)
+            return out + self._close()
+        if self._upstream == "connecting":  # its deadline is the only one left that passed
+            return self._broken(
+                f"the gateway cannot reach its upstream (no connection in "
+                f"{cfg.connect_timeout:g} s)",
+                now,
+                kind=FailureKind.TIMEOUT,
+            )
+        if self._upstream not in ("sending", "streaming"):
+            return b""
+        if now >= self._progress + cfg.progress_timeout:
+            return self._broken(
+                f"the upstream made no progress for {cfg.progress_timeout:g} s",
+                now,
+                kind=FailureKind.TIMEOUT,
+            )
+        self._sent = now  # a keep-alive is due
+        return conn.keepalive()
+
+    def shutdown(self, now: float) -> bytes:
+        """The gateway stops and its grace is over: an answer under way ends with an error in
+        the client's dialect and its end marker; an idle connection just closes."""
+        if self.closed:
+            return b""
+        self._stopping = True
+        if self._forward is not None and self.conn.outcome is None:
+            return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
+        return self._cancel(now)
+
+
+def _last_boundary(data: bytes) -> int:
+    """Where the last whole SSE event of ``data`` ends: after its last blank line (WHATWG: LF,
+    CRLF and CR line ends), or 0."""
+    i = data.rfind(b"\n\n")
+    end = i + 2 if i >= 0 else 0
+    if b"\r" in data:
+        for blank in (b"\r\r", b"\n\r\n", b"\r\n\r\n", b"\n\r"):
+            j = data.rfind(blank)
+            if j >= 0:
+                end = max(end, j + len(blank))
+    return end

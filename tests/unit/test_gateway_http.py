@@ -1,0 +1,249 @@
+"""The HTTP/1.1 rules the gateway applies to a client's head (RFC 9110, RFC 9112; issue 16):
+framing, HEAD, Expect, reason phrases, who may use it, the bounds it holds, its config."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto.gateway import (
+    Forward,
+    GatewayConfig,
+    GatewayConnection,
+    GatewayState,
+    Interim,
+    LocalRequest,
+    Reply,
+)
+from svir_proto.gateway._http import bearer, host_allowed, host_name, reason
+from svir_proto.openai import Endpoint
+from tests.helpers import bytewise
+from tests.unit.test_gateway import response
+
+UPSTREAM = Endpoint.parse("http://upstream.test")
+BODY = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+
+
+def raw(*lines: str, body: bytes = b"") -> bytes:
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def conn(**options: Any) -> GatewayConnection:
+    config = GatewayConfig(upstream=UPSTREAM, **options)
+    return GatewayConnection(config, GatewayState(config, new_id=lambda: "id"))
+
+
+def answer(data: bytes, **options: Any) -> tuple[int, dict[str, str], bytes, Reply]:
+    out = conn(**options).feed(data)
+    reply = out[-1]
+    assert isinstance(reply, Reply)
+    status, headers, body = response(reply.data)
+    return status, headers, body, reply
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        ("Content-Length: 4", "Transfer-Encoding: chunked"),
+        ("Transfer-Encoding: chunked", "Content-Length: 9"),
+    ],
+)
+def test_two_framings_are_refused_and_the_connection_closed(framing: tuple[str, str]) -> None:
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        *framing, body=b"4\r\nabcd\r\n0\r\n\r\n",
+    )  # fmt: skip
+    status, headers, _, reply = answer(data)
+    assert status == 400
+    assert reply.close
+    assert headers["connection"] == "close"
+
+
+def test_every_status_line_has_its_reason_phrase() -> None:
+    _, _, _, reply = answer(raw("GET /nope HTTP/1.1", "Host: gw"))
+    assert reply.data.startswith(b"HTTP/1.1 404 Not Found\r\n")
+    assert reason(299) == b"Unknown"
+
+
+@pytest.mark.parametrize("target", ["/healthz", "/readyz", "/metrics"])
+def test_head_is_get_without_the_body(target: str) -> None:
+    gw = conn()
+    (local,) = gw.feed(raw(f"HEAD {target} HTTP/1.1", "Host: gw"))
+    assert local == LocalRequest(name=target[1:])  # type: ignore[arg-type]
+    out = gw.reply_local(200, "application/json", b'{"status":"ok"}')
+    assert out.endswith(b"\r\n\r\n")
+    assert b"Content-Length: 15" in out
+    assert b'{"status"' not in out
+    assert gw.reusable
+
+
+@pytest.mark.parametrize("method", ["HEAD", "GET", "OPTIONS", "PUT"])
+def test_other_methods_on_a_post_route_are_405_with_allow(method: str) -> None:
+    status, headers, _, _ = answer(raw(f"{method} /v1/chat/completions HTTP/1.1", "Host: gw"))
+    assert (status, headers["allow"]) == (405, "POST")
+
+
+def test_expect_100_continue_is_answered_once_the_request_is_admitted() -> None:
+    head = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(BODY)}", "Expect: 100-continue",
+    )  # fmt: skip
+    gw = conn()
+    (interim,) = gw.feed(head)
+    assert isinstance(interim, Interim)
+    assert interim.data == b"HTTP/1.1 100 Continue\r\n\r\n"
+    (forward,) = gw.feed(BODY)
+    assert isinstance(forward, Forward)
+    # refused before its body: the final status instead of 100 Continue, then a close
+    status, _, _, reply = answer(head, max_body=10)
+    assert status == 413
+    assert reply.close
+
+
+def test_without_a_token_only_allowed_hosts_are_answered() -> None:
+    allowed = frozenset({"localhost", "127.0.0.1", "[::1]"})
+    for host, status in (
+        ("localhost:8787", 200), ("127.0.0.1", 200), ("[::1]:8787", 200),
+        ("app.localhost", 200), ("evil.example:8787", 421), ("LOCALHOST", 200),
+    ):  # fmt: skip
+        gw = conn(allowed_hosts=allowed)
+        (event,) = gw.feed(raw("GET /healthz HTTP/1.1", f"Host: {host}"))
+        got = 200 if isinstance(event, LocalRequest) else response(event.data)[0]  # type: ignore[union-attr]
+        assert got == status, host
+    # HTTP/1.0 may omit Host: then it names no allowed host
+    gw = conn(allowed_hosts=allowed)
+    (refused,) = gw.feed(raw("GET /healthz HTTP/1.0"))
+    assert isinstance(refused, Reply)
+    assert response(refused.data)[0] == 421
+
+
+def test_host_names() -> None:
+    assert host_name("Example.COM:80") == "example.com"
+    assert host_name("[::1]:8080") == "[::1]"
+    assert host_name("[broken") == "[broken"
+    assert host_name("::1") == "::1"
+    assert host_allowed(None, None)
+    assert not host_allowed(None, frozenset({"a"}))
+
+
+def test_the_token_scheme_in_any_case_and_one_header_only() -> None:
+    base = ("POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json")
+    length = f"Content-Length: {len(BODY)}"
+    for auth, expected in (
+        ("Authorization: bearer t0k", Forward), ("Authorization: BEARER  t0k ", Forward),
+        ("Authorization: Basic dDBr", Reply), ("Authorization: Bearer wrong", Reply),
+    ):  # fmt: skip
+        out = conn(token="t0k").feed(raw(*base, length, auth, body=BODY))
+        assert isinstance(out[-1], expected), auth
+    two = raw(*base, length, "Authorization: Bearer t0k", "Authorization: Bearer t0k", body=BODY)
+    status, _, body, _ = answer(two, token="t0k")
+    assert status == 400
+    assert "one Authorization" in json.loads(body)["error"]["message"]
+    assert bearer([]) is None
+
+
+def test_metrics_need_the_token_unless_public_and_health_never_does() -> None:
+    metrics = raw("GET /metrics HTTP/1.1", "Host: gw")
+    assert answer(metrics, token="t")[0] == 401
+    assert conn(token="t", public_metrics=True).feed(metrics) == [LocalRequest(name="metrics")]
+    assert conn(token="t").feed(raw("GET /healthz HTTP/1.1", "Host: gw")) == [
+        LocalRequest(name="healthz")
+    ]
+
+
+def test_stream_slots_are_counted_before_the_body_and_given_back() -> None:
+    config = GatewayConfig(upstream=UPSTREAM, max_streams=1)
+    state = GatewayState(config, new_id=lambda: "id")
+    request = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(BODY)}",
+    )  # fmt: skip
+    first = GatewayConnection(config, state)
+    assert first.feed(request) == []  # its body is awaited, and counted already
+    assert state.streams == 1
+    second = GatewayConnection(config, state)
+    (busy,) = second.feed(request)
+    assert isinstance(busy, Reply)
+    status, headers, _ = response(busy.data)
+    assert (status, headers["retry-after"]) == (503, "1")
+    first.feed(BODY)
+    first.finish_request()
+    first.finish_request()  # once only
+    assert state.streams == 0
+    state.stopping = True
+    (stopping,) = GatewayConnection(config, state).feed(request)
+    assert response(stopping.data)[0] == 503  # type: ignore[union-attr]
+
+
+def test_the_body_budget_across_clients() -> None:
+    config = GatewayConfig(upstream=UPSTREAM, max_buffered=100, hold_below=1000)
+    state = GatewayState(config, new_id=lambda: "id")
+
+    def head(length: int | None) -> bytes:
+        framing = "Transfer-Encoding: chunked" if length is None else f"Content-Length: {length}"
+        return raw(
+            "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+            framing,
+        )  # fmt: skip
+
+    holder = GatewayConnection(config, state)
+    assert holder.feed(head(80)) == []
+    assert state.buffered == 80
+    (refused,) = GatewayConnection(config, state).feed(head(40))
+    assert response(refused.data)[0] == 503  # type: ignore[union-attr]
+    chunked = GatewayConnection(config, state)
+    out = chunked.feed(head(None) + b"10\r\n" + b"x" * 16 + b"\r\n")
+    assert out == []
+    assert state.buffered == 96
+    (refused,) = chunked.feed(b"10\r\n" + b"x" * 16 + b"\r\n")  # past the budget as it grows
+    assert response(refused.data)[0] == 503  # type: ignore[union-attr]
+    assert state.buffered == 80
+    holder.feed(b"x" * 80)
+    assert state.buffered == 0  # given back once the body went upstream
+    big = GatewayConnection(
+        GatewayConfig(upstream=UPSTREAM, max_body=20), GatewayState(config, new_id=lambda: "i")
+    )
+    (too_big,) = big.feed(head(None) + b"20\r\n" + b"x" * 32 + b"\r\n")
+    assert response(too_big.data)[0] == 413  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_a_request_id_from_the_header(mode: str) -> None:
+    gw = conn()
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(BODY)}", "X-Request-Id: abc-1", body=BODY,
+    )  # fmt: skip
+    out: list[Any] = []
+    for piece in [data] if mode == "whole" else bytewise(data):
+        out += gw.feed(piece)
+    (forward,) = out
+    assert gw.request_id == "abc-1"
+    assert ("X-Request-Id", "abc-1") in forward.request.headers
+
+
+def test_an_llm_stream_request_that_does_not_stream_names_the_field() -> None:
+    doc = {"version": "1.0", "stream": False, "model": "m", "messages": [{"role": "user",
+           "content": "hi"}]}  # fmt: skip
+    body = json.dumps(doc).encode()
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw",
+        "Content-Type: application/llm-request+json", f"Content-Length: {len(body)}", body=body,
+    )  # fmt: skip
+    status, _, got, _ = answer(data)
+    assert status == 400
+    assert json.loads(got)["error"]["param"] == "$.stream"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_streams", 0), ("max_body", -1), ("hold_below", -1), ("head_timeout", 0),
+        ("progress_timeout", "soon"), ("keepalive", -1),
+    ],
+)  # fmt: skip
+def test_the_config_is_checked(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        GatewayConfig(upstream=UPSTREAM, **{field: value})

@@ -1,0 +1,872 @@
+"""`GatewaySession`, sans-IO: a client's bytes and an upstream's bytes in, the client's bytes
+and the server's actions out, time passed in. A small in-memory driver plays the server (it
+does what each action says) and h11 reads what the client would see."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import h11
+import pytest
+
+from svir_proto.connection import ClientConnection
+from svir_proto.gateway import (
+    Close,
+    Connect,
+    Done,
+    GatewayConfig,
+    GatewaySession,
+    GatewayState,
+    PauseClient,
+    PauseUpstream,
+    Release,
+    ResumeClient,
+    ResumeUpstream,
+    ToUpstream,
+    Work,
+)
+from svir_proto.llmstream import LLMStreamDecoder
+from svir_proto.openai import ChatStreamDecoder, Endpoint
+from tests.helpers import CONFORMANCE
+
+UPSTREAM = Endpoint.parse("http://upstream.test:8000")
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+TOOLS = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+LLM = json.dumps(
+    json.loads((CONFORMANCE / "llmstream" / "draft-4-all-fields.request.json").read_text())[
+        "request"
+    ]
+).encode()
+
+
+def openai_body(*, stream: bool = True, **extra: Any) -> bytes:
+    doc = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    return json.dumps({**doc, **extra}).encode()
+
+
+def post(body: bytes, *, media: str = "application/json", **headers: str) -> bytes:
+    head = {"Host": "gw", "Content-Type": media, "Content-Length": str(len(body)), **headers}
+    lines = ["POST /v1/chat/completions HTTP/1.1", *(f"{k}: {v}" for k, v in head.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def get(target: str, method: str = "GET") -> bytes:
+    return f"{method} {target} HTTP/1.1\r\nHost: gw\r\n\r\n".encode()
+
+
+def sse_response(body: bytes, *, chunked: bool = True, status: int = 200) -> bytes:
+    media = "text/event-stream" if status == 200 else "application/json"
+    if not chunked:
+        return (
+            f"HTTP/1.1 {status} X\r\nContent-Type: {media}\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: {media}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head.encode() + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+
+
+class Driver:
+    """Plays the server: does what the session's actions say, and keeps what it wrote."""
+
+    def __init__(self, **options: Any) -> None:
+        config = GatewayConfig(upstream=UPSTREAM, **options)
+        n = iter(range(1, 1000))
+        self.state = GatewayState(config, new_id=lambda: f"id-{next(n)}", wall=lambda t: 1000)
+        self.session = GatewaySession(self.state, 0.0)
+        self.client = bytearray()  # what the client received
+        self.upstream = bytearray()  # what the upstream received
+        self.seen: list[Any] = []  # every action, in order
+        self.closed = False
+        self.connecting = False
+        self.released: list[ClientConnection | None] = []
+        self.work: list[Work] = []
+
+    def run(self, data: bytes) -> None:
+        self.client += data
+        for action in self.session.actions:
+            self.seen.append(action)
+            if isinstance(action, ToUpstream):
+                self.upstream += action.data
+            elif isinstance(action, Connect):
+                self.connecting = True
+            elif isinstance(action, Release):
+                self.released.append(action.connection)
+            elif isinstance(action, Close):
+                self.closed = True
+            elif isinstance(action, Work):
+                self.work.append(action)
+        self.session.actions.clear()
+
+    def send(self, data: bytes, now: float = 1.0) -> None:
+        self.run(self.session.client_data(data, now))
+
+    def connect(self, now: float = 1.0, conn: ClientConnection | None = None) -> None:
+        assert self.connecting
+        self.connecting = False
+        self.run(self.session.upstream_connected(now, conn))
+
+    def answer(self, data: bytes, now: float = 2.0) -> None:
+        self.run(self.session.upstream_data(data, now))
+
+    def tick(self, now: float) -> None:
+        self.run(self.session.tick(now))
+
+    def kinds(self) -> list[str]:
+        return [type(a).__name__ for a in self.seen]
+
+    def done(self) -> list[Done]:
+        return [a for a in self.seen if isinstance(a, Done)]
+
+
+def read(data: bytes, method: str = "POST") -> list[tuple[int, dict[str, str], bytes, bool]]:
+    """Every response in what the client received: status, headers, body, whether it ended."""
+    conn = h11.Connection(h11.CLIENT)
+    out: list[tuple[int, dict[str, str], bytes, bool]] = []
+    conn.send(h11.Request(method=method, target="/", headers=[("Host", "gw")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(bytes(data))
+    status, headers, body = 0, {}, b""
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError:
+            break
+        if isinstance(event, h11.InformationalResponse):
+            continue
+        if isinstance(event, h11.Response):
+            status = event.status_code
+            headers = {k.decode(): v.decode() for k, v in event.headers}
+            body = b""
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            out.append((status, headers, body, True))
+            if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                return out
+            conn.start_next_cycle()
+            conn.send(h11.Request(method=method, target="/", headers=[("Host", "gw")]))
+            conn.send(h11.EndOfMessage())
+        else:
+            break
+    if status and (not out or out[-1][0] != status or out[-1][2] != body):
+        out.append((status, headers, body, False))
+    return out
+
+
+def relayed(body: bytes, **options: Any) -> Driver:
+    d = Driver(**options)
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(sse_response(body))
+    return d
+
+
+# -- relay and translation (Rule 1) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["wire-3.3-tool-calls", "azure-async", "keepalive-and-ping", "openai-refusal"]
+)
+def test_an_openai_client_gets_the_upstreams_bytes_as_they_came(name: str) -> None:
+    body = (CONFORMANCE / "openai" / f"{name}.sse").read_bytes()
+    d = relayed(body)
+    ((status, headers, got, ended),) = read(d.client)
+    assert (status, got, ended) == (200, body, True)  # byte for byte
+    assert headers["x-request-id"] == "id-1"
+    assert headers["content-type"] == "text/event-stream"
+    assert b"X-Request-Id: id-1\r\n" in d.upstream
+    assert d.done()[0].outcome == "ok"
+    assert d.state.streams == 0
+    assert d.released  # the upstream connection was given back, or closed
+
+
+def test_null_and_usage_details_are_what_the_upstream_sent() -> None:
+    chunk = (
+        b'data: {"id":"c","object":"chat.completion.chunk","system_fingerprint":"fp",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":null},'
+        b'"finish_reason":null}]}\n\n'
+        b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,'
+        b'"total_tokens":6,"prompt_tokens_details":{"cached_tokens":4},'
+        b'"completion_tokens_details":{"reasoning_tokens":0}},"timings":{"x":1}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    d = relayed(chunk)
+    ((_, _, got, _),) = read(d.client)
+    assert b'"content":null' in got
+    assert b'"cached_tokens":4' in got
+    assert b'"timings":{"x":1}' in got
+    assert got == chunk
+
+
+def test_an_llm_stream_client_gets_the_events_translated() -> None:
+    doc = {
+        "version": "1.0", "stream": True, "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "lookup", "description": "", "parameters": {}}],
+    }  # fmt: skip
+    d = Driver()
+    d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+    assert b"/chat/completions" in d.upstream or d.connecting
+    d.connect()
+    d.answer(sse_response(TOOLS))
+    ((status, headers, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    decoder = LLMStreamDecoder()
+    decoder.feed(got)
+    decoder.close()
+    assert decoder.result.complete
+    assert decoder.result.usage is not None
+    assert [c.name for c in decoder.result.tool_calls] == ["lookup", "lookup"]
+    assert headers["x-request-id"] == "id-1"
+
+
+def test_a_partial_event_waits_for_the_rest() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    first = b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {"choi'
+    d.answer(head + b"%x\r\n%s\r\n" % (len(first), first))
+    ((_, _, got, _),) = read(d.client)
+    assert got == first[: first.index(b"\n\n") + 2]  # only the whole event went out
+    rest = b'ces":[{"delta":{"content":"b"}}]}\n\n'
+    d.answer(b"%x\r\n%s\r\n" % (len(rest), rest))
+    ((_, _, got, _),) = read(d.client)
+    assert got == first + rest
+
+
+@pytest.mark.parametrize("ending", [b"\r\n\r\n", b"\r\r", b"\n\r\n"])
+def test_every_line_end_ends_an_event(ending: bytes) -> None:
+    event = b'data: {"choices":[{"delta":{"content":"a"}}]}' + ending
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head + b"%x\r\n%s\r\n" % (len(event), event))
+    ((_, _, got, _),) = read(d.client)
+    assert got == event
+
+
+def test_a_cut_upstream_stays_a_cut_for_the_client() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head + b"%x\r\n%s\r\n" % (300, TOOLS[:300]))
+    d.answer(b"")  # the upstream closed inside the body
+    (response,) = read(d.client)
+    assert response[3] is False  # no end of body: the client sees the cut
+    assert d.closed
+    assert d.done()[0].outcome == "cut"
+
+
+def test_an_upstream_that_resets() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head)
+    d.run(d.session.upstream_failed("connection reset", 3.0))
+    assert d.closed
+    assert read(d.client)[0][3] is False
+
+
+def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream() -> None:
+    d = relayed(b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {bad\n\n')
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert b"data: {bad" not in got  # the event that broke it is not passed on
+    decoder = ChatStreamDecoder()
+    decoder.feed(got)
+    decoder.close()
+    assert decoder.result.text == "a"
+    assert decoder.result.error is not None
+    assert "protocol" in decoder.result.error.message
+
+
+def test_bad_http_from_the_upstream() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(b"NONSENSE\r\n\r\n")
+    ((status, _, body, _),) = read(d.client)
+    assert status == 502
+    assert "protocol" in json.loads(body)["error"]["message"]
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_upstream_401_is_never_the_clients(status: int) -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(sse_response(b'{"error":{"message":"bad key"}}', status=status))
+    ((got, _, body, _),) = read(d.client)
+    assert got == 502
+    assert json.loads(body)["error"]["code"] == "upstream_authentication"
+
+
+def test_a_non_stream_answer_is_relayed_as_it_came() -> None:
+    answer = b'{"id":"x","object":"chat.completion","choices":[{"message":{"content":null}}]}'
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    d.answer(sse_response(answer, chunked=False, status=200).replace(b"text/event-stream", b""))
+    ((status, headers, body, ended),) = read(d.client)
+    assert (status, body, ended) == (200, answer, True)
+    assert headers["content-length"] == str(len(answer))
+    d.tick(10_000.0)  # no keep-alive goes into a JSON answer
+    assert read(d.client)[0][2] == answer
+
+
+def test_an_upstream_error_body_is_relayed_with_its_status() -> None:
+    error = b'{"error":{"message":"no such model","code":"model_not_found"}}'
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(sse_response(error, chunked=False, status=404))
+    ((status, _, body, _),) = read(d.client)
+    assert (status, body) == (404, error)
+    assert d.done()[0].outcome == "failed"
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_model_listing_and_one_model_are_relayed(method: str) -> None:
+    listing = b'{"object":"list","data":[{"id":"a","created":1,"owned_by":"me"}]}'
+    for target, path in (("/v1/models", b"GET /v1/models "), ("/v1/models/a", b"/models/a ")):
+        d = Driver()
+        d.send(get(target, method))
+        d.connect()
+        assert path in d.upstream
+        assert d.upstream.startswith(b"GET ")  # a HEAD goes upstream as a GET
+        d.answer(sse_response(listing, chunked=False).replace(b"text/event-stream", b"x/json"))
+        ((status, _, body, ended),) = read(d.client, method)
+        assert (status, ended) == (200, True)
+        assert body == (listing if method == "GET" else b"")
+
+
+# -- keep-alives and liveness (Rules 3 and 4) ----------------------------------------------------
+
+
+def test_keep_alive_comments_are_not_progress() -> None:
+    d = Driver(progress_timeout=30.0, keepalive=0.0)
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head, now=2.0)
+    for t in range(3, 40, 3):
+        d.answer(b"%x\r\n%s\r\n" % (len(b": ping\n\n"), b": ping\n\n"), now=float(t))
+        d.tick(float(t))
+    assert [done.upstream_failure for done in d.done()] == ["timeout"]
+    ((_, _, body, ended),) = read(d.client)
+    assert ended
+    decoder = ChatStreamDecoder()
+    decoder.feed(body)
+    decoder.close()
+    assert decoder.result.error is not None
+    assert "no progress" in decoder.result.error.message
+
+
+def test_a_waiting_stream_gets_keep_alives_and_then_its_head() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))
+    d.connect()
+    assert d.session.deadline == pytest.approx(6.0)
+    d.tick(6.0)
+    ((status, _, body, _),) = read(d.client)
+    assert (status, body) == (200, b": keep-alive\n\n")
+    d.answer(sse_response(TOOLS), now=7.0)
+    ((status, _, body, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert body == b": keep-alive\n\n" + TOOLS
+
+
+def test_a_failure_after_a_keep_alive_is_an_error_in_the_stream() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.tick(6.0)
+    d.answer(sse_response(b'{"error":{"message":"slow down"}}', status=429), now=7.0)
+    ((status, _, body, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    decoder = ChatStreamDecoder()
+    decoder.feed(body)
+    decoder.close()
+    assert decoder.result.error is not None
+    assert decoder.result.error.message == "slow down"
+
+
+def test_an_llm_stream_client_gets_keep_alives_too() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(LLM, media="application/llm-request+json"))
+    d.connect()
+    d.tick(6.0)
+    assert read(d.client)[0][2] == b": keep-alive\n\n"
+
+
+def test_no_keep_alive_for_a_request_that_does_not_stream() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    assert d.session.deadline == pytest.approx(1.0 + 300.0)
+
+
+def test_an_upstream_that_makes_no_progress_before_its_head() -> None:
+    d = Driver(progress_timeout=10.0, keepalive=0.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.tick(5.0)
+    assert not d.client
+    d.tick(11.5)
+    ((status, _, body, _),) = read(d.client)
+    assert status == 504
+    assert "no progress" in json.loads(body)["error"]["message"]
+
+
+def test_an_upstream_that_cannot_be_reached_in_time() -> None:
+    d = Driver(connect_timeout=3.0)
+    d.send(post(openai_body()))
+    assert d.connecting
+    d.tick(5.0)
+    ((status, _, _, _),) = read(d.client)
+    assert status == 504
+    d2 = Driver()
+    d2.send(post(openai_body()))
+    d2.run(d2.session.upstream_failed("connection refused", 1.5))
+    ((status, _, body, _),) = read(d2.client)
+    assert status == 502
+    assert "refused" in json.loads(body)["error"]["message"]
+
+
+def test_a_connection_that_comes_too_late_is_given_back() -> None:
+    d = Driver(connect_timeout=3.0)
+    d.send(post(openai_body()))
+    d.tick(5.0)  # the attempt is given up...
+    d.connect(now=6.0)  # ...and a connection that comes anyway is not used
+    assert d.released == [None, None]
+
+
+# -- deadlines on the client (Rule 3) ------------------------------------------------------------
+
+
+def test_a_head_that_does_not_come_in_time_is_408() -> None:
+    d = Driver(head_timeout=10.0)
+    d.send(b"POST /v1/chat/completions HTTP/1.1\r\nHo", now=1.0)
+    assert d.session.deadline == pytest.approx(11.0)
+    d.send(b"st: gw\r\n", now=9.0)  # trickling does not move the deadline
+    d.tick(11.5)
+    ((status, _, _, _),) = read(d.client)
+    assert status == 408
+    assert d.closed
+
+
+def test_a_silent_new_connection_and_an_idle_kept_alive_one_are_closed() -> None:
+    d = Driver(head_timeout=10.0, idle_timeout=20.0)
+    assert d.session.deadline == 10.0
+    d.tick(10.5)
+    assert d.closed
+    assert not d.client
+    k = Driver(head_timeout=10.0, idle_timeout=20.0)
+    k.send(get("/healthz"), now=1.0)
+    assert read(k.client)[0][0] == 200
+    assert k.session.deadline == pytest.approx(21.0)
+    k.tick(15.0)
+    assert not k.closed
+    k.tick(21.5)
+    assert k.closed
+
+
+def test_a_body_that_stops_coming_is_408() -> None:
+    d = Driver(body_timeout=5.0)
+    whole = post(openai_body())
+    d.send(whole[:-10], now=1.0)
+    assert d.session.deadline == pytest.approx(6.0)
+    d.send(whole[-10:-5], now=4.0)  # silence is measured between reads
+    assert d.session.deadline == pytest.approx(9.0)
+    d.tick(9.5)
+    ((status, _, _, _),) = read(d.client)
+    assert status == 408
+
+
+def test_a_large_body_that_stops_coming_after_the_answer_began_is_cut() -> None:
+    d = Driver(body_timeout=5.0, hold_below=10)
+    whole = post(openai_body())
+    d.send(whole[:-10], now=1.0)
+    d.connect(now=1.0)
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head, now=2.0)
+    d.tick(10.0)
+    assert d.closed
+    assert None in d.released
+
+
+def test_a_client_that_reads_nothing_loses_its_stream() -> None:
+    d = Driver(send_timeout=10.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.session.client_paused(3.0)
+    d.run(b"")
+    assert isinstance(d.seen[-1], PauseUpstream)
+    d.session.client_resumed(4.0)
+    d.run(b"")
+    assert isinstance(d.seen[-1], ResumeUpstream)
+    d.session.client_paused(5.0)
+    d.session.client_paused(6.0)  # once is enough
+    d.run(b"")
+    assert d.session.deadline == pytest.approx(15.0)
+    d.tick(15.5)
+    assert d.closed
+    assert d.released == [None]
+    assert d.done()[0].outcome == "cancelled"
+
+
+def test_a_client_that_floods_while_its_answer_streams_is_closed() -> None:
+    d = Driver(max_head_size=1024)
+    d.send(post(openai_body()))
+    d.connect()
+    d.send(b"x" * 500)
+    assert not d.closed
+    d.send(b"x" * 600)
+    assert d.closed
+    assert d.released == [None]
+
+
+def test_a_client_that_goes_away_cancels_its_upstream() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.send(b"")
+    assert d.closed
+    assert d.released == [None]
+    assert d.done()[0].outcome == "cancelled"
+    assert d.state.streams == 0
+    assert d.state.connections == 0
+
+
+def test_a_client_that_leaves_before_the_upstream_is_reached() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.send(b"")
+    d.connect()
+    assert d.released == [None, None]
+
+
+# -- flow (Rule 5) and the upstream connection (Rule 6) ------------------------------------------
+
+
+def test_a_body_for_an_upstream_being_reached_is_bounded() -> None:
+    big = json.dumps({"model": "m", "stream": True, "pad": "a" * (2 * 1024 * 1024)}).encode()
+    d = Driver()
+    data = post(big)
+    d.send(data[: len(data) * 3 // 4])
+    assert PauseClient() in d.seen
+    d.send(data[len(data) * 3 // 4 :])
+    d.connect()
+    assert ResumeClient() in d.seen
+    assert d.upstream.endswith(big)  # all of it, in order, once it could go
+
+
+def test_a_large_body_goes_upstream_piece_by_piece() -> None:
+    d = Driver(hold_below=10)
+    data = post(openai_body())
+    d.send(data[:-20])
+    assert Connect(fresh=True) in d.seen  # a body that streams through never takes the pool
+    d.connect()
+    d.send(data[-20:])
+    assert d.upstream.endswith(openai_body())
+
+
+def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    pooled = ClientConnection(UPSTREAM)
+    list(pooled.send(__import__("svir_proto").ModelsRequest()))
+    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
+    pooled.feed(b'{"data":[]}')
+    assert pooled.reusable
+    d.connect(conn=pooled)
+    d.answer(b"")  # closed before any byte of the answer
+    assert Connect(fresh=True) in d.seen
+    d.connect()
+    d.answer(sse_response(TOOLS))
+    assert read(d.client)[0][2] == TOOLS
+
+
+def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # [DONE], but not the body's end
+    assert read(d.client)[0][3]  # the client's answer is whole at once
+    assert not d.released
+    d.answer(b"0\r\n\r\n")
+    assert len(d.released) == 1
+    assert d.released[0] is not None  # to the pool
+    d2 = Driver()
+    d2.send(post(openai_body()))
+    d2.connect()
+    d2.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d2.answer(b"")
+    assert d2.released == [None]
+
+
+def test_a_draining_connection_that_sends_too_much_is_closed() -> None:
+    d = Driver(drain_limit=10)
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(b"20\r\n" + b"x" * 32 + b"\r\n")
+    assert d.released == [None]
+    d2 = Driver()
+    d2.send(post(openai_body()))
+    d2.connect()
+    d2.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d2.tick(1000.0)  # a drain has a deadline too
+    assert d2.released == [None]
+    d3 = Driver()
+    d3.send(post(openai_body()))
+    d3.connect()
+    d3.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d3.answer(b"zz\r\n")  # bad framing while draining
+    assert d3.released == [None]
+    d4 = Driver()
+    d4.send(post(openai_body()))
+    d4.connect()
+    d4.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d4.run(d4.session.upstream_failed("reset", 3.0))
+    assert d4.released == [None]
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    d = Driver()
+    d.send(get("/healthz") + post(openai_body()))
+    d.connect()
+    d.answer(sse_response(TOOLS))
+    first, second = read(d.client)
+    assert (first[0], second[0], second[2]) == (200, 200, TOOLS)
+
+
+# -- the server's own answers, big requests, shutdown ---------------------------------------------
+
+
+def test_health_readiness_and_metrics() -> None:
+    d = Driver()
+    d.send(get("/readyz"))
+    ((status, _, body, _),) = read(d.client)
+    assert status == 503
+    assert json.loads(body)["status"] == "not ready"
+    d.state.readiness.update(True, "the upstream lists 3 models", 5.0)
+    d.client.clear()
+    d.send(get("/readyz"))
+    assert read(d.client)[0][0] == 200
+    d.client.clear()
+    d.send(get("/metrics"))
+    ((status, headers, body, _),) = read(d.client)
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain")
+    assert b"svir_gateway_upstream_ready 1" in body
+    assert b"svir_gateway_connections 1" in body
+
+
+def test_a_large_llm_stream_body_is_prepared_off_the_loop() -> None:
+    doc = json.loads(LLM)
+    doc["messages"][-1]["content"] = "x" * (300 * 1024)
+    d = Driver()
+    d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+    (work,) = d.work
+    d.run(d.session.worked(work.run(), 2.0))
+    assert d.connecting
+    bad = Driver()
+    doc["version"] = "2.0"
+    bad.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+    (work,) = bad.work
+    bad.run(bad.session.worked(work.run(), 2.0))
+    ((status, _, body, _),) = read(bad.client)
+    assert status == 400
+    assert json.loads(body)["error"]["param"] == "$.version"
+    assert bad.state.buffered == 0
+
+
+def test_shutdown_ends_a_stream_properly_and_closes_an_idle_connection() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head)
+    d.run(d.session.shutdown(9.0))
+    ((_, _, body, ended),) = read(d.client)
+    assert ended
+    decoder = ChatStreamDecoder()
+    decoder.feed(body)
+    decoder.close()
+    assert decoder.result.error is not None
+    assert d.closed
+    idle = Driver()
+    idle.run(idle.session.shutdown(1.0))
+    assert idle.closed
+    assert idle.session.deadline == float("inf")
+    assert idle.session.shutdown(2.0) == b""
+
+
+def test_a_closed_session_ignores_what_comes() -> None:
+    d = Driver()
+    d.send(b"")
+    assert d.closed
+    for call in (
+        lambda: d.session.client_data(b"x", 2.0),
+        lambda: d.session.upstream_data(b"x", 2.0),
+        lambda: d.session.upstream_failed("x", 2.0),
+        lambda: d.session.worked(None, 2.0),
+        lambda: d.session.tick(99.0),
+    ):
+        assert call() == b""
+
+
+def test_bytes_after_the_clients_own_eof_close_it() -> None:
+    d = Driver()
+    d.send(get("/healthz")[:5])
+    d.session.conn.receive_data(b"")
+    d.send(b"more")
+    assert d.closed
+
+
+# -- the rarer paths ------------------------------------------------------------------------------
+
+
+def test_expect_100_continue_through_the_session() -> None:
+    d = Driver()
+    body = openai_body()
+    head = post(body, Expect="100-continue")
+    d.send(head[: -len(body)])
+    assert bytes(d.client) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    d.send(body)
+    assert d.connecting
+
+
+def test_pauses_that_come_when_nothing_streams() -> None:
+    d = Driver()
+    d.session.client_paused(1.0)  # nothing upstream: nothing to pause
+    d.session.client_resumed(1.5)
+    d.session.client_resumed(1.6)  # not paused: nothing to resume
+    d.run(b"")
+    assert d.seen == []
+    d.send(post(openai_body()))
+    d.session.client_paused(2.0)  # paused while the upstream is reached...
+    d.connect(now=3.0)
+    assert PauseUpstream() in d.seen  # ...the upstream is not read from the start
+    d.session.conn.finish_request()
+
+
+def test_a_pipelined_request_while_the_last_answers_body_drains() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # whole, its body not ended
+    d.send(post(openai_body()))
+    assert d.released == [None]  # the draining connection gives way to the next request
+    assert d.connecting
+
+
+def test_a_draining_connection_whose_end_comes_in_pieces() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(b"0\r\n")
+    assert d.released == []
+    d.answer(b"\r\n")
+    assert d.released[0] is not None
+
+
+def test_the_drain_deadline_passes_while_the_next_body_comes() -> None:
+    d = Driver(body_timeout=100.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS), now=2.0)
+    d.send(post(openai_body())[:-5], now=3.0)  # the next request's body, not all there
+    d.tick(50.0)  # the drain's deadline
+    assert d.released == [None]
+    assert not d.closed
+
+
+def test_an_upstream_that_closes_without_a_response() -> None:
+    d = Driver()
+    d.send(post(LLM, media="application/llm-request+json"))
+    d.connect()
+    d.answer(b"")
+    ((status, _, body, _),) = read(d.client)
+    assert status == 502
+    assert "without a response" in json.loads(body)["error"]["message"]
+
+
+def test_a_late_failure_in_pieces() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))
+    d.connect()
+    d.tick(6.0)
+    error = b'{"error":{"message":"slow down"}}'
+    head = b"HTTP/1.1 429 X\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    d.answer(head + b"%x\r\n%s\r\n" % (5, error[:5]), now=7.0)
+    d.answer(b"%x\r\n%s\r\n0\r\n\r\n" % (len(error) - 5, error[5:]), now=7.5)
+    decoder = ChatStreamDecoder()
+    decoder.feed(read(d.client)[0][2])
+    decoder.close()
+    assert decoder.result.error is not None
+    assert decoder.result.error.message == "slow down"
+
+
+def test_shutdown_while_a_json_answer_is_relayed_cuts_it() -> None:
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":')
+    d.run(d.session.shutdown(5.0))
+    assert d.closed
+    assert read(d.client)[0][3] is False
+    d.session._close()  # closing twice is closing once
+    assert d.kinds().count("Close") == 1
+
+
+def test_no_keep_alive_into_an_answer_that_is_not_a_stream() -> None:
+    d = Driver(keepalive=5.0)
+    d.send(post(openai_body()))  # it asked for a stream...
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":', now=2.0)  # ...and the upstream answers JSON: relayed as it is
+    d.tick(20.0)
+    assert b"keep-alive" not in d.client
+    conn = d.session.conn
+    assert conn.relay_end(complete=False) == b""
+    assert conn.relay_end(complete=True) == b""  # ended once only
+
+
+def test_a_json_answer_cut_midway_stays_cut() -> None:
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"id":')
+    d.run(d.session.upstream_failed("reset", 3.0))
+    ((_, _, body, ended),) = read(d.client)
+    assert (body, ended) == (b'{"id":', False)
+    assert d.done()[0].outcome == "cut"

@@ -1,0 +1,438 @@
+"""The gateway on anyio (trio, or asyncio through anyio): `GatewaySession` decides, this moves
+bytes.
+
+One task group per client connection: a reader of the client, a writer to it (so writes keep
+their order whatever task produced them), and, while a request is upstream, a reader and a
+writer of the upstream. Every call into the session is synchronous and the loop runs one
+thread, so the session needs no lock. Deadlines are read by one sweep per server. A client
+whose writes do not finish is reported to the session as paused (its ``send_timeout`` then
+runs). Whatever happens in one connection's tasks ends that connection only: the listener's
+accept loop backs off and goes on when descriptors run out (as trio's ``serve_listeners``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from ..connection import ClientConnection
+from ..gateway.config import GatewayState
+from ..gateway.session import (
+    Close,
+    Connect,
+    Done,
+    GatewaySession,
+    PauseClient,
+    PauseUpstream,
+    Release,
+    ResumeClient,
+    ResumeUpstream,
+    ToUpstream,
+    Work,
+)
+
+__all__: list[str] = []
+
+log: Final = logging.getLogger("svir.gateway")
+READ: Final = 64 * 1024
+SWEEP: Final = 0.25
+LINGER: Final = 2.0  # as the asyncio server's
+LINGER_BYTES: Final = 1024 * 1024
+STUCK: Final = 1.0
+"""Seconds a write to a client may take before the session hears that the client is full."""
+CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+class _Outbox:
+    """Bytes to write to one stream, in order, by one task."""
+
+    def __init__(self) -> None:
+        self.items: list[bytes] = []
+        self.wake = anyio.Event()
+        self.since: float | None = None  # a write under way since
+
+    def put(self, data: bytes) -> None:
+        if data:
+            self.items.append(data)
+            self.wake.set()
+
+    async def run(self, stream: anyio.abc.ByteStream, on_idle: Callable[[], None]) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake = anyio.Event()
+            while self.items:
+                data = b"".join(self.items)
+                self.items.clear()
+                self.since = time.monotonic()
+                await stream.send(data)
+                self.since = None
+            on_idle()
+
+
+class _Client:
+    def __init__(self, server: Server, stream: anyio.abc.SocketStream) -> None:
+        self.server = server
+        self.stream = stream
+        self.session = GatewaySession(server.state, time.monotonic())
+        self.out = _Outbox()
+        self.scope = anyio.CancelScope()
+        self.read_scope = anyio.CancelScope()
+        self.tg: anyio.abc.TaskGroup | None = None
+        self.reading = anyio.Event()
+        self.reading.set()
+        self.paused: set[str] = set()
+        self.up: _Up | None = None
+        self.reported = False  # the session heard that the client is full
+
+    async def run(self) -> None:
+        with self.scope:
+            async with anyio.create_task_group() as tg:
+                self.tg = tg
+                tg.start_soon(self.out.run, self.stream, self._drained)
+                with self.read_scope:  # cancelled when the session closes (`act`)
+                    while not self.session.closed:
+                        await self.reading.wait()
+                        try:
+                            data = await self.stream.receive(READ)
+                        except (anyio.EndOfStream, anyio.BrokenResourceError):
+                            data = b""
+                        self.out.put(self.session.client_data(data, time.monotonic()))
+                        self.act()
+                        if not data:
+                            break
+                await self._close_soon()
+                tg.cancel_scope.cancel()
+
+    async def _flush(self) -> None:
+        """What the session wrote last goes out before the connection closes (bounded)."""
+        with anyio.move_on_after(self.server.state.config.send_timeout):
+            while self.out.items or self.out.since is not None:
+                await anyio.sleep(0.01)
+
+    def _drained(self) -> None:
+        if self.reported:
+            self.reported = False
+            self.session.client_resumed(time.monotonic())
+            self.act()
+
+    def stuck(self, now: float) -> None:
+        """The sweep saw a write to the client take long: the session's send deadline runs."""
+        since = self.out.since
+        if since is not None and now - since > STUCK and not self.reported:
+            self.reported = True
+            self.session.client_paused(since)
+            self.act()
+
+    def pause(self, why: str) -> None:
+        self.paused.add(why)
+        self.reading = anyio.Event()
+
+    def resume(self, why: str) -> None:
+        self.paused.discard(why)
+        if not self.paused:
+            self.reading.set()
+
+    def act(self) -> None:
+        actions = self.session.actions
+        while actions:
+            action = actions.pop(0)
+            kind = type(action)
+            if kind is ToUpstream:
+                if self.up is not None:
+                    self.up.out.put(action.data)  # type: ignore[union-attr]
+            elif kind is Connect:
+                assert self.tg is not None
+                self.tg.start_soon(self._connect, action.fresh)  # type: ignore[union-attr]
+            elif kind is Release:
+                self._release(action.connection)  # type: ignore[union-attr]
+            elif kind is PauseUpstream:
+                if self.up is not None:
+                    self.up.reading = anyio.Event()
+            elif kind is ResumeUpstream:
+                if self.up is not None:
+                    self.up.reading.set()
+            elif kind is PauseClient:
+                self.pause("session")
+            elif kind is ResumeClient:
+                self.resume("session")
+            elif kind is Work:
+                assert self.tg is not None
+                self.tg.start_soon(self._work, action.run)  # type: ignore[union-attr]
+            elif kind is Close:
+                self.reading.set()  # the reader sees the session closed and ends
+                limit = self.server.state.config.send_timeout + LINGER
+                self.scope.deadline = min(self.scope.deadline, anyio.current_time() + limit)
+                if self.up is not None:
+                    self._release(None)
+                self.read_scope.cancel()  # the reader ends, and the connection is closed
+            elif kind is Done:
+                self.server.done(action)  # type: ignore[arg-type]
+
+    async def _close_soon(self) -> None:
+        """Send what is left, end our side, and read (and drop) what the client still sends
+        for a while: closing with unread bytes resets the connection, and a reset can destroy
+        an answer the client has not read yet (nginx's ``lingering_close``)."""
+        await self._flush()
+        with anyio.move_on_after(LINGER), contextlib.suppress(Exception):
+            await self.stream.send_eof()
+            dropped = 0
+            while dropped < LINGER_BYTES:
+                dropped += len(await self.stream.receive(READ))
+
+    async def _work(self, run: Callable[[], object]) -> None:
+        result = await anyio.to_thread.run_sync(run)
+        self.out.put(self.session.worked(result, time.monotonic()))
+        self.act()
+
+    async def _connect(self, fresh: bool) -> None:
+        server = self.server
+        pooled = None if fresh else server.take()
+        if pooled is not None:
+            stream, conn = pooled
+            up = _Up(self, stream)
+            self.up = up
+            assert self.tg is not None
+            self.tg.start_soon(up.run)
+            self.out.put(self.session.upstream_connected(time.monotonic(), conn))
+            self.act()
+            return
+        try:
+            stream = await server.connect()
+        except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
+            self.out.put(self.session.upstream_failed(str(exc) or type(exc).__name__, _mono()))
+            self.act()
+            return
+        if self.session.closed:
+            await anyio.aclose_forcefully(stream)
+            return
+        up = _Up(self, stream)
+        self.up = up
+        assert self.tg is not None
+        self.tg.start_soon(up.run)
+        self.out.put(self.session.upstream_connected(time.monotonic()))
+        self.act()
+
+    def _release(self, conn: ClientConnection | None) -> None:
+        up, self.up = self.up, None
+        if up is None:
+            return
+        if conn is not None and not up.broken:
+            up.pooled = True  # its task ends without closing it
+            self.server.give(up.stream, conn)
+        up.scope.cancel()  # its task closes it, unless pooled
+        self.resume("upstream")
+
+
+class _Up:
+    """One upstream connection in use by a client's request."""
+
+    def __init__(self, client: _Client, stream: anyio.abc.ByteStream) -> None:
+        self.client = client
+        self.stream = stream
+        self.out = _Outbox()
+        self.scope = anyio.CancelScope()
+        self.reading = anyio.Event()
+        self.reading.set()
+        self.broken = False
+        self.pooled = False
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            if not self.pooled:
+                with anyio.CancelScope(shield=True):
+                    await anyio.aclose_forcefully(self.stream)
+
+    async def _run(self) -> None:
+        client = self.client
+        session = client.session
+        with self.scope:
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.out.run, self.stream, lambda: None)
+                    while True:
+                        await self.reading.wait()
+                        try:
+                            data = await self.stream.receive(READ)
+                        except anyio.EndOfStream:
+                            data = b""
+                        if client.up is not self:
+                            return
+                        client.out.put(session.upstream_data(data, time.monotonic()))
+                        client.act()
+                        if not data:
+                            return
+            except (anyio.BrokenResourceError, OSError, ssl.SSLError) as exc:
+                self.broken = True
+                if client.up is self:
+                    reason = str(exc) or type(exc).__name__
+                    client.out.put(session.upstream_failed(reason, time.monotonic()))
+                    client.act()
+
+
+class Server:
+    """What the client connections of one gateway share: the state, the pool, the sweep."""
+
+    def __init__(self, state: GatewayState, ssl_context: ssl.SSLContext | None) -> None:
+        self.state = state
+        self.ssl_context = ssl_context
+        self.clients: set[_Client] = set()
+        self.pool: deque[tuple[anyio.abc.ByteStream, ClientConnection, float]] = deque()
+        self.listener: anyio.abc.Listener[Any] | None = None
+        self.tg: anyio.abc.TaskGroup | None = None
+        self.closing: set[anyio.abc.ByteStream] = set()
+
+    async def serve(
+        self, host: str, port: int, started: Callable[[int], None], stopped: anyio.Event
+    ) -> None:
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        self.listener = listener
+        started(listener.extra(anyio.abc.SocketAttribute.local_port))
+        try:
+            async with listener, anyio.create_task_group() as tg:
+                self.tg = tg
+                for one in listener.listeners:
+                    tg.start_soon(self._accept, one, tg)
+                tg.start_soon(self._sweep)
+                await stopped.wait()
+                tg.cancel_scope.cancel()
+        finally:  # what is idle in the pool, or was being closed, is closed now
+            with anyio.CancelScope(shield=True):
+                for stream in [*self.closing, *(s for s, _, _ in self.pool)]:
+                    await anyio.aclose_forcefully(stream)
+            self.pool.clear()
+
+    async def _accept(self, listener: Any, tg: anyio.abc.TaskGroup) -> None:
+        backoff = 0.01
+        while not self.state.stopping:
+            try:
+                stream = await listener.accept()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            except OSError as exc:  # out of descriptors: wait, then accept again
+                if exc.errno not in CAPACITY:
+                    log.warning("accept failed: %s", exc)
+                self.state.metrics.refused["accept"] += 1
+                await anyio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            backoff = 0.01
+            if self.state.connections >= self.state.config.max_connections:
+                self.state.metrics.refused["connections"] += 1
+                tg.start_soon(self._refuse, stream)
+                continue
+            tg.start_soon(self._client, stream)
+
+    async def _refuse(self, stream: anyio.abc.SocketStream) -> None:
+        from ._gateway_asyncio import BUSY
+
+        with anyio.move_on_after(1):
+            with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                await stream.send(BUSY)
+        await anyio.aclose_forcefully(stream)
+
+    async def _client(self, stream: anyio.abc.SocketStream) -> None:
+        client = _Client(self, stream)
+        self.clients.add(client)
+        try:
+            await client.run()
+        except Exception as exc:
+            if not _expected(exc):
+                log.warning("client connection failed: %r", exc)
+        finally:
+            self.clients.discard(client)
+            if not client.session.closed:
+                client.session.client_data(b"", time.monotonic())
+                client.act()
+            if client.up is not None:
+                client._release(None)
+            await anyio.aclose_forcefully(stream)
+
+    async def connect(self) -> anyio.abc.ByteStream:
+        ep = self.state.config.upstream
+        with anyio.fail_after(self.state.config.connect_timeout):
+            if ep.scheme == "https":
+                return await anyio.connect_tcp(
+                    ep.host, ep.port, tls=True,
+                    ssl_context=self.ssl_context or ssl.create_default_context(),
+                    tls_hostname=ep.host, tls_standard_compatible=False,
+                )  # fmt: skip
+            return await anyio.connect_tcp(ep.host, ep.port)
+
+    def take(self) -> tuple[anyio.abc.ByteStream, ClientConnection] | None:
+        now = time.monotonic()
+        while self.pool:
+            stream, conn, since = self.pool.pop()
+            if now - since < self.state.config.pool_idle:
+                return stream, conn
+            self.discard(stream)
+        return None
+
+    def give(self, stream: anyio.abc.ByteStream, conn: ClientConnection) -> None:
+        if len(self.pool) >= self.state.config.pool_size:
+            self.discard(self.pool.popleft()[0])
+        self.pool.append((stream, conn, time.monotonic()))
+
+    def discard(self, stream: anyio.abc.ByteStream) -> None:
+        """Close an idle upstream connection (in the background; at the latest when the server
+        stops)."""
+        self.closing.add(stream)
+        if self.tg is not None:
+            self.tg.start_soon(self._aclose, stream)
+
+    async def _aclose(self, stream: anyio.abc.ByteStream) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.aclose_forcefully(stream)
+        self.closing.discard(stream)
+
+    def done(self, done: Done) -> None:
+        log.info(
+            "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d id=%s %.3fs",
+            done.method, done.target, done.dialect, done.outcome, done.upstream_failure or "-",
+            done.events, done.request_id or "-", done.seconds,
+        )  # fmt: skip
+
+    async def _sweep(self) -> None:
+        while True:
+            await anyio.sleep(SWEEP)
+            now = time.monotonic()
+            for client in list(self.clients):
+                client.stuck(now)
+                session = client.session
+                if now >= session.deadline:
+                    client.out.put(session.tick(now))
+                    client.act()
+            while self.pool and now - self.pool[0][2] >= self.state.config.pool_idle:
+                self.discard(self.pool.popleft()[0])
+
+    def shutdown(self) -> None:
+        now = time.monotonic()
+        for client in list(self.clients):
+            client.out.put(client.session.shutdown(now))
+            client.act()
+        while self.pool:
+            self.discard(self.pool.popleft()[0])
+
+
+def _expected(exc: BaseException) -> bool:
+    """What a peer can cause: a reset, a closed socket (inside a group or alone)."""
+    group = getattr(exc, "exceptions", None)
+    if group is not None:
+        return all(_expected(e) for e in group)
+    return isinstance(
+        exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
+    )
+
+
+def _mono() -> float:
+    return time.monotonic()

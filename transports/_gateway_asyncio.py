@@ -1,0 +1,385 @@
+"""The gateway on asyncio's `Protocol` callbacks: `GatewaySession` decides, this moves bytes.
+
+One `_Client` protocol per client connection, one `_Upstream` per upstream connection, one
+sweep a server for every deadline (a session's `deadline` is read, never scheduled: a timer
+per stream reset on every event would cost more than the event). Writes go straight to the
+transport; reading stops only while the other side's transport says it is full (asyncio's
+``pause_writing``), which is backpressure both ways. Kept-alive upstream connections wait in a
+bounded pool; one the upstream closes leaves it at once (``connection_lost``).
+
+asyncio's own accept loop survives running out of descriptors (it waits a second and accepts
+again); a connection past ``max_connections`` is answered 503 and closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections import deque
+from typing import Final
+
+from ..connection import ClientConnection
+from ..gateway.config import GatewayState
+from ..gateway.session import (
+    Close,
+    Connect,
+    Done,
+    GatewaySession,
+    PauseClient,
+    PauseUpstream,
+    Release,
+    ResumeClient,
+    ResumeUpstream,
+    ToUpstream,
+    Work,
+)
+
+__all__: list[str] = []
+
+log: Final = logging.getLogger("svir.gateway")
+LINGER: Final = 2.0
+"""Seconds a closed connection still reads (and drops) what its client sends: closing a socket
+with unread bytes makes the kernel reset it, and the reset can destroy an answer not yet read
+(a 401 sent before the body came). nginx's ``lingering_close`` does the same."""
+LINGER_BYTES: Final = 1024 * 1024
+SWEEP: Final = 0.25
+"""Seconds between two looks at every session's deadline: deadlines are seconds long."""
+BUSY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: 81\r\n\r\n"
+    b'{"error":{"message":"the gateway holds all the connections it may","code":"busy"}}'
+)
+
+
+class _Upstream(asyncio.Protocol):
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.owner: _Client | None = None
+        self.transport: asyncio.Transport | None = None
+        self.conn: ClientConnection | None = None  # while pooled
+        self.idle_since = 0.0
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        owner = self.owner
+        if owner is None:  # an idle pooled connection does not speak: drop it
+            self.server.drop(self)
+            return
+        owner.write(owner.session.upstream_data(data, time.monotonic()))
+        owner.act()
+
+    def eof_received(self) -> bool:
+        owner = self.owner
+        if owner is None:
+            self.server.drop(self)
+        else:
+            owner.write(owner.session.upstream_data(b"", time.monotonic()))
+            owner.act()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        owner = self.owner
+        if owner is None:
+            self.server.drop(self)
+        elif exc is not None:
+            owner.write(owner.session.upstream_failed(str(exc) or type(exc).__name__, _now()))
+            owner.act()
+        else:
+            owner.write(owner.session.upstream_data(b"", _now()))
+            owner.act()
+
+    def pause_writing(self) -> None:  # the upstream does not take the client's body that fast
+        if self.owner is not None:
+            self.owner.pause_reading("upstream")
+
+    def resume_writing(self) -> None:
+        if self.owner is not None:
+            self.owner.resume_reading("upstream")
+
+
+class _Client(asyncio.Protocol):
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.session = GatewaySession(server.state, _now())
+        self.transport: asyncio.Transport
+        self.up: _Upstream | None = None
+        self._paused: set[str] = set()
+        self._connecting: asyncio.Task[None] | None = None
+        self._lingering = -1  # bytes dropped since the close, or -1: not closed
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.server.clients.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering >= 0:  # closed: what comes is dropped, for a while
+            self._lingering += len(data)
+            if self._lingering > LINGER_BYTES:
+                self.transport.abort()
+            return
+        self.write(self.session.client_data(data, _now()))
+        self.act()
+
+    def eof_received(self) -> bool:
+        if self._lingering >= 0:
+            self.transport.close()
+            return False
+        self.write(self.session.client_data(b"", _now()))
+        self.act()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        session = self.session
+        self.server.clients.discard(self)
+        if not session.closed:
+            session.client_data(b"", _now())
+            self.act()
+        if self.up is not None:  # a request the client left: its upstream is cancelled
+            self._detach(reuse=None)
+
+    def pause_writing(self) -> None:
+        self.session.client_paused(_now())
+        self.act()
+
+    def resume_writing(self) -> None:
+        self.session.client_resumed(_now())
+        self.act()
+
+    # -- moving bytes -------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        if data and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def pause_reading(self, why: str) -> None:
+        if not self._paused and not self.transport.is_closing():
+            self.transport.pause_reading()
+        self._paused.add(why)
+
+    def resume_reading(self, why: str) -> None:
+        self._paused.discard(why)
+        if not self._paused and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def act(self) -> None:
+        """Do what the session asked, in order."""
+        session = self.session
+        actions = session.actions
+        while actions:
+            action = actions.pop(0)
+            kind = type(action)
+            if kind is ToUpstream:
+                up = self.up
+                if up is not None and up.transport is not None and not up.lost:
+                    up.transport.write(action.data)  # type: ignore[union-attr]
+            elif kind is Connect:
+                self._connect(action.fresh)  # type: ignore[union-attr]
+            elif kind is Release:
+                self._detach(reuse=action.connection)  # type: ignore[union-attr]
+            elif kind is PauseUpstream:
+                if self.up is not None and self.up.transport is not None:
+                    self.up.transport.pause_reading()
+            elif kind is ResumeUpstream:
+                if self.up is not None and self.up.transport is not None:
+                    self.up.transport.resume_reading()
+            elif kind is PauseClient:
+                self.pause_reading("session")
+            elif kind is ResumeClient:
+                self.resume_reading("session")
+            elif kind is Work:
+                self._work(action.run)  # type: ignore[union-attr]
+            elif kind is Close:
+                self._close()
+            elif kind is Done:
+                self.server.done(action)  # type: ignore[arg-type]
+
+    def _connect(self, fresh: bool) -> None:
+        pooled = None if fresh else self.server.take()
+        if pooled is not None:
+            self.up = pooled
+            pooled.owner = self
+            conn, pooled.conn = pooled.conn, None
+            self.write(self.session.upstream_connected(_now(), conn))
+            self.act()
+            return
+        self._connecting = asyncio.get_running_loop().create_task(self._open())
+
+    async def _open(self) -> None:
+        server = self.server
+        ep = server.state.config.upstream
+        loop = asyncio.get_running_loop()
+        try:
+            if ep.scheme == "https":
+                context = server.ssl_context or ssl.create_default_context()
+                _, up = await loop.create_connection(
+                    lambda: _Upstream(server), ep.host, ep.port, ssl=context,
+                    server_hostname=ep.host,
+                )  # fmt: skip
+            else:
+                _, up = await loop.create_connection(lambda: _Upstream(server), ep.host, ep.port)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not self.session.closed:
+                self.write(self.session.upstream_failed(str(exc) or type(exc).__name__, _now()))
+                self.act()
+            return
+        finally:
+            self._connecting = None
+        if self.session.closed:
+            if up.transport is not None:
+                up.transport.close()
+            return
+        up.owner = self
+        self.up = up
+        self.write(self.session.upstream_connected(_now()))
+        self.act()
+
+    def _detach(self, *, reuse: ClientConnection | None) -> None:
+        """The request is done with its upstream connection: to the pool, or closed."""
+        if self._connecting is not None:
+            self._connecting.cancel()
+            self._connecting = None
+        up, self.up = self.up, None
+        if up is None:
+            return
+        up.owner = None
+        if reuse is not None and not up.lost and up.transport is not None:
+            up.transport.resume_reading()
+            self.server.give(up, reuse)
+        elif up.transport is not None:
+            up.transport.abort()  # cancelled or broken: nothing more is read or written
+        self.resume_reading("upstream")
+
+    def _work(self, run: object) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.run_in_executor(None, run)  # type: ignore[arg-type]
+
+        def finished(f: asyncio.Future[object]) -> None:
+            if self.session.closed or f.cancelled():
+                return
+            exc = f.exception()
+            if exc is not None:  # pragma: no cover - a bug in the core's parse
+                log.error("preparing a request failed: %r", exc)
+                self.transport.abort()
+                return
+            self.write(self.session.worked(f.result(), _now()))
+            self.act()
+
+        future.add_done_callback(finished)
+
+    def _close(self) -> None:
+        """Close once what was written is sent (asyncio's ``close``), after a lingering read
+        (`LINGER`); a client that reads nothing cannot hold its connection past
+        ``send_timeout``."""
+        transport = self.transport
+        if transport.is_closing() or self._lingering >= 0:
+            return
+        self._lingering = 0
+        loop = asyncio.get_running_loop()
+        if transport.can_write_eof():
+            self._paused.clear()
+            transport.resume_reading()
+            transport.write_eof()  # the client sees the end; its last bytes are still read
+            loop.call_later(LINGER, transport.close)
+        else:  # pragma: no cover - TLS transports cannot half-close
+            transport.close()
+        loop.call_later(self.server.state.config.send_timeout + LINGER, transport.abort)
+
+
+class _Refused(asyncio.Protocol):
+    """A connection past ``max_connections``: 503 at once, and closed."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.write(BUSY)  # type: ignore[attr-defined]
+        transport.close()
+
+
+class Server:
+    """What the protocols of one gateway share: the state, the pool, the sweep."""
+
+    def __init__(self, state: GatewayState, ssl_context: ssl.SSLContext | None) -> None:
+        self.state = state
+        self.ssl_context = ssl_context
+        self.clients: set[_Client] = set()
+        self.pool: deque[_Upstream] = deque()
+        self.on_done: list[object] = []
+
+    def take(self) -> _Upstream | None:
+        now = _now()
+        pool = self.pool
+        while pool:
+            up = pool.pop()  # the most recently used: the least likely to be closed
+            if not up.lost and now - up.idle_since < self.state.config.pool_idle:
+                return up
+            self.drop(up)
+        return None
+
+    def give(self, up: _Upstream, conn: ClientConnection) -> None:
+        if len(self.pool) >= self.state.config.pool_size:
+            self.drop(self.pool.popleft())
+        up.conn = conn
+        up.idle_since = _now()
+        self.pool.append(up)
+
+    def drop(self, up: _Upstream) -> None:
+        if up in self.pool:
+            self.pool.remove(up)
+        if up.transport is not None:
+            up.transport.abort()
+
+    def done(self, done: Done) -> None:
+        log.info(
+            "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d id=%s %.3fs",
+            done.method, done.target, done.dialect, done.outcome, done.upstream_failure or "-",
+            done.events, done.request_id or "-", done.seconds,
+        )  # fmt: skip
+
+    async def sweep(self) -> None:
+        """Every deadline, at most `SWEEP` late; and the pool's idle connections."""
+        while True:
+            await asyncio.sleep(SWEEP)
+            now = _now()
+            for client in list(self.clients):
+                session = client.session
+                if now >= session.deadline:
+                    client.write(session.tick(now))
+                    client.act()
+            while self.pool and now - self.pool[0].idle_since >= self.state.config.pool_idle:
+                self.drop(self.pool[0])
+
+    def shutdown(self) -> None:
+        now = _now()
+        for client in list(self.clients):
+            client.write(client.session.shutdown(now))
+            client.act()
+        while self.pool:
+            self.drop(self.pool[0])
+
+    def abort_all(self) -> None:
+        """The server stops: every connection it holds is closed now."""
+        for client in list(self.clients):
+            if client._connecting is not None:
+                client._connecting.cancel()
+            if client.up is not None and client.up.transport is not None:
+                client.up.transport.abort()
+            client.transport.abort()
+        while self.pool:
+            self.drop(self.pool[0])
+
+    def protocol(self) -> asyncio.Protocol:
+        state = self.state
+        if state.connections >= state.config.max_connections:
+            state.metrics.refused["connections"] += 1
+            return _Refused()
+        return _Client(self)
+
+
+def _now() -> float:
+    return time.monotonic()
