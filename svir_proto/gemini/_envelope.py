@@ -34,9 +34,10 @@ from collections.abc import Callable
 from typing import Final
 
 from ..openai._envelope import _NOT_PLAIN as NOT_PLAIN
-from ..openai._envelope import BUDGET, _body
+from ..openai._envelope import BUDGET
+from ..openai._envelope import _body as string_text
 
-__all__ = ["BUDGET", "NOT_PLAIN", "Envelope", "hole"]
+__all__ = ["BUDGET", "NOT_PLAIN", "Envelope", "string_text"]
 
 _USAGE: Final = b'"usageMetadata":'
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
@@ -100,19 +101,6 @@ class Envelope:
         rest += _pieces(bytes(payload[usage_start:usage_end]))
         rest += [b")", re.escape(bytes(payload[usage_end:])), rb"\Z"]
         return cls(kind, bytes(payload[: opened + 1]), re.compile(b"".join(rest)))
-
-
-def hole(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
-    """The text of the string whose body is ``payload[opened:closed]``, or ``None`` when it is
-    not one valid string (`svir_proto.openai._envelope`'s reading).
-
-    Raises:
-        UnicodeDecodeError: the text is not UTF-8.
-    """
-    raw = payload[opened:closed]
-    if len(raw.translate(None, NOT_PLAIN)) == len(raw):
-        return raw.decode()  # nothing escaped: the bytes are the text
-    return _body(payload, opened, closed)
 
 
 def _value(payload: bytes | bytearray, at: int) -> int:

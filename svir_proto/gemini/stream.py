@@ -81,8 +81,7 @@ from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolC
 from ..openai.stream import VERDICT_SIZE
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
-from ._envelope import BUDGET, NOT_PLAIN, Envelope
-from ._envelope import hole as _hole
+from ._envelope import BUDGET, NOT_PLAIN, Envelope, string_text
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
 from .status import failure_from_error
@@ -273,11 +272,11 @@ class GeminiStreamDecoder(DialectDecoder):
                 and (m := rest(payload, opened)) is not None
             ):
                 span = payload[opened : m.start()]
-                try:  # the string's text (`_envelope.hole`, its common case inline)
+                try:  # the string's text (`_envelope.string_text`), its common case inline
                     if len(span.translate(None, NOT_PLAIN)) == len(span):
                         hole: str | None = span.decode()  # nothing escaped: the bytes are the text
                     else:
-                        hole = _hole(payload, opened, m.start())
+                        hole = string_text(payload, opened, m.start())
                 except UnicodeDecodeError:  # the general way applies the policy
                     hole = None
                 if hole is not None:
