@@ -33,16 +33,20 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from ..openai._envelope import _NOT_PLAIN as NOT_PLAIN
 from ..openai._envelope import BUDGET
 from ..openai._envelope import _body as string_text
 
-__all__ = ["BUDGET", "NOT_PLAIN", "Envelope", "string_text"]
+__all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 
 _USAGE: Final = b'"usageMetadata":'
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _DIGITS: Final = re.compile(rb"[0-9]+")
 _INTEGER: Final = rb"(?:0|[1-9][0-9]{0,17})"
+_STRING: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
+"""A JSON string's body up to its closing quote: no quote, backslash or control character but
+in an escape (which `string_text` then checks)."""
+USAGE: Final = 2
+"""The group of `Envelope.rest` that is the usage."""
 _RAW: Final = json.JSONDecoder()
 
 Unpacked = tuple[
@@ -61,11 +65,11 @@ class Envelope:
     def __init__(self, kind: str, head: bytes, rest: re.Pattern[bytes]) -> None:
         self.kind = kind  # "text", "thought" or "piece"
         self.head = head  # up to the hole string's body
-        self.rest = rest  # from its closing quote to the end, the usage its group 1
+        self.rest = rest  # the string's body (group 1), then to the end, the usage group 2
         self.rated = False  # the chunk repeats the last quiet safety ratings: one more repeat
         self.hits = 0
-        self.unpacked: Unpacked = (head, len(head), rest.search, kind, False)
-        """What the decoder's hot loop reads: the head, its length, the rest's search, the
+        self.unpacked: Unpacked = (head, len(head), rest.fullmatch, kind, False)
+        """What the decoder's hot loop reads: the head, its length, the rest's fullmatch, the
         kind and whether it is rated."""
 
     def rate(self) -> None:
@@ -97,9 +101,9 @@ class Envelope:
             return None
         if payload[opened] != 0x22 or payload[usage_start] != 0x7B:  # a string, an object
             return None
-        rest = [re.escape(bytes(payload[closed:usage_start])), b"("]
+        rest = [_STRING, re.escape(bytes(payload[closed:usage_start])), b"("]
         rest += _pieces(bytes(payload[usage_start:usage_end]))
-        rest += [b")", re.escape(bytes(payload[usage_end:])), rb"\Z"]
+        rest += [b")", re.escape(bytes(payload[usage_end:]))]
         return cls(kind, bytes(payload[: opened + 1]), re.compile(b"".join(rest)))
 
 

@@ -81,7 +81,7 @@ from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolC
 from ..openai.stream import VERDICT_SIZE
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
-from ._envelope import BUDGET, NOT_PLAIN, Envelope, string_text
+from ._envelope import BUDGET, USAGE, Envelope, string_text
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
 from .status import failure_from_error
@@ -232,7 +232,7 @@ class GeminiStreamDecoder(DialectDecoder):
             self._usage_raw = pending
         else:
             assert pending is not None  # called when there is one
-            usage = self._loads(pending.group(1))  # the envelope's pattern: a JSON object
+            usage = self._loads(pending.group(USAGE))  # the envelope's pattern: a JSON object
             assert isinstance(usage, dict)
             self._usage_raw = usage
         self._usage = None
@@ -271,12 +271,12 @@ class GeminiStreamDecoder(DialectDecoder):
                 and payload.startswith(head)
                 and (m := rest(payload, opened)) is not None
             ):
-                span = payload[opened : m.start()]
+                span = m.group(1)
                 try:  # the string's text (`_envelope.string_text`), its common case inline
-                    if len(span.translate(None, NOT_PLAIN)) == len(span):
+                    if 0x5C not in span:
                         hole: str | None = span.decode()  # nothing escaped: the bytes are the text
                     else:
-                        hole = string_text(payload, opened, m.start())
+                        hole = string_text(payload, opened, m.end(1))
                 except UnicodeDecodeError:  # the general way applies the policy
                     hole = None
                 if hole is not None:

@@ -13,7 +13,7 @@ import pytest
 
 from svir_proto import PeerProtocolError, ReasoningDelta, TextDelta, Usage
 from svir_proto.gemini import GeminiStreamDecoder
-from svir_proto.gemini._envelope import BUDGET, Envelope
+from svir_proto.gemini._envelope import BUDGET, USAGE, Envelope
 from tests.helpers import bytewise, run
 
 SEP = b"\r\n\r\n"
@@ -282,7 +282,7 @@ def test_an_envelope_is_learned_from_compact_json_too() -> None:
     assert envelope is not None
     assert envelope.head.endswith(b'"text":"')
     later = compact.replace(b'"a"', b'"bc"').replace(b'Count":1,', b'Count":12,')
-    m = envelope.rest.search(later, len(envelope.head))
+    m = envelope.rest.fullmatch(later, len(envelope.head))
     assert m is not None
-    assert b'"candidatesTokenCount":12,' in m.group(1)
-    assert later[len(envelope.head) : m.start()] == b"bc"
+    assert b'"candidatesTokenCount":12,' in m.group(USAGE)
+    assert m.group(1) == b"bc"
