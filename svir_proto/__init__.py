@@ -90,6 +90,7 @@ _DIALECTS: tuple[str, ...] = (
     # attributes (svir_proto.anthropic), their names not re-exported here
     "anthropic",
     "responses",
+    "gemini",
 )
 _PACKAGES = ("transports", "cli")
 _RENAMED = {  # old name: the module whose RENAMED map resolves it (with a DeprecationWarning)

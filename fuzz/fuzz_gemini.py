@@ -1,0 +1,50 @@
+"""Atheris target for `GeminiStreamDecoder`:
+``python fuzz/fuzz_gemini.py CORPUS fuzz/corpus/gemini``.
+
+Seeds: the conformance fixtures (tests/conformance/gemini), one file each.
+
+Invariants: the harness's (`_harness.check`: only `PeerProtocolError`, the same outcome whole
+and cut); and for a body that decodes, `GeminiStreamEncoder` writes its events as bytes that
+decode without error to the same text, reasoning and calls (up to a failure, the end of a
+Gemini stream).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import check, fuzz
+
+from svir_proto import PeerProtocolError, ReasoningDelta, StreamFailed, TextDelta, ToolCall
+from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
+
+
+def make() -> GeminiStreamDecoder:
+    return GeminiStreamDecoder(max_event_size=4096, max_tool_calls=8, max_result_size=4096)
+
+
+def test_one_input(data: bytes) -> None:
+    check(make, data)
+    decoder = make()
+    try:
+        events = decoder.feed(data) + decoder.close()
+    except PeerProtocolError:
+        return
+    encoder = GeminiStreamEncoder()
+    again = GeminiStreamDecoder()
+    again.feed(b"".join(encoder.encode(e) for e in events))
+    again.close()
+    failed = next((i for i, e in enumerate(events) if isinstance(e, StreamFailed)), len(events))
+    before = events[:failed]  # nothing follows a failure (the encoder's Rule 6)
+    text = "".join(e.text for e in before if isinstance(e, TextDelta))
+    reasoning = "".join(e.text for e in before if isinstance(e, ReasoningDelta))
+    calls = tuple(e for e in before if isinstance(e, ToolCall))
+    after = again.result
+    assert (after.text, after.reasoning, after.tool_calls) == (text, reasoning, calls), after
+
+
+if __name__ == "__main__":
+    fuzz(test_one_input)

@@ -1,0 +1,363 @@
+"""Events to Gemini ``streamGenerateContent?alt=sse`` chunks: the server side of the dialect,
+for a gateway that answers Gemini clients from any upstream.
+
+Each event that has a form is one whole ``GenerateContentResponse``, framed as Google frames it
+(``data: {...}`` and CRLF line ends), with ``modelVersion`` and ``responseId`` on every chunk
+as Gemini writes them:
+
+Rule 1: `TextDelta` is a text part; `ReasoningDelta` a ``"thought": true`` part (whatever its
+    carrier); `RefusalDelta` a text part too (Gemini has no refusal: listed in ``lost``).
+Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` part with the
+    call's ``id``, ``name`` and ``args``. The `ToolCallDelta` pieces of a call are held until
+    they make it whole (an id, a name, and arguments that parse as a JSON object); the call
+    then goes out with the next event, in its place among the text, in index order (a call
+    whole before the one before it waits for that one). A call that only the decoder's whole
+    `ToolCall` completes (LLM-Stream's, which has no pieces) goes out then. A call that never
+    became whole is not sent (a client would execute it): listed. Holding a call costs memory
+    with its arguments, which the format demands (Gemini has no argument deltas).
+Rule 3: a `ReasoningSignature` whose ``item_id`` names a call not yet written rides on that
+    call's part as ``thoughtSignature`` (so the client sends it back with it, as Gemini
+    requires): the decoders give it right after the call's delta, which is why a whole call
+    waits for the next event. Any other is an empty text part carrying it, as Gemini streams
+    one.
+Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` writes when
+    the upstream's stream was complete: ``finishReason`` (the raw value when it is
+    Gemini's own, else the normal form's) and ``usageMetadata`` with the thoughts taken out of
+    the candidates again; a token count Gemini has no field for goes under
+    ``usageMetadata["vendor:svir"]`` (``cacheCreationTokenCount``), which
+    `GeminiStreamDecoder` reads and other clients ignore. A prompt blocked upstream (a
+    filtered prompt verdict, then a ``content_filter`` finish with no answer) is written as
+    ``promptFeedback.blockReason`` instead.
+Rule 5: a cut, or a stream that ended incomplete (``StreamEnded(complete=False)``: a cut, an
+    end marker without a finish, a streamed call left open), writes no finish: a Gemini
+    client, which has no end marker to miss, sees an answer without a finishReason (and for a
+    cut the transport cuts the body); the usage goes out without it.
+Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one
+    (`error_object`: its kind and code travel in an ``ErrorInfo``), and the end of the
+    stream: what follows is not written (a Gemini client raises at the error).
+Rule 7: `FilterVerdict` is ``safetyRatings`` (on a candidate, or in ``promptFeedback``) for
+    Gemini's own ``HARM_CATEGORY_*`` categories; other services' categories have no form.
+
+Every event whose content has no form here is listed in ``lost``, one sentence each, once.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+from .._json import canonical, dumps
+from ..events import (
+    Event,
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningSignature,
+    RefusalDelta,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from . import _safety
+from ._wire import BLOCK_REASONS, CARRIER, FINISH, FINISH_OF, SVIR_EXTENSION, usage_out
+from .status import error_object
+
+__all__ = ["GeminiStreamEncoder"]
+
+_OTHER_FINISHES: Final = frozenset(
+    {
+        "OTHER",
+        "LANGUAGE",
+        "MALFORMED_FUNCTION_CALL",
+        "FINISH_REASON_UNSPECIFIED",
+        "UNEXPECTED_TOOL_CALL",
+        "TOO_MANY_TOOL_CALLS",
+        "NO_IMAGE",
+        "IMAGE_OTHER",
+        "MISSING_THOUGHT_SIGNATURE",
+        "MALFORMED_RESPONSE",
+    }
+)
+
+
+def _rfc3339(seconds: int) -> str:
+    when = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GeminiStreamEncoder:
+    """Write events as ``GenerateContentResponse`` SSE chunks (see the module's rules).
+
+    Args:
+        model: ``modelVersion`` on every chunk; a `StreamStarted` with a model replaces it.
+        response_id: ``responseId`` on every chunk; a `StreamStarted` with an id replaces it.
+        created: seconds since the epoch (the caller's clock: the encoder reads none); when
+            given, ``createTime`` (Vertex AI's field) on every chunk.
+        crlf: CRLF line ends, as Google writes them (else LF).
+
+    Attributes:
+        lost: what could not be carried, one sentence each, for the gateway's log.
+        done: the last chunk, with the finish, was written: the upstream's stream was complete.
+    """
+
+    def __init__(
+        self, *, model: str = "", response_id: str = "", created: int = 0, crlf: bool = True
+    ) -> None:
+        self.model = model
+        self.response_id = response_id
+        self.created = created
+        self.lost: list[str] = []
+        self.done = False
+        self._end = b"\r\n\r\n" if crlf else b"\n\n"
+        self._ident = b""  # the identity every chunk ends with
+        self._text_head = b'data: {"candidates":[{"content":{"parts":[{"text":'
+        # Rule 2: the calls by the index of their pieces
+        self._held: dict[int, list[Any]] = {}  # not yet whole: [id, name, [arguments]]
+        self._whole: dict[int, ToolCall] = {}  # whole, waiting for their turn
+        self._next = 0  # the index whose turn it is
+        self._index_of: dict[str, int] = {}  # the index of a call not yet whole, by its id
+        self._written: set[str] = set()  # the ids of the calls written
+        self._ids: set[str] = set()  # the ids of the calls not yet written
+        self._signatures: dict[str, str] = {}  # Rule 3: call id -> signature
+        self._finish: Finished | None = None
+        self._usage: Usage | None = None
+        self._blocked: FilterVerdict | None = None  # a filtered prompt verdict, held
+        self._answered = False  # a candidate part was written
+        self._over = False  # a failure or the end was written
+
+    def _note(self, sentence: str) -> None:
+        if sentence not in self.lost:
+            self.lost.append(sentence)
+
+    # -- chunks ------------------------------------------------------------------------------
+
+    def _tail(self) -> bytes:
+        ident = self._ident
+        if not ident:
+            ident = (
+                b'"modelVersion":' + dumps(self.model) + b',"responseId":' + dumps(self.response_id)
+            )
+            if self.created:
+                ident += b',"createTime":' + dumps(_rfc3339(self.created))
+            ident = self._ident = ident + b"}" + self._end
+        return ident
+
+    def _chunk(self, obj: dict[str, Any]) -> bytes:
+        return b"data: " + dumps(obj)[:-1] + b"," + self._tail()
+
+    def _parts(self, parts: list[dict[str, Any]], **candidate: Any) -> bytes:
+        self._answered = True
+        return self._chunk(
+            {
+                "candidates": [
+                    {"content": {"parts": parts, "role": "model"}, **candidate, "index": 0}
+                ]
+            }
+        )
+
+    def _text(self, text: str) -> bytes:
+        self._answered = True
+        return self._text_head + dumps(text) + b'}],"role":"model"},"index":0}],' + self._tail()
+
+    # -- events ------------------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """The bytes for one event (``b""`` for what is held or has no form)."""
+        if self._over:
+            return b""
+        if (
+            type(event) is ReasoningSignature
+            and event.item_id in self._ids
+            and event.carrier == CARRIER
+            and not event.redacted
+        ):  # Rule 3: it goes out with its call
+            self._signatures[event.item_id] = event.signature
+            return self._flush()
+        return self._flush() + self._encode(event)
+
+    def _encode(self, event: Event) -> bytes:
+        match event:
+            case TextDelta():
+                return self._text(event.text) if event.text else b""
+            case ReasoningDelta():
+                if event.carrier != CARRIER:
+                    self._note(f"reasoning's carrier {event.carrier!r}: sent as thought parts")
+                if not event.text:
+                    return b""
+                return self._parts([{"text": event.text, "thought": True}])
+            case ToolCallDelta():
+                self._piece(event)
+            case ToolCall():
+                if event.id in self._written:
+                    return b""
+                index = self._index_of.pop(event.id, None)
+                if index is not None:  # its pieces never made it whole: this does
+                    self._held.pop(index, None)
+                    self._whole[index] = event
+                    return self._flush()
+                return self._call(event)
+            case ReasoningSignature():
+                if event.redacted:
+                    self._note("a redacted reasoning block: Gemini has no form for it")
+                    return b""
+                if event.carrier != CARRIER:
+                    self._note(
+                        f"a signature of carrier {event.carrier!r}: sent as thoughtSignature"
+                    )
+                return self._parts([{"text": "", "thoughtSignature": event.signature}])
+            case RefusalDelta():
+                self._note("a refusal: Gemini has none, it went out as text")
+                return self._text(event.text) if event.text else b""
+            case Finished():
+                if self._finish is None:
+                    self._finish = event
+            case Usage():
+                self._usage = event
+            case FilterVerdict():
+                return self._verdict(event)
+            case StreamFailed():
+                self._over = True
+                return self._chunk_raw(error_object(event.error))
+            case StreamEnded():
+                return self._ended(event)
+            case StreamStarted():
+                self.response_id = event.response_id or self.response_id
+                self.model = event.model or self.model
+                self.created = event.created or self.created
+                self._ident = b""
+        return b""
+
+    def _chunk_raw(self, obj: dict[str, Any]) -> bytes:
+        return b"data: " + dumps(obj) + self._end
+
+    def _piece(self, piece: ToolCallDelta) -> None:
+        """Rule 2: hold a call's pieces until they make it whole."""
+        index = piece.index
+        if index < self._next or index in self._whole:
+            if piece.arguments:
+                self._note(f"tool call {index}: arguments after it was whole, not sent")
+            return
+        held = self._held.setdefault(index, [None, "", []])
+        if piece.id:
+            held[0] = piece.id
+            self._ids.add(piece.id)
+            self._index_of[piece.id] = index
+        if piece.name:
+            held[1] += piece.name
+        if piece.arguments:
+            held[2] = ["".join(held[2]) + piece.arguments]
+        call_id, name, arguments = held
+        if call_id and name and arguments and _object(arguments[0]) is not None:
+            del self._held[index]
+            self._index_of.pop(call_id, None)
+            self._whole[index] = ToolCall(
+                index=index, id=call_id, name=name, arguments=arguments[0]
+            )
+
+    def _flush(self) -> bytes:
+        """The whole calls whose turn it is (in index order), each one event after it became
+        whole (so that the signature the decoders give next rides on it)."""
+        out = []
+        while self._next in self._whole:
+            out.append(self._call(self._whole.pop(self._next)))
+            self._next += 1
+        return b"".join(out)
+
+    def _call(self, call: ToolCall) -> bytes:
+        self._written.add(call.id)
+        self._ids.discard(call.id)
+        args = _object(call.arguments)
+        if args is None:
+            self._note(f"tool call {call.id!r}: its arguments are not a JSON object; sent as {{}}")
+            args = {}
+        part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": args}}
+        signature = self._signatures.pop(call.id, None)
+        if signature is not None:
+            part["thoughtSignature"] = signature
+        return self._parts([part])
+
+    def _verdict(self, verdict: FilterVerdict) -> bytes:
+        ratings = _safety.ratings(verdict.results)
+        if len(ratings) < len(verdict.results):
+            self._note("filter verdicts in categories Gemini has not: not sent")
+        if verdict.scope == "prompt":
+            if verdict.filtered:
+                self._blocked = verdict  # Rule 4: its reason comes with the finish
+                return b""
+            return self._chunk({"promptFeedback": {"safetyRatings": ratings}}) if ratings else b""
+        if not ratings:
+            return b""
+        return self._chunk({"candidates": [{"safetyRatings": ratings, "index": 0}]})
+
+    def _ended(self, end: StreamEnded) -> bytes:
+        self._over = True
+        for index in sorted(self._held):
+            self._note(f"tool call {index} never became whole: not sent")
+        for index in sorted(self._whole):
+            self._note(f"tool call {index} waited for a call before it that never came: not sent")
+        out = [
+            self._parts([{"text": "", "thoughtSignature": s}]) for s in self._signatures.values()
+        ]
+        self._signatures.clear()
+        finish = self._finish if end.complete else None  # Rule 5
+        tail: dict[str, Any] = {}
+        if self._usage is not None:
+            usage: dict[str, Any] = usage_out(self._usage)
+            if self._usage.cache_creation_tokens is not None:
+                usage[SVIR_EXTENSION] = {
+                    "cacheCreationTokenCount": self._usage.cache_creation_tokens
+                }
+            tail["usageMetadata"] = usage
+        blocked = self._blocked
+        if (
+            blocked is not None
+            and finish is not None
+            and finish.reason is FinishReason.CONTENT_FILTER
+            and not self._answered
+        ):
+            reason = finish.raw if finish.raw in BLOCK_REASONS else "OTHER"
+            feedback: dict[str, Any] = {"blockReason": reason}
+            ratings = _safety.ratings(blocked.results)
+            if ratings:
+                feedback["safetyRatings"] = ratings
+            out.append(self._chunk({"promptFeedback": feedback, **tail}))
+        else:
+            ratings = [] if blocked is None else _safety.ratings(blocked.results)
+            if ratings:
+                out.append(self._chunk({"promptFeedback": {"safetyRatings": ratings}}))
+            if finish is not None:
+                candidate = {
+                    "content": {"parts": [{"text": ""}], "role": "model"},
+                    "finishReason": _finish_value(finish),
+                    "index": 0,
+                }
+                out.append(self._chunk({"candidates": [candidate], **tail}))
+            elif tail:
+                out.append(self._chunk(tail))
+        self.done = end.complete
+        return b"".join(out)
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = canonical(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _finish_value(finish: Finished) -> str:
+    """The raw value when it is Gemini's and means the same, else the normal form's."""
+    raw = finish.raw
+    if raw in FINISH:
+        same = FINISH[raw] is finish.reason or (
+            raw == "STOP" and finish.reason is FinishReason.TOOL_CALLS
+        )
+    else:
+        same = raw in _OTHER_FINISHES and finish.reason is FinishReason.OTHER
+    return raw if same else FINISH_OF[finish.reason]

@@ -1,0 +1,105 @@
+"""Where a Gemini request goes, and how the server side reads where it came: the model is in
+the path, not in the body (Gemini API reference, "generateContent": ``POST
+https://generativelanguage.googleapis.com/v1beta/{model=models/*}:generateContent`` and
+``:streamGenerateContent``; the SSE form needs ``alt=sse``).
+
+Rule 1: a model without a collection (``gemini-2.5-flash``) is in ``models/``; a resource name
+    (``models/x``, ``tunedModels/x``) is used as it is. Its characters are percent-encoded
+    where a path needs it (not ``/``, ``-``, ``.``, ``_``, ``~``).
+Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` SDK sends it
+    (never in the query, where logs keep it).
+Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
+    methods ``generateContent`` and ``streamGenerateContent`` (streaming), ``alt`` and, for
+    old clients, ``key`` from the query. Anything else is a `RequestError`.
+
+No I/O here.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from typing import Final, NamedTuple
+
+from ..llmstream.request import RequestError
+
+__all__ = [
+    "API_KEY_HEADER",
+    "GeminiTarget",
+    "headers",
+    "target",
+    "parse_target",
+]
+
+API_KEY_HEADER: Final = "x-goog-api-key"
+_PATH: Final = re.compile(
+    r"/(v[0-9][A-Za-z0-9]*)/((?:models|tunedModels)/[^:/]+):(generateContent|streamGenerateContent)"
+)
+_SAFE: Final = "/-._~"
+
+
+class GeminiTarget(NamedTuple):
+    """What a request target says (Rule 3)."""
+
+    version: str
+    model: str
+    """``gemini-2.5-flash`` for ``models/gemini-2.5-flash``; other collections in full."""
+    stream: bool
+    alt: str | None
+    key: str | None
+
+
+def _resource(model: str) -> str:
+    model = model.strip("/")
+    return model if "/" in model else f"models/{model}"
+
+
+def target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:
+    """The request target for ``model`` (Rule 1): streaming with ``alt=sse``."""
+    path = f"/{version}/{urllib.parse.quote(_resource(model), safe=_SAFE)}"
+    return path + (":streamGenerateContent?alt=sse" if stream else ":generateContent")
+
+
+def headers(api_key: str | None, *, content_length: int | None = None) -> list[tuple[str, str]]:
+    """The request headers a Gemini server needs (Rule 2); the transport adds Host.
+
+    Raises:
+        ValueError: the key holds a line break (it would split the header).
+    """
+    out = [("content-type", "application/json")]
+    if content_length is not None:
+        out.append(("content-length", str(content_length)))
+    if api_key:
+        if "\r" in api_key or "\n" in api_key:
+            raise ValueError("api_key holds a line break")
+        out.append((API_KEY_HEADER, api_key))
+    return out
+
+
+def parse_target(target: str) -> GeminiTarget:
+    """Read a request target (Rule 3), for the server side.
+
+    Raises:
+        RequestError: not a Gemini generate target; ``path`` is ``target``.
+    """
+    split = urllib.parse.urlsplit(target)
+    m = _PATH.fullmatch(split.path)
+    if m is None:
+        raise RequestError(
+            "target",
+            f"{split.path!r} is not /VERSION/models/MODEL:generateContent or "
+            ":streamGenerateContent",
+        )
+    version, resource, method = m.groups()
+    resource = urllib.parse.unquote(resource)
+    query = urllib.parse.parse_qs(split.query)
+    alt = query.get("alt", [None])[-1]
+    key = query.get("key", [None])[-1]
+    model = resource.removeprefix("models/")
+    return GeminiTarget(
+        version=version,
+        model=model,
+        stream=method == "streamGenerateContent",
+        alt=alt,
+        key=key,
+    )

@@ -1,0 +1,670 @@
+"""A `GeminiRequest` to the neutral request (`LLMRequest`, `svir_proto.hub`) and back:
+``to_hub(request)`` and ``from_hub(request)``.
+
+Gemini to the hub:
+
+- ``systemInstruction``: one system message per text part. ``contents``: a ``model`` turn is
+  an assistant message (its text, its calls with ``args`` as JSON text, and its signatures as
+  the neutral ``reasoning`` blocks, carrier ``thought``, formed as `GeminiStreamDecoder` forms
+  them: a signature on a call keeps the call's id as ``item_id``); a ``user`` turn is its
+  ``functionResponse`` parts as tool messages, then a user message with its text and inline
+  data (image, audio or document parts, still read from disk when they came from disk; base64
+  in its standard padded form, which the draft requires, so URL-safe or unpadded data comes
+  back standard). A
+  response's content is its ``output`` (or ``error``, which marks the tool message an error)
+  when that string is all it holds, else its JSON. Calls and responses without Gemini ids
+  (Gemini 2.5 sends none) get ``gemini-TURN-PART`` ids, responses matched to calls by name.
+- ``maxOutputTokens``, ``temperature``, ``topP``, ``stopSequences``: the draft's parameters;
+  ``toolConfig``: the neutral tool choice (``AUTO`` auto, ``NONE`` none, ``ANY`` required,
+  or the one function it allows); ``thinkingConfig``: the neutral reasoning
+  (``thinkingBudget`` is ``budget_tokens``, ``thinkingLevel`` ``effort``,
+  ``includeThoughts`` ``summary`` "auto"); function declarations: the draft's tools, Gemini's
+  ``parameters`` Schema turned into JSON Schema (lower-case types) when there is no
+  ``parametersJsonSchema``.
+- Under ``vendor:gemini`` (`VENDOR`), read by ``from_hub`` only: the rest of
+  ``generationConfig`` (``topK``, ``candidateCount``, ``responseMimeType``,
+  ``responseSchema``...), ``safetySettings``, the other top-level fields, ``stream`` when
+  false; and the exact Gemini form of whatever the neutral fields do not say exactly (a turn
+  with file data or thoughts left unsigned, parts in another order, calls without ids, a
+  tool's own Schema, ``VALIDATED`` mode...), with a fingerprint of the neutral fields it
+  stands for: ``from_hub`` uses that form only while they still say the same, so
+  ``from_hub(to_hub(r)) == r`` for every request, and an edited message is rebuilt from what
+  it says now.
+
+The hub to Gemini (``from_hub``) does not carry, and lists here rather than raising: a
+message's ``name`` (Gemini has no participants); ``metadata`` (``request_id``);
+``parallel_tool_calls``; parameters Gemini has no field for; reasoning blocks another dialect
+signed (Gemini refuses other signatures), and the reasoning ``summary`` style (only that
+thoughts are included); system messages after the first turn go into ``systemInstruction``;
+an assistant message with nothing in it is left out (a turn needs a part).
+A tool result with media parts, or whose call names no function, raises `ValueError` naming
+the message. A system instruction with inline data from memory or disk makes ``to_hub`` raise
+`ValueError` (the hub has no media in system messages).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from .._json import canonical
+from ..events import ReasoningBlock, ToolCall
+from ..hub import hub_options, message_extensions, message_is_error, message_reasoning
+from ..hub import reasoning_options as neutral_reasoning
+from ..hub import tool_choice as neutral_choice
+from ..llmstream.request import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    LLMTool,
+    LLMToolCall,
+    Part,
+)
+from ._wire import CARRIER
+from .parts import (
+    GeminiContent,
+    GeminiFunctionCall,
+    GeminiFunctionResponse,
+    GeminiInlineData,
+    GeminiPart,
+    GeminiText,
+    model_parts,
+    standard_base64,
+)
+from .request import (
+    GeminiFunctionDeclaration,
+    GeminiGenerationConfig,
+    GeminiRequest,
+    GeminiThinkingConfig,
+    GeminiTool,
+    GeminiToolConfig,
+    content_in,
+    content_out,
+    generation_in,
+    generation_out,
+    tool_config_in,
+    tool_config_out,
+    tool_in,
+    tool_out,
+)
+
+__all__ = ["VENDOR", "from_hub", "to_hub"]
+
+VENDOR: Final = "vendor:gemini"
+_REF: Final = "svir:part"  # in a kept turn: this inline data is the neutral media part N
+_EMPTY_SCHEMA: Final = {"type": "object", "properties": {}}
+_NEUTRAL_GENERATION: Final = ("maxOutputTokens", "temperature", "topP", "stopSequences")
+_EFFORT_LEVEL: Final = {"xhigh": "high"}
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _plain(value: object) -> object:
+    """A value as JSON for a fingerprint (tuples as lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _hash(value: object) -> str:
+    return hashlib.sha256(_dumps(_plain(value)).encode()).hexdigest()
+
+
+def _fingerprint(messages: Iterable[LLMMessage]) -> str:
+    """What the neutral fields of some messages say (their ``vendor:gemini`` left out; media
+    whether as bytes, base64 or a path, since a kept turn refers to them)."""
+    plain = []
+    for m in messages:
+        content: object = m.content
+        if isinstance(content, tuple):
+            content = [  # media by kind only: a kept turn takes them from the messages
+                [p.text] if isinstance(p, LLMTextPart) else [p.type, p.media_type] for p in content
+            ]
+        ext = {k: v for k, v in m.extensions.items() if k != VENDOR}
+        calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
+        plain.append([m.role, content, m.name, m.tool_call_id, calls, ext])
+    return _hash(plain)
+
+
+def _ours(ext: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = ext.get(VENDOR)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _mark(message: LLMMessage, **ours: Any) -> LLMMessage:
+    ext = {**message.extensions, VENDOR: {**_ours(message.extensions), **ours}}
+    return attrs.evolve(message, extensions=ext)
+
+
+# -- tool results ---------------------------------------------------------------------------
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(canonical(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _result_in(response: Mapping[str, Any]) -> tuple[str, bool]:
+    """A ``functionResponse.response`` as a tool message's content, and whether it is an
+    error (Gemini's convention: ``output`` or ``error``)."""
+    if len(response) == 1:
+        ((key, value),) = response.items()
+        if key == "error" and isinstance(value, str):
+            return value, True
+        if key == "output" and isinstance(value, str) and not _is_object(value):
+            return value, False
+    return _dumps(response), False
+
+
+def _result_out(content: str, is_error: bool) -> dict[str, Any]:
+    if is_error:
+        return {"error": content}
+    try:
+        value = canonical(content)
+    except (ValueError, RecursionError):
+        value = None
+    return value if isinstance(value, dict) else {"output": content}
+
+
+# -- schemas and tools ----------------------------------------------------------------------
+
+_SCHEMA_LISTS: Final = ("anyOf", "allOf", "oneOf", "prefixItems")
+_SCHEMA_MAPS: Final = ("properties", "$defs", "definitions", "patternProperties")
+
+
+def _json_schema(schema: object) -> object:
+    """Gemini's OpenAPI-style ``Schema`` as JSON Schema: its upper-case ``type`` names
+    lower-case (``OBJECT`` is ``object``) throughout; the rest as it is."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out[key] = value.lower()
+        elif key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _json_schema(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_json_schema(v) for v in value]
+        elif key in ("items", "additionalProperties", "not"):
+            out[key] = _json_schema(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _hub_tool(d: GeminiFunctionDeclaration) -> LLMTool:
+    if isinstance(d.parameters_json_schema, Mapping):
+        params: object = d.parameters_json_schema
+    elif d.parameters is not None:
+        params = _json_schema(d.parameters)
+    else:
+        params = _EMPTY_SCHEMA
+    return LLMTool(name=d.name, description=d.description or "", parameters=params)  # type: ignore[arg-type]
+
+
+def _gemini_tools(tools: Iterable[LLMTool]) -> tuple[GeminiTool, ...]:
+    declarations = [
+        GeminiFunctionDeclaration(
+            name=t.name,
+            description=t.description or None,
+            parameters_json_schema=dict(t.parameters),
+        )
+        for t in tools
+    ]
+    return (GeminiTool(function_declarations=declarations),) if declarations else ()
+
+
+def _tools_hash(tools: Iterable[LLMTool]) -> str:
+    return _hash([[t.name, t.description, t.parameters] for t in tools])
+
+
+def _choice_in(config: GeminiToolConfig | None) -> Any:
+    if config is None or config.mode is None:
+        return None
+    if config.mode == "ANY":
+        names = config.allowed_function_names
+        return ("name", names[0]) if len(names) == 1 else "required"
+    return {"AUTO": "auto", "NONE": "none", "VALIDATED": "auto"}.get(config.mode)
+
+
+def _choice_out(choice: Any) -> GeminiToolConfig | None:
+    if choice is None:
+        return None
+    if isinstance(choice, tuple):
+        return GeminiToolConfig(mode="ANY", allowed_function_names=[choice[1]])
+    return GeminiToolConfig(mode={"auto": "AUTO", "none": "NONE", "required": "ANY"}[choice])
+
+
+def _choice_wire(choice: Any) -> object:
+    return list(choice) if isinstance(choice, tuple) else choice
+
+
+# -- reasoning options ----------------------------------------------------------------------
+
+
+def _reasoning_in(t: GeminiThinkingConfig | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if t is None:
+        return out
+    if t.thinking_budget is not None:
+        out["budget_tokens"] = t.thinking_budget
+    if t.thinking_level is not None:
+        out["effort"] = t.thinking_level.lower()
+    if t.include_thoughts:
+        out["summary"] = "auto"
+    return out
+
+
+def _reasoning_out(options: Mapping[str, Any]) -> GeminiThinkingConfig | None:
+    budget = options.get("budget_tokens")
+    effort = options.get("effort")
+    summary = options.get("summary")
+    if type(budget) is not int and not isinstance(effort, str) and summary is None:
+        return None
+    level = None
+    if type(budget) is not int and isinstance(effort, str):
+        if effort == "none":
+            budget = 0
+        else:
+            level = _EFFORT_LEVEL.get(effort, effort)
+    return GeminiThinkingConfig(
+        thinking_budget=budget if type(budget) is int else None,
+        include_thoughts=True if summary is not None else None,
+        thinking_level=level,
+    )
+
+
+# -- turns to messages ------------------------------------------------------------------------
+
+
+class _Ids:
+    """Ids for calls and responses that came without: a response takes the oldest open call
+    of its name."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, list[str]] = {}
+
+    def call(self, name: str, turn: int, part: int) -> str:
+        call_id = f"gemini-{turn}-{part}"
+        self.open.setdefault(name, []).append(call_id)
+        return call_id
+
+    def response(self, name: str, turn: int, part: int) -> str:
+        waiting = self.open.get(name)
+        return waiting.pop(0) if waiting else f"gemini-{turn}-{part}"
+
+
+def _media(p: GeminiInlineData) -> LLMMediaPart:
+    kind = p.mime_type.split("/", 1)[0]
+    return LLMMediaPart(
+        type="image" if kind == "image" else "audio" if kind == "audio" else "document",
+        media_type=p.mime_type,
+        data=None if p.data is None else standard_base64(p.data),
+        raw=p.raw,
+        path=p.path,
+    )
+
+
+def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
+    texts: list[str] = []
+    media: list[Part] = []
+    calls: list[LLMToolCall] = []
+    blocks: list[ReasoningBlock] = []
+    thoughts: list[str] = []
+    with_ids = all(p.id for p in c.parts if isinstance(p, GeminiFunctionCall))
+    for k, p in enumerate(c.parts):
+        item_id = None
+        if isinstance(p, GeminiText):
+            (thoughts if p.thought else texts).append(p.text)
+        elif isinstance(p, GeminiFunctionCall):
+            item_id = p.id if with_ids and p.id else ids.call(p.name, turn, k)
+            calls.append(LLMToolCall(id=item_id, name=p.name, arguments=_dumps(p.args)))
+        elif isinstance(p, GeminiInlineData):
+            media.append(_media(p))
+        if p.thought_signature is not None:  # as the decoder forms them (stream Rule 3)
+            text = "".join(thoughts)
+            thoughts.clear()
+            blocks.append(
+                ReasoningBlock(
+                    text=text, signature=p.thought_signature, carrier=CARRIER, item_id=item_id
+                )
+            )
+    text = "".join(texts)
+    content: str | tuple[Part, ...] | None
+    if media:
+        content = (LLMTextPart(text=text), *media) if text else tuple(media)
+    else:
+        content = text if text or not calls else None
+    message = LLMMessage(
+        role="assistant",
+        content=content,
+        tool_calls=calls,
+        extensions=message_extensions(reasoning=blocks),
+    )
+    if not with_ids:
+        message = _mark(message, ids=False)
+    return _kept(c, [message])
+
+
+def _user_turn(c: GeminiContent, turn: int, ids: _Ids, after_tool: bool) -> list[LLMMessage]:
+    out: list[LLMMessage] = []
+    parts: list[Part] = []
+    for k, p in enumerate(c.parts):
+        if isinstance(p, GeminiFunctionResponse):
+            result, is_error = _result_in(p.response)
+            message = LLMMessage(
+                role="tool",
+                content=result,
+                name=p.name,
+                tool_call_id=p.id or ids.response(p.name, turn, k),
+                extensions=message_extensions(is_error=is_error),
+            )
+            if p.id is None:
+                message = _mark(message, ids=False)
+            if after_tool and not out:
+                message = _mark(message, turn=True)  # not the previous turn's results
+            out.append(message)
+        elif isinstance(p, GeminiText) and not p.thought:
+            parts.append(LLMTextPart(text=p.text))
+        elif isinstance(p, GeminiInlineData):
+            parts.append(_media(p))
+    if parts or not out:
+        first = parts[0] if len(parts) == 1 else None
+        content = first.text if isinstance(first, LLMTextPart) else tuple(parts)
+        user = LLMMessage(role="user", content=content or "")
+        out.append(_mark(user, joined=True) if out else user)
+    return _kept(c, out)
+
+
+def _kept(c: GeminiContent, messages: list[LLMMessage]) -> list[LLMMessage]:
+    """When the neutral messages do not give back the turn exactly, the turn's own form goes
+    with them (its inline data by reference to their media parts), with their fingerprint."""
+    if _turn(messages, {}) == c:
+        return messages
+    wire = content_out(c, None)
+    n = 0
+    for part, raw in zip(c.parts, wire["parts"], strict=True):
+        if isinstance(part, GeminiInlineData):
+            raw["inlineData"] = {**part.inner_extra, _REF: n}
+            n += 1
+    messages[0] = _mark(messages[0], content=wire, fingerprint=_fingerprint(messages))
+    return messages
+
+
+# -- messages to turns -------------------------------------------------------------------------
+
+
+def _turn(group: list[LLMMessage], names: Mapping[str, str]) -> GeminiContent:
+    """A turn from what its neutral messages say (or its kept form while they say the same)."""
+    kept = _ours(group[0].extensions)
+    wire = kept.get("content")
+    if isinstance(wire, Mapping) and kept.get("fingerprint") == _fingerprint(group):
+        return _resolve(wire, group)
+    if group[0].role == "assistant":
+        return _model_content(group[0])
+    parts: list[GeminiPart] = []
+    for m in group:
+        if m.role == "tool":
+            parts.append(_response(m, names))
+        elif isinstance(m.content, str):
+            parts.append(GeminiText(text=m.content))
+        else:
+            parts.extend(_part(p) for p in m.content or ())
+    return GeminiContent(role="user", parts=parts)
+
+
+def _resolve(wire: Mapping[str, Any], group: list[LLMMessage]) -> GeminiContent:
+    media = [
+        p
+        for m in group
+        if isinstance(m.content, tuple)
+        for p in m.content
+        if isinstance(p, LLMMediaPart)
+    ]
+    content = content_in(
+        {
+            **wire,
+            "parts": [
+                {**p, "inlineData": {"mimeType": "x/x", "data": ""}} if _ref(p) is not None else p
+                for p in wire["parts"]
+            ],
+        }
+    )
+    parts = list(content.parts)
+    for i, p in enumerate(wire["parts"]):
+        n = _ref(p)
+        if n is not None:
+            inline = parts[i]
+            assert isinstance(inline, GeminiInlineData)
+            source = _part(media[n])
+            assert isinstance(source, GeminiInlineData)
+            inner = {k: v for k, v in p["inlineData"].items() if k != _REF}
+            parts[i] = attrs.evolve(
+                source,
+                thought_signature=inline.thought_signature,
+                extra=inline.extra,
+                inner_extra=inner,
+            )
+    return GeminiContent(role=content.role, parts=parts)
+
+
+def _ref(part: Mapping[str, Any]) -> int | None:
+    inline = part.get("inlineData")
+    n = inline.get(_REF) if isinstance(inline, Mapping) else None
+    return n if type(n) is int else None
+
+
+def _model_content(m: LLMMessage) -> GeminiContent:
+    calls = [
+        ToolCall(index=i, id=c.id, name=c.name, arguments=c.arguments)
+        for i, c in enumerate(m.tool_calls)
+    ]
+    with_ids = _ours(m.extensions).get("ids") is not False
+    parts = list(model_parts("", calls, message_reasoning(m), with_ids=with_ids))
+    at = next((i for i, p in enumerate(parts) if isinstance(p, GeminiFunctionCall)), len(parts))
+    body: list[GeminiPart] = []
+    if isinstance(m.content, str):
+        if m.content:
+            body.append(GeminiText(text=m.content))
+    else:
+        body.extend(_part(p) for p in m.content or ())
+    return GeminiContent(role="model", parts=[*parts[:at], *body, *parts[at:]])
+
+
+def _response(m: LLMMessage, names: Mapping[str, str]) -> GeminiFunctionResponse:
+    name = m.name or names.get(m.tool_call_id or "")
+    if not name:
+        raise ValueError(f"the tool result for call {m.tool_call_id!r} names no function")
+    if isinstance(m.content, tuple) and any(isinstance(p, LLMMediaPart) for p in m.content):
+        raise ValueError(f"the tool result for call {m.tool_call_id!r} has media: no Gemini form")
+    return GeminiFunctionResponse(
+        name=name,
+        response=_result_out(m.text, message_is_error(m)),
+        id=None if _ours(m.extensions).get("ids") is False else m.tool_call_id,
+    )
+
+
+def _part(p: Part) -> GeminiPart:
+    if isinstance(p, LLMTextPart):
+        return GeminiText(text=p.text)
+    size = os.stat(p.path).st_size if p.path is not None else len(p.raw or b"")
+    return GeminiInlineData(mime_type=p.media_type, data=p.data, raw=p.raw, path=p.path, size=size)
+
+
+def _groups(messages: Iterable[LLMMessage]) -> list[list[LLMMessage]]:
+    """The turns the messages make: a tool result joins the results before it (unless it
+    begins a turn), a user message joins them when it came from their turn."""
+    groups: list[list[LLMMessage]] = []
+    for m in messages:
+        ours = _ours(m.extensions)
+        last = groups[-1][-1] if groups else None
+        if (
+            last is not None
+            and last.role == "tool"
+            and (
+                (m.role == "tool" and ours.get("turn") is not True)
+                or (m.role == "user" and ours.get("joined") is True)
+            )
+        ):
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    return groups
+
+
+# -- the request ------------------------------------------------------------------------------
+
+
+def to_hub(request: GeminiRequest) -> LLMRequest:
+    """A Gemini request as the neutral request (the module docstring says what goes where)."""
+    messages: list[LLMMessage] = []
+    vendor: dict[str, Any] = {}
+    system = request.system_instruction
+    if system is not None:
+        texts = [p for p in system.parts if isinstance(p, GeminiText) and not p.thought]
+        own = [LLMMessage(role="system", content=p.text) for p in texts]
+        messages.extend(own)
+        if GeminiContent(role=None, parts=[GeminiText(text=p.text) for p in texts]) != system:
+            if any(isinstance(p, GeminiInlineData) and p.data is None for p in system.parts):
+                raise ValueError(
+                    "systemInstruction: inline data from memory or disk has no neutral form"
+                )
+            vendor["systemInstruction"] = content_out(system, None)
+            vendor["system_fingerprint"] = _fingerprint(own)
+    ids = _Ids()
+    after_tool = False
+    for i, c in enumerate(request.contents):
+        group = _model_turn(c, i, ids) if c.role == "model" else _user_turn(c, i, ids, after_tool)
+        after_tool = group[-1].role == "tool"
+        messages.extend(group)
+    tools = [_hub_tool(d) for t in request.tools for d in t.function_declarations]
+    if _gemini_tools(tools) != request.tools:
+        vendor["tools"] = [tool_out(t) for t in request.tools]
+        vendor["tools_fingerprint"] = _tools_hash(tools)
+    choice = _choice_in(request.tool_config)
+    if _choice_out(choice) != request.tool_config:
+        vendor["toolConfig"] = tool_config_out(request.tool_config)  # type: ignore[arg-type]
+        vendor["tool_choice"] = _choice_wire(choice)
+    params: dict[str, Any] = {}
+    reasoning: dict[str, Any] = {}
+    config = request.generation_config
+    if config is not None:
+        wire = generation_out(config)
+        for key, name in (
+            ("maxOutputTokens", "max_tokens"),
+            ("temperature", "temperature"),
+            ("topP", "top_p"),
+            ("stopSequences", "stop_sequences"),
+        ):
+            if key in wire:
+                params[name] = wire[key]
+        thinking = wire.pop("thinkingConfig", None)
+        reasoning = _reasoning_in(config.thinking_config)
+        if _reasoning_out(reasoning) != config.thinking_config:
+            vendor["thinkingConfig"] = thinking
+            vendor["reasoning"] = reasoning
+        vendor["generationConfig"] = {k: v for k, v in wire.items() if k not in _NEUTRAL_GENERATION}
+    if request.safety_settings:
+        vendor["safetySettings"] = [dict(s) for s in request.safety_settings]
+    if request.extra:
+        vendor["extra"] = dict(request.extra)
+    if not request.stream:
+        vendor["stream"] = False
+    extensions: dict[str, Any] = hub_options(tool_choice=choice, reasoning=reasoning)
+    if vendor:
+        extensions[VENDOR] = vendor
+    return LLMRequest(
+        model=request.model,
+        messages=messages,
+        tools=tools,
+        parameters=params,
+        extensions=extensions,
+    )
+
+
+def from_hub(request: LLMRequest) -> GeminiRequest:
+    """The neutral request as a Gemini request (the module docstring says what does not carry).
+
+    Raises:
+        ValueError: a tool result with media, or whose call names no function; a value Gemini
+            refuses (a temperature above 2, more than 5 stop sequences).
+    """
+    vendor = _ours(request.extensions)
+    system = [m for m in request.messages if m.role == "system"]
+    system_instruction = None
+    kept = vendor.get("systemInstruction")
+    if isinstance(kept, Mapping) and vendor.get("system_fingerprint") == _fingerprint(system):
+        system_instruction = content_in(dict(kept))
+    elif system:
+        system_instruction = GeminiContent(
+            role=None, parts=[GeminiText(text=m.text) for m in system]
+        )
+    names: dict[str, str] = {}
+    contents = []
+    for group in _groups(m for m in request.messages if m.role != "system"):
+        for m in group:
+            names.update((c.id, c.name) for c in m.tool_calls)
+        turn = _turn(group, names)
+        if turn.parts:  # an assistant message with nothing in it has no Gemini form
+            contents.append(turn)
+    kept_tools = vendor.get("tools")
+    if isinstance(kept_tools, list) and vendor.get("tools_fingerprint") == _tools_hash(
+        request.tools
+    ):
+        tools = tuple(tool_in(t) for t in kept_tools)
+    else:
+        tools = _gemini_tools(request.tools)
+    choice = neutral_choice(request)
+    kept_config = vendor.get("toolConfig")
+    if isinstance(kept_config, Mapping) and vendor.get("tool_choice") == _choice_wire(choice):
+        tool_config: GeminiToolConfig | None = tool_config_in(dict(kept_config))
+    else:
+        tool_config = _choice_out(choice)
+    return GeminiRequest(
+        model=request.model,
+        contents=contents,
+        system_instruction=system_instruction,
+        tools=tools,
+        tool_config=tool_config,
+        generation_config=_generation(request, vendor),
+        safety_settings=vendor.get("safetySettings") or (),
+        stream=vendor.get("stream") is not False,
+        extra=vendor.get("extra") or {},
+    )
+
+
+def _generation(request: LLMRequest, vendor: Mapping[str, Any]) -> GeminiGenerationConfig | None:
+    params = request.parameters
+    reasoning = dict(neutral_reasoning(request))
+    kept = vendor.get("thinkingConfig")
+    if isinstance(kept, Mapping) and vendor.get("reasoning") == reasoning:
+        thinking = generation_in({"thinkingConfig": kept}).thinking_config
+    else:
+        thinking = _reasoning_out(reasoning)
+    rest = vendor.get("generationConfig")
+    values = {
+        "max_output_tokens": params.get("max_tokens"),
+        "temperature": params.get("temperature"),
+        "top_p": params.get("top_p"),
+        "stop_sequences": params.get("stop_sequences"),
+    }
+    if (
+        not isinstance(rest, Mapping)
+        and thinking is None
+        and all(v is None for v in values.values())
+    ):
+        return None
+    config = generation_in(dict(rest) if isinstance(rest, Mapping) else {})
+    return attrs.evolve(config, **values, thinking_config=thinking)

@@ -1,0 +1,360 @@
+"""GeminiStreamEncoder: each rule of its module docstring, checked on the bytes and by decoding
+them again; and the OpenAI encoder's finish for another dialect's raw value."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from svir_proto.errors import Failure, FailureKind, FilterResult
+from svir_proto.events import (
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningSignature,
+    RefusalDelta,
+    ResponseStarted,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
+from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
+from tests.helpers import ROOT, run
+
+END = StreamEnded(complete=True, done=True)
+STOP = Finished(reason=FinishReason.STOP, raw="stop")
+
+
+def chunks(data: bytes) -> list[dict[str, Any]]:
+    assert data.endswith(b"\r\n\r\n") or not data
+    out = []
+    for block in data.split(b"\r\n\r\n")[:-1]:
+        assert block.startswith(b"data: ")
+        out.append(json.loads(block[6:]))
+    return out
+
+
+def encode(*events: Any, **options: Any) -> tuple[list[dict[str, Any]], GeminiStreamEncoder]:
+    encoder = GeminiStreamEncoder(**options)
+    return chunks(b"".join(encoder.encode(e) for e in events)), encoder
+
+
+def parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    return chunk["candidates"][0]["content"]["parts"]  # type: ignore[no-any-return]
+
+
+def test_every_chunk_carries_the_identity_and_text_is_a_part() -> None:
+    out, _ = encode(
+        StreamStarted(response_id="r9", model="gemini-x", created=1735689600),
+        TextDelta(text='hé "<'),
+        TextDelta(text=""),
+        STOP,
+        END,
+    )
+    assert parts(out[0]) == [{"text": 'hé "<'}]
+    for c in out:
+        assert (c["modelVersion"], c["responseId"], c["createTime"]) == (
+            "gemini-x",
+            "r9",
+            "2025-01-01T00:00:00Z",
+        )
+    assert out[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert len(out) == 2
+
+
+def test_lf_line_ends_on_request() -> None:
+    encoder = GeminiStreamEncoder(crlf=False, model="m")
+    assert encoder.encode(TextDelta(text="a")).endswith(b'"responseId":""}\n\n')
+
+
+def test_reasoning_is_a_thought_part_and_its_carrier_is_listed() -> None:
+    out, encoder = encode(
+        ReasoningDelta(text="hm", carrier="thought"),
+        ReasoningDelta(text="", carrier="thought"),
+        ReasoningDelta(text="so", carrier="reasoning_content"),
+    )
+    assert [parts(c) for c in out] == [
+        [{"text": "hm", "thought": True}],
+        [{"text": "so", "thought": True}],
+    ]
+    assert encoder.lost == ["reasoning's carrier 'reasoning_content': sent as thought parts"]
+
+
+def test_a_refusal_goes_out_as_text_and_is_listed() -> None:
+    out, encoder = encode(RefusalDelta(text="no"), RefusalDelta(text=""))
+    assert [parts(c) for c in out] == [[{"text": "no"}]]
+    assert encoder.lost == ["a refusal: Gemini has none, it went out as text"]
+
+
+def test_openai_pieces_make_whole_calls_in_index_order() -> None:
+    out, encoder = encode(
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x":'),
+        ToolCallDelta(index=1, id="b", name="g", arguments="{}"),  # whole before call 0
+        ToolCallDelta(index=1, arguments=""),
+        TextDelta(text="t"),
+        ToolCallDelta(index=0, arguments="1}"),  # now call 0 is whole: both go out
+        ToolCallDelta(index=0, arguments=" "),  # after it was written
+        STOP,
+        ToolCall(index=0, id="a", name="f", arguments='{"x":1}'),
+        ToolCall(index=1, id="b", name="g", arguments="{}"),
+        END,
+    )
+    calls = [p["functionCall"] for c in out for p in parts(c) if "functionCall" in p]
+    assert calls == [
+        {"id": "a", "name": "f", "args": {"x": 1}},
+        {"id": "b", "name": "g", "args": {}},
+    ]
+    assert parts(out[0]) == [{"text": "t"}]
+    assert encoder.lost == ["tool call 0: arguments after it was whole, not sent"]
+
+
+def test_a_signature_that_follows_its_call_rides_on_it() -> None:
+    out, _ = encode(
+        ToolCallDelta(index=0, id="a", name="f", arguments="{}"),
+        ReasoningSignature(signature="s", carrier="thought", item_id="a"),
+        STOP,
+        ToolCall(index=0, id="a", name="f", arguments="{}"),
+        END,
+    )
+    assert parts(out[0]) == [
+        {"functionCall": {"id": "a", "name": "f", "args": {}}, "thoughtSignature": "s"}
+    ]
+
+
+def test_whole_calls_without_pieces_and_calls_never_whole() -> None:
+    out, encoder = encode(
+        ToolCall(index=0, id="x", name="f", arguments='"not an object"'),
+        ToolCallDelta(index=1, id="p", name="g", arguments="{"),
+        ToolCallDelta(index=2, id="q", name="h", arguments="{}"),  # waits for call 1
+        ReasoningSignature(signature="s-p", carrier="thought", item_id="p"),
+        ToolCallDelta(index=3, id="z", name="k"),
+        ResponseStarted(status=200, headers=()),  # the HTTP level: nothing to write
+        StreamEnded(complete=False, done=False),
+    )
+    assert parts(out[0]) == [{"functionCall": {"id": "x", "name": "f", "args": {}}}]
+    assert parts(out[1]) == [{"text": "", "thoughtSignature": "s-p"}]
+    assert encoder.lost == [
+        "tool call 'x': its arguments are not a JSON object; sent as {}",
+        "tool call 1 never became whole: not sent",
+        "tool call 3 never became whole: not sent",
+        "tool call 2 waited for a call before it that never came: not sent",
+    ]
+
+
+def test_a_whole_call_its_pieces_never_made_whole_goes_out_in_its_turn() -> None:
+    out, _ = encode(
+        ToolCallDelta(index=0, id="a", name="f", arguments="{"),
+        ToolCallDelta(index=1, id="b", name="g", arguments="{}"),
+        ToolCall(index=0, id="a", name="f", arguments="{}"),  # the decoder's whole call
+        ToolCall(index=1, id="b", name="g", arguments="{}"),
+        END,
+    )
+    assert [parts(c)[0]["functionCall"]["id"] for c in out[:2]] == ["a", "b"]
+
+
+def test_signatures_that_name_no_pending_call_are_empty_text_parts() -> None:
+    out, encoder = encode(
+        ReasoningSignature(signature="s1", carrier="thought"),
+        ReasoningSignature(signature="s2", carrier="thinking", item_id="rs_1"),
+        ReasoningSignature(signature="enc", carrier="thinking", redacted=True),
+    )
+    assert [parts(c) for c in out] == [
+        [{"text": "", "thoughtSignature": "s1"}],
+        [{"text": "", "thoughtSignature": "s2"}],
+    ]
+    assert encoder.lost == [
+        "a signature of carrier 'thinking': sent as thoughtSignature",
+        "a redacted reasoning block: Gemini has no form for it",
+    ]
+
+
+def test_the_last_chunk_has_the_finish_and_the_usage_gemini_counts_it() -> None:
+    usage = Usage(
+        prompt_tokens=10,
+        completion_tokens=30,
+        total_tokens=40,
+        reasoning_tokens=20,
+        cached_tokens=4,
+        cache_creation_tokens=3,
+    )
+    out, _ = encode(STOP, Finished(reason=FinishReason.OTHER, raw="x"), usage, END)
+    assert out[-1]["usageMetadata"] == {
+        "promptTokenCount": 10,
+        "cachedContentTokenCount": 4,
+        "candidatesTokenCount": 10,
+        "thoughtsTokenCount": 20,
+        "totalTokenCount": 40,
+        "vendor:svir": {"cacheCreationTokenCount": 3},
+    }
+    d = GeminiStreamDecoder()
+    encoder = GeminiStreamEncoder()
+    run(d, [b"".join(encoder.encode(e) for e in (STOP, usage, END))])
+    assert d.result.usage == usage
+
+
+def test_finish_values_are_geminis_own_or_the_normal_forms() -> None:
+    cases = [
+        (Finished(reason=FinishReason.STOP, raw="STOP"), "STOP"),
+        (Finished(reason=FinishReason.TOOL_CALLS, raw="STOP"), "STOP"),
+        (Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"), "STOP"),
+        (Finished(reason=FinishReason.LENGTH, raw="length"), "MAX_TOKENS"),
+        (Finished(reason=FinishReason.CONTENT_FILTER, raw="RECITATION"), "RECITATION"),
+        (Finished(reason=FinishReason.CONTENT_FILTER, raw="content_filter"), "SAFETY"),
+        (Finished(reason=FinishReason.OTHER, raw="LANGUAGE"), "LANGUAGE"),
+        (Finished(reason=FinishReason.OTHER, raw="abort"), "OTHER"),
+        (Finished(reason=FinishReason.STOP, raw="LANGUAGE"), "STOP"),
+    ]
+    for finish, value in cases:
+        out, _ = encode(finish, END)
+        assert out[-1]["candidates"][0]["finishReason"] == value, finish
+
+
+def test_a_cut_writes_no_finish_but_what_it_has() -> None:
+    out, encoder = encode(STOP, Usage(prompt_tokens=1), StreamEnded(complete=False, done=False))
+    assert out == [{"usageMetadata": {"promptTokenCount": 1}, "modelVersion": "", "responseId": ""}]
+    assert not encoder.done
+    assert encode(StreamEnded(complete=False, done=False))[0] == []
+
+
+def test_a_failure_is_an_error_chunk_and_the_end() -> None:
+    failure = Failure(kind=FailureKind.RATE_LIMITED, message="slow down", code="x", retry_after=2)
+    out, encoder = encode(
+        TextDelta(text="a"), STOP, StreamFailed(error=failure), TextDelta(text="b"), END
+    )
+    assert out[1] == {
+        "error": {
+            "code": 429,
+            "message": "slow down",
+            "status": "RESOURCE_EXHAUSTED",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "RATE_LIMITED",
+                    "domain": "svir-proto",
+                    "metadata": {"code": "x"},
+                },
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2.000s"},
+            ],
+        }
+    }
+    assert len(out) == 2
+    assert not encoder.done
+
+
+HATE = FilterResult(category="HARM_CATEGORY_HATE_SPEECH", filtered=False, severity="LOW")
+BLOCKED = FilterResult(category="HARM_CATEGORY_HARASSMENT", filtered=True, severity="HIGH")
+AZURE = FilterResult(category="hate", filtered=False, severity="safe")
+
+
+def test_verdicts_in_geminis_categories_are_safety_ratings() -> None:
+    out, encoder = encode(
+        FilterVerdict(scope="prompt", results=(HATE, AZURE)),
+        FilterVerdict(scope="completion", results=(BLOCKED,), filtered=True, detected=True),
+        FilterVerdict(scope="completion", results=(AZURE,)),
+        FilterVerdict(scope="prompt", results=(AZURE,)),
+    )
+    assert out[0]["promptFeedback"] == {
+        "safetyRatings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "LOW"}]
+    }
+    assert out[1]["candidates"] == [
+        {
+            "safetyRatings": [
+                {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": True}
+            ],
+            "index": 0,
+        }
+    ]
+    assert len(out) == 2
+    assert encoder.lost == ["filter verdicts in categories Gemini has not: not sent"]
+
+
+def test_a_prompt_blocked_upstream_is_a_block_reason() -> None:
+    blocked = FilterVerdict(scope="prompt", results=(BLOCKED,), filtered=True, detected=True)
+    out, _ = encode(
+        blocked,
+        Finished(reason=FinishReason.CONTENT_FILTER, raw="content_filter"),
+        Usage(prompt_tokens=2),
+        END,
+    )
+    assert out == [
+        {
+            "promptFeedback": {
+                "blockReason": "OTHER",
+                "safetyRatings": [
+                    {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": True}
+                ],
+            },
+            "usageMetadata": {"promptTokenCount": 2},
+            "modelVersion": "",
+            "responseId": "",
+        }
+    ]
+    out, _ = encode(
+        FilterVerdict(scope="prompt", results=(AZURE,), filtered=True),
+        Finished(reason=FinishReason.CONTENT_FILTER, raw="SAFETY"),
+        END,
+    )
+    assert out[0]["promptFeedback"] == {"blockReason": "SAFETY"}
+    # a filtered prompt verdict, then an answer after all: the ratings, then the answer's end
+    out, _ = encode(blocked, TextDelta(text="a"), STOP, END)
+    assert [next(iter(c)) for c in out] == ["candidates", "promptFeedback", "candidates"]
+    out, _ = encode(FilterVerdict(scope="prompt", results=(AZURE,), filtered=True), STOP, END)
+    assert [next(iter(c)) for c in out] == ["candidates"]
+
+
+def test_an_openai_client_gets_openais_finish_for_another_dialects_raw_value() -> None:
+    """The gateway's OpenAI side (svir_proto.openai.encoder): Gemini's STOP is ``stop``,
+    its STOP with calls ``tool_calls``; an OpenAI server's own unknown value stays as it is."""
+    for finish, value in [
+        (Finished(reason=FinishReason.STOP, raw="STOP"), "stop"),
+        (Finished(reason=FinishReason.TOOL_CALLS, raw="STOP"), "tool_calls"),
+        (Finished(reason=FinishReason.LENGTH, raw="MAX_TOKENS"), "length"),
+        (Finished(reason=FinishReason.STOP, raw="stop"), "stop"),
+        (Finished(reason=FinishReason.OTHER, raw="eos"), "eos"),
+    ]:
+        data = ChatStreamEncoder().encode(finish)
+        assert json.loads(data[6:])["choices"][0]["finish_reason"] == value
+        d = ChatStreamDecoder()
+        d.feed(data)
+        assert d.result.finish_reason is finish.reason
+
+
+def test_fuzz_crash_text_after_a_failure() -> None:
+    """fuzz/corpus/gemini/crash-text-after-a-failure: an error chunk, then text. The decoder
+    reads on after a failure, the encoder writes nothing after one (Rule 6: the error chunk is
+    the end of a Gemini stream, where its client raises); the fuzz target expected the text
+    after it too. It now checks what precedes the first failure."""
+    body = (ROOT / "fuzz/corpus/gemini/crash-text-after-a-failure").read_bytes()
+    d = GeminiStreamDecoder()
+    events = run(d, [body])
+    assert d.result.text  # read on
+    encoder = GeminiStreamEncoder()
+    again = GeminiStreamDecoder()
+    run(again, [b"".join(encoder.encode(e) for e in events)])
+    assert again.result.text == ""
+    assert again.result.error == d.result.error
+
+
+def test_fuzz_crash_incomplete_stream_finished_by_the_encoder() -> None:
+    """fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder: a whole call, then a
+    streamed call left open at the end: done (the body ended cleanly after a finish) but not
+    complete, so no call is executable. The encoder wrote the finish because the stream was
+    done, and a Gemini client then took the first call as a complete answer's. The finish now
+    goes out only when the stream was complete (Rule 5)."""
+    body = (
+        ROOT / "fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder"
+    ).read_bytes()
+    d = GeminiStreamDecoder()
+    events = run(d, [body])
+    assert (d.result.done, d.result.complete, d.result.tool_calls) == (True, False, ())
+    encoder = GeminiStreamEncoder()
+    again = GeminiStreamDecoder()
+    run(again, [b"".join(encoder.encode(e) for e in events)])
+    assert (again.result.complete, again.result.tool_calls) == (False, ())
+    assert again.result.finish_reason is None

@@ -1,0 +1,473 @@
+"""svir_proto.gemini.hub: what goes where between a Gemini request and the neutral one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from svir_proto import hub
+from svir_proto.events import ReasoningBlock
+from svir_proto.gemini import (
+    VENDOR,
+    GeminiContent,
+    GeminiFileData,
+    GeminiFunctionCall,
+    GeminiFunctionDeclaration,
+    GeminiFunctionResponse,
+    GeminiGenerationConfig,
+    GeminiInlineData,
+    GeminiOtherPart,
+    GeminiRequest,
+    GeminiText,
+    GeminiThinkingConfig,
+    GeminiTool,
+    GeminiToolConfig,
+)
+from svir_proto.gemini.hub import from_hub, to_hub
+from svir_proto.llmstream import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMTextPart,
+    LLMTool,
+    LLMToolCall,
+)
+from svir_proto.openai import ChatRequest, ToolMessage, UserMessage
+from svir_proto.translate import llm_to_openai, openai_to_llm
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(20)
+WEATHER = GeminiFunctionDeclaration(
+    name="get_weather",
+    description="Weather",
+    parameters={
+        "type": "OBJECT",
+        "properties": {
+            "city": {"type": "STRING"},
+            "days": {"type": "ARRAY", "items": {"type": "INTEGER"}},
+            "unit": {"anyOf": [{"type": "STRING"}, {"type": "NULL"}]},
+            "more": {"type": "OBJECT", "additionalProperties": {"type": "NUMBER"}},
+            "any": {"type": "ARRAY", "items": True, "not": {"type": "NULL"}},
+        },
+        "required": ["city"],
+    },
+)
+
+
+def gemini(**fields: Any) -> GeminiRequest:
+    return GeminiRequest(**{"model": "gemini-2.5-flash", **fields})
+
+
+def test_a_conversation_to_the_hub_says_it_the_neutral_way() -> None:
+    r = gemini(
+        system_instruction=GeminiContent(role=None, parts=[GeminiText(text="Be brief.")]),
+        contents=[
+            GeminiContent(parts=[GeminiText(text="Weather?"), GeminiInlineData.from_bytes(PNG)]),
+            GeminiContent(
+                role="model",
+                parts=[
+                    GeminiText(text="Let me see.", thought=True),
+                    GeminiFunctionCall(
+                        name="get_weather", args={"city": "Paris"}, thought_signature="s1"
+                    ),
+                    GeminiFunctionCall(name="get_weather", args={"city": "Rome"}),
+                ],
+            ),
+            GeminiContent(
+                parts=[
+                    GeminiFunctionResponse(name="get_weather", response={"output": "sunny"}),
+                    GeminiFunctionResponse(name="get_weather", response={"error": "no data"}),
+                    GeminiText(text="Thanks"),
+                ]
+            ),
+        ],
+        tools=[GeminiTool(function_declarations=[WEATHER])],
+        tool_config=GeminiToolConfig(mode="ANY", allowed_function_names=["get_weather"]),
+        generation_config=GeminiGenerationConfig(
+            max_output_tokens=50,
+            temperature=0.2,
+            top_p=0.9,
+            top_k=5,
+            stop_sequences=["END"],
+            thinking_config=GeminiThinkingConfig(
+                thinking_budget=100, include_thoughts=True, thinking_level="LOW"
+            ),
+        ),
+    )
+    h = to_hub(r)
+    roles = [m.role for m in h.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert h.messages[1].content == (
+        LLMTextPart(text="Weather?"),
+        LLMMediaPart(type="image", media_type="image/png", raw=PNG),
+    )
+    assistant = h.messages[2]
+    assert [(c.id, c.arguments) for c in assistant.tool_calls] == [
+        ("gemini-1-1", '{"city":"Paris"}'),
+        ("gemini-1-2", '{"city":"Rome"}'),
+    ]
+    assert assistant.content is None
+    assert hub.message_reasoning(assistant) == (
+        ReasoningBlock(text="Let me see.", signature="s1", carrier="thought", item_id="gemini-1-1"),
+    )
+    tools = h.messages[3:5]
+    assert [(m.tool_call_id, m.name, m.text, hub.message_is_error(m)) for m in tools] == [
+        ("gemini-1-1", "get_weather", "sunny", False),
+        ("gemini-1-2", "get_weather", "no data", True),
+    ]
+    assert h.parameters == {
+        "max_tokens": 50,
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "stop_sequences": ["END"],
+    }
+    assert hub.tool_choice(h) == ("name", "get_weather")
+    assert hub.reasoning_options(h) == {"budget_tokens": 100, "effort": "low", "summary": "auto"}
+    schema = h.tools[0].parameters
+    assert schema["type"] == "object"
+    assert schema["properties"]["days"]["items"] == {"type": "integer"}
+    assert schema["properties"]["unit"]["anyOf"][1] == {"type": "null"}
+    assert schema["properties"]["more"]["additionalProperties"] == {"type": "number"}
+    assert schema["properties"]["any"] == {"type": "array", "items": True, "not": {"type": "null"}}
+    vendor = h.extensions[VENDOR]
+    assert vendor["generationConfig"] == {"topK": 5}
+    assert from_hub(h) == r
+    # and on to OpenAI: what a chat upstream is sent
+    chat = llm_to_openai(h)
+    assert chat.max_tokens == 50
+    assert [type(m).__name__ for m in chat.messages] == [
+        "SystemMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolMessage",
+        "ToolMessage",
+        "UserMessage",
+    ]
+
+
+def test_an_edited_message_is_rebuilt_from_what_it_says_now() -> None:
+    r = gemini(
+        contents=[
+            GeminiContent(
+                parts=[
+                    GeminiFileData(file_uri="gs://b/v.mp4", mime_type="video/mp4"),
+                    GeminiText(text="What is this?"),
+                ]
+            ),
+        ]
+    )
+    h = to_hub(r)
+    assert VENDOR in h.messages[0].extensions
+    assert from_hub(h) == r
+    edited = attrs.evolve(h, messages=[attrs.evolve(h.messages[0], content="Something else?")])
+    assert from_hub(edited).contents == (GeminiContent(role="user", parts="Something else?"),)
+
+
+def test_a_foreign_request_becomes_a_gemini_one(tmp_path: Path) -> None:
+    audio = tmp_path / "a.wav"
+    audio.write_bytes(b"RIFF" + bytes(40))
+    llm = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="system", content="One."),
+            LLMMessage(
+                role="user",
+                content=[
+                    LLMTextPart(text="Hear"),
+                    LLMMediaPart(type="audio", media_type="audio/wav", path=str(audio)),
+                ],
+            ),
+            LLMMessage(
+                role="assistant",
+                content=[
+                    LLMTextPart(text="I hear."),
+                    LLMMediaPart(type="image", media_type="image/png", data="iVBORw0KGgo="),
+                ],
+                tool_calls=[LLMToolCall(id="call_1", name="f", arguments='{"a":1}')],
+                extensions=hub.message_extensions(
+                    reasoning=[
+                        ReasoningBlock(text="why", signature="ant", carrier="thinking"),
+                        ReasoningBlock(
+                            text="", signature="gem", carrier="thought", item_id="call_1"
+                        ),
+                    ]
+                ),
+            ),
+            LLMMessage(role="tool", content='{"ok":true}', tool_call_id="call_1"),
+            LLMMessage(
+                role="tool",
+                content="boom",
+                tool_call_id="call_1",
+                name="f",
+                extensions=hub.message_extensions(is_error=True),
+            ),
+            LLMMessage(role="user", content="and?"),
+            LLMMessage(role="system", content="Two."),
+        ],
+        tools=[LLMTool(name="f", description="", parameters={"type": "object"})],
+        parameters={"max_tokens": 9, "stop_sequences": ["x"]},
+        extensions=hub.hub_options(
+            tool_choice="required", reasoning={"effort": "xhigh", "summary": "detailed"}
+        ),
+    )
+    r = from_hub(llm)
+    assert r.system_instruction == GeminiContent(
+        role=None, parts=[GeminiText(text="One."), GeminiText(text="Two.")]
+    )
+    user, model, results, question = r.contents
+    assert user.parts[1] == GeminiInlineData(mime_type="audio/wav", path=str(audio), size=44)
+    assert model.parts == (
+        GeminiText(text="I hear."),
+        GeminiInlineData(mime_type="image/png", data="iVBORw0KGgo="),
+        GeminiFunctionCall(name="f", args={"a": 1}, id="call_1", thought_signature="gem"),
+    )
+    assert results.parts == (
+        GeminiFunctionResponse(name="f", response={"ok": True}, id="call_1"),
+        GeminiFunctionResponse(name="f", response={"error": "boom"}, id="call_1"),
+    )
+    assert question == GeminiContent(role="user", parts="and?")
+    assert r.tools == (
+        GeminiTool(
+            function_declarations=[
+                GeminiFunctionDeclaration(name="f", parameters_json_schema={"type": "object"})
+            ]
+        ),
+    )
+    assert r.tool_config == GeminiToolConfig(mode="ANY")
+    assert r.generation_config == GeminiGenerationConfig(
+        max_output_tokens=9,
+        stop_sequences=["x"],
+        thinking_config=GeminiThinkingConfig(thinking_level="high", include_thoughts=True),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "thinking"),
+    [
+        ({"effort": "none"}, GeminiThinkingConfig(thinking_budget=0)),
+        ({"effort": "low", "budget_tokens": 64}, GeminiThinkingConfig(thinking_budget=64)),
+        ({"summary": "auto"}, GeminiThinkingConfig(include_thoughts=True)),
+        ({"effort": 3}, None),
+    ],
+)
+def test_reasoning_options_as_thinking(
+    options: dict[str, Any], thinking: GeminiThinkingConfig | None
+) -> None:
+    llm = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="q")],
+        extensions=hub.hub_options(reasoning=options),
+    )
+    config = from_hub(llm).generation_config
+    assert (config.thinking_config if config else None) == thinking
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", ("name", "f")])
+def test_tool_choices_both_ways(choice: hub.HubToolChoice) -> None:
+    llm = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="q")],
+        tools=[LLMTool(name="f", description="d", parameters={})],
+        extensions=hub.hub_options(tool_choice=choice),
+    )
+    r = from_hub(llm)
+    assert hub.tool_choice(to_hub(r)) == choice
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        GeminiToolConfig(mode="VALIDATED"),
+        GeminiToolConfig(mode="MODE_UNSPECIFIED"),
+        GeminiToolConfig(mode="ANY", allowed_function_names=["get_weather", "other"]),
+        GeminiToolConfig(extra={"retrievalConfig": {}}),
+    ],
+)
+def test_tool_configs_the_neutral_choice_cannot_say_come_back_whole(
+    config: GeminiToolConfig,
+) -> None:
+    other = GeminiFunctionDeclaration(name="other", parameters_json_schema=True)
+    r = gemini(
+        contents=[GeminiContent(parts="q")],
+        tools=[GeminiTool(function_declarations=[WEATHER, other])],
+        tool_config=config,
+    )
+    h = to_hub(r)
+    assert from_hub(h) == r
+    assert h.tools[1].parameters == {"type": "object", "properties": {}}
+    changed = attrs.evolve(h, extensions={**h.extensions, **hub.hub_options(tool_choice="none")})
+    assert from_hub(changed).tool_config == GeminiToolConfig(mode="NONE")
+
+
+def test_what_has_no_gemini_form_raises_naming_it() -> None:
+    def llm(*messages: LLMMessage) -> LLMRequest:
+        return LLMRequest(model="m", messages=[LLMMessage(role="user", content="q"), *messages])
+
+    with pytest.raises(ValueError, match="'c9' names no function"):
+        from_hub(llm(LLMMessage(role="tool", content="x", tool_call_id="c9")))
+    media = [LLMMediaPart(type="image", media_type="image/png", raw=PNG)]
+    with pytest.raises(ValueError, match="has media"):
+        from_hub(llm(LLMMessage(role="tool", content=media, tool_call_id="c9", name="f")))
+    with pytest.raises(ValueError, match="systemInstruction: inline data"):
+        to_hub(
+            gemini(
+                contents=[GeminiContent(parts="q")],
+                system_instruction=GeminiContent(
+                    role=None, parts=[GeminiInlineData.from_bytes(PNG)]
+                ),
+            )
+        )
+
+
+def test_a_system_instruction_the_messages_cannot_say_is_kept_and_used_while_they_agree() -> None:
+    system = GeminiContent(
+        role="user",
+        parts=[GeminiText(text="a"), GeminiInlineData(mime_type="text/plain", data="YQ==")],
+    )
+    r = gemini(contents=[GeminiContent(parts="q")], system_instruction=system)
+    h = to_hub(r)
+    assert [m.text for m in h.messages if m.role == "system"] == ["a"]
+    assert from_hub(h) == r
+    edited = attrs.evolve(h, messages=[LLMMessage(role="system", content="b"), *h.messages[1:]])
+    assert from_hub(edited).system_instruction == GeminiContent(role=None, parts="b")
+
+
+def test_results_and_turns_without_ids_and_their_grouping() -> None:
+    r = gemini(
+        contents=[
+            GeminiContent(role="model", parts=[GeminiFunctionCall(name="f", args={})]),
+            GeminiContent(parts=[GeminiFunctionResponse(name="f", response={"output": "1"})]),
+            GeminiContent(
+                parts=[GeminiFunctionResponse(name="f", response={"output": '{"a": 1}'})]
+            ),
+            GeminiContent(parts=[GeminiFunctionResponse(name="g", response={"v": [1]}, id="x")]),
+            GeminiContent(parts=[GeminiText(text="next")]),
+            GeminiContent(role="model", parts=[GeminiText(text="a"), GeminiText(text="b")]),
+            GeminiContent(parts=[GeminiInlineData(mime_type="application/pdf", data="JVBE")]),
+        ]
+    )
+    h = to_hub(r)
+    tools = [m for m in h.messages if m.role == "tool"]
+    assert [(m.tool_call_id, m.text) for m in tools] == [
+        ("gemini-0-0", "1"),
+        ("gemini-2-0", '{"output":"{\\"a\\": 1}"}'),
+        ("x", '{"v":[1]}'),
+    ]
+    assert from_hub(h) == r
+    assert LLMRequest.parse(h.body().read()) == h
+    assert from_hub(LLMRequest.parse(h.body().read())) == r
+
+
+def test_an_openai_request_through_the_hub_to_gemini() -> None:
+    chat = ChatRequest(
+        model="gpt",
+        messages=[UserMessage(content="hi"), ToolMessage(tool_call_id="t1", content="r")],
+        max_tokens=5,
+    )
+    with pytest.raises(ValueError, match="names no function"):
+        from_hub(openai_to_llm(chat))
+    llm = openai_to_llm(
+        ChatRequest(model="gpt", messages=[UserMessage(content="hi")], temperature=1.5)
+    )
+    assert from_hub(llm).generation_config == GeminiGenerationConfig(temperature=1.5)
+    assert (
+        from_hub(
+            LLMRequest(model="m", messages=[LLMMessage(role="user", content="q")])
+        ).generation_config
+        is None
+    )
+
+
+def test_an_empty_generation_config_and_a_stream_false_come_back() -> None:
+    r = gemini(
+        contents=[GeminiContent(parts="q")],
+        generation_config=GeminiGenerationConfig(
+            thinking_config=GeminiThinkingConfig(include_thoughts=False)
+        ),
+        safety_settings=[{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "OFF"}],
+        stream=False,
+        extra={"cachedContent": "c"},
+    )
+    h = to_hub(r)
+    assert json.loads(json.dumps(h.extensions))[VENDOR]["stream"] is False
+    assert from_hub(h) == r
+    assert (
+        from_hub(
+            to_hub(
+                gemini(
+                    contents=[GeminiContent(parts="q")], generation_config=GeminiGenerationConfig()
+                )
+            )
+        ).generation_config
+        == GeminiGenerationConfig()
+    )
+
+
+def test_media_in_a_kept_turn_is_taken_from_the_messages(tmp_path: Path) -> None:
+    image = tmp_path / "i.png"
+    image.write_bytes(PNG)
+    r = gemini(
+        contents=[
+            GeminiContent(
+                parts=[
+                    GeminiFileData(file_uri="gs://b/v.mp4"),
+                    GeminiInlineData.from_path(image),
+                    GeminiInlineData(
+                        mime_type="image/png",
+                        data="iVBO",
+                        inner_extra={"displayName": "d"},
+                        thought_signature="s",
+                    ),
+                    GeminiText(text="compare"),
+                ]
+            ),
+            GeminiContent(
+                role="model",
+                parts=[
+                    GeminiText(text="here"),
+                    GeminiInlineData(mime_type="image/png", data="iVBO"),
+                ],
+            ),
+            GeminiContent(
+                role="model", parts=[GeminiInlineData(mime_type="image/png", data="iVBO")]
+            ),
+            GeminiContent(role="model", parts=[GeminiOtherPart(value={"executableCode": {}})]),
+        ]
+    )
+    h = to_hub(r)
+    kept = h.messages[0].extensions[VENDOR]["content"]
+    assert kept["parts"][1] == {"inlineData": {"svir:part": 0}}
+    assert "iVBO" not in json.dumps(kept)  # no media twice
+    assert isinstance(h.messages[1].content, tuple)
+    assert from_hub(h) == r
+
+
+def test_results_that_are_not_only_output_or_error_are_their_json() -> None:
+    for response, text in [
+        ({"result": "x"}, '{"result":"x"}'),
+        ({"error": 1}, '{"error":1}'),
+        ({"output": "a", "more": 1}, '{"output":"a","more":1}'),
+    ]:
+        r = gemini(
+            contents=[
+                GeminiContent(parts=[GeminiFunctionResponse(name="f", response=response, id="i")])
+            ]
+        )
+        h = to_hub(r)
+        assert (h.messages[0].text, hub.message_is_error(h.messages[0])) == (text, False)
+        assert from_hub(h) == r
+
+
+def test_a_foreign_assistant_turn_with_nothing_to_say() -> None:
+    llm = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="user", content="q"),
+            LLMMessage(role="assistant", content=""),
+            LLMMessage(role="user", content="q2"),
+        ],
+    )
+    assert [c.role for c in from_hub(llm).contents] == ["user", "user"]

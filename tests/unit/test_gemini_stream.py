@@ -1,0 +1,601 @@
+"""GeminiStreamDecoder: each rule of its module docstring, and the edges between them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import NEED_DATA, PeerProtocolError, ToolCallError
+from svir_proto.events import (
+    Finished,
+    FinishReason,
+    ReasoningDelta,
+    ReasoningSignature,
+    StreamEnded,
+    StreamFailed,
+    StreamStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    Usage,
+)
+from svir_proto.gemini import GeminiStreamDecoder
+from tests.helpers import bytewise, run
+
+
+def sse(*chunks: Any, end: bytes = b"\r\n\r\n") -> bytes:
+    return b"".join(
+        b"data: " + (c if isinstance(c, bytes) else json.dumps(c).encode()) + end for c in chunks
+    )
+
+
+def chunk(*parts: dict[str, Any], finish: str | None = None, **top: Any) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate], "modelVersion": "m", "responseId": "r", **top}
+
+
+def decode(body: bytes, **options: Any) -> tuple[list[Any], GeminiStreamDecoder]:
+    d = GeminiStreamDecoder(**options)
+    return run(d, [body]), d
+
+
+def error_of(body: bytes, **options: Any) -> PeerProtocolError:
+    with pytest.raises(PeerProtocolError) as caught:
+        decode(body, **options)
+    return caught.value
+
+
+def test_the_pull_api_gives_the_same_events_and_ends_in_a_terminal() -> None:
+    body = sse(chunk({"text": "hi"}, finish="STOP"))
+    d = GeminiStreamDecoder()
+    assert d.next_event() is NEED_DATA
+    for piece in bytewise(body):
+        d.receive_data(piece)
+    d.receive_data(b"")
+    events = []
+    while not isinstance(event := d.next_event(), StreamEnded):
+        assert event is not NEED_DATA
+        events.append(event)
+    assert [type(e) for e in events] == [StreamStarted, TextDelta, Finished]
+    assert d.next_event() == StreamEnded(complete=True, done=True)
+    assert d.result.done
+
+
+C = b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", '  # then its field
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{nope", "not JSON"),
+        (b"[1]", "must be a JSON object"),
+        (b'{"candidates": 3}', "'candidates' must be a list"),
+        (b'{"candidates": [3]}', "a candidate must be an object"),
+        (b'{"candidates": [{"index": "1"}]}', "candidate index '1' is not an integer"),
+        (b'{"candidates": [{"content": []}]}', "content must be an object"),
+        (b'{"candidates": [{"content": {"parts": {}}}]}', "content.parts must be a list"),
+        (b'{"candidates": [{"content": {"parts": [1]}}]}', "a part must be an object"),
+        (b'{"candidates": [{"content": {"parts": [{"text": 1}]}}]}', "text must be a string"),
+        (b'{"candidates": [{"finishReason": 1}]}', "finishReason must be a string"),
+        (
+            b'{"candidates": [{"content": {"parts": [{"text": "", "thoughtSignature": 5}]}}]}',
+            "thoughtSignature must be a string",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"thoughtSignature": 5}]}}]}',
+            "thoughtSignature must be a string",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"functionCall": 1}]}}]}',
+            "functionCall must be an object",
+        ),
+        (
+            b'{"candidates": [{"content": {"parts": [{"functionCall": {"name": 1}}]}}]}',
+            "functionCall.name must be a string",
+        ),
+        (
+            C + b'"id": 1}}]}}]}',
+            "functionCall.id must be a string",
+        ),
+        (
+            C + b'"args": []}}]}}]}',
+            "functionCall.args must be an object",
+        ),
+        (
+            C + b'"partialArgs": {}}}]}}]}',
+            "partialArgs must be a list",
+        ),
+        (b'{"usageMetadata": []}', "'usageMetadata' must be an object"),
+        (b'{"promptFeedback": 1}', "'promptFeedback' must be an object"),
+        (b'{"promptFeedback": {"blockReason": 1}}', "blockReason must be a string"),
+    ],
+)
+def test_what_breaks_the_schema_is_an_error_at_its_chunk(data: bytes, message: str) -> None:
+    body = sse(chunk({"text": "a"})) + sse(data)
+    d = GeminiStreamDecoder()
+    assert [type(e) for e in d.feed(body)] == [StreamStarted, TextDelta]  # what came before
+    with pytest.raises(PeerProtocolError) as caught:
+        d.close()
+    assert message in str(caught.value)
+    at = len(sse(chunk({"text": "a"}))) + 6
+    assert caught.value.offset == at + (1 if data == b"{nope" else 0)
+
+
+def test_a_chunk_that_is_not_json_on_the_fast_lane_is_an_error_at_its_chunk() -> None:
+    """The lane is open after the first event: the hot loop hands what its parser refused to
+    the general read, which reports it as the general way does."""
+    first = sse(chunk({"text": "a"}))
+    d = GeminiStreamDecoder()
+    assert [type(e) for e in d.feed(first)] == [StreamStarted, TextDelta]
+    with pytest.raises(PeerProtocolError) as caught:
+        d.feed(sse(b"{nope"))
+    assert "not JSON" in str(caught.value)
+    assert caught.value.offset == len(first) + 7
+
+
+def test_a_chunk_that_nests_too_deeply_is_refused_by_both_parsers() -> None:
+    deep = b'{"candidates": [{"content": {"parts": [{"text": "a", "x": ' + b"[" * 600 + b"]" * 600
+    exc = error_of(sse(deep + b"}]}}]}"))
+    assert "deeper than 512" in str(exc)
+
+
+def test_replace_mends_bad_utf8_and_strict_refuses_it() -> None:
+    body = sse(b'{"candidates": [{"content": {"parts": [{"text": "a\xffb"}]}}]}')
+    assert "invalid UTF-8" in str(error_of(body))
+    _, d = decode(body, errors="replace")
+    assert d.result.text == "a\ufffdb"
+
+
+def test_identity_from_the_first_chunk_that_has_it_and_a_change_is_noted() -> None:
+    body = sse(
+        {"usageMetadata": {"promptTokenCount": 1}},  # no identity yet: nothing starts
+        {**chunk({"text": "a"}), "createTime": "2025-01-02T03:04:05+01:00"},
+        {**chunk({"text": "b"}), "responseId": "other"},
+        chunk({"text": "c"}, finish="STOP"),
+    )
+    events, d = decode(body)
+    assert events[0] == StreamStarted(response_id="r", model="m", created=1735783445)
+    assert d.result.problems == (
+        "responseId changed from 'r' to 'other'",
+        "responseId changed from 'other' to 'r'",
+    )
+
+
+@pytest.mark.parametrize("value", ["2025-02-30T00:00:00Z", "yesterday", 17, "1969-12-31T23:59:59Z"])
+def test_a_create_time_that_is_no_time_is_none(value: object) -> None:
+    events, _ = decode(sse({**chunk({"text": "a"}), "createTime": value}))
+    assert events[0].created is None
+
+
+def test_a_create_time_with_a_negative_offset() -> None:
+    events, _ = decode(sse({**chunk({"text": "a"}), "createTime": "2025-01-01T00:00:00.5-00:30"}))
+    assert events[0].created == 1735689600 + 1800
+
+
+def test_content_before_any_identity_starts_the_stream_with_none() -> None:
+    body = sse({"candidates": [{"content": {"parts": [{"text": "a"}]}, "finishReason": "STOP"}]})
+    events, d = decode(body)
+    assert events[:2] == [StreamStarted(response_id="", model=""), TextDelta(text="a")]
+    assert d.result.complete
+
+
+def test_other_sse_event_types_are_ignored_and_noted() -> None:
+    body = b"event: ping\r\ndata: {}\r\n\r\n" + sse(chunk({"text": "a"}, finish="STOP"))
+    _, d = decode(body)
+    assert d.result.text == "a"
+    assert d.result.problems == ("ignored SSE events of type 'ping'",)
+
+
+def test_thoughts_signatures_and_parts_without_an_event() -> None:
+    body = sse(
+        chunk({"text": "t1", "thought": True}, {"thought": True, "thoughtSignature": "s1"}),
+        chunk(
+            {"text": "t2", "thought": True},
+            {"inlineData": {"mimeType": "image/png", "data": ""}, "thoughtSignature": "s2"},
+        ),
+        chunk({"text": "", "thoughtSignature": ""}, {"text": "answer"}, finish="STOP"),
+    )
+    events, d = decode(body)
+    signatures = [e for e in events if isinstance(e, ReasoningSignature)]
+    assert [s.signature for s in signatures] == ["s1", "s2"]
+    assert [(b.text, b.signature) for b in d.result.reasoning_blocks] == [
+        ("t1", "s1"),
+        ("t2", "s2"),
+    ]
+    assert d.result.reasoning == "t1t2"
+    assert d.result.reasoning_carrier == "thought"
+    assert ReasoningDelta(text="t1", carrier="thought") in events
+    assert d.result.problems == (
+        "ignored parts of kind 'inlineData': the vocabulary has no event for them",
+    )
+
+
+def test_calls_get_ids_from_the_response_when_gemini_gives_none() -> None:
+    body = sse(
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f"}}]}}]},
+        chunk({"functionCall": {"name": "g", "args": {"x": [1, "é"]}}}, finish="STOP"),
+    )
+    events, d = decode(body, declared_tools=["f", "g"])
+    calls = d.result.tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("call-0", "f", "{}"),
+        ("r-1", "g", '{"x":[1,"é"]}'),
+    ]
+    assert d.result.finish_reason is FinishReason.TOOL_CALLS
+    assert [type(e) for e in events[-3:]] == [ToolCall, ToolCall, StreamEnded]
+
+
+def test_calls_with_a_finish_that_is_not_stop_are_noted() -> None:
+    _, d = decode(sse(chunk({"functionCall": {"name": "f", "id": "a"}}, finish="OTHER")))
+    assert d.result.problems == ("function calls arrived with finishReason 'OTHER'",)
+    _, d = decode(sse(chunk({"functionCall": {"name": "f", "id": "a"}}, finish="MAX_TOKENS")))
+    assert d.result.problems == ()
+
+
+def test_calls_that_break_the_rules_fail_at_the_end_after_everything_else() -> None:
+    body = sse(
+        chunk({"functionCall": {"name": "f", "id": "same"}}),
+        chunk({"functionCall": {"name": "g", "id": "same"}}, finish="STOP"),
+    )
+    d = GeminiStreamDecoder()
+    events = d.feed(body)
+    with pytest.raises(ToolCallError, match="repeats the id") as caught:
+        d.close()
+    assert [type(e) for e in events] == [StreamStarted, ToolCallDelta, ToolCallDelta, Finished]
+    assert caught.value.pending_events == ()
+    assert d.result.pending_tool_calls[1].id == "same"
+    assert not d.result.complete
+
+
+def test_bounds_on_calls_and_on_the_result() -> None:
+    calls = [{"functionCall": {"name": "f", "id": str(i)}} for i in range(3)]
+    exc = error_of(sse(chunk(*calls)), max_tool_calls=2)
+    assert exc.limit == "max_tool_calls"
+    exc = error_of(sse(chunk({"text": "x" * 50})), max_result_size=10)
+    assert exc.limit == "max_result_size"
+    exc = error_of(
+        sse(chunk({"functionCall": {"name": "f", "args": {"a": "x" * 50}}})), max_result_size=10
+    )
+    assert exc.limit == "max_result_size"
+
+
+def test_partial_arguments_build_the_call_by_path() -> None:
+    def call(**fc: Any) -> dict[str, Any]:
+        return chunk({"functionCall": fc})
+
+    body = sse(
+        call(
+            name="f",
+            id="v1",
+            willContinue=True,
+            partialArgs=[{"jsonPath": "$.a", "stringValue": "x", "willContinue": True}],
+        ),
+        call(
+            partialArgs=[
+                {"jsonPath": "$.a", "stringValue": "y"},
+                {"jsonPath": "$.b[0]", "boolValue": True},
+                {"jsonPath": "$.b[1].c", "numberValue": 2.5},
+                {"jsonPath": "$.b[0]", "boolValue": False},
+                {"jsonPath": "$.b[1].e", "numberValue": 3},
+                {"jsonPath": '$["d"]', "stringValue": "q"},
+            ],
+            willContinue=True,
+        ),
+        call(partialArgs=[{"jsonPath": "$.a", "stringValue": "z"}]),
+        chunk(finish="STOP"),
+    )
+    events, d = decode(body)
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas[0] == ToolCallDelta(index=0, id="v1", name="f", arguments="")
+    assert d.result.tool_calls[0].parse_arguments().value == {
+        "a": "z",
+        "b": [False, {"c": 2.5, "e": 3}],
+        "d": "q",
+    }
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        (1, "must be an object"),
+        ({"jsonPath": "a", "stringValue": "x"}, "must be a JSON path"),
+        ({"jsonPath": "$.a..b", "stringValue": "x"}, "is not one we read"),
+        ({"jsonPath": "$", "stringValue": "x"}, "names no argument"),
+        ({"jsonPath": "$.a"}, "exactly one value"),
+        ({"jsonPath": "$.a", "stringValue": 1}, "has the wrong type"),
+        ({"jsonPath": "$.a", "boolValue": 1}, "has the wrong type"),
+        ({"jsonPath": "$.a", "numberValue": "1"}, "has the wrong type"),
+        ({"jsonPath": "$.a[1]", "numberValue": 1}, "does not follow its array"),
+        ({"jsonPath": "$.s.t", "numberValue": 1}, "inside a non-object"),
+    ],
+)
+def test_partial_arguments_that_we_cannot_read_are_errors(arg: object, message: str) -> None:
+    first = {
+        "functionCall": {
+            "name": "f",
+            "willContinue": True,
+            "partialArgs": [{"jsonPath": "$.s", "stringValue": "v"}],
+        }
+    }
+    body = sse(chunk(first), chunk({"functionCall": {"partialArgs": [arg], "willContinue": True}}))
+    assert message in str(error_of(body))
+
+
+def test_a_streamed_call_that_never_closes_is_pending_and_the_stream_incomplete() -> None:
+    body = sse(chunk({"functionCall": {"name": "f", "willContinue": True}}, finish="STOP"))
+    _, d = decode(body)
+    assert not d.result.complete
+    assert d.result.done
+    assert d.result.pending_tool_calls == (ToolCallDelta(index=0, id="r-0", name="f"),)
+    assert "the body ended inside a streamed function call" in d.result.problems
+
+
+def test_a_streamed_call_opened_by_partial_args_and_closed_at_once() -> None:
+    fc = {"name": "f", "id": "x", "partialArgs": [{"jsonPath": "$.n", "nullValue": "NULL_VALUE"}]}
+    _, d = decode(sse(chunk({"functionCall": fc, "thoughtSignature": "s"}, finish="STOP")))
+    assert d.result.tool_calls[0].arguments == '{"n":null}'
+    assert d.result.reasoning_blocks[0].item_id == "x"
+
+
+def test_finish_reasons_map_and_a_second_is_noted() -> None:
+    for raw, reason in [
+        ("STOP", FinishReason.STOP),
+        ("MAX_TOKENS", FinishReason.LENGTH),
+        ("SPII", FinishReason.CONTENT_FILTER),
+        ("LANGUAGE", FinishReason.OTHER),
+        ("SOMETHING_NEW", FinishReason.OTHER),
+    ]:
+        _, d = decode(sse(chunk(finish=raw)))
+        assert (d.result.finish_reason, d.result.finish_raw) == (reason, raw)
+    _, d = decode(sse(chunk(finish="STOP"), chunk(finish="OTHER")))
+    assert d.result.problems == ("a second finishReason 'OTHER' after 'STOP'",)
+
+
+def test_candidates_other_than_zero_are_ignored_once() -> None:
+    other = {"content": {"parts": [{"text": "no"}]}, "index": 1}
+    body = sse(
+        {"candidates": [other, {"content": {"parts": [{"text": "yes"}]}}]},
+        {"candidates": [other, {"index": None, "finishReason": "STOP"}]},
+    )
+    _, d = decode(body)
+    assert d.result.text == "yes"
+    assert d.result.complete
+    assert len(d.result.problems) == 1
+
+
+def test_usage_is_news_with_the_finish_after_it_and_at_the_end() -> None:
+    u1 = {"promptTokenCount": 4, "candidatesTokenCount": 1}
+    u2 = {"promptTokenCount": 4, "candidatesTokenCount": 2, "thoughtsTokenCount": 3}
+    body = sse(
+        chunk({"text": "a"}, usageMetadata=u1),
+        chunk({"text": "b"}, usageMetadata=u1),
+        chunk(finish="STOP", usageMetadata=u1),
+        {"usageMetadata": u1},  # the same again: no news
+        {"usageMetadata": u2},
+    )
+    events, d = decode(body)
+    usages = [e for e in events if isinstance(e, Usage)]
+    assert [(u.completion_tokens, u.reasoning_tokens) for u in usages] == [(1, None), (5, 3)]
+    assert d.result.usage == usages[-1]
+    _, cut = decode(sse(chunk({"text": "a"}, usageMetadata={"thoughtsTokenCount": 2})))
+    assert cut.result.usage == Usage(completion_tokens=2, reasoning_tokens=2)
+
+
+def test_usage_normalised_with_every_count_kept() -> None:
+    raw = {
+        "promptTokenCount": 100,
+        "cachedContentTokenCount": 60,
+        "toolUsePromptTokenCount": 7,
+        "candidatesTokenCount": 10,
+        "thoughtsTokenCount": 20,
+        "totalTokenCount": 137,
+        "vendor:svir": {"cacheCreationTokenCount": 5},
+    }
+    _, d = decode(sse(chunk(finish="STOP", usageMetadata=raw)))
+    assert d.result.usage == Usage(
+        prompt_tokens=107,
+        completion_tokens=30,
+        total_tokens=137,
+        reasoning_tokens=20,
+        cached_tokens=60,
+        cache_creation_tokens=5,
+    )
+    _, d = decode(sse(chunk(finish="STOP", usageMetadata={"toolUsePromptTokenCount": 7})))
+    assert d.result.usage == Usage(prompt_tokens=7)
+
+
+def test_a_blocked_prompt_is_a_verdict_and_a_finish_even_without_ratings() -> None:
+    events, d = decode(sse({"promptFeedback": {"blockReason": "OTHER"}}))
+    assert [type(e).__name__ for e in events] == [
+        "StreamStarted",
+        "FilterVerdict",
+        "Finished",
+        "StreamEnded",
+    ]
+    assert d.result.filter_verdicts[0].filtered
+    assert d.result.complete
+    assert not d.result.usable
+    _, quiet = decode(sse({"promptFeedback": {"safetyRatings": []}}))
+    assert quiet.result.filter_verdicts == ()
+
+
+def test_an_error_chunk_is_a_failure_and_ends_the_stream_done() -> None:
+    body = sse(
+        chunk({"text": "a"}),
+        {
+            "error": {
+                "code": 400,
+                "message": "The input token count (9) exceeds the maximum number of tokens "
+                "allowed (4).",
+                "status": "INVALID_ARGUMENT",
+            }
+        },
+        {"error": {"code": 500, "message": "again", "status": "INTERNAL"}},
+    )
+    events, d = decode(body)
+    failures = [e.error for e in events if isinstance(e, StreamFailed)]
+    assert [f.kind.value for f in failures] == ["context_overflow", "transient"]
+    assert d.result.error == failures[0]
+    assert d.result.done
+    assert not d.result.complete
+
+
+def test_a_clean_end_without_a_finish_or_a_cut_is_not_done() -> None:
+    _, d = decode(sse(chunk({"text": "a"})))
+    assert (d.result.done, d.result.cut, d.result.complete) == (False, False, False)
+    _, d = decode(sse(chunk({"text": "a"}, finish="STOP")) + b'data: {"usageMeta')
+    assert (d.result.done, d.result.cut, d.result.complete) == (False, True, False)
+    assert d.result.finish_reason is FinishReason.STOP
+
+
+def test_ratings_that_rate_nothing_are_no_verdict() -> None:
+    body = sse({"candidates": [{"safetyRatings": []}, {"index": 0, "safetyRatings": [7]}]})
+    _, d = decode(body)
+    assert d.result.filter_verdicts == ()
+    assert d.result.filter_repeats == 0
+
+
+def test_a_long_streamed_string_costs_its_length_once() -> None:
+    """A string argument in 3,000 pieces: each piece counts once against max_result_size and
+    is joined once (the pieces were concatenated one by one and counted whole each time: a
+    quadratic cost, and a long argument ran past the bound)."""
+    first = {"name": "write", "id": "w", "willContinue": True}
+    pieces = [
+        chunk(
+            {
+                "functionCall": {
+                    "partialArgs": [
+                        {"jsonPath": "$.file.text", "stringValue": "abcd", "willContinue": True}
+                    ],
+                    "willContinue": True,
+                }
+            }
+        )
+        for _ in range(3000)
+    ]
+    last = chunk(
+        {"functionCall": {"partialArgs": [{"jsonPath": "$.file.text", "stringValue": "!"}]}},
+        finish="STOP",
+    )
+    _, d = decode(sse(chunk({"functionCall": first}), *pieces, last), max_result_size=60_000)
+    args = d.result.tool_calls[0].parse_arguments().value
+    assert args == {"file": {"text": "abcd" * 3000 + "!"}}
+
+
+def test_the_hot_paths_thought_delta_is_the_event() -> None:
+    from svir_proto.gemini.stream import thought_delta
+
+    assert thought_delta("hm") == ReasoningDelta(text="hm", carrier="thought")
+    assert hash(thought_delta("hm")) == hash(ReasoningDelta(text="hm", carrier="thought"))
+
+
+def per_event(body: bytes) -> list[bytes]:
+    """One event per read, as a live server flushes them: the decoder's fast lanes."""
+    return [block + b"\r\n\r\n" for block in body.split(b"\r\n\r\n") if block]
+
+
+def test_the_hot_loop_reads_what_the_general_way_reads() -> None:
+    u = {"promptTokenCount": 1}
+    ratings = [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "NEGLIGIBLE"}]
+    rated = {
+        "candidates": [
+            {
+                "content": {"parts": [{"text": "r"}], "role": "model"},
+                "safetyRatings": ratings,
+                "index": 0,
+            }
+        ],
+        "usageMetadata": u,
+        "modelVersion": "m",
+        "responseId": "r",
+    }
+    piece = {
+        "functionCall": {
+            "partialArgs": [{"jsonPath": "$.s", "stringValue": "p", "willContinue": True}],
+            "willContinue": True,
+        }
+    }
+    body = sse(
+        chunk({"text": "a"}, usageMetadata=u),
+        chunk({"text": ""}, usageMetadata=u),
+        chunk({"text": "t", "thought": True}, usageMetadata=u),
+        rated,
+        rated,
+        chunk(
+            {
+                "functionCall": {
+                    "name": "f",
+                    "id": "i",
+                    "willContinue": True,
+                    "partialArgs": [{"jsonPath": "$.s", "stringValue": "x", "willContinue": True}],
+                }
+            },
+            usageMetadata=u,
+        ),
+        chunk(piece, usageMetadata=u),
+        {
+            **chunk(piece, usageMetadata=u),
+            "candidates": [{**chunk(piece)["candidates"][0], "safetyRatings": ratings}],
+        },
+        chunk(
+            {
+                "functionCall": {
+                    "partialArgs": [
+                        {"jsonPath": "$.s", "stringValue": "y", "willContinue": True, "x": 1}
+                    ],
+                    "willContinue": True,
+                }
+            },
+            usageMetadata=u,
+        ),
+        chunk({"functionCall": {}}, usageMetadata=u),
+        chunk({"text": "b"}, finish="STOP", usageMetadata={"promptTokenCount": 2}),
+    )
+    general = GeminiStreamDecoder()
+    expected = run(general, bytewise(body))
+    events = per_event(body)
+    # one event per read; and the first, then all the rest at once (one batch, in which the
+    # usage the hot loop read is stored before a chunk it hands to the general read)
+    for feeds in (events, [events[0], b"".join(events[1:])]):
+        hot = GeminiStreamDecoder()
+        assert run(hot, feeds) == expected
+        assert hot.result == general.result
+        assert hot.result.filter_repeats == 2
+        assert hot.result.tool_calls[0].arguments == '{"s":"xppy"}'
+        assert hot.result.usage == Usage(prompt_tokens=2)
+
+
+@pytest.mark.parametrize("kind", ["text", "piece"])
+def test_the_hot_loop_keeps_the_bound(kind: str) -> None:
+    part: dict[str, Any] = {"text": "x" * 40}
+    opening = sse(chunk({"text": "a"}, usageMetadata={}))
+    if kind == "piece":
+        opening = sse(
+            chunk(
+                {
+                    "functionCall": {
+                        "name": "f",
+                        "willContinue": True,
+                        "partialArgs": [
+                            {"jsonPath": "$.s", "stringValue": "", "willContinue": True}
+                        ],
+                    }
+                },
+                usageMetadata={},
+            )
+        )
+        part = {
+            "functionCall": {
+                "partialArgs": [{"jsonPath": "$.s", "stringValue": "x" * 40, "willContinue": True}],
+                "willContinue": True,
+            }
+        }
+    d = GeminiStreamDecoder(max_result_size=30)
+    d.feed(opening)
+    with pytest.raises(PeerProtocolError) as caught:
+        d.feed(sse(chunk(part, usageMetadata={})))
+    assert caught.value.limit == "max_result_size"
