@@ -20,6 +20,7 @@ No I/O here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
@@ -125,7 +126,8 @@ class DialectSpec:
         """The request's path on ``endpoint`` (Rule 2)."""
         if self.path is not None:
             return endpoint.prefix + self.path
-        root = endpoint.prefix[: -len("/v1")] if endpoint.prefix.endswith("/v1") else ""
+        # the request's target names the API version: the endpoint's own goes (Rule 2)
+        root = _VERSION.sub("", endpoint.prefix.removesuffix("/v1"))
         return root + str(request.target())
 
     def headers(self, head: list[tuple[str, str]], api_key: str | None) -> list[tuple[str, str]]:
@@ -255,6 +257,39 @@ def _responses() -> DialectSpec:
     )
 
 
+def _parse_gemini(body: bytes) -> Any:
+    from .llmstream.request import RequestError
+
+    raise RequestError(
+        "$", "a Gemini request names its model in its path: GeminiRequest.parse(body, model=...)"
+    )
+
+
+def _gemini() -> DialectSpec:
+    from .gemini import encoder, endpoint, hub, request, status, stream
+
+    return DialectSpec(
+        name="gemini",
+        request_type=request.GeminiRequest,
+        path=None,
+        parse=_parse_gemini,
+        to_hub=hub.to_hub,
+        from_hub=hub.from_hub,
+        decoder=stream.GeminiStreamDecoder,
+        encoder=lambda model, rid, created: encoder.GeminiStreamEncoder(
+            model=model, response_id=rid, created=created
+        ),
+        body_outcome=status.body_outcome,
+        error_body=status.error_body,
+        error_status=status.error_status,
+        sniff=lambda head: (
+            head.startswith(b"data:") and (b'"candidates"' in head or b'"promptFeedback"' in head)
+        ),
+        auth=lambda key: [(endpoint.API_KEY_HEADER, key)],
+        key_variable="GEMINI_API_KEY",
+    )
+
+
 def _llm_error_body(failure: Failure) -> bytes:
     from .llmstream._wire import error_code
     from .openai.status import error_json
@@ -290,6 +325,7 @@ _BUILDERS: Final[dict[str, Callable[[], DialectSpec]]] = {
     "chat": _chat,
     "messages": _messages,
     "responses": _responses,
+    "gemini": _gemini,
     "llm-stream": _llm_stream,
 }
 # the package that holds each dialect's request type, for `dialect_of` without imports
@@ -301,6 +337,7 @@ _PACKAGES: Final = {
     "llmstream": "llm-stream",
 }
 _BUILT: dict[str, DialectSpec] = {}
+_VERSION: Final = re.compile(r"/v1[a-z0-9]*$")
 
 
 def dialect(name: str) -> DialectSpec:

@@ -105,7 +105,7 @@ class Recorded(NamedTuple):
 
 
 def fixture(name: str) -> bytes:
-    for folder in ("openai", "llmstream", "llamacpp"):
+    for folder in ("openai", "llmstream", "llamacpp", "anthropic", "responses", "gemini"):
         path = CONFORMANCE / folder / f"{name}.sse"
         if path.exists():
             return path.read_bytes()
@@ -275,7 +275,7 @@ class ReplayServer:
             )
             return self._replay(sock, body + b"data: {not json\n\n", "length", "garbage")
         if scenario == "replay":
-            name, framing = args
+            name, framing = args[:2]  # a path that names its API version (Gemini's) goes on
             return self._replay(sock, fixture(name), framing, name)
         if scenario == "llm":
             return self._replay(sock, fixture(args[0]), "chunked", args[0])

@@ -150,3 +150,32 @@ def _options() -> dict[str, object]:
         "max_tool_calls": 8,
         "errors": "strict",
     }
+
+
+def test_a_gemini_request_names_its_model_and_version_in_the_path() -> None:
+    from svir_proto.gemini import GeminiRequest
+    from svir_proto.gemini.parts import GeminiContent, GeminiText
+    from svir_proto.llmstream.request import RequestError
+
+    request = GeminiRequest(
+        model="gemini-2.5-flash",
+        contents=[GeminiContent(role="user", parts=[GeminiText(text="hi")])],
+    )
+    assert dialects.dialect_of(request) is dialects.dialect("gemini")
+    for base in (
+        "https://generativelanguage.googleapis.com",
+        "https://generativelanguage.googleapis.com/v1beta",
+    ):
+        exchange = Exchange(Endpoint.parse(base, "g-key"), request)
+        assert exchange.target == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        head = dict(exchange.headers)
+        assert head["x-goog-api-key"] == "g-key"
+        assert "Authorization" not in head
+    behind = Exchange(Endpoint.parse("http://proxy:8080/google/v1"), request)
+    assert behind.target.startswith("/google/v1beta/models/")
+    with pytest.raises(RequestError, match="model in its path"):
+        dialects.dialect("gemini").parse(b"{}")
+    body = (CONFORMANCE / "gemini" / "function-call-2.5.sse").read_bytes()
+    assert dialects.detect(body) == "gemini"
+    responses = (CONFORMANCE / "responses" / "openai-text.sse").read_bytes()
+    assert dialects.detect(responses) == "responses"
