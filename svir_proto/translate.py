@@ -45,6 +45,7 @@ from .events import (
     StreamEnded,
     StreamFailed,
     StreamStarted,
+    TextDelta,
     ToolCall,
     ToolCallDelta,
     Usage,
@@ -316,6 +317,8 @@ class OpenAIToLLMStream:
 
     def feed(self, event: Event) -> bytes:
         """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried)."""
+        if type(event) is TextDelta and self._started and not self._failed:  # most events
+            return self.encoder.delta(event.text, index=event.index)
         if isinstance(event, StreamStarted):
             if self._started:
                 return b""
