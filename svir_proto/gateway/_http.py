@@ -10,6 +10,10 @@ Rule 2 (who may use it, issue 16 item 5): with no token, ``Host`` must name an a
     loopback through DNS rebinding. With a token, ``Authorization`` must be exactly one header,
     ``Bearer`` in any case, then the token (compared in constant time); two headers are 400.
 Rule 3 (status lines): every status is sent with its reason phrase.
+Rule 4 (request ids): an id a client gives (``X-Request-Id``, ``metadata.request_id`` of
+    either dialect) is used only if it can be a header line as it is: printable ASCII
+    (RFC 9110 5.5 field-vchar and inner spaces), no space at either edge, at most
+    ``MAX_REQUEST_ID`` characters; any other is dropped, and the gateway makes one.
 
 This module does no I/O.
 """
@@ -23,6 +27,8 @@ from typing import Final
 
 __all__: list[str] = []
 
+MAX_REQUEST_ID: Final = 128
+"""The longest request id taken from a client (Rule 4)."""
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
@@ -32,6 +38,18 @@ def reason(status: int) -> bytes:
         return http.HTTPStatus(status).phrase.encode()
     except ValueError:
         return b"Unknown"
+
+
+def request_id(value: str | None) -> str | None:
+    """Rule 4: ``value`` if it may be a request id, else ``None`` (the gateway makes one)."""
+    if (
+        not value
+        or len(value) > MAX_REQUEST_ID
+        or not (value.isascii() and value.isprintable())
+        or value != value.strip()
+    ):
+        return None
+    return value
 
 
 def host_name(value: str) -> str:

@@ -45,7 +45,8 @@ Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
     one the gateway makes, is sent upstream as ``X-Request-Id``, returned in the response's
-    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``.
+    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``; an id that could not be
+    a header line as it is is not taken (`_http` Rule 4).
 
 It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
 """
@@ -79,7 +80,7 @@ from ..llmstream.negotiate import (
 )
 from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
-from ._http import bearer, host_allowed, reason, token_matches
+from ._http import bearer, host_allowed, reason, request_id, token_matches
 from .config import GatewayConfig, GatewayState
 
 __all__ = [
@@ -418,8 +419,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 headers=[("WWW-Authenticate", 'Bearer realm="svir-gateway"')],
             )  # fmt: skip
         self.request_kind = kind
-        rid = headers.get("x-request-id", "").strip()
-        self._header_id = rid[:128] if rid and rid.isprintable() else None
+        self._header_id = request_id(headers.get("x-request-id"))
         if local:
             self._mode = "answered"
             self._queue.append(LocalRequest(name=target[1:]))  # type: ignore[arg-type]
@@ -546,7 +546,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             assert scanner is not None
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
-            self.request_id = scanner.request_id or self._header_id or self.state.new_id()
+            self.request_id = (
+                request_id(scanner.request_id) or self._header_id or self.state.new_id()
+            )
             relay = self._relay(len(body))
             relay.declared_tools = self._declared
             relay.include_usage = scanner.include_usage
@@ -581,7 +583,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         assert isinstance(outcome, tuple)
         hub, upstream = outcome
         assert isinstance(hub, LLMRequest)
-        self.request_id = hub.request_id or self._header_id or self.state.new_id()
+        self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
         self.streaming_request = True
         self._model = hub.model
         self._declared = hub.tool_names if hub.tools else None

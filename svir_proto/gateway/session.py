@@ -353,15 +353,7 @@ class GatewaySession:
         self._up = up
         self._upstream = "sending"
         self._progress = now
-        try:
-            pieces = list(up.send(forward.request))
-        except ValueError as exc:  # Rule 2: a value from the client no request may carry
-            # (a request id that cannot be a header line): its answer, not a wedged connection;
-            # what could not go upstream cannot go in the client's head either
-            self.conn.request_id = None
-            return self._broken(
-                f"the request cannot be sent upstream: {exc}", now, kind=FailureKind.REJECTED
-            )
+        pieces = list(up.send(forward.request))  # every value from the client in it was checked
         if forward.body is not None:
             pieces += (up.send_data(forward.body), up.send_end())
         pieces += [up.send_data(piece) for piece in self._unsent]
