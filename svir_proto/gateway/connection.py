@@ -53,6 +53,7 @@ It never does I/O and reads no clock: the server passes ``now`` where a timestam
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
 
@@ -328,6 +329,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _fill(self) -> None:
         h = self._h11
         while self._terminal is None:  # after the terminal event nothing more is read
+            folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
                 event = h.next_event()
             except h11.RemoteProtocolError as exc:
@@ -340,7 +342,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
             if kind is h11.Request:
-                self._request(event)  # type: ignore[arg-type]
+                self._request(event, folded=folded)  # type: ignore[arg-type]
             elif kind is h11.Data:
                 self._data(bytes(event.data))  # type: ignore[union-attr]
             elif kind is h11.EndOfMessage:
@@ -370,10 +372,19 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._queue.append(ClientClosed())
         self._terminal = self._queue[-1]
 
-    def _request(self, req: h11.Request) -> None:
+    def _request(self, req: h11.Request, *, folded: bool) -> None:
         cfg = self.config
         if self._consumed() - self._head_at > cfg.max_head_size:  # h11 bounds only partial ones
             return self._reject(431, "request head too large", "invalid_request", close=True)
+        if folded:  # _http Rule 1: h11 would unfold it
+            return self._reject(
+                400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
+                "invalid_request", close=True,
+            )  # fmt: skip
+        if req.http_version not in (b"1.0", b"1.1"):  # _http Rule 1: h11 reads 1.x as 1.1
+            return self._reject(
+                505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
+            )
         fields: dict[str, list[str]] = {}
         for k, v in req.headers:
             fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
@@ -905,6 +916,17 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._terminal = None
         self._terminated = False
         self._dirty = True
+
+
+_HEAD_END: Final = re.compile(rb"\n\r?\n")
+_FOLD: Final = re.compile(rb"\n[ \t]")
+
+
+def _folded(data: bytes) -> bool:
+    """Whether the whole head at the start of ``data`` (if it has come) holds a folded line: a
+    line beginning with a space or a tab (RFC 9112 5.2 obs-fold)."""
+    end = _HEAD_END.search(data)
+    return end is not None and _FOLD.search(data, 0, end.start()) is not None
 
 
 def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:

@@ -61,6 +61,58 @@ def test_two_framings_are_refused_and_the_connection_closed(framing: tuple[str, 
     assert headers["connection"] == "close"
 
 
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("Transfer-Encoding:", " chunked"),  # the smuggler's form
+        ("Content-Length:", "\t4"),
+        ("X: a", " b"),
+        ("X: a", "\t"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "pipelined"])
+def test_a_folded_header_line_is_refused_and_the_connection_closed(
+    lines: tuple[str, str], mode: str
+) -> None:
+    """Attack (hostile battery ``te-obs-fold``, ``cl-obs-fold``, ``obs-fold``): h11 unfolds
+    obs-fold, so ``Transfer-Encoding:\\r\\n chunked`` was read as chunked, where a proxy in
+    front may read it otherwise. RFC 9112 5.2: refuse it with 400, and close."""
+    head = ["POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json"]
+    data = raw(*head, *lines, body=b"4\r\nabcd\r\n0\r\n\r\n")
+    c = conn()
+    if mode == "pipelined":  # a good request first, the folded one after it
+        c.feed(raw("GET /healthz HTTP/1.1", "Host: gw"))
+        c.reply_local(200, "application/json", b"{}")
+        c.finish_request()
+        c.start_next_cycle()
+    pieces = bytewise(data) if mode == "bytewise" else [data]
+    events = [e for piece in pieces for e in c.feed(piece)]
+    reply = events[-1]
+    assert isinstance(reply, Reply)
+    status, headers, _ = response(reply.data)
+    assert status == 400
+    assert reply.close
+    assert headers["connection"] == "close"
+
+
+def test_a_body_with_lines_that_begin_with_a_space_is_no_fold() -> None:
+    body = b'{\n  "model": "m",\n  "messages": [],\n\t"stream": true\n}'
+    events = conn().feed(raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(body)}", body=body,
+    ))  # fmt: skip
+    assert not any(isinstance(e, Reply) for e in events), events
+
+
+@pytest.mark.parametrize("version", ["1.2", "2.0", "9.9", "0.9"])
+def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
+    """Attack (hostile battery ``http-1.2``, ``http-2.0``): h11 reads any 1.x as 1.1."""
+    status, headers, _, reply = answer(raw(f"GET /healthz HTTP/{version}", "Host: gw"))
+    assert status == 505
+    assert reply.close
+    assert reply.data.startswith(b"HTTP/1.1 505 HTTP Version Not Supported\r\n")
+
+
 def test_every_status_line_has_its_reason_phrase() -> None:
     _, _, _, reply = answer(raw("GET /nope HTTP/1.1", "Host: gw"))
     assert reply.data.startswith(b"HTTP/1.1 404 Not Found\r\n")
