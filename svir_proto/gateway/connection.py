@@ -28,7 +28,9 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
     gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; an
     LLM-Stream body is read whole (bounded) to be translated. While an answer streams, a client
-    may send at most ``max_head_size`` bytes (the next request's head); more closes it.
+    may send at most ``max_head_size`` bytes (the next request's head); more closes it. After
+    a request that ends its connection (``Connection: close``, HTTP/1.0 without keep-alive)
+    nothing more is read: what follows is dropped (RFC 9112 9.6).
 Rule 4 (authentication, `_http` Rule 2, wire reference 5): the host and the gateway's own token
     are checked first (421, 400 for two ``Authorization`` headers, 401 with
     ``WWW-Authenticate``); ``/metrics`` needs the token unless ``public_metrics``. The upstream's
@@ -329,6 +331,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _fill(self) -> None:
         h = self._h11
         while self._terminal is None:  # after the terminal event nothing more is read
+            if h.their_state is h11.MUST_CLOSE:  # Rule 3: "close" said, nothing after is read
+                return
             folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
                 event = h.next_event()
@@ -374,8 +378,16 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _request(self, req: h11.Request, *, folded: bool) -> None:
         cfg = self.config
+        self.head_only = req.method == b"HEAD"  # before any answer: HEAD's has no body
         if self._consumed() - self._head_at > cfg.max_head_size:  # h11 bounds only partial ones
             return self._reject(431, "request head too large", "invalid_request", close=True)
+        fields: dict[str, list[str]] = {}
+        for k, v in req.headers:
+            fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
+        headers = {k: vs[-1] for k, vs in fields.items()}
+        target = req.target.decode("latin-1").split("?", 1)[0]
+        method = req.method.decode("latin-1")
+        self.method, self.target = method, target
         if folded:  # _http Rule 1: h11 would unfold it
             return self._reject(
                 400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
@@ -385,14 +397,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return self._reject(
                 505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
             )
-        fields: dict[str, list[str]] = {}
-        for k, v in req.headers:
-            fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
-        headers = {k: vs[-1] for k, vs in fields.items()}
-        target = req.target.decode("latin-1").split("?", 1)[0]
-        method = req.method.decode("latin-1")
-        self.method, self.target = method, target
-        self.head_only = method == "HEAD"
         kind, allowed = _route(target)
         if "content-length" in fields and "transfer-encoding" in fields:  # _http Rule 1
             return self._reject(
@@ -866,6 +870,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             keep = [(k, v) for k, v in keep if k not in ("cache-control", "x-accel-buffering")]
             keep += _SSE_HEAD[1:]
         length = next((v for k, v in headers if k == "content-length"), None)
+        if any(k == "transfer-encoding" for k, _ in headers):  # RFC 9112 6.3: it wins, and
+            length = None  # "an intermediary ... MUST first remove the received Content-Length"
         if length is not None and self._relaying == "raw":
             keep.append(("Content-Length", length))
         if status >= 400:

@@ -17,7 +17,8 @@ Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream ge
     ``timings`` stay. An LLM-Stream client gets the events translated (draft 7.1).
 Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
     client that breaks HTTP is answered or closed, an upstream that breaks it ends that
-    request with an error in the client's dialect.
+    request with an error in the client's dialect. An answer framed both by Content-Length
+    and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
     the connection), a body with no silence over ``body_timeout``, an idle kept-alive
     connection within ``idle_timeout``: else 408 or a close. An upstream with no progress for
@@ -422,6 +423,11 @@ class GatewaySession:
             self._progress = now
         elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
             self._progress = now
+        if any(type(e) is ResponseStarted and _framed_twice(e.headers) for e in events):
+            return self._broken(  # Rule 2: what may smuggle a response is not passed on
+                "the upstream framed its answer with both Content-Length and Transfer-Encoding",
+                now,
+            )
         out = self._relayed(up, events, now, error)
         if error is not None and not self.closed:
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
@@ -720,6 +726,13 @@ class GatewaySession:
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)
+
+
+def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
+    """Whether a response head has both framings (RFC 9112 6.3: "ought to be handled as an
+    error"; the sizes may differ, and a proxy between may read the other one)."""
+    names = {k for k, _ in headers}
+    return "content-length" in names and "transfer-encoding" in names
 
 
 def _last_boundary(data: bytes) -> int:

@@ -107,10 +107,15 @@ def test_a_body_with_lines_that_begin_with_a_space_is_no_fold() -> None:
 @pytest.mark.parametrize("version", ["1.2", "2.0", "9.9", "0.9"])
 def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
     """Attack (hostile battery ``http-1.2``, ``http-2.0``): h11 reads any 1.x as 1.1."""
-    status, headers, _, reply = answer(raw(f"GET /healthz HTTP/{version}", "Host: gw"))
+    status, _, _, reply = answer(raw(f"GET /healthz HTTP/{version}", "Host: gw"))
     assert status == 505
     assert reply.close
     assert reply.data.startswith(b"HTTP/1.1 505 HTTP Version Not Supported\r\n")
+    # a HEAD's refusal has no body (h11 raised when the refusal came before HEAD was known)
+    (head,) = conn().feed(raw(f"HEAD /healthz HTTP/{version}", "Host: gw"))
+    assert isinstance(head, Reply)
+    assert head.data.startswith(b"HTTP/1.1 505 ")
+    assert head.data.endswith(b"\r\n\r\n")
 
 
 def test_every_status_line_has_its_reason_phrase() -> None:

@@ -304,6 +304,49 @@ def test_bad_http_from_the_upstream() -> None:
     assert "protocol" in json.loads(body)["error"]["message"]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dialect", ["openai", "llm-stream"])
+def test_an_upstream_answer_framed_twice_is_a_failure(stream: bool, dialect: str) -> None:
+    """Attack (hostile battery ``both-framing``, fuzz seed
+    ``crash-relayed-content-length-beside-chunked``): an upstream answer with Content-Length
+    and Transfer-Encoding both was relayed with its Content-Length and a chunked body, and
+    `relay_data` raised (h11: too much data). RFC 9112 6.3: handled as an error."""
+    d = Driver()
+    if dialect == "openai":
+        d.send(post(openai_body(stream=stream)))
+    else:
+        doc = {**json.loads(LLM), "tools": []}
+        d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+        for work in d.work:
+            d.run(d.session.worked(work.run(), 1.0))
+    d.connect()
+    two = sse_response(TEXT).replace(b"\r\n\r\n", b"\r\nContent-Length: 5\r\n\r\n", 1)
+    d.answer(two)
+    ((status, _, body, ended),) = read(d.client)
+    assert status == 502
+    assert ended
+    assert "Content-Length and Transfer-Encoding" in json.loads(body)["error"]["message"]
+    assert d.released == [None]
+    assert d.state.streams == 0
+
+
+def test_a_connection_closed_by_the_client_reads_nothing_after() -> None:
+    """Attack (fuzz seed ``crash-pipelined-after-a-closing-local-request``): HTTP/1.0 (or
+    ``Connection: close``) and then another request in the same bytes: h11 raised for the
+    bytes after a request that ends its connection, and the session answered twice (h11
+    refused the second answer). RFC 9112 9.6: what follows is dropped."""
+    for first in (
+        b"GET /healthz HTTP/1.0\r\nHost: gw\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n",
+    ):
+        d = Driver()
+        d.send(first + get("/healthz") + post(openai_body()))
+        got = read(d.client)
+        assert [g[0] for g in got] == [200]
+        assert d.closed
+        assert not d.connecting
+
+
 @pytest.mark.parametrize("status", [401, 403])
 def test_an_upstream_401_is_never_the_clients(status: int) -> None:
     d = Driver()
