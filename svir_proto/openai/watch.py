@@ -45,6 +45,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
             and envelope.head_rest is None
             and envelope.tail_rest is None
             and not self._done
+            and payloads  # a read that completed no event brings none
             and min(map(len, payloads)) >= envelope.plain_size
             and all(map(methodcaller("startswith", envelope.content_opened), payloads))
             and all(map(methodcaller("endswith", envelope.content_closed), payloads))
