@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import socket
 import ssl
 import time
 from collections import deque
@@ -24,6 +25,7 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 
 from ..connection import ClientConnection
 from ..gateway.config import GatewayState
@@ -289,6 +291,22 @@ class _Up:
                     client.act()
 
 
+def _quiet(stream: anyio.abc.ByteStream) -> bool:
+    """Whether an idle pooled connection has nothing to read: one the upstream closed, or on
+    which it sent bytes out of turn, is not taken (asyncio's server hears both as they come).
+    A TLS stream cannot be told (a session ticket is readable too): taken."""
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if sock is None or isinstance(stream, anyio.streams.tls.TLSStream):
+        return True
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False  # a byte, or the end
+
+
 class Server:
     """What the client connections of one gateway share: the state, the pool, the sweep."""
 
@@ -385,7 +403,7 @@ class Server:
         now = time.monotonic()
         while self.pool:
             stream, conn, since = self.pool.pop()
-            if now - since < self.state.config.pool_idle:
+            if now - since < self.state.config.pool_idle and _quiet(stream):
                 return stream, conn
             self.discard(stream)
         return None

@@ -34,8 +34,10 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, the c
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
-    its client always gets a new one. A connection goes back to the pool only after a whole
-    answer to a whole request; after a failure or a cancel it is closed.
+    its client always gets a new one. A kept-alive connection that sent bytes after its last
+    answer (an answer to no request, junk) is treated as a closed one.
+    A connection goes back to the pool only after a whole answer to a whole request; after a
+    failure or a cancel it is closed.
 
 This module never does I/O and reads no clock.
 """
@@ -350,6 +352,10 @@ class GatewaySession:
         self._pooled = conn is not None
         if conn is not None:
             conn.start_next_cycle()
+            if _spoke(conn):  # Rule 6: what it holds is no answer to this request
+                self._release(reuse=False)
+                self._open(fresh=True, now=now)
+                return b""
         up = conn if conn is not None else ClientConnection(self.config.upstream)
         self._up = up
         self._upstream = "sending"
@@ -407,7 +413,7 @@ class GatewaySession:
             return self._upstream_end(now, None)
         up = self._up
         assert up is not None
-        self._answered = True
+        first, self._answered = not self._answered, True
         exchange = up.exchange
         assert exchange is not None
         seen = exchange.events_seen
@@ -417,6 +423,8 @@ class GatewaySession:
             error = up.error
         except SvirProtocolError as exc:
             events, error = [], exc
+        if error is not None and not events and first and self._retry(now):
+            return b""  # Rule 6: a kept-alive connection that spoke out of turn
         seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
         if seen:
             self.conn.events_forwarded += seen
@@ -437,17 +445,23 @@ class GatewaySession:
         """The upstream connection ended: closed, or broken (``broke`` says how)."""
         up = self._up
         assert up is not None
-        if not self._answered and self._pooled and self._replay is not None:
-            # Rule 6: a kept-alive connection the upstream had closed: once more, on a new one
-            self._forward, self._replay = self._replay, None
-            self._release(reuse=False)
-            self._open(fresh=True, now=now)
-            return b""
+        if not self._answered and self._retry(now):
+            return b""  # Rule 6: a kept-alive connection the upstream had closed
         try:
             events = up.close() if broke is None else up.interrupt(broke)
         except SvirProtocolError as exc:
             return self._broken(f"the upstream broke the protocol: {exc}", now)
         return self._relayed(up, events, now)
+
+    def _retry(self, now: float) -> bool:
+        """Rule 6: send the request once more, on a new connection, if it went on a kept-alive
+        one and may be sent again."""
+        if not self._pooled or self._replay is None:
+            return False
+        self._forward, self._replay = self._replay, None
+        self._release(reuse=False)
+        self._open(fresh=True, now=now)
+        return True
 
     def _relayed(
         self,
@@ -726,6 +740,15 @@ class GatewaySession:
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)
+
+
+def _spoke(conn: ClientConnection) -> bool:
+    """Whether a kept-alive connection, ready for its next request, holds bytes the upstream
+    sent after its last answer: an answer to no request, or junk."""
+    try:
+        return conn.next_event() is not NEED_DATA
+    except SvirProtocolError:
+        return True
 
 
 def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:

@@ -648,6 +648,28 @@ def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> Non
     assert read(d.client)[0][2] == TOOLS
 
 
+@pytest.mark.parametrize("late", [True, False])
+def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more(late: bool) -> None:
+    """Attack (hostile battery ``trailing-garbage``: a whole answer, then junk on the
+    kept-alive connection): the next request that took that connection from the pool read the
+    junk as its answer, a 502 for a client that had done nothing wrong. Such a connection is
+    a closed one (Rule 6): the request goes again on a new one. With ``late`` the junk came
+    after the connection went back; else in the same read as the end of the last answer."""
+    d = Driver()
+    d.send(post(openai_body()))
+    pooled = ClientConnection(UPSTREAM)
+    list(pooled.send(__import__("svir_proto").ModelsRequest()))
+    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
+    pooled.feed(b'{"data":[]}' + (b"" if late else b" GARBAGE\r\n\r\n"))
+    d.connect(conn=pooled)
+    d.answer(b" GARBAGE\r\n\r\n" if late else sse_response(TOOLS))
+    assert Connect(fresh=True) in d.seen
+    assert d.released == [None]  # the one that spoke is closed
+    d.connect()
+    d.answer(sse_response(TOOLS))
+    assert read(d.client)[0][2] == TOOLS
+
+
 def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
     d = Driver()
     d.send(post(openai_body()))
