@@ -173,6 +173,8 @@ class Forward:
     request: Any  # a typed request of the upstream's dialect, or a PassThrough
     dialect: ClientDialect  # the client's response dialect
     body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """Headers to send with a typed request (its request id: a PassThrough has its own)."""
 
 
 @final
@@ -602,7 +604,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.streaming_request = True
         self._model = hub.model
         self._declared = hub.tool_names if hub.tools else None
-        self._queue.append(Forward(request=upstream, dialect=self.dialect or "llm-stream"))
+        rid = (("X-Request-Id", self.request_id),)
+        self._queue.append(
+            Forward(request=upstream, dialect=self.dialect or "llm-stream", headers=rid)
+        )
 
     def _unhold(self) -> None:
         if self._held:
