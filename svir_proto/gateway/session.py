@@ -453,6 +453,8 @@ class GatewaySession:
             events = up.close() if broke is None else up.interrupt(broke)
         except SvirProtocolError as exc:
             return self._broken(f"the upstream broke the protocol: {exc}", now)
+        if not events:  # it ended before its head was whole: nothing to end the answer with
+            return self._broken(broke or "the upstream closed before its answer", now)
         return self._relayed(up, events, now)
 
     def _retry(self, now: float) -> bool:

@@ -281,6 +281,35 @@ def test_an_upstream_that_resets() -> None:
     assert read(d.client)[0][3] is False
 
 
+@pytest.mark.parametrize("waited", [False, True])
+def test_an_upstream_that_resets_before_any_byte(waited: bool) -> None:
+    """Attack (hostile battery ``rst-head``): a reset before the answer's head ended the
+    exchange with no event at all, so the client heard nothing until the progress deadline
+    (a timeout, not what happened). Now: a 502, or, once a keep-alive sent the stream's head,
+    an error and the end marker."""
+    d = Driver(keepalive=1.0)
+    d.send(post(openai_body()))
+    d.connect()
+    if waited:
+        d.tick(2.5)  # a keep-alive: the stream's head went out
+        assert b": keep-alive" in bytes(d.client)
+    d.run(d.session.upstream_failed("reset by peer", 2.6))
+    ((status, _, body, ended),) = read(d.client)
+    assert ended
+    if waited:
+        decoder = ChatStreamDecoder()
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.error is not None
+        assert "reset by peer" in decoder.result.error.message
+        assert body.endswith(b"data: [DONE]\n\n")
+    else:
+        assert status == 502
+        assert "reset by peer" in json.loads(body)["error"]["message"]
+    assert d.released == [None]
+    assert [x.outcome for x in d.done()] == ["failed"]
+
+
 def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream() -> None:
     d = relayed(b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {bad\n\n')
     ((status, _, got, ended),) = read(d.client)
