@@ -283,10 +283,13 @@ class _Up:
                         client.act()
                         if not data:
                             return
-            except (anyio.BrokenResourceError, OSError, ssl.SSLError) as exc:
+            except Exception as exc:  # alone, or in the task group's ExceptionGroup
+                if not _expected(exc):
+                    raise
                 self.broken = True
                 if client.up is self:
-                    reason = str(exc) or type(exc).__name__
+                    leaf = _leaf(exc)
+                    reason = str(leaf) or str(leaf.__cause__ or "") or type(leaf).__name__
                     client.out.put(session.upstream_failed(reason, time.monotonic()))
                     client.act()
 
@@ -461,13 +464,25 @@ class Server:
 
 
 def _expected(exc: BaseException) -> bool:
-    """What a peer can cause: a reset, a closed socket (inside a group or alone)."""
+    """What a peer can cause: a reset, a closed socket, a TLS failure (inside a group or
+    alone)."""
     group = getattr(exc, "exceptions", None)
     if group is not None:
         return all(_expected(e) for e in group)
     return isinstance(
-        exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
-    )
+        exc,
+        (
+            OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+            anyio.EndOfStream,
+        ),
+    )  # fmt: skip
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside a group (the one that says what happened)."""
+    while (group := getattr(exc, "exceptions", None)) is not None and group:
+        exc = group[0]
+    return exc
 
 
 def _mono() -> float:
