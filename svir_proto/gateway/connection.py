@@ -117,6 +117,9 @@ _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/readyz": ("local", ("GET", "HEAD")),
     "/metrics": ("local", ("GET", "HEAD")),
 }
+_ANSWERS: Final = frozenset({"text/event-stream", "application/json"})
+"""What a 2xx answer to a stream request may be to be relayed (JSON: a server that ignored
+``stream``); anything else is a failure (Rule 5)."""
 _SSE_HEAD: Final = [
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
@@ -310,7 +313,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def relaying(self) -> Literal["", "stream", "raw", "late"]:
         """How the answer is relayed (`relay_head`): ``stream`` (the upstream's events as they
         came), ``raw`` (any other answer, as it came), ``late`` (a failure after a keep-alive
-        sent the stream's head: read it, then end the stream with it, `upstream_broken`)."""
+        sent the stream's head, or an answer to a stream request that is no stream: read it,
+        then answer with it, `upstream`)."""
         return self._relaying
 
     # -- the client's request ---------------------------------------------------------------
@@ -864,11 +868,17 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         status and its end-to-end headers (an upstream 401 or 403 is never relayed: Rule 4;
         call `upstream` with its failure instead)."""
         kind = next((v for k, v in headers if k == "content-type"), "")
-        stream = kind.split(";")[0].strip().lower() == "text/event-stream"
-        self._relaying = "stream" if stream and 200 <= status < 300 else "raw"
-        if self._head_sent:  # a keep-alive sent the stream's head: the stream goes on in it
+        media = kind.split(";")[0].strip().lower()
+        stream = media == "text/event-stream"
+        ok = 200 <= status < 300
+        self._relaying = "stream" if stream and ok else "raw"
+        unreadable = ok and self.streaming_request and media not in _ANSWERS
+        if self._head_sent or unreadable:
+            # a keep-alive sent the stream's head (the stream goes on in it), or a stream was
+            # asked and this is neither a stream nor JSON (a server that ignored ``stream``):
+            # a failure the server reads, then answers with (Rule 5)
             if self._relaying == "raw":
-                self._relaying = "late"  # a failure the server reads and ends the stream with
+                self._relaying = "late"
             return b""
         keep = [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k != "x-request-id"]
         if stream:

@@ -376,6 +376,35 @@ def test_a_connection_closed_by_the_client_reads_nothing_after() -> None:
         assert not d.connecting
 
 
+@pytest.mark.parametrize("waited", [False, True])
+def test_an_answer_that_is_no_stream_to_a_stream_request_is_a_failure(waited: bool) -> None:
+    """Attack (hostile battery ``html``): a 200 ``text/html`` to a request that asked for a
+    stream was relayed as it came, a success the client cannot read. It is what the decoder
+    says of it (not a stream), in the client's dialect; ``waited``: after a keep-alive."""
+    d = Driver(keepalive=1.0)
+    d.send(post(openai_body()))
+    d.connect()
+    if waited:
+        d.tick(2.5)
+    page = b"<html><body>hello</body></html>"
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(page), page)
+    )
+    ((status, _, body, ended),) = read(d.client)
+    assert ended
+    if waited:
+        decoder = ChatStreamDecoder()
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.error is not None
+        assert "text/html" in decoder.result.error.message
+    else:
+        assert status >= 500
+        assert "text/html" in json.loads(body)["error"]["message"]
+    assert [x.outcome for x in d.done()] == ["failed"]
+
+
 @pytest.mark.parametrize("status", [401, 403])
 def test_an_upstream_401_is_never_the_clients(status: int) -> None:
     d = Driver()
