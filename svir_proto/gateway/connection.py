@@ -818,9 +818,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _in_stream(self, failure: Failure, now: int) -> bytes:
         """A failure once the stream's head went out: its error and end marker (Rule 5), or a
-        cut for an answer that is not a stream of ours."""
+        cut for an answer that is not a stream of ours, or that its client did not ask for (an
+        upstream that streamed to a request for JSON: the client reads no events)."""
         self.upstream_failure = failure.kind
-        if self.head_only or self.request_kind not in _COMPLETIONS or self._relaying == "raw":
+        if (
+            self.head_only
+            or self.request_kind not in _COMPLETIONS
+            or self._relaying == "raw"
+            or not self.streaming_request
+        ):
             self.outcome = "cut"
             self._mode = "answered"
             self._h11.send_failed()

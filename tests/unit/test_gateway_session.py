@@ -405,6 +405,22 @@ def test_an_answer_that_is_no_stream_to_a_stream_request_is_a_failure(waited: bo
     assert [x.outcome for x in d.done()] == ["failed"]
 
 
+def test_a_stream_nobody_asked_for_that_breaks_is_a_cut() -> None:
+    """Attack (hostile battery ``bad-chunk`` to a request for JSON): the upstream streamed
+    anyway and then broke the chunk framing; the client, which reads no events, got an error
+    event and ``[DONE]`` in a whole body, as if the answer were whole. It is a cut now."""
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    d.answer(HEAD + b"%x\r\n%s\r\nzz\r\n" % (len(event), event))
+    ((status, _, body, ended),) = read(d.client)
+    assert status == 200
+    assert body == event
+    assert not ended
+    assert d.done()[0].outcome == "cut"
+
+
 @pytest.mark.parametrize("status", [401, 403])
 def test_an_upstream_401_is_never_the_clients(status: int) -> None:
     d = Driver()
