@@ -15,7 +15,8 @@ Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream; ``GET /v1/models``
     ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
     ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
     (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
-    404 in OpenAI's error shape.
+    404 in OpenAI's error shape. A target in absolute form (``http://host/path``) is its path,
+    and its host is the one Rule 4 checks (RFC 9112 3.2.2).
 Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM-Stream request
     and gets an LLM-Stream response; ``application/json`` is an OpenAI request, answered in
     OpenAI's dialect, or in LLM-Stream's when ``Accept`` carries ``profile="llm-stream-1.0"``;
@@ -391,7 +392,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         for k, v in req.headers:
             fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
         headers = {k: vs[-1] for k, vs in fields.items()}
-        target = req.target.decode("latin-1").split("?", 1)[0]
+        target, authority = _origin(req.target.decode("latin-1"))
         method = req.method.decode("latin-1")
         self.method, self.target = method, target
         if folded:  # _http Rule 1: h11 would unfold it
@@ -409,10 +410,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 "invalid_request", close=True,
             )  # fmt: skip
-        if not host_allowed(headers.get("host"), cfg.allowed_hosts):  # Rule 4
+        host = headers.get("host") if authority is None else authority
+        if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
             self.state.metrics.refused["host"] += 1
             return self._reject(
-                421, f"this gateway does not answer for the host {headers.get('host')!r}",
+                421, f"this gateway does not answer for the host {host!r}",
                 "misdirected_request", close=True,
             )  # fmt: skip
         if kind is None:
@@ -954,6 +956,17 @@ def _folded(data: bytes) -> bool:
     line beginning with a space or a tab (RFC 9112 5.2 obs-fold)."""
     end = _HEAD_END.search(data)
     return end is not None and _FOLD.search(data, 0, end.start()) is not None
+
+
+def _origin(target: str) -> tuple[str, str | None]:
+    """A request target's path (no query) and, for the absolute form, its authority (RFC 9112
+    3.2.2: a server MUST accept it, and takes the host from it, not from ``Host``)."""
+    scheme, sep, rest = target.partition("://")
+    authority = None
+    if sep and scheme.lower() in ("http", "https"):
+        slash = rest.find("/")
+        authority, target = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+    return target.split("?", 1)[0], authority
 
 
 def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:

@@ -104,6 +104,31 @@ def test_a_body_with_lines_that_begin_with_a_space_is_no_fold() -> None:
     assert not any(isinstance(e, Reply) for e in events), events
 
 
+@pytest.mark.parametrize(
+    ("target", "host", "status"),
+    [
+        ("http://gw/healthz", "gw", 200),
+        ("HTTP://gw:8080/healthz?x=1", "other.example", 200),  # its authority, not Host
+        ("http://gw", "gw", 404),  # the path "/"
+        ("http://evil.example/healthz", "gw", 421),  # DNS rebinding through absolute form
+        ("https://user@gw/healthz", "gw", 421),
+        ("ftp://gw/healthz", "gw", 404),
+    ],
+)
+def test_an_absolute_form_target(target: str, host: str, status: int) -> None:
+    """Attack (hostile battery ``test_an_absolute_form_target_is_served``): RFC 9112 3.2.2, "a
+    server MUST accept the absolute-form in requests"; it was a 404. Its host is checked."""
+    events = conn(allowed_hosts=frozenset({"gw"})).feed(
+        raw(f"GET {target} HTTP/1.1", f"Host: {host}")
+    )
+    if status == 200:
+        assert [type(e).__name__ for e in events] == ["LocalRequest"]
+    else:
+        reply = events[-1]
+        assert isinstance(reply, Reply)
+        assert response(reply.data)[0] == status
+
+
 @pytest.mark.parametrize("version", ["1.2", "2.0", "9.9", "0.9"])
 def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
     """Attack (hostile battery ``http-1.2``, ``http-2.0``): h11 reads any 1.x as 1.1."""
