@@ -347,11 +347,15 @@ class Server:
         while not self.state.stopping:
             try:
                 stream = await listener.accept()
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            except anyio.ClosedResourceError:
                 return
-            except OSError as exc:  # out of descriptors: wait, then accept again
-                if exc.errno not in CAPACITY:
-                    log.warning("accept failed: %s", exc)
+            except (OSError, anyio.BrokenResourceError) as exc:
+                # out of descriptors (anyio on trio says so as a BrokenResourceError from the
+                # OSError, which ended this loop: the process lived on with no listener):
+                # wait, then accept again
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                if getattr(cause, "errno", None) not in CAPACITY:
+                    log.warning("accept failed: %r", cause or exc)
                 self.state.metrics.refused["accept"] += 1
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
