@@ -1000,8 +1000,8 @@ def test_a_large_body_that_stops_coming_upstream_frees_its_slot(
     request must be cancelled too."""
     rid = tag("ok")
     body = openai_body(rid, padding="p" * 300_000)
-    with Raw(gw) as r:
-        r.send(post(body)[:-1000])
+    with Raw(gw) as r:  # the id in the head: the upstream never reads the body's
+        r.send(post(body, extra=f"X-Request-Id: {rid}\r\n")[:-1000])
         assert r.closed_by_peer(30)
     seen = up.find(rid)
     assert seen.gone.wait(20), "the upstream request of a stalled body was not cancelled"
