@@ -50,6 +50,10 @@ READ: Final = 64 * 1024
 SWEEP: Final = 0.25
 LINGER: Final = 2.0  # as the asyncio server's
 LINGER_BYTES: Final = 1024 * 1024
+HIGH_WATER: Final = 256 * 1024
+"""Bytes waiting for a client's writer past which the session hears that the client is full
+(asyncio's transports say so from their own buffer: ``pause_writing``); without it, a client
+that never reads let the upstream's flood pile up here for the whole ``send_timeout``."""
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -60,12 +64,14 @@ class _Outbox:
 
     def __init__(self) -> None:
         self.items: list[bytes] = []
+        self.size = 0  # bytes in items
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
 
     def put(self, data: bytes) -> None:
         if data:
             self.items.append(data)
+            self.size += len(data)
             self.wake.set()
 
     async def run(self, stream: anyio.abc.ByteStream, on_idle: Callable[[], None]) -> None:
@@ -75,6 +81,7 @@ class _Outbox:
             while self.items:
                 data = b"".join(self.items)
                 self.items.clear()
+                self.size = 0
                 self.since = time.monotonic()
                 await stream.send(data)
                 self.since = None
@@ -153,6 +160,9 @@ class _Client:
             self.reading.set()
 
     def act(self) -> None:
+        if self.out.size > HIGH_WATER and not self.reported:  # the client reads slower than
+            self.reported = True  # the upstream sends: the session pauses the upstream
+            self.session.client_paused(time.monotonic())
         actions = self.session.actions
         while actions:
             action = actions.pop(0)
