@@ -5,8 +5,10 @@ Rule 1 (framing, RFC 9112 6.1 and 6.3): a request with both ``Content-Length`` a
     ``Transfer-Encoding`` is refused (400) and its connection closed, even when the sizes agree:
     two framings are how requests are smuggled past a proxy. A folded header line (obs-fold,
     RFC 9112 5.2, which h11 would unfold) is refused the same way, and a version other than
-    HTTP/1.0 and HTTP/1.1 is 505 (RFC 9110 15.6.6). h11 refuses the rest (several differing
-    lengths, a coding other than ``chunked``).
+    HTTP/1.0 and HTTP/1.1 is 505 (RFC 9110 15.6.6). A chunked body is read as RFC 9112 7.1
+    says (no blank after a size unless an extension follows, a trailer within the head's
+    bound) or refused. h11 refuses the rest (several differing lengths, a coding other than
+    ``chunked``).
 Rule 2 (who may use it, issue 16 item 5): with no token, ``Host`` must name an allowed host
     (the address listened on, a loopback name), else 421: a web page cannot reach a gateway on
     loopback through DNS rebinding. With a token, ``Authorization`` must be exactly one header,

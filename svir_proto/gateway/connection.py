@@ -63,10 +63,11 @@ from typing import Any, Final, Literal, final
 import attrs
 import h11
 
+from .._chunked import ChunkedReader
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
 from ..dialects import DialectName, StreamEncoder, dialect, translate_request
-from ..errors import CallerProtocolError, Failure, FailureKind
+from ..errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError
 from ..events import (
     RequestFailed,
     ResponseStarted,
@@ -287,6 +288,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._chunked = False  # the answer's body is chunked, framed here
         self._out: StreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
+        self._chunks: ChunkedReader | None = None  # a chunked body's framing, checked
+        self._bad_chunks: PeerProtocolError | None = None
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -325,6 +328,22 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._lead = data[0]  # nothing of this head was held: it begins here
         self._fed += len(data)
         self._h11.receive_data(data)
+        if self._chunks is not None and data:
+            self._check_chunks(data)
+
+    def _check_chunks(self, data: bytes) -> None:
+        """_http Rule 1: a chunked body read as RFC 9112 7.1 says, beside h11 (which takes a
+        blank after a chunk size, and bounds a trailer only while it is incomplete)."""
+        chunks = self._chunks
+        assert chunks is not None
+        try:
+            chunks.feed(data)
+        except PeerProtocolError as exc:
+            self._bad_chunks = exc
+        else:
+            self._bad_chunks = chunks.error
+        if chunks.done or self._bad_chunks is not None:
+            self._chunks = None  # what follows the body is the next request's
 
     def _head_size(self) -> int:
         """The request head's length as far as h11 read it: what it consumed of this request
@@ -339,6 +358,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         h = self._h11
         while self._terminal is None:  # after the terminal event nothing more is read
             if h.their_state is h11.MUST_CLOSE:  # Rule 3: "close" said, nothing after is read
+                return
+            if self._bad_chunks is not None:
+                if self._head_sent:
+                    self._closed()
+                else:
+                    status = 431 if self._bad_chunks.limit else 400
+                    message = f"bad chunked framing: {self._bad_chunks}"
+                    self._reject(status, message, "invalid_request", close=True)
                 return
             folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
@@ -410,6 +437,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 "invalid_request", close=True,
             )  # fmt: skip
+        if "transfer-encoding" in fields:  # chunked (h11 refuses any other coding)
+            self._chunks = ChunkedReader(max_line=cfg.max_head_size, strict=True)
+            held = self._h11.trailing_data[0]
+            if held:
+                self._check_chunks(held)
         host = headers.get("host") if authority is None else authority
         if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
             self.state.metrics.refused["host"] += 1

@@ -143,6 +143,44 @@ def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
     assert head.data.endswith(b"\r\n\r\n")
 
 
+@pytest.mark.parametrize(
+    ("chunks", "status"),
+    [
+        (b"5 \r\nhello\r\n0\r\n\r\n", 400),  # a blank after the size, no extension
+        (b"5\t\r\nhello\r\n0\r\n\r\n", 400),
+        (b"0\r\n" + b"X: t\r\n" * 20_000 + b"\r\n", 431),  # a trailer past the head's bound
+        (b"5;e=\r\rx\r\nhello\r\n0\r\n\r\n", 400),  # a CR inside an extension
+    ],
+)
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_chunked_framing_h11_lets_pass_is_refused(chunks: bytes, status: int, mode: str) -> None:
+    """Attack (hostile battery ``size-space``, ``many-trailers``): h11 takes a blank after a
+    chunk size, and bounds a trailer only while it is incomplete (one read of 120 KB passed).
+    The body is checked beside h11, as RFC 9112 7.1 says: 400 (431 for the bound), and close."""
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        "Transfer-Encoding: chunked", body=chunks,
+    )  # fmt: skip
+    c = conn(max_head_size=8192)
+    pieces = bytewise(data) if mode == "bytewise" else [data]
+    events = [e for piece in pieces for e in c.feed(piece)]
+    reply = events[-1]
+    assert isinstance(reply, Reply), events
+    assert response(reply.data)[0] == status
+    assert reply.close
+
+
+def test_a_chunked_body_with_extensions_and_a_pipelined_request_after_it() -> None:
+    body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+    chunks = b"%x;name=value\r\n%s\r\n0\r\nX-T: 1\r\n\r\n" % (len(body), body)
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        "Transfer-Encoding: chunked", body=chunks,
+    ) + raw("GET /healthz HTTP/1.1", "Host: gw")  # fmt: skip
+    events = conn().feed(data)
+    assert [type(e).__name__ for e in events] == ["Forward"], events
+
+
 def test_every_status_line_has_its_reason_phrase() -> None:
     _, _, _, reply = answer(raw("GET /nope HTTP/1.1", "Host: gw"))
     assert reply.data.startswith(b"HTTP/1.1 404 Not Found\r\n")
