@@ -359,13 +359,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         while self._terminal is None:  # after the terminal event nothing more is read
             if h.their_state is h11.MUST_CLOSE:  # Rule 3: "close" said, nothing after is read
                 return
-            if self._bad_chunks is not None:
-                if self._head_sent:
-                    self._closed()
-                else:
-                    status = 431 if self._bad_chunks.limit else 400
-                    message = f"bad chunked framing: {self._bad_chunks}"
-                    self._reject(status, message, "invalid_request", close=True)
+            if self._bad_chunks is not None:  # a chunked body is held whole: not yet answered
+                status = 431 if self._bad_chunks.limit else 400
+                message = f"bad chunked framing: {self._bad_chunks}"
+                self._reject(status, message, "invalid_request", close=True)
                 return
             folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
