@@ -136,6 +136,7 @@ class _Client(asyncio.Protocol):
         self._paused: set[str] = set()
         self._connecting: asyncio.Task[None] | None = None
         self._lingering = -1  # bytes dropped since the close, or -1: not closed
+        self._lost = False  # connection_lost came: the transport is gone
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -165,6 +166,7 @@ class _Client(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
         session = self.session
         self.server.clients.discard(self)
         if not session.closed:
@@ -368,7 +370,13 @@ class _Client(asyncio.Protocol):
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
-        loop.call_later(self.server.state.config.send_timeout + LINGER, transport.abort)
+        loop.call_later(self.server.state.config.send_timeout + LINGER, self._abort_late)
+
+    def _abort_late(self) -> None:
+        """The close's deadline: a transport asyncio has finished with raises if aborted (its
+        loop is gone), with a traceback in the log for each connection that closed in time."""
+        if not self._lost:
+            self.transport.abort()
 
 
 class _Refused(asyncio.Protocol):

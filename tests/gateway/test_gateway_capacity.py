@@ -133,3 +133,30 @@ def test_a_pooled_connection_that_closed_or_spoke_is_not_taken() -> None:
 
     # a TLS stream is taken as it is: `_quiet` cannot tell a session ticket from an answer
     assert _gateway_anyio._quiet(object.__new__(TLS))
+
+
+class Transport:
+    aborted = 0
+
+    def abort(self) -> None:
+        self.aborted += 1
+
+    def is_closing(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("lost", [False, True])
+def test_asyncio_close_deadline_aborts_only_a_transport_still_there(lost: bool) -> None:
+    """Attack (hostile battery ``keepalive-only:0.2`` on asyncio, its log check): a close
+    whose write buffer drained later ends the transport without asyncio counting it lost,
+    and the close's deadline then aborted it with the loop gone (``Exception in callback
+    _SelectorTransport.abort()``, an AttributeError traceback for each)."""
+    client = _gateway_asyncio._Client(
+        _gateway_asyncio.Server(GatewayState(CONFIG, new_id=str), None)
+    )
+    transport = Transport()
+    client.transport = transport  # type: ignore[assignment]
+    if lost:
+        client.connection_lost(None)
+    client._abort_late()
+    assert transport.aborted == (0 if lost else 1)
