@@ -6,7 +6,9 @@ a chunked body with the rules h11 0.16 applies, and reads a run of plain chunks 
 ``split`` of the piece, then C-level checks over all its chunks at once.
 
 Rule 1 (h11's chunk header): ``1*20HEXDIG [ ";" ext ] *( SP / HTAB ) CRLF``, the line ending at
-    the first CRLF; ``ext`` is anything but LF. Size 0 is the last chunk.
+    the first CRLF; ``ext`` is anything but LF. Size 0 is the last chunk. With ``strict`` (a
+    server reading a request, RFC 9112 7.1.1): ``1*20HEXDIG [ BWS ";" ext ] CRLF``, blank only
+    before the ``;`` and no CR or LF in ``ext``: what a proxy in front might read otherwise.
 Rule 2 (h11 0.16, the chunk-footer fix of CVE-2025-43859): chunk data is followed by exactly
     CRLF; anything else is rejected, never repaired.
 Rule 3 (h11's trailer): after the last chunk, header lines until a blank line (LF or CRLF line
@@ -36,6 +38,7 @@ __all__: list[str] = []
 
 _HEX: Final = b"0123456789abcdefABCDEF"
 _HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*)?[ \t]*\r\n")
+_STRICT_HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:[ \t]*;[^\r\n]*)?\r\n")
 _FIELD: Final = re.compile(
     rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+:[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*"
 )
@@ -55,8 +58,9 @@ class ChunkedReader:
     whole is lost, and the caller can raise the error at once.
     """
 
-    def __init__(self, *, max_line: int) -> None:
+    def __init__(self, *, max_line: int, strict: bool = False) -> None:
         self.max_line = max_line
+        self._header_line = _STRICT_HEADER if strict else _HEADER
         self.done = False
         self.leftover = b""
         self.error: PeerProtocolError | None = None
@@ -165,7 +169,7 @@ class ChunkedReader:
             return -1
         if end + 2 - pos > self.max_line:
             self._too_long("a chunk header")
-        match = _HEADER.fullmatch(data, pos, end + 2)
+        match = self._header_line.fullmatch(data, pos, end + 2)
         if match is None:
             line = data[pos : end + 2]
             raise PeerProtocolError(f"bad HTTP from the server: illegal chunk header {line!r}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import socket
 import ssl
 import time
 from collections import deque
@@ -24,6 +25,7 @@ from typing import Any, Final
 
 import anyio
 import anyio.abc
+import anyio.streams.tls
 
 from ..connection import ClientConnection
 from ..gateway.config import GatewayState
@@ -48,6 +50,10 @@ READ: Final = 64 * 1024
 SWEEP: Final = 0.25
 LINGER: Final = 2.0  # as the asyncio server's
 LINGER_BYTES: Final = 1024 * 1024
+HIGH_WATER: Final = 256 * 1024
+"""Bytes waiting for a client's writer past which the session hears that the client is full
+(asyncio's transports say so from their own buffer: ``pause_writing``); without it, a client
+that never reads let the upstream's flood pile up here for the whole ``send_timeout``."""
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -58,12 +64,14 @@ class _Outbox:
 
     def __init__(self) -> None:
         self.items: list[bytes] = []
+        self.size = 0  # bytes in items
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
 
     def put(self, data: bytes) -> None:
         if data:
             self.items.append(data)
+            self.size += len(data)
             self.wake.set()
 
     async def run(self, stream: anyio.abc.ByteStream, on_idle: Callable[[], None]) -> None:
@@ -73,6 +81,7 @@ class _Outbox:
             while self.items:
                 data = b"".join(self.items)
                 self.items.clear()
+                self.size = 0
                 self.since = time.monotonic()
                 await stream.send(data)
                 self.since = None
@@ -151,6 +160,9 @@ class _Client:
             self.reading.set()
 
     def act(self) -> None:
+        if self.out.size > HIGH_WATER and not self.reported:  # the client reads slower than
+            self.reported = True  # the upstream sends: the session pauses the upstream
+            self.session.client_paused(time.monotonic())
         actions = self.session.actions
         while actions:
             action = actions.pop(0)
@@ -281,12 +293,31 @@ class _Up:
                         client.act()
                         if not data:
                             return
-            except (anyio.BrokenResourceError, OSError, ssl.SSLError) as exc:
+            except Exception as exc:  # alone, or in the task group's ExceptionGroup
+                if not _expected(exc):
+                    raise
                 self.broken = True
                 if client.up is self:
-                    reason = str(exc) or type(exc).__name__
+                    leaf = _leaf(exc)
+                    reason = str(leaf) or str(leaf.__cause__ or "") or type(leaf).__name__
                     client.out.put(session.upstream_failed(reason, time.monotonic()))
                     client.act()
+
+
+def _quiet(stream: anyio.abc.ByteStream) -> bool:
+    """Whether an idle pooled connection has nothing to read: one the upstream closed, or on
+    which it sent bytes out of turn, is not taken (asyncio's server hears both as they come).
+    A TLS stream cannot be told (a session ticket is readable too): taken."""
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if sock is None or isinstance(stream, anyio.streams.tls.TLSStream):
+        return True
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False  # a byte, or the end
 
 
 class Server:
@@ -326,11 +357,15 @@ class Server:
         while not self.state.stopping:
             try:
                 stream = await listener.accept()
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            except anyio.ClosedResourceError:
                 return
-            except OSError as exc:  # out of descriptors: wait, then accept again
-                if exc.errno not in CAPACITY:
-                    log.warning("accept failed: %s", exc)
+            except (OSError, anyio.BrokenResourceError) as exc:
+                # out of descriptors (anyio on trio says so as a BrokenResourceError from the
+                # OSError, which ended this loop: the process lived on with no listener):
+                # wait, then accept again
+                cause = exc if isinstance(exc, OSError) else exc.__cause__
+                if getattr(cause, "errno", None) not in CAPACITY:
+                    log.warning("accept failed: %r", cause or exc)
                 self.state.metrics.refused["accept"] += 1
                 await anyio.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
@@ -385,7 +420,7 @@ class Server:
         now = time.monotonic()
         while self.pool:
             stream, conn, since = self.pool.pop()
-            if now - since < self.state.config.pool_idle:
+            if now - since < self.state.config.pool_idle and _quiet(stream):
                 return stream, conn
             self.discard(stream)
         return None
@@ -443,13 +478,25 @@ class Server:
 
 
 def _expected(exc: BaseException) -> bool:
-    """What a peer can cause: a reset, a closed socket (inside a group or alone)."""
+    """What a peer can cause: a reset, a closed socket, a TLS failure (inside a group or
+    alone)."""
     group = getattr(exc, "exceptions", None)
     if group is not None:
         return all(_expected(e) for e in group)
     return isinstance(
-        exc, (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
-    )
+        exc,
+        (
+            OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+            anyio.EndOfStream,
+        ),
+    )  # fmt: skip
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside a group (the one that says what happened)."""
+    while (group := getattr(exc, "exceptions", None)) is not None and group:
+        exc = group[0]
+    return exc
 
 
 def _mono() -> float:

@@ -12,18 +12,22 @@ says cannot happen) ends that connection only, with a log line (`_Client.fail`):
 sweep, so never every other connection's deadlines.
 
 asyncio's own accept loop survives running out of descriptors (it waits a second and accepts
-again); a connection past ``max_connections`` is answered 503 and closed at once.
+again; what it reports of it, a traceback for each connection in the backlog, is counted and
+logged once in a while: `Server.exception_handler`); a connection past ``max_connections`` is
+answered 503 and closed at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import ssl
 import time
 from collections import deque
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from ..connection import ClientConnection
 from ..gateway.config import GatewayState
@@ -50,6 +54,11 @@ with unread bytes makes the kernel reset it, and the reset can destroy an answer
 (a 401 sent before the body came). nginx's ``lingering_close`` does the same."""
 LINGER_BYTES: Final = 1024 * 1024
 SWEEP: Final = 0.25
+CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+"""The errors of an accept that ran out of something (descriptors, memory): waited out."""
+CAPACITY_LOG_EVERY: Final = 10.0
+"""Seconds between two log lines saying accepting is paused (asyncio reports it once for each
+connection waiting in the backlog, with a traceback: thousands a second)."""
 """Seconds between two looks at every session's deadline: deadlines are seconds long."""
 BUSY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -127,6 +136,7 @@ class _Client(asyncio.Protocol):
         self._paused: set[str] = set()
         self._connecting: asyncio.Task[None] | None = None
         self._lingering = -1  # bytes dropped since the close, or -1: not closed
+        self._lost = False  # connection_lost came: the transport is gone
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -156,6 +166,7 @@ class _Client(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
         session = self.session
         self.server.clients.discard(self)
         if not session.closed:
@@ -359,7 +370,13 @@ class _Client(asyncio.Protocol):
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
-        loop.call_later(self.server.state.config.send_timeout + LINGER, transport.abort)
+        loop.call_later(self.server.state.config.send_timeout + LINGER, self._abort_late)
+
+    def _abort_late(self) -> None:
+        """The close's deadline: a transport asyncio has finished with raises if aborted (its
+        loop is gone), with a traceback in the log for each connection that closed in time."""
+        if not self._lost:
+            self.transport.abort()
 
 
 class _Refused(asyncio.Protocol):
@@ -379,6 +396,30 @@ class Server:
         self.clients: set[_Client] = set()
         self.pool: deque[_Upstream] = deque()
         self.on_done: list[object] = []
+        self._capacity_logged = -CAPACITY_LOG_EVERY
+
+    def exception_handler(
+        self, previous: Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object] | None
+    ) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+        """The loop's exception handler while serving: an accept out of descriptors (asyncio
+        retries it a second later by itself) is counted, and logged once in a while without a
+        traceback; anything else goes to ``previous`` (or the loop's default)."""
+
+        def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            exc = context.get("exception")
+            if isinstance(exc, OSError) and exc.errno in CAPACITY:
+                self.state.metrics.refused["accept"] += 1
+                now = time.monotonic()
+                if now - self._capacity_logged >= CAPACITY_LOG_EVERY:
+                    self._capacity_logged = now
+                    log.warning("accepting is paused (%s); asyncio retries every second", exc)
+                return
+            if previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        return handle
 
     def take(self) -> _Upstream | None:
         now = _now()

@@ -127,6 +127,8 @@ class GatewayServer:
         loop = asyncio.get_running_loop()
         impl = Server(self.state, self._ssl)
         self._impl = impl
+        previous = loop.get_exception_handler()
+        loop.set_exception_handler(impl.exception_handler(previous))
         listener = await loop.create_server(impl.protocol, host, port, backlog=1024)
         stopped = asyncio.Event()
         self._stop = stopped.set
@@ -142,6 +144,7 @@ class GatewayServer:
             probe.cancel()
             impl.abort_all()
             await asyncio.sleep(0)  # the transports' own closing callbacks run
+            loop.set_exception_handler(previous)
 
     async def _serve_anyio(self, host: str, port: int, task_status: Any) -> None:
         import anyio
@@ -345,10 +348,15 @@ def serve_forever(server: GatewayServer, host: str, port: int, backend: str) -> 
 
         anyio.run(server.run, host, port, backend="trio")
         return 0
+    _asyncio_runner()(server.run(host, port))  # outside the except: no chained context
+    return 0
+
+
+def _asyncio_runner() -> Callable[[Any], object]:
+    """uvloop's ``run`` if it is installed, else asyncio's (a traceback while serving was
+    chained to the ``ModuleNotFoundError`` when the server ran inside the except clause)."""
     try:
         import uvloop  # type: ignore[import-not-found]
     except ImportError:
-        asyncio.run(server.run(host, port))
-    else:  # pragma: no cover - an extra
-        uvloop.run(server.run(host, port))
-    return 0
+        return asyncio.run
+    return uvloop.run  # type: ignore[no-any-return]  # pragma: no cover - an extra

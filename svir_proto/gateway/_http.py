@@ -3,13 +3,21 @@ the small answers it makes itself (RFC 9110, RFC 9112).
 
 Rule 1 (framing, RFC 9112 6.1 and 6.3): a request with both ``Content-Length`` and
     ``Transfer-Encoding`` is refused (400) and its connection closed, even when the sizes agree:
-    two framings are how requests are smuggled past a proxy. h11 refuses the rest (several
-    differing lengths, a coding other than ``chunked``).
+    two framings are how requests are smuggled past a proxy. A folded header line (obs-fold,
+    RFC 9112 5.2, which h11 would unfold) is refused the same way, and a version other than
+    HTTP/1.0 and HTTP/1.1 is 505 (RFC 9110 15.6.6). A chunked body is read as RFC 9112 7.1
+    says (no blank after a size unless an extension follows, a trailer within the head's
+    bound) or refused. h11 refuses the rest (several differing lengths, a coding other than
+    ``chunked``).
 Rule 2 (who may use it, issue 16 item 5): with no token, ``Host`` must name an allowed host
     (the address listened on, a loopback name), else 421: a web page cannot reach a gateway on
     loopback through DNS rebinding. With a token, ``Authorization`` must be exactly one header,
     ``Bearer`` in any case, then the token (compared in constant time); two headers are 400.
 Rule 3 (status lines): every status is sent with its reason phrase.
+Rule 4 (request ids): an id a client gives (``X-Request-Id``, ``metadata.request_id`` of
+    either dialect) is used only if it can be a header line as it is: printable ASCII
+    (RFC 9110 5.5 field-vchar and inner spaces), no space at either edge, at most
+    ``MAX_REQUEST_ID`` characters; any other is dropped, and the gateway makes one.
 
 This module does no I/O.
 """
@@ -23,6 +31,8 @@ from typing import Final
 
 __all__: list[str] = []
 
+MAX_REQUEST_ID: Final = 128
+"""The longest request id taken from a client (Rule 4)."""
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
@@ -32,6 +42,18 @@ def reason(status: int) -> bytes:
         return http.HTTPStatus(status).phrase.encode()
     except ValueError:
         return b"Unknown"
+
+
+def request_id(value: str | None) -> str | None:
+    """Rule 4: ``value`` if it may be a request id, else ``None`` (the gateway makes one)."""
+    if (
+        not value
+        or len(value) > MAX_REQUEST_ID
+        or not (value.isascii() and value.isprintable())
+        or value != value.strip()
+    ):
+        return None
+    return value
 
 
 def host_name(value: str) -> str:

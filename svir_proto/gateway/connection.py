@@ -15,7 +15,8 @@ Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream; ``GET /v1/models``
     ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
     ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
     (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
-    404 in OpenAI's error shape.
+    404 in OpenAI's error shape. A target in absolute form (``http://host/path``) is its path,
+    and its host is the one Rule 4 checks (RFC 9112 3.2.2).
 Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM-Stream request
     and gets an LLM-Stream response; ``application/json`` is an OpenAI request, answered in
     OpenAI's dialect, or in LLM-Stream's when ``Accept`` carries ``profile="llm-stream-1.0"``;
@@ -28,7 +29,9 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
     gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; an
     LLM-Stream body is read whole (bounded) to be translated. While an answer streams, a client
-    may send at most ``max_head_size`` bytes (the next request's head); more closes it.
+    may send at most ``max_head_size`` bytes (the next request's head); more closes it. After
+    a request that ends its connection (``Connection: close``, HTTP/1.0 without keep-alive)
+    nothing more is read: what follows is dropped (RFC 9112 9.6).
 Rule 4 (authentication, `_http` Rule 2, wire reference 5): the host and the gateway's own token
     are checked first (421, 400 for two ``Authorization`` headers, 401 with
     ``WWW-Authenticate``); ``/metrics`` needs the token unless ``public_metrics``. The upstream's
@@ -45,23 +48,26 @@ Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
     one the gateway makes, is sent upstream as ``X-Request-Id``, returned in the response's
-    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``.
+    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``; an id that could not be
+    a header line as it is is not taken (`_http` Rule 4).
 
 It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
 
 import attrs
 import h11
 
+from .._chunked import ChunkedReader
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
 from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
-from ..errors import CallerProtocolError, Failure, FailureKind
+from ..errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError
 from ..events import (
     RequestFailed,
     ResponseStarted,
@@ -79,7 +85,7 @@ from ..llmstream.negotiate import (
 )
 from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
-from ._http import bearer, host_allowed, reason, token_matches
+from ._http import bearer, host_allowed, reason, request_id, token_matches
 from .config import GatewayConfig, GatewayState
 
 __all__ = [
@@ -113,6 +119,9 @@ _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/readyz": ("local", ("GET", "HEAD")),
     "/metrics": ("local", ("GET", "HEAD")),
 }
+_ANSWERS: Final = frozenset({"text/event-stream", "application/json"})
+"""What a 2xx answer to a stream request may be to be relayed (JSON: a server that ignored
+``stream``); anything else is a failure (Rule 5)."""
 _SSE_HEAD: Final = [
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
@@ -169,6 +178,8 @@ class Forward:
     request: Any  # a typed request of the upstream's dialect, or a PassThrough
     dialect: ClientDialect  # the client's response dialect
     body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    """Headers to send with a typed request (its request id: a PassThrough has its own)."""
 
 
 @final
@@ -277,6 +288,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._chunked = False  # the answer's body is chunked, framed here
         self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
+        self._chunks: ChunkedReader | None = None  # a chunked body's framing, checked
+        self._bad_chunks: PeerProtocolError | None = None
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -304,7 +317,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def relaying(self) -> Literal["", "stream", "raw", "late"]:
         """How the answer is relayed (`relay_head`): ``stream`` (the upstream's events as they
         came), ``raw`` (any other answer, as it came), ``late`` (a failure after a keep-alive
-        sent the stream's head: read it, then end the stream with it, `upstream_broken`)."""
+        sent the stream's head, or an answer to a stream request that is no stream: read it,
+        then answer with it, `upstream`)."""
         return self._relaying
 
     # -- the client's request ---------------------------------------------------------------
@@ -314,6 +328,22 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._lead = data[0]  # nothing of this head was held: it begins here
         self._fed += len(data)
         self._h11.receive_data(data)
+        if self._chunks is not None and data:
+            self._check_chunks(data)
+
+    def _check_chunks(self, data: bytes) -> None:
+        """_http Rule 1: a chunked body read as RFC 9112 7.1 says, beside h11 (which takes a
+        blank after a chunk size, and bounds a trailer only while it is incomplete)."""
+        chunks = self._chunks
+        assert chunks is not None
+        try:
+            chunks.feed(data)
+        except PeerProtocolError as exc:
+            self._bad_chunks = exc
+        else:
+            self._bad_chunks = chunks.error
+        if chunks.done or self._bad_chunks is not None:
+            self._chunks = None  # what follows the body is the next request's
 
     def _head_size(self) -> int:
         """The request head's length as far as h11 read it: what it consumed of this request
@@ -327,6 +357,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _fill(self) -> None:
         h = self._h11
         while self._terminal is None:  # after the terminal event nothing more is read
+            if h.their_state is h11.MUST_CLOSE:  # Rule 3: "close" said, nothing after is read
+                return
+            if self._bad_chunks is not None:  # a chunked body is held whole: not yet answered
+                status = 431 if self._bad_chunks.limit else 400
+                message = f"bad chunked framing: {self._bad_chunks}"
+                self._reject(status, message, "invalid_request", close=True)
+                return
+            folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
                 event = h.next_event()
             except h11.RemoteProtocolError as exc:
@@ -339,7 +377,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if event is h11.NEED_DATA or event is h11.PAUSED:
                 return
             if kind is h11.Request:
-                self._request(event)  # type: ignore[arg-type]
+                self._request(event, folded=folded)  # type: ignore[arg-type]
             elif kind is h11.Data:
                 self._data(bytes(event.data))  # type: ignore[union-attr]
             elif kind is h11.EndOfMessage:
@@ -369,28 +407,43 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._queue.append(ClientClosed())
         self._terminal = self._queue[-1]
 
-    def _request(self, req: h11.Request) -> None:
+    def _request(self, req: h11.Request, *, folded: bool) -> None:
         cfg = self.config
+        self.head_only = req.method == b"HEAD"  # before any answer: HEAD's has no body
         if self._consumed() - self._head_at > cfg.max_head_size:  # h11 bounds only partial ones
             return self._reject(431, "request head too large", "invalid_request", close=True)
         fields: dict[str, list[str]] = {}
         for k, v in req.headers:
             fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
         headers = {k: vs[-1] for k, vs in fields.items()}
-        target = req.target.decode("latin-1").split("?", 1)[0]
+        target, authority = _origin(req.target.decode("latin-1"))
         method = req.method.decode("latin-1")
         self.method, self.target = method, target
-        self.head_only = method == "HEAD"
+        if folded:  # _http Rule 1: h11 would unfold it
+            return self._reject(
+                400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
+                "invalid_request", close=True,
+            )  # fmt: skip
+        if req.http_version not in (b"1.0", b"1.1"):  # _http Rule 1: h11 reads 1.x as 1.1
+            return self._reject(
+                505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
+            )
         kind, allowed = _route(target)
         if "content-length" in fields and "transfer-encoding" in fields:  # _http Rule 1
             return self._reject(
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 "invalid_request", close=True,
             )  # fmt: skip
-        if not host_allowed(headers.get("host"), cfg.allowed_hosts):  # Rule 4
+        if "transfer-encoding" in fields:  # chunked (h11 refuses any other coding)
+            self._chunks = ChunkedReader(max_line=cfg.max_head_size, strict=True)
+            held = self._h11.trailing_data[0]
+            if held:
+                self._check_chunks(held)
+        host = headers.get("host") if authority is None else authority
+        if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
             self.state.metrics.refused["host"] += 1
             return self._reject(
-                421, f"this gateway does not answer for the host {headers.get('host')!r}",
+                421, f"this gateway does not answer for the host {host!r}",
                 "misdirected_request", close=True,
             )  # fmt: skip
         if kind is None:
@@ -418,8 +471,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 headers=[("WWW-Authenticate", 'Bearer realm="svir-gateway"')],
             )  # fmt: skip
         self.request_kind = kind
-        rid = headers.get("x-request-id", "").strip()
-        self._header_id = rid[:128] if rid and rid.isprintable() else None
+        self._header_id = request_id(headers.get("x-request-id"))
         if local:
             self._mode = "answered"
             self._queue.append(LocalRequest(name=target[1:]))  # type: ignore[arg-type]
@@ -546,7 +598,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             assert scanner is not None
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
-            self.request_id = scanner.request_id or self._header_id or self.state.new_id()
+            self.request_id = (
+                request_id(scanner.request_id) or self._header_id or self.state.new_id()
+            )
             relay = self._relay(len(body))
             relay.declared_tools = self._declared
             relay.include_usage = scanner.include_usage
@@ -581,11 +635,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         assert isinstance(outcome, tuple)
         hub, upstream = outcome
         assert isinstance(hub, LLMRequest)
-        self.request_id = hub.request_id or self._header_id or self.state.new_id()
+        self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
         self.streaming_request = True
         self._model = hub.model
         self._declared = hub.tool_names if hub.tools else None
-        self._queue.append(Forward(request=upstream, dialect=self.dialect or "llm-stream"))
+        rid = (("X-Request-Id", self.request_id),)
+        self._queue.append(
+            Forward(request=upstream, dialect=self.dialect or "llm-stream", headers=rid)
+        )
 
     def _unhold(self) -> None:
         if self._held:
@@ -792,9 +849,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _in_stream(self, failure: Failure, now: int) -> bytes:
         """A failure once the stream's head went out: its error and end marker (Rule 5), or a
-        cut for an answer that is not a stream of ours."""
+        cut for an answer that is not a stream of ours, or that its client did not ask for (an
+        upstream that streamed to a request for JSON: the client reads no events)."""
         self.upstream_failure = failure.kind
-        if self.head_only or self.request_kind not in _COMPLETIONS or self._relaying == "raw":
+        if (
+            self.head_only
+            or self.request_kind not in _COMPLETIONS
+            or self._relaying == "raw"
+            or not self.streaming_request
+        ):
             self.outcome = "cut"
             self._mode = "answered"
             self._h11.send_failed()
@@ -842,17 +905,25 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         status and its end-to-end headers (an upstream 401 or 403 is never relayed: Rule 4;
         call `upstream` with its failure instead)."""
         kind = next((v for k, v in headers if k == "content-type"), "")
-        stream = kind.split(";")[0].strip().lower() == "text/event-stream"
-        self._relaying = "stream" if stream and 200 <= status < 300 else "raw"
-        if self._head_sent:  # a keep-alive sent the stream's head: the stream goes on in it
+        media = kind.split(";")[0].strip().lower()
+        stream = media == "text/event-stream"
+        ok = 200 <= status < 300
+        self._relaying = "stream" if stream and ok else "raw"
+        unreadable = ok and self.streaming_request and media not in _ANSWERS
+        if self._head_sent or unreadable:
+            # a keep-alive sent the stream's head (the stream goes on in it), or a stream was
+            # asked and this is neither a stream nor JSON (a server that ignored ``stream``):
+            # a failure the server reads, then answers with (Rule 5)
             if self._relaying == "raw":
-                self._relaying = "late"  # a failure the server reads and ends the stream with
+                self._relaying = "late"
             return b""
         keep = [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k != "x-request-id"]
         if stream:
             keep = [(k, v) for k, v in keep if k not in ("cache-control", "x-accel-buffering")]
             keep += _SSE_HEAD[1:]
         length = next((v for k, v in headers if k == "content-length"), None)
+        if any(k == "transfer-encoding" for k, _ in headers):  # RFC 9112 6.3: it wins, and
+            length = None  # "an intermediary ... MUST first remove the received Content-Length"
         if length is not None and self._relaying == "raw":
             keep.append(("Content-Length", length))
         if status >= 400:
@@ -903,6 +974,28 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._terminal = None
         self._terminated = False
         self._dirty = True
+
+
+_HEAD_END: Final = re.compile(rb"\n\r?\n")
+_FOLD: Final = re.compile(rb"\n[ \t]")
+
+
+def _folded(data: bytes) -> bool:
+    """Whether the whole head at the start of ``data`` (if it has come) holds a folded line: a
+    line beginning with a space or a tab (RFC 9112 5.2 obs-fold)."""
+    end = _HEAD_END.search(data)
+    return end is not None and _FOLD.search(data, 0, end.start()) is not None
+
+
+def _origin(target: str) -> tuple[str, str | None]:
+    """A request target's path (no query) and, for the absolute form, its authority (RFC 9112
+    3.2.2: a server MUST accept it, and takes the host from it, not from ``Host``)."""
+    scheme, sep, rest = target.partition("://")
+    authority = None
+    if sep and scheme.lower() in ("http", "https"):
+        slash = rest.find("/")
+        authority, target = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+    return target.split("?", 1)[0], authority
 
 
 def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:

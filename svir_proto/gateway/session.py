@@ -17,7 +17,8 @@ Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream ge
     ``timings`` stay. An LLM-Stream client gets the events translated (draft 7.1).
 Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
     client that breaks HTTP is answered or closed, an upstream that breaks it ends that
-    request with an error in the client's dialect.
+    request with an error in the client's dialect. An answer framed both by Content-Length
+    and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
     the connection), a body with no silence over ``body_timeout``, an idle kept-alive
     connection within ``idle_timeout``: else 408 or a close. An upstream with no progress for
@@ -33,8 +34,10 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, the c
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
-    its client always gets a new one. A connection goes back to the pool only after a whole
-    answer to a whole request; after a failure or a cancel it is closed.
+    its client always gets a new one. A kept-alive connection that sent bytes after its last
+    answer (an answer to no request, junk) is treated as a closed one.
+    A connection goes back to the pool only after a whole answer to a whole request; after a
+    failure or a cancel it is closed.
 
 This module never does I/O and reads no clock.
 """
@@ -349,19 +352,17 @@ class GatewaySession:
         self._pooled = conn is not None
         if conn is not None:
             conn.start_next_cycle()
+            if _spoke(conn):  # Rule 6: what it holds is no answer to this request
+                self._release(reuse=False)
+                self._open(fresh=True, now=now)
+                return b""
         up = conn if conn is not None else ClientConnection(self.config.upstream)
         self._up = up
         self._upstream = "sending"
         self._progress = now
-        try:
-            pieces = list(up.send(forward.request))
-        except ValueError as exc:  # Rule 2: a value from the client no request may carry
-            # (a request id that cannot be a header line): its answer, not a wedged connection;
-            # what could not go upstream cannot go in the client's head either
-            self.conn.request_id = None
-            return self._broken(
-                f"the request cannot be sent upstream: {exc}", now, kind=FailureKind.REJECTED
-            )
+        pieces = list(
+            up.send(forward.request, headers=forward.headers)
+        )  # every value from the client in it was checked
         if forward.body is not None:
             pieces += (up.send_data(forward.body), up.send_end())
         pieces += [up.send_data(piece) for piece in self._unsent]
@@ -414,7 +415,7 @@ class GatewaySession:
             return self._upstream_end(now, None)
         up = self._up
         assert up is not None
-        self._answered = True
+        first, self._answered = not self._answered, True
         exchange = up.exchange
         assert exchange is not None
         seen = exchange.events_seen
@@ -424,12 +425,19 @@ class GatewaySession:
             error = up.error
         except SvirProtocolError as exc:
             events, error = [], exc
+        if error is not None and not events and first and self._retry(now):
+            return b""  # Rule 6: a kept-alive connection that spoke out of turn
         seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
         if seen:
             self.conn.events_forwarded += seen
             self._progress = now
         elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
             self._progress = now
+        if any(type(e) is ResponseStarted and _framed_twice(e.headers) for e in events):
+            return self._broken(  # Rule 2: what may smuggle a response is not passed on
+                "the upstream framed its answer with both Content-Length and Transfer-Encoding",
+                now,
+            )
         out = self._relayed(up, events, now, error)
         if error is not None and not self.closed:
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
@@ -439,17 +447,25 @@ class GatewaySession:
         """The upstream connection ended: closed, or broken (``broke`` says how)."""
         up = self._up
         assert up is not None
-        if not self._answered and self._pooled and self._replay is not None:
-            # Rule 6: a kept-alive connection the upstream had closed: once more, on a new one
-            self._forward, self._replay = self._replay, None
-            self._release(reuse=False)
-            self._open(fresh=True, now=now)
-            return b""
+        if not self._answered and self._retry(now):
+            return b""  # Rule 6: a kept-alive connection the upstream had closed
         try:
             events = up.close() if broke is None else up.interrupt(broke)
         except SvirProtocolError as exc:
             return self._broken(f"the upstream broke the protocol: {exc}", now)
+        if not events:  # it ended before its head was whole: nothing to end the answer with
+            return self._broken(broke or "the upstream closed before its answer", now)
         return self._relayed(up, events, now)
+
+    def _retry(self, now: float) -> bool:
+        """Rule 6: send the request once more, on a new connection, if it went on a kept-alive
+        one and may be sent again."""
+        if not self._pooled or self._replay is None:
+            return False
+        self._forward, self._replay = self._replay, None
+        self._release(reuse=False)
+        self._open(fresh=True, now=now)
+        return True
 
     def _relayed(
         self,
@@ -728,6 +744,22 @@ class GatewaySession:
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)
+
+
+def _spoke(conn: ClientConnection) -> bool:
+    """Whether a kept-alive connection, ready for its next request, holds bytes the upstream
+    sent after its last answer: an answer to no request, or junk."""
+    try:
+        return conn.next_event() is not NEED_DATA
+    except SvirProtocolError:
+        return True
+
+
+def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
+    """Whether a response head has both framings (RFC 9112 6.3: "ought to be handled as an
+    error"; the sizes may differ, and a proxy between may read the other one)."""
+    names = {k for k, _ in headers}
+    return "content-length" in names and "transfer-encoding" in names
 
 
 def _last_boundary(data: bytes) -> int:

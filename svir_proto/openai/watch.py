@@ -9,9 +9,9 @@ not need:
 
 Rule 1: text and reasoning deltas are not events and are not kept: the client reads them. A
     run of chunks that each begin and end as the learned envelope around plain content
-    (`_envelope`; nearly every chunk) is counted and not read at all: the envelope holds the
-    chunk's ``finish_reason``, ``usage`` and everything else a relay watches, as the learned
-    chunk had them (none).
+    (`_envelope`; nearly every chunk), all valid UTF-8, is counted and not read further: the
+    envelope holds the chunk's ``finish_reason``, ``usage`` and everything else a relay
+    watches, as the learned chunk had them (none).
 Rule 2: every event the stream carries is counted (`seen`): its progress.
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
@@ -45,9 +45,11 @@ class ChatStreamWatcher(ChatStreamDecoder):
             and envelope.head_rest is None
             and envelope.tail_rest is None
             and not self._done
+            and payloads  # a read that completed no event brings none
             and min(map(len, payloads)) >= envelope.plain_size
             and all(map(methodcaller("startswith", envelope.content_opened), payloads))
             and all(map(methodcaller("endswith", envelope.content_closed), payloads))
+            and _utf8(payloads)  # JSON text is UTF-8 (RFC 8259 8.1): the decoder's rule too
         ):
             return  # Rule 1: a run that repeats the envelope around plain content
         ChatStreamDecoder._on_batch(self, at, payloads, gap)
@@ -62,3 +64,14 @@ class ChatStreamWatcher(ChatStreamDecoder):
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
         pass
+
+
+def _utf8(payloads: Sequence[bytes | bytearray]) -> bool:
+    """Whether every payload is UTF-8 (ASCII ones, nearly all, at C speed)."""
+    for payload in payloads:
+        if not payload.isascii():
+            try:
+                payload.decode()
+            except UnicodeDecodeError:
+                return False
+    return True

@@ -307,7 +307,7 @@ class _Conn:
             return True
         try:
             doc = json.loads(seen.body)
-        except ValueError:
+        except (ValueError, RecursionError):  # a body nested deeper than Python's json reads
             doc = {}
         if not isinstance(doc, dict):
             doc = {}

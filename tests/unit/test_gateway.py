@@ -534,6 +534,23 @@ def test_the_model_listing_relayed_as_it_came(method: str) -> None:
     assert gw.reusable
 
 
+def test_a_relayed_head_with_both_framings_loses_its_content_length() -> None:
+    """RFC 9112 6.3: Transfer-Encoding wins, and "an intermediary that chooses to forward the
+    message MUST first remove the received Content-Length field": relayed with it, a chunked
+    body overran it and `relay_data` raised (the session refuses such an answer first; the
+    connection never relays it wrong either)."""
+    listing = b'{"object":"list","data":[]}'
+    gw = GatewayConnection()
+    gw.feed(request(method="GET", target="/v1/models"))
+    head = (("content-type", "application/json"), ("content-length", "3"),
+            ("transfer-encoding", "chunked"))  # fmt: skip
+    out = gw.relay_head(200, head) + gw.relay_data(listing) + gw.relay_end(complete=True)
+    status, headers, body = response(out)
+    assert status == 200
+    assert "content-length" not in headers
+    assert body == listing
+
+
 @pytest.mark.parametrize(
     ("first", "status"),
     [

@@ -61,6 +61,126 @@ def test_two_framings_are_refused_and_the_connection_closed(framing: tuple[str, 
     assert headers["connection"] == "close"
 
 
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ("Transfer-Encoding:", " chunked"),  # the smuggler's form
+        ("Content-Length:", "\t4"),
+        ("X: a", " b"),
+        ("X: a", "\t"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "pipelined"])
+def test_a_folded_header_line_is_refused_and_the_connection_closed(
+    lines: tuple[str, str], mode: str
+) -> None:
+    """Attack (hostile battery ``te-obs-fold``, ``cl-obs-fold``, ``obs-fold``): h11 unfolds
+    obs-fold, so ``Transfer-Encoding:\\r\\n chunked`` was read as chunked, where a proxy in
+    front may read it otherwise. RFC 9112 5.2: refuse it with 400, and close."""
+    head = ["POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json"]
+    data = raw(*head, *lines, body=b"4\r\nabcd\r\n0\r\n\r\n")
+    c = conn()
+    if mode == "pipelined":  # a good request first, the folded one after it
+        c.feed(raw("GET /healthz HTTP/1.1", "Host: gw"))
+        c.reply_local(200, "application/json", b"{}")
+        c.finish_request()
+        c.start_next_cycle()
+    pieces = bytewise(data) if mode == "bytewise" else [data]
+    events = [e for piece in pieces for e in c.feed(piece)]
+    reply = events[-1]
+    assert isinstance(reply, Reply)
+    status, headers, _ = response(reply.data)
+    assert status == 400
+    assert reply.close
+    assert headers["connection"] == "close"
+
+
+def test_a_body_with_lines_that_begin_with_a_space_is_no_fold() -> None:
+    body = b'{\n  "model": "m",\n  "messages": [],\n\t"stream": true\n}'
+    events = conn().feed(raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(body)}", body=body,
+    ))  # fmt: skip
+    assert not any(isinstance(e, Reply) for e in events), events
+
+
+@pytest.mark.parametrize(
+    ("target", "host", "status"),
+    [
+        ("http://gw/healthz", "gw", 200),
+        ("HTTP://gw:8080/healthz?x=1", "other.example", 200),  # its authority, not Host
+        ("http://gw", "gw", 404),  # the path "/"
+        ("http://evil.example/healthz", "gw", 421),  # DNS rebinding through absolute form
+        ("https://user@gw/healthz", "gw", 421),
+        ("ftp://gw/healthz", "gw", 404),
+    ],
+)
+def test_an_absolute_form_target(target: str, host: str, status: int) -> None:
+    """Attack (hostile battery ``test_an_absolute_form_target_is_served``): RFC 9112 3.2.2, "a
+    server MUST accept the absolute-form in requests"; it was a 404. Its host is checked."""
+    events = conn(allowed_hosts=frozenset({"gw"})).feed(
+        raw(f"GET {target} HTTP/1.1", f"Host: {host}")
+    )
+    if status == 200:
+        assert [type(e).__name__ for e in events] == ["LocalRequest"]
+    else:
+        reply = events[-1]
+        assert isinstance(reply, Reply)
+        assert response(reply.data)[0] == status
+
+
+@pytest.mark.parametrize("version", ["1.2", "2.0", "9.9", "0.9"])
+def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
+    """Attack (hostile battery ``http-1.2``, ``http-2.0``): h11 reads any 1.x as 1.1."""
+    status, _, _, reply = answer(raw(f"GET /healthz HTTP/{version}", "Host: gw"))
+    assert status == 505
+    assert reply.close
+    assert reply.data.startswith(b"HTTP/1.1 505 HTTP Version Not Supported\r\n")
+    # a HEAD's refusal has no body (h11 raised when the refusal came before HEAD was known)
+    (head,) = conn().feed(raw(f"HEAD /healthz HTTP/{version}", "Host: gw"))
+    assert isinstance(head, Reply)
+    assert head.data.startswith(b"HTTP/1.1 505 ")
+    assert head.data.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize(
+    ("chunks", "status"),
+    [
+        (b"5 \r\nhello\r\n0\r\n\r\n", 400),  # a blank after the size, no extension
+        (b"5\t\r\nhello\r\n0\r\n\r\n", 400),
+        (b"0\r\n" + b"X: t\r\n" * 20_000 + b"\r\n", 431),  # a trailer past the head's bound
+        (b"5;e=\r\rx\r\nhello\r\n0\r\n\r\n", 400),  # a CR inside an extension
+    ],
+)
+@pytest.mark.parametrize("mode", ["whole", "bytewise"])
+def test_chunked_framing_h11_lets_pass_is_refused(chunks: bytes, status: int, mode: str) -> None:
+    """Attack (hostile battery ``size-space``, ``many-trailers``): h11 takes a blank after a
+    chunk size, and bounds a trailer only while it is incomplete (one read of 120 KB passed).
+    The body is checked beside h11, as RFC 9112 7.1 says: 400 (431 for the bound), and close."""
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        "Transfer-Encoding: chunked", body=chunks,
+    )  # fmt: skip
+    c = conn(max_head_size=8192)
+    pieces = bytewise(data) if mode == "bytewise" else [data]
+    events = [e for piece in pieces for e in c.feed(piece)]
+    reply = events[-1]
+    assert isinstance(reply, Reply), events
+    assert response(reply.data)[0] == status
+    assert reply.close
+
+
+def test_a_chunked_body_with_extensions_and_a_pipelined_request_after_it() -> None:
+    body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+    chunks = b"%x;name=value\r\n%s\r\n0\r\nX-T: 1\r\n\r\n" % (len(body), body)
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        "Transfer-Encoding: chunked", body=chunks,
+    ) + raw("GET /healthz HTTP/1.1", "Host: gw")  # fmt: skip
+    events = conn().feed(data)
+    assert [type(e).__name__ for e in events] == ["Forward"], events
+
+
 def test_every_status_line_has_its_reason_phrase() -> None:
     _, _, _, reply = answer(raw("GET /nope HTTP/1.1", "Host: gw"))
     assert reply.data.startswith(b"HTTP/1.1 404 Not Found\r\n")

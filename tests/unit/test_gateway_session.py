@@ -32,6 +32,8 @@ from tests.helpers import CONFORMANCE
 
 UPSTREAM = Endpoint.parse("http://upstream.test:8000")
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+TEXT = b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
+TEXT += b"data: [DONE]\n\n"
 TOOLS = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
 LLM = json.dumps(
     json.loads((CONFORMANCE / "llmstream" / "draft-4-all-fields.request.json").read_text())[
@@ -279,6 +281,35 @@ def test_an_upstream_that_resets() -> None:
     assert read(d.client)[0][3] is False
 
 
+@pytest.mark.parametrize("waited", [False, True])
+def test_an_upstream_that_resets_before_any_byte(waited: bool) -> None:
+    """Attack (hostile battery ``rst-head``): a reset before the answer's head ended the
+    exchange with no event at all, so the client heard nothing until the progress deadline
+    (a timeout, not what happened). Now: a 502, or, once a keep-alive sent the stream's head,
+    an error and the end marker."""
+    d = Driver(keepalive=1.0)
+    d.send(post(openai_body()))
+    d.connect()
+    if waited:
+        d.tick(2.5)  # a keep-alive: the stream's head went out
+        assert b": keep-alive" in bytes(d.client)
+    d.run(d.session.upstream_failed("reset by peer", 2.6))
+    ((status, _, body, ended),) = read(d.client)
+    assert ended
+    if waited:
+        decoder = ChatStreamDecoder()
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.error is not None
+        assert "reset by peer" in decoder.result.error.message
+        assert body.endswith(b"data: [DONE]\n\n")
+    else:
+        assert status == 502
+        assert "reset by peer" in json.loads(body)["error"]["message"]
+    assert d.released == [None]
+    assert [x.outcome for x in d.done()] == ["failed"]
+
+
 def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream() -> None:
     d = relayed(b'data: {"choices":[{"delta":{"content":"a"}}]}\n\ndata: {bad\n\n')
     ((status, _, got, ended),) = read(d.client)
@@ -300,6 +331,94 @@ def test_bad_http_from_the_upstream() -> None:
     ((status, _, body, _),) = read(d.client)
     assert status == 502
     assert "protocol" in json.loads(body)["error"]["message"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("dialect", ["openai", "llm-stream"])
+def test_an_upstream_answer_framed_twice_is_a_failure(stream: bool, dialect: str) -> None:
+    """Attack (hostile battery ``both-framing``, fuzz seed
+    ``crash-relayed-content-length-beside-chunked``): an upstream answer with Content-Length
+    and Transfer-Encoding both was relayed with its Content-Length and a chunked body, and
+    `relay_data` raised (h11: too much data). RFC 9112 6.3: handled as an error."""
+    d = Driver()
+    if dialect == "openai":
+        d.send(post(openai_body(stream=stream)))
+    else:
+        doc = {**json.loads(LLM), "tools": []}
+        d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+        for work in d.work:
+            d.run(d.session.worked(work.run(), 1.0))
+    d.connect()
+    two = sse_response(TEXT).replace(b"\r\n\r\n", b"\r\nContent-Length: 5\r\n\r\n", 1)
+    d.answer(two)
+    ((status, _, body, ended),) = read(d.client)
+    assert status == 502
+    assert ended
+    assert "Content-Length and Transfer-Encoding" in json.loads(body)["error"]["message"]
+    assert d.released == [None]
+    assert d.state.streams == 0
+
+
+def test_a_connection_closed_by_the_client_reads_nothing_after() -> None:
+    """Attack (fuzz seed ``crash-pipelined-after-a-closing-local-request``): HTTP/1.0 (or
+    ``Connection: close``) and then another request in the same bytes: h11 raised for the
+    bytes after a request that ends its connection, and the session answered twice (h11
+    refused the second answer). RFC 9112 9.6: what follows is dropped."""
+    for first in (
+        b"GET /healthz HTTP/1.0\r\nHost: gw\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n",
+    ):
+        d = Driver()
+        d.send(first + get("/healthz") + post(openai_body()))
+        got = read(d.client)
+        assert [g[0] for g in got] == [200]
+        assert d.closed
+        assert not d.connecting
+
+
+@pytest.mark.parametrize("waited", [False, True])
+def test_an_answer_that_is_no_stream_to_a_stream_request_is_a_failure(waited: bool) -> None:
+    """Attack (hostile battery ``html``): a 200 ``text/html`` to a request that asked for a
+    stream was relayed as it came, a success the client cannot read. It is what the decoder
+    says of it (not a stream), in the client's dialect; ``waited``: after a keep-alive."""
+    d = Driver(keepalive=1.0)
+    d.send(post(openai_body()))
+    d.connect()
+    if waited:
+        d.tick(2.5)
+    page = b"<html><body>hello</body></html>"
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(page), page)
+    )
+    ((status, _, body, ended),) = read(d.client)
+    assert ended
+    if waited:
+        decoder = ChatStreamDecoder()
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.error is not None
+        assert "text/html" in decoder.result.error.message
+    else:
+        assert status >= 500
+        assert "text/html" in json.loads(body)["error"]["message"]
+    assert [x.outcome for x in d.done()] == ["failed"]
+
+
+def test_a_stream_nobody_asked_for_that_breaks_is_a_cut() -> None:
+    """Attack (hostile battery ``bad-chunk`` to a request for JSON): the upstream streamed
+    anyway and then broke the chunk framing; the client, which reads no events, got an error
+    event and ``[DONE]`` in a whole body, as if the answer were whole. It is a cut now."""
+    d = Driver()
+    d.send(post(openai_body(stream=False)))
+    d.connect()
+    event = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    d.answer(HEAD + b"%x\r\n%s\r\nzz\r\n" % (len(event), event))
+    ((status, _, body, ended),) = read(d.client)
+    assert status == 200
+    assert body == event
+    assert not ended
+    assert d.done()[0].outcome == "cut"
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -603,6 +722,28 @@ def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> Non
     assert read(d.client)[0][2] == TOOLS
 
 
+@pytest.mark.parametrize("late", [True, False])
+def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more(late: bool) -> None:
+    """Attack (hostile battery ``trailing-garbage``: a whole answer, then junk on the
+    kept-alive connection): the next request that took that connection from the pool read the
+    junk as its answer, a 502 for a client that had done nothing wrong. Such a connection is
+    a closed one (Rule 6): the request goes again on a new one. With ``late`` the junk came
+    after the connection went back; else in the same read as the end of the last answer."""
+    d = Driver()
+    d.send(post(openai_body()))
+    pooled = ClientConnection(UPSTREAM)
+    list(pooled.send(__import__("svir_proto").ModelsRequest()))
+    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
+    pooled.feed(b'{"data":[]}' + (b"" if late else b" GARBAGE\r\n\r\n"))
+    d.connect(conn=pooled)
+    d.answer(b" GARBAGE\r\n\r\n" if late else sse_response(TOOLS))
+    assert Connect(fresh=True) in d.seen
+    assert d.released == [None]  # the one that spoke is closed
+    d.connect()
+    d.answer(sse_response(TOOLS))
+    assert read(d.client)[0][2] == TOOLS
+
+
 def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
     d = Driver()
     d.send(post(openai_body()))
@@ -875,22 +1016,48 @@ def test_a_json_answer_cut_midway_stays_cut() -> None:
 # -- values from the client that no upstream request may carry (Rule 2) --------------------
 
 
-@pytest.mark.parametrize("rid", ["a\r\nX-Injected: 1", "a\x00b", "a\u2028b"])
-def test_a_request_id_that_cannot_be_a_header_is_answered_not_wedged(rid: str) -> None:
-    """Attack: an OpenAI body's ``metadata.request_id`` with a CR LF (or a NUL): building the
-    upstream head refused it with a ValueError out of `upstream_connected`, which left the
-    connection with no answer and its slot held (asyncio) or ended it with a traceback (trio).
-    Now the request ends with an error, and the id is not echoed in the client's head."""
+BAD_IDS = ["a\r\nX-Injected: 1", "a\x00b", "a\u2028b", "caf\u00e9", " lead", "trail ", "a" * 129]
+
+
+@pytest.mark.parametrize("dialect", ["openai", "llm-stream"])
+@pytest.mark.parametrize("rid", BAD_IDS)
+def test_a_request_id_that_cannot_be_a_header_is_replaced(rid: str, dialect: str) -> None:
+    """Attack (hostile battery, ``test_a_request_id_in_the_body_that_cannot_be_a_header``): a
+    body's ``metadata.request_id`` with a CR LF, a NUL, non-ASCII, an edge space or over 128
+    characters made building the upstream head raise out of `upstream_connected`, which wedged
+    the connection (asyncio) or ended it with a traceback (trio). Such an id now gets the
+    ``X-Request-Id`` header's check: it is not taken, and the gateway makes one."""
     d = Driver()
-    d.send(post(openai_body(metadata={"request_id": rid})))
+    if dialect == "openai":
+        d.send(post(openai_body(metadata={"request_id": rid})))
+    else:
+        doc = {**json.loads(LLM), "tools": [], "metadata": {"request_id": rid}}
+        d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+        for work in d.work:  # a large body is prepared off the loop
+            d.run(d.session.worked(work.run(), 1.0))
     d.connect()
+    head = bytes(d.upstream).split(b"\r\n\r\n")[0]
+    assert b"X-Injected" not in head
+    assert b"X-Request-Id: id-1" in head  # a translated request carries it too (Rule 7)
+    d.answer(sse_response(TEXT))
     got = read(d.client)
-    assert got, "no answer"
+    assert got[0][0] == 200, got
     assert got[0][3], got
-    assert got[0][0] == 502
     assert "x-injected" not in got[0][1]
-    assert "x-request-id" not in got[0][1]
-    assert bytes(d.upstream) == b""
-    assert d.released == [None]
-    assert d.state.streams == 0
-    assert [x.outcome for x in d.done()] == ["failed"]
+    assert got[0][1]["x-request-id"] == "id-1"
+
+
+@pytest.mark.parametrize("value", [b"caf\xc3\xa9", b"\xff", b"a" * 129, b"a\x7fb"])
+def test_an_x_request_id_header_that_cannot_go_upstream_is_replaced(value: bytes) -> None:
+    """Attack: ``X-Request-Id: café`` (obs-text, which h11 takes) failed as an ASCII header
+    upstream (UnicodeEncodeError); the header's check is ASCII-only now."""
+    d = Driver()
+    body = openai_body()
+    d.send(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+        b"X-Request-Id: " + value + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    )
+    d.connect()
+    assert b"X-Request-Id: id-1\r\n" in bytes(d.upstream)
+    d.answer(sse_response(TEXT))
+    assert read(d.client)[0][1]["x-request-id"] == "id-1"
