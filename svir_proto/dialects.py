@@ -362,7 +362,7 @@ def dialect_of(request: object) -> DialectSpec | None:
     if not module.startswith("svir_proto."):
         return None
     name = _PACKAGES.get(module.split(".")[1])
-    if name is None or name not in _BUILDERS:
+    if name is None:
         return None
     spec = dialect(name)
     return spec if isinstance(request, spec.request_type) else None

@@ -92,11 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.sse:
             status = decode.decode_sse(body, piece, lines)
         else:
-            try:
-                status = decode.decode_events(body, piece, lines, args.dialect)
-            except ValueError as exc:  # a dialect this installation lacks
-                print(f"svir: {exc}", file=sys.stderr)
-                return 2
+            status = decode.decode_events(body, piece, lines, args.dialect)
     print("\n".join(lines))
     return status
 

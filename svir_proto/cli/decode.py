@@ -69,11 +69,6 @@ def _show_sse(item: object) -> str:
     return repr(item)
 
 
-def is_llm_stream(body: bytes) -> bool:
-    """An LLM-Stream body begins with its stream.start event (draft section 5)."""
-    return detect(body) == "llm-stream"
-
-
 _NAMES: Final = {
     "llm-stream": "an LLM-Stream body",
     "messages": "an Anthropic Messages body",

@@ -388,3 +388,22 @@ def test_in_a_pipe_and_in_json_what_the_server_sent_is_exact(server: ReplayServe
     assert CONTROLS in texts
     models = svir("models", "--json", "--base-url", server.base("controls"))
     assert json.loads(models.stdout)[0]["id"] == "qwen\x1b[2J"
+
+
+def test_chat_in_another_dialect(server: ReplayServer) -> None:
+    """``--dialect messages`` sends a Messages request to /messages with the Anthropic key."""
+    before = len(server.requests)
+    out = svir(
+        "chat", "--dialect", "messages", "--base-url",
+        server.base("replay", "anthropic-parallel-tool-use", "length"), "--model", "m", "hi",
+        env={"ANTHROPIC_API_KEY": "sk-ant"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "Checking both." in out.stdout
+    sent = server.requests[before]
+    assert sent.target.endswith("/v1/messages")
+    assert sent.headers.get("x-api-key") == "sk-ant"
+    assert json.loads(sent.body)["max_tokens"] > 0
+    gemini = svir("chat", "--dialect", "gemini", "--base-url", server.base(), "hi")
+    assert gemini.returncode != 0
+    assert "--model is required with --dialect gemini" in gemini.stderr

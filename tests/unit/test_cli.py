@@ -178,3 +178,23 @@ def test_a_stream_with_no_visible_token_says_its_finish_and_nothing_of_a_first_t
     screen.summary(Completion(finish_raw="stop"))
     assert err.getvalue() == "finish: stop\n"
     assert terminal_safe("a\x1b[2Jb\tc\n\x9bd\x7f\r") == "a[2Jb\tc\nd"
+
+
+def test_decode_tells_each_vendors_dialect() -> None:
+    for path, said in (
+        ("tests/conformance/anthropic/anthropic-parallel-tool-use.sse", "Anthropic Messages"),
+        ("tests/conformance/responses/openai-text.sse", "OpenAI Responses"),
+        ("tests/conformance/gemini/function-call-2.5.sse", "Gemini"),
+    ):
+        out = svir("decode", path)
+        assert out.returncode == 0, out.stderr
+        assert f"({'an' if said[0] in 'AO' else 'a'} {said} body)" in out.stdout
+        assert "complete: True" in out.stdout
+    # --dialect says it instead: an Anthropic body read as Gemini is not one
+    wrong = svir(
+        "decode",
+        "--dialect",
+        "gemini",
+        "tests/conformance/anthropic/anthropic-parallel-tool-use.sse",
+    )
+    assert "complete: True" not in wrong.stdout

@@ -28,6 +28,7 @@ def test_each_dialect_by_name_and_by_request() -> None:
     hub = LLMRequest(model="m", messages=[LLMMessage(role="user", content="hi")])
     assert dialects.dialect_of(hub) is dialects.dialect("llm-stream")
     assert dialects.dialect_of("a string") is None
+    assert dialects.dialect_of(TextDelta(text="x")) is None  # ours, of no dialect
     assert dialects.dialect_of(Endpoint.parse("http://x")) is None  # ours, but not a request
     with pytest.raises(ValueError, match="no dialect 'klingon': the dialects are chat"):
         dialects.dialect("klingon")
@@ -125,16 +126,21 @@ def test_every_encoder_and_error_body_of_the_registry() -> None:
     events = [StreamStarted(response_id="r", model="m"), TextDelta(text="hi")]
     end = StreamEnded(complete=False, done=True)
     failure = Failure(kind=FailureKind.RATE_LIMITED, message="slow down", status=429)
+    from svir_proto.gemini import GeminiStreamDecoder
+    from svir_proto.responses import ResponsesStreamDecoder
+
     decoders = {
         "chat": ChatStreamDecoder,
         "messages": MessagesStreamDecoder,
         "llm-stream": LLMStreamDecoder,
+        "responses": ResponsesStreamDecoder,
+        "gemini": GeminiStreamDecoder,
     }
     for name, make in decoders.items():
         spec = dialects.dialect(name)
         encoder = spec.encoder("m", "r", 0)
         data = b"".join(encoder.encode(e) for e in [*events, StreamFailed(error=failure), end])
-        assert encoder.done or name == "messages"  # an Anthropic stream ends at its error
+        assert encoder.done or name in ("messages", "gemini")  # these end at their error
         seen = make().feed(data)
         assert TextDelta(text="hi") in seen
         assert any(isinstance(e, StreamFailed) for e in seen)
