@@ -1,10 +1,12 @@
 // The Vercel AI SDK as an application uses it: `ai`'s streamText and generateText on a chat model
-// of @ai-sdk/openai-compatible or of @ai-sdk/openai (`.chat(...)`, Chat Completions).
+// of @ai-sdk/openai-compatible or of @ai-sdk/openai (`.chat(...)`, Chat Completions), the
+// Responses model of @ai-sdk/openai (`.responses(...)`) and @ai-sdk/anthropic's Messages model.
 //
 //   node ai_sdk.mjs '[{"id": "a", "base": "http://127.0.0.1:8787/v1", "provider": "openai",
 //                      "call": "stream", "model": "m", "prompt": "hi", "tools": {...}}, ...]'
 //
-// A spec: `base` (the server's /v1 URL), `provider` ("compatible" or "openai"), `call` ("stream"
+// A spec: `base` (the server's /v1 URL), `provider` ("compatible", "openai", "responses" or
+// "anthropic"), `call` ("stream"
 // or "generate"), `model`, `prompt` or `messages`, and optionally `tools` ({name: {description,
 // parameters}}: JSON Schema, no execute, so a call ends the step), `toolChoice`,
 // `maxOutputTokens`, `temperature`, `wireMessages` (OpenAI messages sent in place of the ones
@@ -15,6 +17,7 @@
 // provider metadata, response id and model); for generateText the same and the response body.
 // What differs between two servers by nature (request bodies, response headers, the request's
 // timestamps) is left out.
+import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, streamText, tool } from "ai";
@@ -36,6 +39,12 @@ function model(spec) {
   const settings = { baseURL: spec.base, apiKey: "sk-test", fetch: wire(spec) };
   if (spec.provider === "openai") {
     return createOpenAI(settings).chat(spec.model);
+  }
+  if (spec.provider === "responses") {
+    return createOpenAI(settings).responses(spec.model);
+  }
+  if (spec.provider === "anthropic") {
+    return createAnthropic(settings).messages(spec.model);
   }
   return createOpenAICompatible({ ...settings, name: "upstream", includeUsage: true }).chatModel(
     spec.model,
