@@ -174,6 +174,7 @@ class ExchangeOptions(TypedDict, total=False):
     max_tool_calls: int
     think_tags: bool
     think_opened: bool
+    keep_text: bool
     errors: Errors
 
 
@@ -209,7 +210,7 @@ def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -
         if name in _BOUNDS:
             if type(value) is not int or value < 1:
                 raise ValueError(f"{where}: {name} must be a positive int, not {value!r}")
-        elif name in ("think_tags", "think_opened"):
+        elif name in ("think_tags", "think_opened", "keep_text"):
             if type(value) is not bool:
                 raise TypeError(f"{where}: {name} must be a bool, not {value!r}")
         elif name == "errors":
@@ -239,7 +240,10 @@ class Exchange:
         max_error_body: bytes of an error body that are read (Rule 3).
         max_models_body: bytes a model listing may take.
         max_event_size, max_result_size, max_tool_calls, think_tags, think_opened, errors:
-            passed to the dialect's decoder (`ChatStreamDecoder`, `LLMStreamDecoder`).
+            passed to the dialect's decoder (`ChatStreamDecoder`, `LLMStreamDecoder`, ...).
+        keep_text: ``False``: an OpenAI answer's text is not kept in `result`, nor bounded by
+            ``max_result_size`` (`ChatStreamDecoder`'s ``keep_text``: a gateway that passes
+            the events on).
 
     What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
 
@@ -273,6 +277,7 @@ class Exchange:
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         think_tags: bool = True,
         think_opened: bool = False,
+        keep_text: bool = True,
         errors: Errors = "strict",
     ) -> None:
         check_options(
@@ -286,6 +291,7 @@ class Exchange:
                 "max_tool_calls": max_tool_calls,
                 "think_tags": think_tags,
                 "think_opened": think_opened,
+                "keep_text": keep_text,
                 "errors": errors,
             }
         )
@@ -362,6 +368,7 @@ class Exchange:
         self._max_tool_calls = max_tool_calls
         self._think_tags = think_tags
         self._think_opened = think_opened
+        self._keep_text = keep_text
         self._errors: Errors = errors
         self.max_head_size: Final = max_head_size
         self._max_error_body = max_error_body
@@ -650,6 +657,7 @@ class Exchange:
                 expect_usage=request.include_usage,
                 think_tags=self._think_tags,
                 think_opened=self._think_opened,
+                keep_text=self._keep_text,
                 max_tool_calls=self._max_tool_calls,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,

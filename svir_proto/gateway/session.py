@@ -356,7 +356,7 @@ class GatewaySession:
                 self._release(reuse=False)
                 self._open(fresh=True, now=now)
                 return b""
-        up = conn if conn is not None else ClientConnection(self.config.upstream)
+        up = conn if conn is not None else ClientConnection(self.config.upstream, keep_text=False)
         self._up = up
         self._upstream = "sending"
         self._progress = now

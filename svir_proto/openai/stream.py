@@ -85,8 +85,9 @@ class ChatStreamDecoder(DialectDecoder):
         expect_usage: the request asked for usage (``stream_options.include_usage``); a stream
             that ends without it sets ``usage_missing``.
         keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
-            are still events and counted against ``max_result_size``, but not kept: a relay
-            that passes them on needs no memory that grows with the answer).
+            are still events, but neither kept nor counted against ``max_result_size``, which
+            bounds what is kept: a relay that passes them on needs no memory that grows with
+            the answer, and no bound on its length).
         think_tags: split inline ``<think>...</think>`` out of ``content`` (section 4).
         think_opened: the chat template opened ``<think>`` in the prompt, so the content starts
             inside reasoning.
@@ -124,7 +125,9 @@ class ChatStreamDecoder(DialectDecoder):
         # what the stream has said so far
         self._id = ""
         self._started = False
-        # without keep_text, deltas are appended to nothing (C-level, as fast as a list)
+        # without keep_text, deltas are appended to nothing (C-level, as fast as a list), and
+        # weigh nothing against max_result_size
+        self._weight = 1 if keep_text else 0
         self._text: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
         self._reasoning: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
         self._carrier: ReasoningCarrier | None = None
@@ -375,7 +378,7 @@ class ChatStreamDecoder(DialectDecoder):
         refusal = delta.get("refusal")
         if refusal:
             text = _string(refusal, "refusal", at)
-            self._grow(len(text), at)
+            self._grow(len(text) * self._weight, at)
             self._refusal.append(text)
             queue.append(RefusalDelta(text=text))
         calls = delta.get("tool_calls")
@@ -392,7 +395,7 @@ class ChatStreamDecoder(DialectDecoder):
     def _content(self, content: str, at: int) -> None:
         think = self._think
         if think is None or (not think.inside and not think.held and "<" not in content):
-            self._size += len(content)
+            self._size += len(content) * self._weight
             if self._size > self._max_result:
                 self._grow(0, at)  # raises
             self._text.append(content)
@@ -402,14 +405,14 @@ class ChatStreamDecoder(DialectDecoder):
                 self._emit_split(reasoning, piece, at)
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
-        self._grow(len(text), None)
+        self._grow(len(text) * self._weight, None)
         if self._carrier is None:
             self._carrier = carrier
         self._reasoning.append(text)
         self._queue.append(ReasoningDelta(text=text, carrier=carrier))
 
     def _emit_split(self, reasoning: bool, piece: str, at: int | None) -> None:
-        self._grow(len(piece), at)
+        self._grow(len(piece) * self._weight, at)
         if reasoning:
             if self._carrier is None:
                 self._carrier = "think"

@@ -537,3 +537,22 @@ def test_arguments_for_a_call_never_opened_after_the_envelope_is_learned() -> No
         d.feed(compact({}, "tool_calls") + DONE)  # the events before the error
         with pytest.raises(ToolCallError, match=r"tool call 1 .* has no id"):
             d.close()
+
+
+def test_without_keep_text_the_text_is_neither_kept_nor_bounded() -> None:
+    # a relay passes the deltas on: an answer longer than max_result_size is no error then,
+    # while what is kept (a tool call's arguments) stays bounded
+    chunk = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"0123456789"}}]}\n\n'
+    think = (
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"abcdefghij"}}]}\n\n'
+    )
+    body = chunk * 20 + think * 20 + b"data: [DONE]\n\n"
+    relay = ChatStreamDecoder(keep_text=False, max_result_size=50)
+    events = relay.feed(body) + relay.close()
+    assert sum(len(e.text) for e in events if isinstance(e, TextDelta)) == 200
+    assert relay.result.text == ""
+    assert relay.result.reasoning == ""
+    kept = ChatStreamDecoder(max_result_size=50)
+    kept.feed(body)  # the events before the error; the error is kept for the next call
+    assert isinstance(kept.error, PeerProtocolError)
+    assert "max_result_size" in str(kept.error)
