@@ -356,7 +356,7 @@ def _asyncio_runner() -> Callable[[Any], object]:
     """uvloop's ``run`` if it is installed, else asyncio's (a traceback while serving was
     chained to the ``ModuleNotFoundError`` when the server ran inside the except clause)."""
     try:
-        import uvloop  # type: ignore[import-not-found]
+        import uvloop  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return asyncio.run
     return uvloop.run  # type: ignore[no-any-return]  # pragma: no cover - an extra
