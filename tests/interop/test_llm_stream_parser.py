@@ -155,11 +155,6 @@ VARIANTS: Final = {
 }  # fmt: skip
 """Requests for LLM-Stream answers, and the request id each must get back (``None``: one the
 gateway makes): ``metadata.request_id`` first, then ``X-Request-Id``."""
-NOT_SENT_UPSTREAM: Final = pytest.mark.xfail(
-    strict=True,
-    reason="gateway: an LLM-Stream request (translated) goes upstream without X-Request-Id; "
-    "an OpenAI one (passed through) has it (issue 17, item 4)",
-)
 
 
 @pytest.mark.parametrize("name", THROUGH)
@@ -201,10 +196,7 @@ def test_the_request_id_is_echoed(replayed: dict[str, Any], variant: str) -> Non
         assert rid == other == want
 
 
-@pytest.mark.parametrize(
-    "variant",
-    [pytest.param(v, marks=NOT_SENT_UPSTREAM) if v.startswith("llm/") else v for v in VARIANTS],
-)
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_the_request_id_goes_upstream_as_x_request_id(
     replayed: dict[str, Any], upstream: InteropUpstream, variant: str
 ) -> None:
