@@ -143,3 +143,10 @@ def test_an_error_and_the_end_forget_the_envelope() -> None:
         decoder = same([START, TEXT, piece(b"hi"), last, piece(b"late")], "express")
         assert decoder._envelope is None
         assert decoder.result.ignored_after_done == 1
+
+
+def test_an_empty_piece_read_one_event_at_a_time_is_no_event() -> None:
+    # the express path of feed: a read that is exactly one repeat of the envelope, empty
+    payloads = [START, TEXT, piece(b"hi"), piece(b""), piece(b""), piece(b"there"), END]
+    decoder = same(payloads, "express")
+    assert decoder.result.text == "hithere"
