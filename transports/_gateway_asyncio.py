@@ -84,9 +84,13 @@ class _Upstream(asyncio.Protocol):
         if owner is None:  # an idle pooled connection does not speak: drop it
             self.server.drop(self)
             return
-        try:
-            owner.write(owner.session.upstream_data(data, time.monotonic()))
-            owner.act()
+        try:  # `_Client.write` and `act`, inline: this is every event's path
+            session = owner.session
+            out = session.upstream_data(data, _monotonic())
+            if out and not owner.transport.is_closing():
+                owner.transport.write(out)
+            if session.actions:
+                owner.act()
         except Exception as exc:
             owner.fail(exc)
 
@@ -495,6 +499,9 @@ class Server:
             state.metrics.refused["connections"] += 1
             return _Refused()
         return _Client(self)
+
+
+_monotonic: Final = time.monotonic
 
 
 def _now() -> float:

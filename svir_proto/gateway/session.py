@@ -222,6 +222,7 @@ class GatewaySession:
         self._paused_since: float | None = None  # the client's socket is full since
         self._client_paused = False  # we stopped reading the client (Rule 5)
         self._partial = b""  # a relayed event not whole yet (Rule 4)
+        self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head
         self._late_head: tuple[int, tuple[tuple[str, str], ...]] = (0, ())
         self._drained = 0
@@ -338,6 +339,7 @@ class GatewaySession:
         if self._upstream == "draining":  # the next request came first: that one is closed
             self._release(reuse=False)
         self._up = None
+        self._steady = None
         self._upstream = "connecting"
         self._since = now
         self.actions.append(Connect(fresh=fresh))
@@ -407,6 +409,22 @@ class GatewaySession:
 
     def upstream_data(self, data: bytes, now: float) -> bytes:
         """Bytes from the upstream (``b""``: it closed the connection)."""
+        up = self._steady
+        if up is not None and data:  # a relayed stream under way: its every read, nearly
+            exchange = up.exchange
+            assert exchange is not None
+            seen = exchange.events_seen
+            try:
+                events = up.feed(data)
+            except SvirProtocolError as exc:
+                return self._fed(up, [], exc, seen, now)
+            if events or up.error is not None:
+                return self._fed(up, events, up.error, seen, now)
+            seen = exchange.events_seen - seen
+            if seen:
+                self.conn.events_forwarded += seen
+                self._progress = now
+            return self._relay_more(exchange.relayed, now)
         if self.closed or self._upstream in ("none", "connecting"):
             return b""
         if self._upstream == "draining":
@@ -427,6 +445,20 @@ class GatewaySession:
             events, error = [], exc
         if error is not None and not events and first and self._retry(now):
             return b""  # Rule 6: a kept-alive connection that spoke out of turn
+        return self._fed(up, events, error, seen, now)
+
+    def _fed(
+        self,
+        up: ClientConnection,
+        events: list[ExchangeEvent],
+        error: BaseException | None,
+        seen: int,
+        now: float,
+    ) -> bytes:
+        """What a read of the upstream brought: ``events`` (and ``error``, if it broke the
+        protocol); ``seen``, the events the stream had carried before it."""
+        exchange = up.exchange
+        assert exchange is not None
         seen = exchange.events_seen - seen  # a relay's events: its watcher counts them
         if seen:
             self.conn.events_forwarded += seen
@@ -511,6 +543,8 @@ class GatewaySession:
                 out.append(conn.relay_head(event.status, event.headers))
                 if conn.relaying == "late":
                     self._late_head = (event.status, event.headers)
+                elif conn.relaying == "stream" and error is None:
+                    self._steady = self._up  # what follows, `_relay_more` may take
             elif type(event) is StreamEnded:
                 end = event
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
@@ -544,10 +578,30 @@ class GatewaySession:
             out.append(conn.relay_end(complete=whole))
         return b"".join(out)
 
+    def _relay_more(self, relayed: list[bytes], now: float) -> bytes:
+        """What `_relay` does with a read of a relayed stream that brought no event, the most
+        of its reads (text the watcher does not read): its whole events go out, as they came."""
+        data = relayed[0] if len(relayed) == 1 else b"".join(relayed)
+        relayed.clear()
+        if self._partial:
+            data = self._partial + data
+        cut = _last_boundary(data)
+        if cut == len(data):
+            self._partial = b""
+        else:
+            self._partial = data[cut:]
+            data = data[:cut]
+        if not cut:
+            return b""
+        self._body_at += cut
+        self._sent = now
+        return self.conn.relay_data(data)
+
     def _finished(self, now: float) -> bytes:
         """The client's answer is whole (or cut): the request is over for the client."""
         up = self._up
         assert up is not None  # only an upstream's bytes finish an answer
+        self._steady = None
         self._done(now)
         if up.reusable:
             self._release(reuse=True)
@@ -577,6 +631,7 @@ class GatewaySession:
         return b""
 
     def _release(self, *, reuse: bool) -> None:
+        self._steady = None
         if self._upstream != "none":
             up = self._up if reuse and self._up is not None and self._up.reusable else None
             self.actions.append(Release(connection=up))
@@ -599,6 +654,7 @@ class GatewaySession:
         self._recorded = False
         self._since = now
         self._partial = b""
+        self._steady = None
         self._body_at = 0
         return self._pump(now)  # a pipelined request may be here already
 
@@ -627,6 +683,7 @@ class GatewaySession:
         return self._close()
 
     def _close(self) -> bytes:
+        self._steady = None
         if not self.closed:
             self.closed = True
             self.conn.finish_request()
