@@ -11,6 +11,13 @@ Rule 2: a value is kept only at a wanted path, and at most `MAX_VALUE` bytes of 
     `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`. Everything else is skipped.
 Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
     stops and sets `broken`; the facts found before stay.
+Rule 4 (a whole body, `RequestScanner.whole`): one parse by ``json`` (in C) gives the same facts
+    when the body is one the scanner reads to its end without a doubt: UTF-8 JSON whose top
+    level is an object, no object with a key twice (the scanner would see both), nesting within
+    `MAX_DEPTH`, and every string the scanner would keep (the keys of the first four levels, the
+    values at the wanted paths) short enough that `MAX_VALUE` cannot cut it. Any other body is
+    scanned (Rules 1 to 3): the facts are the scanner's either way, ten times sooner for a
+    small request.
 
 This module never does I/O.
 """
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Final
 
 __all__: list[str] = []
@@ -50,6 +58,54 @@ class RequestScanner:
         self._escape = False
         self._scalar = bytearray()  # a number or literal not yet ended
         self._done = False
+
+    @classmethod
+    def whole(cls, body: bytes) -> RequestScanner:
+        """The facts of a whole body, exactly as `feed` would find them (Rule 4)."""
+        scanner = cls()
+        if not scanner._parse(body):
+            scanner.feed(body)
+        return scanner
+
+    def _parse(self, body: bytes) -> bool:
+        """Rule 4: set the facts from one parse, if the body is one the scanner would read to
+        its end without a doubt; ``False`` (nothing set) if it is not."""
+        try:
+            doc = json.loads(body.decode(), object_pairs_hook=_unique)
+        except (ValueError, RecursionError, _Twice):  # UnicodeDecodeError is a ValueError
+            return False
+        if type(doc) is not dict:
+            return False
+        plain = b"\\" not in body  # no escapes: a string is as long as its UTF-8 bytes
+        deep = body.count(b"{") + body.count(b"[") > MAX_DEPTH
+        if not _readable(doc, 1, plain, deep):
+            return False
+        model = doc.get("model")
+        rid = doc.get("metadata")
+        rid = rid.get("request_id") if type(rid) is dict else None
+        options = doc.get("stream_options")
+        tools = doc.get("tools")
+        names: list[str] = []
+        for tool in tools.values() if type(tools) is dict else tools if type(tools) is list else ():
+            function = tool.get("function") if type(tool) is dict else None
+            name = function.get("name") if type(function) is dict else None
+            if type(name) is str and len(names) < MAX_TOOLS:
+                if not _short(name, plain):
+                    return False
+                names.append(name)
+        kept = [v for v in (model, rid) if type(v) is str]
+        if not all(_short(v, plain) for v in kept):
+            return False
+        self.model = model if type(model) is str else None
+        self.request_id = rid if type(rid) is str and rid else None
+        stream = doc.get("stream", _ABSENT)
+        if stream is not _ABSENT and type(stream) not in (str, dict, list):  # a scalar
+            self.stream = stream is True
+        if type(options) is dict:
+            self.include_usage = options.get("include_usage") is True
+        self.tools = names
+        self._done = True
+        return True
 
     def feed(self, data: bytes) -> None:
         if self.broken or self._done or not data:
@@ -173,3 +229,48 @@ class RequestScanner:
             name = json.loads(raw)
             if isinstance(name, str):
                 self.tools.append(name)
+
+
+class _Twice(Exception):
+    """An object with a key twice: json keeps the last, the scanner sees both (Rule 4)."""
+
+
+_ABSENT: Final = object()
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        raise _Twice
+    return doc
+
+
+def _short(text: str, plain: bool) -> bool:
+    """Whether `MAX_VALUE` cannot cut ``text`` as the body spells it (Rule 4): its UTF-8 bytes,
+    in a body with no escapes; else the longest an escaped string of its length can be, 12
+    bytes for each character (a surrogate pair as two ``\\uXXXX``)."""
+    if plain:
+        return len(text.encode("utf-8", "surrogatepass")) <= MAX_VALUE
+    return 12 * len(text) <= MAX_VALUE
+
+
+def _readable(value: dict[str, object] | list[object], depth: int, plain: bool, deep: bool) -> bool:
+    """Whether the scanner reads ``value``, ``depth`` containers deep (the top level is 1), to
+    its end without a doubt: within `MAX_DEPTH`, every key of the first four levels short (it
+    keeps them: `_short`). Below the fourth level only a ``deep`` body is looked at (one with
+    more brackets than `MAX_DEPTH` could nest too deeply)."""
+    if depth > MAX_DEPTH:
+        return False
+    children: Iterable[object] = value
+    if type(value) is dict:
+        if depth <= 4 and not all(_short(key, plain) for key in value):
+            return False
+        children = value.values()
+    if depth >= 4 and not deep:
+        return True
+    for child in children:
+        if (type(child) is dict or type(child) is list) and not _readable(
+            child, depth + 1, plain, deep
+        ):
+            return False
+    return True

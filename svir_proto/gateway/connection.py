@@ -524,7 +524,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 self.state.metrics.refused["buffered"] += 1
                 return self._busy("the gateway holds as many request bodies as it may")
             self._held = length
-        self._scanner = None if self._translated else RequestScanner()
+        # a body passed through is scanned as it goes; a held one is read whole at its end
+        self._scanner = None if self._translated or held else RequestScanner()
         if held:
             self._mode = "held"
         else:
@@ -573,8 +574,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     return
                 self._held += grow
             self._body += data
-            if self._scanner is not None:
-                self._scanner.feed(data)
         elif self._mode == "pass":  # the body goes upstream as it comes
             assert self._scanner is not None
             self._scanner.feed(data)
@@ -594,16 +593,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 else:
                     self._queue.append(Prepare(run=lambda: _prepare(body, given, to)))
                 return
-            scanner = self._scanner
-            assert scanner is not None
-            self._learn(scanner)
-            self.streaming_request = scanner.stream is True
-            self.request_id = (
-                request_id(scanner.request_id) or self._header_id or self.state.new_id()
-            )
+            facts = RequestScanner.whole(body)
+            self._learn(facts)
+            self.streaming_request = facts.stream is True
+            self.request_id = request_id(facts.request_id) or self._header_id or self.state.new_id()
             relay = self._relay(len(body))
             relay.declared_tools = self._declared
-            relay.include_usage = scanner.include_usage
+            relay.include_usage = facts.include_usage
             relay.accept = "text/event-stream" if self.streaming_request else "application/json"
             self._unhold()
             self._queue.append(Forward(request=relay, dialect=self.dialect or "openai", body=body))

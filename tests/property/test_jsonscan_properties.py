@@ -74,3 +74,76 @@ def test_nesting_beyond_the_bound_stops_the_scan_and_odd_names_are_skipped() -> 
     odd.feed(b'{"tools":[{"function":{"name":5}},{"function":{"name":"ok"}}],"stream":true}')
     assert odd.tools == ["ok"]
     assert odd.stream is True
+
+
+def facts(scanner: RequestScanner) -> tuple[object, ...]:
+    return (
+        scanner.model,
+        scanner.request_id,
+        scanner.stream,
+        scanner.include_usage,
+        scanner.tools,
+        scanner.broken,
+    )
+
+
+def scanned(body: bytes) -> RequestScanner:
+    scanner = RequestScanner()
+    scanner.feed(body)
+    return scanner
+
+
+NAMES = st.sampled_from(["model", "stream", "tools", "function", "name", "metadata",
+                         "request_id", "stream_options", "include_usage", "x"])  # fmt: skip
+LONG = st.text(min_size=15, max_size=300) | st.text(alphabet='\n"\\é\U0001f600', max_size=60)
+VALUES: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT | LONG,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(NAMES | TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> bytes:
+    """Request-like JSON, and what may trip a parse into reading it otherwise than the scanner:
+    a key twice, long or escaped kept strings, tools as an object, deep nesting, junk around."""
+    doc = draw(requests() | st.dictionaries(NAMES, VALUES, max_size=6))
+    if draw(st.booleans()):
+        doc["metadata"] = {"request_id": draw(TEXT | LONG | st.integers())}
+    if draw(st.booleans()) and isinstance(doc.get("tools"), list):
+        doc["tools"] = {str(i): t for i, t in enumerate(doc["tools"])}
+    text = json.dumps(doc, ensure_ascii=draw(st.booleans()))
+    if draw(st.booleans()) and len(text) > 2:  # a key twice
+        key = draw(NAMES)
+        text = text[:-1] + ("," if len(doc) else "") + f'"{key}":{json.dumps(draw(VALUES))}}}'
+    if draw(st.booleans()):  # nested deep, somewhere
+        depth = draw(st.integers(55, 75))
+        text = text[:-1] + ("," if len(doc) else "") + '"x":' + "[" * depth + "]" * depth + "}"
+    if draw(st.booleans()):
+        text = (
+            draw(st.sampled_from(["", " ", "\ufeff", "["]))
+            + text
+            + draw(st.sampled_from(["", " \n", "x", "}"]))
+        )
+    return text.encode("utf-8", "surrogatepass")
+
+
+@given(bodies())
+def test_a_whole_body_gives_the_facts_the_scanner_finds(body: bytes) -> None:
+    assert facts(RequestScanner.whole(body)) == facts(scanned(body))
+
+
+@given(st.binary(max_size=200))
+def test_any_whole_bytes_give_the_facts_the_scanner_finds(raw: bytes) -> None:
+    assert facts(RequestScanner.whole(raw)) == facts(scanned(raw))
+
+
+def test_a_plain_small_body_is_parsed_at_once() -> None:
+    body = b'{"model":"m","stream":true,"stream_options":{"include_usage":true},' + (
+        b'"metadata":{"request_id":"r"},"tools":[{"function":{"name":"f"}},{"function":{}}]}'
+    )
+    scanner = RequestScanner()
+    assert scanner._parse(body)
+    assert facts(scanner) == ("m", "r", True, True, ["f"], False)
+    assert not RequestScanner()._parse(b'{"model":"m","model":"n"}')  # the scanner's turn
+    assert not RequestScanner()._parse(b'{"model":"' + b"m" * 300 + b'"}')

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from svir_proto._jsonscan import MAX_VALUE, RequestScanner
 from tests.helpers import bytewise
 
@@ -71,3 +73,32 @@ def test_tool_names_that_are_not_strings_or_past_the_bound_are_not_kept() -> Non
     assert scan([tools([f"t{i}" for i in range(MAX_TOOLS + 5)])]).tools == [
         f"t{i}" for i in range(MAX_TOOLS)
     ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'["model", "m"]',  # no object at the top
+        b'{"model":"m","model":"n"}',  # a key twice: the scanner sees both
+        b'{"tools":[{"function":{"name":"' + b"f" * 300 + b'"}}]}',  # a name MAX_VALUE cuts
+        b'{"model":"\\u006d' + b"m" * 30 + b'"}',  # escaped: it may be longer than it reads
+        b'{"x":' + b"[" * 70 + b"]" * 70 + b"}",  # nested past MAX_DEPTH
+        b'{"model":"m"} trailing',
+    ],
+)
+def test_a_whole_body_the_parse_cannot_vouch_for_is_scanned(body: bytes) -> None:
+    assert not RequestScanner()._parse(body)
+    whole, fed = RequestScanner.whole(body), scan([body])
+    assert (whole.model, whole.tools, whole.broken) == (fed.model, fed.tools, fed.broken)
+
+
+def test_a_whole_body_is_read_as_the_scanner_reads_it() -> None:
+    body = json.dumps(
+        {"model": "m", "stream": "yes", "stream_options": [], "metadata": {"request_id": ""},
+         "tools": {"a": {"function": {"name": "f"}}, "b": {"function": []}, "c": 1}}
+    ).encode()  # fmt: skip
+    whole, fed = RequestScanner.whole(body), scan([body])
+    assert RequestScanner()._parse(body)
+    got = (whole.model, whole.stream, whole.include_usage, whole.request_id, whole.tools)
+    assert got == ("m", None, False, None, ["f"])
+    assert got == (fed.model, fed.stream, fed.include_usage, fed.request_id, fed.tools)
