@@ -8,6 +8,7 @@ command line is visible to every local user: ``--token`` still works, with a war
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -197,4 +198,8 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
             return 2
     logging.basicConfig(level=logging.INFO, stream=err, format="%(asctime)s %(message)s")
     server = GatewayServer(config, grace=args.grace)
+    # what the process holds once it has started (modules, the dialects' tables) is never
+    # garbage: the collector's full passes no longer walk it while streams are served
+    gc.collect()
+    gc.freeze()
     return serve_forever(server, host, int(port), args.backend)
