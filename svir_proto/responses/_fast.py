@@ -12,13 +12,13 @@ Rule 1 (what is learned): a delta event (text, refusal, reasoning, arguments) th
     the delta's closing quote, with at most one ``"obfuscation":"..."`` value after the delta
     left open as a hole.
 Rule 2 (what matches): an event that begins with those bytes, with the very number the
-    stream expects next where the number stood, and ends with them, its hole (if any) holding
-    ASCII letters and digits only. Such an event means what the learned one meant, with its
-    own delta: the same part of the same item.
-Rule 3 (the delta): its text is read without a parser (as it is, or through the JSON string
-    scanner when it has escapes); any doubt (invalid UTF-8, an unescaped quote, a surrogate)
-    sends the event the general way, which reports what is wrong and where. A template
-    changes speed, never the events, errors or result.
+    stream expects next where the number stood (its digits as JSON writes them), and ends
+    with them, its hole (if any) holding ASCII letters and digits only. Such an event means
+    what the learned one meant, with its own delta: the same part of the same item.
+Rule 3 (the delta): its text is read without a parser (`svir_proto._jsonbytes` Rule 1); any
+    doubt (invalid UTF-8, an unescaped quote, a surrogate) sends the event the general way,
+    which reports what is wrong and where. A template changes speed, never the events,
+    errors or result.
 Rule 4 (giving up): a stream whose bytes change on every event (GitHub Copilot's new ids)
     would learn in vain; after `BUDGET` templates in a row that no event repeated, no more are
     learned.
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
-from .._json import string_body
-from ..openai._envelope import _hole
+from .._jsonbytes import PAD, padding_hole, string_text
 
 __all__: list[str] = []
 
@@ -39,40 +39,39 @@ BUDGET: Final = 8
 _DELTA: Final = b'"delta":"'
 _NUMBER: Final = b'"sequence_number":'
 _RAW: Final = json.JSONDecoder()
-_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)'
-"""A JSON string's body: characters it may hold as they are, or an escape (Rule 3)."""
+_BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
+"""A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
 
 
 class Template:
     """The bytes around one part's deltas; see the module docstring.
 
-    The template is the learned bytes up to the number (or the delta) compared at once, then
-    one compiled pattern: the number (no leading zero, as JSON writes it), the learned bytes
-    literally, the delta's body (any character a JSON string may hold as it is, or an escape:
-    the scanner then reads it), the learned bytes, the padding's letters and digits.
+    ``head`` is the bytes up to the delta's opening quote (with ``%d`` where the number
+    stands, when the stream numbers its events), compared at once; ``match`` a pattern for
+    the rest: the delta's body (what a JSON string holds as it is, or escapes), the bytes
+    after it, and the padding's letters and digits. A pattern compares bytes one by one, so
+    it begins past the long head.
     """
 
-    __slots__ = ("carrier", "event", "group", "hits", "hot", "match", "numbered", "prefix")
+    __slots__ = ("carrier", "head", "hits", "hot", "match", "numbered", "whole")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
     ) -> None:
-        number = rb"(0|[1-9][0-9]*)" + re.escape(mid) if numbered else b""
+        if numbered:
+            head = head.replace(b"%", b"%%") + b"%d" + mid.replace(b"%", b"%%")
         padding = b"" if rest is None else _PADDING + re.escape(rest)
-        self.prefix: Final = head  # compared at once; the pattern matches what follows it
-        self.match: Final = re.compile(
-            number + _BODY + re.escape(tail) + padding, re.DOTALL
-        ).fullmatch
+        self.head: Final = head
+        self.match: Final = re.compile(_BODY + re.escape(tail) + padding, re.DOTALL).fullmatch
         self.numbered: Final = numbered
-        self.group: Final = 2 if numbered else 1  # the delta's body
         self.hits = 0
-        # what the decoder's hot path reads at once: the prefix, the pattern, the delta's
-        # group, the kind of part (t text, r refusal, s summary, c reasoning text, a
-        # arguments), the item, the part's key and its pieces
-        self.hot: tuple[Any, ...] = (head, self.match, self.group, "", None, None, None)
+        # what the decoder's hot path keeps with the template: the kind of part (t text,
+        # r refusal, s summary, c reasoning text, a arguments), the item, the part's key and
+        # its pieces
+        self.hot: tuple[Any, ...] = ("", None, None, None)
         self.carrier: Any = None  # a reasoning delta's
-        self.event: bytes | None = None  # ``event: NAME`` and ``data: `` of the event it came in
+        self.whole: bytes | None = None  # ``head`` after the event line it came with (`typed`)
 
     @classmethod
     def learn(cls, payload: bytes | bytearray, seq: int | None) -> Template | None:
@@ -96,30 +95,110 @@ class Template:
             if pos < 0 or head.find(_NUMBER, pos + 1) >= 0 or _NUMBER in tail:
                 return None  # the number after the delta: not learned
             head, mid = head[: pos + len(_NUMBER)], head[pos + len(number) :]
-        tail, rest = _hole(tail)
-        if rest is None and b'"obfuscation":"' in tail:
+        tail, rest = padding_hole(tail)
+        if rest is None and PAD in tail:
             return None  # padding that is not a plain value: kept literal would be wrong
         return cls(head, mid, tail, rest, seq is not None)
+
+    def typed(self, sse_type: str) -> None:
+        """The deltas came in typed events named ``sse_type``: `one` reads such events."""
+        name = sse_type.encode()
+        self.whole = (
+            b"event: %s\ndata: " % name + self.head
+            if not self.numbered
+            else (b"event: " + name.replace(b"%", b"%%") + b"\ndata: " + self.head)
+        )
+
+    def one(self, data: bytes, seq: int) -> str | None:
+        """The delta of ``data`` if it is one whole typed event (`typed`) that repeats this
+        template with number ``seq`` (Rule 2), then a blank line with LF line ends; else, or
+        on any doubt, ``None``. The template's bytes and a delta's body hold no line end, so
+        such bytes are one event."""
+        whole = self.whole
+        if whole is None:
+            return None
+        opening = whole % seq if self.numbered else whole
+        if not data.startswith(opening) or not data.endswith(b"\n\n"):
+            return None
+        m = self.match(data, len(opening), len(data) - 2)
+        if m is None:
+            return None
+        try:
+            return text_of(data, m)
+        except UnicodeDecodeError:  # the general way applies the policy
+            return None
 
     def read(self, payload: bytes | bytearray, seq: int | None) -> str | None:
         """The delta of an event that repeats this template with number ``seq`` (Rule 2),
         or ``None``.
 
-        Raises:
-            UnicodeDecodeError: the delta is not UTF-8 (the general way applies the policy).
+        Not UTF-8, or any other doubt: ``None`` (the general way applies the policy).
         """
-        prefix = self.prefix
-        m = self.match(payload, len(prefix)) if payload.startswith(prefix) else None
-        if m is None or (self.numbered and (seq is None or int(m[1]) != seq)):
+        if self.numbered and seq is None:
             return None
-        raw = m[self.group]
-        return raw.decode() if 0x5C not in raw else self.unescape(payload, m)
+        texts, taken, _ = self.run((payload,), 0, seq or 0, len(payload))
+        if not taken:
+            return None
+        return texts[0] if texts else ""
 
-    def unescape(self, payload: bytes | bytearray, m: re.Match[bytes]) -> str | None:
-        """The text of a delta with escapes (the JSON string scanner reads it with its closing
-        quote), or ``None`` when it is not one valid string."""
-        group = self.group
-        raw = m[group]
-        if raw.count(b"\\") == raw.count(b'\\"'):  # quotes only: a call's JSON arguments
-            return raw.replace(b'\\"', b'"').decode()  # (a body holds no bare quote)
-        return string_body(payload[m.start(group) : m.end(group) + 1])
+    def run(
+        self, payloads: Sequence[bytes | bytearray], i: int, seq: int, room: int
+    ) -> tuple[list[str], int, int]:
+        """The deltas of ``payloads[i]`` on that repeat this template (Rule 2), the first
+        numbered ``seq`` (when the stream numbers them), their texts at most ``room``
+        characters in all: the texts that are not empty, the index of the first event not
+        read (for the general way, which says what is wrong with it, if anything is), and the
+        room left. Nothing raises: any doubt ends the run."""
+        texts: list[str] = []
+        add = texts.append
+        head, match = self.head, self.match
+        numbered = self.numbered
+        first = seq
+        try:
+            for data in payloads[i:] if i else payloads:
+                if numbered:
+                    opening = head % seq
+                    if not data.startswith(opening):
+                        break
+                    m = match(data, len(opening))
+                elif data.startswith(head):
+                    m = match(data, len(head))
+                else:
+                    break
+                if m is None:
+                    break
+                raw = m[1]  # text_of, inline: nearly every delta is plain
+                if 0x5C not in raw:
+                    text = raw.decode()
+                else:
+                    found = text_of(data, m)
+                    if found is None:
+                        break
+                    text = found
+                if text:
+                    room -= len(text)
+                    if room < 0:
+                        room += len(text)
+                        break
+                    add(text)
+                seq += 1  # (counting the events read, when they are not numbered)
+        except UnicodeDecodeError:  # the general way applies the policy
+            pass
+        return texts, i + seq - first, room
+
+
+def text_of(data: bytes | bytearray, m: re.Match[bytes]) -> str | None:
+    """The text of the delta a template's pattern matched in ``data``, or ``None`` when it is
+    not one valid string (`svir_proto._jsonbytes.string_text`, its common cases first: the
+    pattern found the quotes).
+
+    Raises:
+        UnicodeDecodeError: the delta is not UTF-8.
+    """
+    raw = m[1]
+    if 0x5C not in raw:
+        return raw.decode()
+    unquoted = raw.replace(b'\\"', b'"')
+    if 0x5C not in unquoted:
+        return unquoted.decode()  # a call's JSON arguments: quotes only
+    return string_text(data, m.start(1), m.end(1))

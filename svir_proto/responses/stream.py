@@ -66,6 +66,7 @@ I/O and reads no clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from typing import Any, Final
 
 from .. import _json
@@ -84,6 +85,7 @@ from ..events import (
     StreamStarted,
     ToolCall,
     Usage,
+    reasoning_delta,
     text_delta,
     tool_call_delta,
 )
@@ -187,6 +189,9 @@ class ResponsesStreamDecoder(DialectDecoder):
         self.response_id = ""
         self.model = ""
         self._template: Template | None = None  # the last delta event's bytes (_fast)
+        self._room = max_result_size - len(SEPARATOR)
+        """What the deltas a template reads may add to the result: `_piece` may add a
+        separator."""
         self._budget = BUDGET
 
     # -- the result ------------------------------------------------------------------------
@@ -238,23 +243,24 @@ class ResponsesStreamDecoder(DialectDecoder):
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`DialectDecoder.feed`, with one more express: a piece that is exactly one typed event
         repeating the last delta's bytes (``event: NAME``, ``data: `` the template's bytes, a
-        blank line; a live stream's every read) is read by the template alone (`_hot`), without
-        the framer's tests, as the typed express would read it."""
+        blank line; a live stream's every read) is read by the template alone
+        (`Template.one`), without the framer's tests, as the typed express would read it."""
         template = self._template
-        if template is not None and self._fast and type(data) is bytes:
-            head = template.event
-            if (
-                head is not None
-                and data.startswith(head)
-                and data.endswith(b"\n\n")
-                and self._framer.gap == 8
-                and len(data) <= self._framer.max_event_size
-                and self._hot((data[len(head) : -2],), 0)
-            ):  # the template's bytes hold no line end: this is one event, taken whole
-                self._skipped += len(data)
-                out = self._queue
-                self._queue = []
-                return out
+        if (
+            template is not None
+            and template.whole is not None
+            and self._fast
+            and type(data) is bytes
+            and data.endswith(b"\n\n")
+            and self._framer.gap == 8
+            and len(data) <= self._framer.max_event_size
+        ):
+            seq = self._numbering(template)
+            if seq is not None:
+                text = template.one(data, seq)
+                if text is not None and self._size + len(text) <= self._room:
+                    self._skipped += len(data)
+                    return self._took(template, [text] if text else [], 1, len(text))
         return DialectDecoder.feed(self, data)
 
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
@@ -264,6 +270,8 @@ class ResponsesStreamDecoder(DialectDecoder):
         general = self._general
         while i < n:
             j = self._hot(payloads, i)
+            if j == n:
+                return
             if j > i:  # where event j begins
                 at += sum(map(len, payloads[i:j])) + (j - i) * gap
                 i = j
@@ -284,6 +292,8 @@ class ResponsesStreamDecoder(DialectDecoder):
         general = self._general
         while i < n:
             j = self._hot(payloads, i)
+            if j == n:
+                return
             if j > i:  # where event j begins
                 at += sum(map(len, types[i:j])) + sum(map(len, payloads[i:j])) + (j - i) * step
                 i = j
@@ -306,71 +316,59 @@ class ResponsesStreamDecoder(DialectDecoder):
         what is wrong with it, if anything is). Nothing here raises: a delta that would pass
         ``max_result_size`` is left to the general way, which says where."""
         template = self._template
-        if template is None or self._ended:
+        if template is None:
             return i
-        prefix, match, group, kind, rec, key, pieces = template.hot
-        skip = len(prefix)
-        seq = self._seq
-        numbered = group == 2
-        if not numbered and seq is not None and not self._unnumbered:
-            return i  # an unnumbered delta on a numbered stream: noted the general way
-        size = self._size
-        room = self._max_result - len(SEPARATOR)  # what _piece may add to a reasoning part
-        queue = self._queue.append
-        add = pieces.append
-        texts = self._text
-        n = len(payloads)
-        j = i
-        while j < n:
-            data = payloads[j]
-            if not data.startswith(prefix):
-                break
-            m = match(data, skip)
-            if m is None or (numbered and int(m[1]) != seq):
-                break
-            raw = m[group]
-            try:
-                if 0x5C not in raw:
-                    text = raw.decode()
-                elif raw.count(b"\\") == raw.count(b'\\"'):  # quotes only: a call's JSON
-                    text = raw.replace(b'\\"', b'"').decode()  # (a body holds no bare quote)
-                else:
-                    text = template.unescape(data, m)
-            except UnicodeDecodeError:  # the general way applies the policy
-                break
-            if text:
-                if size + len(text) > room:
-                    break
-                if kind == "t":
-                    size += len(text)
-                    add(text)
-                    texts.append(text)
-                    queue(text_delta(text))
-                elif kind == "a":
-                    size += len(text)
-                    add(text)
-                    queue(tool_call_delta(rec.call, text))
-                elif kind != "r" and rec.last_part == key:  # the reasoning part as before
-                    size += len(text)
-                    add(text)
-                    self._reasoning.append(text)
-                    self._block.append(text)
-                    queue(_reasoning_delta(text, template.carrier))
-                else:  # a refusal, or a reasoning part after another: within the room left
-                    self._size = size
-                    self._piece(rec, key, text, 0)  # (so the offset is never reported)
-                    size = self._size
-            elif text is None:
-                break
-            if numbered:
-                seq += 1  # type: ignore[operator]  # numbered: an int
-            j += 1
+        seq = self._numbering(template)
+        if seq is None:
+            return i
+        room = self._room - self._size
+        texts, j, left = template.run(payloads, i, seq, room)
         if j > i:
-            template.hits += j - i
-            self._size = size
-            if numbered:
-                self._seq = seq
+            self._queue.extend(self._took(template, texts, j - i, room - left))
         return j
+
+    def _numbering(self, template: Template) -> int | None:
+        """The number the template's next delta must have (0 when the stream numbers none),
+        or ``None`` when no delta may be read by it now: the stream ended; a numbered template
+        before the first number; an unnumbered one on a numbered stream, which the general way
+        notes."""
+        seq = self._seq
+        if self._ended:
+            return None
+        if template.numbered:
+            return seq
+        if seq is not None and not self._unnumbered:
+            return None
+        return 0
+
+    def _took(self, template: Template, texts: list[str], count: int, added: int) -> list[Event]:
+        """Take ``count`` deltas a template read, ``texts`` their texts that are not empty,
+        ``added`` characters in all (within `_room`); return their events."""
+        template.hits += count
+        if template.numbered:
+            self._seq += count  # type: ignore[operator]  # numbered: an int
+        if not texts:
+            return []
+        kind, rec, key, pieces = template.hot
+        if kind == "a":
+            out: list[Event] = list(map(partial(tool_call_delta, rec.call), texts))
+        elif kind == "t":
+            self._text.extend(texts)
+            out = list(map(text_delta, texts))
+        elif kind != "r" and rec.last_part == key:  # the reasoning part as before
+            self._reasoning.extend(texts)
+            self._block.extend(texts)
+            out = list(map(partial(reasoning_delta, carrier=template.carrier), texts))
+        else:  # a refusal, or a reasoning part after another: what _piece says (it counts)
+            queue = self._queue
+            self._queue = []
+            for text in texts:
+                self._piece(rec, key, text, 0)  # (so the offset is never reported)
+            out, self._queue = self._queue, queue
+            return out
+        pieces.extend(texts)
+        self._size += added
+        return out
 
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         """One event, the general way: parsed, checked, dispatched on its type."""
@@ -468,10 +466,10 @@ class ResponsesStreamDecoder(DialectDecoder):
         if template is not None:
             rec, key, pieces = target
             kind = "a" if key is None else key[0]
-            template.hot = (template.prefix, template.match, template.group, kind, rec, key, pieces)
+            template.hot = (kind, rec, key, pieces)
             template.carrier = "summary" if kind == "s" else "reasoning_text"
             if sse_type is not None:
-                template.event = b"event: " + sse_type.encode() + b"\ndata: "
+                template.typed(sse_type)
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------
@@ -920,20 +918,6 @@ _DELTAS: Final[dict[str, tuple[str, str, str | None]]] = {
     "response.reasoning_text.delta": ("reasoning", "c", "content_index"),
     "response.function_call_arguments.delta": ("function_call", "a", None),
 }
-_new: Final = object.__new__
-_set_reasoning: Final = ReasoningDelta.__dict__["text"].__set__
-_set_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
-
-
-def _reasoning_delta(text: str, carrier: ReasoningCarrier) -> ReasoningDelta:
-    """``ReasoningDelta(text=text, carrier=carrier)``, built for the hot path as
-    `svir_proto.events.text_delta` builds its events."""
-    event: ReasoningDelta = _new(ReasoningDelta)
-    _set_reasoning(event, text)
-    _set_carrier(event, carrier)
-    return event
-
-
 _HANDLERS: Final[dict[str, Handler]] = {
     "response.created": ResponsesStreamDecoder._on_lifecycle,
     "response.in_progress": ResponsesStreamDecoder._on_lifecycle,
