@@ -57,7 +57,8 @@ Bounds: ``max_event_size`` bytes an event, ``max_result_size`` characters of tex
 refusal and arguments (each output item counts `ITEM_SIZE`), ``max_tool_calls`` calls,
 ``max_output_items`` items, `MAX_IGNORED_TYPES` names kept. Speed: a delta that repeats the
 bytes of the one before it, but for its delta, number and padding, is read by one compiled
-pattern instead of the parser (`_fast`); events, errors and results are the same either way.
+pattern instead of the parser (`svir_proto._template`); events, errors and results are the
+same either way.
 
 A payload that is not JSON is a `PeerProtocolError` with its byte offset. This module does no
 I/O and reads no clock.
@@ -71,6 +72,7 @@ from typing import Any, Final
 
 from .. import _json
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._template import BUDGET, Template
 from ..errors import Failure, PeerProtocolError
 from ..events import (
     Completion,
@@ -91,7 +93,6 @@ from ..events import (
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._fast import BUDGET, Template
 from ._wire import INCOMPLETE, failure, usage_in
 
 __all__ = ["DEFAULT_MAX_OUTPUT_ITEMS", "ResponsesStreamDecoder", "decode_response"]
@@ -106,6 +107,9 @@ MAX_IGNORED_TYPES: Final = 64
 """Distinct ignored event type names kept in ``ignored_types``; more are ignored unnamed."""
 SEPARATOR: Final = "\n\n"
 """Joins the summary or reasoning parts of one reasoning item (Rule 3)."""
+DELTA_KEY: Final = b'"delta":'
+"""The key of a delta event's text, and of its number (`svir_proto._template` Rule 1)."""
+NUMBER_KEY: Final = b'"sequence_number":'
 _DONE: Final = b"[DONE]"
 
 
@@ -188,7 +192,9 @@ class ResponsesStreamDecoder(DialectDecoder):
         `MAX_IGNORED_TYPES` of them."""
         self.response_id = ""
         self.model = ""
-        self._template: Template | None = None  # the last delta event's bytes (_fast)
+        self._template: Template | None = (
+            None  # the last delta event's bytes (`svir_proto._template`)
+        )
         self._room = max_result_size - len(SEPARATOR)
         """What the deltas a template reads may add to the result: `_piece` may add a
         separator."""
@@ -311,7 +317,7 @@ class ResponsesStreamDecoder(DialectDecoder):
 
     def _hot(self, payloads: Sequence[bytes | bytearray], i: int) -> int:
         """Read the deltas from ``payloads[i]`` on that repeat the last delta's bytes, with
-        the numbers the stream expects (`_fast`), as the general way would read them; return
+        the numbers the stream expects (`Template.run`), as the general way would read them; return
         the index of the first one it did not read, for the general way (which also reports
         what is wrong with it, if anything is). Nothing here raises: a delta that would pass
         ``max_result_size`` is left to the general way, which says where."""
@@ -454,7 +460,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         target: tuple[_Item, Any, list[str]],
         sse_type: str | None,
     ) -> None:
-        """Keep the bytes of a delta read the general way (`_fast`), within the budget, and
+        """Keep the bytes of a delta read the general way (`Template.learn`), within the budget, and
         the head of a typed event that carries them (for `feed`'s express)."""
         previous = self._template
         if previous is not None:
@@ -462,10 +468,12 @@ class ResponsesStreamDecoder(DialectDecoder):
             if not self._budget:
                 self._template = None
                 return
-        template = Template.learn(data, seq if type(seq) is int else None)
+        template = Template.learn(data, seq if type(seq) is int else None, DELTA_KEY, NUMBER_KEY)
         if template is not None:
             rec, key, pieces = target
             kind = "a" if key is None else key[0]
+            # the kind of part (t text, r refusal, s summary, c reasoning text, a arguments),
+            # the item, the part's key and its pieces
             template.hot = (kind, rec, key, pieces)
             template.carrier = "summary" if kind == "s" else "reasoning_text"
             if sse_type is not None:

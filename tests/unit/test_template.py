@@ -1,10 +1,11 @@
-"""The delta templates of `svir_proto.responses._fast`: what is learned and what matches."""
+"""The delta templates of `svir_proto._template`: what is learned and what matches."""
 
 from __future__ import annotations
 
 import pytest
 
-from svir_proto.responses._fast import Template
+from svir_proto._template import Template
+from svir_proto.responses.stream import DELTA_KEY, NUMBER_KEY
 
 OPENAI = (
     b'{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_1",'
@@ -14,7 +15,7 @@ LLAMA = b'{"type":"response.function_call_arguments.delta","delta":%s,"item_id":
 
 
 def learned(payload: bytes, seq: int | None) -> Template:
-    t = Template.learn(payload, seq)
+    t = Template.learn(payload, seq, DELTA_KEY, NUMBER_KEY)
     assert t is not None
     return t
 
@@ -56,7 +57,7 @@ def test_llamacpp_deltas_have_no_number_and_no_padding() -> None:
     ],
 )
 def test_what_is_not_learned(payload: bytes, seq: int | None) -> None:
-    assert Template.learn(payload, seq) is None
+    assert Template.learn(payload, seq, DELTA_KEY, NUMBER_KEY) is None
 
 
 def test_one_reads_a_whole_typed_event_and_nothing_else() -> None:

@@ -1,16 +1,18 @@
 """A delta event's bytes, learned from one event, so that the events repeating them skip the
-parser (as `svir_proto.openai._envelope` does for Chat Completions chunks).
+parser (as `svir_proto.openai._envelope` does for Chat Completions chunks), for the dialects
+whose deltas are typed events with a number: the Responses API and LLM-Stream.
 
-A Responses server writes the deltas of one part in the same bytes: the same ``type``,
-``item_id``, ``output_index``, ``content_index`` (or ``summary_index``), keys in the same
-order. Only the ``delta``, the ``sequence_number`` and OpenAI's ``obfuscation`` padding change.
+A server writes the deltas of one part in the same bytes: the same type, item, index, keys in
+the same order. Only the delta's text, the event's number and OpenAI's ``obfuscation``
+padding change.
 
-Rule 1 (what is learned): a delta event (text, refusal, reasoning, arguments) that the decoder
-    has just read the general way, whose key ``"delta":`` occurs once, its value a string,
-    and whose ``sequence_number`` (if it has one) comes before the delta. The template is
-    its bytes before the number, between the number and the delta's opening quote, and after
-    the delta's closing quote, with at most one ``"obfuscation":"..."`` value after the delta
-    left open as a hole.
+Rule 1 (what is learned): a delta event that the decoder has just read the general way, whose
+    delta key (Responses: ``"delta":``, LLM-Stream: ``"text":``) occurs once, its value a
+    string, and whose number (``"sequence_number":``, ``"seq":``; if it has one) comes before
+    the delta. The template is its bytes before the number, between the number and the
+    delta's opening quote, and after the delta's closing quote, with at most one
+    ``"obfuscation":"..."`` value after the delta left open as a hole. The decoder says which
+    events it may learn from (the bytes of one whose meaning is more than its delta are not).
 Rule 2 (what matches): an event that begins with those bytes, with the very number the
     stream expects next where the number stood (its digits as JSON writes them), and ends
     with them, its hole (if any) holding ASCII letters and digits only. Such an event means
@@ -31,14 +33,13 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._jsonbytes import PAD, padding_hole, string_text
+from ._jsonbytes import PAD, padding_hole, string_text
 
 __all__: list[str] = []
 
 BUDGET: Final = 8
-_DELTA: Final = b'"delta":"'
-_NUMBER: Final = b'"sequence_number":'
 _RAW: Final = json.JSONDecoder()
+_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
@@ -66,20 +67,23 @@ class Template:
         self.match: Final = re.compile(_BODY + re.escape(tail) + padding, re.DOTALL).fullmatch
         self.numbered: Final = numbered
         self.hits = 0
-        # what the decoder's hot path keeps with the template: the kind of part (t text,
-        # r refusal, s summary, c reasoning text, a arguments), the item, the part's key and
-        # its pieces
-        self.hot: tuple[Any, ...] = ("", None, None, None)
+        self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
         self.carrier: Any = None  # a reasoning delta's
         self.whole: bytes | None = None  # ``head`` after the event line it came with (`typed`)
 
     @classmethod
-    def learn(cls, payload: bytes | bytearray, seq: int | None) -> Template | None:
-        """The template of a delta event read the general way (Rule 1), or ``None``."""
-        at = payload.find(_DELTA)
-        if at < 0 or payload.find(b'"delta":', at + 1) >= 0:
+    def learn(
+        cls, payload: bytes | bytearray, seq: int | None, key: bytes, number: bytes
+    ) -> Template | None:
+        """The template of a delta event read the general way (Rule 1), or ``None``: its
+        delta the string after ``key`` (``b'"delta":'``), its number ``seq`` after ``number``
+        (``b'"sequence_number":'``), or none."""
+        at = payload.find(key)
+        if at < 0 or payload.find(key, at + 1) >= 0:
             return None
-        start = at + len(_DELTA) - 1  # the opening quote
+        start = _after_space(payload, at + len(key))  # the opening quote, if a string's
+        if payload[start : start + 1] != b'"':
+            return None
         try:
             text = bytes(payload).decode()
             first = len(payload[:start].decode())
@@ -90,11 +94,13 @@ class Template:
         head, tail = bytes(payload[: start + 1]), bytes(payload[end - 1 :])
         mid = b""
         if seq is not None:
-            number = _NUMBER + str(seq).encode()
             pos = head.find(number)
-            if pos < 0 or head.find(_NUMBER, pos + 1) >= 0 or _NUMBER in tail:
+            if pos < 0 or head.find(number, pos + 1) >= 0 or number in tail:
                 return None  # the number after the delta: not learned
-            head, mid = head[: pos + len(_NUMBER)], head[pos + len(number) :]
+            digits = _after_space(head, pos + len(number))
+            if not head.startswith(str(seq).encode(), digits):
+                return None
+            head, mid = head[:digits], head[digits + len(str(seq)) :]
         tail, rest = padding_hole(tail)
         if rest is None and PAD in tail:
             return None  # padding that is not a plain value: kept literal would be wrong
@@ -124,7 +130,8 @@ class Template:
         if m is None:
             return None
         try:
-            return text_of(data, m)
+            raw = m[1]  # text_of, inline: nearly every delta is plain
+            return raw.decode() if 0x5C not in raw else text_of(data, m)
         except UnicodeDecodeError:  # the general way applies the policy
             return None
 
@@ -202,3 +209,11 @@ def text_of(data: bytes | bytearray, m: re.Match[bytes]) -> str | None:
     if 0x5C not in unquoted:
         return unquoted.decode()  # a call's JSON arguments: quotes only
     return string_text(data, m.start(1), m.end(1))
+
+
+def _after_space(payload: bytes | bytearray, at: int) -> int:
+    """Where the JSON whitespace at ``payload[at:]`` ends (Python's default separators put a
+    space after each colon)."""
+    while payload[at : at + 1] in _SPACE:
+        at += 1
+    return at
