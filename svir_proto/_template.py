@@ -174,11 +174,13 @@ class Template:
                     break
                 if m is None:
                     break
-                raw = m[1]  # text_of, inline: nearly every delta is plain
+                raw = m[1]  # text_of, inline: nearly every delta is plain, or arguments
                 if 0x5C not in raw:
                     text = raw.decode()
+                elif 0x5C not in (unquoted := raw.replace(b'\\"', b'"')):
+                    text = unquoted.decode()
                 else:
-                    found = text_of(data, m)
+                    found = string_text(data, m.start(1), m.end(1))
                     if found is None:
                         break
                     text = found
