@@ -16,16 +16,27 @@ This module never does I/O.
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 from ._json import string_body
 
-__all__ = ["NOT_PLAIN", "PAD", "is_padding", "padding_hole", "string_text"]
+__all__ = [
+    "NOT_PLAIN",
+    "PAD",
+    "after_space",
+    "is_padding",
+    "padding_hole",
+    "string_text",
+    "value_end",
+]
 
 NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'
 """The bytes a JSON string holds only escaped (Rule 1)."""
 PAD: Final = b'"obfuscation":"'
 """How OpenAI's padding value opens (Rule 2)."""
+_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
+_RAW: Final = json.JSONDecoder()
 
 
 def string_text(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
@@ -63,3 +74,23 @@ def padding_hole(part: bytes) -> tuple[bytes, bytes | None]:
 def is_padding(value: bytes | bytearray) -> bool:
     """``value`` may stand in a padding hole: empty, or ASCII letters and digits (Rule 2)."""
     return not value or value.isalnum()
+
+
+def after_space(payload: bytes | bytearray, at: int) -> int:
+    """Where the JSON whitespace at ``payload[at:]`` ends (Python's default separators put a
+    space after each colon: mlx-lm's chunks, for one)."""
+    while payload[at : at + 1] in _SPACE:
+        at += 1
+    return at
+
+
+def value_end(payload: bytes | bytearray, start: int) -> int | None:
+    """Where the JSON value that begins at ``payload[start]`` ends, or ``None`` when none does
+    or the payload is not UTF-8 (a template learns only from bytes it can read back)."""
+    try:
+        text = bytes(payload).decode()
+        first = len(payload[:start].decode())
+        _, last = _RAW.raw_decode(text, first)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return start + len(text[first:last].encode())

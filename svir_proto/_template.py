@@ -28,21 +28,26 @@ Rule 4 (giving up): a stream whose bytes change on every event (GitHub Copilot's
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ._jsonbytes import PAD, padding_hole, string_text
+from ._jsonbytes import PAD, after_space, padding_hole, string_text, value_end
 
 __all__: list[str] = []
 
 BUDGET: Final = 8
-_RAW: Final = json.JSONDecoder()
-_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
+
+
+def budget_after(previous: Template | None, budget: int) -> int:
+    """What is left of the budget (Rule 4) when a decoder learns again, ``previous`` its last
+    template: all of it when that template was repeated, one less when it was not."""
+    if previous is None:
+        return budget
+    return BUDGET if previous.hits else budget - 1
 
 
 class Template:
@@ -81,23 +86,17 @@ class Template:
         at = payload.find(key)
         if at < 0 or payload.find(key, at + 1) >= 0:
             return None
-        start = _after_space(payload, at + len(key))  # the opening quote, if a string's
-        if payload[start : start + 1] != b'"':
+        start = after_space(payload, at + len(key))  # the opening quote, if a string's
+        end = value_end(payload, start) if payload[start : start + 1] == b'"' else None
+        if end is None:  # not a string, or not UTF-8: the general way applied the policy
             return None
-        try:
-            text = bytes(payload).decode()
-            first = len(payload[:start].decode())
-            _, last = _RAW.raw_decode(text, first)
-        except ValueError:  # UnicodeDecodeError included: the general way applied the policy
-            return None
-        end = start + len(text[first:last].encode())  # after the closing quote
         head, tail = bytes(payload[: start + 1]), bytes(payload[end - 1 :])
         mid = b""
         if seq is not None:
             pos = head.find(number)
             if pos < 0 or head.find(number, pos + 1) >= 0 or number in tail:
                 return None  # the number after the delta: not learned
-            digits = _after_space(head, pos + len(number))
+            digits = after_space(head, pos + len(number))
             if not head.startswith(str(seq).encode(), digits):
                 return None
             head, mid = head[:digits], head[digits + len(str(seq)) :]
@@ -211,11 +210,3 @@ def text_of(data: bytes | bytearray, m: re.Match[bytes]) -> str | None:
     if 0x5C not in unquoted:
         return unquoted.decode()  # a call's JSON arguments: quotes only
     return string_text(data, m.start(1), m.end(1))
-
-
-def _after_space(payload: bytes | bytearray, at: int) -> int:
-    """Where the JSON whitespace at ``payload[at:]`` ends (Python's default separators put a
-    space after each colon)."""
-    while payload[at : at + 1] in _SPACE:
-        at += 1
-    return at

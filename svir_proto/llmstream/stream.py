@@ -39,7 +39,7 @@ from typing import Any, Final
 from .. import _json
 from .._deprecated import renamed
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from .._template import BUDGET, Template
+from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     REASONING_CARRIERS,
@@ -179,38 +179,18 @@ class LLMStreamDecoder(DialectDecoder):
                 return self._took(template, [text] if text else [], 1)
         return DialectDecoder.feed(self, data)
 
-    def _on_typed(
-        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
-    ) -> None:
-        """`DialectDecoder._on_typed`: the runs of deltas a template reads (`_hot`) at once,
-        the rest one by one."""
-        head = 13 + eol
-        step = head + eol + eol
-        i, n = 0, len(payloads)
-        general = self._general
-        while i < n:
-            j = self._hot(types, payloads, i)
-            if j == n:
-                return
-            if j > i:  # where event j begins
-                at += (len(_DELTA) + step) * (j - i) + sum(map(len, payloads[i:j]))
-                i = j
-                continue
-            sse_type = types[i]
-            payload = payloads[i]
-            at += len(sse_type) + head
-            general(sse_type, payload, at)
-            at += len(payload) + eol + eol
-            i += 1
+    _on_typed = DialectDecoder._runs
 
-    def _hot(self, types: Sequence[str], payloads: Sequence[bytes | bytearray], i: int) -> int:
+    def _hot(
+        self, types: Sequence[str] | None, payloads: Sequence[bytes | bytearray], i: int
+    ) -> int:
         """Read the ``content.delta`` events from ``payloads[i]`` on that repeat the last
         one's bytes, with the numbers the stream expects (`Template.run`), as `_on_event`
         would; return the index of the first one it did not read, for `_on_event` (which
         reports what is wrong with it, if anything is)."""
         template = self._template  # (only while streaming: `_general`)
-        if template is None or types[i] != _DELTA:
-            return i
+        if template is None or types is None or types[i] != _DELTA:
+            return i  # (simple events: of no type, never content.delta)
         end = len(payloads)
         if types.count(_DELTA) != end:  # the run of deltas from i, in a mixed batch
             end = i + 1
@@ -237,12 +217,10 @@ class LLMStreamDecoder(DialectDecoder):
 
     def _learn(self, data: bytes | bytearray, seq: int, index: int) -> None:
         """Keep the bytes of a ``content.delta`` read the general way, within the budget."""
-        previous = self._template
-        if previous is not None:
-            self._budget = BUDGET if previous.hits else self._budget - 1
-            if not self._budget:
-                self._template = None
-                return
+        self._budget = budget_after(self._template, self._budget)
+        if not self._budget:
+            self._template = None
+            return
         template = Template.learn(data, seq, DELTA_KEY, NUMBER_KEY)
         if template is not None:
             template.hot = index  # the block its deltas are of

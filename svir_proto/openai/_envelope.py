@@ -26,13 +26,12 @@ Rule 4 (giving up): a stream whose envelope changes on every chunk (an ``id`` pe
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Final
 
 from .._json import string_body
-from .._jsonbytes import PAD, is_padding, padding_hole, string_text
+from .._jsonbytes import PAD, after_space, is_padding, padding_hole, string_text, value_end
 from ..events import ReasoningCarrier
 
 __all__ = ["BUDGET", "NO_FILTERS", "Envelope", "Read", "learnable", "plain_delta"]
@@ -41,7 +40,6 @@ BUDGET: Final = 8
 _DELTA: Final = b'"delta":'
 _CONTENT: Final = b'{"content":"'
 _CONTENT_SPACED: Final = b'{"content": "'  # Python's default separators (mlx-lm)
-_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _CONTENT_END: Final = b'"}'
 _STRING_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)"'  # what a string may hold, then its quote
 _PLAIN_DELTA: Final = re.compile(
@@ -60,7 +58,6 @@ _CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
     b"reasoning_content": "reasoning_content",
     b"reasoning": "reasoning",
 }
-_RAW: Final = json.JSONDecoder()
 
 
 class Envelope:
@@ -126,16 +123,10 @@ class Envelope:
         at = payload.find(_DELTA)
         if at < 0 or payload.find(_DELTA, at + 1) >= 0:
             return None
-        start = at + len(_DELTA)
-        while payload[start : start + 1] in _SPACE:
-            start += 1  # servers that write JSON with Python's default separators
-        try:
-            text = bytes(payload).decode()
-            first = len(payload[:start].decode())
-            _, last = _RAW.raw_decode(text, first)
-        except ValueError:  # UnicodeDecodeError included: the general way applied the policy
+        start = after_space(payload, at + len(_DELTA))  # Python's default separators, too
+        end = value_end(payload, start)
+        if end is None:  # not UTF-8: the general way applied the policy
             return None
-        end = start + len(text[first:last].encode())
         head, tail = bytes(payload[:start]), bytes(payload[end:])
         head, head_rest = padding_hole(head)
         tail, tail_rest = padding_hole(tail)

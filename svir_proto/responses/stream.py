@@ -72,7 +72,7 @@ from typing import Any, Final
 
 from .. import _json
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
-from .._template import BUDGET, Template
+from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, PeerProtocolError
 from ..events import (
     Completion,
@@ -269,53 +269,16 @@ class ResponsesStreamDecoder(DialectDecoder):
                     return self._took(template, [text] if text else [], 1, len(text))
         return DialectDecoder.feed(self, data)
 
-    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
-        """`DialectDecoder._on_batch`: the runs of deltas a template reads (`_hot`) at once,
-        the rest one by one."""
-        i, n = 0, len(payloads)
-        general = self._general
-        while i < n:
-            j = self._hot(payloads, i)
-            if j == n:
-                return
-            if j > i:  # where event j begins
-                at += sum(map(len, payloads[i:j])) + (j - i) * gap
-                i = j
-                continue
-            payload = payloads[i]
-            general(None, payload, at + 6)
-            at += len(payload) + gap
-            i += 1
-
-    def _on_typed(
-        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
-    ) -> None:
-        """`DialectDecoder._on_typed`: the runs of deltas a template reads (`_hot`) at once,
-        the rest one by one."""
-        head = 13 + eol
-        step = head + eol + eol
-        i, n = 0, len(payloads)
-        general = self._general
-        while i < n:
-            j = self._hot(payloads, i)
-            if j == n:
-                return
-            if j > i:  # where event j begins
-                at += sum(map(len, types[i:j])) + sum(map(len, payloads[i:j])) + (j - i) * step
-                i = j
-                continue
-            sse_type = types[i]
-            payload = payloads[i]
-            at += len(sse_type) + head
-            general(sse_type, payload, at)
-            at += len(payload) + eol + eol
-            i += 1
+    _on_batch = DialectDecoder._batch_runs
+    _on_typed = DialectDecoder._runs
 
     def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
-        if not self._hot((data,), 0):
+        if not self._hot(None, (data,), 0):
             self._general(sse_type, data, at)
 
-    def _hot(self, payloads: Sequence[bytes | bytearray], i: int) -> int:
+    def _hot(
+        self, types: Sequence[str] | None, payloads: Sequence[bytes | bytearray], i: int
+    ) -> int:
         """Read the deltas from ``payloads[i]`` on that repeat the last delta's bytes, with
         the numbers the stream expects (`Template.run`), as the general way would read them; return
         the index of the first one it did not read, for the general way (which also reports
@@ -462,12 +425,10 @@ class ResponsesStreamDecoder(DialectDecoder):
     ) -> None:
         """Keep the bytes of a delta read the general way (`Template.learn`), within the budget, and
         the head of a typed event that carries them (for `feed`'s express)."""
-        previous = self._template
-        if previous is not None:
-            self._budget = BUDGET if previous.hits else self._budget - 1
-            if not self._budget:
-                self._template = None
-                return
+        self._budget = budget_after(self._template, self._budget)
+        if not self._budget:
+            self._template = None
+            return
         template = Template.learn(data, seq if type(seq) is int else None, DELTA_KEY, NUMBER_KEY)
         if template is not None:
             rec, key, pieces = target
