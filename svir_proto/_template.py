@@ -120,10 +120,10 @@ class Template:
         on any doubt, ``None``. The template's bytes and a delta's body hold no line end, so
         such bytes are one event."""
         whole = self.whole
-        if whole is None:
+        if whole is None or not data.endswith(b"\n\n"):
             return None
         opening = whole % seq if self.numbered else whole
-        if not data.startswith(opening) or not data.endswith(b"\n\n"):
+        if not data.startswith(opening):
             return None
         m = self.match(data, len(opening), len(data) - 2)
         if m is None:

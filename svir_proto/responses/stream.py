@@ -195,6 +195,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         self._template: Template | None = (
             None  # the last delta event's bytes (`svir_proto._template`)
         )
+        self._max_event = max_event_size
         self._room = max_result_size - len(SEPARATOR)
         """What the deltas a template reads may add to the result: `_piece` may add a
         separator."""
@@ -252,21 +253,16 @@ class ResponsesStreamDecoder(DialectDecoder):
         blank line; a live stream's every read) is read by the template alone
         (`Template.one`), without the framer's tests, as the typed express would read it."""
         template = self._template
-        if (
-            template is not None
-            and template.whole is not None
-            and self._fast
-            and type(data) is bytes
-            and data.endswith(b"\n\n")
-            and self._framer.gap == 8
-            and len(data) <= self._framer.max_event_size
-        ):
-            seq = self._numbering(template)
-            if seq is not None:
-                text = template.one(data, seq)
+        if template is not None and self._fast and type(data) is bytes:
+            size = len(data)
+            if size <= self._max_event and self._framer.gap == 8:
+                seq = self._numbering(template)
+                text = None if seq is None else template.one(data, seq)
                 if text is not None and self._size + len(text) <= self._room:
-                    self._skipped += len(data)
-                    return self._took(template, [text] if text else [], 1, len(text))
+                    self._skipped += size
+                    if not text:
+                        return self._took(template, [], 1, 0)
+                    return self._took(template, [text], 1, len(text))
         return DialectDecoder.feed(self, data)
 
     _on_batch = DialectDecoder._batch_runs
