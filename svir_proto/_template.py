@@ -196,16 +196,15 @@ class Template:
 
 
 def text_of(data: bytes | bytearray, m: re.Match[bytes]) -> str | None:
-    """The text of the delta a template's pattern matched in ``data``, or ``None`` when it is
-    not one valid string (`svir_proto._jsonbytes.string_text`, its common cases first: the
-    pattern found the quotes).
+    """The text of the delta with escapes that a template's pattern matched in ``data``, or
+    ``None`` when it is not one valid string (`svir_proto._jsonbytes.string_text`, its common
+    case first: the pattern found the quotes; the callers read a delta without a backslash
+    themselves).
 
     Raises:
         UnicodeDecodeError: the delta is not UTF-8.
     """
     raw = m[1]
-    if 0x5C not in raw:
-        return raw.decode()
     unquoted = raw.replace(b'\\"', b'"')
     if 0x5C not in unquoted:
         return unquoted.decode()  # a call's JSON arguments: quotes only

@@ -568,6 +568,14 @@ OPENED = numbered(
 )
 
 
+def test_a_read_of_one_event_past_the_size_bound_is_the_general_ways() -> None:
+    """The express reads a delta alone only within ``max_event_size``; past it the general
+    way says the limit, where, in one piece or one event per read."""
+    raw = OPENED + odelta(2, "a") + odelta(3, "b") + odelta(4, "c" * 400)
+    exc = error_of(raw, max_event_size=400)
+    assert exc.limit == "max_event_size"
+
+
 def test_a_delta_after_the_end_is_ignored_in_the_run_it_came_in() -> None:
     """The end comes in the middle of a run of deltas a template reads: what follows it is
     ignored and counted, not read."""
