@@ -37,6 +37,8 @@ from ._jsonbytes import PAD, after_space, padding_hole, string_text, value_end
 __all__: list[str] = []
 
 BUDGET: Final = 8
+"""Templates (and the other dialects' envelopes) learned in a row that nothing repeated,
+before a decoder stops learning (Rule 4)."""
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"

@@ -42,10 +42,10 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._jsonbytes import NOT_PLAIN, string_text
+from .._template import BUDGET
 
 __all__ = ["BUDGET", "DELTA", "Envelope", "learn", "plain"]
 
-BUDGET: Final = 8
 DELTA: Final = "content_block_delta"
 _PROBE: Final = "Z"
 _EXPRESS: Final = b"event: " + DELTA.encode()

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Final
 
 from .._jsonbytes import string_text
-from ..openai._envelope import BUDGET
+from .._template import BUDGET
 
 __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 

@@ -32,11 +32,11 @@ from typing import Final
 
 from .._json import string_body
 from .._jsonbytes import PAD, after_space, is_padding, padding_hole, string_text, value_end
+from .._template import BUDGET
 from ..events import ReasoningCarrier
 
 __all__ = ["BUDGET", "NO_FILTERS", "Envelope", "Read", "learnable", "plain_delta"]
 
-BUDGET: Final = 8
 _DELTA: Final = b'"delta":'
 _CONTENT: Final = b'{"content":"'
 _CONTENT_SPACED: Final = b'{"content": "'  # Python's default separators (mlx-lm)
