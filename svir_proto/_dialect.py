@@ -13,6 +13,7 @@ first, then it is raised (the pull API's contract, ``_pull``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Final
 
@@ -45,6 +46,9 @@ class DialectDecoder(PullDecoder[Event]):
         super().__init__()
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)  # checks errors
         self._loads = _json.loads
+        self._deep = DEEP if _json.BACKEND == "orjson" else sys.maxsize
+        """How long a payload must be for the depth check after ``_loads``: orjson nests
+        deeper than `_json` Rule 5 allows; the standard library's reading checks it itself."""
         self._errors: Errors = errors
         self._raw: list[RawItem] = []
         self._max_result = max_result_size

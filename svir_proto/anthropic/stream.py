@@ -60,7 +60,7 @@ from functools import partial
 from typing import Any, Final
 
 from .. import _json
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._jsonbytes import NOT_PLAIN, string_text
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
@@ -239,7 +239,7 @@ class MessagesStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
+            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError("an event's data must be a JSON object", offset=at)

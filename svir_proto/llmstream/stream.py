@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from .. import _json
 from .._deprecated import renamed
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
@@ -239,7 +239,7 @@ class LLMStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: Rule 5
+            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:  # Rule 1
             raise PeerProtocolError("an event's data must be one JSON object", offset=at)

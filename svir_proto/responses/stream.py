@@ -67,11 +67,10 @@ I/O and reads no clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from functools import partial
 from typing import Any, Final
 
 from .. import _json
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, PeerProtocolError
 from ..events import (
@@ -316,14 +315,16 @@ class ResponsesStreamDecoder(DialectDecoder):
             return []
         kind, rec, key, pieces = template.hot
         if kind == "a":
-            out: list[Event] = list(map(partial(tool_call_delta, rec.call), texts))
+            call = rec.call  # (a comprehension: a partial costs more for one event per read)
+            out: list[Event] = [tool_call_delta(call, text) for text in texts]
         elif kind == "t":
             self._text.extend(texts)
             out = list(map(text_delta, texts))
         elif kind != "r" and rec.last_part == key:  # the reasoning part as before
             self._reasoning.extend(texts)
             self._block.extend(texts)
-            out = list(map(partial(reasoning_delta, carrier=template.carrier), texts))
+            carrier = template.carrier
+            out = [reasoning_delta(text, carrier) for text in texts]
         else:  # a refusal, or a reasoning part after another: what _piece says (it counts)
             queue = self._queue
             self._queue = []
@@ -349,7 +350,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 return
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: Rule 5
+            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError(

@@ -327,11 +327,10 @@ class SSEFramer:
         if region.startswith(_DATA, line + len(eol)):
             # a run of one type (a stream's deltas): split at the next events' heads at once
             payloads = region[start:].split(eol + eol + region[:start])
-            k = len(payloads)
-            ends = 3 * k - 2  # every line end the heads and blank lines account for
-            if region.count(b"\n") == ends and (self.gap == 8 or region.count(b"\r") == ends):
+            joined = b"".join(payloads)  # no line end of their own: one line each (a memchr)
+            if _LF not in joined and (self.gap == 8 or _CR not in joined):
                 try:
-                    return [self._types[region[:line]]] * k, payloads
+                    return [self._types[region[:line]]] * len(payloads), payloads
                 except KeyError:
                     return None
         if self.gap == 8:
