@@ -257,7 +257,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             if size <= self._max_event and self._framer.gap == 8:
                 seq = self._numbering(template)
                 text = None if seq is None else template.one(data, seq)
-                if text is not None and self._size + len(text) <= self._room:
+                if text is not None and seq is not None and self._size + len(text) <= self._room:
                     self._skipped += size
                     if text and template.hot[0] == "t":  # `_took`, its commonest case inline
                         template.hits += 1
