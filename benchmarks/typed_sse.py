@@ -15,7 +15,8 @@ of 1..4096 B, and one event per read. In one run, taking turns in every round:
 - framing, own hook: the same with ``_on_typed`` overridden to do nothing: what framing costs a
   decoder that reads the lane's typed batches itself.
 - SSEDecoder: the public generic decoder, every `ServerSentEvent` built with its type.
-- LLMStreamDecoder (``llmstream`` only): the whole decoder, with orjson.
+- LLMStreamDecoder (``llmstream`` only): the whole decoder, with orjson and with the standard
+  library's json (target: 0.75x the floor with either).
 - floor: ``bytes.split`` on the joined body and ``json.loads`` (or orjson) of each payload.
 
 Each cell is a time per event in microseconds (the best round), then over the floor's
@@ -200,6 +201,20 @@ def sse(parts: list[bytes]) -> int:
     return n + sum(type(e) is ServerSentEvent for e in d.close())
 
 
+def with_backend(backend: str, run: Callable[[list[bytes]], int]) -> Callable[[list[bytes]], int]:
+    """``run`` with `svir_proto._json` on ``backend`` (orjson when it is installed)."""
+
+    def timed(parts: list[bytes]) -> int:
+        before = _json.BACKEND
+        _json.use(backend if _json.orjson is not None else "json")  # type: ignore[arg-type]
+        try:
+            return run(parts)
+        finally:
+            _json.use(before)
+
+    return timed
+
+
 def llmstream_decoder(parts: list[bytes]) -> int:
     d = LLMStreamDecoder()
     for p in parts:
@@ -235,7 +250,8 @@ def run(chunks: int, repeat: int, shapes: Sequence[str]) -> str:
             "SSEDecoder": sse,
         }
         if name == "llmstream":
-            fns["LLMStreamDecoder (orjson)"] = llmstream_decoder
+            fns["LLMStreamDecoder (orjson)"] = with_backend("orjson", llmstream_decoder)
+            fns["LLMStreamDecoder (json)"] = with_backend("json", llmstream_decoder)
         fns[FLOOR] = floor_with(json.loads, sep)
         fns["floor: split + orjson"] = floor_with(orjson_loads, sep)
         cells: dict[str, list[str]] = {k: [] for k in fns}

@@ -35,7 +35,11 @@ def exchange(sock: socket.socket, conn: ClientConnection, request: ChatRequest) 
     while True:
         event = conn.next_event()
         if event is NEED_DATA:
-            conn.receive_data(sock.recv(65536))  # b"" when the server closed: the end
+            try:
+                data = sock.recv(65536)  # b"" when the server closed: the end
+            except ConnectionResetError:  # closed before our request came: a reset, the end
+                data = b""
+            conn.receive_data(data)
             continue
         if isinstance(event, TextDelta):
             print(event.text, end="", flush=True)

@@ -13,6 +13,7 @@ first, then it is raised (the pull API's contract, ``_pull``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Final
 
@@ -45,6 +46,9 @@ class DialectDecoder(PullDecoder[Event]):
         super().__init__()
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)  # checks errors
         self._loads = _json.loads
+        self._deep = DEEP if _json.BACKEND == "orjson" else sys.maxsize
+        """How long a payload must be for the depth check after ``_loads``: orjson nests
+        deeper than `_json` Rule 5 allows; the standard library's reading checks it itself."""
         self._errors: Errors = errors
         self._raw: list[RawItem] = []
         self._max_result = max_result_size
@@ -196,6 +200,64 @@ class DialectDecoder(PullDecoder[Event]):
             at += len(sse_type) + head
             on_event(sse_type, payload, at)
             at += len(payload) + tail
+
+    # A dialect with a fast path for runs of events (a template: `svir_proto._template`)
+    # sets ``_on_batch = DialectDecoder._batch_runs`` and ``_on_typed = DialectDecoder._runs``,
+    # and gives `_hot` and `_general`.
+
+    def _hot(
+        self, types: Sequence[str] | None, payloads: Sequence[bytes | bytearray], i: int
+    ) -> int:  # pragma: no cover - abstract
+        """Read the events from ``payloads[i]`` on (of ``types``, or simple events: ``None``)
+        that the fast path reads, as the general way would; return the index of the first it
+        did not read, for `_general` (which says what is wrong with it, if anything is)."""
+        raise NotImplementedError
+
+    def _general(
+        self, sse_type: str | None, data: bytes | bytearray, at: int
+    ) -> None:  # pragma: no cover - abstract
+        """One event the general way (`_on_event` without the fast path)."""
+        raise NotImplementedError
+
+    def _batch_runs(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+        """`_on_batch` for a dialect with a fast path: the runs `_hot` reads at once, the rest
+        one by one through `_general`."""
+        i, n = 0, len(payloads)
+        while i < n:
+            j = self._hot(None, payloads, i)
+            if j == n:
+                return
+            if j > i:  # where event j begins
+                at += sum(map(len, payloads[i:j])) + (j - i) * gap
+                i = j
+                continue
+            payload = payloads[i]
+            self._general(None, payload, at + 6)
+            at += len(payload) + gap
+            i += 1
+
+    def _runs(
+        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
+    ) -> None:
+        """`_on_typed` for a dialect with a fast path: the runs `_hot` reads at once, the rest
+        one by one through `_general`, with the offsets `_on_typed` gives."""
+        head = 13 + eol
+        step = head + eol + eol
+        i, n = 0, len(payloads)
+        while i < n:
+            j = self._hot(types, payloads, i)
+            if j == n:
+                return
+            if j > i:  # where event j begins
+                at += sum(map(len, types[i:j])) + sum(map(len, payloads[i:j])) + (j - i) * step
+                i = j
+                continue
+            sse_type = types[i]
+            payload = payloads[i]
+            at += len(sse_type) + head
+            self._general(sse_type, payload, at)
+            at += len(payload) + eol + eol
+            i += 1
 
     def _on_body_end(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -108,8 +108,9 @@ def too_deep(data: bytes | bytearray | str) -> bool:
     return max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH
 
 
-_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
-"""A string, to its closing quote (or the end, if it has none): what `too_deep` skips."""
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+"""A string, to its closing quote (or the end, if it has none): what `too_deep` skips. Written
+as runs between escapes, which the matcher takes a run at a time."""
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP: Final = [1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256)]
 

@@ -41,13 +41,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..openai._envelope import _body
+from .._jsonbytes import NOT_PLAIN, string_text
+from .._template import BUDGET
 
-__all__ = ["BUDGET", "DELTA", "NOT_PLAIN", "Envelope", "learn", "plain"]
+__all__ = ["BUDGET", "DELTA", "Envelope", "learn", "plain"]
 
-BUDGET: Final = 8
 DELTA: Final = "content_block_delta"
-NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped
 _PROBE: Final = "Z"
 _EXPRESS: Final = b"event: " + DELTA.encode()
 
@@ -86,7 +85,7 @@ class Envelope:
         if payload.startswith(head) and payload.endswith(self.tail):
             end = len(payload) - len(self.tail)
             if end >= len(head):
-                return _body(payload, len(head), end)
+                return string_text(payload, len(head), end)
         return None
 
 

@@ -60,7 +60,8 @@ from functools import partial
 from typing import Any, Final
 
 from .. import _json
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._jsonbytes import NOT_PLAIN, string_text
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     Completion,
@@ -76,10 +77,9 @@ from ..events import (
     text_delta,
     tool_call_delta,
 )
-from ..openai._envelope import _body
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._envelope import BUDGET, DELTA, NOT_PLAIN, Envelope, learn, plain
+from ._envelope import BUDGET, DELTA, Envelope, learn, plain
 from ._wire import STOP_REASONS
 from .status import failure_from_error
 
@@ -239,7 +239,7 @@ class MessagesStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
+            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError("an event's data must be a JSON object", offset=at)
@@ -481,7 +481,7 @@ class MessagesStreamDecoder(DialectDecoder):
                 and len(data) <= framer.max_event_size
             ):
                 try:
-                    piece = _body(data, len(before), end)
+                    piece = string_text(data, len(before), end)
                 except UnicodeDecodeError:  # the general way applies the policy
                     piece = None
                 if piece is not None:
@@ -527,11 +527,11 @@ class MessagesStreamDecoder(DialectDecoder):
             ):
                 end = size - nclosed
                 raw = payload[nopened:end]
-                try:  # _body, its common case inline: a piece with nothing escaped
+                try:  # string_text, its common case inline: a piece with nothing escaped
                     if len(raw.translate(None, NOT_PLAIN)) == len(raw):
                         piece = raw.decode() if end >= nopened else None
                     else:
-                        piece = _body(payload, nopened, end)
+                        piece = string_text(payload, nopened, end)
                 except UnicodeDecodeError:  # the general way applies the policy
                     piece = None
                 if piece is not None:

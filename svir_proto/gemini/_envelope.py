@@ -15,7 +15,7 @@ Rule 1 (what is learned): a chunk the hot loop of `svir_proto.gemini.stream` has
     (``tail``); the usage's bytes become a pattern in which each run of digits is any JSON
     integer of at most 18 digits (`_json` Rule 2 reads longer ones as floats).
 Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, where the
-    first ``after`` is preceded by one valid JSON string body (`svir_proto.openai._envelope`'s
+    first ``after`` is preceded by one valid JSON string body (`svir_proto._jsonbytes`'s
     reading, its policy on escapes and surrogates included) and followed by bytes the usage's
     pattern matches whole. JSON's grammar makes such a chunk mean what the learned one meant,
     with its own string and counts: its nesting is the learned one's, so no depth check is due.
@@ -33,8 +33,8 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from ..openai._envelope import BUDGET
-from ..openai._envelope import _body as string_text
+from .._jsonbytes import string_text
+from .._template import BUDGET
 
 __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 

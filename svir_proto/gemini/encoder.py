@@ -128,6 +128,8 @@ class GeminiStreamEncoder:
         self._usage: Usage | None = None
         self._blocked: FilterVerdict | None = None  # a filtered prompt verdict, held
         self._answered = False  # a candidate part was written
+        self._started = False  # a StreamStarted came
+        self._sent = False  # a chunk with the identity was written
         self._over = False  # a failure or the end was written
 
     def _note(self, sentence: str) -> None:
@@ -137,6 +139,7 @@ class GeminiStreamEncoder:
     # -- chunks ------------------------------------------------------------------------------
 
     def _tail(self) -> bytes:
+        self._sent = True  # every chunk but an error ends with it
         ident = self._ident
         if not ident:
             ident = (
@@ -222,10 +225,14 @@ class GeminiStreamEncoder:
                 return self._verdict(event)
             case StreamFailed():
                 self._over = True
-                return self._chunk_raw(error_object(event.error))
+                # a stream that began but said nothing yet: its identity first, as the
+                # upstream's first chunk gave it (else a client would not know it began)
+                began = b"data: {" + self._tail() if self._started and not self._sent else b""
+                return began + self._chunk_raw(error_object(event.error))
             case StreamEnded():
                 return self._ended(event)
             case StreamStarted():
+                self._started = True
                 self.response_id = event.response_id or self.response_id
                 self.model = event.model or self.model
                 self.created = event.created or self.created

@@ -26,22 +26,20 @@ Rule 4 (giving up): a stream whose envelope changes on every chunk (an ``id`` pe
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Final
 
 from .._json import string_body
+from .._jsonbytes import PAD, after_space, is_padding, padding_hole, string_text, value_end
+from .._template import BUDGET
 from ..events import ReasoningCarrier
 
 __all__ = ["BUDGET", "NO_FILTERS", "Envelope", "Read", "learnable", "plain_delta"]
 
-BUDGET: Final = 8
 _DELTA: Final = b'"delta":'
-_PAD: Final = b'"obfuscation":"'
 _CONTENT: Final = b'{"content":"'
 _CONTENT_SPACED: Final = b'{"content": "'  # Python's default separators (mlx-lm)
-_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _CONTENT_END: Final = b'"}'
 _STRING_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)"'  # what a string may hold, then its quote
 _PLAIN_DELTA: Final = re.compile(
@@ -60,8 +58,6 @@ _CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
     b"reasoning_content": "reasoning_content",
     b"reasoning": "reasoning",
 }
-_NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'  # what a string may hold only escaped
-_RAW: Final = json.JSONDecoder()
 
 
 class Envelope:
@@ -127,22 +123,16 @@ class Envelope:
         at = payload.find(_DELTA)
         if at < 0 or payload.find(_DELTA, at + 1) >= 0:
             return None
-        start = at + len(_DELTA)
-        while payload[start : start + 1] in _SPACE:
-            start += 1  # servers that write JSON with Python's default separators
-        try:
-            text = bytes(payload).decode()
-            first = len(payload[:start].decode())
-            _, last = _RAW.raw_decode(text, first)
-        except ValueError:  # UnicodeDecodeError included: the general way applied the policy
+        start = after_space(payload, at + len(_DELTA))  # Python's default separators, too
+        end = value_end(payload, start)
+        if end is None:  # not UTF-8: the general way applied the policy
             return None
-        end = start + len(text[first:last].encode())
         head, tail = bytes(payload[:start]), bytes(payload[end:])
-        head, head_rest = _hole(head)
-        tail, tail_rest = _hole(tail)
+        head, head_rest = padding_hole(head)
+        tail, tail_rest = padding_hole(tail)
         if head_rest is not None and tail_rest is not None:
             return None
-        if head_rest is None and tail_rest is None and (_PAD in head or _PAD in tail):
+        if head_rest is None and tail_rest is None and (PAD in head or PAD in tail):
             return None  # padding that is not a plain value: kept literal would be wrong
         filters = choice.get("content_filter_results", NO_FILTERS)
         content = _CONTENT_SPACED if b'": ' in payload[:start] else _CONTENT
@@ -160,7 +150,7 @@ class Envelope:
         if payload.startswith(opened):
             closed = len(payload) - len(self.content_closed)
             if closed >= len(opened) and payload.endswith(self.content_closed):
-                text = _body(payload, len(opened), closed)
+                text = string_text(payload, len(opened), closed)
                 if text is not None:
                     return text
                 return len(self.head), len(payload) - len(self.tail)
@@ -173,7 +163,7 @@ class Envelope:
                 and payload.startswith(_ARGUMENTS, at + 1)
                 and payload.endswith(self.args_closed)
             ):
-                text = _body(payload, at + 27, closed)
+                text = string_text(payload, at + 27, closed)
                 if text is not None:
                     return payload[at] - 0x30, text
                 return len(self.head), len(payload) - len(self.tail)  # two calls' pieces, say
@@ -188,7 +178,7 @@ class Envelope:
             quote = payload.find(b'"', len(head))
             if (
                 quote >= 0
-                and _padding(payload[len(head) : quote])
+                and is_padding(payload[len(head) : quote])
                 and payload.startswith(rest, quote)  # type: ignore[arg-type]
             ):
                 return _delta_at(
@@ -207,7 +197,7 @@ class Envelope:
             quote = payload.rfind(b'"', len(head), end)
             if (
                 quote >= 0
-                and _padding(payload[quote + 1 : end])
+                and is_padding(payload[quote + 1 : end])
                 and payload.endswith(self.tail, len(head), quote + 1)
             ):
                 return _delta_at(payload, len(head), quote + 1 - len(self.tail), self.content)
@@ -227,7 +217,7 @@ def _delta_at(payload: bytes | bytearray, start: int, end: int, content: bytes) 
     if payload.startswith(content, start):
         opened = start + len(content)
         if end - opened >= 2 and payload.endswith(_CONTENT_END, start, end):
-            text = _body(payload, opened, end - 2)
+            text = string_text(payload, opened, end - 2)
             if text is not None:
                 return text
         return start, end
@@ -238,27 +228,12 @@ def _delta_at(payload: bytes | bytearray, start: int, end: int, content: bytes) 
         and end - start >= 56
         and payload.endswith(_ARGUMENTS_END, start, end)
     ):
-        text = _body(payload, start + 51, end - 5)
+        text = string_text(payload, start + 51, end - 5)
         if text is not None:
             return payload[start + 24] - 0x30, text
         return start, end
     plain = plain_delta(payload, start, end)
     return (start, end) if plain is None else plain
-
-
-def _body(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
-    """The text of the string whose body is ``payload[opened:closed]`` (its closing quote at
-    ``closed``), or ``None`` when it is not one valid string."""
-    raw = payload[opened:closed]
-    plain = len(raw.translate(None, _NOT_PLAIN))
-    if plain == len(raw):
-        return raw.decode()  # nothing escaped: the bytes are the text
-    escaped = raw.count(b'\\"')
-    if plain + 2 * escaped == len(raw):  # each byte held escaped is in a \" pair
-        return raw.replace(b'\\"', b'"').decode()  # arguments' JSON: quotes, nothing else
-    if raw.count(b'"') > escaped:
-        return None  # a quote with no backslash before it ends the string early
-    return string_body(payload[opened : closed + 1])
 
 
 NO_FILTERS: Final = object()
@@ -308,20 +283,3 @@ def plain_delta(payload: bytes | bytearray, start: int, end: int) -> Read:
     if arguments is None:
         return _CARRIERS[key], body
     return int(index), body
-
-
-def _hole(part: bytes) -> tuple[bytes, bytes | None]:
-    """Split ``part`` at its padding value: (up to the value, from its closing quote), or
-    (``part``, ``None``) when it has no padding of letters and digits, or more than one."""
-    at = part.find(_PAD)
-    if at < 0 or part.find(_PAD, at + 1) >= 0:
-        return part, None
-    start = at + len(_PAD)
-    quote = part.find(b'"', start)
-    if quote < 0 or not _padding(part[start:quote]):
-        return part, None
-    return part[:start], part[quote:]
-
-
-def _padding(value: bytes | bytearray) -> bool:
-    return not value or value.isalnum()

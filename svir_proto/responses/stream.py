@@ -57,7 +57,8 @@ Bounds: ``max_event_size`` bytes an event, ``max_result_size`` characters of tex
 refusal and arguments (each output item counts `ITEM_SIZE`), ``max_tool_calls`` calls,
 ``max_output_items`` items, `MAX_IGNORED_TYPES` names kept. Speed: a delta that repeats the
 bytes of the one before it, but for its delta, number and padding, is read by one compiled
-pattern instead of the parser (`_fast`); events, errors and results are the same either way.
+pattern instead of the parser (`svir_proto._template`); events, errors and results are the
+same either way.
 
 A payload that is not JSON is a `PeerProtocolError` with its byte offset. This module does no
 I/O and reads no clock.
@@ -69,7 +70,8 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, PeerProtocolError
 from ..events import (
     Completion,
@@ -84,12 +86,12 @@ from ..events import (
     StreamStarted,
     ToolCall,
     Usage,
+    reasoning_delta,
     text_delta,
     tool_call_delta,
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._fast import BUDGET, Template
 from ._wire import INCOMPLETE, failure, usage_in
 
 __all__ = ["DEFAULT_MAX_OUTPUT_ITEMS", "ResponsesStreamDecoder", "decode_response"]
@@ -104,6 +106,9 @@ MAX_IGNORED_TYPES: Final = 64
 """Distinct ignored event type names kept in ``ignored_types``; more are ignored unnamed."""
 SEPARATOR: Final = "\n\n"
 """Joins the summary or reasoning parts of one reasoning item (Rule 3)."""
+DELTA_KEY: Final = b'"delta":'
+"""The key of a delta event's text, and of its number (`svir_proto._template` Rule 1)."""
+NUMBER_KEY: Final = b'"sequence_number":'
 _DONE: Final = b"[DONE]"
 
 
@@ -186,7 +191,13 @@ class ResponsesStreamDecoder(DialectDecoder):
         `MAX_IGNORED_TYPES` of them."""
         self.response_id = ""
         self.model = ""
-        self._template: Template | None = None  # the last delta event's bytes (_fast)
+        self._template: Template | None = (
+            None  # the last delta event's bytes (`svir_proto._template`)
+        )
+        self._max_event = max_event_size
+        self._room = max_result_size - len(SEPARATOR)
+        """What the deltas a template reads may add to the result: `_piece` may add a
+        separator."""
         self._budget = BUDGET
 
     # -- the result ------------------------------------------------------------------------
@@ -238,139 +249,98 @@ class ResponsesStreamDecoder(DialectDecoder):
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`DialectDecoder.feed`, with one more express: a piece that is exactly one typed event
         repeating the last delta's bytes (``event: NAME``, ``data: `` the template's bytes, a
-        blank line; a live stream's every read) is read by the template alone (`_hot`), without
-        the framer's tests, as the typed express would read it."""
+        blank line; a live stream's every read) is read by the template alone
+        (`Template.one`), without the framer's tests, as the typed express would read it."""
         template = self._template
         if template is not None and self._fast and type(data) is bytes:
-            head = template.event
-            if (
-                head is not None
-                and data.startswith(head)
-                and data.endswith(b"\n\n")
-                and self._framer.gap == 8
-                and len(data) <= self._framer.max_event_size
-                and self._hot((data[len(head) : -2],), 0)
-            ):  # the template's bytes hold no line end: this is one event, taken whole
-                self._skipped += len(data)
-                out = self._queue
-                self._queue = []
-                return out
+            size = len(data)
+            if size <= self._max_event and self._framer.gap == 8:
+                seq = self._numbering(template)
+                text = None if seq is None else template.one(data, seq)
+                if text is not None and seq is not None and self._size + len(text) <= self._room:
+                    self._skipped += size
+                    if text and template.hot[0] == "t":  # `_took`, its commonest case inline
+                        template.hits += 1
+                        if template.numbered:
+                            self._seq = seq + 1
+                        template.hot[3].append(text)
+                        self._text.append(text)
+                        self._size += len(text)
+                        return [text_delta(text)]
+                    return self._took(template, [text] if text else [], 1, len(text))
         return DialectDecoder.feed(self, data)
 
-    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
-        """`DialectDecoder._on_batch`: the runs of deltas a template reads (`_hot`) at once,
-        the rest one by one."""
-        i, n = 0, len(payloads)
-        general = self._general
-        while i < n:
-            j = self._hot(payloads, i)
-            if j > i:  # where event j begins
-                at += sum(map(len, payloads[i:j])) + (j - i) * gap
-                i = j
-                continue
-            payload = payloads[i]
-            general(None, payload, at + 6)
-            at += len(payload) + gap
-            i += 1
-
-    def _on_typed(
-        self, at: int, types: Sequence[str], payloads: Sequence[bytes | bytearray], eol: int
-    ) -> None:
-        """`DialectDecoder._on_typed`: the runs of deltas a template reads (`_hot`) at once,
-        the rest one by one."""
-        head = 13 + eol
-        step = head + eol + eol
-        i, n = 0, len(payloads)
-        general = self._general
-        while i < n:
-            j = self._hot(payloads, i)
-            if j > i:  # where event j begins
-                at += sum(map(len, types[i:j])) + sum(map(len, payloads[i:j])) + (j - i) * step
-                i = j
-                continue
-            sse_type = types[i]
-            payload = payloads[i]
-            at += len(sse_type) + head
-            general(sse_type, payload, at)
-            at += len(payload) + eol + eol
-            i += 1
+    _on_batch = DialectDecoder._batch_runs
+    _on_typed = DialectDecoder._runs
 
     def _on_event(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
-        if not self._hot((data,), 0):
+        if not self._hot(None, (data,), 0):
             self._general(sse_type, data, at)
 
-    def _hot(self, payloads: Sequence[bytes | bytearray], i: int) -> int:
+    def _hot(
+        self, types: Sequence[str] | None, payloads: Sequence[bytes | bytearray], i: int
+    ) -> int:
         """Read the deltas from ``payloads[i]`` on that repeat the last delta's bytes, with
-        the numbers the stream expects (`_fast`), as the general way would read them; return
+        the numbers the stream expects (`Template.run`), as the general way would read them; return
         the index of the first one it did not read, for the general way (which also reports
         what is wrong with it, if anything is). Nothing here raises: a delta that would pass
         ``max_result_size`` is left to the general way, which says where."""
         template = self._template
-        if template is None or self._ended:
+        if template is None:
             return i
-        prefix, match, group, kind, rec, key, pieces = template.hot
-        skip = len(prefix)
-        seq = self._seq
-        numbered = group == 2
-        if not numbered and seq is not None and not self._unnumbered:
-            return i  # an unnumbered delta on a numbered stream: noted the general way
-        size = self._size
-        room = self._max_result - len(SEPARATOR)  # what _piece may add to a reasoning part
-        queue = self._queue.append
-        add = pieces.append
-        texts = self._text
-        n = len(payloads)
-        j = i
-        while j < n:
-            data = payloads[j]
-            if not data.startswith(prefix):
-                break
-            m = match(data, skip)
-            if m is None or (numbered and int(m[1]) != seq):
-                break
-            raw = m[group]
-            try:
-                if 0x5C not in raw:
-                    text = raw.decode()
-                elif raw.count(b"\\") == raw.count(b'\\"'):  # quotes only: a call's JSON
-                    text = raw.replace(b'\\"', b'"').decode()  # (a body holds no bare quote)
-                else:
-                    text = template.unescape(data, m)
-            except UnicodeDecodeError:  # the general way applies the policy
-                break
-            if text:
-                if size + len(text) > room:
-                    break
-                if kind == "t":
-                    size += len(text)
-                    add(text)
-                    texts.append(text)
-                    queue(text_delta(text))
-                elif kind == "a":
-                    size += len(text)
-                    add(text)
-                    queue(tool_call_delta(rec.call, text))
-                elif kind != "r" and rec.last_part == key:  # the reasoning part as before
-                    size += len(text)
-                    add(text)
-                    self._reasoning.append(text)
-                    self._block.append(text)
-                    queue(_reasoning_delta(text, template.carrier))
-                else:  # a refusal, or a reasoning part after another: within the room left
-                    self._size = size
-                    self._piece(rec, key, text, 0)  # (so the offset is never reported)
-                    size = self._size
-            elif text is None:
-                break
-            if numbered:
-                seq += 1  # type: ignore[operator]  # numbered: an int
-            j += 1
+        seq = self._numbering(template)
+        if seq is None:
+            return i
+        room = self._room - self._size
+        texts, j, left = template.run(payloads, i, seq, room)
         if j > i:
-            template.hits += j - i
-            self._size = size
-            if numbered:
-                self._seq = seq
+            self._queue.extend(self._took(template, texts, j - i, room - left))
         return j
+
+    def _numbering(self, template: Template) -> int | None:
+        """The number the template's next delta must have (0 when the stream numbers none),
+        or ``None`` when no delta may be read by it now: the stream ended; a numbered template
+        before the first number; an unnumbered one on a numbered stream, which the general way
+        notes."""
+        seq = self._seq
+        if self._ended:
+            return None
+        if template.numbered:
+            return seq
+        if seq is not None and not self._unnumbered:
+            return None
+        return 0
+
+    def _took(self, template: Template, texts: list[str], count: int, added: int) -> list[Event]:
+        """Take ``count`` deltas a template read, ``texts`` their texts that are not empty,
+        ``added`` characters in all (within `_room`); return their events."""
+        template.hits += count
+        if template.numbered:
+            self._seq += count  # type: ignore[operator]  # numbered: an int
+        if not texts:
+            return []
+        kind, rec, key, pieces = template.hot
+        if kind == "a":
+            call = rec.call  # (a comprehension: a partial costs more for one event per read)
+            out: list[Event] = [tool_call_delta(call, text) for text in texts]
+        elif kind == "t":
+            self._text.extend(texts)
+            out = list(map(text_delta, texts))
+        elif kind != "r" and rec.last_part == key:  # the reasoning part as before
+            self._reasoning.extend(texts)
+            self._block.extend(texts)
+            carrier = template.carrier
+            out = [reasoning_delta(text, carrier) for text in texts]
+        else:  # a refusal, or a reasoning part after another: what _piece says (it counts)
+            queue = self._queue
+            self._queue = []
+            for text in texts:
+                self._piece(rec, key, text, 0)  # (so the offset is never reported)
+            out, self._queue = self._queue, queue
+            return out
+        pieces.extend(texts)
+        self._size += added
+        return out
 
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         """One event, the general way: parsed, checked, dispatched on its type."""
@@ -386,7 +356,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 return
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > DEEP and _json.too_deep(data):  # orjson nests deeper: Rule 5
+            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError(
@@ -456,22 +426,22 @@ class ResponsesStreamDecoder(DialectDecoder):
         target: tuple[_Item, Any, list[str]],
         sse_type: str | None,
     ) -> None:
-        """Keep the bytes of a delta read the general way (`_fast`), within the budget, and
+        """Keep the bytes of a delta read the general way (`Template.learn`), within the budget, and
         the head of a typed event that carries them (for `feed`'s express)."""
-        previous = self._template
-        if previous is not None:
-            self._budget = BUDGET if previous.hits else self._budget - 1
-            if not self._budget:
-                self._template = None
-                return
-        template = Template.learn(data, seq if type(seq) is int else None)
+        self._budget = budget_after(self._template, self._budget)
+        if not self._budget:
+            self._template = None
+            return
+        template = Template.learn(data, seq if type(seq) is int else None, DELTA_KEY, NUMBER_KEY)
         if template is not None:
             rec, key, pieces = target
             kind = "a" if key is None else key[0]
-            template.hot = (template.prefix, template.match, template.group, kind, rec, key, pieces)
+            # the kind of part (t text, r refusal, s summary, c reasoning text, a arguments),
+            # the item, the part's key and its pieces
+            template.hot = (kind, rec, key, pieces)
             template.carrier = "summary" if kind == "s" else "reasoning_text"
             if sse_type is not None:
-                template.event = b"event: " + sse_type.encode() + b"\ndata: "
+                template.typed(sse_type)
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------
@@ -920,20 +890,6 @@ _DELTAS: Final[dict[str, tuple[str, str, str | None]]] = {
     "response.reasoning_text.delta": ("reasoning", "c", "content_index"),
     "response.function_call_arguments.delta": ("function_call", "a", None),
 }
-_new: Final = object.__new__
-_set_reasoning: Final = ReasoningDelta.__dict__["text"].__set__
-_set_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
-
-
-def _reasoning_delta(text: str, carrier: ReasoningCarrier) -> ReasoningDelta:
-    """``ReasoningDelta(text=text, carrier=carrier)``, built for the hot path as
-    `svir_proto.events.text_delta` builds its events."""
-    event: ReasoningDelta = _new(ReasoningDelta)
-    _set_reasoning(event, text)
-    _set_carrier(event, carrier)
-    return event
-
-
 _HANDLERS: Final[dict[str, Handler]] = {
     "response.created": ResponsesStreamDecoder._on_lifecycle,
     "response.in_progress": ResponsesStreamDecoder._on_lifecycle,

@@ -321,6 +321,18 @@ class SSEFramer:
         line before a blank one a data line and every line before that an event line with a
         NAME the lane takes; with CRLF, the lines are those if every CR and LF is in a CRLF.
         """
+        eol = b"\n" if self.gap == 8 else b"\r\n"
+        line = region.find(eol)
+        start = line + len(eol) + 6  # where the first payload begins
+        if region.startswith(_DATA, line + len(eol)):
+            # a run of one type (a stream's deltas): split at the next events' heads at once
+            payloads = region[start:].split(eol + eol + region[:start])
+            joined = b"".join(payloads)  # no line end of their own: one line each (a memchr)
+            if _LF not in joined and (self.gap == 8 or _CR not in joined):
+                try:
+                    return [self._types[region[:line]]] * len(payloads), payloads
+                except KeyError:
+                    return None
         if self.gap == 8:
             lines = region.split(b"\n")  # with LF line ends the buffer holds no CR
         else:

@@ -150,3 +150,10 @@ def test_an_empty_piece_read_one_event_at_a_time_is_no_event() -> None:
     payloads = [START, TEXT, piece(b"hi"), piece(b""), piece(b""), piece(b"there"), END]
     decoder = same(payloads, "express")
     assert decoder.result.text == "hithere"
+
+
+def test_an_empty_piece_in_a_run_is_no_event() -> None:
+    # the run path of _on_typed: a repeat of the envelope, empty, among others in one read
+    payloads = [START, TEXT, piece(b"hi"), piece(b""), piece(b"there"), END]
+    decoder = same(payloads, "run")
+    assert decoder.result.text == "hithere"

@@ -252,6 +252,22 @@ BLOCKED = FilterResult(category="HARM_CATEGORY_HARASSMENT", filtered=True, sever
 AZURE = FilterResult(category="hate", filtered=False, severity="safe")
 
 
+def test_a_failure_before_anything_was_said_comes_after_the_streams_identity() -> None:
+    """A stream that began (its first chunk said only who answers) and then failed: the
+    identity goes out first, so the client sees the stream begin, as the upstream's did
+    (found by the round-trip property)."""
+    failure = Failure(kind=FailureKind.OVERLOADED, message="busy")
+    started = StreamStarted(response_id="r1", model="m")
+    out, _ = encode(started, StreamFailed(error=failure), END)
+    assert out[0] == {"modelVersion": "m", "responseId": "r1"}
+    assert out[1]["error"]["message"] == "busy"
+    assert len(out) == 2
+    out, _ = encode(started, TextDelta(text="a"), StreamFailed(error=failure))
+    assert [("error" in c) for c in out] == [False, True]  # said once, with the text
+    out, _ = encode(StreamFailed(error=failure))  # no beginning to say
+    assert len(out) == 1
+
+
 def test_verdicts_in_geminis_categories_are_safety_ratings() -> None:
     out, encoder = encode(
         FilterVerdict(scope="prompt", results=(HATE, AZURE)),

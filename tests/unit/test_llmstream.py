@@ -36,7 +36,7 @@ from svir_proto.llmstream import (
     unsupported_media_type,
 )
 from svir_proto.llmstream._lifecycle import TRANSITIONS, State, advance
-from tests.helpers import run
+from tests.helpers import bytewise, run
 
 
 def ev(type_: str, seq: int, event: str | None = None, **fields: Any) -> bytes:
@@ -638,3 +638,109 @@ def test_a_request_from_its_document() -> None:
         LLMRequest.from_document({**doc, "temperature": 0.5})
     with pytest.raises(TypeError, match="must be a mapping"):
         LLMRequest.from_document([doc])  # type: ignore[arg-type]
+
+
+# The template (`svir_proto._template`): repeated deltas read without the parser, with the
+# events, errors and offsets of the general way, in one piece, one event per read, byte by byte.
+
+
+def delta(seq: int, piece: str, index: int = 0, **more: Any) -> bytes:
+    return ev("content.delta", seq, index=index, role="assistant", delta={"text": piece}, **more)
+
+
+def by_template(body: bytes, **options: Any) -> tuple[list[Any], LLMStreamDecoder]:
+    """The events of ``body``, the same in one piece, one event per read and byte by byte."""
+    d = LLMStreamDecoder(**options)
+    events = run(d, [body])
+    *whole, rest = body.split(b"\n\n")
+    for pieces in ([e + b"\n\n" for e in whole] + [rest], bytewise(body)):
+        again = LLMStreamDecoder(**options)
+        assert run(again, pieces) == events
+        assert again.result == d.result
+    return events, d
+
+
+def error_by_template(body: bytes, **options: Any) -> PeerProtocolError:
+    """The error ``body`` ends in, with the same offset however it is read."""
+    errors = []
+    *whole, rest = body.split(b"\n\n")
+    for pieces in ([body], [e + b"\n\n" for e in whole] + [rest], bytewise(body)):
+        with pytest.raises(PeerProtocolError) as info:
+            run(LLMStreamDecoder(**options), pieces)
+        errors.append(info.value)
+    assert len({(str(e), e.offset) for e in errors}) == 1, errors
+    return errors[0]
+
+
+RUN = START + b"".join(delta(1 + i, c) for i, c in enumerate("abcde"))  # seq 1..5
+
+
+def test_repeated_deltas_are_read_by_the_template() -> None:
+    events, d = by_template(RUN + ev("content.stop", 6, index=0, stop_reason="end_turn"))
+    assert d.result.text == "abcde"
+    assert [e.text for e in events if isinstance(e, TextDelta)] == list("abcde")
+    assert d._template is None  # a block's stop ends its template
+    alone = LLMStreamDecoder()
+    run(alone, [RUN])
+    assert alone._template is not None
+    assert alone._template.hits == 4  # all after the first
+
+
+@pytest.mark.parametrize(
+    ("after", "match"),
+    [
+        (delta(7, "x"), "expected 6, got 7"),
+        (ev("content.stop", 6, index=0, stop_reason="end_turn") + delta(7, "x"), "after its"),
+        (ev("error", 6, code="internal_error", message="m") + delta(7, "x"), "state FAILED"),
+        (ev("stream.end", 6) + delta(7, "x"), "state ENDED"),
+        (delta(6, "x").replace(b"event: content.delta", b"event: other"), "does not match"),
+        (delta(6, "x").replace(b"event: content.delta\n", b""), "does not match"),
+        (delta(6, "Z").replace(b'"Z"', b'"a\xed\xb3\xbf"'), "UTF-8"),  # a surrogate's bytes
+        (delta(6, "Z").replace(b'"Z"', b'"a\xc3("'), "UTF-8"),
+    ],
+)
+def test_what_follows_a_template_is_checked_as_ever(after: bytes, match: str) -> None:
+    assert match in str(error_by_template(RUN + after))
+
+
+def test_deltas_with_an_extension_or_another_block_are_read_the_general_way() -> None:
+    reasoning = delta(6, "", **{"vendor:svir": {"reasoning": "think"}})
+    other = delta(7, "f", index=1)
+    _, d = by_template(RUN + reasoning + other + delta(8, "g", index=1))
+    assert d.result.text == "abcdefg"
+    assert d.result.reasoning == "think"
+
+
+def test_the_template_counts_the_result_exactly() -> None:
+    by_template(RUN, max_result_size=5)
+    assert "max_result_size" in str(error_by_template(RUN, max_result_size=4))
+
+
+def test_the_template_stops_short_of_2_to_the_53() -> None:
+    tail = delta(MAX_SEQ - 2, "c") + delta(MAX_SEQ - 1, "d") + delta(MAX_SEQ, "e")
+    *events, _ = tail.split(b"\n\n")
+    for pieces in ([tail], [e + b"\n\n" for e in events]):
+        d = LLMStreamDecoder()
+        d.feed(START + delta(1, "a"))
+        d.feed(delta(2, "b"))  # learned, and used once
+        assert d._template is not None
+        assert d._template.hits == 1
+        d._seq = MAX_SEQ - 2  # a stream that has come this far is not something to build here
+        with pytest.raises(PeerProtocolError) as info:
+            run(d, pieces)
+        assert info.value.limit == "seq"
+        assert d.result.text == "abcd"
+
+
+def test_empty_deltas_bytes_that_change_every_time_and_two_texts() -> None:
+    _, d = by_template(RUN + delta(6, "") + delta(7, "f"))
+    assert d.result.text == "abcdef"
+    assert d._template is not None
+    assert d._template.hits == 6
+    rotating = START + b"".join(delta(1 + i, c, n=i) for i, c in enumerate("abcdefghijkl"))
+    _, d = by_template(rotating)
+    assert d.result.text == "abcdefghijkl"
+    assert d._template is None  # learned 8 in vain: no more learning
+    twice = START + delta(1, "a", text="b") + delta(2, "c", text="b")  # two texts
+    _, d = by_template(twice)
+    assert (d.result.text, d._template) == ("ac", None)

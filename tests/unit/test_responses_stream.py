@@ -67,19 +67,34 @@ def text(delta: str, index: int | None = 0, item_id: str | None = "msg_1", **mor
 
 
 def decode(raw: bytes, **options: Any) -> tuple[list[Any], ResponsesStreamDecoder]:
+    """The events and the decoder of ``raw`` in one piece, checked against one event per
+    read (the express) giving the same."""
     d = ResponsesStreamDecoder(**options)
-    return run(d, [raw]), d
+    events = run(d, [raw])
+    alone = ResponsesStreamDecoder(**options)
+    assert run(alone, per_event(raw)) == events
+    assert alone.result == d.result
+    return events, d
 
 
 def error_of(raw: bytes, **options: Any) -> PeerProtocolError:
+    """The error ``raw`` ends in, the same in one piece, byte by byte and one event per read."""
     d = ResponsesStreamDecoder(**options)
     with pytest.raises(PeerProtocolError) as info:
         run(d, [raw])
-    again = ResponsesStreamDecoder(**options)
-    with pytest.raises(PeerProtocolError) as split:
-        run(again, bytewise(raw))
-    assert (type(split.value), split.value.offset) == (type(info.value), info.value.offset)
+    for pieces in (bytewise(raw), per_event(raw)):
+        again = ResponsesStreamDecoder(**options)
+        with pytest.raises(PeerProtocolError) as split:
+            run(again, pieces)
+        assert (type(split.value), split.value.offset) == (type(info.value), info.value.offset)
     return info.value
+
+
+def per_event(raw: bytes) -> list[bytes]:
+    """One event per read: the express (`ResponsesStreamDecoder.feed`); what follows the
+    last blank line, if anything, the last read."""
+    *events, rest = raw.split(b"\n\n")
+    return [e + b"\n\n" for e in events] + ([rest] if rest else [])
 
 
 # -- Rule 1: sequence numbers ----------------------------------------------------------------
@@ -513,6 +528,31 @@ def test_the_result_is_bounded_on_every_path() -> None:
 ITEM = 256  # what an item counts against the result
 
 
+@pytest.mark.parametrize("how", ["whole", "events", "pieces"])
+def test_the_fast_path_counts_the_result_exactly(how: str) -> None:
+    """Forty deltas, nearly all read by a template, in one piece, one event per read, or
+    runs of them: a limit of exactly what they hold passes, one character less fails at the
+    last delta, wherever the runs begin and end."""
+    deltas = [odelta(i + 2, "abcde") for i in range(40)]
+    raw = b"".join([OPENED, *deltas])
+    if how == "whole":
+        parts = [raw]
+    elif how == "events":
+        parts = [raw[: -sum(map(len, deltas))], *deltas]
+    else:
+        parts = [raw[i : i + 700] for i in range(0, len(raw), 700)]
+    exact = ITEM + 40 * 5
+    d = ResponsesStreamDecoder(max_result_size=exact)
+    run(d, parts)
+    assert d.result.text == "abcde" * 40
+    short = ResponsesStreamDecoder(max_result_size=exact - 1)
+    with pytest.raises(PeerProtocolError) as info:
+        run(short, parts)
+    assert info.value.limit == "max_result_size"
+    assert len(raw) - len(deltas[-1]) < info.value.offset < len(raw)  # in the last delta
+    assert short.result.text == "abcde" * 39  # nothing received before is lost
+
+
 def odelta(seq: int, delta: str, *, item: str = "msg_1", pad: str | None = None) -> bytes:
     """A text delta in OpenAI's key order: its number before the delta, padding after."""
     fields: dict[str, Any] = {"sequence_number": seq, "item_id": item, "output_index": 0}
@@ -526,6 +566,24 @@ OPENED = numbered(
     ("response.created", {"response": {"id": "r"}}),
     ("response.output_item.added", {"item": MSG, "output_index": 0}),
 )
+
+
+def test_a_read_of_one_event_past_the_size_bound_is_the_general_ways() -> None:
+    """The express reads a delta alone only within ``max_event_size``; past it the general
+    way says the limit, where, in one piece or one event per read."""
+    raw = OPENED + odelta(2, "a") + odelta(3, "b") + odelta(4, "c" * 400)
+    exc = error_of(raw, max_event_size=400)
+    assert exc.limit == "max_event_size"
+
+
+def test_a_delta_after_the_end_is_ignored_in_the_run_it_came_in() -> None:
+    """The end comes in the middle of a run of deltas a template reads: what follows it is
+    ignored and counted, not read."""
+    done = ev("response.completed", sequence_number=5, response={"id": "r", "status": "completed"})
+    raw = OPENED + odelta(2, "a") + odelta(3, "b") + odelta(4, "c") + done.encode()
+    _, d = decode(raw + odelta(6, "d") + odelta(7, "e"))
+    assert d.result.text == "abc"
+    assert d.result.ignored_after_done == 2
 
 
 def test_the_fast_path_meets_invalid_utf8_the_general_way() -> None:
@@ -648,11 +706,6 @@ def test_a_whole_response_reads_as_a_stream_of_its_final_event() -> None:
         decode_response(b"{")
     with pytest.raises(PeerProtocolError, match="JSON object"):
         decode_response(b"[]")
-
-
-def per_event(raw: bytes) -> list[bytes]:
-    """One event per read: the express (`ResponsesStreamDecoder.feed`)."""
-    return [e + b"\n\n" for e in raw.split(b"\n\n") if e]
 
 
 def test_the_fast_path_meets_a_lone_surrogate_the_general_way() -> None:

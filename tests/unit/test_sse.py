@@ -482,6 +482,33 @@ def test_a_run_of_typed_events_is_taken_with_its_types(eol: str) -> None:
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_run_of_one_type_is_split_at_its_heads_and_checked_line_by_line(eol: str) -> None:
+    """A run of one type (a stream's deltas) is split at the next events' heads at once;
+    anything else in it (a payload that goes on in another line, a comment, another field,
+    a lone line end) is the run the general split takes, or the general way's."""
+    e = eol.encode()
+    deltas = typed("delta", "1", eol) + typed("delta", '{"x":"event: delta"}', eol)
+    assert open_framer(e).take(deltas) == (["delta", "delta"], [b"1", b'{"x":"event: delta"}'])
+    for other in (
+        b"event: delta" + e + b"data: 2" + e + b"data: 3" + 2 * e,  # two data lines
+        b": ping" + 2 * e,  # a comment between
+        b"event: delta" + e + b"id: 7" + e + b"data: 2" + 2 * e,  # another field
+    ):
+        framer = open_framer(e)
+        assert framer.take(typed("delta", "1", eol) + other) is None  # the general way's
+        out: list[object] = []
+        framer.frame(out)  # type: ignore[arg-type]
+        assert out  # which frames it
+    if eol == "\r\n":  # a lone LF, or a lone CR, in a run of CRLF events
+        for lone in (b"\n", b"\r"):
+            run = typed("delta", "1", eol) + typed("delta", "2", eol).replace(b"2", b"2" + lone)
+            assert open_framer(e).take(run) is None
+    bad = "d\x7fx"  # a name the lanes do not take, alone in its run or after another
+    assert open_framer(e).take(typed(bad, "1", eol) + typed(bad, "2", eol)) is None
+    assert open_framer(e).take(typed("delta", "1", eol) + typed(bad, "2", eol)) is None
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
 def test_the_typed_express_gives_the_type_and_the_payload(eol: str) -> None:
     framer = open_framer(eol.encode())
     e = len(eol)

@@ -1,10 +1,11 @@
-"""The delta templates of `svir_proto.responses._fast`: what is learned and what matches."""
+"""The delta templates of `svir_proto._template`: what is learned and what matches."""
 
 from __future__ import annotations
 
 import pytest
 
-from svir_proto.responses._fast import Template
+from svir_proto._template import Template
+from svir_proto.responses.stream import DELTA_KEY, NUMBER_KEY
 
 OPENAI = (
     b'{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_1",'
@@ -14,7 +15,7 @@ LLAMA = b'{"type":"response.function_call_arguments.delta","delta":%s,"item_id":
 
 
 def learned(payload: bytes, seq: int | None) -> Template:
-    t = Template.learn(payload, seq)
+    t = Template.learn(payload, seq, DELTA_KEY, NUMBER_KEY)
     assert t is not None
     return t
 
@@ -31,8 +32,7 @@ def test_openai_deltas_match_with_the_next_number_and_any_padding() -> None:
     assert t.read(plain.replace(b"[]", b"[1]"), 4) is None
     assert t.read(plain[:-1] + b"]", 4) is None  # another end
     assert t.read(OPENAI % (4, b'"a"b"', b"Z"), 4) is None  # an unescaped quote: general way
-    with pytest.raises(UnicodeDecodeError):
-        t.read(OPENAI % (4, b'"\xff"', b"Z"), 4)
+    assert t.read(OPENAI % (4, b'"\xff"', b"Z"), 4) is None  # not UTF-8: the general way's
 
 
 def test_llamacpp_deltas_have_no_number_and_no_padding() -> None:
@@ -57,4 +57,20 @@ def test_llamacpp_deltas_have_no_number_and_no_padding() -> None:
     ],
 )
 def test_what_is_not_learned(payload: bytes, seq: int | None) -> None:
-    assert Template.learn(payload, seq) is None
+    assert Template.learn(payload, seq, DELTA_KEY, NUMBER_KEY) is None
+
+
+def test_one_reads_a_whole_typed_event_and_nothing_else() -> None:
+    t = learned(OPENAI % (3, b'"a"', b"xY1"), 3)
+    event = b"event: response.output_text.delta\ndata: " + OPENAI % (4, b'"b\\nc"', b"Q") + b"\n\n"
+    assert t.one(event, 4) is None  # not typed yet: only bare payloads are read
+    t.typed("response.output_text.delta")
+    assert t.one(event, 4) == "b\nc"
+    assert t.one(event, 5) is None  # another number
+    assert t.one(event[:-1], 4) is None  # no blank line after it
+    assert t.one(event.replace(b"event: response", b"event: other"), 4) is None
+    assert t.one(event.replace(b'"Q"}', b'"Q","x":1}'), 4) is None  # other bytes after
+    assert t.one(event.replace(b"b\\nc", b"b\xffc"), 4) is None  # not UTF-8: the general way's
+    percent = learned(LLAMA % b'"{"', None)
+    percent.typed("50%_done")  # a name with a percent sign, on a stream without numbers
+    assert percent.one(b"event: 50%_done\ndata: " + LLAMA % b'"}"' + b"\n\n", 0) == "}"

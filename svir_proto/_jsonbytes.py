@@ -1,0 +1,96 @@
+"""JSON strings read straight from a payload's bytes, for the decoders' templates.
+
+Each dialect's fast path (`svir_proto.openai._envelope`, `svir_proto.anthropic._envelope`,
+`svir_proto.gemini._envelope`, `svir_proto.responses._fast`) finds a delta's string between
+bytes it learned, and reads its text here without a parser:
+
+Rule 1: a body with nothing escaped is its text (one C-level pass finds any byte a string
+    holds only escaped); a body whose only escapes are ``\\"`` (a call's JSON arguments) is
+    its text with those replaced; any other goes through the JSON string scanner with its
+    closing quote (`svir_proto._json.string_body`), which refuses what is not one string.
+Rule 2: padding (OpenAI's ``obfuscation``) is a value of ASCII letters and digits only; a
+    template leaves it open as a hole (`padding_hole`) and checks each event's (`is_padding`).
+
+This module never does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from ._json import string_body
+
+__all__ = [
+    "NOT_PLAIN",
+    "PAD",
+    "after_space",
+    "is_padding",
+    "padding_hole",
+    "string_text",
+    "value_end",
+]
+
+NOT_PLAIN: Final = bytes(range(0x20)) + b'"\\'
+"""The bytes a JSON string holds only escaped (Rule 1)."""
+PAD: Final = b'"obfuscation":"'
+"""How OpenAI's padding value opens (Rule 2)."""
+_SPACE: Final = (b" ", b"\t", b"\n", b"\r")
+_RAW: Final = json.JSONDecoder()
+
+
+def string_text(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
+    """The text of the string whose body is ``payload[opened:closed]`` (its closing quote at
+    ``closed``), or ``None`` when it is not one valid string (Rule 1).
+
+    Raises:
+        UnicodeDecodeError: the body is not UTF-8 (the caller's general way applies its policy).
+    """
+    raw = payload[opened:closed]
+    plain = len(raw.translate(None, NOT_PLAIN))
+    if plain == len(raw):
+        return raw.decode()  # nothing escaped: the bytes are the text
+    escaped = raw.count(b'\\"')
+    if plain + 2 * escaped == len(raw):  # each byte held escaped is in a \" pair
+        return raw.replace(b'\\"', b'"').decode()  # arguments' JSON: quotes, nothing else
+    if raw.count(b'"') > escaped:
+        return None  # a quote with no backslash before it ends the string early
+    return string_body(payload[opened : closed + 1])
+
+
+def padding_hole(part: bytes) -> tuple[bytes, bytes | None]:
+    """Split ``part`` at its padding value: (up to the value, from its closing quote), or
+    (``part``, ``None``) when it has no padding of letters and digits, or more than one."""
+    at = part.find(PAD)
+    if at < 0 or part.find(PAD, at + 1) >= 0:
+        return part, None
+    start = at + len(PAD)
+    quote = part.find(b'"', start)
+    if quote < 0 or not is_padding(part[start:quote]):
+        return part, None
+    return part[:start], part[quote:]
+
+
+def is_padding(value: bytes | bytearray) -> bool:
+    """``value`` may stand in a padding hole: empty, or ASCII letters and digits (Rule 2)."""
+    return not value or value.isalnum()
+
+
+def after_space(payload: bytes | bytearray, at: int) -> int:
+    """Where the JSON whitespace at ``payload[at:]`` ends (Python's default separators put a
+    space after each colon: mlx-lm's chunks, for one)."""
+    while payload[at : at + 1] in _SPACE:
+        at += 1
+    return at
+
+
+def value_end(payload: bytes | bytearray, start: int) -> int | None:
+    """Where the JSON value that begins at ``payload[start]`` ends, or ``None`` when none does
+    or the payload is not UTF-8 (a template learns only from bytes it can read back)."""
+    try:
+        text = bytes(payload).decode()
+        first = len(payload[:start].decode())
+        _, last = _RAW.raw_decode(text, first)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return start + len(text[first:last].encode())

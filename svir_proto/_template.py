@@ -1,0 +1,213 @@
+"""A delta event's bytes, learned from one event, so that the events repeating them skip the
+parser (as `svir_proto.openai._envelope` does for Chat Completions chunks), for the dialects
+whose deltas are typed events with a number: the Responses API and LLM-Stream.
+
+A server writes the deltas of one part in the same bytes: the same type, item, index, keys in
+the same order. Only the delta's text, the event's number and OpenAI's ``obfuscation``
+padding change.
+
+Rule 1 (what is learned): a delta event that the decoder has just read the general way, whose
+    delta key (Responses: ``"delta":``, LLM-Stream: ``"text":``) occurs once, its value a
+    string, and whose number (``"sequence_number":``, ``"seq":``; if it has one) comes before
+    the delta. The template is its bytes before the number, between the number and the
+    delta's opening quote, and after the delta's closing quote, with at most one
+    ``"obfuscation":"..."`` value after the delta left open as a hole. The decoder says which
+    events it may learn from (the bytes of one whose meaning is more than its delta are not).
+Rule 2 (what matches): an event that begins with those bytes, with the very number the
+    stream expects next where the number stood (its digits as JSON writes them), and ends
+    with them, its hole (if any) holding ASCII letters and digits only. Such an event means
+    what the learned one meant, with its own delta: the same part of the same item.
+Rule 3 (the delta): its text is read without a parser (`svir_proto._jsonbytes` Rule 1); any
+    doubt (invalid UTF-8, an unescaped quote, a surrogate) sends the event the general way,
+    which reports what is wrong and where. A template changes speed, never the events,
+    errors or result.
+Rule 4 (giving up): a stream whose bytes change on every event (GitHub Copilot's new ids)
+    would learn in vain; after `BUDGET` templates in a row that no event repeated, no more are
+    learned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from ._jsonbytes import PAD, after_space, padding_hole, string_text, value_end
+
+__all__: list[str] = []
+
+BUDGET: Final = 8
+"""Templates (and the other dialects' envelopes) learned in a row that nothing repeated,
+before a decoder stops learning (Rule 4)."""
+_BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
+"""A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
+_PADDING: Final = rb"[A-Za-z0-9]*"
+
+
+def budget_after(previous: Template | None, budget: int) -> int:
+    """What is left of the budget (Rule 4) when a decoder learns again, ``previous`` its last
+    template: all of it when that template was repeated, one less when it was not."""
+    if previous is None:
+        return budget
+    return BUDGET if previous.hits else budget - 1
+
+
+class Template:
+    """The bytes around one part's deltas; see the module docstring.
+
+    ``head`` is the bytes up to the delta's opening quote (with ``%d`` where the number
+    stands, when the stream numbers its events), compared at once; ``match`` a pattern for
+    the rest: the delta's body (what a JSON string holds as it is, or escapes), the bytes
+    after it, and the padding's letters and digits. A pattern compares bytes one by one, so
+    it begins past the long head.
+    """
+
+    __slots__ = ("carrier", "head", "hits", "hot", "match", "numbered", "whole")
+
+    def __init__(
+        self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
+    ) -> None:
+        if numbered:
+            head = head.replace(b"%", b"%%") + b"%d" + mid.replace(b"%", b"%%")
+        padding = b"" if rest is None else _PADDING + re.escape(rest)
+        self.head: Final = head
+        self.match: Final = re.compile(_BODY + re.escape(tail) + padding, re.DOTALL).fullmatch
+        self.numbered: Final = numbered
+        self.hits = 0
+        self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
+        self.carrier: Any = None  # a reasoning delta's
+        self.whole: bytes | None = None  # ``head`` after the event line it came with (`typed`)
+
+    @classmethod
+    def learn(
+        cls, payload: bytes | bytearray, seq: int | None, key: bytes, number: bytes
+    ) -> Template | None:
+        """The template of a delta event read the general way (Rule 1), or ``None``: its
+        delta the string after ``key`` (``b'"delta":'``), its number ``seq`` after ``number``
+        (``b'"sequence_number":'``), or none."""
+        at = payload.find(key)
+        if at < 0 or payload.find(key, at + 1) >= 0:
+            return None
+        start = after_space(payload, at + len(key))  # the opening quote, if a string's
+        end = value_end(payload, start) if payload[start : start + 1] == b'"' else None
+        if end is None:  # not a string, or not UTF-8: the general way applied the policy
+            return None
+        head, tail = bytes(payload[: start + 1]), bytes(payload[end - 1 :])
+        mid = b""
+        if seq is not None:
+            pos = head.find(number)
+            if pos < 0 or head.find(number, pos + 1) >= 0 or number in tail:
+                return None  # the number after the delta: not learned
+            digits = after_space(head, pos + len(number))
+            if not head.startswith(str(seq).encode(), digits):
+                return None
+            head, mid = head[:digits], head[digits + len(str(seq)) :]
+        tail, rest = padding_hole(tail)
+        if rest is None and PAD in tail:
+            return None  # padding that is not a plain value: kept literal would be wrong
+        return cls(head, mid, tail, rest, seq is not None)
+
+    def typed(self, sse_type: str) -> None:
+        """The deltas came in typed events named ``sse_type``: `one` reads such events."""
+        name = sse_type.encode()
+        self.whole = (
+            b"event: %s\ndata: " % name + self.head
+            if not self.numbered
+            else (b"event: " + name.replace(b"%", b"%%") + b"\ndata: " + self.head)
+        )
+
+    def one(self, data: bytes, seq: int) -> str | None:
+        """The delta of ``data`` if it is one whole typed event (`typed`) that repeats this
+        template with number ``seq`` (Rule 2), then a blank line with LF line ends; else, or
+        on any doubt, ``None``. The template's bytes and a delta's body hold no line end, so
+        such bytes are one event."""
+        whole = self.whole
+        if whole is None or not data.endswith(b"\n\n"):
+            return None
+        opening = whole % seq if self.numbered else whole
+        if not data.startswith(opening):
+            return None
+        m = self.match(data, len(opening), len(data) - 2)
+        if m is None:
+            return None
+        try:
+            raw = m[1]  # text_of, inline: nearly every delta is plain
+            return raw.decode() if 0x5C not in raw else text_of(data, m)
+        except UnicodeDecodeError:  # the general way applies the policy
+            return None
+
+    def read(self, payload: bytes | bytearray, seq: int | None) -> str | None:
+        """The delta of an event that repeats this template with number ``seq`` (Rule 2),
+        or ``None``.
+
+        Not UTF-8, or any other doubt: ``None`` (the general way applies the policy).
+        """
+        if self.numbered and seq is None:
+            return None
+        texts, taken, _ = self.run((payload,), 0, seq or 0, len(payload))
+        if not taken:
+            return None
+        return texts[0] if texts else ""
+
+    def run(
+        self, payloads: Sequence[bytes | bytearray], i: int, seq: int, room: int
+    ) -> tuple[list[str], int, int]:
+        """The deltas of ``payloads[i]`` on that repeat this template (Rule 2), the first
+        numbered ``seq`` (when the stream numbers them), their texts at most ``room``
+        characters in all: the texts that are not empty, the index of the first event not
+        read (for the general way, which says what is wrong with it, if anything is), and the
+        room left. Nothing raises: any doubt ends the run."""
+        texts: list[str] = []
+        add = texts.append
+        head, match = self.head, self.match
+        numbered = self.numbered
+        first = seq
+        try:
+            for data in payloads[i:] if i else payloads:
+                if numbered:
+                    opening = head % seq
+                    if not data.startswith(opening):
+                        break
+                    m = match(data, len(opening))
+                elif data.startswith(head):
+                    m = match(data, len(head))
+                else:
+                    break
+                if m is None:
+                    break
+                raw = m[1]  # text_of, inline: nearly every delta is plain, or arguments
+                if 0x5C not in raw:
+                    text = raw.decode()
+                elif 0x5C not in (unquoted := raw.replace(b'\\"', b'"')):
+                    text = unquoted.decode()
+                else:
+                    found = string_text(data, m.start(1), m.end(1))
+                    if found is None:
+                        break
+                    text = found
+                if text:
+                    room -= len(text)
+                    if room < 0:
+                        room += len(text)
+                        break
+                    add(text)
+                seq += 1  # (counting the events read, when they are not numbered)
+        except UnicodeDecodeError:  # the general way applies the policy
+            pass
+        return texts, i + seq - first, room
+
+
+def text_of(data: bytes | bytearray, m: re.Match[bytes]) -> str | None:
+    """The text of the delta with escapes that a template's pattern matched in ``data``, or
+    ``None`` when it is not one valid string (`svir_proto._jsonbytes.string_text`, its common
+    case first: the pattern found the quotes; the callers read a delta without a backslash
+    themselves).
+
+    Raises:
+        UnicodeDecodeError: the delta is not UTF-8.
+    """
+    raw = m[1]
+    unquoted = raw.replace(b'\\"', b'"')
+    if 0x5C not in unquoted:
+        return unquoted.decode()  # a call's JSON arguments: quotes only
+    return string_text(data, m.start(1), m.end(1))
