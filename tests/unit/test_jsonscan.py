@@ -84,6 +84,7 @@ def test_tool_names_that_are_not_strings_or_past_the_bound_are_not_kept() -> Non
         b'{"model":"\\u006d' + b"m" * 30 + b'"}',  # escaped: it may be longer than it reads
         b'{"x":' + b"[" * 70 + b"]" * 70 + b"}",  # nested past MAX_DEPTH
         b'{"model":"m"} trailing',
+        b'{"' + b"k" * 300 + b'":1,"model":"m"}',  # a key the scanner keeps, MAX_VALUE cuts
     ],
 )
 def test_a_whole_body_the_parse_cannot_vouch_for_is_scanned(body: bytes) -> None:
