@@ -250,6 +250,13 @@ class SSEFramer:
         express), while `lane` was open and the buffer empty."""
         self._base = self._event_start = self._scan = self._base + n
 
+    def hold(self, piece: bytes) -> None:
+        """Keep ``piece`` as `take` would, after `skip`, while `lane` is open and the buffer
+        is empty: the caller has checked that it is the beginning of an event that gives
+        nothing yet (an event line whose NAME the lane has taken, perhaps the beginning of its
+        data line; no other line end, no CR) and shorter than ``max_event_size``."""
+        self._buf += piece
+
     def take(self, data: bytes) -> Taken | None:
         """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
         once: the fast lane of `frame`.
