@@ -179,7 +179,13 @@ class LLMStreamDecoder(DialectDecoder):
             if text is not None:
                 if self._size + len(text) <= self._max_result:
                     self._skipped += size
-                    return self._took(template, [text] if text else [], 1)
+                    if not text:
+                        return self._took(template, [], 1)
+                    template.hits += 1  # `_took` of one delta, inline: a live stream's every read
+                    self._seq += 1
+                    self._size += len(text)
+                    self._text.append(text)
+                    return [text_delta(text, template.hot)]
             elif self._seq + size + len(self._framer._buf) < MAX_SEQ:  # a run's numbers too
                 got = self._ahead(template, data, self._seq, self._max_result - self._size)
                 if got is not None:
