@@ -66,7 +66,7 @@ class Template:
     it begins past the long head.
     """
 
-    __slots__ = ("carrier", "event", "head", "hits", "hot", "match", "numbered", "whole")
+    __slots__ = ("carrier", "event", "head", "hits", "hot", "line", "match", "numbered", "whole")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
@@ -83,6 +83,7 @@ class Template:
         self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
         self.carrier: Any = None  # a reasoning delta's
         self.whole: bytes | None = None  # ``head`` after the event line it came with (`typed`)
+        self.line: Final = b"\n" not in head + tail + (rest or b"")  # its data was one line
 
     @classmethod
     def learn(
@@ -114,7 +115,11 @@ class Template:
         return cls(head, mid, tail, rest, seq is not None)
 
     def typed(self, sse_type: str) -> None:
-        """The deltas came in typed events named ``sse_type``: `one` reads such events."""
+        """The deltas came in typed events named ``sse_type``: `one` and `ahead` read such
+        events, if the learned one's data was one line (the data of an event in two data
+        lines, which the framer joined at an LF, is not the bytes on the wire)."""
+        if not self.line:
+            return
         name = sse_type.encode()
         self.whole = (
             b"event: %s\ndata: " % name + self.head

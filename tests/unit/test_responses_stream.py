@@ -882,3 +882,21 @@ def test_what_stops_a_run_read_ahead() -> None:
     whole, _ = decode(raw)
     for size in (len(head) + 9, 1000, 4095):
         assert run(ResponsesStreamDecoder(), in_pieces(raw, size)) == whole
+
+
+def test_a_template_learned_from_data_in_two_lines_never_reads_the_wire() -> None:
+    """The learned delta's data came in two data lines, which the framer joined at an LF: the
+    bytes of the next event, whose second line is no data line, mean something else (found by
+    an attack on the read-ahead; the one-event express had it too)."""
+    name = b"event: response.output_text.delta\ndata: "
+    first = name + b'{"type":"response.output_text.delta","output_index":0,\ndata: "delta":"a"}\n\n'
+    second = name + b'{"type":"response.output_text.delta","output_index":0,\n"delta":"b"}\n\n'
+    raw = first + second
+    expected = error_of(raw)
+    assert "not JSON" in str(expected)  # the second event's data, one line: not JSON
+    for cut in (len(first) - 1, len(first), len(first) + 5):
+        d = ResponsesStreamDecoder()
+        with pytest.raises(PeerProtocolError) as info:
+            run(d, [raw[:cut], raw[cut:]])
+        assert info.value.offset == expected.offset
+        assert d.result.text == "a"
