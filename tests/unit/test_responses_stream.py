@@ -911,13 +911,13 @@ def test_a_delta_arriving_in_small_reads_is_matched_once_whole() -> None:
     template = d._template
     assert template is not None
     calls = []
-    match = template.match
+    event = template.event
 
     def counted(*args: Any) -> Any:
         calls.append(args[1:])
-        return match(*args)
+        return event(*args)
 
-    template.match = counted  # type: ignore[misc]
+    template.event = counted  # type: ignore[misc]
     long = odelta(4, "y" * 3000) + odelta(5, "z" * 3000)
     events = [e for byte in bytewise(long) for e in d.feed(byte)]
     assert [e.text for e in events] == ["y" * 3000, "z" * 3000]

@@ -100,3 +100,23 @@ def test_ahead_reads_the_whole_events_at_the_front_and_says_what_follows() -> No
     assert t.ahead(event(4, b'"\\ud800"'), 4, 99, 999) == ([], 0, 0, False)  # not a string
     assert t.ahead(event(4, b'"\xff"'), 4, 99, 999) == ([], 0, 0, False)  # not UTF-8
     assert not learned(LLAMA % b'"{"', None).begins(b"event: x", 0, 0)  # not typed: never
+
+
+def test_ahead_runs_the_pattern_on_whole_events_only() -> None:
+    """An event not whole yet (a long delta, arriving) costs no pattern: its failure over an
+    unfinished body would cost ~80 ns a byte on every read."""
+    t = learned(OPENAI % (3, b'"a"', b"xY1"), 3)
+    t.typed("response.output_text.delta")
+    name = b"event: response.output_text.delta\ndata: "
+    whole = name + OPENAI % (4, b'"b"', b"Q") + b"\n\n"
+    begun = (name + OPENAI % (5, b'"' + b"c" * 5000, b"Q"))[:-30]
+    calls = []
+    event = t.event
+
+    def counted(*args: object) -> object:
+        calls.append(args[1:])
+        return event(*args)  # type: ignore[arg-type]
+
+    t.event = counted  # type: ignore[misc]
+    assert t.ahead(whole + begun, 4, 99, 9999) == (["b"], 1, len(whole), True)
+    assert len(calls) == 1
