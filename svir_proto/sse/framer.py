@@ -251,10 +251,11 @@ class SSEFramer:
         self._base = self._event_start = self._scan = self._base + n
 
     def hold(self, piece: bytes) -> None:
-        """Keep ``piece`` as `take` would, after `skip`, while `lane` is open and the buffer
-        is empty: the caller has checked that it is the beginning of an event that gives
-        nothing yet (an event line whose NAME the lane has taken, perhaps the beginning of its
-        data line; no other line end, no CR) and shorter than ``max_event_size``."""
+        """Keep ``piece`` after `skip`, while `lane` is open and the buffer is empty: the
+        caller has checked that it is the beginning of an event that gives nothing yet (an
+        event line, perhaps the beginning of its data line; no other line end, no CR) and
+        shorter than ``max_event_size``. `take` keeps such a piece too, unless the lane
+        refuses its NAME; then the next read goes the general way, with the same items."""
         self._buf += piece
 
     def take(self, data: bytes) -> Taken | None:
