@@ -477,7 +477,8 @@ class SSEFramer:
             base = self._base = base + 1
         elif end >= 0:
             self._crlf = False
-            self._blocks(bytes(buf[:end]), base, out)
+            if not self._batch(buf, end, base, out):
+                self._blocks(bytes(buf[:end]), base, out)
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
             scan = base  # the rest was searched for a blank line only
@@ -577,6 +578,30 @@ class SSEFramer:
             self._event_start = base + nxt
             self._crlf = True  # the lane's line end, when it opens again
         return nxt
+
+    def _batch(self, buf: bytearray, end: int, at: int, out: list[RawItem]) -> bool:
+        """`_frame_blocks`'s whole events, ``buf[:end]`` (the last blank line not included),
+        as one item if they are a run of simple events (a `RawBatch`) or of typed events (a
+        `RawTyped`) that begins a new event: what `take` frames, with its checks, for a read
+        that went the general way (a stream's first read, say, or one that ends inside an
+        event after the lane closed). ``False``, having appended nothing: `_blocks` applies
+        them. An event of the run, and the run, is shorter than ``max_event_size``."""
+        if self._fields or self._event_start != at or end >= self.max_event_size:
+            return False
+        if buf[:6] == b"data: ":
+            payloads = buf[6:end].split(SEPARATOR)
+            if buf.count(b"\n", 6, end) != 2 * len(payloads) - 2:
+                return False  # a block of two lines or more: the separators miss some LF
+            out.append((at, payloads, self.last_event_id, 8))
+        elif buf[:7] == _EVENT:
+            got = self._typed(bytes(buf[:end]))
+            if got is None:
+                return False
+            out.append((at, got[0], got[1], self.last_event_id, 1))
+        else:
+            return False
+        self._event_start = at + end + 2
+        return True
 
     def _blocks(self, region: bytes, at: int, out: list[RawItem]) -> None:
         """Apply a region of whole events: blocks of LF-terminated lines, each block followed by
