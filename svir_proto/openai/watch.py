@@ -8,10 +8,16 @@ its usage. The watcher is the decoder, with every rule and bound of it, less wha
 not need:
 
 Rule 1: text and reasoning deltas are not events and are not kept: the client reads them. A
-    run of chunks that each begin and end as the learned envelope around plain content
-    (`_envelope`; nearly every chunk), all valid UTF-8, is counted and not read further: the
-    envelope holds the chunk's ``finish_reason``, ``usage`` and everything else a relay
-    watches, as the learned chunk had them (none).
+    chunk that begins and ends as the learned envelope around plain content (`_envelope`;
+    nearly every chunk), valid UTF-8, is counted and not read further: the envelope holds the
+    chunk's ``finish_reason``, ``usage`` and everything else a relay watches, as the learned
+    chunk had them (none), and a filter verdict it holds is a repeat the decoder would count
+    (one that found nothing: one that found something is news, and read). A run of events is
+    read in stretches: those chunks at once, with a few C-level passes that stop at the first
+    chunk that is not one, and each stretch between them by the decoder, which may learn or
+    change the envelope on the way. The content between the envelope's ends is not parsed: a
+    string that is not valid JSON there (a raw quote or control character, a bad escape) is
+    the client's to refuse.
 Rule 2: every event the stream carries is counted (`seen`): its progress.
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
@@ -22,9 +28,11 @@ This module never does I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import methodcaller
+from itertools import compress, count, islice
+from operator import methodcaller, not_
 
 from ..events import ReasoningCarrier
+from ._envelope import NO_FILTERS, Envelope
 from .stream import ChatStreamDecoder
 
 __all__ = ["ChatStreamWatcher"]
@@ -38,21 +46,65 @@ class ChatStreamWatcher(ChatStreamDecoder):
     """Events the stream has carried so far (chunks, ``[DONE]``): its progress."""
 
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
-        self.seen += len(payloads)
+        """Rule 1 over a run: the stretches of plain repeats of the envelope are counted and
+        skipped, and each stretch between them goes to the decoder at once (which may learn
+        an envelope, or change it, on the way)."""
+        n = len(payloads)
+        self.seen += n
+        decode = ChatStreamDecoder._on_batch
         envelope = self._envelope
-        if (
-            envelope is not None
+        if n == 1:  # the express's every read, and every event the general way gives alone
+            payload = payloads[0]
+            if (
+                envelope is not None
+                and payload.startswith(envelope.content_opened)
+                and payload.endswith(envelope.content_closed)
+                and len(payload) >= envelope.plain_size
+                and self._skips(envelope)
+                and (payload.isascii() or _utf8(payloads))
+            ):
+                self._repeated(envelope, 1)
+            else:
+                decode(self, at, payloads, gap)
+            return
+        i = 0
+        while i < n:
+            envelope = self._envelope
+            if envelope is None:  # the decoder reads the next payload, which may learn one
+                k = i + 1 if self._budget and not self._done else n
+            elif not self._skips(envelope):
+                k = n
+            else:
+                j = _plain(envelope, payloads, i)
+                if j > i:
+                    self._repeated(envelope, j - i)
+                    if j == n:
+                        return
+                    at += sum(map(len, payloads[i:j])) + (j - i) * gap
+                    i = j
+                k = _opening(envelope.content_opened, payloads, i + 1)
+            part = payloads[i:k]
+            decode(self, at, part, gap)
+            at += sum(map(len, part)) + (k - i) * gap
+            i = k
+
+    def _skips(self, envelope: Envelope) -> bool:
+        """Whether a run may skip the plain repeats of ``envelope``: the stream goes on, the
+        envelope has no padding, and its filter verdict, if any, found nothing and is the
+        last one (the decoder counts it as a repeat, not news: Rule 7 of the decoder)."""
+        filters = envelope.filters
+        return (
+            not self._done
             and envelope.head_rest is None
             and envelope.tail_rest is None
-            and not self._done
-            and payloads  # a read that completed no event brings none
-            and min(map(len, payloads)) >= envelope.plain_size
-            and all(map(methodcaller("startswith", envelope.content_opened), payloads))
-            and all(map(methodcaller("endswith", envelope.content_closed), payloads))
-            and _utf8(payloads)  # JSON text is UTF-8 (RFC 8259 8.1): the decoder's rule too
-        ):
-            return  # Rule 1: a run that repeats the envelope around plain content
-        ChatStreamDecoder._on_batch(self, at, payloads, gap)
+            and (filters is NO_FILTERS or filters is None or filters is self._quiet)
+        )
+
+    def _repeated(self, envelope: Envelope, k: int) -> None:
+        """Count ``k`` plain repeats of ``envelope`` as the decoder would."""
+        envelope.hits += k
+        if envelope.filters is not NO_FILTERS and envelope.filters is not None:
+            self._repeats += k
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":
@@ -66,12 +118,48 @@ class ChatStreamWatcher(ChatStreamDecoder):
         pass
 
 
-def _utf8(payloads: Sequence[bytes | bytearray]) -> bool:
-    """Whether every payload is UTF-8 (ASCII ones, nearly all, at C speed)."""
-    for payload in payloads:
+def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
+    """The index of the first payload from ``start`` on that begins with ``opened``, else
+    ``len(payloads)``: one C-level pass that stops there."""
+    return next(
+        compress(
+            count(start), map(methodcaller("startswith", opened), islice(payloads, start, None))
+        ),
+        len(payloads),
+    )
+
+
+def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int) -> int:
+    """The index of the first payload from ``start`` on that is not the envelope around plain
+    content (Rule 1: it begins and ends as the envelope's plain chunk does, is at least as
+    long, and is UTF-8), else ``len(payloads)``."""
+    opened = envelope.content_opened
+    stop = next(
+        compress(
+            count(start),
+            map(not_, map(methodcaller("startswith", opened), islice(payloads, start, None))),
+        ),
+        len(payloads),
+    )
+    if stop == start:
+        return start
+    run = payloads[start:stop]
+    closed = envelope.content_closed
+    if not all(map(methodcaller("endswith", closed), run)):
+        run = run[: next(compress(count(), map(not_, map(methodcaller("endswith", closed), run))))]
+    size = envelope.plain_size
+    if run and min(map(len, run)) < size:  # the envelope's two ends overlap: not plain content
+        run = run[: next(k for k, payload in enumerate(run) if len(payload) < size)]
+    return start + _utf8(run)
+
+
+def _utf8(payloads: Sequence[bytes | bytearray]) -> int:
+    """How many of the payloads are UTF-8 before the first that is not (ASCII ones, nearly
+    all, at C speed): JSON text is UTF-8 (RFC 8259 8.1), the decoder's rule too."""
+    for k, payload in enumerate(payloads):
         if not payload.isascii():
             try:
                 payload.decode()
             except UnicodeDecodeError:
-                return False
-    return True
+                return k
+    return len(payloads)

@@ -13,7 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto import SvirProtocolError, _json
+from svir_proto.events import ReasoningDelta, TextDelta
 from svir_proto.openai import ChatStreamDecoder
+from svir_proto.openai.watch import ChatStreamWatcher
 from tests.conformance.openai_results import summary
 from tests.helpers import splits
 
@@ -38,13 +40,10 @@ SAFE = {"filtered": False, "severity": "safe"}
 
 
 @st.composite
-def deltas(draw: st.DrawFn) -> bytes:
-    """A delta's JSON, as a server writes it."""
-    kind = draw(
-        st.sampled_from(
-            ["content"] * 6 + ["args"] * 3 + ["reasoning", "name", "mixed", "raw", "empty", "bad"]
-        )
-    )
+def deltas(draw: st.DrawFn, raw: bool = True) -> bytes:
+    """A delta's JSON, as a server writes it (``raw``: now and then one that is not JSON)."""
+    kinds = ["content"] * 6 + ["args"] * 3 + ["reasoning", "name", "mixed", "empty", "bad"]
+    kind = draw(st.sampled_from(kinds + ["raw"] if raw else kinds))
     text = draw(TEXT)
     if kind == "content":
         return json.dumps({"content": text}, ensure_ascii=draw(st.booleans())).encode()
@@ -69,14 +68,14 @@ def deltas(draw: st.DrawFn) -> bytes:
 
 
 @st.composite
-def streams(draw: st.DrawFn) -> bytes:
+def streams(draw: st.DrawFn, raw: bool = True) -> bytes:
     ids = draw(st.sampled_from([["c1"], ["c1", "c2"]]))
     pad_where = draw(st.sampled_from([None, "head", "tail"]))
     filters = draw(st.sampled_from([None, "same", "changing"]))
     spaced = draw(st.booleans())
     events = []
     for _ in range(draw(st.integers(1, 12))):
-        delta = draw(deltas())
+        delta = draw(deltas(raw))
         head = (
             b'{"id":"' + draw(st.sampled_from(ids)).encode() + b'","object":"chat.completion.chunk"'
         )
@@ -148,3 +147,39 @@ def test_the_envelope_never_changes_what_a_stream_decodes_to(
         assert outcome(fast, pieces, pull[: len(pieces)]) == outcome(general, [body], [False])
     finally:
         _json.use(before)
+
+
+def watched(decoder: ChatStreamDecoder, pieces: list[bytes]) -> object:
+    """What a relay sees of a stream: its events but text and reasoning, its result but
+    those, its error."""
+    events = []
+    error = None
+    try:
+        for piece in pieces:
+            events += decoder.feed(piece)
+        events += decoder.close()
+    except SvirProtocolError as exc:
+        events += exc.pending_events
+        error = str(exc), getattr(exc, "offset", None)
+    kept = [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))]
+    result = summary([], decoder.result)["result"]
+    for key in ("text", "reasoning", "reasoning_carrier"):
+        del result[key]
+    return kept, result, error
+
+
+@given(streams(raw=False), st.data(), st.sampled_from(["strict", "replace"]))
+def test_the_watcher_sees_what_the_decoder_does_but_the_text(
+    body: bytes, data: st.DataObject, errors: str
+) -> None:
+    """`ChatStreamWatcher` skips the runs of plain content (Rule 1), whatever their split:
+    what a relay watches (every other event, the result, the errors and their offsets) is
+    the decoder's, and every event is counted. (Content that is not a valid JSON string, the
+    "raw" deltas, is counted as plain by the watcher: see its Rule 1.)"""
+    pieces = data.draw(splits(body))
+    watcher = ChatStreamWatcher(errors=errors, keep_text=False)  # type: ignore[arg-type]
+    decoder = ChatStreamDecoder(errors=errors, keep_text=False)  # type: ignore[arg-type]
+    got = watched(watcher, pieces)
+    assert got == watched(decoder, [body])
+    if got[2] is None:  # type: ignore[index]
+        assert watcher.seen == body.count(b"\n\n")
