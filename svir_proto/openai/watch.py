@@ -27,9 +27,9 @@ This module never does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import compress, count, islice
-from operator import methodcaller, not_
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from operator import indexOf, methodcaller
 
 from ..events import ReasoningCarrier
 from ._envelope import NO_FILTERS, Envelope
@@ -121,36 +121,35 @@ class ChatStreamWatcher(ChatStreamDecoder):
 def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
     """The index of the first payload from ``start`` on that begins with ``opened``, else
     ``len(payloads)``: one C-level pass that stops there."""
-    return next(
-        compress(
-            count(start), map(methodcaller("startswith", opened), islice(payloads, start, None))
-        ),
-        len(payloads),
-    )
+    starts = map(methodcaller("startswith", opened), islice(payloads, start, None))
+    return start + _first(starts, True, len(payloads) - start)
 
 
 def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int) -> int:
     """The index of the first payload from ``start`` on that is not the envelope around plain
     content (Rule 1: it begins and ends as the envelope's plain chunk does, is at least as
     long, and is UTF-8), else ``len(payloads)``."""
-    opened = envelope.content_opened
-    stop = next(
-        compress(
-            count(start),
-            map(not_, map(methodcaller("startswith", opened), islice(payloads, start, None))),
-        ),
-        len(payloads),
-    )
+    starts = map(methodcaller("startswith", envelope.content_opened), islice(payloads, start, None))
+    stop = start + _first(starts, False, len(payloads) - start)
     if stop == start:
         return start
     run = payloads[start:stop]
-    closed = envelope.content_closed
-    if not all(map(methodcaller("endswith", closed), run)):
-        run = run[: next(compress(count(), map(not_, map(methodcaller("endswith", closed), run))))]
+    k = _first(map(methodcaller("endswith", envelope.content_closed), run), False, len(run))
+    if k < len(run):
+        run = run[:k]
     size = envelope.plain_size
     if run and min(map(len, run)) < size:  # the envelope's two ends overlap: not plain content
         run = run[: next(k for k, payload in enumerate(run) if len(payload) < size)]
     return start + _utf8(run)
+
+
+def _first(flags: Iterator[bool], flag: bool, otherwise: int) -> int:
+    """The index of the first ``flag`` in ``flags`` (a C-level pass that stops there), else
+    ``otherwise``."""
+    try:
+        return indexOf(flags, flag)
+    except ValueError:
+        return otherwise
 
 
 def _utf8(payloads: Sequence[bytes | bytearray]) -> int:
