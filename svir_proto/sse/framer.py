@@ -32,7 +32,10 @@ CRs against the separators, typed events by where their lines fall (each third l
 line after an event line a data line). Anything else (another field, a comment, a lone CR, a
 change of line end, simple and typed events in one run, the size bound, bytes that are not
 UTF-8, an event type that is not printable ASCII) goes the general way, which applies the rules
-line by line, or block by block while the buffer holds no CR. All paths give the same items,
+line by line, or block by block while the buffer holds no CR; there the whole events a piece
+completes, when they are a run of simple or typed events that begins a new event (a stream's
+first read, say, which an unpaced upstream fills with hundreds), are framed as one item with the
+lane's split and checks (`_batch`), the rest block by block. All paths give the same items,
 offsets and verdicts: the property tests check the lanes against the general path and the
 general path against a plain model of the algorithm, and the fuzz targets feed each body whole,
 byte by byte and flushed.
