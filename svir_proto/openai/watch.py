@@ -133,7 +133,7 @@ def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int
     stop = start + _first(starts, False, len(payloads) - start)
     if stop == start:
         return start
-    run = payloads[start:stop]
+    run = payloads[start:stop] if start or stop < len(payloads) else payloads
     k = _first(map(methodcaller("endswith", envelope.content_closed), run), False, len(run))
     if k < len(run):
         run = run[:k]
@@ -155,6 +155,8 @@ def _first(flags: Iterator[bool], flag: bool, otherwise: int) -> int:
 def _utf8(payloads: Sequence[bytes | bytearray]) -> int:
     """How many of the payloads are UTF-8 before the first that is not (ASCII ones, nearly
     all, at C speed): JSON text is UTF-8 (RFC 8259 8.1), the decoder's rule too."""
+    if len(payloads) > 1 and b"".join(payloads).isascii():  # English text: every chunk, at once
+        return len(payloads)
     for k, payload in enumerate(payloads):
         if not payload.isascii():
             try:
