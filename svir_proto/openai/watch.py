@@ -15,9 +15,10 @@ Rule 1: text and reasoning deltas are not events and are not kept: the client re
     (one that found nothing: one that found something is news, and read). A run of events is
     read in stretches: those chunks at once, with a few C-level passes that stop at the first
     chunk that is not one, and each stretch between them by the decoder, which may learn or
-    change the envelope on the way. The content between the envelope's ends is not parsed: a
-    string that is not valid JSON there (a raw quote or control character, a bad escape) is
-    the client's to refuse.
+    change the envelope on the way. Plain content is a string with nothing escaped, no quote
+    and no control character, in UTF-8: its text as it is (what the decoder reads at once);
+    one with an escape is the decoder's to read, and a string that is not valid JSON there
+    (a raw quote or control character, a bad escape) the decoder's to refuse, as it does.
 Rule 2: every event the stream carries is counted (`seen`): its progress.
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
@@ -30,7 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from operator import indexOf, methodcaller
+from typing import Final
 
+from .._jsonbytes import NOT_PLAIN
 from ..events import ReasoningCarrier
 from ._envelope import NO_FILTERS, Envelope
 from .stream import ChatStreamDecoder
@@ -61,7 +64,9 @@ class ChatStreamWatcher(ChatStreamDecoder):
                 and payload.endswith(envelope.content_closed)
                 and len(payload) >= envelope.plain_size
                 and self._skips(envelope)
-                and (payload.isascii() or _utf8(payloads))
+                and _plain_text(
+                    payload[len(envelope.content_opened) : -len(envelope.content_closed)]
+                )
             ):
                 self._repeated(envelope, 1)
             else:
@@ -127,20 +132,53 @@ def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -
 
 def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int) -> int:
     """The index of the first payload from ``start`` on that is not the envelope around plain
-    content (Rule 1: it begins and ends as the envelope's plain chunk does, is at least as
-    long, and is UTF-8), else ``len(payloads)``."""
-    starts = map(methodcaller("startswith", envelope.content_opened), islice(payloads, start, None))
-    stop = start + _first(starts, False, len(payloads) - start)
-    if stop == start:
-        return start
-    run = payloads[start:stop] if start or stop < len(payloads) else payloads
-    k = _first(map(methodcaller("endswith", envelope.content_closed), run), False, len(run))
-    if k < len(run):
-        run = run[:k]
+    content (Rule 1), else ``len(payloads)``; a block of `_BLOCK` payloads at a time, so that
+    finding each one that is not costs what lies before it, not what follows."""
+    n = len(payloads)
+    opened = envelope.content_opened
+    closed = envelope.content_closed
     size = envelope.plain_size
-    if run and min(map(len, run)) < size:  # the envelope's two ends overlap: not plain content
-        run = run[: next(k for k, payload in enumerate(run) if len(payload) < size)]
-    return start + _utf8(run)
+    at = start
+    while at < n:
+        block = payloads[at : at + _BLOCK]
+        k = _first(map(methodcaller("startswith", opened), block), False, len(block))
+        k = _first(map(methodcaller("endswith", closed), block[:k]), False, k)
+        if k and min(map(len, block[:k])) < size:  # the envelope's ends overlap: not content
+            k = next(i for i, payload in enumerate(block) if len(payload) < size)
+        k = _text(block[:k] if k < len(block) else block, len(opened), len(closed))
+        if k < len(block):
+            return at + k
+        at += len(block)
+    return n
+
+
+_BLOCK: Final = 64
+
+
+def _text(payloads: Sequence[bytes | bytearray], lo: int, hi: int) -> int:
+    """How many of the payloads, from the first, hold between the envelope's ends (``lo`` bytes
+    and ``hi`` bytes) a JSON string's body that is its text as it is: nothing escaped, no
+    quote, no control character, UTF-8 (RFC 8259 7 and 8.1; what the decoder reads at once,
+    `string_text`). Any other (an escape, say) is the decoder's to read, or to refuse."""
+    if not payloads:
+        return 0
+    bodies: list[bytes | bytearray] = list(
+        map(methodcaller("__getitem__", slice(lo, -hi)), payloads)
+    )
+    joined = b" ".join(bodies)  # a space between: no UTF-8 sequence runs from one to the next
+    if len(joined.translate(None, NOT_PLAIN)) == len(joined):
+        if joined.isascii():
+            return len(bodies)
+        try:
+            joined.decode()
+        except UnicodeDecodeError:
+            pass
+        else:
+            return len(bodies)
+    for k, body in enumerate(bodies):
+        if not _plain_text(body):
+            return k
+    return len(bodies)  # pragma: no cover - the joined bodies had a fault, so one has
 
 
 def _first(flags: Iterator[bool], flag: bool, otherwise: int) -> int:
@@ -152,15 +190,14 @@ def _first(flags: Iterator[bool], flag: bool, otherwise: int) -> int:
         return otherwise
 
 
-def _utf8(payloads: Sequence[bytes | bytearray]) -> int:
-    """How many of the payloads are UTF-8 before the first that is not (ASCII ones, nearly
-    all, at C speed): JSON text is UTF-8 (RFC 8259 8.1), the decoder's rule too."""
-    if len(payloads) > 1 and b"".join(payloads).isascii():  # English text: every chunk, at once
-        return len(payloads)
-    for k, payload in enumerate(payloads):
-        if not payload.isascii():
-            try:
-                payload.decode()
-            except UnicodeDecodeError:
-                return k
-    return len(payloads)
+def _plain_text(body: bytes | bytearray) -> bool:
+    """`_text` for one body."""
+    if len(body.translate(None, NOT_PLAIN)) != len(body):
+        return False
+    if body.isascii():
+        return True
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
