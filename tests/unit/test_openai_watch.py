@@ -110,3 +110,26 @@ def test_a_relay_sees_what_the_decoder_does_but_the_text(body: bytes, size: int)
         assert seen_by_a_relay(w, pieces) == expected
         if expected[2] is None:  # type: ignore[index]
             assert w.seen == body.count(b"\n\n")
+
+
+ESCAPED = chunk(b'{"content":"a\\nb"}')
+ACCENT = chunk('{"content":"caf\u00e9"}'.encode())
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        TEXT * 3 + ESCAPED + ACCENT + TEXT + END,  # an escape: the decoder reads that chunk
+        TEXT * 150 + ESCAPED + TEXT * 60 + ACCENT * 70 + END,  # more chunks than a block
+        TEXT * 3 + chunk(b'{"content":"\\q"}') + TEXT + END,  # a bad escape: refused
+        TEXT * 3 + chunk(b'{"content":"x"y"}') + TEXT + END,  # a raw quote: refused
+    ],
+)
+@pytest.mark.parametrize("per_event", [False, True])
+def test_plain_content_is_a_string_with_nothing_escaped(body: bytes, per_event: bool) -> None:
+    """Rule 1 skips content that is its text as it is; an escape is the decoder's to read, a
+    string that is not JSON the decoder's to refuse (the watcher skipped those too, before),
+    in one read and one event per read (the express)."""
+    pieces = [e + b"\n\n" for e in body.split(b"\n\n")[:-1]] if per_event else [body]
+    expected = seen_by_a_relay(ChatStreamDecoder(keep_text=False), [body])
+    assert seen_by_a_relay(ChatStreamWatcher(keep_text=False), pieces) == expected
