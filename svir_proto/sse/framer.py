@@ -601,8 +601,8 @@ class SSEFramer:
             return False
         if buf[:6] == b"data: ":
             payloads = buf[6:end].split(SEPARATOR)
-            if buf.count(b"\n", 6, end) != 2 * len(payloads) - 2:
-                return False  # a block of two lines or more: the separators miss some LF
+            if _LF in b"".join(payloads):  # a block of two lines or more (the lane's check)
+                return False
             out.append((at, payloads, self.last_event_id, 8))
         elif buf[:7] == _EVENT:
             got = self._typed(bytes(buf[:end]))
