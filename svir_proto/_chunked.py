@@ -141,6 +141,12 @@ class ChunkedReader:
         if stop < _LANE_MIN:
             return pos
         heads = segments[0 : 2 * stop : 2]
+        lengths = list(map(len, segments[1 : 2 * stop : 2]))
+        # What a server writes: each size in lowercase hex without leading zeros, and no data
+        # empty (a size 0 is the last chunk): checked by writing those sizes, in one call.
+        if min(lengths) and (b"%x\r\n" * stop) % tuple(lengths) == b"\r\n".join(heads) + b"\r\n":
+            out.append(b"".join(segments[1 : 2 * stop : 2]))
+            return pos + sum(map(len, heads)) + sum(lengths) + 4 * stop
         if b"".join(heads).translate(None, _HEX):  # an extension, spaces, not hex, a trailer
             stop = next(compress(count(), map(bytes.translate, heads, repeat(None), repeat(_HEX))))
         sizes = list(map(len, heads[:stop]))
@@ -152,7 +158,7 @@ class ChunkedReader:
             stop = sizes.index(0)
             del sizes[stop:]
             head_bytes = sum(map(len, heads[:stop]))
-        lengths = list(map(len, segments[1 : 2 * stop : 2]))
+        del lengths[stop:]
         if lengths != sizes:  # a CRLF inside some data: stop before that chunk
             stop = next(i for i, (a, b) in enumerate(zip(lengths, sizes, strict=False)) if a != b)
             head_bytes = sum(map(len, heads[:stop]))

@@ -83,6 +83,25 @@ def test_fuzz_crash_adjacent_comments_are_not_joined() -> None:
     )
 
 
+def test_fuzz_crash_items_after_a_batch_before_a_framing_error() -> None:
+    """fuzz/corpus/sse/crash-items-after-a-batch-before-a-framing-error: a piece framed a run
+    of events (one batch item), then a comment, then a comment that is not UTF-8. `SSEDecoder`
+    took the framing error for an error of the batch and stopped after the batch: the first
+    comment, framed before the error, was lost, as it was not when the events came one item
+    each (the body whole). Every item framed before the error is delivered now."""
+    from svir_proto import PeerProtocolError, SSEComment, SSEDecoder
+
+    d = SSEDecoder()
+    got = d.feed(b"data: 0\n\ndata: 1\n\ndata\x8d\n: tid: 1\n: ti\xcf: 1\nr\n")
+    assert got[-1] == SSEComment(text="tid: 1")
+    with pytest.raises(PeerProtocolError) as info:
+        d.feed(b"x\n\n")
+    assert info.value.offset == 37
+    load(FUZZ / "fuzz_sse.py").test_one_input(
+        (FUZZ / "corpus" / "sse" / "crash-items-after-a-batch-before-a-framing-error").read_bytes()
+    )
+
+
 def test_fuzz_crash_decoder_error_before_framing_error() -> None:
     """fuzz/corpus/connection/crash-decoder-error-before-framing-error: a chunked body whose
     second event is not JSON, and whose chunk sizes break further on. Fed whole, the chunked

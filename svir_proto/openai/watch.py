@@ -8,10 +8,17 @@ its usage. The watcher is the decoder, with every rule and bound of it, less wha
 not need:
 
 Rule 1: text and reasoning deltas are not events and are not kept: the client reads them. A
-    run of chunks that each begin and end as the learned envelope around plain content
-    (`_envelope`; nearly every chunk), all valid UTF-8, is counted and not read further: the
-    envelope holds the chunk's ``finish_reason``, ``usage`` and everything else a relay
-    watches, as the learned chunk had them (none).
+    chunk that begins and ends as the learned envelope around plain content (`_envelope`;
+    nearly every chunk), valid UTF-8, is counted and not read further: the envelope holds the
+    chunk's ``finish_reason``, ``usage`` and everything else a relay watches, as the learned
+    chunk had them (none), and a filter verdict it holds is a repeat the decoder would count
+    (one that found nothing: one that found something is news, and read). A run of events is
+    read in stretches: those chunks at once, with a few C-level passes that stop at the first
+    chunk that is not one, and each stretch between them by the decoder, which may learn or
+    change the envelope on the way. Plain content is a string with nothing escaped, no quote
+    and no control character, in UTF-8: its text as it is (what the decoder reads at once);
+    one with an escape is the decoder's to read, and a string that is not valid JSON there
+    (a raw quote or control character, a bad escape) the decoder's to refuse, as it does.
 Rule 2: every event the stream carries is counted (`seen`): its progress.
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
@@ -21,10 +28,14 @@ This module never does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from operator import methodcaller
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from operator import indexOf, methodcaller
+from typing import Final
 
+from .._jsonbytes import NOT_PLAIN
 from ..events import ReasoningCarrier
+from ._envelope import NO_FILTERS, Envelope
 from .stream import ChatStreamDecoder
 
 __all__ = ["ChatStreamWatcher"]
@@ -38,21 +49,67 @@ class ChatStreamWatcher(ChatStreamDecoder):
     """Events the stream has carried so far (chunks, ``[DONE]``): its progress."""
 
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
-        self.seen += len(payloads)
+        """Rule 1 over a run: the stretches of plain repeats of the envelope are counted and
+        skipped, and each stretch between them goes to the decoder at once (which may learn
+        an envelope, or change it, on the way)."""
+        n = len(payloads)
+        self.seen += n
+        decode = ChatStreamDecoder._on_batch
         envelope = self._envelope
-        if (
-            envelope is not None
+        if n == 1:  # the express's every read, and every event the general way gives alone
+            payload = payloads[0]
+            if (
+                envelope is not None
+                and payload.startswith(envelope.content_opened)
+                and payload.endswith(envelope.content_closed)
+                and len(payload) >= envelope.plain_size
+                and self._skips(envelope)
+                and _plain_text(
+                    payload[len(envelope.content_opened) : -len(envelope.content_closed)]
+                )
+            ):
+                self._repeated(envelope, 1)
+            else:
+                decode(self, at, payloads, gap)
+            return
+        i = 0
+        while i < n:
+            envelope = self._envelope
+            if envelope is None:  # the decoder reads the next payload, which may learn one
+                k = i + 1 if self._budget and not self._done else n
+            elif not self._skips(envelope):
+                k = n
+            else:
+                j = _plain(envelope, payloads, i)
+                if j > i:
+                    self._repeated(envelope, j - i)
+                    if j == n:
+                        return
+                    at += sum(map(len, payloads[i:j])) + (j - i) * gap
+                    i = j
+                k = _opening(envelope.content_opened, payloads, i + 1)
+            part = payloads[i:k]
+            decode(self, at, part, gap)
+            at += sum(map(len, part)) + (k - i) * gap
+            i = k
+
+    def _skips(self, envelope: Envelope) -> bool:
+        """Whether a run may skip the plain repeats of ``envelope``: the stream goes on, the
+        envelope has no padding, and its filter verdict, if any, found nothing and is the
+        last one (the decoder counts it as a repeat, not news: Rule 7 of the decoder)."""
+        filters = envelope.filters
+        return (
+            not self._done
             and envelope.head_rest is None
             and envelope.tail_rest is None
-            and not self._done
-            and payloads  # a read that completed no event brings none
-            and min(map(len, payloads)) >= envelope.plain_size
-            and all(map(methodcaller("startswith", envelope.content_opened), payloads))
-            and all(map(methodcaller("endswith", envelope.content_closed), payloads))
-            and _utf8(payloads)  # JSON text is UTF-8 (RFC 8259 8.1): the decoder's rule too
-        ):
-            return  # Rule 1: a run that repeats the envelope around plain content
-        ChatStreamDecoder._on_batch(self, at, payloads, gap)
+            and (filters is NO_FILTERS or filters is None or filters is self._quiet)
+        )
+
+    def _repeated(self, envelope: Envelope, k: int) -> None:
+        """Count ``k`` plain repeats of ``envelope`` as the decoder would."""
+        envelope.hits += k
+        if envelope.filters is not NO_FILTERS and envelope.filters is not None:
+            self._repeats += k
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":
@@ -66,12 +123,81 @@ class ChatStreamWatcher(ChatStreamDecoder):
         pass
 
 
-def _utf8(payloads: Sequence[bytes | bytearray]) -> bool:
-    """Whether every payload is UTF-8 (ASCII ones, nearly all, at C speed)."""
-    for payload in payloads:
-        if not payload.isascii():
-            try:
-                payload.decode()
-            except UnicodeDecodeError:
-                return False
+def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
+    """The index of the first payload from ``start`` on that begins with ``opened``, else
+    ``len(payloads)``: one C-level pass that stops there."""
+    starts = map(methodcaller("startswith", opened), islice(payloads, start, None))
+    return start + _first(starts, True, len(payloads) - start)
+
+
+def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int) -> int:
+    """The index of the first payload from ``start`` on that is not the envelope around plain
+    content (Rule 1), else ``len(payloads)``; a block of `_BLOCK` payloads at a time, so that
+    finding each one that is not costs what lies before it, not what follows."""
+    n = len(payloads)
+    opened = envelope.content_opened
+    closed = envelope.content_closed
+    size = envelope.plain_size
+    at = start
+    while at < n:
+        block = payloads[at : at + _BLOCK]
+        k = _first(map(methodcaller("startswith", opened), block), False, len(block))
+        k = _first(map(methodcaller("endswith", closed), block[:k]), False, k)
+        if k and min(map(len, block[:k])) < size:  # the envelope's ends overlap: not content
+            k = next(i for i, payload in enumerate(block) if len(payload) < size)
+        k = _text(block[:k] if k < len(block) else block, len(opened), len(closed))
+        if k < len(block):
+            return at + k
+        at += len(block)
+    return n
+
+
+_BLOCK: Final = 64
+
+
+def _text(payloads: Sequence[bytes | bytearray], lo: int, hi: int) -> int:
+    """How many of the payloads, from the first, hold between the envelope's ends (``lo`` bytes
+    and ``hi`` bytes) a JSON string's body that is its text as it is: nothing escaped, no
+    quote, no control character, UTF-8 (RFC 8259 7 and 8.1; what the decoder reads at once,
+    `string_text`). Any other (an escape, say) is the decoder's to read, or to refuse."""
+    if not payloads:
+        return 0
+    bodies: list[bytes | bytearray] = list(
+        map(methodcaller("__getitem__", slice(lo, -hi)), payloads)
+    )
+    joined = b" ".join(bodies)  # a space between: no UTF-8 sequence runs from one to the next
+    if len(joined.translate(None, NOT_PLAIN)) == len(joined):
+        if joined.isascii():
+            return len(bodies)
+        try:
+            joined.decode()
+        except UnicodeDecodeError:
+            pass
+        else:
+            return len(bodies)
+    for k, body in enumerate(bodies):
+        if not _plain_text(body):
+            return k
+    return len(bodies)  # pragma: no cover - the joined bodies had a fault, so one has
+
+
+def _first(flags: Iterator[bool], flag: bool, otherwise: int) -> int:
+    """The index of the first ``flag`` in ``flags`` (a C-level pass that stops there), else
+    ``otherwise``."""
+    try:
+        return indexOf(flags, flag)
+    except ValueError:
+        return otherwise
+
+
+def _plain_text(body: bytes | bytearray) -> bool:
+    """`_text` for one body."""
+    if len(body.translate(None, NOT_PLAIN)) != len(body):
+        return False
+    if body.isascii():
+        return True
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
     return True

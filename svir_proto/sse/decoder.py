@@ -165,10 +165,11 @@ class SSEDecoder(PullDecoder[SSEItem]):
         framer = self._framer
         raw = self._raw  # may hold a batch the fast lane could not decode
         self._raw = []
+        framing: PeerProtocolError | None = None  # after the items framed before it
         try:
             framer.frame(raw)
         except PeerProtocolError as exc:
-            self._deferred = exc
+            framing = exc
         queue = self._queue
         errors = framer.errors
         for item in raw:
@@ -209,7 +210,9 @@ class SSEDecoder(PullDecoder[SSEItem]):
                         self._deferred = exc
                         return
                 queue.append(ServerSentEvent(etype or "message", text, id_, retry))
-        if framer.end is not None and self._deferred is None:
+        if framing is not None:
+            self._deferred = framing
+        elif framer.end is not None and self._deferred is None:
             self._terminal = framer.end
             queue.append(framer.end)
 

@@ -32,7 +32,10 @@ CRs against the separators, typed events by where their lines fall (each third l
 line after an event line a data line). Anything else (another field, a comment, a lone CR, a
 change of line end, simple and typed events in one run, the size bound, bytes that are not
 UTF-8, an event type that is not printable ASCII) goes the general way, which applies the rules
-line by line, or block by block while the buffer holds no CR. All paths give the same items,
+line by line, or block by block while the buffer holds no CR; there the whole events a piece
+completes, when they are a run of simple or typed events that begins a new event (a stream's
+first read, say, which an unpaced upstream fills with hundreds), are framed as one item with the
+lane's split and checks (`_batch`), the rest block by block. All paths give the same items,
 offsets and verdicts: the property tests check the lanes against the general path and the
 general path against a plain model of the algorithm, and the fuzz targets feed each body whole,
 byte by byte and flushed.
@@ -486,7 +489,8 @@ class SSEFramer:
             base = self._base = base + 1
         elif end >= 0:
             self._crlf = False
-            self._blocks(bytes(buf[:end]), base, out)
+            if not self._batch(buf, end, base, out):
+                self._blocks(bytes(buf[:end]), base, out)
             del buf[: end + 2]
             base = self._base = self._event_start = base + end + 2
             scan = base  # the rest was searched for a blank line only
@@ -586,6 +590,30 @@ class SSEFramer:
             self._event_start = base + nxt
             self._crlf = True  # the lane's line end, when it opens again
         return nxt
+
+    def _batch(self, buf: bytearray, end: int, at: int, out: list[RawItem]) -> bool:
+        """`_frame_blocks`'s whole events, ``buf[:end]`` (the last blank line not included),
+        as one item if they are a run of simple events (a `RawBatch`) or of typed events (a
+        `RawTyped`) that begins a new event: what `take` frames, with its checks, for a read
+        that went the general way (a stream's first read, say, or one that ends inside an
+        event after the lane closed). ``False``, having appended nothing: `_blocks` applies
+        them. An event of the run, and the run, is shorter than ``max_event_size``."""
+        if self._fields or self._event_start != at or end >= self.max_event_size:
+            return False
+        if buf[:6] == b"data: ":
+            payloads = buf[6:end].split(SEPARATOR)
+            if _LF in b"".join(payloads):  # a block of two lines or more (the lane's check)
+                return False
+            out.append((at, payloads, self.last_event_id, 8))
+        elif buf[:7] == _EVENT:
+            got = self._typed(bytes(buf[:end]))
+            if got is None:
+                return False
+            out.append((at, got[0], got[1], self.last_event_id, 1))
+        else:
+            return False
+        self._event_start = at + end + 2
+        return True
 
     def _blocks(self, region: bytes, at: int, out: list[RawItem]) -> None:
         """Apply a region of whole events: blocks of LF-terminated lines, each block followed by

@@ -21,7 +21,7 @@ from svir_proto.sse import (
     SSEFramer,
     SSEItem,
 )
-from svir_proto.sse.framer import batch_offsets, typed_offsets
+from svir_proto.sse.framer import RawItem, batch_offsets, typed_offsets
 from tests.helpers import run, splits
 
 TEXT = st.text(
@@ -277,10 +277,14 @@ def outcome(decoder: PullDecoder[Any], pieces: list[bytes], pull: list[bool]) ->
 
 
 class GeneralFramer(SSEFramer):
-    """A framer whose fast lane never takes anything: every byte goes the general way."""
+    """A framer whose fast lane never takes anything, and whose general way never frames a
+    run at once: every byte goes the general way, every event on its own."""
 
     def _run(self) -> None:
         return None
+
+    def _batch(self, buf: bytearray, end: int, at: int, out: list[RawItem]) -> bool:
+        return False
 
 
 def general_decoder(limit: int, errors: Errors) -> SSEDecoder:

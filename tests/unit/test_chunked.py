@@ -133,3 +133,18 @@ def test_the_bulk_lane_gives_way_when_its_first_chunk_is_not_plain() -> None:
     out, reader = read(body)
     assert out == tricky + b"".join(rest)
     assert reader.done
+
+
+def test_the_bulk_lane_checks_sizes_as_servers_write_them_at_once() -> None:
+    """Lowercase hex without leading zeros (what every server writes) is checked by writing the
+    data's lengths; a size in capitals, with a leading zero, or of empty data (the last chunk,
+    whose size is 0) takes the exact checks, with the same bytes."""
+    events = [b"data: %d %s\n\n" % (i, b"x" * (i * 7)) for i in range(12)]
+    plain = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+    upper = b"".join(b"%X\r\n%s\r\n" % (len(e), e) for e in events)
+    zeros = b"".join(b"0%x\r\n%s\r\n" % (len(e), e) for e in events)
+    for body in (plain, upper, zeros, plain + b"0\r\n\r\n"):
+        reader = ChunkedReader(max_line=1024)
+        out = reader.feed(body + b"5\r\nab")
+        assert out == b"".join(events) + (b"ab" if not body.endswith(b"0\r\n\r\n") else b"")
+        assert reader.done == body.endswith(b"0\r\n\r\n")

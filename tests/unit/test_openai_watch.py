@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import random
 
+import attrs
 import pytest
 
 from svir_proto.errors import PeerProtocolError
+from svir_proto.events import ReasoningDelta, TextDelta
+from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai.watch import ChatStreamWatcher
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
@@ -44,3 +47,89 @@ def test_a_run_of_envelopes_is_checked_for_utf_8(text: bytes) -> None:
         w.feed(bad * 3 + FINISH + b"data: [DONE]\n\n")
         w.close()
         assert w.result.complete
+
+
+def seen_by_a_relay(decoder: ChatStreamDecoder, pieces: list[bytes]) -> object:
+    """The events but text and reasoning, the result but those, and the error."""
+    events: list[object] = []
+    error = None
+    try:
+        for piece in pieces:
+            events += decoder.feed(piece)
+        events += decoder.close()
+    except PeerProtocolError as exc:
+        events += exc.pending_events
+        error = str(exc), exc.offset
+    result = attrs.asdict(decoder.result)
+    for key in ("text", "reasoning", "reasoning_carrier"):
+        del result[key]
+    return [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))], result, error
+
+
+def chunk(delta: bytes, choice: bytes = b"", finish: bytes = b"null", head: bytes = b"") -> bytes:
+    return (
+        b'data: {"id":"c1"' + head + b',"choices":[{"index":0,"delta":' + delta + choice
+        + b',"finish_reason":' + finish + b"}]}\n\n"
+    )  # fmt: skip
+
+
+SAFE = b',"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}'
+LOW = b',"content_filter_results":{"hate":{"filtered":false,"severity":"low"}}'
+TEXT = chunk(b'{"content":"a"}')
+END = chunk(b"{}", finish=b'"stop"') + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        TEXT * 4 + chunk(b'{"content":"b"}', finish=b'"stop"') + b"data: [DONE]\n\n",  # its end
+        TEXT * 4 + chunk(b'{"content":"}') + END,  # the envelope's two ends overlap: not JSON
+        TEXT * 2 + chunk(b'{"content":"\xff"}') + TEXT + END,  # not UTF-8
+        chunk(b'{"content":"a"}', SAFE) * 5 + END,  # a quiet verdict on every chunk: repeats
+        chunk(b'{"content":"a"}', LOW) * 5 + END,  # a verdict that found something: news
+        chunk(b'{"content":"a"}', b',"content_filter_results":null') * 5 + END,
+        chunk(b'{"content":"a"}', head=b',"obfuscation":"Ab3"') * 5 + END,  # padding
+        TEXT * 3 + b"data: [DONE]\n\n" + TEXT * 3,  # after the end: ignored, counted
+        b"data: [DONE]\n\n" + TEXT * 3,
+        TEXT
+        + chunk(b'{"tool_calls":[{"index":0,"id":"x","function":{"name":"f"}}]}') * 3
+        + TEXT * 3
+        + END,
+    ],
+)
+@pytest.mark.parametrize("size", [0, 1, 7, 100])
+def test_a_relay_sees_what_the_decoder_does_but_the_text(body: bytes, size: int) -> None:
+    """Each way a run stops skipping (Rule 1), in one read (one batch) and in pieces, and
+    the watcher that cannot learn an envelope."""
+    pieces = [body[i : i + size] for i in range(0, len(body), size)] if size else [body]
+    expected = seen_by_a_relay(ChatStreamDecoder(keep_text=False), [body])
+    for budget in (True, False):
+        w = ChatStreamWatcher(keep_text=False)
+        if not budget:
+            w._budget = 0
+        assert seen_by_a_relay(w, pieces) == expected
+        if expected[2] is None:  # type: ignore[index]
+            assert w.seen == body.count(b"\n\n")
+
+
+ESCAPED = chunk(b'{"content":"a\\nb"}')
+ACCENT = chunk('{"content":"caf\u00e9"}'.encode())
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        TEXT * 3 + ESCAPED + ACCENT + TEXT + END,  # an escape: the decoder reads that chunk
+        TEXT * 150 + ESCAPED + TEXT * 60 + ACCENT * 70 + END,  # more chunks than a block
+        TEXT * 3 + chunk(b'{"content":"\\q"}') + TEXT + END,  # a bad escape: refused
+        TEXT * 3 + chunk(b'{"content":"x"y"}') + TEXT + END,  # a raw quote: refused
+    ],
+)
+@pytest.mark.parametrize("per_event", [False, True])
+def test_plain_content_is_a_string_with_nothing_escaped(body: bytes, per_event: bool) -> None:
+    """Rule 1 skips content that is its text as it is; an escape is the decoder's to read, a
+    string that is not JSON the decoder's to refuse (the watcher skipped those too, before),
+    in one read and one event per read (the express)."""
+    pieces = [e + b"\n\n" for e in body.split(b"\n\n")[:-1]] if per_event else [body]
+    expected = seen_by_a_relay(ChatStreamDecoder(keep_text=False), [body])
+    assert seen_by_a_relay(ChatStreamWatcher(keep_text=False), pieces) == expected

@@ -670,3 +670,45 @@ def test_the_general_way_takes_back_a_begun_event_so_that_the_lane_opens(eol: by
     assert d.feed(b"\nevent: b\r\ndata: 2") == []
     assert d._framer.lane
     assert d.feed(b"\r\n\r\n") == [ev("2", event="b")]
+
+
+# The general way frames a run of simple or typed events at once as well (`SSEFramer._batch`):
+# a stream's first read, and any read that goes the general way, give the items `take` gives.
+
+
+def framed(*pieces: bytes, limit: int = DEFAULT_MAX_EVENT_SIZE) -> list[object]:
+    """The raw items of each piece, framed the general way (the lane is never used)."""
+    framer = SSEFramer(max_event_size=limit)
+    items: list[object] = []
+    for piece in pieces:
+        out: list[object] = []
+        framer.receive(piece)
+        framer.frame(out)  # type: ignore[arg-type]
+        items.append(out)
+    return items
+
+
+def test_the_general_way_frames_a_run_of_simple_events_at_once() -> None:
+    many = b"".join(b"data: %d\n\n" % i for i in range(5))
+    (got,) = framed(many + b"data: 5")  # a first read that ends inside an event
+    assert got == [(0, [bytearray(b"%d" % i) for i in range(5)], "", 8)]
+    first, second = framed(b"id: 7\n", b"data: a\n\n" + many)  # an event begun: block by block
+    assert first == []
+    assert second[0] == (None, b"a", 12, "7", None, 0)  # type: ignore[index]
+    assert second[1:] == [(None, b"%d" % i, 21 + 9 * i, "7", None, 15 + 9 * i) for i in range(5)]
+    (two_lines,) = framed(b"data: a\ndata: b\n\n" + many)  # a block of two lines: block by block
+    assert len(two_lines) == 6  # type: ignore[arg-type]
+    (large,) = framed(many, limit=len(many) - 2)  # the run as long as the bound: block by block
+    assert len(large) == 5  # type: ignore[arg-type]
+    (comment,) = framed(b": c\n\n" + many)
+    assert comment[0] == ("c", 0)  # type: ignore[index]
+    assert len(comment) == 6  # type: ignore[arg-type]
+
+
+def test_the_general_way_frames_a_run_of_typed_events_at_once() -> None:
+    run_ = typed("a", "1") + typed("b", "2") + typed("a", "3")
+    (got,) = framed(run_ + b"event: a")
+    assert got == [(0, ["a", "b", "a"], [b"1", b"2", b"3"], "", 1)]
+    (odd,) = framed(b"event: a\nid: 1\ndata: 1\n\n" + run_)  # not a typed run: block by block
+    assert len(odd) == 4  # type: ignore[arg-type]
+    assert fed([run_])[:-1] == [ev("1", event="a"), ev("2", event="b"), ev("3", event="a")]
