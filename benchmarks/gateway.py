@@ -6,7 +6,7 @@
         [--probes 40] [--ttft-probes 40] [--nginx PATH|none] [--litellm PYTHON|VENV|none]
         [--uvloop PYTHON|VENV|none]
         [--litellm-max-streams 200] [--litellm-rounds 1] [--only LANE,...] [--close]
-        [--timeout 300]
+        [--timeout 300] [--base TREE]
 
 Issue 20's table, measured side by side in one run. An upstream of ours in its own process
 (`benchmarks._upstream`) streams a seeded, realistic OpenAI answer of ``--chunks`` chunks, one
@@ -25,8 +25,11 @@ after the run) open ``--streams`` streams at once; once each has had its first b
 go one after the other while the streams last: their time to first token is that of a request
 arriving under load. Every answer is decoded and compared with the upstream's. The lanes take
 turns within each round, each round starting with the next lane; each stream count gets fresh
-contender processes, warmed up with two streams each. ``--quick`` is a smoke run of seconds
-(the test suite runs it): 4 streams of 20 chunks, one round, 2 probes.
+contender processes, warmed up with two streams each. ``--base TREE`` adds the lanes
+"svir base" and "svir base LS": the gateway of another source tree (a checkout of the commit to
+compare with), on plain asyncio, taking turns with this tree's: a change measured in one run.
+``--quick`` is a smoke run of seconds (the test suite runs it): 4 streams of 20 chunks, one
+round, 2 probes.
 
 Per lane: wall time over direct's in the same round; the time to first token (from the connect
 to the read carrying the first text) and what the lane adds to direct's: of the streams at once
