@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from . import _json
 from ._pull import PullDecoder
 from .errors import PeerProtocolError
 from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
+
+if TYPE_CHECKING:
+    from ._template import Template
 
 __all__: list[str] = []
 
@@ -30,6 +33,11 @@ DEFAULT_MAX_RESULT_SIZE: Final = 64 * 1024 * 1024
 (64 Mi). The largest context windows served today hold about a million tokens, a few MB of text;
 this bound is far above any real answer and far below what would exhaust memory."""
 
+
+AHEAD: Final = 4096
+"""The most a dialect's template (`DialectDecoder._ahead`) takes of the piece of an event the
+framer holds: a longer one (a delta tens of kB long) is left to the lane, so that no read
+copies it again."""
 
 DEEP: Final = 2 * _json.MAX_DEPTH
 """Payloads longer than this may nest too deeply (`_json` Rule 5): only they are checked."""
@@ -135,6 +143,52 @@ class DialectDecoder(PullDecoder[Event]):
         else:
             self._fast = None
         return out
+
+    # A dialect with a template (`svir_proto._template`) reads the deltas at the front of a
+    # read with it before the lanes (`_ahead`), then gives the lanes what is left (`_then`).
+
+    def _ahead(
+        self, template: Template, data: bytes, seq: int, room: int
+    ) -> tuple[list[str], int, bytes] | None:
+        """While the lane is open, with LF line ends: the deltas `Template.ahead` reads at the
+        front of the piece of an event the framer holds and ``data`` (a read that completes
+        a run of deltas): their texts that are not empty, how many, and what of ``data`` is
+        left for the lanes; ``None`` if it reads none. The framer holds no complete event, so
+        a delta read takes all it holds; the bytes read are counted into its offsets when it
+        is next used, as the express's are."""
+        framer = self._framer
+        held = framer._buf
+        if held and (len(held) > AHEAD or not template.begins(held, 0, seq)):
+            return None  # another event (not copied again on every read), or a long delta
+        texts, count, end, begun = template.ahead(
+            held + data if held else data, seq, room, framer.max_event_size
+        )
+        if not count:
+            return None
+        self._skipped += end
+        rest = data[end - len(held) :]
+        held.clear()
+        if begun and rest and len(rest) < framer.max_event_size:
+            framer.skip(self._skipped)  # the next delta, begun: held as the lane would
+            self._skipped = 0
+            framer.hold(rest)
+            self._fast = False
+            return texts, count, b""
+        self._fast = True
+        return texts, count, rest
+
+    def _then(self, out: list[Event], rest: bytes) -> list[Event]:
+        """``out``, the events `_ahead`'s deltas gave, then those of ``rest``, what followed
+        them; an error in ``rest`` is raised by the next call when ``out`` has events."""
+        if not rest:
+            return out
+        try:
+            more = DialectDecoder.feed(self, rest)
+        except PeerProtocolError:
+            if out:
+                return out  # poisoned: the next call raises it (`error`)
+            raise
+        return out + more if out else more
 
     def _fill(self) -> None:
         if self._framing_stopped:

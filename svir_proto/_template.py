@@ -21,7 +21,11 @@ Rule 3 (the delta): its text is read without a parser (`svir_proto._jsonbytes` R
     doubt (invalid UTF-8, an unescaped quote, a surrogate) sends the event the general way,
     which reports what is wrong and where. A template changes speed, never the events,
     errors or result.
-Rule 4 (giving up): a stream whose bytes change on every event (GitHub Copilot's new ids)
+Rule 4 (reading ahead): a read that completes a run of typed deltas repeating the template
+    (and perhaps begins the next one) is read by the template from the framer's held piece
+    on, before the lanes, which take what follows; what it holds after the run is the
+    beginning of the next delta, held as the lane would hold it.
+Rule 5 (giving up): a stream whose bytes change on every event (GitHub Copilot's new ids)
     would learn in vain; after `BUDGET` templates in a row that no event repeated, no more are
     learned.
 """
@@ -38,14 +42,14 @@ __all__: list[str] = []
 
 BUDGET: Final = 8
 """Templates (and the other dialects' envelopes) learned in a row that nothing repeated,
-before a decoder stops learning (Rule 4)."""
+before a decoder stops learning (Rule 5)."""
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
 
 
 def budget_after(previous: Template | None, budget: int) -> int:
-    """What is left of the budget (Rule 4) when a decoder learns again, ``previous`` its last
+    """What is left of the budget (Rule 5) when a decoder learns again, ``previous`` its last
     template: all of it when that template was repeated, one less when it was not."""
     if previous is None:
         return budget
@@ -62,7 +66,7 @@ class Template:
     it begins past the long head.
     """
 
-    __slots__ = ("carrier", "head", "hits", "hot", "match", "numbered", "whole")
+    __slots__ = ("carrier", "event", "head", "hits", "hot", "match", "numbered", "whole")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
@@ -70,8 +74,10 @@ class Template:
         if numbered:
             head = head.replace(b"%", b"%%") + b"%d" + mid.replace(b"%", b"%%")
         padding = b"" if rest is None else _PADDING + re.escape(rest)
+        rule = _BODY + re.escape(tail) + padding
         self.head: Final = head
-        self.match: Final = re.compile(_BODY + re.escape(tail) + padding, re.DOTALL).fullmatch
+        self.match: Final = re.compile(rule, re.DOTALL).fullmatch
+        self.event: Final = re.compile(rule + b"\n\n", re.DOTALL).match  # and its blank line
         self.numbered: Final = numbered
         self.hits = 0
         self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
@@ -135,6 +141,63 @@ class Template:
             return raw.decode() if 0x5C not in raw else text_of(data, m)
         except UnicodeDecodeError:  # the general way applies the policy
             return None
+
+    def ahead(
+        self, data: bytes | bytearray, seq: int, room: int, limit: int
+    ) -> tuple[list[str], int, int, bool]:
+        """The deltas of the whole typed events (`typed`) at the front of ``data`` that repeat
+        this template (Rule 2), the first numbered ``seq``, each with LF line ends, at most
+        ``limit`` bytes long, their texts at most ``room`` characters in all: the texts that
+        are not empty, how many events were read, the bytes they took, and whether what
+        follows them is the beginning of the next such event (a beginning of its head, or its
+        head and no line end after it), which gives nothing yet. Nothing raises: any doubt
+        ends the run. The template's bytes and a delta's body hold no line end, so these are
+        the events the framer would find there."""
+        texts: list[str] = []
+        whole = self.whole
+        if whole is None:
+            return texts, 0, 0, False
+        add = texts.append
+        event = self.event
+        numbered = self.numbered
+        first = seq
+        pos = 0
+        try:
+            while True:
+                opening = whole % seq if numbered else whole
+                if not data.startswith(opening, pos):
+                    break
+                m = event(data, pos + len(opening))
+                if m is None or m.end() - pos > limit:
+                    break
+                raw = m[1]
+                text = raw.decode() if 0x5C not in raw else text_of(data, m)
+                if text:
+                    if len(text) > room:
+                        break
+                    room -= len(text)
+                    add(text)
+                elif text is None:
+                    break
+                seq += 1  # (counting the events read, when they are not numbered)
+                pos = m.end()
+        except UnicodeDecodeError:  # the general way applies the policy
+            pass
+        if seq == first:
+            return texts, 0, 0, False
+        begun = data.find(b"\r", pos) < 0 and self.begins(data, pos, seq)
+        return texts, seq - first, pos, begun
+
+    def begins(self, data: bytes | bytearray, pos: int, seq: int) -> bool:
+        """``data[pos:]`` is the beginning of a typed event (`typed`) that repeats this
+        template, numbered ``seq``: a beginning of its head, or its head and no LF after it."""
+        whole = self.whole
+        if whole is None:
+            return False
+        opening = whole % seq if self.numbered else whole
+        if len(data) - pos <= len(opening):
+            return opening.startswith(data[pos:])
+        return data.startswith(opening, pos) and data.find(b"\n", pos + len(opening)) < 0
 
     def read(self, payload: bytes | bytearray, seq: int | None) -> str | None:
         """The delta of an event that repeats this template with number ``seq`` (Rule 2),

@@ -161,22 +161,35 @@ class LLMStreamDecoder(DialectDecoder):
     # -- the deltas a template reads (`svir_proto._template`) ------------------------------
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
-        """`DialectDecoder.feed`, with one more express: a piece that is exactly one
+        """`DialectDecoder.feed`, with the template first: a piece that is exactly one
         ``content.delta`` repeating the last one's bytes (a live stream's every read) is read
-        by the template alone (`Template.one`), as the typed express would read it."""
+        by the template alone (`Template.one`), as the typed express would read it; in any
+        other piece, the run of them it completes is read ahead of the lanes
+        (`DialectDecoder._ahead`), which take what follows."""
         template = self._template
         if (
             template is not None  # (only while streaming: `_general`)
-            and self._fast
+            and self._fast is not None
             and type(data) is bytes
-            and len(data) <= self._max_event
             and self._framer.gap == 8
             and self._seq < MAX_SEQ
         ):
-            text = template.one(data, self._seq)
-            if text is not None and self._size + len(text) <= self._max_result:
-                self._skipped += len(data)
-                return self._took(template, [text] if text else [], 1)
+            size = len(data)
+            text = template.one(data, self._seq) if self._fast and size <= self._max_event else None
+            if text is not None:
+                if self._size + len(text) <= self._max_result:
+                    self._skipped += size
+                    if not text:
+                        return self._took(template, [], 1)
+                    template.hits += 1  # `_took` of one delta, inline: a live stream's every read
+                    self._seq += 1
+                    self._size += len(text)
+                    self._text.append(text)
+                    return [text_delta(text, template.hot)]
+            elif self._seq + size + len(self._framer._buf) < MAX_SEQ:  # a run's numbers too
+                got = self._ahead(template, data, self._seq, self._max_result - self._size)
+                if got is not None:
+                    return self._then(self._took(template, got[0], got[1]), got[2])
         return DialectDecoder.feed(self, data)
 
     _on_typed = DialectDecoder._runs

@@ -247,27 +247,43 @@ class ResponsesStreamDecoder(DialectDecoder):
     # -- one SSE event -----------------------------------------------------------------------
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
-        """`DialectDecoder.feed`, with one more express: a piece that is exactly one typed event
-        repeating the last delta's bytes (``event: NAME``, ``data: `` the template's bytes, a
-        blank line; a live stream's every read) is read by the template alone
-        (`Template.one`), without the framer's tests, as the typed express would read it."""
+        """`DialectDecoder.feed`, with the template first: a piece that is exactly one typed
+        event repeating the last delta's bytes (``event: NAME``, ``data: `` the template's
+        bytes, a blank line; a live stream's every read) is read by the template alone
+        (`Template.one`), without the framer's tests, as the typed express would read it; in
+        any other piece, the run of such events it completes is read ahead of the lanes
+        (`DialectDecoder._ahead`), which take what follows."""
         template = self._template
-        if template is not None and self._fast and type(data) is bytes:
+        if (
+            template is not None
+            and self._fast is not None
+            and type(data) is bytes
+            and self._framer.gap == 8
+            and (seq := self._numbering(template)) is not None
+        ):
             size = len(data)
-            if size <= self._max_event and self._framer.gap == 8:
-                seq = self._numbering(template)
-                text = None if seq is None else template.one(data, seq)
-                if text is not None and seq is not None and self._size + len(text) <= self._room:
+            text = template.one(data, seq) if self._fast and size <= self._max_event else None
+            if text is not None:
+                if self._size + len(text) <= self._room:
                     self._skipped += size
-                    if text and template.hot[0] == "t":  # `_took`, its commonest case inline
+                    kind, rec, _, pieces = template.hot
+                    if text and (kind == "t" or kind == "a"):  # `_took`'s commonest cases
                         template.hits += 1
                         if template.numbered:
                             self._seq = seq + 1
-                        template.hot[3].append(text)
-                        self._text.append(text)
+                        pieces.append(text)
                         self._size += len(text)
+                        if kind == "a":
+                            return [tool_call_delta(rec.call, text)]
+                        self._text.append(text)
                         return [text_delta(text)]
                     return self._took(template, [text] if text else [], 1, len(text))
+            else:
+                got = self._ahead(template, data, seq, self._room - self._size)
+                if got is not None:
+                    texts, count, rest = got
+                    out = self._took(template, texts, count, sum(map(len, texts)))
+                    return self._then(out, rest)
         return DialectDecoder.feed(self, data)
 
     _on_batch = DialectDecoder._batch_runs

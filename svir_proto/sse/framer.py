@@ -250,6 +250,13 @@ class SSEFramer:
         express), while `lane` was open and the buffer empty."""
         self._base = self._event_start = self._scan = self._base + n
 
+    def hold(self, piece: bytes) -> None:
+        """Keep ``piece`` as `take` would, after `skip`, while `lane` is open and the buffer
+        is empty: the caller has checked that it is the beginning of an event that gives
+        nothing yet (an event line whose NAME the lane has taken, perhaps the beginning of its
+        data line; no other line end, no CR) and shorter than ``max_event_size``."""
+        self._buf += piece
+
     def take(self, data: bytes) -> Taken | None:
         """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
         once: the fast lane of `frame`.
@@ -294,10 +301,11 @@ class SSEFramer:
         got: Taken | None
         if buf[:6] == b"data: ":
             got = payloads = buf[6:end].split(sep)
-            # Each block is one line if the separators account for every LF (and, with CRLF,
-            # every CR: with LF line ends the buffer holds none).
-            ends = 2 * len(payloads) - 2
-            if buf.count(b"\n", 6, end) != ends or (gap != 8 and buf.count(b"\r", 6, end) != ends):
+            # Each block is one line if no payload holds a line end of its own: an LF (or, with
+            # CRLF, a CR; with LF line ends the buffer holds none), found by a memchr over them
+            # joined, which costs less than counting them in the buffer.
+            joined = b"".join(payloads)
+            if _LF in joined or (gap != 8 and _CR in joined):
                 return None
         elif buf[:7] == _EVENT:
             got = self._typed(bytes(buf[:end]))

@@ -648,12 +648,19 @@ def delta(seq: int, piece: str, index: int = 0, **more: Any) -> bytes:
     return ev("content.delta", seq, index=index, role="assistant", delta={"text": piece}, **more)
 
 
+def readings(body: bytes) -> list[list[bytes]]:
+    """``body`` one event per read, byte by byte, and in reads that end inside events (runs
+    of deltas read ahead of the lanes, `DialectDecoder._ahead`)."""
+    *whole, rest = body.split(b"\n\n")
+    cuts = [[body[i : i + size] for i in range(0, len(body), size)] for size in (7, 100, 333)]
+    return [[e + b"\n\n" for e in whole] + [rest], bytewise(body), *cuts]
+
+
 def by_template(body: bytes, **options: Any) -> tuple[list[Any], LLMStreamDecoder]:
-    """The events of ``body``, the same in one piece, one event per read and byte by byte."""
+    """The events of ``body``, the same in one piece and however else it is read."""
     d = LLMStreamDecoder(**options)
     events = run(d, [body])
-    *whole, rest = body.split(b"\n\n")
-    for pieces in ([e + b"\n\n" for e in whole] + [rest], bytewise(body)):
+    for pieces in readings(body):
         again = LLMStreamDecoder(**options)
         assert run(again, pieces) == events
         assert again.result == d.result
@@ -663,8 +670,7 @@ def by_template(body: bytes, **options: Any) -> tuple[list[Any], LLMStreamDecode
 def error_by_template(body: bytes, **options: Any) -> PeerProtocolError:
     """The error ``body`` ends in, with the same offset however it is read."""
     errors = []
-    *whole, rest = body.split(b"\n\n")
-    for pieces in ([body], [e + b"\n\n" for e in whole] + [rest], bytewise(body)):
+    for pieces in [[body], *readings(body)]:
         with pytest.raises(PeerProtocolError) as info:
             run(LLMStreamDecoder(**options), pieces)
         errors.append(info.value)
@@ -719,7 +725,7 @@ def test_the_template_counts_the_result_exactly() -> None:
 def test_the_template_stops_short_of_2_to_the_53() -> None:
     tail = delta(MAX_SEQ - 2, "c") + delta(MAX_SEQ - 1, "d") + delta(MAX_SEQ, "e")
     *events, _ = tail.split(b"\n\n")
-    for pieces in ([tail], [e + b"\n\n" for e in events]):
+    for pieces in ([tail], [e + b"\n\n" for e in events], [tail[:50], tail[50:]]):
         d = LLMStreamDecoder()
         d.feed(START + delta(1, "a"))
         d.feed(delta(2, "b"))  # learned, and used once

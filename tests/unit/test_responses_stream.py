@@ -770,3 +770,115 @@ def test_a_run_of_untyped_events_reads_its_deltas_at_once_and_the_rest_one_by_on
     assert d.result.text == "abcde"
     assert d._template is not None
     assert d._template.hits == 4  # b, c, and after the .done, d and e
+
+
+# -- the template ahead of the lanes (`DialectDecoder._ahead`) --------------------------------
+
+
+def in_pieces(raw: bytes, size: int) -> list[bytes]:
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+
+def fcall(seq: int, delta: str, *, pad: str = "Pq9") -> bytes:
+    """A function call's argument delta in OpenAI's key order, with padding."""
+    fields: dict[str, Any] = {"sequence_number": seq, "item_id": "fc_1", "output_index": 0}
+    return ev("response.function_call_arguments.delta", **fields, delta=delta, obfuscation=pad)
+
+
+CALL = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""}
+
+
+@pytest.mark.parametrize("size", [*range(1, 40, 3), 97, 211, 256, 700, 1460])
+def test_reads_of_any_size_give_what_one_piece_gives(size: int) -> None:
+    """Reads that end anywhere: a template reads the runs of deltas they complete, with the
+    piece of the next delta they begin held for the next read."""
+    args = ['{"', "city", '": "', "Wien", '"', ", ", "\\", "}"]
+    deltas = [fcall(2 + i, piece, pad="x" * (i % 4)) for i, piece in enumerate(args * 6)]
+    seq = 2 + len(deltas)
+    raw = b"".join(
+        [
+            numbered(
+                ("response.created", {"response": {"id": "r"}}),
+                ("response.output_item.added", {"item": CALL, "output_index": 0}),
+            ),
+            *[d.encode() for d in deltas],
+            ev(
+                "response.function_call_arguments.done",
+                sequence_number=seq,
+                item_id="fc_1",
+                output_index=0,
+                arguments="".join(args * 6),
+            ).encode(),
+            ev(
+                "response.output_item.added", sequence_number=seq + 1, item=MSG, output_index=1
+            ).encode(),
+            *[
+                ev(
+                    "response.output_text.delta",
+                    sequence_number=seq + 2 + i,
+                    item_id="msg_1",
+                    output_index=1,
+                    content_index=0,
+                    delta=c,
+                ).encode()
+                for i, c in enumerate("hello, wörld")
+            ],
+        ]
+    )
+    whole, d = decode(raw)
+    split = ResponsesStreamDecoder()
+    assert run(split, in_pieces(raw, size)) == whole
+    assert split.result == d.result
+    assert [e.arguments for e in whole if isinstance(e, ToolCallDelta)][1:] == args * 6
+    assert d.result.text == "hello, wörld"
+
+
+def test_a_run_read_ahead_then_an_error_in_the_same_read() -> None:
+    """What follows the deltas a template read in one read breaks the protocol: the deltas'
+    events come first and the next call raises; with no event (empty deltas), the read
+    raises at once; where, as in one piece."""
+    bad = b"event: response.in_progress\ndata: {nope}\n\n"
+    for delta, events in (("a", 1), ("", 0)):
+        head = OPENED + odelta(2, "x") + odelta(3, delta)
+        raw = head + odelta(4, delta) + bad
+        expected = error_of(raw)
+        cut = len(head) - 5  # the second delta begun, then held
+        d = ResponsesStreamDecoder()
+        d.feed(raw[:cut])
+        if events:
+            got = d.feed(raw[cut:])
+            assert [e.text for e in got] == [delta, delta]
+            assert d.error is not None
+            with pytest.raises(PeerProtocolError) as info:
+                d.feed(b"")
+        else:
+            with pytest.raises(PeerProtocolError) as info:
+                d.feed(raw[cut:])
+        assert info.value.offset == expected.offset
+
+
+def test_what_stops_a_run_read_ahead() -> None:
+    """A run a template reads ahead stops before what the general way must see, which says
+    the same as in one piece: a delta past max_event_size or max_result_size, invalid UTF-8,
+    an invalid escape, a CR, a long delta begun."""
+    head = OPENED + odelta(2, "x")
+    long = odelta(3, "y" * 5000)
+    for raw, options in (
+        (head + odelta(3, "ab") + odelta(4, "c" * 600), {"max_event_size": 500}),
+        (head + odelta(3, "ab") + odelta(4, "cdef"), {"max_result_size": ITEM + 4}),
+        (head + odelta(3, "ab") + odelta(4, "é").replace("é".encode(), b"\xc3("), {}),
+        (head + odelta(3, "ab") + odelta(4, "q").replace(b'"q"', b'"\\ud800"'), {}),
+    ):
+        expected = error_of(raw, **options)
+        for size in (len(head) + 9, 300, 1460):
+            d = ResponsesStreamDecoder(**options)
+            with pytest.raises(PeerProtocolError) as info:
+                run(d, in_pieces(raw, size))
+            assert (info.value.limit, info.value.offset) == (expected.limit, expected.offset)
+    crlf = head + odelta(3, "ab") + odelta(4, "c").replace(b"\n", b"\r\n")
+    assert run(ResponsesStreamDecoder(), in_pieces(crlf, len(head) + 9)) == decode(crlf)[0]
+    done = ev("response.completed", sequence_number=5, response={"id": "r", "status": "completed"})
+    raw = head + long + odelta(4, "z") + done.encode()
+    whole, _ = decode(raw)
+    for size in (len(head) + 9, 1000, 4095):
+        assert run(ResponsesStreamDecoder(), in_pieces(raw, size)) == whole

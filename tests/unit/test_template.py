@@ -74,3 +74,29 @@ def test_one_reads_a_whole_typed_event_and_nothing_else() -> None:
     percent = learned(LLAMA % b'"{"', None)
     percent.typed("50%_done")  # a name with a percent sign, on a stream without numbers
     assert percent.one(b"event: 50%_done\ndata: " + LLAMA % b'"}"' + b"\n\n", 0) == "}"
+
+
+def test_ahead_reads_the_whole_events_at_the_front_and_says_what_follows() -> None:
+    t = learned(OPENAI % (3, b'"a"', b"xY1"), 3)
+    name = b"event: response.output_text.delta\ndata: "
+
+    def event(seq: int, delta: bytes, pad: bytes = b"Q") -> bytes:
+        return name + OPENAI % (seq, delta, pad) + b"\n\n"
+
+    two = event(4, b'"b\\"c"') + event(5, b'""', b"")
+    assert t.ahead(two, 4, 99, 999) == ([], 0, 0, False)  # not typed yet
+    t.typed("response.output_text.delta")
+    assert t.ahead(two, 4, 99, 999) == (['b"c'], 2, len(two), True)
+    assert t.ahead(two + event(6, b'"d"')[:30], 4, 99, 999) == (['b"c'], 2, len(two), True)
+    begun = two + event(6, b'"d"')[:-6]  # its head, and the delta begun
+    assert t.ahead(begun, 4, 99, 999)[2:] == (len(two), True)
+    assert t.ahead(two + event(7, b'"d"')[:-6], 4, 99, 999)[2:] == (len(two), False)
+    assert t.ahead(two + event(6, b'"d"')[:-1], 4, 99, 999)[2:] == (len(two), False)  # an LF
+    assert t.ahead(two + b"\r", 4, 99, 999)[2:] == (len(two), False)
+    assert t.ahead(two, 5, 99, 999) == ([], 0, 0, False)  # another number
+    assert t.ahead(two, 4, 3, 999) == (['b"c'], 2, len(two), True)  # room for all it holds
+    assert t.ahead(two, 4, 2, 999) == ([], 0, 0, False)  # no room for the first
+    assert t.ahead(two, 4, 99, len(two) // 2 - 1) == ([], 0, 0, False)  # longer than limit
+    assert t.ahead(event(4, b'"\\ud800"'), 4, 99, 999) == ([], 0, 0, False)  # not a string
+    assert t.ahead(event(4, b'"\xff"'), 4, 99, 999) == ([], 0, 0, False)  # not UTF-8
+    assert not learned(LLAMA % b'"{"', None).begins(b"event: x", 0, 0)  # not typed: never
