@@ -158,8 +158,10 @@ class DialectDecoder(PullDecoder[Event]):
         is next used, as the express's are."""
         framer = self._framer
         held = framer._buf
-        if held and (len(held) > AHEAD or not template.begins(held, 0, seq)):
-            return None  # another event (not copied again on every read), or a long delta
+        if held and (
+            b"\n" not in data or len(held) > AHEAD or not template.begins(held, 0, seq)
+        ):  # nothing completed; or another event, or a long delta (not copied on every read)
+            return None
         texts, count, end, begun = template.ahead(
             held + data if held else data, seq, room, framer.max_event_size
         )

@@ -66,7 +66,7 @@ class Template:
     it begins past the long head.
     """
 
-    __slots__ = ("carrier", "event", "head", "hits", "hot", "match", "numbered", "whole")
+    __slots__ = ("carrier", "head", "hits", "hot", "line", "match", "numbered", "whole")
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
@@ -74,15 +74,14 @@ class Template:
         if numbered:
             head = head.replace(b"%", b"%%") + b"%d" + mid.replace(b"%", b"%%")
         padding = b"" if rest is None else _PADDING + re.escape(rest)
-        rule = _BODY + re.escape(tail) + padding
         self.head: Final = head
-        self.match: Final = re.compile(rule, re.DOTALL).fullmatch
-        self.event: Final = re.compile(rule + b"\n\n", re.DOTALL).match  # and its blank line
+        self.match: Final = re.compile(_BODY + re.escape(tail) + padding, re.DOTALL).fullmatch
         self.numbered: Final = numbered
         self.hits = 0
         self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
         self.carrier: Any = None  # a reasoning delta's
         self.whole: bytes | None = None  # ``head`` after the event line it came with (`typed`)
+        self.line: Final = b"\n" not in head + tail + (rest or b"")  # its data was one line
 
     @classmethod
     def learn(
@@ -114,7 +113,11 @@ class Template:
         return cls(head, mid, tail, rest, seq is not None)
 
     def typed(self, sse_type: str) -> None:
-        """The deltas came in typed events named ``sse_type``: `one` reads such events."""
+        """The deltas came in typed events named ``sse_type``: `one` and `ahead` read such
+        events, if the learned one's data was one line (the data of an event in two data
+        lines, which the framer joined at an LF, is not the bytes on the wire)."""
+        if not self.line:
+            return
         name = sse_type.encode()
         self.whole = (
             b"event: %s\ndata: " % name + self.head
@@ -158,7 +161,7 @@ class Template:
         if whole is None:
             return texts, 0, 0, False
         add = texts.append
-        event = self.event
+        match = self.match
         numbered = self.numbered
         first = seq
         pos = 0
@@ -167,8 +170,13 @@ class Template:
                 opening = whole % seq if numbered else whole
                 if not data.startswith(opening, pos):
                     break
-                m = event(data, pos + len(opening))
-                if m is None or m.end() - pos > limit:
+                # its end first (a delta's body holds no LF): an event not whole yet costs
+                # no pattern, whose failure would cost far more than a memchr
+                end = data.find(b"\n\n", pos + len(opening))
+                if end < 0 or end + 2 - pos > limit:
+                    break
+                m = match(data, pos + len(opening), end)
+                if m is None:
                     break
                 raw = m[1]
                 text = raw.decode() if 0x5C not in raw else text_of(data, m)
@@ -180,7 +188,7 @@ class Template:
                 elif text is None:
                     break
                 seq += 1  # (counting the events read, when they are not numbered)
-                pos = m.end()
+                pos = end + 2
         except UnicodeDecodeError:  # the general way applies the policy
             pass
         if seq == first:

@@ -750,3 +750,15 @@ def test_empty_deltas_bytes_that_change_every_time_and_two_texts() -> None:
     twice = START + delta(1, "a", text="b") + delta(2, "c", text="b")  # two texts
     _, d = by_template(twice)
     assert (d.result.text, d._template) == ("ac", None)
+
+
+def test_a_template_learned_from_data_in_two_lines_never_reads_the_wire() -> None:
+    """The framer joined the learned delta's two data lines at an LF; the next event's second
+    line is no data line, so its data is not JSON, however the bytes are read (found by an
+    attack on the read-ahead)."""
+    name = b"event: content.delta\ndata: "
+    head = b'{"v":"1.0","seq":%d,"type":"content.delta","index":0,"role":"assistant",\n'
+    first = name + head % 1 + b'data: "delta":{"text":"a"}}\n\n'
+    second = name + head % 2 + b'"delta":{"text":"b"}}\n\n'
+    error = error_by_template(START + first + second)
+    assert "not JSON" in str(error)

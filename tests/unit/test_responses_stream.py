@@ -882,3 +882,43 @@ def test_what_stops_a_run_read_ahead() -> None:
     whole, _ = decode(raw)
     for size in (len(head) + 9, 1000, 4095):
         assert run(ResponsesStreamDecoder(), in_pieces(raw, size)) == whole
+
+
+def test_a_template_learned_from_data_in_two_lines_never_reads_the_wire() -> None:
+    """The learned delta's data came in two data lines, which the framer joined at an LF: the
+    bytes of the next event, whose second line is no data line, mean something else (found by
+    an attack on the read-ahead; the one-event express had it too)."""
+    name = b"event: response.output_text.delta\ndata: "
+    first = name + b'{"type":"response.output_text.delta","output_index":0,\ndata: "delta":"a"}\n\n'
+    second = name + b'{"type":"response.output_text.delta","output_index":0,\n"delta":"b"}\n\n'
+    raw = first + second
+    expected = error_of(raw)
+    assert "not JSON" in str(expected)  # the second event's data, one line: not JSON
+    for cut in (len(first) - 1, len(first), len(first) + 5):
+        d = ResponsesStreamDecoder()
+        with pytest.raises(PeerProtocolError) as info:
+            run(d, [raw[:cut], raw[cut:]])
+        assert info.value.offset == expected.offset
+        assert d.result.text == "a"
+
+
+def test_a_delta_arriving_in_small_reads_is_matched_once_whole() -> None:
+    """A long delta in 1-byte reads: the template's pattern runs once the event is whole, not
+    on every read over the piece held so far (which made each event cost its length squared,
+    found by an attack on the read-ahead)."""
+    d = ResponsesStreamDecoder()
+    d.feed(OPENED + odelta(2, "a") + odelta(3, "b"))
+    template = d._template
+    assert template is not None
+    calls = []
+    match = template.match
+
+    def counted(*args: Any) -> Any:
+        calls.append(args[1:])
+        return match(*args)
+
+    template.match = counted  # type: ignore[misc]
+    long = odelta(4, "y" * 3000) + odelta(5, "z" * 3000)
+    events = [e for byte in bytewise(long) for e in d.feed(byte)]
+    assert [e.text for e in events] == ["y" * 3000, "z" * 3000]
+    assert len(calls) <= 2
