@@ -209,11 +209,17 @@ NO_UVLOOP = (
 
 
 def svir(
-    loop: str, upstream: int, max_streams: int, tmp: Path, python: str = sys.executable
+    loop: str,
+    upstream: int,
+    max_streams: int,
+    tmp: Path,
+    python: str = sys.executable,
+    base: str | None = None,
 ) -> Running:
     """``svir gateway`` on ``loop``: ``trio``, ``uvloop`` (asyncio on uvloop, which the
     gateway takes when it is installed: ``python`` is one that imports it) or ``asyncio``
-    (plain asyncio even so)."""
+    (plain asyncio even so); ``base``, a source tree whose ``svir_proto`` runs instead of
+    this one's (``PYTHONPATH``: another commit, measured beside this one)."""
     port = free_port()
     launch = ["-c", NO_UVLOOP] if loop == "asyncio" else ["-m", "svir_proto.cli"]
     argv = [
@@ -223,7 +229,13 @@ def svir(
         "--max-streams", str(max_streams + 16),
         "--max-connections", str(2 * max_streams + 64),
     ]  # fmt: skip
-    return spawn(f"svir {loop}", argv, port, tmp)
+    if base is None:
+        return spawn(f"svir {loop}", argv, port, tmp)
+    tree = str(Path(base).resolve())
+    if not (Path(tree) / "svir_proto" / "__init__.py").exists():
+        raise SystemExit(f"--base: no svir_proto in {tree}")
+    env = {**os.environ, "PYTHONPATH": tree}
+    return spawn("svir base", argv, port, tmp, env=env)
 
 
 UVLOOP_VENV = Path(__file__).resolve().parent.parent / ".venv-uvloop"

@@ -6,7 +6,7 @@
         [--probes 40] [--ttft-probes 40] [--nginx PATH|none] [--litellm PYTHON|VENV|none]
         [--uvloop PYTHON|VENV|none]
         [--litellm-max-streams 200] [--litellm-rounds 1] [--only LANE,...] [--close]
-        [--timeout 300]
+        [--timeout 300] [--base TREE]
 
 Issue 20's table, measured side by side in one run. An upstream of ours in its own process
 (`benchmarks._upstream`) streams a seeded, realistic OpenAI answer of ``--chunks`` chunks, one
@@ -25,8 +25,11 @@ after the run) open ``--streams`` streams at once; once each has had its first b
 go one after the other while the streams last: their time to first token is that of a request
 arriving under load. Every answer is decoded and compared with the upstream's. The lanes take
 turns within each round, each round starting with the next lane; each stream count gets fresh
-contender processes, warmed up with two streams each. ``--quick`` is a smoke run of seconds
-(the test suite runs it): 4 streams of 20 chunks, one round, 2 probes.
+contender processes, warmed up with two streams each. ``--base TREE`` adds the lanes
+"svir base" and "svir base LS": the gateway of another source tree (a checkout of the commit to
+compare with), on plain asyncio, taking turns with this tree's: a change measured in one run.
+``--quick`` is a smoke run of seconds (the test suite runs it): 4 streams of 20 chunks, one
+round, 2 probes.
 
 Per lane: wall time over direct's in the same round; the time to first token (from the connect
 to the read carrying the first text) and what the lane adds to direct's: of the streams at once
@@ -77,6 +80,8 @@ LANES: dict[str, tuple[str, str]] = {  # lane: (contender, client dialect)
     "svir uvloop": ("svir uvloop", "openai"),
     "svir trio": ("svir trio", "openai"),
     "svir asyncio LS": ("svir asyncio", "llmstream"),
+    "svir base": ("svir base", "openai"),  # --base: another tree's gateway, plain asyncio
+    "svir base LS": ("svir base", "llmstream"),
     "svir uvloop LS": ("svir uvloop", "llmstream"),
     "svir trio LS": ("svir trio", "llmstream"),
 }
@@ -276,6 +281,7 @@ class Options(NamedTuple):
     ttft_probes: int = 40  # streams one at a time per lane and round, paced (0: none)
     probes: int = 40  # probes one after the other under the load of each run, at most
     close: bool = False  # the clients send Connection: close
+    base: str | None = None  # a source tree whose gateway runs the lanes "svir base" (--base)
 
 
 Results = dict[tuple[str, int], dict[str, list[Run]]]
@@ -392,6 +398,7 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
         and (who != "nginx" or nginx_bin)
         and (who != "LiteLLM" or litellm_py)
         and (who != "svir uvloop" or uvloop)
+        and (who != "svir base" or o.base)
     ]
     results: Results = {}
     load = [f"{os.getloadavg()[0]:.2f} ({cpu_pressure()})"]
@@ -401,7 +408,7 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
             lanes = [x for x in wanted if LANES[x][0] != "LiteLLM" or n <= o.litellm_max_streams]
             with tempfile.TemporaryDirectory(prefix="svir-gwbench-") as tmp:
                 bench.running = start(lanes, bench.upstream.port, n, Path(tmp), nginx_bin,
-                                      litellm_py, uvloop)  # fmt: skip
+                                      litellm_py, uvloop, o.base)  # fmt: skip
                 try:
                     bench.warm_up(lanes)
                     scenarios = [(mode, n) for mode in o.modes]
@@ -425,12 +432,15 @@ def start(
     nginx_bin: str | None,
     litellm_py: str | None,
     uvloop_py: str | None = None,
+    base: str | None = None,
 ) -> dict[str, c.Running]:
     """Start the contenders of ``lanes`` in front of the upstream, for ``streams`` at once."""
     running: dict[str, c.Running] = {}
     try:
         for who in dict.fromkeys(LANES[lane][0] for lane in lanes):
-            if who == "svir uvloop" and uvloop_py:
+            if who == "svir base" and base:
+                running[who] = c.svir("asyncio", upstream, streams, tmp, base=base)
+            elif who == "svir uvloop" and uvloop_py:
                 running[who] = c.svir("uvloop", upstream, streams, tmp, uvloop_py)
             elif who.startswith("svir "):
                 running[who] = c.svir(who.split()[1], upstream, streams, tmp)
@@ -594,7 +604,7 @@ def verdicts(checks: dict[str, bool | None]) -> str:
 
 SHORT = {lane: lane.removeprefix("svir ").replace(" LS", "") + (" LS" if "LS" in lane else "")
          for lane in SVIR}  # fmt: skip
-COLUMNS = ("nginx", "svir asyncio", "svir uvloop", "svir trio", "LiteLLM")
+COLUMNS = ("nginx", "svir asyncio", "svir base", "svir uvloop", "svir trio", "LiteLLM")
 NOISE = 0.1  # ms: an added time to first token below this is within the clock's noise
 
 
@@ -794,6 +804,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--litellm-rounds", type=int, default=d.litellm_rounds,
                     help="LiteLLM takes part in this many rounds only (it is slow)")  # fmt: skip
     ap.add_argument("--close", action="store_true", help="the clients send Connection: close")
+    ap.add_argument("--base", help="a source tree (a checkout of another commit: git worktree "
+                    "add --detach, or git archive) whose svir_proto runs the lanes 'svir base' "
+                    "and 'svir base LS' on plain asyncio, beside this tree's, taking turns: a "
+                    "change measured in one run")  # fmt: skip
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run, seconds long: " + ", ".join(
                         f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()))  # fmt: skip
@@ -813,7 +827,7 @@ def main(argv: list[str] | None = None) -> None:
         clients=a.clients, nginx=a.nginx, litellm=a.litellm, uvloop=a.uvloop,
         litellm_max_streams=a.litellm_max_streams, only=a.only, timeout=a.timeout,
         ttft_probes=a.ttft_probes, close=a.close, probes=a.probes,
-        litellm_rounds=a.litellm_rounds,
+        litellm_rounds=a.litellm_rounds, base=a.base,
     )  # fmt: skip
     started = time.monotonic()
     print(run(options))

@@ -172,13 +172,15 @@ class _Client(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
         session = self.session
-        self.server.clients.discard(self)
         if not session.closed:
             try:
                 session.client_data(b"", _now())
                 self.act()
             except Exception as error:
                 self.fail(error)
+        if self.up is not None and session.draining:
+            return  # a whole answer's connection reads its end, then goes to the pool
+        self.server.clients.discard(self)  # (kept till then: the sweep keeps its deadline)
         if self.up is not None:  # a request the client left: its upstream is cancelled
             self._detach(reuse=None)
 
@@ -324,6 +326,8 @@ class _Client(asyncio.Protocol):
             self._connecting.cancel()
             self._connecting = None
         up, self.up = self.up, None
+        if self._lost:  # the client had gone: only this connection's drain kept it
+            self.server.clients.discard(self)
         if up is None:
             return
         up.owner = None

@@ -37,7 +37,10 @@ Rule 6 (upstream connections): a request whose body the gateway holds (or built)
     its client always gets a new one. A kept-alive connection that sent bytes after its last
     answer (an answer to no request, junk) is treated as a closed one.
     A connection goes back to the pool only after a whole answer to a whole request; after a
-    failure or a cancel it is closed.
+    failure or a cancel it is closed. A whole answer whose body has not ended yet (the
+    upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and
+    ``connect_timeout`` seconds, even after its client has gone (`draining`): a client that
+    closes as soon as its answer ends, as most do, leaves a connection to reuse.
 
 This module never does I/O and reads no clock.
 """
@@ -398,10 +401,10 @@ class GatewaySession:
 
     def upstream_failed(self, reason: str, now: float) -> bytes:
         """The upstream could not be reached, or its connection broke (a reset)."""
-        if self.closed or self._upstream == "none":
-            return b""
         if self._upstream == "draining":
             self._release(reuse=False)
+            return b""
+        if self.closed or self._upstream == "none":
             return b""
         if self._upstream == "connecting":
             return self._broken(f"the gateway cannot reach its upstream: {reason}", now)
@@ -425,10 +428,10 @@ class GatewaySession:
                 self.conn.events_forwarded += seen
                 self._progress = now
             return self._relay_more(exchange.relayed, now)
+        if self._upstream == "draining":  # also once the client left (Rule 6)
+            return self._drain(data)
         if self.closed or self._upstream in ("none", "connecting"):
             return b""
-        if self._upstream == "draining":
-            return self._drain(data)
         if not data:
             return self._upstream_end(now, None)
         up = self._up
@@ -679,7 +682,8 @@ class GatewaySession:
         if self._forward is not None and conn.outcome is None:
             conn.outcome = "cancelled"
         self._done(now)
-        self._release(reuse=False)
+        if self._upstream != "draining":  # a whole answer's connection drains on (Rule 6)
+            self._release(reuse=False)
         return self._close()
 
     def _close(self) -> bytes:
@@ -728,10 +732,18 @@ class GatewaySession:
         return data
 
     @property
+    def draining(self) -> bool:
+        """Whether the session still reads its upstream connection although the client has
+        gone: the answer was whole, its body's end has not come yet (Rule 6). The server keeps
+        that connection (and calls `upstream_data`, `upstream_failed`, `tick`) until a
+        `Release` says what becomes of it."""
+        return self._upstream == "draining"
+
+    @property
     def deadline(self) -> float:
         """When `tick` is due next (Rules 3 and 4); ``inf``: never."""
         if self.closed:
-            return float("inf")
+            return self._drain_by if self._upstream == "draining" else float("inf")
         cfg = self.config
         phase = self.conn.phase
         if phase == "idle":
@@ -757,7 +769,10 @@ class GatewaySession:
 
     def tick(self, now: float) -> bytes:
         """A deadline may have passed (Rules 3 and 4): act on it."""
-        if self.closed or now < self.deadline:
+        if now < self.deadline:
+            return b""
+        if self.closed:  # only a draining upstream connection has a deadline left
+            self._release(reuse=False)
             return b""
         cfg = self.config
         conn = self.conn
@@ -796,6 +811,8 @@ class GatewaySession:
         """The gateway stops and its grace is over: an answer under way ends with an error in
         the client's dialect and its end marker; an idle connection just closes."""
         if self.closed:
+            if self._upstream == "draining":
+                self._release(reuse=False)
             return b""
         self._stopping = True
         if self._forward is not None and self.conn.outcome is None:

@@ -1061,3 +1061,47 @@ def test_an_x_request_id_header_that_cannot_go_upstream_is_replaced(value: bytes
     assert b"X-Request-Id: id-1\r\n" in bytes(d.upstream)
     d.answer(sse_response(TEXT))
     assert read(d.client)[0][1]["x-request-id"] == "id-1"
+
+
+def test_a_client_that_leaves_while_its_answers_body_drains_leaves_the_connection() -> None:
+    """Most clients close as soon as their answer ends, often before the upstream's last chunk
+    came: the connection still reads that chunk, then goes back for the next request."""
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # whole, its body not ended
+    d.send(b"")  # the client closes
+    assert d.closed
+    assert d.session.draining
+    assert d.released == []
+    assert d.session.deadline == 2.0 + d.state.config.connect_timeout  # the drain's
+    d.tick(3.0)  # not yet due: nothing happens
+    assert d.released == []
+    d.answer(b"0\r\n\r\n")
+    assert d.released[0] is not None
+    assert d.released[0].reusable
+    assert not d.session.draining
+    assert d.session.deadline == float("inf")
+    assert d.client.endswith(b"0\r\n\r\n")  # the client's answer was whole before it left
+
+
+@pytest.mark.parametrize("how", ["deadline", "reset", "closed", "shutdown"])
+def test_a_drain_after_the_client_left_still_ends_within_its_bounds(how: str) -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.send(b"")
+    assert d.session.draining
+    if how == "deadline":
+        d.tick(1000.0)
+    elif how == "reset":
+        d.run(d.session.upstream_failed("reset", 3.0))
+    elif how == "closed":
+        d.answer(b"")
+    else:
+        d.run(d.session.shutdown(3.0))
+    assert d.released == [None]
+    assert not d.session.draining
+    d.run(d.session.shutdown(4.0))  # once released, nothing more
+    assert d.released == [None]
