@@ -7,7 +7,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import attrs
 from hypothesis import strategies as st
+
+from svir_proto import ReasoningDelta, SvirProtocolError, TextDelta
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = ROOT / "tests" / "conformance"
@@ -73,3 +76,21 @@ def case_body(case: dict[str, Any]) -> bytes:
     if "input_hex" in case:
         return bytes.fromhex(case["input_hex"])
     return str(case["input"]).encode("utf-8")
+
+
+def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
+    """What a relay watches of a Chat Completions stream (`ChatStreamWatcher`'s Rule 1): its
+    events but text and reasoning, its result but those, its error and where."""
+    events: list[object] = []
+    error = None
+    try:
+        for piece in pieces:
+            events += decoder.feed(piece)
+        events += decoder.close()
+    except SvirProtocolError as exc:
+        events += exc.pending_events
+        error = str(exc), getattr(exc, "offset", None)
+    result = attrs.asdict(decoder.result)
+    for key in ("text", "reasoning", "reasoning_carrier"):
+        del result[key]
+    return [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))], result, error

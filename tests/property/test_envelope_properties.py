@@ -13,11 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto import SvirProtocolError, _json
-from svir_proto.events import ReasoningDelta, TextDelta
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai.watch import ChatStreamWatcher
 from tests.conformance.openai_results import summary
-from tests.helpers import splits
+from tests.helpers import seen_by_a_relay, splits
 
 TEXT = st.text(
     st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs", "Cc"]), max_size=8
@@ -152,25 +151,6 @@ def test_the_envelope_never_changes_what_a_stream_decodes_to(
         _json.use(before)
 
 
-def watched(decoder: ChatStreamDecoder, pieces: list[bytes]) -> object:
-    """What a relay sees of a stream: its events but text and reasoning, its result but
-    those, its error."""
-    events = []
-    error = None
-    try:
-        for piece in pieces:
-            events += decoder.feed(piece)
-        events += decoder.close()
-    except SvirProtocolError as exc:
-        events += exc.pending_events
-        error = str(exc), getattr(exc, "offset", None)
-    kept = [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))]
-    result = summary([], decoder.result)["result"]
-    for key in ("text", "reasoning", "reasoning_carrier"):
-        del result[key]
-    return kept, result, error
-
-
 @given(streams(), st.data(), st.sampled_from(["strict", "replace"]))
 def test_the_watcher_sees_what_the_decoder_does_but_the_text(
     body: bytes, data: st.DataObject, errors: str
@@ -183,7 +163,7 @@ def test_the_watcher_sees_what_the_decoder_does_but_the_text(
     pieces = data.draw(splits(body))
     watcher = ChatStreamWatcher(errors=errors, keep_text=False)  # type: ignore[arg-type]
     decoder = ChatStreamDecoder(errors=errors, keep_text=False)  # type: ignore[arg-type]
-    got = watched(watcher, pieces)
-    assert got == watched(decoder, [body])
+    got = seen_by_a_relay(watcher, pieces)
+    assert got == seen_by_a_relay(decoder, [body])
     if got[2] is None:  # type: ignore[index]
         assert watcher.seen == body.count(b"\n\n")

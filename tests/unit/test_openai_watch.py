@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import random
 
-import attrs
 import pytest
 
 from svir_proto.errors import PeerProtocolError
-from svir_proto.events import ReasoningDelta, TextDelta
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai.watch import ChatStreamWatcher
+from tests.helpers import seen_by_a_relay
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
 FINISH = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -47,23 +46,6 @@ def test_a_run_of_envelopes_is_checked_for_utf_8(text: bytes) -> None:
         w.feed(bad * 3 + FINISH + b"data: [DONE]\n\n")
         w.close()
         assert w.result.complete
-
-
-def seen_by_a_relay(decoder: ChatStreamDecoder, pieces: list[bytes]) -> object:
-    """The events but text and reasoning, the result but those, and the error."""
-    events: list[object] = []
-    error = None
-    try:
-        for piece in pieces:
-            events += decoder.feed(piece)
-        events += decoder.close()
-    except PeerProtocolError as exc:
-        events += exc.pending_events
-        error = str(exc), exc.offset
-    result = attrs.asdict(decoder.result)
-    for key in ("text", "reasoning", "reasoning_carrier"):
-        del result[key]
-    return [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))], result, error
 
 
 def chunk(delta: bytes, choice: bytes = b"", finish: bytes = b"null", head: bytes = b"") -> bytes:
