@@ -419,13 +419,6 @@ class Exchange:
         return decoder.seen if isinstance(decoder, ChatStreamWatcher) else 0
 
     @property
-    def end_marker_at(self) -> int | None:
-        """Where a relayed stream's ``[DONE]`` marker's data ends in the body, once it came
-        (`ChatStreamDecoder.done_at`); ``None`` for any other answer."""
-        decoder = self._decoder
-        return decoder.done_at if isinstance(decoder, ChatStreamWatcher) else None
-
-    @property
     def finished(self) -> bool:
         """The terminal event was produced; the response needs no more reading."""
         return self.terminal is not None

@@ -14,9 +14,7 @@ Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream ge
     upstream's bytes as they came (each read one HTTP chunk), watched by the decoder as they
     pass (the end marker, usage, failures, progress), so nothing the gateway need not change
     is changed: ``null`` stays ``null``, unknown keys, usage details, ``system_fingerprint``,
-    ``timings`` stay. The answer ends with the upstream's end marker: what follows
-    ``[DONE]`` is not passed on, whether it came in the marker's read or later. An LLM-Stream
-    client gets the events translated (draft 7.1).
+    ``timings`` stay. An LLM-Stream client gets the events translated (draft 7.1).
 Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
     client that breaks HTTP is answered or closed, an upstream that breaks it ends that
     request with an error in the client's dialect. An answer framed both by Content-Length
@@ -569,12 +567,8 @@ class GatewaySession:
                 at = getattr(error, "offset", None)
                 known = len(data) if at is None else max(0, at - self._body_at)
                 cut = _last_boundary(data[:known])
-            elif end is None:
-                cut = _last_boundary(data)
-            else:  # what follows the end marker is not passed on, in its read or later (Rule 1)
-                marker = exchange.end_marker_at
-                at = 0 if marker is None else max(0, marker - self._body_at)
-                cut = len(data) if marker is None else _event_end(data, at)
+            else:
+                cut = len(data) if end is not None else _last_boundary(data)
             self._partial = data[cut:]
             self._body_at += cut
             if cut:
@@ -840,20 +834,6 @@ def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
     error"; the sizes may differ, and a proxy between may read the other one)."""
     names = {k for k, _ in headers}
     return "content-length" in names and "transfer-encoding" in names
-
-
-def _event_end(data: bytes, at: int) -> int:
-    """Where the event whose last data line ends at ``data[at]`` ends: after that line's end and
-    the blank line (LF, CRLF or CR each); all of ``data`` if another line of the event follows
-    (a field after its data: what follows that is not looked for)."""
-    for _ in range(2):
-        if data[at : at + 2] == b"\r\n":
-            at += 2
-        elif data[at : at + 1] in (b"\n", b"\r"):
-            at += 1
-        else:
-            return len(data)
-    return at
 
 
 def _last_boundary(data: bytes) -> int:

@@ -102,10 +102,6 @@ class ChatStreamDecoder(DialectDecoder):
     whole picture is ``result``, at any time.
     """
 
-    done_at: int | None = None
-    """Where the ``[DONE]`` marker's data ends in the body (its offset, plus 6), once it came:
-    a relay ends what it passes on with that event (Rule 8)."""
-
     def __init__(
         self,
         *,
@@ -207,7 +203,6 @@ class ChatStreamDecoder(DialectDecoder):
     def _chunk(self, payload: bytes | bytearray, at: int) -> None:
         """One chunk (or ``[DONE]``), the general way: parsed whole."""
         if payload == _DONE:
-            self.done_at = at + len(_DONE)
             self._on_done()
             return
         try:
