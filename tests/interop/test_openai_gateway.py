@@ -134,6 +134,20 @@ def everything(base: str, **request: Any) -> dict[str, Any]:
     }
 
 
+def reference(base: str, **request: Any) -> dict[str, Any]:
+    """`everything` direct from the replay server: the reference a report through the gateway
+    must equal. The replay server is the test's fixture, not the code under test; CI saw it once
+    answer one path's request with its 404 for an unknown scenario while the other paths read
+    the stream (stop 23; not reproduced in 1200 requests under load). A reference where a path
+    got an HTTP error its sync path did not get is taken again, once."""
+    report = everything(base, **request)
+    if (report["sync"]["raised"] or {}).get("status") is None and any(
+        (path.get("raised") or {}).get("status") is not None for path in report.values()
+    ):
+        report = everything(base, **request)
+    return report
+
+
 def assert_same(direct: dict[str, Any], through: dict[str, Any]) -> None:
     """Path by path, chunk by chunk, so a failure names the first difference."""
     assert direct.keys() == through.keys()
@@ -154,7 +168,7 @@ def test_every_stream_reaches_the_openai_package_as_the_upstream_sent_it(
     upstream: InteropUpstream, name: str
 ) -> None:
     direct_base = upstream.interop(name)
-    direct = everything(direct_base, tools=TOOLS)
+    direct = reference(direct_base, tools=TOOLS)
     with gateway(direct_base) as (base, _):
         through = everything(base, tools=TOOLS)
     assert direct["sync"]["chunks"] or direct["sync"]["raised"]
