@@ -104,9 +104,11 @@ class ChunkedReader:
             elif state == FOOTER:  # Rule 2
                 need = b"\r\n"[self._footer :]
                 got = data[pos : pos + len(need)]
-                if got != need[: len(got)]:
+                if got != need[: len(got)]:  # named by its first wrong byte, whatever the reads
+                    k = 0 if got[:1] != need[:1] else 1
                     raise PeerProtocolError(
-                        f"bad HTTP from the server: malformed chunk footer {got!r} (expected CRLF)"
+                        f"bad HTTP from the server: malformed chunk footer: {got[k : k + 1]!r} "
+                        f"where {need[k : k + 1]!r} belongs (expected CRLF)"
                     )
                 pos += len(got)
                 self._footer += len(got)

@@ -10,6 +10,9 @@ from types import ModuleType
 import pytest
 
 from svir_proto import PeerProtocolError
+from svir_proto._chunked import ChunkedReader
+from svir_proto.gateway import Forward, GatewayConfig, GatewayConnection
+from svir_proto.openai import Endpoint
 from svir_proto.sse import ServerSentEvent
 from tests.helpers import ROOT
 
@@ -266,3 +269,47 @@ def test_fuzz_crash_tool_choice_not_declared() -> None:
         ResponsesRequest.parse(data)
     assert info.value.path == "$.tool_choice.name"
     load(FUZZ / "fuzz_responsesrequest.py").test_one_input(data)
+
+
+def test_fuzz_crash_relayed_header_with_obs_text() -> None:
+    """fuzz/corpus/gateway_session/crash-relayed-header-with-obs-text: an upstream head whose
+    value holds bytes over 0x7f (obs-text, RFC 9110 5.5), relayed: h11 took the value as a
+    ``str`` and raised UnicodeEncodeError out of the session. The value goes on as its bytes."""
+    target = load(FUZZ / "fuzz_gateway_session.py")
+    seed = FUZZ / "corpus" / "gateway_session" / "crash-relayed-header-with-obs-text"
+    target.test_one_input(seed.read_bytes())
+    conn = GatewayConnection(GatewayConfig(upstream=Endpoint.parse("http://u.test")))
+    body = b'{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}'
+    conn.receive_data(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    while not isinstance(conn.next_event(), Forward):
+        pass
+    head = conn.relay_head(200, (("content-type", "text/event-stream"), ("x-note", "caf\xe9")))
+    assert b"\r\nx-note: caf\xe9\r\n" in head
+
+
+def test_fuzz_crash_chunk_footer_named_by_the_reads() -> None:
+    """fuzz/corpus/gateway/crash-chunk-footer-named-by-the-reads: a chunk whose data is
+    followed by ``1\\r`` where its CRLF belongs. The error quoted what the read held of the
+    footer (``'1\\r'`` whole, ``'1'`` cut), so the client's 400 depended on the split. It names
+    the first wrong byte now."""
+    target = load(FUZZ / "fuzz_gateway.py")
+    target.test_one_input(
+        (FUZZ / "corpus" / "gateway" / "crash-chunk-footer-named-by-the-reads").read_bytes()
+    )
+
+    def error(*reads: bytes) -> str:
+        reader = ChunkedReader(max_line=100)
+        try:  # the data before the fault comes out first, then the error (at the next feed)
+            for data in (*reads, b""):
+                reader.feed(data)
+        except PeerProtocolError as exc:
+            return str(exc)
+        raise AssertionError("the fault was not seen")
+
+    wire = b"3\r\nabc1\r\n"
+    messages = {error(wire[:at], wire[at:]) for at in range(len(wire) + 1)}
+    assert len(messages) == 1
+    assert "b'1' where b'\\r' belongs" in messages.pop()

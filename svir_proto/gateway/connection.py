@@ -778,7 +778,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         head = list(_SSE_HEAD if headers is None else headers)
         if self.request_id is not None:
             head.append(("X-Request-Id", self.request_id))
-        out = self._h11.send(h11.Response(status_code=status, headers=head, reason=reason(status)))
+        if all(v.isascii() for _, v in head):
+            response = h11.Response(status_code=status, headers=head, reason=reason(status))
+        else:  # a relayed value's obs-text (RFC 9110 5.5): its bytes, as they came
+            raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in head]
+            response = h11.Response(status_code=status, headers=raw, reason=reason(status))
+        out = self._h11.send(response)
         # h11 frames a body with no length as chunked (HTTP/1.1) or by closing (HTTP/1.0);
         # chunks are framed here, at a fraction of h11's cost per piece, when it chose chunked
         self._chunked = self._h11.their_http_version == b"1.1" and not any(

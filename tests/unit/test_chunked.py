@@ -44,6 +44,7 @@ def test_the_trailer_ends_as_h11_reads_it(trailer: bytes, mode: str) -> None:
     [
         (b"g\r\nabc\r\n", "illegal chunk header"),
         (b"3\r\nabcXY", "malformed chunk footer"),  # h11 0.16: exactly CRLF, never 2 bytes
+        (b"3\r\nabc\rX", "footer: b'X' where"),
         (b"0\r\nbad line\r\n\r\n", "illegal trailer line"),
         (b"0\r\n folded first\r\n\r\n", "a trailer begins folded"),
         (b"123456789012345678901\r\n", "illegal chunk header"),  # 21 digits
