@@ -219,6 +219,14 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             )
         )
 
+    @property
+    def body_ended(self) -> bool:
+        """The response body ended where its framing said: its last chunk, its length, or the
+        close that delimits it (``False`` for a body cut short)."""
+        if self._chunked is not None:
+            return self._chunked.done
+        return self._h11.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
+
     def start_next_cycle(self) -> None:
         """Ready a `reusable` connection for the next request.
 

@@ -14,7 +14,11 @@ Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream ge
     upstream's bytes as they came (each read one HTTP chunk), watched by the decoder as they
     pass (the end marker, usage, failures, progress), so nothing the gateway need not change
     is changed: ``null`` stays ``null``, unknown keys, usage details, ``system_fingerprint``,
-    ``timings`` stay. An LLM-Stream client gets the events translated (draft 7.1).
+    ``timings`` stay. What the upstream sends after its end marker goes on to the client as
+    it came, up to the end of the upstream's body, whatever the reads (a client may read past
+    ``[DONE]``, as the AI SDK does); within ``drain_limit`` bytes and ``connect_timeout``
+    seconds of the marker, after which the client's answer ends there and the upstream
+    connection is closed. An LLM-Stream client gets the events translated (draft 7.1).
 Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
     client that breaks HTTP is answered or closed, an upstream that breaks it ends that
     request with an error in the client's dialect. An answer framed both by Content-Length
@@ -49,6 +53,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Final, Literal, final
 
 import attrs
@@ -57,7 +62,7 @@ from .._pull import NEED_DATA
 from ..connection import ClientConnection
 from ..errors import FailureKind, SvirProtocolError
 from ..events import RequestFailed, ResponseStarted, StreamEnded
-from ..exchange import Exchange, ExchangeEvent, PassThrough
+from ..exchange import ExchangeEvent, PassThrough
 from ..openai.status import MAX_ERROR_BODY, body_outcome
 from .config import GatewayState
 from .connection import (
@@ -230,6 +235,7 @@ class GatewaySession:
         self._late_head: tuple[int, tuple[tuple[str, str], ...]] = (0, ())
         self._drained = 0
         self._drain_by = 0.0
+        self._trail_by: float | None = None  # a relay's end marker came, its body goes on (Rule 1)
 
     # -- the client's side ------------------------------------------------------------------
 
@@ -420,7 +426,11 @@ class GatewaySession:
             try:
                 events = up.feed(data)
             except SvirProtocolError as exc:
+                if self._trail_by is not None:
+                    return self._trail(up, now, broke=True)
                 return self._fed(up, [], exc, seen, now)
+            if self._trail_by is not None:
+                return self._trail(up, now, broke=up.error is not None)
             if events or up.error is not None:
                 return self._fed(up, events, up.error, seen, now)
             seen = exchange.events_seen - seen
@@ -482,6 +492,8 @@ class GatewaySession:
         """The upstream connection ended: closed, or broken (``broke`` says how)."""
         up = self._up
         assert up is not None
+        if self._trail_by is not None:  # after a relay's end marker: the body ends or is cut
+            return self._trail_end(up, now)
         if not self._answered and self._retry(now):
             return b""  # Rule 6: a kept-alive connection the upstream had closed
         try:
@@ -518,7 +530,7 @@ class GatewaySession:
         if not (isinstance(exchange.request, PassThrough) and exchange.request.relay):
             data = conn.upstream(events, now=self.state.wall(now))
         else:
-            data = self._relay(exchange, relayed, events, now, error)
+            data = self._relay(up, relayed, events, now, error)
         relayed.clear()
         if data:
             self._sent = now
@@ -528,13 +540,15 @@ class GatewaySession:
 
     def _relay(
         self,
-        exchange: Exchange,
+        up: ClientConnection,
         relayed: list[bytes],
         events: list[ExchangeEvent],
         now: float,
         error: BaseException | None,
     ) -> bytes:
         conn = self.conn
+        exchange = up.exchange
+        assert exchange is not None
         out: list[bytes] = []
         end: StreamEnded | None = None
         for event in events:
@@ -576,9 +590,12 @@ class GatewaySession:
         else:
             out += [conn.relay_data(piece) for piece in relayed]
         if end is not None:
-            # ended where the upstream ended it (its marker, or its body's end), else a cut
-            whole = end.done or exchange.result.interrupted is None
-            out.append(conn.relay_end(complete=whole))
+            if end.done and conn.relaying == "stream" and error is None and up.finishing:
+                self._trail_by = now + self.config.connect_timeout  # what follows goes on
+                self._drained = 0
+            else:  # ended where the upstream ended it (its marker, or its body's end), or cut
+                whole = end.done or exchange.result.interrupted is None
+                out.append(conn.relay_end(complete=whole))
         return b"".join(out)
 
     def _relay_more(self, relayed: list[bytes], now: float) -> bytes:
@@ -600,15 +617,45 @@ class GatewaySession:
         self._sent = now
         return self.conn.relay_data(data)
 
-    def _finished(self, now: float) -> bytes:
-        """The client's answer is whole (or cut): the request is over for the client."""
+    def _trail(self, up: ClientConnection, now: float, *, broke: bool) -> bytes:
+        """A read of a relayed body after its end marker (Rule 1): on to the client as it came
+        (but what broke the body's framing, which cuts the client's body as it cut the
+        upstream's), until the body ends, or goes over ``drain_limit``."""
+        exchange = up.exchange
+        assert exchange is not None
+        relayed = exchange.relayed
+        data = b"".join(relayed)
+        relayed.clear()
+        self._drained += len(data)
+        out = [self.conn.relay_data(data)] if data else []
+        if data:
+            self._sent = now
+            self._body_at += len(data)
+        if broke or not up.finishing or self._drained > self.config.drain_limit:
+            out.append(self._end_trail(now, complete=not broke))
+        return b"".join(out)
+
+    def _trail_end(self, up: ClientConnection, now: float) -> bytes:
+        """The upstream connection ended after a relay's end marker: the client's body ends
+        where the upstream's did (the close that delimits it), else is cut as it was."""
+        with suppress(SvirProtocolError):  # what broke is not passed on: the body is cut
+            up.close()
+        return self._end_trail(now, complete=up.body_ended)
+
+    def _end_trail(self, now: float, *, complete: bool) -> bytes:
+        self._trail_by = None
+        return self.conn.relay_end(complete=complete) + self._finished(now, drain=False)
+
+    def _finished(self, now: float, *, drain: bool = True) -> bytes:
+        """The client's answer is whole (or cut): the request is over for the client; its
+        upstream connection goes to the pool, drains to its body's end (``drain``), or closes."""
         up = self._up
         assert up is not None  # only an upstream's bytes finish an answer
         self._steady = None
         self._done(now)
         if up.reusable:
             self._release(reuse=True)
-        elif up.finishing:
+        elif up.finishing and drain:
             self._upstream = "draining"  # its answer is whole, its body not yet over
             self._drained = 0
             self._drain_by = now + self.config.connect_timeout
@@ -635,6 +682,7 @@ class GatewaySession:
 
     def _release(self, *, reuse: bool) -> None:
         self._steady = None
+        self._trail_by = None
         if self._upstream != "none":
             up = self._up if reuse and self._up is not None and self._up.reusable else None
             self.actions.append(Release(connection=up))
@@ -679,6 +727,9 @@ class GatewaySession:
     def _cancel(self, now: float) -> bytes:
         """The client went away or misbehaved: its upstream request is cancelled at once."""
         conn = self.conn
+        if self._trail_by is not None:  # its answer was whole: the upstream's body drains on
+            conn.outcome = "ok"
+            self._upstream, self._drain_by, self._trail_by = "draining", self._trail_by, None
         if self._forward is not None and conn.outcome is None:
             conn.outcome = "cancelled"
         self._done(now)
@@ -757,6 +808,8 @@ class GatewaySession:
         up = self._upstream
         if up == "connecting":
             due = min(due, self._since + cfg.connect_timeout)
+        elif self._trail_by is not None:  # no keep-alive after the marker
+            due = min(due, self._trail_by)
         elif up in ("sending", "streaming"):
             due = min(due, self._progress + cfg.progress_timeout)
             if cfg.keepalive and self.conn.streaming_request:
@@ -796,6 +849,8 @@ class GatewaySession:
                 now,
                 kind=FailureKind.TIMEOUT,
             )
+        if self._trail_by is not None:  # the marker came long ago: the answer ends there
+            return self._end_trail(now, complete=True) if now >= self._trail_by else b""
         if self._upstream not in ("sending", "streaming"):
             return b""
         if now >= self._progress + cfg.progress_timeout:
@@ -815,6 +870,8 @@ class GatewaySession:
                 self._release(reuse=False)
             return b""
         self._stopping = True
+        if self._trail_by is not None:  # the answer was whole: it ends at once
+            return self._end_trail(now, complete=True)
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)

@@ -1,6 +1,7 @@
 """The gateway's pool of upstream connections on loopback (Rule 6 of the session): a client
-that closes as soon as its answer ends, before the upstream's last chunk came, still leaves its
-upstream connection for the next request (asyncio's server; anyio's closes it, as it did)."""
+that closes as soon as its answer's end marker came, before the upstream's last chunk, still
+leaves its upstream connection for the next request (asyncio's server; anyio's closes it, as
+it did). A client that reads to its body's end waits for the upstream's (session Rule 1)."""
 
 from __future__ import annotations
 
@@ -90,11 +91,12 @@ def upstream() -> Iterator[Upstream]:
 
 
 def ask(port: int) -> bytes:
-    """One request on a new connection, read to the end of its answer, then closed."""
+    """One request on a new connection, read to its end marker, then closed (as openai-python's
+    and the AI SDK's streams may be, once the caller stops reading)."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(REQUEST)
         got = b""
-        while not got.endswith(b"0\r\n\r\n"):
+        while not got.endswith(b"data: [DONE]\n\n\r\n"):
             data = sock.recv(65536)
             assert data, got
             got += data
@@ -117,7 +119,7 @@ def test_a_client_that_leaves_before_the_upstreams_last_chunk(
         future, port = portal.start_task(server.serve, "127.0.0.1", 0)
         try:
             for _ in range(3):
-                got = ask(port)  # whole: the gateway's own last chunk came
+                got = ask(port)  # its end marker came
                 assert got.startswith(b"HTTP/1.1 200 "), got
                 assert EVENT in got, got
                 wait(lambda: server.state.connections == 0)  # the client's close was seen

@@ -35,6 +35,9 @@ HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding
 TEXT = b'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
 TEXT += b"data: [DONE]\n\n"
 TOOLS = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+LLM_MEDIA = "application/llm-request+json"
+"""A client of the translated stream: its answer ends at the upstream's end marker, and the
+upstream's body drains on (a relay's goes on to its client: the trailing tests)."""
 LLM = json.dumps(
     json.loads((CONFORMANCE / "llmstream" / "draft-4-all-fields.request.json").read_text())[
         "request"
@@ -746,51 +749,51 @@ def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more(late:
 
 def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
     d = Driver()
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
     head = (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
-    d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # [DONE], but not the body's end
+    d.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))  # [DONE], but not the body's end
     assert read(d.client)[0][3]  # the client's answer is whole at once
     assert not d.released
     d.answer(b"0\r\n\r\n")
     assert len(d.released) == 1
     assert d.released[0] is not None  # to the pool
     d2 = Driver()
-    d2.send(post(openai_body()))
+    d2.send(post(LLM, media=LLM_MEDIA))
     d2.connect()
-    d2.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d2.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d2.answer(b"")
     assert d2.released == [None]
 
 
 def test_a_draining_connection_that_sends_too_much_is_closed() -> None:
     d = Driver(drain_limit=10)
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
     head = (
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
-    d.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d.answer(b"20\r\n" + b"x" * 32 + b"\r\n")
     assert d.released == [None]
     d2 = Driver()
-    d2.send(post(openai_body()))
+    d2.send(post(LLM, media=LLM_MEDIA))
     d2.connect()
-    d2.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d2.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d2.tick(1000.0)  # a drain has a deadline too
     assert d2.released == [None]
     d3 = Driver()
-    d3.send(post(openai_body()))
+    d3.send(post(LLM, media=LLM_MEDIA))
     d3.connect()
-    d3.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d3.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d3.answer(b"zz\r\n")  # bad framing while draining
     assert d3.released == [None]
     d4 = Driver()
-    d4.send(post(openai_body()))
+    d4.send(post(LLM, media=LLM_MEDIA))
     d4.connect()
-    d4.answer(head + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d4.answer(head + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d4.run(d4.session.upstream_failed("reset", 3.0))
     assert d4.released == [None]
 
@@ -919,19 +922,19 @@ def test_pauses_that_come_when_nothing_streams() -> None:
 
 def test_a_pipelined_request_while_the_last_answers_body_drains() -> None:
     d = Driver()
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
-    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # whole, its body not ended
-    d.send(post(openai_body()))
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))  # whole, its body not ended
+    d.send(post(LLM, media=LLM_MEDIA))
     assert d.released == [None]  # the draining connection gives way to the next request
     assert d.connecting
 
 
 def test_a_draining_connection_whose_end_comes_in_pieces() -> None:
     d = Driver()
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
-    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d.answer(b"0\r\n")
     assert d.released == []
     d.answer(b"\r\n")
@@ -940,10 +943,10 @@ def test_a_draining_connection_whose_end_comes_in_pieces() -> None:
 
 def test_the_drain_deadline_passes_while_the_next_body_comes() -> None:
     d = Driver(body_timeout=100.0)
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
-    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS), now=2.0)
-    d.send(post(openai_body())[:-5], now=3.0)  # the next request's body, not all there
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TEXT), TEXT), now=2.0)
+    d.send(post(LLM, media=LLM_MEDIA)[:-5], now=3.0)  # the next request's body, not all there
     d.tick(50.0)  # the drain's deadline
     assert d.released == [None]
     assert not d.closed
@@ -1067,9 +1070,9 @@ def test_a_client_that_leaves_while_its_answers_body_drains_leaves_the_connectio
     """Most clients close as soon as their answer ends, often before the upstream's last chunk
     came: the connection still reads that chunk, then goes back for the next request."""
     d = Driver()
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
-    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))  # whole, its body not ended
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))  # whole, its body not ended
     d.send(b"")  # the client closes
     assert d.closed
     assert d.session.draining
@@ -1088,9 +1091,9 @@ def test_a_client_that_leaves_while_its_answers_body_drains_leaves_the_connectio
 @pytest.mark.parametrize("how", ["deadline", "reset", "closed", "shutdown"])
 def test_a_drain_after_the_client_left_still_ends_within_its_bounds(how: str) -> None:
     d = Driver()
-    d.send(post(openai_body()))
+    d.send(post(LLM, media=LLM_MEDIA))
     d.connect()
-    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TOOLS), TOOLS))
+    d.answer(HEAD + b"%x\r\n%s\r\n" % (len(TEXT), TEXT))
     d.send(b"")
     assert d.session.draining
     if how == "deadline":
@@ -1105,3 +1108,116 @@ def test_a_drain_after_the_client_left_still_ends_within_its_bounds(how: str) ->
     assert not d.session.draining
     d.run(d.session.shutdown(4.0))  # once released, nothing more
     assert d.released == [None]
+
+
+# -- a relay after its end marker (Rule 1) --------------------------------------------------------
+
+LATE = b'data: {"choices":[{"index":0,"delta":{"content":"late"}}]}\n\ndata: not json\n\n'
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def trailing(**options: Any) -> Driver:
+    """A relayed answer whose ``[DONE]`` came, and not its body's end."""
+    d = Driver(**options)
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + chunk(TEXT))
+    ((status, _, body, ended),) = read(d.client)
+    assert (status, body, ended) == (200, TEXT, False)
+    return d
+
+
+def test_a_relay_sends_what_follows_its_end_marker_until_the_upstreams_body_ends() -> None:
+    d = trailing(keepalive=1.0)
+    assert d.session.deadline == 2.0 + d.state.config.connect_timeout  # no keep-alive now
+    d.tick(3.5)  # not due: nothing is sent
+    assert read(d.client)[0][2] == TEXT
+    d.answer(chunk(LATE[:30]), now=3.0)
+    d.answer(chunk(LATE[30:]), now=3.0)  # as it comes, whole events or not
+    assert read(d.client)[0][2:] == (TEXT + LATE, False)
+    assert d.released == []
+    d.answer(b"0\r\n\r\n", now=3.0)
+    assert read(d.client)[0][2:] == (TEXT + LATE, True)
+    assert d.released[0] is not None  # its connection goes back to the pool
+    assert [(x.outcome, x.events) for x in d.done()] == [("ok", 2)]
+    assert not d.closed  # the client's connection is kept alive, for its next request
+
+
+@pytest.mark.parametrize(
+    ("how", "ended"),
+    [("too-much", True), ("deadline", True), ("shutdown", True), ("bad-framing", False),
+     ("reset", False), ("closed", False)],
+)  # fmt: skip
+def test_what_follows_a_relays_end_marker_has_bounds(how: str, ended: bool) -> None:
+    """Past ``drain_limit`` bytes or ``connect_timeout`` seconds after the marker, or when the
+    gateway stops, the client's answer ends there; a body that breaks or is cut after the
+    marker is cut for the client too. The upstream connection is closed."""
+    d = trailing(drain_limit=100)
+    if how == "too-much":
+        d.answer(chunk(LATE), now=3.0)
+        d.answer(chunk(LATE), now=3.0)
+    elif how == "deadline":
+        d.tick(2.0 + d.state.config.connect_timeout)
+    elif how == "shutdown":
+        d.run(d.session.shutdown(3.0))
+    elif how == "bad-framing":
+        d.answer(b"zz\r\n", now=3.0)
+    elif how == "reset":
+        d.run(d.session.upstream_failed("reset", 3.0))
+    else:
+        d.answer(b"", now=3.0)
+    ((_, _, body, got_end),) = read(d.client)
+    assert got_end is ended
+    assert body.startswith(TEXT)
+    assert d.released == [None]
+    assert d.session.deadline != 2.0 + d.state.config.connect_timeout
+    assert [x.outcome for x in d.done()] == ["ok" if ended else "cut"]
+    assert b"error" not in body  # nothing of the gateway's own after the marker
+
+
+def test_a_client_that_leaves_after_a_relays_end_marker_leaves_the_connection() -> None:
+    d = trailing()
+    d.send(b"", now=3.0)  # the client had read [DONE]
+    assert d.closed
+    assert d.session.draining
+    assert [x.outcome for x in d.done()] == ["ok"]
+    d.answer(chunk(LATE) + b"0\r\n\r\n", now=4.0)
+    assert d.released[0] is not None
+
+
+def test_a_pipelined_request_waits_for_the_relays_body_to_end() -> None:
+    d = trailing()
+    d.send(post(openai_body()), now=3.0)
+    assert not d.connecting
+    d.answer(chunk(LATE) + b"0\r\n\r\n", now=3.0)
+    assert d.released[0] is not None
+    assert d.connecting  # the next request goes on, now
+    d.connect(now=4.0, conn=d.released[0])
+    d.answer(HEAD + chunk(TEXT) + b"0\r\n\r\n", now=4.0)
+    assert [r[2:] for r in read(d.client)] == [(TEXT + LATE, True), (TEXT, True)]
+
+
+@pytest.mark.parametrize("framing", ["length", "close", "length-cut"])
+def test_a_relays_body_after_its_marker_with_either_framing(framing: str) -> None:
+    """A body framed by its length ends there (and is cut if the connection closes first); one
+    delimited by the close ends with it."""
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    body = TEXT + LATE
+    size = len(body) + (9 if framing == "length-cut" else 0)
+    length = "Connection: close" if framing == "close" else f"Content-Length: {size}"
+    d.answer(
+        f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{length}\r\n\r\n".encode() + TEXT
+    )
+    assert read(d.client)[0][2:] == (TEXT, False)
+    d.answer(LATE, now=3.0)
+    if framing != "length":
+        assert read(d.client)[0][2:] == (body, False)
+        d.answer(b"", now=3.0)
+    cut = framing == "length-cut"
+    assert read(d.client)[0][2:] == (body, not cut)
+    assert [x.outcome for x in d.done()] == ["cut" if cut else "ok"]
