@@ -6,9 +6,11 @@ their order whatever task produced them), and, while a request is upstream, a re
 writer of the upstream. Every call into the session is synchronous and the loop runs one
 thread, so the session needs no lock. Deadlines are read by one sweep per server. A client
 whose writes do not finish is reported to the session as paused (its ``send_timeout`` then
-runs). Whatever happens in one connection's tasks ends that connection only (a bug met by
-the sweep too: `_Client.fail`): the listener's accept loop backs off and goes on when
-descriptors run out (as trio's ``serve_listeners``).
+runs). A request whose answer was whole but whose upstream body has not ended when its client
+goes keeps its upstream task until the session releases it (`GatewaySession.draining`: to the
+pool, or closed at its deadline). Whatever happens in one connection's tasks ends that
+connection only (a bug met by the sweep too: `_Client.fail`): the listener's accept loop backs
+off and goes on when descriptors run out (as trio's ``serve_listeners``).
 """
 
 from __future__ import annotations
@@ -120,6 +122,9 @@ class _Client:
                         if not data:
                             break
                 await self._close_soon()
+                up = self.up
+                if up is not None and self.session.draining:  # it reads its body's end, then
+                    await up.ended.wait()  # goes to the pool (the sweep keeps the deadline)
                 tg.cancel_scope.cancel()
 
     async def _flush(self) -> None:
@@ -192,7 +197,7 @@ class _Client:
                 self.reading.set()  # the reader sees the session closed and ends
                 limit = self.server.state.config.send_timeout + LINGER
                 self.scope.deadline = min(self.scope.deadline, anyio.current_time() + limit)
-                if self.up is not None:
+                if self.up is not None and not self.session.draining:
                     self._release(None)
                 self.read_scope.cancel()  # the reader ends, and the connection is closed
             elif kind is Done:
@@ -265,11 +270,13 @@ class _Up:
         self.reading.set()
         self.broken = False
         self.pooled = False
+        self.ended = anyio.Event()  # its task is over
 
     async def run(self) -> None:
         try:
             await self._run()
         finally:
+            self.ended.set()
             if not self.pooled:
                 with anyio.CancelScope(shield=True):
                     await anyio.aclose_forcefully(self.stream)
