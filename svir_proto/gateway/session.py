@@ -572,7 +572,12 @@ class GatewaySession:
             failure = body_outcome(status, headers, b"".join(self._late)).failure
             self._late = []
             return conn.upstream([RequestFailed(failure=failure)], now=self.state.wall(now))
-        if conn.relaying == "stream":  # Rule 4: only whole events go out, so that an
+        stream = conn.relaying == "stream"
+        trail = stream and end is not None and end.done and error is None and up.finishing
+        if trail:  # the marker came, the body goes on: so does the relay (Rule 1)
+            self._trail_by = now + self.config.connect_timeout
+            self._drained = 0
+        if stream:  # Rule 4: only whole events go out, so that an
             # error or a keep-alive of ours never lands inside one of the upstream's
             data = b"".join(relayed) if len(relayed) != 1 else relayed[0]
             if self._partial:
@@ -582,20 +587,17 @@ class GatewaySession:
                 known = len(data) if at is None else max(0, at - self._body_at)
                 cut = _last_boundary(data[:known])
             else:
-                cut = len(data) if end is not None else _last_boundary(data)
+                cut = len(data) if end is not None and not trail else _last_boundary(data)
             self._partial = data[cut:]
             self._body_at += cut
             if cut:
                 out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
         else:
             out += [conn.relay_data(piece) for piece in relayed]
-        if end is not None:
-            if end.done and conn.relaying == "stream" and error is None and up.finishing:
-                self._trail_by = now + self.config.connect_timeout  # what follows goes on
-                self._drained = 0
-            else:  # ended where the upstream ended it (its marker, or its body's end), or cut
-                whole = end.done or exchange.result.interrupted is None
-                out.append(conn.relay_end(complete=whole))
+        if end is not None and not trail:
+            # ended where the upstream ended it (its marker, or its body's end), else a cut
+            whole = end.done or exchange.result.interrupted is None
+            out.append(conn.relay_end(complete=whole))
         return b"".join(out)
 
     def _relay_more(self, relayed: list[bytes], now: float) -> bytes:
@@ -618,19 +620,16 @@ class GatewaySession:
         return self.conn.relay_data(data)
 
     def _trail(self, up: ClientConnection, now: float, *, broke: bool) -> bytes:
-        """A read of a relayed body after its end marker (Rule 1): on to the client as it came
-        (but what broke the body's framing, which cuts the client's body as it cut the
-        upstream's), until the body ends, or goes over ``drain_limit``."""
+        """A read of a relayed body after its end marker (Rule 1): its whole events on to the
+        client as they came (but what broke the body's framing, which cuts the client's body as
+        it cut the upstream's), until the body ends, or goes over ``drain_limit``."""
         exchange = up.exchange
         assert exchange is not None
         relayed = exchange.relayed
         data = b"".join(relayed)
         relayed.clear()
         self._drained += len(data)
-        out = [self.conn.relay_data(data)] if data else []
-        if data:
-            self._sent = now
-            self._body_at += len(data)
+        out = [self._relay_more([data], now)] if data else []
         if broke or not up.finishing or self._drained > self.config.drain_limit:
             out.append(self._end_trail(now, complete=not broke))
         return b"".join(out)
@@ -643,8 +642,11 @@ class GatewaySession:
         return self._end_trail(now, complete=up.body_ended)
 
     def _end_trail(self, now: float, *, complete: bool) -> bytes:
+        """The end of a relayed body after its marker: what is left of an event goes too."""
         self._trail_by = None
-        return self.conn.relay_end(complete=complete) + self._finished(now, drain=False)
+        tail, self._partial = self._partial, b""
+        out = self.conn.relay_data(tail) if tail else b""
+        return out + self.conn.relay_end(complete=complete) + self._finished(now, drain=False)
 
     def _finished(self, now: float, *, drain: bool = True) -> bytes:
         """The client's answer is whole (or cut): the request is over for the client; its

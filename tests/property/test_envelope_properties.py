@@ -28,6 +28,7 @@ RAW_TEXT = st.sampled_from(
         b'"\\ud83d\\ude00"',  # an escaped pair
         b'"\xff"',  # invalid UTF-8
         b'"tab\there"',  # a raw control character
+        b'"nul\x00here"',  # a raw NUL
         b'"\\q"',  # an invalid escape
         b'"x\\"',  # unterminated
         b"null",

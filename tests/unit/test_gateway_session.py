@@ -1136,7 +1136,8 @@ def test_a_relay_sends_what_follows_its_end_marker_until_the_upstreams_body_ends
     d.tick(3.5)  # not due: nothing is sent
     assert read(d.client)[0][2] == TEXT
     d.answer(chunk(LATE[:30]), now=3.0)
-    d.answer(chunk(LATE[30:]), now=3.0)  # as it comes, whole events or not
+    assert read(d.client)[0][2] == TEXT  # whole events at a time (Rule 4), as before it
+    d.answer(chunk(LATE[30:]), now=3.0)
     assert read(d.client)[0][2:] == (TEXT + LATE, False)
     assert d.released == []
     d.answer(b"0\r\n\r\n", now=3.0)
@@ -1164,14 +1165,14 @@ def test_what_follows_a_relays_end_marker_has_bounds(how: str, ended: bool) -> N
     elif how == "shutdown":
         d.run(d.session.shutdown(3.0))
     elif how == "bad-framing":
-        d.answer(b"zz\r\n", now=3.0)
+        d.answer(chunk(b"data: half") + b"zz\r\n", now=3.0)  # what came before it goes
     elif how == "reset":
         d.run(d.session.upstream_failed("reset", 3.0))
     else:
         d.answer(b"", now=3.0)
     ((_, _, body, got_end),) = read(d.client)
     assert got_end is ended
-    assert body.startswith(TEXT)
+    assert body == TEXT + {"too-much": LATE * 2, "bad-framing": b"data: half"}.get(how, b"")
     assert d.released == [None]
     assert d.session.deadline != 2.0 + d.state.config.connect_timeout
     assert [x.outcome for x in d.done()] == ["ok" if ended else "cut"]

@@ -115,3 +115,33 @@ def test_plain_content_is_a_string_with_nothing_escaped(body: bytes, per_event: 
     pieces = [e + b"\n\n" for e in body.split(b"\n\n")[:-1]] if per_event else [body]
     expected = seen_by_a_relay(ChatStreamDecoder(keep_text=False), [body])
     assert seen_by_a_relay(ChatStreamWatcher(keep_text=False), pieces) == expected
+
+
+OPENED = b'{"id":"c1","choices":[{"index":0,"delta":{"content":"'
+CLOSED = b'"},"finish_reason":null}]}'  # the envelope TEXT teaches
+NOT_PLAIN_RUNS = {
+    "ends overlap": chunk(b'{"content":"}'),  # not JSON: an unterminated string
+    "a seam inside": b"data: " + OPENED + b"a" + CLOSED + b"\0" + OPENED + b"b" + CLOSED + b"\n\n",
+    "no closing end": b"data: " + OPENED + b"a" * 40 + b"\n\n",
+    "no opening end": b"data: " + b"a" * len(OPENED) + b"b" + CLOSED + b"\n\n",
+}
+
+
+@pytest.mark.parametrize("kind", NOT_PLAIN_RUNS)
+def test_a_block_of_plain_chunks_is_checked_at_once_and_exactly(kind: str) -> None:
+    """A run's chunks are checked a block at a time: a chunk that only looks like the envelope
+    around content from outside (its ends, or a NUL between two envelopes) is not plain,
+    wherever it sits in the run (first, amid, last, alone in its block) and however the reads
+    end."""
+    bad = NOT_PLAIN_RUNS[kind]
+    for reads in (
+        [TEXT * 4 + bad, END],
+        [TEXT * 4, bad, END],
+        [TEXT * 4 + bad + TEXT, END],
+        [bad, TEXT, END],
+        [TEXT, bad + TEXT * 3, END],
+        *([TEXT * k + bad, END] for k in range(62, 68)),  # alone in its block, once
+        *([TEXT * k + bad + END] for k in range(62, 68)),
+    ):
+        expected = seen_by_a_relay(ChatStreamDecoder(keep_text=False), [b"".join(reads)])
+        assert seen_by_a_relay(ChatStreamWatcher(keep_text=False), reads) == expected, reads
