@@ -311,12 +311,9 @@ class OpenAIToLLMStream:
         """``stream.end`` was written (as every dialect's encoder says of its end marker)."""
         return self.encoder.state is State.ENDED
 
-    def encode(self, event: Event) -> bytes:
-        """`feed`, under the name every dialect's encoder gives it."""
-        return self.feed(event)
-
     def feed(self, event: Event) -> bytes:
-        """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried)."""
+        """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried).
+        Also `encode`, the name every dialect's encoder gives it."""
         if type(event) is TextDelta and self._started and not self._failed:  # most events
             return self.encoder.delta(event.text, index=event.index)
         if isinstance(event, StreamStarted):
@@ -364,6 +361,8 @@ class OpenAIToLLMStream:
         if self._failed:
             return b""  # nothing but stream.end may follow an error
         return self.encoder.encode(event)
+
+    encode = feed  # `feed` under its every-dialect name, one call less per event
 
 
 class LLMStreamToOpenAI:

@@ -74,6 +74,7 @@ from ..events import (
     Retrying,
     StreamEnded,
     StreamFailed,
+    TextDelta,
     ToolCall,
 )
 from ..exchange import ExchangeEvent, ModelsListed, PassThrough
@@ -730,7 +731,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """
         out: list[bytes] = []
         pending: list[bytes] = []  # the stream's bytes of these events, framed once
+        encode = None if self._out is None else self._out.encode
         for event in events:
+            if type(event) is TextDelta and encode is not None:  # nearly every event: at once
+                self.events_forwarded += 1
+                pending.append(encode(event))
+                continue
             if isinstance(event, (ResponseStarted, Retrying)):
                 continue
             if isinstance(event, RequestFailed):
@@ -741,6 +747,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 if not self._head_sent:
                     out.append(self._stream_head())
                 pending.append(self._encode(event, now))
+                encode = self._encoder(now).encode
                 if isinstance(event, StreamEnded):
                     out.append(self._end_stream(b"".join(pending), event.complete))
                     pending = []
@@ -749,7 +756,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return b"".join(out)
 
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:
-        """A stream event in the client's dialect, unframed."""
+        """A stream event in the client's dialect, unframed (`upstream` encodes a `TextDelta`
+        itself, once the encoder exists: nothing here changes one)."""
         self.events_forwarded += 1
         undeclared = isinstance(event, ToolCall) and event.declared is False
         if undeclared and self.dialect == "llm-stream":  # Rule 6, draft 8.2
