@@ -5,8 +5,10 @@ plus tail scenarios chosen by a request id ``tail:FRAMING:SHAPE:ARG:ENDING~TAG``
 Each tail answer is the recorded llama.cpp stream up to and with its ``data: [DONE]``, then
 the tail ``SHAPE`` makes, then the body's ``ENDING``:
 
-- ``FRAMING``: ``chunked`` (one HTTP chunk a write), ``length`` (Content-Length, the whole
-  body's), ``close`` (delimited by the close, HTTP/1.1 ``Connection: close``).
+- ``FRAMING``: ``chunked`` (one HTTP chunk a write), ``burst`` (chunked, the whole answer and
+  its ending in one write, so that the gateway likely reads it at once), ``length``
+  (Content-Length, the whole body's), ``close`` (delimited by the close, HTTP/1.1
+  ``Connection: close``).
 - ``SHAPE``: ``none`` (nothing after the marker), ``drip:N`` (``N`` small pieces, 0.2 s apart,
   cut across events), ``junk`` (more events, a bad JSON event, comments, an error event, bare
   lines, CR line ends, a partial event without its end), ``flood:BYTES`` (that many bytes of
@@ -113,6 +115,17 @@ class _TailConn(_Conn):
         whole = before + b"".join(p for _, p in pieces)
         seen.tail_body = whole  # type: ignore[attr-defined]
         declared = len(whole) + (0 if ending == "end" else 100)  # a cut: less than said
+        if framing == "burst":  # chunked, the whole answer in one write: one read, likely
+            data = b"".join(chunk(p) for p in (*head_events(), *(p for _, p in pieces)))
+            ends = {"end": b"0\r\n\r\n", "bad": b"zz\r\nxx\r\n"}
+            self.send(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n" + data + ends[ending]
+            )
+            if ending == "end":
+                return True
+            self.wait_gone(20)
+            return False
         if framing == "chunked":
             self.send(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
