@@ -128,7 +128,7 @@ def seen_body(up: TailUpstream, rid: str) -> bytes:
 # ================================================================================================
 
 
-@pytest.mark.parametrize("framing", ["chunked", "length", "close"])
+@pytest.mark.parametrize("framing", ["chunked", "burst", "length", "close"])
 @pytest.mark.parametrize("shape", ["none", "drip:6", "junk", "flood:40000"])
 def test_a_whole_tail_reaches_the_client_as_it_came(
     gw: Gateway, up: TailUpstream, framing: str, shape: str
@@ -182,6 +182,35 @@ def test_silence_after_the_marker_ends_the_answer_at_the_deadline(
     healthy(gw)
 
 
+@pytest.mark.parametrize("framing", ["chunked", "length", "close"])
+def test_a_drip_past_the_deadline_ends_the_answer_there(
+    gw: Gateway, up: TailUpstream, framing: str
+) -> None:
+    """A tail that keeps coming, slowly (0.2 s a piece for about 12 s): the answer ends, whole,
+    at the tail's deadline, with a prefix of the body; the upstream connection is closed."""
+    rid = tail_id(framing, "drip", 60)
+    got, _, _ = ask(gw, rid, seconds=40)
+    whole = seen_body(up, rid)
+    assert got.status == 200, got
+    assert got.complete, got.body[-300:]
+    assert whole.startswith(got.body)
+    assert len(got.body) < len(whole), "the answer waited for the whole drip"
+    assert up.find(rid).gone.wait(30), "the dripping upstream connection was kept"
+    healthy(gw)
+
+
+def test_an_http_1_0_client_gets_the_tail_to_the_close(gw: Gateway, up: TailUpstream) -> None:
+    rid = tail_id("chunked", "junk")
+    with Raw(gw) as r:
+        r.send(post(openai_body(rid), version="1.0"))
+        r.read(30)
+        got = responses(r.got)
+    assert got, r.got[:300]
+    assert got[0].status == 200, got
+    assert got[0].body == seen_body(up, rid)
+    healthy(gw)
+
+
 # ================================================================================================
 # 2. A tail that breaks: the client's body is cut as the upstream's was
 # ================================================================================================
@@ -226,10 +255,11 @@ def test_a_tail_that_breaks_is_cut_for_the_client(
 # ================================================================================================
 
 
+@pytest.mark.parametrize("framing", ["chunked", "length", "close"])
 def test_a_pipelined_request_sent_while_the_tail_streams_waits_its_turn(
-    gw: Gateway, up: TailUpstream
+    gw: Gateway, up: TailUpstream, framing: str
 ) -> None:
-    rid = tail_id("chunked", "drip", 8)
+    rid = tail_id(framing, "drip", 8)
     second = tail_id("chunked", "junk")
     with Raw(gw) as r:
         r.send(post(openai_body(rid)))
@@ -245,11 +275,12 @@ def test_a_pipelined_request_sent_while_the_tail_streams_waits_its_turn(
     healthy(gw)
 
 
+@pytest.mark.parametrize("framing", ["chunked", "length"])
 @pytest.mark.parametrize("leave", ["close", "reset", "half-close"])
 def test_a_client_that_leaves_at_the_marker_leaves_a_connection_to_reuse(
-    gw: Gateway, up: TailUpstream, leave: str
+    gw: Gateway, up: TailUpstream, leave: str, framing: str
 ) -> None:
-    rid = tail_id("chunked", "drip", 4)
+    rid = tail_id(framing, "drip", 4)
     r = Raw(gw)
     try:
         r.send(post(openai_body(rid)))
