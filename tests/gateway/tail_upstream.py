@@ -7,7 +7,8 @@ the tail ``SHAPE`` makes, then the body's ``ENDING``:
 
 - ``FRAMING``: ``chunked`` (one HTTP chunk a write), ``burst`` (chunked, the whole answer and
   its ending in one write, so that the gateway likely reads it at once), ``length``
-  (Content-Length, the whole body's), ``close`` (delimited by the close, HTTP/1.1
+  (Content-Length, the whole body's), ``late`` (chunked, its head 2.5 s late: the gateway's
+  keep-alives sent the client's head first), ``close`` (delimited by the close, HTTP/1.1
   ``Connection: close``).
 - ``SHAPE``: ``none`` (nothing after the marker), ``drip:N`` (``N`` small pieces, 0.2 s apart,
   cut across events), ``junk`` (more events, a bad JSON event, comments, an error event, bare
@@ -126,6 +127,9 @@ class _TailConn(_Conn):
                 return True
             self.wait_gone(20)
             return False
+        if framing == "late":  # chunked, after the gateway's keep-alives sent its own head
+            self.wait_gone(2.5)
+            framing = "chunked"
         if framing == "chunked":
             self.send(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -161,6 +165,9 @@ class _TailConn(_Conn):
             self.sock.shutdown(socket.SHUT_WR)
             self.wait_gone(20)
             return False
+        if framing == "late":  # chunked, after the gateway's keep-alives sent its own head
+            self.wait_gone(2.5)
+            framing = "chunked"
         if framing == "chunked":
             self.send(b"0\r\n\r\n")
             return True

@@ -199,6 +199,23 @@ def test_a_drip_past_the_deadline_ends_the_answer_there(
     healthy(gw)
 
 
+@pytest.mark.parametrize("shape", ["junk", "silent:60"])
+def test_a_tail_after_keepalives_sent_the_head(gw: Gateway, up: TailUpstream, shape: str) -> None:
+    """The upstream's head comes after the gateway's keep-alive sent the client's head and
+    comments: the tail still follows the marker as it came, and still ends at its deadline."""
+    name, *args = shape.split(":")
+    rid = tail_id("late", name, *args)
+    got, _, _ = ask(gw, rid, seconds=40)
+    assert got.status == 200, got
+    assert got.complete, got.body[-300:]
+    expected = seen_body(up, rid) if name == "junk" else HEAD
+    assert got.body.endswith(expected), got.body[-300:]
+    before = got.body[: -len(expected)]
+    assert before, "no keep-alive came before the upstream's head: the case was not made"
+    assert before.strip(b": keep-alive\n") == b"", got.body[:300]
+    healthy(gw)
+
+
 def test_an_http_1_0_client_gets_the_tail_to_the_close(gw: Gateway, up: TailUpstream) -> None:
     rid = tail_id("chunked", "junk")
     with Raw(gw) as r:
