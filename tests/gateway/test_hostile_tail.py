@@ -529,3 +529,113 @@ def test_draining_connections_have_a_bound(up: TailUpstream, backend: str) -> No
             peak = max(peak, up.open_connections())
         assert g.alive()
     assert peak <= limit, f"{peak} upstream connections open at once past max_connections={limit}"
+
+
+# -- the same finds, sans-IO: one session driven as a server would (fast, exact repros) ------
+
+
+def _session() -> Any:
+    from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
+    from svir_proto.openai import Endpoint
+
+    config = GatewayConfig(
+        upstream=Endpoint.parse("http://127.0.0.1:1"),
+        allowed_hosts=frozenset({"x"}),
+        connect_timeout=3.0,
+    )
+    return GatewaySession(GatewayState(config, new_id=lambda: "r-1"), 0.0)
+
+
+_BODY = openai_body("m")
+_REQUEST = post(_BODY, host="x")
+_UP_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def _to_marker(s: Any) -> bytes:
+    """A relayed stream, up to its marker (its body not over): what the client got."""
+    out = s.client_data(_REQUEST, 0.0)
+    s.actions.clear()
+    out += s.upstream_connected(0.0)
+    s.actions.clear()
+    from tests.gateway.hostile_upstream import chunk
+
+    out += s.upstream_data(_UP_HEAD + b"".join(chunk(e) for e in head_events()), 0.0)
+    return out  # type: ignore[no-any-return]
+
+
+@pytest.mark.xfail(strict=True, reason=STRAY_502)
+def test_sans_io_a_break_in_the_read_of_the_marker_sends_no_second_response() -> None:
+    from tests.gateway.hostile_upstream import chunk
+
+    s = _session()
+    out = s.client_data(_REQUEST, 0.0)
+    out += s.upstream_connected(0.0)
+    data = _UP_HEAD + b"".join(chunk(e) for e in head_events()) + b"zz\r\n"
+    out += s.upstream_data(data, 0.0)
+    assert out.count(b"HTTP/1.1 ") == 1, out[-400:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: GatewaySession._trail_end ignores `broke`: a close-delimited body reset after "
+    "the marker ends the client's answer whole",
+)
+def test_sans_io_a_reset_close_delimited_tail_is_cut() -> None:
+    s = _session()
+    s.client_data(_REQUEST, 0.0)
+    s.upstream_connected(0.0)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    s.upstream_data(head + HEAD, 0.0)
+    s.upstream_data(b'data: {"after":1}\n\n', 0.0)
+    out = s.upstream_failed("connection reset by peer", 0.0)
+    assert not out.endswith(b"0\r\n\r\n"), "a reset body was ended as whole"
+
+
+DRAIN_PAUSED = (
+    "bug: a drain whose client's socket was full keeps its upstream paused (no ResumeUpstream "
+    "on entering `draining`, and client_resumed ignores a draining upstream): it cannot read "
+    "its body's end, and is closed at its deadline instead of pooled"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=DRAIN_PAUSED)
+def test_sans_io_a_relay_drain_reads_though_its_client_was_full() -> None:
+    from svir_proto.gateway.session import PauseUpstream, ResumeUpstream
+
+    s = _session()
+    _to_marker(s)
+    s.client_paused(0.1)
+    assert PauseUpstream() in s.actions
+    s.actions.clear()
+    s.client_data(b"", 0.2)  # it leaves in its tail: the connection drains
+    assert s.draining
+    assert ResumeUpstream() in s.actions, s.actions
+
+
+@pytest.mark.xfail(strict=True, reason=DRAIN_PAUSED)
+def test_sans_io_a_translated_drain_reads_once_its_client_resumes() -> None:
+    """An LLM-Stream client, full when the read with the marker came (the server's read was
+    under way): its answer ends there, the connection drains, and the client's socket
+    empties; the drain must read again."""
+    from svir_proto.gateway.session import PauseUpstream, ResumeUpstream, Work
+    from tests.gateway.hostile_upstream import chunk
+
+    s = _session()
+    s.client_data(post(llm_body("m"), host="x", kind=LLM), 0.0)
+    work = [a for a in s.actions if isinstance(a, Work)]  # a small body is prepared inline
+    s.actions.clear()
+    for w in work:
+        s.worked(w.run(), 0.0)
+    s.actions.clear()
+    s.upstream_connected(0.0)
+    events = head_events()
+    s.upstream_data(_UP_HEAD + chunk(events[0]), 0.0)
+    s.client_paused(0.1)
+    assert PauseUpstream() in s.actions
+    s.actions.clear()
+    s.upstream_data(b"".join(chunk(e) for e in events[1:]), 0.1)
+    assert s.draining
+    s.client_resumed(0.2)
+    assert ResumeUpstream() in s.actions, s.actions
