@@ -14,7 +14,8 @@ the tail ``SHAPE`` makes, then the body's ``ENDING``:
   cut across events), ``junk`` (more events, a bad JSON event, comments, an error event, bare
   lines, CR line ends, a partial event without its end), ``flood:BYTES`` (that many bytes of
   events, 4 KiB a write, as fast as the socket takes them), ``silent:S`` (nothing for ``S``
-  seconds, then a last event).
+  seconds, then a last event), ``ext:N`` (chunked only: ``N`` chunks of one body byte, each
+  with a 4000-byte chunk extension).
 - ``ENDING``: ``end`` (the body ends as its framing says), ``rst`` (a reset instead),
   ``bad`` (a chunk size that is not hex; chunked only), ``short`` (the connection closed
   before the Content-Length's end or the last chunk).
@@ -83,6 +84,8 @@ def tail_pieces(shape: str, args: list[str]) -> list[tuple[float, bytes]]:
             pieces.append((0.0, event[:total]))
             total -= len(event)
         return pieces
+    if shape == "ext":  # chunked only: one body byte a chunk, with a 4000-byte extension
+        return [(0.0, b"x")] * int(args[0])
     if shape == "silent":
         return [(float(args[0]), b'data: {"late":1}\n\n')]
     raise ValueError(shape)
@@ -151,7 +154,10 @@ class _TailConn(_Conn):
         for wait, piece in pieces:
             if wait:
                 self.wait_gone(wait)  # a gateway that closes is seen at once
-            self.send(chunk(piece) if framing == "chunked" else piece)
+            if shape == "ext":
+                self.send(b"1;e=" + b"e" * 4000 + b"\r\n" + piece + b"\r\n")
+            else:
+                self.send(chunk(piece) if framing == "chunked" else piece)
         if ending == "rst":
             time.sleep(0.2)  # what was sent is read before the reset
             self.reset()
