@@ -662,3 +662,27 @@ def test_the_drain_limit_bounds_the_bytes_read_after_the_marker(
         assert seen.gone.wait(120) or seen.finished.wait(1)
         # what the kernel's buffers on both sides hold is far less than this
         assert seen.bytes_sent < 24 * 1024 * 1024, f"{seen.bytes_sent} bytes read past the marker"
+
+
+@pytest.mark.parametrize("shape", ["junk", "drip:6"])
+def test_the_openai_package_reads_a_tail_whole(gw: Gateway, up: TailUpstream, shape: str) -> None:
+    """The openai package reads its stream past ``[DONE]`` to the body's end (as the AI SDK
+    does): junk after the marker changes nothing it returns."""
+    import openai
+
+    name, *args = shape.split(":")
+    rid = tail_id("chunked", name, *args)
+    client = openai.OpenAI(base_url=gw.base, api_key="none", max_retries=0, timeout=60)
+    try:
+        stream = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            extra_headers={"X-Request-Id": rid},
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    finally:
+        client.close()
+    assert text == OK_TEXT
+    assert seen_body(up, rid).startswith(HEAD)  # the tail scenario answered it
+    healthy(gw)
