@@ -406,6 +406,9 @@ class Server:
                 if not client.session.closed:
                     client.session.client_data(b"", time.monotonic())
                     client.act()
+                if client.session.draining:  # its deadline came first (the client's scope)
+                    client.session.upstream_failed("the client connection ended", time.monotonic())
+                    client.act()
             except Exception as exc:
                 log.error("client connection failed: %r", exc, exc_info=exc)
             if client.up is not None:

@@ -208,9 +208,11 @@ class _Client(asyncio.Protocol):
             log.error("client connection failed: %r", exc, exc_info=exc)
         self.server.clients.discard(self)
         session = self.session
-        if not session.closed:
-            with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception):
+            if not session.closed:
                 session.client_data(b"", _now())
+            if session.draining:  # its upstream connection goes too: the drain is over
+                session.upstream_failed("the client connection failed", _now())
         session.actions.clear()
         if self._connecting is not None:
             self._connecting.cancel()

@@ -217,6 +217,7 @@ class GatewayState:
         self.streams = 0
         self.connections = 0
         self.buffered = 0
+        self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
 
     def admit_stream(self) -> bool:

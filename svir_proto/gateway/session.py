@@ -44,7 +44,8 @@ Rule 6 (upstream connections): a request whose body the gateway holds (or built)
     failure or a cancel it is closed. A whole answer whose body has not ended yet (the
     upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and
     ``connect_timeout`` seconds, even after its client has gone (`draining`): a client that
-    closes as soon as its answer ends, as most do, leaves a connection to reuse.
+    closes as soon as its answer ends, as most do, leaves a connection to reuse. Drains are
+    bounded in number too (`_drain`): past the bound such a connection is closed.
 
 This module never does I/O and reads no clock.
 """
@@ -427,10 +428,10 @@ class GatewaySession:
                 events = up.feed(data)
             except SvirProtocolError as exc:
                 if self._trail_by is not None:
-                    return self._trail(up, now, broke=True)
+                    return self._trail(up, len(data), now, broke=True)
                 return self._fed(up, [], exc, seen, now)
             if self._trail_by is not None:
-                return self._trail(up, now, broke=up.error is not None)
+                return self._trail(up, len(data), now, broke=up.error is not None)
             if events or up.error is not None:
                 return self._fed(up, events, up.error, seen, now)
             seen = exchange.events_seen - seen
@@ -439,7 +440,7 @@ class GatewaySession:
                 self._progress = now
             return self._relay_more(exchange.relayed, now)
         if self._upstream == "draining":  # also once the client left (Rule 6)
-            return self._drain(data)
+            return self._drained_data(data)
         if self.closed or self._upstream in ("none", "connecting"):
             return b""
         if not data:
@@ -484,7 +485,7 @@ class GatewaySession:
                 now,
             )
         out = self._relayed(up, events, now, error)
-        if error is not None and not self.closed:
+        if error is not None and not self.closed and self._up is up:  # (else its answer ended)
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
         return out
 
@@ -493,7 +494,7 @@ class GatewaySession:
         up = self._up
         assert up is not None
         if self._trail_by is not None:  # after a relay's end marker: the body ends or is cut
-            return self._trail_end(up, now)
+            return self._trail_end(up, now, broke)
         if not self._answered and self._retry(now):
             return b""  # Rule 6: a kept-alive connection the upstream had closed
         try:
@@ -595,8 +596,9 @@ class GatewaySession:
         else:
             out += [conn.relay_data(piece) for piece in relayed]
         if end is not None and not trail:
-            # ended where the upstream ended it (its marker, or its body's end), else a cut
-            whole = end.done or exchange.result.interrupted is None
+            # ended where the upstream ended it (its marker, or its body's end), else a cut;
+            # a body that broke after its marker is cut too, as in a later read (`_trail`)
+            whole = (end.done or exchange.result.interrupted is None) and error is None
             out.append(conn.relay_end(complete=whole))
         return b"".join(out)
 
@@ -619,24 +621,28 @@ class GatewaySession:
         self._sent = now
         return self.conn.relay_data(data)
 
-    def _trail(self, up: ClientConnection, now: float, *, broke: bool) -> bytes:
+    def _trail(self, up: ClientConnection, read: int, now: float, *, broke: bool) -> bytes:
         """A read of a relayed body after its end marker (Rule 1): its whole events on to the
         client as they came (but what broke the body's framing, which cuts the client's body as
-        it cut the upstream's), until the body ends, or goes over ``drain_limit``."""
+        it cut the upstream's), until the body ends, or its reads (``read`` bytes this one, its
+        framing counted) go over ``drain_limit``."""
         exchange = up.exchange
         assert exchange is not None
         relayed = exchange.relayed
         data = b"".join(relayed)
         relayed.clear()
-        self._drained += len(data)
+        self._drained += read
         out = [self._relay_more([data], now)] if data else []
         if broke or not up.finishing or self._drained > self.config.drain_limit:
             out.append(self._end_trail(now, complete=not broke))
         return b"".join(out)
 
-    def _trail_end(self, up: ClientConnection, now: float) -> bytes:
-        """The upstream connection ended after a relay's end marker: the client's body ends
-        where the upstream's did (the close that delimits it), else is cut as it was."""
+    def _trail_end(self, up: ClientConnection, now: float, broke: str | None) -> bytes:
+        """The upstream connection ended (closed, or ``broke``: a reset) after a relay's end
+        marker: the client's body ends where the upstream's did (the close that delimits it),
+        else is cut as it was."""
+        if broke is not None:
+            return self._end_trail(now, complete=False)
         with suppress(SvirProtocolError):  # what broke is not passed on: the body is cut
             up.close()
         return self._end_trail(now, complete=up.body_ended)
@@ -657,15 +663,26 @@ class GatewaySession:
         self._done(now)
         if up.reusable:
             self._release(reuse=True)
-        elif up.finishing and drain:
-            self._upstream = "draining"  # its answer is whole, its body not yet over
-            self._drained = 0
-            self._drain_by = now + self.config.connect_timeout
-        else:
+        elif not (up.finishing and drain and self._drain(now + self.config.connect_timeout, 0)):
             self._release(reuse=False)
         return self._after_answer(now)
 
-    def _drain(self, data: bytes) -> bytes:
+    def _drain(self, by: float, drained: int) -> bool:
+        """Read a whole answer's upstream connection to its body's end, until ``by`` (Rule 6):
+        whether it may. A drain is there to fill the pool, in the room clients leave: at most
+        ``pool_size`` at once, and no more than ``max_connections`` with the client connections
+        (this one counted). Its bytes go nowhere, so it is read even while the client is full."""
+        state = self.state
+        cfg = self.config
+        if state.draining >= min(cfg.pool_size, cfg.max_connections - state.connections):
+            return False
+        state.draining += 1
+        self._upstream, self._drain_by, self._drained = "draining", by, drained
+        if self._paused_since is not None:
+            self.actions.append(ResumeUpstream())
+        return True
+
+    def _drained_data(self, data: bytes) -> bytes:
         """Read the rest of a finished answer's body, to keep its connection (Rule 6)."""
         up = self._up
         assert up is not None
@@ -685,6 +702,8 @@ class GatewaySession:
     def _release(self, *, reuse: bool) -> None:
         self._steady = None
         self._trail_by = None
+        if self._upstream == "draining":
+            self.state.draining -= 1
         if self._upstream != "none":
             up = self._up if reuse and self._up is not None and self._up.reusable else None
             self.actions.append(Release(connection=up))
@@ -729,9 +748,12 @@ class GatewaySession:
     def _cancel(self, now: float) -> bytes:
         """The client went away or misbehaved: its upstream request is cancelled at once."""
         conn = self.conn
-        if self._trail_by is not None:  # its answer was whole: the upstream's body drains on
+        trail_by, self._trail_by = self._trail_by, None
+        if trail_by is not None:  # its answer was whole: the upstream's body may drain on
             conn.outcome = "ok"
-            self._upstream, self._drain_by, self._trail_by = "draining", self._trail_by, None
+            self._steady = None
+            if not self._drain(trail_by, self._drained):
+                self._release(reuse=False)
         if self._forward is not None and conn.outcome is None:
             conn.outcome = "cancelled"
         self._done(now)

@@ -159,7 +159,8 @@ def test_a_flood_past_the_drain_limit_ends_the_answer_and_closes_the_upstream(
     assert got.status == 200, got
     assert got.complete, got.body[-300:]
     assert whole.startswith(got.body)
-    assert len(HEAD) + DRAIN_LIMIT <= len(got.body) < len(HEAD) + DRAIN_LIMIT + 256 * 1024
+    # the limit counts the bytes read after the marker, framing too; the last read goes whole
+    assert len(HEAD) + DRAIN_LIMIT // 2 <= len(got.body) < len(HEAD) + DRAIN_LIMIT + 1024 * 1024
     seen = up.find(rid)
     assert seen.gone.wait(30), "the upstream connection was read on past the drain limit"
     assert seen.bytes_sent < len(whole), "the whole flood was read"
@@ -238,16 +239,7 @@ BROKEN = [
     ("chunked", "short"),
     ("length", "rst"),
     ("length", "short"),
-    pytest.param(
-        "close",
-        "rst",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="bug: a close-delimited body reset after [DONE] is relayed as whole "
-            "(GatewaySession._trail_end ignores how the connection ended: body_ended is true "
-            "once h11 saw any end of a close-delimited body)",
-        ),
-    ),
+    ("close", "rst"),
 ]
 
 
@@ -451,24 +443,19 @@ def test_sigterm_during_the_tail_or_the_drain(up: TailUpstream, backend: str, du
 
 
 # ================================================================================================
-# 6. Found by this battery (strict xfails until fixed)
+# 6. Found by this battery, and fixed: each test names what was wrong
 # ================================================================================================
 
-STRAY_502 = (
-    "bug: the marker and a framing break in one upstream read end the client's answer whole, "
-    "then GatewaySession._fed still calls _broken: a second, unasked 502 response goes to the "
-    "client on the same connection (or answers its pipelined request, before it was sent)"
-)
 
-
-@pytest.mark.xfail(strict=True, reason=STRAY_502)
 @pytest.mark.parametrize("llm", [False, True], ids=["openai", "llm-stream"])
 def test_a_break_in_the_read_of_the_marker_sends_no_second_response(
     gw: Gateway, up: TailUpstream, llm: bool
 ) -> None:
     """The whole answer, a tail and a bad chunk size in one write (so, nearly always, one
-    read): the client gets one response (its body cut, as the upstream's was) and nothing
-    after it. Tried a few times: a try whose bytes came in two reads proves nothing."""
+    read): the client gets one response and nothing after it (the gateway used to add an
+    unasked 502). A relayed body is cut, as the upstream's was; a translated one had its
+    ``stream.end`` at the marker, whole, as when the break comes in a later read. Tried a few
+    times: a try whose bytes came in two reads proves nothing."""
     for _ in range(5):
         rid = tail_id("burst", "drip", 2, ending="bad")
         with Raw(gw) as r:
@@ -481,12 +468,16 @@ def test_a_break_in_the_read_of_the_marker_sends_no_second_response(
             r.read(30)  # to the close
             got = responses(r.got)
         assert [g.status for g in got] == [200], got
-        assert not got[0].complete, "the break after the marker did not cut the body"
-        assert seen_body(up, rid).startswith(got[0].body)
+        if llm:
+            assert got[0].complete, got
+            assert got[0].body.rstrip().endswith(b"}"), got[0].body[-200:]
+            assert b"event: stream.end" in got[0].body, got[0].body[-300:]
+        else:
+            assert not got[0].complete, "the break after the marker did not cut the body"
+            assert seen_body(up, rid).startswith(got[0].body)
     healthy(gw)
 
 
-@pytest.mark.xfail(strict=True, reason=STRAY_502)
 def test_a_break_in_the_read_of_the_marker_leaves_the_pipelined_request_alone(
     gw: Gateway, up: TailUpstream
 ) -> None:
@@ -503,18 +494,13 @@ def test_a_break_in_the_read_of_the_marker_leaves_the_pipelined_request_alone(
     healthy(gw)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: draining upstream connections are bounded by a deadline only: a client "
-    "leaving at each marker makes the gateway hold more upstream connections than "
-    "max_connections (each session stops counting at its close, its drain goes on)",
-)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_draining_connections_have_a_bound(up: TailUpstream, backend: str) -> None:
     """Clients that each leave at their marker, one after the other, while the upstream is
     silent after it: each leaves an upstream connection draining until ``connect_timeout``.
     Those connections must have a bound in number too (``max_connections``, the pool's size),
-    not only a deadline: else one client makes the gateway hold any number of descriptors."""
+    not only a deadline: else one client makes the gateway hold any number of descriptors
+    (it held 120 with ``max_connections`` 40)."""
     limit = 40
     with gateway(
         up.base, backend, max_connections=str(limit), max_streams="8", connect_timeout="60"
@@ -528,7 +514,10 @@ def test_draining_connections_have_a_bound(up: TailUpstream, backend: str) -> No
                 assert DONE in r.got, r.got[-300:]
             peak = max(peak, up.open_connections())
         assert g.alive()
-    assert peak <= limit, f"{peak} upstream connections open at once past max_connections={limit}"
+    # drains and the request under way share max_connections (`GatewaySession._drain`); the
+    # readiness probe's connection, one the pool may keep, and those the gateway closed that
+    # the upstream has not seen close yet come on top (it held 120 before the bound)
+    assert peak <= limit + 8, f"{peak} upstream connections open at once (max_connections={limit})"
 
 
 # -- the same finds, sans-IO: one session driven as a server would (fast, exact repros) ------
@@ -565,7 +554,6 @@ def _to_marker(s: Any) -> bytes:
     return out  # type: ignore[no-any-return]
 
 
-@pytest.mark.xfail(strict=True, reason=STRAY_502)
 def test_sans_io_a_break_in_the_read_of_the_marker_sends_no_second_response() -> None:
     from tests.gateway.hostile_upstream import chunk
 
@@ -577,11 +565,6 @@ def test_sans_io_a_break_in_the_read_of_the_marker_sends_no_second_response() ->
     assert out.count(b"HTTP/1.1 ") == 1, out[-400:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: GatewaySession._trail_end ignores `broke`: a close-delimited body reset after "
-    "the marker ends the client's answer whole",
-)
 def test_sans_io_a_reset_close_delimited_tail_is_cut() -> None:
     s = _session()
     s.client_data(_REQUEST, 0.0)
@@ -593,14 +576,6 @@ def test_sans_io_a_reset_close_delimited_tail_is_cut() -> None:
     assert not out.endswith(b"0\r\n\r\n"), "a reset body was ended as whole"
 
 
-DRAIN_PAUSED = (
-    "bug: a drain whose client's socket was full keeps its upstream paused (no ResumeUpstream "
-    "on entering `draining`, and client_resumed ignores a draining upstream): it cannot read "
-    "its body's end, and is closed at its deadline instead of pooled"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=DRAIN_PAUSED)
 def test_sans_io_a_relay_drain_reads_though_its_client_was_full() -> None:
     from svir_proto.gateway.session import PauseUpstream, ResumeUpstream
 
@@ -614,7 +589,6 @@ def test_sans_io_a_relay_drain_reads_though_its_client_was_full() -> None:
     assert ResumeUpstream() in s.actions, s.actions
 
 
-@pytest.mark.xfail(strict=True, reason=DRAIN_PAUSED)
 def test_sans_io_a_translated_drain_reads_once_its_client_resumes() -> None:
     """An LLM-Stream client, full when the read with the marker came (the server's read was
     under way): its answer ends there, the connection drains, and the client's socket
@@ -641,12 +615,6 @@ def test_sans_io_a_translated_drain_reads_once_its_client_resumes() -> None:
     assert ResumeUpstream() in s.actions, s.actions
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: drain_limit counts the body bytes of a tail, not the bytes read "
-    "(GatewaySession._trail adds len(relayed data)): chunk extensions after the marker keep "
-    "the gateway reading at the network's speed until the tail's deadline",
-)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_drain_limit_bounds_the_bytes_read_after_the_marker(
     up: TailUpstream, backend: str

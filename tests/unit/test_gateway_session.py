@@ -1222,3 +1222,27 @@ def test_a_relays_body_after_its_marker_with_either_framing(framing: str) -> Non
     cut = framing == "length-cut"
     assert read(d.client)[0][2:] == (body, not cut)
     assert [x.outcome for x in d.done()] == ["cut" if cut else "ok"]
+
+
+@pytest.mark.parametrize("translated", [False, True])
+def test_drains_are_bounded_in_number(translated: bool) -> None:
+    """A drain only takes the room clients leave (`max_connections`, this one counted): with
+    none, a whole answer's connection whose body goes on is closed at once."""
+    d = Driver(max_connections=1)
+    d.send(post(LLM, media=LLM_MEDIA) if translated else post(openai_body()))
+    d.connect()
+    d.answer(HEAD + chunk(TEXT))
+    if not translated:
+        d.send(b"", now=3.0)  # the client leaves after [DONE]
+    assert not d.session.draining
+    assert d.released == [None]
+    assert d.state.draining == 0
+    ok = Driver()
+    ok.send(post(openai_body()))
+    ok.connect()
+    ok.answer(HEAD + chunk(TEXT))
+    ok.send(b"", now=3.0)
+    assert ok.session.draining
+    assert ok.state.draining == 1
+    ok.answer(b"0\r\n\r\n", now=3.0)
+    assert ok.state.draining == 0  # given back with the connection
