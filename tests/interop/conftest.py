@@ -1,4 +1,4 @@
-"""The interop tests' servers: our replay server with the ``interop`` scenario (one per session,
+"""The interop tests' servers: our replay server with the ``interop`` scenario (one per module,
 always closed), and llama.cpp's llama-server (the live tests' `llama` fixture: skipped without
 the install, failed under CI)."""
 
@@ -14,8 +14,12 @@ from tests.live.conftest import llama
 __all__ = ["llama", "upstream"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def upstream() -> Iterator[InteropUpstream]:
+    """One per module: full runs saw a module's first requests to a session-wide one answered
+    by the replay server's 404 for an unknown scenario (stop 23's CI: the first test of
+    test_openai_gateway; two gates: every request of test_llm_stream_parser's fixture), the
+    cause not found; a module's own server is fresh, and closed at its end."""
     server = InteropUpstream()
     try:
         yield server
