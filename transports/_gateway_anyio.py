@@ -55,7 +55,9 @@ LINGER_BYTES: Final = 1024 * 1024
 HIGH_WATER: Final = 256 * 1024
 """Bytes waiting for a client's writer past which the session hears that the client is full
 (asyncio's transports say so from their own buffer: ``pause_writing``); without it, a client
-that never reads let the upstream's flood pile up here for the whole ``send_timeout``."""
+that never reads let the upstream's flood pile up here for the whole ``send_timeout``. The
+other way too: past it in an upstream's outbox, the client is not read until it drains (a body
+passed through to an upstream that does not read it is not held)."""
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
@@ -173,8 +175,11 @@ class _Client:
             action = actions.pop(0)
             kind = type(action)
             if kind is ToUpstream:
-                if self.up is not None:
-                    self.up.out.put(action.data)  # type: ignore[union-attr]
+                up = self.up
+                if up is not None:
+                    up.out.put(action.data)  # type: ignore[union-attr]
+                    if up.out.size > HIGH_WATER:  # the upstream reads the body slower than
+                        self.pause("upstream")  # the client sends it: its outbox drains first
             elif kind is Connect:
                 assert self.tg is not None
                 self.tg.start_soon(self._connect, action.fresh)  # type: ignore[union-attr]
@@ -215,7 +220,11 @@ class _Client:
                 dropped += len(await self.stream.receive(READ))
 
     async def _work(self, run: Callable[[], object]) -> None:
-        result = await anyio.to_thread.run_sync(run)
+        try:  # a thread is not cancelled: a cancel comes once ``run`` is over
+            result = await anyio.to_thread.run_sync(run)
+        except BaseException:
+            self.session.work_dropped()
+            raise
         self.out.put(self.session.worked(result, time.monotonic()))
         self.act()
 
@@ -272,6 +281,11 @@ class _Up:
         self.pooled = False
         self.ended = anyio.Event()  # its task is over
 
+    def _drained(self) -> None:
+        """What the client sent went out: its reader goes on (`_Client.act` paused it)."""
+        if self.client.up is self:
+            self.client.resume("upstream")
+
     async def run(self) -> None:
         try:
             await self._run()
@@ -287,7 +301,7 @@ class _Up:
         with self.scope:
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self.out.run, self.stream, lambda: None)
+                    tg.start_soon(self.out.run, self.stream, self._drained)
                     while True:
                         await self.reading.wait()
                         try:

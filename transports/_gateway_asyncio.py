@@ -345,14 +345,13 @@ class _Client(asyncio.Protocol):
         future: asyncio.Future[object] = loop.run_in_executor(None, run)  # type: ignore[arg-type]
 
         def finished(f: asyncio.Future[object]) -> None:
-            if self.session.closed or f.cancelled():
-                return
-            exc = f.exception()
-            if exc is not None:  # pragma: no cover - a bug in the core's parse
+            exc = None if f.cancelled() else f.exception()
+            if f.cancelled() or exc is not None:  # pragma: no cover - a bug in the core's parse
                 log.error("preparing a request failed: %r", exc)
+                self.session.work_dropped()
                 self.transport.abort()
                 return
-            try:
+            try:  # even once the client left: what its body held is given back
                 self.write(self.session.worked(f.result(), _now()))
                 self.act()
             except Exception as error:

@@ -279,6 +279,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
+        self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
         self._scanner: RequestScanner | None = None
@@ -404,6 +405,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._reject(status, what, "invalid_request", close=True)
 
     def _closed(self) -> None:
+        if self._preparing is not None:  # its client left: if it has not begun, it never does
+            self._preparing.wanted = False
         self._release()
         self._queue.append(ClientClosed())
         self._terminal = self._queue[-1]
@@ -592,7 +595,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 if len(body) <= PREPARE_IN_PLACE:
                     self.prepared(_prepare(body, given, to))
                 else:
-                    self._queue.append(Prepare(run=lambda: _prepare(body, given, to)))
+                    self._preparing = _Preparation(body, given, to)
+                    self._queue.append(Prepare(run=self._preparing))
                 return
             facts = RequestScanner.whole(body)
             self._learn(facts)
@@ -622,6 +626,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def prepared(self, outcome: object) -> None:
         """What a `Prepare`'s ``run`` returned: the request goes upstream, or is refused."""
+        self._preparing = None
         self._unhold()
         if isinstance(outcome, RequestError):
             self._reject(400, outcome.message, "invalid_request", param=outcome.path)
@@ -641,8 +646,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             Forward(request=upstream, dialect=self.dialect or "llm-stream", headers=rid)
         )
 
+    def prepare_ended(self) -> None:
+        """A `Prepare` of a client that left ended (or will never run): the share of the body
+        budget its body held is given back only now, so that what clients that send and leave
+        make the gateway hold and parse stays within ``max_buffered``."""
+        self._preparing = None
+        self._unhold()
+
     def _unhold(self) -> None:
-        if self._held:
+        if self._held and self._preparing is None:  # a body being prepared holds its share
             self.state.unhold(self._held)
             self._held = 0
 
@@ -1014,6 +1026,24 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     if target.startswith("/v1/models/") and len(target) > len("/v1/models/"):
         return "model", ("GET", "HEAD")
     return None, ()
+
+
+class _Preparation:
+    """`_prepare` of one body, for a worker thread; once its client left (``wanted`` is
+    ``False``: set by the loop, read by the thread) it does nothing: queued behind others, the
+    work of clients that sent and left is not done for nobody."""
+
+    __slots__ = ("body", "given", "to", "wanted")
+
+    def __init__(self, body: bytes, given: DialectName, to: DialectName) -> None:
+        self.body = body
+        self.given = given
+        self.to = to
+        self.wanted = True
+
+    def __call__(self) -> object:
+        body, self.body = self.body, b""
+        return _prepare(body, self.given, self.to) if self.wanted else None
 
 
 def _prepare(body: bytes, given: DialectName, to: DialectName) -> object:

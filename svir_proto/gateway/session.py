@@ -296,11 +296,18 @@ class GatewaySession:
         return self._sent_at(out, now)
 
     def worked(self, result: object, now: float) -> bytes:
-        """What a `Work`'s ``run`` returned."""
+        """What a `Work`'s ``run`` returned; call it even once the client left (what the work
+        held is given back then), or `work_dropped` if ``run`` raised or never ran."""
         if self.closed:
+            self.conn.prepare_ended()
             return b""
         self.conn.prepared(result)
         return self._pump(now)
+
+    def work_dropped(self) -> None:
+        """A `Work` that will not be given to `worked` (its ``run`` raised, or its task was
+        cancelled): what it held is given back."""
+        self.conn.prepare_ended()
 
     def client_paused(self, now: float) -> None:
         """The client's socket stopped taking bytes: stop reading the upstream (Rule 5)."""

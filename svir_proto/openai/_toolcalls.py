@@ -171,10 +171,9 @@ class ToolCallAssembler:
         """
         wire = sorted({c.wire_index for c in self.calls})
         if wire != list(range(len(wire))):
-            missing = sorted(set(range(max(wire) + 1)) - set(wire))
             last = self._by_index[wire[-1]]
             raise ToolCallError(
-                f"tool call indices are not contiguous from 0: {wire} (missing {missing})",
+                f"tool call indices are not contiguous from 0: {wire} (missing {_gaps(wire)})",
                 index=len(self.calls) - 1,
                 call_id=last.id,
             )
@@ -202,3 +201,17 @@ class ToolCallAssembler:
                 )
             )
         return tuple(out)
+
+
+def _gaps(wire: list[int], most: int = 8) -> str:
+    """The first ``most`` indices missing from sorted ``wire``: a peer's index may be 10**12,
+    so they are counted up to the bound, never made as a range."""
+    missing: list[int] = []
+    want = 0
+    for index in wire:
+        while want < index and len(missing) <= most:
+            missing.append(want)
+            want += 1
+        want = index + 1
+    shown = ", ".join(map(str, missing[:most]))
+    return f"{shown}, ..." if len(missing) > most else shown
