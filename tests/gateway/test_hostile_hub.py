@@ -776,3 +776,72 @@ def test_a_passed_through_body_is_not_held_when_the_upstream_does_not_read_it(
             r.reset()
         assert grown < 12, f"the gateway holds {grown:.0f} MiB of a body it passes on ({sent} sent)"
         nothing_held(g)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a GET of the model listing with a body over --max-head is closed without an "
+    "answer: its body's bytes count as a pipelined backlog (the request was forwarded at its "
+    "head), so the session cancels it",
+)
+@pytest.mark.parametrize("path", ["/v1/models", "/v1/models/m"])
+def test_a_model_listing_with_a_body_is_answered(gw: Gateway, path: str) -> None:
+    """Attack: ``GET /v1/models`` (or ``/v1/models/m``) with ``Content-Length: 200000`` and its
+    200,000 bytes of body, then a pipelined ``GET /healthz``.
+
+    What the gateway did: nothing at all: the connection closed without a response (a body on
+    a GET "is read and dropped", but the listing is forwarded at its head, the phase is then
+    ``answer``, and every byte read in it counts against ``--max-head`` as a pipelined head:
+    the request is cancelled). ``GET /healthz`` with the same body gets its 200 (and a close);
+    with a 5-byte body the listing is answered too.
+
+    What it should do: answer the listing (the body read and dropped, as for ``/healthz``), or
+    refuse the request with a status (413 or 400) before closing; never a silent close."""
+    n = 200_000
+    with Raw(gw) as r:
+        r.send(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {n}\r\n\r\n".encode()
+            + b"x" * n
+            + b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        )
+        r.read(15, until=lambda got: got.count(b"HTTP/1.1 ") >= 2 and got.endswith(b"}"))
+        got = responses(r.got)
+    assert got, "the connection was closed without an answer"
+    assert got[0].status in (200, 400, 413), got
+    healthy(gw)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a translated request's preparation waits behind the preparations of clients that "
+    "left (asyncio's default executor, a FIFO of 6 threads), with no deadline and no "
+    "keep-alive",
+)
+def test_a_large_request_is_not_prepared_behind_the_work_of_clients_that_left(
+    up: HubUpstream,
+) -> None:
+    """Attack (asyncio): eight clients each send a whole 4 MiB Messages request (prepared off
+    the loop) and reset; then an honest client sends a 1 MiB Messages request.
+
+    What the gateway did: the honest request's preparation was queued behind the eight
+    abandoned ones (about 3 s of CPU each, one GIL), so its answer began only after all of
+    them, tens of seconds later; meanwhile it had no deadline (phase ``answer``, no upstream
+    yet) and got no keep-alive, while ``/metrics`` showed no stream held but its own.
+
+    What it should do: drop the work of a client that left (or not let it wait in a queue at
+    all), so that an honest request is prepared in about the time its own body takes."""
+    body = _many_messages(4)
+    small = _many_messages(1)
+    with bounded(up.base, "asyncio", max_body=str(4 * 1024 * 1024)) as g:
+        start = time.monotonic()
+        status, _, got = ask(g, "messages", small, timeout=120)
+        alone = time.monotonic() - start
+        assert status == 200, got[:300]
+        for _ in range(8):
+            _abandon(g, body, wait=0.6)
+        start = time.monotonic()
+        status, _, got = ask(g, "messages", small, timeout=180)
+        took = time.monotonic() - start
+        assert status == 200, got[:300]
+        assert took < max(8.0, 4 * alone), f"answered in {took:.1f} s (alone: {alone:.1f} s)"
+        nothing_held(g, seconds=120)
