@@ -49,6 +49,7 @@ from tests.gateway.hostile_upstream import OK_TEXT, SSE_HEAD, chunk
 from tests.gateway.hub_upstream import (
     HubUpstream,
     anthropic_delta,
+    anthropic_end,
     anthropic_start,
     gemini_event,
     responses_events,
@@ -845,3 +846,74 @@ def test_a_large_request_is_not_prepared_behind_the_work_of_clients_that_left(
         assert status == 200, got[:300]
         assert took < max(8.0, 4 * alone), f"answered in {took:.1f} s (alone: {alone:.1f} s)"
         nothing_held(g, seconds=120)
+
+
+def _raw_chat(created: bytes, extra: bytes = b"") -> bytes:
+    return (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":%s,"model":"m","choices":'
+        b'[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]%s}\n\n' % (created, extra)
+    )
+
+
+def _anthropic_usage(usage: bytes) -> list[bytes]:
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":'
+        b'"message","role":"assistant","content":[],"model":"c","stop_reason":null,"usage":%s}}'
+        b"\n\n" % usage
+    )
+    return [start, *anthropic_start()[1:], anthropic_delta("x"), *anthropic_end()]
+
+
+NUMBERS = {
+    ("chat", "created-inf"): [_raw_chat(b"1e999")],
+    ("chat", "created-negative"): [_raw_chat(b"-1e300")],
+    ("chat", "created-string"): [_raw_chat(b'"x"')],
+    ("chat", "usage-inf-nan"): [
+        _raw_chat(b"1", b',"usage":{"prompt_tokens":1e999,"completion_tokens":NaN}')
+    ],
+    ("chat", "usage-floats"): [
+        _raw_chat(b"1", b',"usage":{"prompt_tokens":1.5e300,"completion_tokens":2.5}')
+    ],
+    ("messages", "usage-inf"): _anthropic_usage(b'{"input_tokens":1e999,"output_tokens":1.5}'),
+    ("messages", "usage-huge"): _anthropic_usage(
+        b'{"input_tokens":-1,"output_tokens":99999999999999999999999}'
+    ),
+}
+CLIENT_REQUESTS = {
+    "openai": ("/v1/chat/completions", "application/json"),
+    "llm-stream": ("/v1/chat/completions", LLM),
+    "messages": ("/v1/messages", "application/json"),
+    "responses": ("/v1/responses", "application/json"),
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENT_REQUESTS))
+@pytest.mark.parametrize(("upstream", "name"), list(NUMBERS))
+def test_sans_io_hostile_numbers_from_the_upstream_never_make_invalid_json(
+    upstream: str, name: str, client: str
+) -> None:
+    """Infinite, NaN, negative, fractional and enormous numbers in an upstream's ``created``
+    and usage: what the client gets is a status or a stream whose every event is strict JSON
+    (no ``Infinity``, no ``NaN``)."""
+    if (upstream, client) in (("chat", "openai"), ("messages", "messages")):
+        pytest.skip("relayed as it came")
+    s = _session(upstream)
+    path, kind = CLIENT_REQUESTS[client]
+    _open(s, _post(path, kind, body_for(client)))
+    out: bytes = s.upstream_data(SSE_HEAD, 0.0)
+    for e in NUMBERS[(upstream, name)]:
+        out += s.upstream_data(chunk(e), 0.0)
+    out += s.upstream_data(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n", 0.0)
+    got = responses(out)
+    assert got, out[:300]
+    assert got[0].status in (200, 502), got
+
+    def refuse(word: str) -> object:
+        raise AssertionError(f"{word} in the client's JSON")
+
+    if got[0].status != 200:
+        json.loads(got[0].body, parse_constant=refuse)
+        return
+    for _, data in sse_events(got[0].body):
+        if data != "[DONE]":
+            json.loads(data, parse_constant=refuse)
