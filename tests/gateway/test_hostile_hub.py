@@ -1,0 +1,919 @@
+"""The hostile battery of the dialect hub (attack 22): the real ``svir gateway`` on both
+backends, attacked through its translating routes (Anthropic Messages, OpenAI Responses,
+LLM-Stream, and ``--upstream-dialect`` upstreams), through its bodies prepared off the event
+loop, through its upstream pool and its local endpoints.
+
+Every gateway this module starts has its address space bounded (`MEMORY_MB`, by
+``RLIMIT_AS`` in the child): a find that makes the gateway take memory without bound must not
+take the shared machine's. After each attack `healthy` (the hostile battery's check: alive,
+the openai package and an LLM-Stream client served whole, nothing held, a clean log).
+
+The finds are ``xfail(strict=True)``: each docstring says the attack, what the gateway did and
+what it should do. The other tests are attacks the gateway survived.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gateway.hostile_gateway import (
+    BAD_LOG,
+    QUICK,
+    ROOT,
+    Gateway,
+    Raw,
+    healthy,
+    llm_body,
+    nothing_held,
+    openai_body,
+    request,
+    responses,
+    wait_until,
+)
+from tests.gateway.hostile_upstream import OK_TEXT, SSE_HEAD, chunk
+from tests.gateway.hub_upstream import (
+    HubUpstream,
+    anthropic_delta,
+    anthropic_end,
+    anthropic_start,
+    gemini_event,
+    responses_events,
+)
+
+pytestmark = pytest.mark.slow
+BACKENDS = ["asyncio", "trio"]
+LLM = "application/llm-request+json"
+MEMORY_MB = 2048
+"""The address space each gateway of this module may take (its own, not the machine's)."""
+
+
+def tag(name: str) -> str:
+    return f"{name}~{uuid.uuid4().hex[:10]}"
+
+
+# -- the processes ------------------------------------------------------------------------
+
+
+class BoundedGateway(Gateway):
+    """`Gateway` with its address space bounded (``RLIMIT_AS``): what it would take past the
+    bound is a ``MemoryError`` in it, not the machine's memory."""
+
+    def __init__(self, upstream: str, backend: str, **options: str | None) -> None:
+        self.backend = backend
+        args = {**QUICK, **options}
+        argv = [
+            sys.executable, "-m", "svir_proto.cli", "gateway", "--upstream", upstream,
+            "--listen", "127.0.0.1:0", "--backend", backend,
+        ]  # fmt: skip
+        for name, value in args.items():
+            if value is None:
+                continue
+            flag = name if name.startswith("--") else "--" + name.replace("_", "-")
+            argv += [flag] if value == "" else [flag, value]
+        self.log = Path(tempfile.mkstemp(prefix=f"svir-gw-{backend}-", suffix=".log")[1])
+        self._log_file = self.log.open("wb")
+
+        def limit() -> None:
+            size = MEMORY_MB * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+            stdin=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=dict(os.environ),
+            preexec_fn=limit,
+        )
+        self.port = self._wait_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.base = f"http://{self.host}/v1"
+        self.mark = 0
+
+
+@contextlib.contextmanager
+def bounded(upstream: str, backend: str, **options: str | None) -> Iterator[BoundedGateway]:
+    gw = BoundedGateway(upstream, backend, **options)
+    try:
+        yield gw
+    finally:
+        gw.stop()
+
+
+@pytest.fixture(scope="module")
+def up() -> Iterator[HubUpstream]:
+    server = HubUpstream()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+_running: dict[str, Gateway] = {}
+
+
+@pytest.fixture(scope="module")
+def _gateways() -> Iterator[dict[str, Gateway]]:
+    try:
+        yield _running
+    finally:
+        for g in _running.values():
+            g.stop()
+        _running.clear()
+
+
+@pytest.fixture(params=BACKENDS)
+def gw(request: pytest.FixtureRequest, up: HubUpstream, _gateways: dict[str, Gateway]) -> Any:
+    """The shared gateway (OpenAI upstream) of a backend; a new one if an attack killed it."""
+    backend = request.param
+    current = _gateways.get(backend)
+    if current is None or not current.alive():
+        if current is not None:
+            current.stop()
+        current = BoundedGateway(up.base, backend, max_connections="400", max_streams="64")
+        _gateways[backend] = current
+    current.set_mark()
+    return current
+
+
+@pytest.fixture(autouse=True)
+def _no_smuggling(up: HubUpstream) -> Iterator[None]:
+    before = len(up.anomalies)
+    yield
+    assert up.anomalies[before:] == []
+
+
+# -- clients ------------------------------------------------------------------------------
+
+TOOL = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def messages_body(**extra: Any) -> bytes:
+    doc = {
+        "model": "m", "max_tokens": 16, "stream": True,
+        "messages": [{"role": "user", "content": "hi"}], **extra,
+    }  # fmt: skip
+    return json.dumps(doc).encode()
+
+
+def responses_body(**extra: Any) -> bytes:
+    return json.dumps({"model": "m", "stream": True, "input": "hi", **extra}).encode()
+
+
+ROUTES = {
+    "messages": ("/v1/messages", "application/json"),
+    "responses": ("/v1/responses", "application/json"),
+    "llm-stream": ("/v1/chat/completions", LLM),
+    "openai": ("/v1/chat/completions", "application/json"),
+}
+
+
+def ask(
+    gw: Gateway, client: str, body: bytes, rid: str | None = None, *, timeout: float = 60
+) -> tuple[int, dict[str, str], bytes]:
+    path, kind = ROUTES[client]
+    headers = {"Content-Type": kind}
+    if rid is not None:
+        headers["X-Request-Id"] = rid
+    return request(gw, "POST", path, body, headers, timeout=timeout)
+
+
+def body_for(client: str, **extra: Any) -> bytes:
+    if client == "messages":
+        return messages_body(**extra)
+    if client == "responses":
+        return responses_body(**extra)
+    if client == "llm-stream":  # no request id in the body: the header's goes upstream
+        doc = json.loads(llm_body("m", **extra))
+        del doc["metadata"]
+        return json.dumps(doc).encode()
+    return openai_body(None, **extra)
+
+
+def sse_events(body: bytes) -> list[tuple[str, str]]:
+    """(event name, data) of each event of an SSE body."""
+    out = []
+    for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        name, data = "message", []
+        for line in block.decode("utf-8", "replace").split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip())
+        if data:
+            out.append((name, "\n".join(data)))
+    return out
+
+
+def anthropic_text(body: bytes) -> str:
+    return "".join(
+        json.loads(d)["delta"].get("text", "")
+        for n, d in sse_events(body)
+        if n == "content_block_delta"
+    )
+
+
+def ended_in_dialect(client: str, body: bytes) -> bool:
+    """Whether a streamed answer ended with its dialect's end (success or error)."""
+    names = [n for n, _ in sse_events(body)]
+    datas = [d for _, d in sse_events(body)]
+    if client == "messages":
+        return bool(names) and names[-1] in ("message_stop", "error")
+    if client == "responses":
+        return bool(names) and names[-1] in ("response.completed", "response.failed",
+                                             "response.incomplete", "error")  # fmt: skip
+    if client == "llm-stream":
+        return bool(names) and names[-1] == "stream.end"
+    return bool(datas) and datas[-1] == "[DONE]"
+
+
+# ================================================================================================
+# Finds
+# ================================================================================================
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a tool call's wire index from the upstream is not bounded: ToolCallAssembler.finish "
+    "builds set(range(index + 1)), so one chunk with index 10**12 takes all memory",
+)
+@pytest.mark.parametrize(("backend", "client"), [("asyncio", "openai"), ("trio", "openai"),
+                                                 ("asyncio", "messages")])  # fmt: skip
+def test_a_huge_tool_call_index_from_the_upstream_does_not_take_all_memory(
+    up: HubUpstream, backend: str, client: str
+) -> None:
+    """Attack: the upstream answers with one tool call whose ``index`` is 10**12, then
+    ``finish_reason: tool_calls`` and ``[DONE]`` (three small chunks).
+
+    What the gateway did: the stream's watcher (relay) or decoder (translated) checks at the
+    finish that the indices are contiguous, and names the missing ones with
+    ``sorted(set(range(max(wire) + 1)) - set(wire))``: 10**12 ints. Unbounded, the process took
+    23 GB and was killed by the kernel's OOM killer (found so, in-process); here, its address
+    space bounded, the session raises ``MemoryError``, the connection "failed" (a traceback in
+    the log) and the client's answer is cut. Every client of an OpenAI upstream is exposed,
+    the plain relay too, and any upstream (or what poses as one) can do it with one request.
+
+    What it should do: refuse the gap in bounded memory (name a few missing indices, or
+    none), and end the client's answer with an error in its dialect and its end marker."""
+    with bounded(up.base, backend) as g:
+        g.set_mark()
+        status, _, body = ask(g, client, body_for(client), tag("tool-index:1000000000000"))
+        assert g.alive(), "the gateway died"
+        assert status == 200, (status, body[:300])
+        assert ended_in_dialect(client, body), body[-600:]
+        log = g.log_since_mark()
+        assert not [x for x in log.splitlines() if BAD_LOG.search(x)], log[-3000:]
+        healthy(g)
+
+
+def _session(upstream_dialect: str) -> Any:
+    from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
+    from svir_proto.openai import Endpoint
+
+    config = GatewayConfig(
+        upstream=Endpoint.parse("http://127.0.0.1:1"),
+        upstream_dialect=upstream_dialect,  # type: ignore[arg-type]
+        allowed_hosts=frozenset({"x"}),
+    )
+    return GatewaySession(GatewayState(config, new_id=lambda: "r-1"), 0.0)
+
+
+def _post(path: str, kind: str, body: bytes) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {kind}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+def _open(s: Any, data: bytes) -> bytes:
+    """A request on a sans-IO session, prepared and connected upstream: what the client got."""
+    from svir_proto.gateway.session import Work
+
+    out: bytes = s.client_data(data, 0.0)
+    for action in list(s.actions):
+        if isinstance(action, Work):
+            out += s.worked(action.run(), 0.0)
+    s.actions.clear()
+    out += s.upstream_connected(0.0)
+    s.actions.clear()
+    return out
+
+
+def _text_events(upstream_dialect: str, n: int) -> tuple[list[bytes], bytes, list[bytes]]:
+    if upstream_dialect == "messages":
+        return anthropic_start(), anthropic_delta("t" * 65536), []
+    if upstream_dialect == "responses":
+        start, delta, _ = responses_events(1)
+        return start, delta, []
+    return [], gemini_event("t" * 65536), []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a translated answer from a messages/responses/gemini upstream is held whole in the "
+    "session (the dialect's decoder keeps its text in result: keep_text is the chat decoder's "
+    "only), up to max_result_size (64 MiB) a stream",
+)
+@pytest.mark.parametrize("upstream_dialect", ["messages", "responses", "gemini"])
+def test_sans_io_the_answer_of_a_vendor_upstream_is_not_held(upstream_dialect: str) -> None:
+    """Attack: an upstream of another dialect (``--upstream-dialect messages``, ``responses``
+    or ``gemini``) streams a long answer: 8 MiB of text, 64 KiB a delta.
+
+    What the gateway did: it passed every delta on, and kept all of it too (the upstream
+    dialect's decoder accumulates the text in its `result`: 8 MiB held after 8 MiB relayed;
+    25 MiB after 25). Against an OpenAI upstream the same answer holds 0.1 MiB
+    (``keep_text=False``). With 256 streams that is up to 16 GiB, bound by nothing the README
+    names ("never buffered whole"), outside ``--max-buffered``.
+
+    What it should do: hold no answer text it has passed on, whatever the upstream's dialect."""
+    s = _session(upstream_dialect)
+    _open(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
+    start, delta, _ = _text_events(upstream_dialect, 128)
+    tracemalloc.start()
+    try:
+        got = len(s.upstream_data(SSE_HEAD + b"".join(chunk(e) for e in start), 0.0))
+        one = chunk(delta)
+        for _ in range(128):
+            got += len(s.upstream_data(one, 0.0))
+            s.actions.clear()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got > 8 * 1024 * 1024, "the deltas did not reach the client"
+    assert held < 2 * 1024 * 1024, f"{held / 2**20:.1f} MiB held after 8 MiB relayed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an answer of more than 64 MiB from a messages upstream fails with max_result_size "
+    "(its decoder keeps the text), where the same answer from an OpenAI upstream reaches the "
+    "client whole",
+)
+def test_a_long_answer_of_a_messages_upstream_reaches_the_client_whole(up: HubUpstream) -> None:
+    """Attack: ``--upstream-dialect messages``; the upstream streams a 68 MiB answer (1,088
+    deltas of 64 KiB) to an OpenAI client.
+
+    What the gateway did: it relayed 64 MiB, then ended the stream with "the upstream broke
+    the protocol: the response is larger than max_result_size (67108864 characters)" and
+    ``[DONE]``, the gateway's RSS grown by the answer (the decoder kept all of its text).
+
+    What it should do: pass the answer on whole, holding none of it (as it does for an OpenAI
+    upstream: `test_hostile.test_memory_does_not_grow_with_the_answer`)."""
+    with bounded(up.base, "asyncio", upstream_dialect="messages") as g:
+        import openai
+
+        client = openai.OpenAI(base_url=g.base, api_key="none", max_retries=0, timeout=120)
+        try:
+            stream = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+                extra_headers={"X-Request-Id": tag("anthropic-text:68")},
+            )  # fmt: skip
+            size, before, peak = 0, g.rss_mb(), 0.0
+            for n, c in enumerate(stream):
+                if c.choices:
+                    size += len(c.choices[0].delta.content or "")
+                if n % 64 == 0:
+                    peak = max(peak, g.rss_mb())
+        finally:
+            client.close()
+        assert size == 68 * 1024 * 1024, f"{size} characters of {68 * 1024 * 1024}"
+        assert peak - before < 48, f"the gateway grew by {peak - before:.0f} MiB"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a tool call whose arguments are not a JSON object reaches an Anthropic client as a "
+    "tool_use block whose input does not parse, in a stream that ends as a success",
+)
+@pytest.mark.parametrize("args", ["broken", "array"])
+def test_an_anthropic_client_never_gets_a_tool_use_input_that_is_not_an_object(
+    up: HubUpstream, args: str
+) -> None:
+    """Attack: an OpenAI upstream answers a Messages client's request (one tool declared) with
+    a tool call whose arguments are ``{"q": `` then ``oops`` (not JSON), or ``[1,2]`` (JSON,
+    not an object), then ``finish_reason: tool_calls``.
+
+    What the gateway did: it passed the arguments on as ``input_json_delta`` pieces and ended
+    the message with ``stop_reason: tool_use`` and ``message_stop``: a success whose
+    ``tool_use.input`` is ``{"q": oops`` or ``[1,2]``. The Messages API's ``input`` is always
+    a JSON object; the anthropic SDK parses the joined pieces at ``content_block_stop`` and
+    fails (or hands its caller a list).
+
+    What it should do: end the stream with an Anthropic ``error`` event (the upstream broke
+    the dialect), as it does for a tool call with no name or a repeated id."""
+    with bounded(up.base, "asyncio") as g:
+        tools = [{"name": "get", "description": "", "input_schema": TOOL}]
+        status, _, body = ask(g, "messages", messages_body(tools=tools), tag(f"tool-args:{args}"))
+        assert status == 200, body[:300]
+        events = sse_events(body)
+        names = [n for n, _ in events]
+        if "error" in names:
+            return  # refused in the dialect: right
+        joined = "".join(
+            json.loads(d)["delta"].get("partial_json", "")
+            for n, d in events
+            if n == "content_block_delta"
+        )
+        assert names[-1] == "message_stop", names
+        value = json.loads(joined)  # the SDK's parse
+        assert isinstance(value, dict), f"tool_use.input is {value!r}"
+
+
+def _abandon(g: Gateway, body: bytes, path: str = "/v1/messages", wait: float = 0.3) -> None:
+    """Send a whole translated request, then (once the gateway has read it: a reset drops
+    what it has not) reset: its body is being prepared."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    r = Raw(g)
+    try:
+        r.send(head + body)
+        time.sleep(wait)
+    finally:
+        r.reset()
+
+
+def _many_messages(mib: int) -> bytes:
+    one = {"role": "user", "content": [{"type": "text", "text": "x"}]}
+    n = (mib * 1024 * 1024 - 1024) // (len(json.dumps(one)) + 2)
+    return messages_body(messages=[one] * n)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a body being prepared off the event loop stays queued and held after its client "
+    "left: the body budget and the stream slot are given back at once, so clients that "
+    "send and leave queue work (and memory) without bound",
+)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bodies_whose_clients_left_are_not_prepared_past_the_budget(
+    up: HubUpstream, backend: str
+) -> None:
+    """Attack: ``--max-buffered`` 8 MiB, ``--max-body`` 4 MiB; twelve clients each send a
+    whole 4 MiB Messages request (a hundred thousand small messages: over 256 KiB, so it is
+    prepared in a worker thread) and reset the connection at once.
+
+    What the gateway did: each client's leaving gave its slot and its share of the budget
+    back at once, so the next was admitted, while its body (and, once parsed, its hundred
+    thousand messages) stayed in the executor's queue and threads until prepared for nobody:
+    the process grew by 400-650 MiB against an 8 MiB budget, and a later client's
+    translated request waited behind all of it.
+
+    What it should do: a body whose client left is dropped (or stays counted in the budget
+    until its preparation ends), so that the memory and the work of prepared bodies stay
+    within ``--max-buffered``."""
+    body = _many_messages(4)
+    with bounded(
+        up.base, backend, max_buffered=str(8 * 1024 * 1024), max_body=str(4 * 1024 * 1024)
+    ) as g:
+        base = g.rss_mb()
+        peak = [base]
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(OSError, ValueError):
+                    peak[0] = max(peak[0], g.rss_mb())
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            for _ in range(12):
+                _abandon(g, body)
+                # the budget is free again at once: each is admitted
+                wait_until(lambda: g.metrics()["svir_gateway_buffered_bytes"] == 0, 20, 0.02)
+            time.sleep(1.0)
+        finally:
+            stop.set()
+            watcher.join()
+        grown = peak[0] - base
+        nothing_held(g, seconds=120)
+        assert g.alive()
+        assert grown < 8 * 6, f"the gateway grew by {grown:.0f} MiB for an 8 MiB body budget"
+
+
+# ================================================================================================
+# Attacks survived
+# ================================================================================================
+
+DEEP = b'{"model":"m","max_tokens":1,"stream":true,"messages":' + b"[" * 100_000 + b"]" * 100_000
+HOSTILE_BODIES: dict[str, Callable[[str], bytes]] = {
+    "deep": lambda c: DEEP,
+    "deep-object": lambda c: b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    "invalid-utf8": lambda c: body_for(c).replace(b'"hi"', b'"h\xff\xfei"'),
+    "lone-surrogate": lambda c: body_for(c).replace(b'"hi"', b'"h\\ud800i"'),
+    "lone-low-surrogate": lambda c: body_for(c).replace(b'"hi"', b'"\\udc00"'),
+    "raw-surrogate-utf8": lambda c: body_for(c).replace(b'"hi"', b'"\xed\xa0\x80"'),
+    "nul": lambda c: body_for(c).replace(b'"hi"', b'"h\\u0000i"'),
+    "huge-float": lambda c: body_for(c, temperature=7).replace(b": 7", b": 1e999"),
+    "huge-int": lambda c: body_for(c, max_tokens=7).replace(b": 7", b": " + b"9" * 5000),
+    "negative-tokens": lambda c: body_for(c, max_tokens=-1),
+    "dup-keys": lambda c: body_for(c)[:-1] + b', "stream": false, "stream": true}',
+    "wrong-types": lambda c: json.dumps(
+        {"model": 5, "messages": "hi", "stream": "yes", "input": {}}
+    ).encode(),
+    "array": lambda c: b"[1,2,3]",
+    "empty": lambda c: b"",
+    "null": lambda c: b"null",
+    "trailing": lambda c: body_for(c) + b" {}",
+    "bom": lambda c: b"\xef\xbb\xbf" + body_for(c),
+    "tools-junk": lambda c: body_for(c, tools=[{"name": 5}, None, [], {"type": "function"}]),
+    "images": lambda c: body_for(c, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "%%%"}},
+        {"type": "input_image", "image_url": "data:;base64,==="},
+        {"type": "image_url", "image_url": {"url": 5}}]}]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream"])
+@pytest.mark.parametrize("name", list(HOSTILE_BODIES))
+def test_a_hostile_translated_body_is_answered(gw: Gateway, client: str, name: str) -> None:
+    """Bodies that break JSON or the dialect, on each translating route: a 4xx in the
+    client's dialect (or, for what is valid after all, an answer), never a failure."""
+    status, _, body = ask(gw, client, HOSTILE_BODIES[name](client), timeout=60)
+    assert status in (200, 400, 413, 422), (status, body[:300])
+    if status != 200:
+        assert body[:1] == b"{", body[:200]
+        json.loads(body)
+    assert gw.alive()
+    log = gw.log_since_mark()
+    assert not [x for x in log.splitlines() if BAD_LOG.search(x)], log[-3000:]
+
+
+def test_after_the_hostile_bodies_the_gateway_is_healthy(gw: Gateway) -> None:
+    healthy(gw)
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream"])
+def test_thousands_of_tools_and_messages_are_translated(gw: Gateway, client: str) -> None:
+    """Five thousand tools and five thousand messages (over 256 KiB: prepared off the loop)."""
+    if client == "messages":
+        tools: list[Any] = [{"name": f"t{i}", "input_schema": TOOL} for i in range(5000)]
+        msgs: Any = {"messages": [{"role": "user", "content": "hi"}] * 5000}
+    elif client == "responses":
+        tools = [{"type": "function", "name": f"t{i}", "parameters": TOOL} for i in range(5000)]
+        msgs = {"input": [{"role": "user", "content": "hi"}] * 5000}
+    else:
+        names = tuple(f"t{i}" for i in range(5000))  # llm_body makes the tools of names
+        msgs = {"messages": [{"role": "user", "content": "hi"}] * 5000}
+        tools = names  # type: ignore[assignment]
+    status, _, body = ask(gw, client, body_for(client, tools=tools, **msgs), timeout=90)
+    assert status == 200, body[:300]
+    assert ended_in_dialect(client, body), body[-300:]
+    nothing_held(gw)
+
+
+def test_many_large_translated_bodies_at_once(gw: Gateway) -> None:
+    """Six 1 MiB Messages bodies at once (each prepared in a worker thread): all answered."""
+    body = _many_messages(1)
+    results: list[int] = []
+
+    def one() -> None:
+        status, _, got = ask(gw, "messages", body, timeout=120)
+        results.append(status if ended_in_dialect("messages", got) else -status)
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert results == [200] * 6, results
+    healthy(gw)
+
+
+@pytest.mark.parametrize("when", ["mid-body", "after-body"])
+def test_a_client_that_leaves_while_its_large_body_is_read_or_prepared(
+    gw: Gateway, when: str
+) -> None:
+    """A 6 MiB Messages body, the client reset in the middle of it or right after it: the
+    slot and the budget are given back."""
+    body = _many_messages(6)
+    if when == "after-body":
+        _abandon(gw, body)
+    else:
+        head = (
+            "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        r = Raw(gw)
+        r.send(head + body[: len(body) // 2])
+        time.sleep(0.2)
+        r.reset()
+    nothing_held(gw, seconds=90)
+    healthy(gw)
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream"])
+def test_bad_json_mid_stream_from_the_upstream_is_an_error_in_the_dialect(
+    gw: Gateway, client: str
+) -> None:
+    status, _, body = ask(gw, client, body_for(client), tag("chat-bad-json"))
+    assert status == 200, body[:300]
+    assert ended_in_dialect(client, body), body[-400:]
+    names = [n for n, _ in sse_events(body)]
+    assert "error" in names or any("error" in d for _, d in sse_events(body)), names
+    healthy(gw)
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream", "openai"])
+def test_an_upstream_stream_split_at_every_byte_is_translated_whole(
+    gw: Gateway, client: str
+) -> None:
+    status, _, body = ask(gw, client, body_for(client), tag("chat-split"), timeout=90)
+    assert status == 200, body[:300]
+    assert ended_in_dialect(client, body), body[-300:]
+    if client == "messages":
+        assert anthropic_text(body) == OK_TEXT
+    nothing_held(gw)
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream"])
+def test_a_gap_in_the_tool_call_indices_ends_in_the_dialect(gw: Gateway, client: str) -> None:
+    status, _, body = ask(gw, client, body_for(client), tag("tool-index:3"))
+    assert status == 200, body[:300]
+    assert ended_in_dialect(client, body), body[-300:]
+    assert gw.alive()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_messages_upstream_that_never_ends_is_cut_at_the_progress_deadline(
+    up: HubUpstream, backend: str
+) -> None:
+    """``--upstream-dialect messages``; the upstream starts, then only pings for ever: the
+    client's answer ends with an error after ``--timeout`` (4 s), the upstream is closed."""
+    with bounded(up.base, backend, upstream_dialect="messages") as g:
+        rid = tag("anthropic-forever")
+        status, _, body = ask(g, "openai", body_for("openai"), rid, timeout=60)
+        assert status == 200
+        assert ended_in_dialect("openai", body), body[-300:]
+        assert b"no progress" in body, body[-300:]
+        assert up.find(rid).gone.wait(20), "the upstream connection was left open"
+        nothing_held(g)
+
+
+@pytest.mark.parametrize(
+    "scenario", ["trailing-garbage", "continue", "http10", "close", "fin-after", "length"]
+)
+def test_a_pooled_connection_never_gives_a_client_another_answer(
+    gw: Gateway, scenario: str
+) -> None:
+    """Pool poisoning: the upstream's answer is followed by junk on the kept-alive connection
+    (or comes after a 100, or as HTTP/1.0, or with a close); the next requests of other
+    clients, translated and not, each get their own whole answer."""
+    ask(gw, "messages", body_for("messages"), tag(scenario))
+    for client in ("messages", "openai", "llm-stream", "responses", "messages"):
+        status, _, body = ask(gw, client, body_for(client), tag("ok"))
+        assert status == 200, (client, body[:300])
+        assert ended_in_dialect(client, body), (client, body[-300:])
+        assert b"GARBAGE" not in body
+        assert b"hello" not in body
+        if client == "messages":
+            assert anthropic_text(body) == OK_TEXT
+    nothing_held(gw)
+
+
+def test_local_endpoints_under_a_pipelined_flood(gw: Gateway) -> None:
+    """300 pipelined GET and HEAD of the local endpoints, with query strings up to 12 KiB, on
+    one connection: every one answered in order. (Pipelined behind a relayed request, such as
+    the model listing, a client may send only ``--max-head`` bytes: Rule 5, by design.)"""
+    paths = ["/healthz", "/readyz", "/metrics", "/healthz", "/metrics"]
+    data = bytearray()
+    heads: list[bool] = []
+    for i in range(300):
+        method = "HEAD" if i % 3 == 0 else "GET"
+        query = "?" + "q=" + "a" * (i * 40)
+        data += f"{method} {paths[i % 5]}{query} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+        heads.append(method == "HEAD")
+    with Raw(gw) as r:
+        r.send(bytes(data))
+
+        def enough(got: bytearray) -> bool:
+            return got.count(b"HTTP/1.1 ") >= 300 and got.endswith((b"\n", b"}"))
+
+        r.read(60, until=enough)
+        got = responses(r.got, tuple(heads))
+    final = [x for x in got if x.status >= 200]
+    assert len(final) == 300, len(final)
+    assert all(x.status in (200, 503) for x in final), [x.status for x in final][:20]
+    healthy(gw)
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH", "X"])
+def test_odd_methods_on_local_endpoints(gw: Gateway, method: str) -> None:
+    for path in ("/healthz", "/metrics", "/v1/models", "/v1/messages", "/v1/responses"):
+        with Raw(gw) as r:
+            r.send(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+                   .encode())  # fmt: skip
+            r.read(15, until=lambda got: b"\r\n\r\n" in got)
+            status = int(r.got.split(b" ", 2)[1])
+            assert status in (405, 404, 400, 501, 415), (method, path, r.got[:200])
+    assert gw.alive()
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "asyncio",
+        pytest.param("trio", marks=pytest.mark.xfail(
+            strict=True,
+            reason="on trio a client's passed-through body is queued for an upstream that does "
+            "not read it without bound (the upstream's _Outbox has no high-water mark): the "
+            "whole body is held, outside --max-buffered",
+        )),
+    ],
+)  # fmt: skip
+def test_a_passed_through_body_is_not_held_when_the_upstream_does_not_read_it(
+    up: HubUpstream, backend: str
+) -> None:
+    """Attack: an OpenAI client sends a 30 MiB body (over 64 KiB: passed through piece by
+    piece, never held whole, outside ``--max-buffered``) to an upstream that reads the
+    request's head and then nothing.
+
+    What the gateway did: on asyncio the upstream socket's full buffer pauses the client
+    (10 MB sent, the gateway grew by under 1 MiB). On trio the client's reads go on and each
+    piece is put in the upstream's outbox (`_Up.out`, no bound): the client sent all 30 MiB
+    and the gateway grew by 25 MiB, until ``--timeout`` (300 s by default); 256 such streams
+    hold 8 GiB.
+
+    What it should do: stop reading the client while the upstream's outbox is over a bound, as
+    the client's own outbox does for the other direction (``HIGH_WATER``)."""
+    body = openai_body(None, padding="p" * (30 * 1024 * 1024))
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        f"application/json\r\nX-Request-Id: {tag('no-read')}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with bounded(up.base, backend) as g:
+        base = g.rss_mb()
+        r = Raw(g)
+        sent = 0
+        try:
+            r.sock.settimeout(8)
+            r.sock.sendall(head)
+            view = memoryview(body)
+            with contextlib.suppress(OSError):
+                while sent < len(body):
+                    sent += r.sock.send(view[sent : sent + 65536])
+            time.sleep(0.5)
+            grown = g.rss_mb() - base
+        finally:
+            r.reset()
+        assert grown < 12, f"the gateway holds {grown:.0f} MiB of a body it passes on ({sent} sent)"
+        nothing_held(g)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a GET of the model listing with a body over --max-head is closed without an "
+    "answer: its body's bytes count as a pipelined backlog (the request was forwarded at its "
+    "head), so the session cancels it",
+)
+@pytest.mark.parametrize("path", ["/v1/models", "/v1/models/m"])
+def test_a_model_listing_with_a_body_is_answered(gw: Gateway, path: str) -> None:
+    """Attack: ``GET /v1/models`` (or ``/v1/models/m``) with ``Content-Length: 200000`` and its
+    200,000 bytes of body, then a pipelined ``GET /healthz``.
+
+    What the gateway did: nothing at all: the connection closed without a response (a body on
+    a GET "is read and dropped", but the listing is forwarded at its head, the phase is then
+    ``answer``, and every byte read in it counts against ``--max-head`` as a pipelined head:
+    the request is cancelled). ``GET /healthz`` with the same body gets its 200 (and a close);
+    with a 5-byte body the listing is answered too.
+
+    What it should do: answer the listing (the body read and dropped, as for ``/healthz``), or
+    refuse the request with a status (413 or 400) before closing; never a silent close."""
+    n = 200_000
+    with Raw(gw) as r:
+        r.send(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {n}\r\n\r\n".encode()
+            + b"x" * n
+            + b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        )
+        r.read(15, until=lambda got: got.count(b"HTTP/1.1 ") >= 2 and got.endswith(b"}"))
+        got = responses(r.got)
+    assert got, "the connection was closed without an answer"
+    assert got[0].status in (200, 400, 413), got
+    healthy(gw)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a translated request's preparation waits behind the preparations of clients that "
+    "left (asyncio's default executor, a FIFO of 6 threads), with no deadline and no "
+    "keep-alive",
+)
+def test_a_large_request_is_not_prepared_behind_the_work_of_clients_that_left(
+    up: HubUpstream,
+) -> None:
+    """Attack (asyncio): eight clients each send a whole 4 MiB Messages request (prepared off
+    the loop) and reset; then an honest client sends a 1 MiB Messages request.
+
+    What the gateway did: the honest request's preparation was queued behind the eight
+    abandoned ones (about 3 s of CPU each, one GIL), so its answer began only after all of
+    them, tens of seconds later; meanwhile it had no deadline (phase ``answer``, no upstream
+    yet) and got no keep-alive, while ``/metrics`` showed no stream held but its own.
+
+    What it should do: drop the work of a client that left (or not let it wait in a queue at
+    all), so that an honest request is prepared in about the time its own body takes."""
+    body = _many_messages(4)
+    small = _many_messages(1)
+    with bounded(up.base, "asyncio", max_body=str(4 * 1024 * 1024)) as g:
+        start = time.monotonic()
+        status, _, got = ask(g, "messages", small, timeout=120)
+        alone = time.monotonic() - start
+        assert status == 200, got[:300]
+        for _ in range(8):
+            _abandon(g, body, wait=0.6)
+        start = time.monotonic()
+        status, _, got = ask(g, "messages", small, timeout=180)
+        took = time.monotonic() - start
+        assert status == 200, got[:300]
+        assert took < max(8.0, 4 * alone), f"answered in {took:.1f} s (alone: {alone:.1f} s)"
+        nothing_held(g, seconds=120)
+
+
+def _raw_chat(created: bytes, extra: bytes = b"") -> bytes:
+    return (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":%s,"model":"m","choices":'
+        b'[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]%s}\n\n' % (created, extra)
+    )
+
+
+def _anthropic_usage(usage: bytes) -> list[bytes]:
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":'
+        b'"message","role":"assistant","content":[],"model":"c","stop_reason":null,"usage":%s}}'
+        b"\n\n" % usage
+    )
+    return [start, *anthropic_start()[1:], anthropic_delta("x"), *anthropic_end()]
+
+
+NUMBERS = {
+    ("chat", "created-inf"): [_raw_chat(b"1e999")],
+    ("chat", "created-negative"): [_raw_chat(b"-1e300")],
+    ("chat", "created-string"): [_raw_chat(b'"x"')],
+    ("chat", "usage-inf-nan"): [
+        _raw_chat(b"1", b',"usage":{"prompt_tokens":1e999,"completion_tokens":NaN}')
+    ],
+    ("chat", "usage-floats"): [
+        _raw_chat(b"1", b',"usage":{"prompt_tokens":1.5e300,"completion_tokens":2.5}')
+    ],
+    ("messages", "usage-inf"): _anthropic_usage(b'{"input_tokens":1e999,"output_tokens":1.5}'),
+    ("messages", "usage-huge"): _anthropic_usage(
+        b'{"input_tokens":-1,"output_tokens":99999999999999999999999}'
+    ),
+}
+CLIENT_REQUESTS = {
+    "openai": ("/v1/chat/completions", "application/json"),
+    "llm-stream": ("/v1/chat/completions", LLM),
+    "messages": ("/v1/messages", "application/json"),
+    "responses": ("/v1/responses", "application/json"),
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENT_REQUESTS))
+@pytest.mark.parametrize(("upstream", "name"), list(NUMBERS))
+def test_sans_io_hostile_numbers_from_the_upstream_never_make_invalid_json(
+    upstream: str, name: str, client: str
+) -> None:
+    """Infinite, NaN, negative, fractional and enormous numbers in an upstream's ``created``
+    and usage: what the client gets is a status or a stream whose every event is strict JSON
+    (no ``Infinity``, no ``NaN``)."""
+    if (upstream, client) in (("chat", "openai"), ("messages", "messages")):
+        pytest.skip("relayed as it came")
+    s = _session(upstream)
+    path, kind = CLIENT_REQUESTS[client]
+    _open(s, _post(path, kind, body_for(client)))
+    out: bytes = s.upstream_data(SSE_HEAD, 0.0)
+    for e in NUMBERS[(upstream, name)]:
+        out += s.upstream_data(chunk(e), 0.0)
+    out += s.upstream_data(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n", 0.0)
+    got = responses(out)
+    assert got, out[:300]
+    assert got[0].status in (200, 502), got
+
+    def refuse(word: str) -> object:
+        raise AssertionError(f"{word} in the client's JSON")
+
+    if got[0].status != 200:
+        json.loads(got[0].body, parse_constant=refuse)
+        return
+    for _, data in sse_events(got[0].body):
+        if data != "[DONE]":
+            json.loads(data, parse_constant=refuse)
