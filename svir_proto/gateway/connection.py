@@ -405,8 +405,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._reject(status, what, "invalid_request", close=True)
 
     def _closed(self) -> None:
-        if self._preparing is not None:  # its client left: if it has not begun, it never does
-            self._preparing.wanted = False
         self._release()
         self._queue.append(ClientClosed())
         self._terminal = self._queue[-1]
@@ -659,7 +657,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._held = 0
 
     def _release(self) -> None:
-        """Give back what this request holds (its stream slot, its share of the budget)."""
+        """Give back what this request holds (its stream slot, its share of the budget: that of
+        a body being prepared once its preparation ends; if it has not begun, it never does)."""
+        if self._preparing is not None:
+            self._preparing.wanted = False
         self._unhold()
         if self._slot:
             self._slot = False

@@ -848,6 +848,36 @@ def test_a_large_llm_stream_body_is_prepared_off_the_loop() -> None:
     assert bad.state.buffered == 0
 
 
+def test_a_body_being_prepared_holds_its_budget_until_its_preparation_ends() -> None:
+    """Attack 22: clients that send a large translated body and leave gave its share of the
+    body budget back at once, while its preparation went on for nobody; now the share is held
+    until the preparation ends (`worked`, or `work_dropped` when it raised or was cancelled),
+    and a preparation whose client left before it began does not parse at all."""
+    doc = json.loads(LLM)
+    doc["messages"][-1]["content"] = "x" * (300 * 1024)
+    body = json.dumps(doc).encode()
+    for begun in (False, True):
+        d = Driver()
+        d.send(post(body, media="application/llm-request+json"))
+        (work,) = d.work
+        assert d.state.buffered == len(body)
+        result = work.run() if begun else None
+        d.send(b"")  # the client leaves
+        assert d.session.closed
+        assert d.state.buffered == len(body), "given back before its preparation ended"
+        if not begun:
+            result = work.run()
+            assert result is None  # not parsed: nobody wants it
+        d.run(d.session.worked(result, 2.0))
+        assert d.state.buffered == 0
+        assert not d.connecting
+    dropped = Driver()
+    dropped.send(post(body, media="application/llm-request+json"))
+    dropped.send(b"")
+    dropped.session.work_dropped()  # its task was cancelled: run never returned
+    assert dropped.state.buffered == 0
+
+
 def test_shutdown_ends_a_stream_properly_and_closes_an_idle_connection() -> None:
     d = Driver()
     d.send(post(openai_body()))

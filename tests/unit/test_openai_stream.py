@@ -217,6 +217,21 @@ def test_tool_call_violations_name_the_call(pieces: list[bytes], match: str) -> 
     assert d.result.pending_tool_calls
 
 
+@pytest.mark.parametrize(
+    ("indices", "missing"),
+    [([0, 2], "(missing 1)"), ([3, 10**12], "(missing 0, 1, 2, 4, 5, 6, 7, 8, ...)")],
+)
+def test_a_gap_in_tool_call_indices_is_named_in_bounded_memory(
+    indices: list[int], missing: str
+) -> None:
+    """Attack 22: an index of 10**12 made the gap check build a set of 10**12 integers; the
+    missing indices are counted up to eight, and the rest said to be more."""
+    pieces = [tc(index=i, id=f"c{i}", function={"name": "f"}) for i in indices]
+    with pytest.raises(ToolCallError) as info:
+        run(ChatStreamDecoder(), [b"".join(pieces) + chunk({}, "tool_calls") + DONE])
+    assert str(info.value).split(": ", 1)[1].endswith(missing), str(info.value)
+
+
 def test_tool_calls_only_when_complete() -> None:
     body = tc(index=0, id="a", function={"name": "f", "arguments": '{"x":'}) + chunk(
         {}, "tool_calls"
