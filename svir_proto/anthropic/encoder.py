@@ -24,6 +24,8 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
     never lost nor out of order, whatever the upstream interleaved. A
     whole `ToolCall` whose call was streamed is not sent again; one that was not (LLM-Stream
     upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
+    A call whose arguments are not a JSON object (``tool_use.input`` always is one) ends the
+    stream as a failure (Rule 6), not as a success whose input the client cannot read.
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
     closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
@@ -47,7 +49,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._json import dumps
+from .._json import canonical, dumps
+from ..errors import Failure, FailureKind
 from ..events import (
     Event,
     FilterVerdict,
@@ -333,6 +336,9 @@ class MessagesStreamEncoder:
                 call = self._calls.get(event.index)
                 if call is None:
                     call = self._calls[event.index] = _Call()
+                if not _an_object(event.arguments):
+                    call.state = 2  # not written whole at the end either
+                    return self.encode(StreamFailed(error=_not_an_object(event)))
                 if call.state != 0:
                     return b""  # streamed already
                 call.id, call.name = event.id, event.name
@@ -365,3 +371,25 @@ class MessagesStreamEncoder:
                 self.done = True
                 return self._end()
         return b""
+
+
+def _an_object(arguments: str) -> bool:
+    """Whether a call's arguments can be a ``tool_use`` input: a JSON object, or nothing."""
+    text = arguments.strip()
+    if not text:
+        return True
+    if text[0] != "{":
+        return False
+    try:
+        return isinstance(canonical(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _not_an_object(call: ToolCall) -> Failure:
+    return Failure(
+        kind=FailureKind.UNEXPECTED,
+        message=f"the upstream broke the protocol: the arguments of tool call {call.index} "
+        f"({call.name!r}) are not a JSON object, which a tool_use input must be",
+        code="invalid_tool_arguments",
+    )

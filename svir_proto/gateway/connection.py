@@ -312,7 +312,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     @property
     def backlog(self) -> int:
         """Bytes the client sent that wait unread (a pipelined request) while its answer is
-        made: at most ``max_head_size`` (Rule 3); the server closes past it."""
+        made: at most ``max_head_size`` (Rule 3); the server closes past it. The body of a
+        request answered before it ended (a GET's, which means nothing) is no backlog: it is
+        read, and dropped, as it comes."""
+        if self._h11.their_state is h11.SEND_BODY:
+            return 0
         return len(self._h11.trailing_data[0])
 
     @property

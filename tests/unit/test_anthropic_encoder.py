@@ -133,6 +133,35 @@ def test_interleaved_calls_are_held_until_their_turn() -> None:
     assert enc.lost == ["usage: the upstream gave none, so message_delta says 0 output tokens"]
 
 
+@pytest.mark.parametrize("arguments", ['{"q": oops', "[1, 2]", '"text"', "{"])
+@pytest.mark.parametrize("streamed", [True, False])
+def test_arguments_that_are_not_an_object_end_the_stream_as_a_failure(
+    arguments: str, streamed: bool
+) -> None:
+    """Attack 22: an upstream's tool call whose arguments are not a JSON object went out as a
+    ``tool_use`` (its input unparsable, or a list) in a stream that ended with
+    ``message_stop``; a tool_use input is always an object: the stream ends with an error."""
+    call = ToolCall(index=0, id="a", name="f", arguments=arguments, declared=None)
+    events: list[Any] = [StreamStarted(response_id="r", model="m")]
+    if streamed:
+        events.append(ToolCallDelta(index=0, id="a", name="f", arguments=arguments))
+    events += [Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"), call, END]
+    body, enc = encode(events, model="m", message_id="msg_x")
+    got = wire(body)
+    assert got[-1]["type"] == "error", got
+    assert "not a JSON object" in got[-1]["error"]["message"]
+    assert "message_stop" not in [e["type"] for e in got]
+    assert enc.done
+    started = [e for e in got if e["type"] == "content_block_start"]
+    assert len(started) == (1 if streamed else 0)  # a call not streamed is not written
+
+
+def test_empty_arguments_are_an_empty_input() -> None:
+    call = ToolCall(index=0, id="a", name="f", arguments="", declared=None)
+    body, _ = encode([StreamStarted(response_id="r", model="m"), call, END], model="m")
+    assert wire(body)[-1]["type"] == "message_stop"
+
+
 def test_what_cannot_be_carried_is_listed() -> None:
     events = [
         ToolCallDelta(index=0, id="a", name="lo", arguments="{"),

@@ -1276,3 +1276,24 @@ def test_drains_are_bounded_in_number(translated: bool) -> None:
     assert ok.state.draining == 1
     ok.answer(b"0\r\n\r\n", now=3.0)
     assert ok.state.draining == 0  # given back with the connection
+
+
+def test_a_model_listing_with_a_body_is_answered() -> None:
+    """Attack 22: a GET of the listing forwarded at its head, its 200,000-byte body counted as
+    a pipelined backlog past ``max_head_size``, was cancelled without an answer; its body is
+    read and dropped as it comes, and the listing answered."""
+    d = Driver()
+    n = 200_000
+    d.send(f"GET /v1/models HTTP/1.1\r\nHost: gw\r\nContent-Length: {n}\r\n\r\n".encode())
+    d.send(b"x" * (n // 2))
+    assert not d.session.closed
+    assert d.session.conn.backlog == 0
+    d.connect()
+    listing = b'{"object":"list","data":[]}'
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(listing), listing)
+    )
+    ((status, _, body, _),) = read(d.client, "GET")
+    assert status == 200
+    assert body == listing
