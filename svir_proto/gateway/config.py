@@ -51,7 +51,8 @@ class GatewayConfig:
             answer streams (a pipelined head) before the connection is closed.
         max_body: bytes of a request body (413 before a byte of it is read).
         max_buffered: bytes of request bodies held whole at once, across all clients (503 past
-            it): bodies are held to be translated, or while they are small.
+            it): bodies are held to be translated, or while they are small; a body to translate
+            holds what parsing it builds (`_cost.parse_cost`), until its preparation ends.
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
@@ -153,7 +154,8 @@ class Metrics:
             "# HELP svir_gateway_connections_total Client connections accepted.",
             "# TYPE svir_gateway_connections_total counter",
             f"svir_gateway_connections_total {self.connections_total}",
-            "# HELP svir_gateway_buffered_bytes Bytes of request bodies held whole now.",
+            "# HELP svir_gateway_buffered_bytes Bytes of request bodies held whole now (with what "
+            "parsing those to translate builds).",
             "# TYPE svir_gateway_buffered_bytes gauge",
             f"svir_gateway_buffered_bytes {state.buffered}",
             "# HELP svir_gateway_refused_total Connections and requests refused, by reason.",

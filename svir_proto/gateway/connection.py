@@ -27,8 +27,11 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     body would pass ``max_buffered``, is 503 with ``Retry-After``, also before its body;
     ``Expect: 100-continue`` is answered once the request is admitted, and a refusal is sent
     instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
-    gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; an
-    LLM-Stream body is read whole (bounded) to be translated. While an answer streams, a client
+    gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; a
+    body to translate (LLM-Stream's, or another dialect than the upstream's) is read whole, and
+    holds of ``max_buffered`` what parsing it will build (`_cost.parse_cost`, taken as its
+    pieces come: 503 while others hold the budget, 413 once it alone would pass it) until its
+    preparation ends. While an answer streams, a client
     may send at most ``max_head_size`` bytes (the next request's head); more closes it. After
     a request that ends its connection (``Connection: close``, HTTP/1.0 without keep-alive)
     nothing more is read: what follows is dropped (RFC 9112 9.6).
@@ -86,6 +89,7 @@ from ..llmstream.negotiate import (
 )
 from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
+from ._cost import parse_cost
 from ._http import bearer, host_allowed, reason, request_id, token_matches
 from .config import GatewayConfig, GatewayState
 
@@ -137,9 +141,9 @@ _HOP_BY_HOP: Final = frozenset(
     }
 )  # fmt: skip
 PREPARE_IN_PLACE: Final = 256 * 1024
-"""A held body up to this size is parsed and translated at once; a larger one is handed to
-the server (`Prepare`) to do off its event loop, so one large request does not stall the
-others."""
+"""A body to translate whose parse builds up to this (`_cost.parse_cost`: some 1,500 small
+messages, or 128 KiB of prose) is parsed and translated at once; a larger one is handed to the
+server (`Prepare`) to do off its event loop, so one large request does not stall the others."""
 KEEPALIVE: Final = b": keep-alive\n\n"
 
 
@@ -279,6 +283,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
+        self._covered = 0  # bytes of its body that the budget covers (its length, once known)
+        self._cost = 0  # what translating its body builds, as far as it came (`parse_cost`)
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
@@ -529,7 +535,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if not self.state.hold(length):
                 self.state.metrics.refused["buffered"] += 1
                 return self._busy("the gateway holds as many request bodies as it may")
-            self._held = length
+            self._held = self._covered = self._cost = length
         # a body passed through is scanned as it goes; a held one is read whole at its end
         self._scanner = None if self._translated or held else RequestScanner()
         if held:
@@ -566,19 +572,34 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _data(self, data: bytes) -> None:
         if self._mode == "held":
-            if self._held < len(self._body) + len(data):  # a chunked body: held as it grows
-                grow = len(self._body) + len(data) - self._held
-                if len(self._body) + len(data) > self.config.max_body:
+            cfg = self.config
+            size = len(self._body) + len(data)
+            grow = max(size - self._covered, 0)  # a chunked body: held as it grows
+            if grow and size > cfg.max_body:
+                self._reject(
+                    413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
+                    close=True,
+                )  # fmt: skip
+                return
+            self._cost += grow
+            if self._translated:  # Rule 3: what parsing it will build, beyond its bytes
+                extra = parse_cost(data) - len(data)
+                self._cost += extra
+                grow += extra
+                if self._cost > cfg.max_buffered:
                     self._reject(
-                        413, f"the body is larger than {self.config.max_body} bytes",
-                        "request_too_large", close=True,
+                        413, f"translating this body takes more than the {cfg.max_buffered} "
+                        "bytes the gateway holds for request bodies: what came of it parses "
+                        f"to about {self._cost} bytes", "request_too_large", close=True,
                     )  # fmt: skip
                     return
+            if grow:
                 if not self.state.hold(grow):
                     self.state.metrics.refused["buffered"] += 1
                     self._busy("the gateway holds as many request bodies as it may")
                     return
                 self._held += grow
+            self._covered = max(self._covered, size)
             self._body += data
         elif self._mode == "pass":  # the body goes upstream as it comes
             assert self._scanner is not None
@@ -594,7 +615,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._body = bytearray()
             if self._translated:
                 given, to = _WIRE[self._ingress or "openai"], self.config.upstream_dialect
-                if len(body) <= PREPARE_IN_PLACE:
+                if self._cost <= PREPARE_IN_PLACE:
                     self.prepared(_prepare(body, given, to))
                 else:
                     self._preparing = _Preparation(body, given, to)
@@ -1048,13 +1069,16 @@ class _Preparation:
 
     def __call__(self) -> object:
         body, self.body = self.body, b""
-        return _prepare(body, self.given, self.to) if self.wanted else None
+        return _prepare(body, self.given, self.to, self) if self.wanted else None
 
 
-def _prepare(body: bytes, given: DialectName, to: DialectName) -> object:
+def _prepare(
+    body: bytes, given: DialectName, to: DialectName, job: _Preparation | None = None
+) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
     ``(the neutral request, the upstream's request)``, or the error that refuses it (Rule 2:
-    only a stream is translated). Pure: safe to run in a worker thread."""
+    only a stream is translated). Pure: safe to run in a worker thread; between its steps it
+    stops (``None``) once ``job``'s client left."""
     try:
         request = dialect(given).parse(body)
         if getattr(request, "stream", True) is not True:
@@ -1063,7 +1087,11 @@ def _prepare(body: bytes, given: DialectName, to: DialectName) -> object:
                 f"the gateway translates this request for a {to} upstream, and translates "
                 'streams only: send "stream": true',
             )
+        if job is not None and not job.wanted:
+            return None
         hub = dialect(given).to_hub(request)
+        if job is not None and not job.wanted:
+            return None
         return hub, translate_request(hub, to)
     except RequestError as exc:
         return exc

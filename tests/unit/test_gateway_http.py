@@ -17,7 +17,9 @@ from svir_proto.gateway import (
     LocalRequest,
     Reply,
 )
+from svir_proto.gateway._cost import parse_cost
 from svir_proto.gateway._http import bearer, host_allowed, host_name, reason
+from svir_proto.gateway.connection import _prepare
 from svir_proto.openai import Endpoint
 from tests.helpers import bytewise
 from tests.unit.test_gateway import response
@@ -327,6 +329,93 @@ def test_the_body_budget_across_clients() -> None:
     )
     (too_big,) = big.feed(head(None) + b"20\r\n" + b"x" * 32 + b"\r\n")
     assert response(too_big.data)[0] == 413  # type: ignore[union-attr]
+
+
+def _messages(n: int, content: object = "x") -> bytes:
+    doc = {"model": "m", "max_tokens": 5, "stream": True}
+    doc["messages"] = [{"role": "user", "content": content}] * n
+    return json.dumps(doc).encode()
+
+
+def _post_messages(body: bytes, *, chunked: bool = False) -> bytes:
+    framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {len(body)}"
+    head = raw("POST /v1/messages HTTP/1.1", "Host: gw", "Content-Type: application/json", framing)
+    if chunked:
+        return head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    return head + body
+
+
+def test_parse_cost_counts_what_parsing_builds() -> None:
+    assert parse_cost(b"") == 0
+    assert parse_cost(b"   ") == 6  # two a byte
+    assert parse_cost(b'{"a":[1,2]}') == 2 * 11 + 32 + 160 * (1 + 1 + 1)
+    assert parse_cost(b'"a\\"b"') == 2 * 6 + 160  # an escaped quote is no string's end
+    body = _messages(500, [{"type": "text", "text": "x"}])
+    assert sum(map(parse_cost, bytewise(body))) >= parse_cost(body)  # Rule 2: by pieces
+    assert parse_cost(body) > 20 * len(body)  # small messages build far more than their bytes
+    prose = _messages(1, "a fine day, and then another " * 1000)
+    assert parse_cost(prose) < 4 * len(prose)  # its commas count as numbers would
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
+    """Attack 22: one 4 MiB body of small messages parses to about 120 MiB; the body budget
+    holds that, as the body comes, and gives it all back once the request is answered."""
+    body = _messages(3000)  # about 100 KiB: under the budget's bytes, over it parsed
+    cost = parse_cost(body)
+    assert len(body) < 1_000_000 < cost
+    gw = conn(max_buffered=1_000_000)
+    (refused,) = gw.feed(_post_messages(body, chunked=chunked))
+    assert isinstance(refused, Reply)
+    status, _, got = response(refused.data)
+    assert status == 413
+    assert refused.close
+    message = json.loads(got)["error"]["message"]
+    assert "1000000 bytes the gateway holds for request bodies" in message
+    assert gw.state.buffered == 0
+    fits = conn(max_buffered=cost + 2 * 1024)
+    out = fits.feed(_post_messages(body, chunked=chunked))
+    assert [type(e).__name__ for e in out] == ["Prepare"]  # over PREPARE_IN_PLACE: off the loop
+    assert fits.state.buffered >= cost
+    assert cost + 2 * 1024 >= fits.state.buffered
+    second = GatewayConnection(fits.config, fits.state)  # the budget is held: come back later
+    (busy,) = second.feed(_post_messages(body, chunked=chunked))
+    assert response(busy.data)[0] == 503  # type: ignore[union-attr]
+    fits.prepared(out[0].run())  # type: ignore[union-attr]
+    assert fits.state.buffered == 0
+
+
+def test_a_small_body_that_parses_large_is_prepared_off_the_loop() -> None:
+    """The loop parses a body only if what its parse builds is small: 70 KiB of small
+    messages goes to a worker, 60 KiB of prose does not."""
+    many = _messages(2000)
+    assert len(many) < 70_000
+    (prepare,) = conn().feed(_post_messages(many))
+    assert type(prepare).__name__ == "Prepare"
+    prose = _messages(1, "a fine day, and then another " * 2000)
+    assert len(prose) > 55_000
+    (forward,) = conn().feed(_post_messages(prose))
+    assert isinstance(forward, Forward)
+
+
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_preparation_stops_between_its_steps_once_its_client_left(after: int) -> None:
+    """A parse cannot be stopped inside, but the next step (the hub's request, the upstream's)
+    is not taken for a client that left."""
+
+    class Job:
+        reads = 0
+
+        @property
+        def wanted(self) -> bool:
+            self.reads += 1
+            return self.reads < after
+
+    job = Job()
+    assert _prepare(_messages(3), "messages", "chat", job) is None  # type: ignore[arg-type]
+    assert job.reads == after
+    done = _prepare(_messages(3), "messages", "chat")
+    assert isinstance(done, tuple)
 
 
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
