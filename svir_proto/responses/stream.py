@@ -294,6 +294,8 @@ class ResponsesStreamDecoder(DialectDecoder):
             size = len(data)
             text = template.one(data, seq) if self._fast and size <= self._max_event else None
             if text is not None:
+                # (unweighted: without keep_text, a text this long goes the general way, which
+                # counts it as nothing)
                 if self._size + len(text) <= self._room:
                     self._skipped += size
                     kind, rec, _, pieces = template.hot
