@@ -14,6 +14,7 @@ first, then it is raised (the pull API's contract, ``_pull``).
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -49,6 +50,7 @@ class DialectDecoder(PullDecoder[Event]):
         *,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        keep_text: bool = True,
         errors: Errors = "strict",
     ) -> None:
         super().__init__()
@@ -61,11 +63,17 @@ class DialectDecoder(PullDecoder[Event]):
         self._raw: list[RawItem] = []
         self._max_result = max_result_size
         self._size = 0
+        self._keep_text = keep_text
+        # without keep_text, text, reasoning and refusal are appended to nothing (`_kept`) and
+        # weigh nothing against max_result_size: the hot paths multiply, never branch
+        self._weight = 1 if keep_text else 0
+        """What one character of text, reasoning or refusal counts against
+        ``max_result_size``: 1, or 0 when the text is not kept."""
         self._closed = False
         self._cut = False
         self._framing_stopped = False  # bytes after the end broke framing: not read any more
         self._skipped = 0  # bytes the express took that the framer has not counted yet
-        self._block: list[str] = []  # reasoning since the last signature (`_sign`)
+        self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
@@ -344,10 +352,22 @@ class DialectDecoder(PullDecoder[Event]):
                 limit_value=self._max_result,
             )
 
+    def _kept(self) -> list[str]:
+        """Where deltas of text, reasoning or refusal are kept: a list, or without
+        ``keep_text`` a deque that keeps nothing (its ``append`` and ``extend`` are C-level, as
+        fast as a list's), so that a relay that passes the events on holds no copy."""
+        return [] if self._keep_text else deque(maxlen=0)  # type: ignore[return-value]
+
+    def _text_room(self) -> int:
+        """The characters of text a template may still read (`svir_proto._template`):
+        unbounded when the text is not kept (it weighs nothing)."""
+        return self._max_result - self._size if self._keep_text else sys.maxsize
+
     def _sign(self, signature: ReasoningSignature, at: int) -> None:
         """A signature closes the block of reasoning since the last one: a dialect that signs
         its reasoning appends each piece to ``_block`` as well, and calls this for each
-        `ReasoningSignature`, which is queued."""
+        `ReasoningSignature`, which is queued. Without ``keep_text`` the block's text is not
+        kept: its `ReasoningBlock` has the signature and an empty text."""
         self._grow(len(signature.signature), at)
         text = "" if signature.redacted else "".join(self._block)
         self._block.clear()

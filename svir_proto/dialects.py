@@ -147,14 +147,18 @@ class DialectSpec:
         max_event_size: int,
         max_result_size: int,
         max_tool_calls: int,
+        keep_text: bool = True,
         errors: Errors,
     ) -> DialectStreamDecoder:
-        """The stream decoder for an answer to a request that declared these tools."""
+        """The stream decoder for an answer to a request that declared these tools;
+        ``keep_text=False``: one that keeps neither the text nor the reasoning in its
+        ``result``, nor bounds them (a relay's: every decoder's ``keep_text``)."""
         return self.decoder(
             declared_tools=declared if declared else None,
             max_event_size=max_event_size,
             max_result_size=max_result_size,
             max_tool_calls=max_tool_calls,
+            keep_text=keep_text,
             errors=errors,
         )
 

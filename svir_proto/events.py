@@ -318,12 +318,15 @@ class Completion:
     which they send (PEERS.md, "knowing that the answer is complete"):
 
     Attributes:
-        text, reasoning, refusal: the joined deltas.
+        text, reasoning, refusal: the joined deltas; empty when the decoder did not keep
+            them (``keep_text=False``, as a relay that passes the deltas on decodes: the
+            events carry them all the same; ``reasoning_carrier`` may then be ``None``).
         reasoning_carrier: the key the reasoning first arrived in, to send it back under the
             same key (``"think"``: inline markers, never sent back).
         reasoning_blocks: the reasoning as the signed blocks the server closed with a
             `ReasoningSignature` (Anthropic, Responses, Gemini), to send back unchanged; empty
-            for a dialect that signs nothing.
+            for a dialect that signs nothing. Without ``keep_text``, each block's text is
+            empty (its signature is kept).
         tool_calls: the whole, checked calls; empty until the stream is complete.
         pending_tool_calls: the calls as assembled so far when they never became whole (a
             stream cut, or failed, before ``[DONE]``): kept, never passed off as executable.

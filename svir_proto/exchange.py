@@ -241,9 +241,10 @@ class Exchange:
         max_models_body: bytes a model listing may take.
         max_event_size, max_result_size, max_tool_calls, think_tags, think_opened, errors:
             passed to the dialect's decoder (`ChatStreamDecoder`, `LLMStreamDecoder`, ...).
-        keep_text: ``False``: an OpenAI answer's text is not kept in `result`, nor bounded by
-            ``max_result_size`` (`ChatStreamDecoder`'s ``keep_text``: a gateway that passes
-            the events on).
+        keep_text: ``False``: the answer's text, reasoning and refusal are not kept in
+            `result` (its ``text`` is empty), nor bounded by ``max_result_size``, whatever the
+            dialect (each decoder's ``keep_text``: a gateway that passes the events on); tool
+            calls are still assembled and bounded.
 
     What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
 
@@ -425,7 +426,8 @@ class Exchange:
 
     @property
     def result(self) -> Completion:
-        """The answer so far, also after a failure (``error``) or an interruption."""
+        """The answer so far, also after a failure (``error``) or an interruption; without
+        ``keep_text``, its ``text``, ``reasoning`` and ``refusal`` are empty."""
         if self._decoder is not None:
             result = self._decoder.result
         elif self._failure is not None:
@@ -644,6 +646,7 @@ class Exchange:
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
                 max_tool_calls=self._max_tool_calls,
+                keep_text=self._keep_text,
                 errors=self._errors,
             )
         elif isinstance(request, (ChatRequest, PassThrough)):
@@ -669,6 +672,7 @@ class Exchange:
                 declared_tools=request.tool_names if request.tools else None,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
+                keep_text=self._keep_text,
                 errors=self._errors,
             )
         self._decoder = decoder

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import attrs
 from hypothesis import strategies as st
 
-from svir_proto import ReasoningDelta, SvirProtocolError, TextDelta
+from svir_proto import Completion, ReasoningDelta, SvirProtocolError, TextDelta
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFORMANCE = ROOT / "tests" / "conformance"
@@ -56,6 +57,45 @@ def pieces(mode: str, body: bytes) -> list[bytes]:
     if mode == "bytewise":
         return bytewise(body)
     return [body[i : i + 7] for i in range(0, len(body), 7)]
+
+
+FEEDS = ("whole", "events", "bytewise")
+"""The feeds that reach each of a dialect decoder's paths: the lanes (a whole body), the
+express (one event a read, a live stream's reads) and the general way (a byte at a time)."""
+
+
+def feed_as(mode: str, body: bytes) -> list[bytes]:
+    """`pieces`, or with ``"events"`` one event a read (each ends at its blank line)."""
+    if mode == "events":
+        return re.findall(rb".*?(?:\r\n\r\n|\n\n)|.+", body, re.S)
+    return pieces(mode, body)
+
+
+def relayed(make: Callable[..., Any], body: bytes, mode: str, **options: Any) -> tuple[Any, Any]:
+    """``body``, a valid stream, decoded by ``make(**options)`` keeping the text, and by
+    ``make(keep_text=False, **options)`` fed as ``mode`` says: the same events (the relay's
+    must not fail on a ``max_result_size`` that the text exceeds), none of the text kept, the
+    same tool calls. Returns both results, the kept one first."""
+    kept = make()
+    expected = run(kept, [body])
+    relay = make(keep_text=False, **options)
+    assert run(relay, feed_as(mode, body)) == expected
+    result = relay.result
+    assert (result.text, result.reasoning, result.refusal) == ("", "", "")
+    assert all(not block.text for block in result.reasoning_blocks)
+    assert result.complete
+    assert result.tool_calls == kept.result.tool_calls
+    return kept.result, result
+
+
+def unkept(result: Completion) -> Completion:
+    """``result`` without what a decoder with ``keep_text=False`` does not keep: the text,
+    reasoning and refusal, the text of the reasoning blocks (and the reasoning carrier, which
+    some dialects read off the reasoning kept)."""
+    blocks = tuple(attrs.evolve(b, text="") for b in result.reasoning_blocks)
+    return attrs.evolve(
+        result, text="", reasoning="", refusal="", reasoning_carrier=None, reasoning_blocks=blocks
+    )
 
 
 @st.composite

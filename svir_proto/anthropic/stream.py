@@ -127,6 +127,11 @@ class MessagesStreamDecoder(DialectDecoder):
         max_tool_calls: tool calls one response may make.
         max_result_size: characters of text, reasoning, signatures and arguments the result
             may accumulate.
+        keep_text: keep the text and the thinking in ``result`` (``False``: the deltas are
+            still events, but neither kept, so ``result.text``, ``result.reasoning`` and the
+            text of each of ``result.reasoning_blocks`` are empty, nor counted against
+            ``max_result_size``, which still bounds the signatures and the tool calls'
+            arguments: a relay that passes the deltas on holds no copy of the answer).
         errors: invalid UTF-8 and lone surrogates: ``"strict"`` (a `PeerProtocolError` with the
             offset) or ``"replace"`` (U+FFFD), whatever the JSON parser.
 
@@ -147,10 +152,14 @@ class MessagesStreamDecoder(DialectDecoder):
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        keep_text: bool = True,
         errors: Errors = "strict",
     ) -> None:
         super().__init__(
-            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            keep_text=keep_text,
+            errors=errors,
         )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._calls = ToolCallAssembler(max_tool_calls=max_tool_calls)
@@ -159,8 +168,8 @@ class MessagesStreamDecoder(DialectDecoder):
         self._tools: dict[int, int] = {}  # open tool_use block index -> call number
         self._start_input: dict[int, str] = {}  # call number -> its start's input, as JSON
         self._started = False
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
+        self._reasoning = self._kept()
         self._finish: Finished | None = None
         self._counts: dict[str, int] = {}
         self._thinking_tokens: int | None = None
@@ -410,12 +419,12 @@ class MessagesStreamDecoder(DialectDecoder):
                 self._queue.append(self._calls.arguments(number, start or "{}", at))
 
     def _add_text(self, text: str, at: int) -> None:
-        self._grow(len(text), at)
+        self._grow(len(text) * self._weight, at)
         self._text.append(text)
         self._queue.append(text_delta(text))
 
     def _add_reasoning(self, text: str, at: int) -> None:
-        self._size += len(text)
+        self._size += len(text) * self._weight
         if self._size > self._max_result:
             self._grow(0, at)  # raises
         self._reasoning.append(text)
@@ -426,7 +435,7 @@ class MessagesStreamDecoder(DialectDecoder):
     # envelope's): text, reasoning (`_add_reasoning`), a tool call's arguments.
 
     def _carry_text(self, piece: str, at: int) -> None:
-        self._size += len(piece)
+        self._size += len(piece) * self._weight
         if self._size > self._max_result:
             self._grow(0, at)  # raises
         self._text.append(piece)

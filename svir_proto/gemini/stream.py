@@ -138,6 +138,11 @@ class GeminiStreamDecoder(DialectDecoder):
         max_event_size: bytes one SSE event may take (see `SSEDecoder`).
         max_tool_calls: calls one response may make.
         max_result_size: characters the result may accumulate.
+        keep_text: keep the text and the thoughts in ``result`` (``False``: the deltas are
+            still events, but neither kept, so ``result.text``, ``result.reasoning`` and the
+            text of each of ``result.reasoning_blocks`` are empty, nor counted against
+            ``max_result_size``, which still bounds the signatures, the calls and their
+            arguments: a relay that passes the deltas on holds no copy of the answer).
         errors: invalid UTF-8 and lone surrogates: ``"strict"`` (a `PeerProtocolError` with the
             offset) or ``"replace"`` (U+FFFD), whatever the JSON parser.
 
@@ -152,10 +157,14 @@ class GeminiStreamDecoder(DialectDecoder):
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        keep_text: bool = True,
         errors: Errors = "strict",
     ) -> None:
         super().__init__(
-            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            keep_text=keep_text,
+            errors=errors,
         )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._calls = ToolCallAssembler(max_tool_calls=max_tool_calls)
@@ -163,8 +172,8 @@ class GeminiStreamDecoder(DialectDecoder):
         self._streamed_id = ""
         self._rid: object = None  # the responseId of the last chunk, as it came
         self._started = False
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
+        self._reasoning = self._kept()
         self._finish: Finished | None = None
         self._usage_raw: dict[str, Any] | None = None
         self._usage_sent: dict[str, Any] | None = None
@@ -259,6 +268,7 @@ class GeminiStreamDecoder(DialectDecoder):
         loads = self._loads
         queue = self._queue
         texts = self._text
+        weight = self._weight  # 0 without keep_text: the text counts for nothing
         rid = self._rid
         fast = self._finish is None and self._started
         envelope = self._envelope
@@ -290,7 +300,7 @@ class GeminiStreamDecoder(DialectDecoder):
                         if self._size > self._max_result:
                             self._grow(0, at)  # raises
                     elif hole:
-                        self._size += len(hole)
+                        self._size += len(hole) * weight
                         if self._size > self._max_result:
                             self._grow(0, at)  # raises
                         if kind == "text":
@@ -348,7 +358,7 @@ class GeminiStreamDecoder(DialectDecoder):
                     if type(text) is str and (n == 1 or (n == 2 and part.get("thought") is True)):
                         kind = "text" if n == 1 else "thought"
                         if text:
-                            self._size += len(text)
+                            self._size += len(text) * weight
                             if self._size > self._max_result:
                                 self._grow(0, at)  # raises
                             if n == 1:
@@ -514,7 +524,7 @@ class GeminiStreamDecoder(DialectDecoder):
             if type(text) is not str:
                 raise PeerProtocolError("a part's text must be a string", offset=at)
             if text:
-                self._size += len(text)
+                self._size += len(text) * self._weight
                 if self._size > self._max_result:
                     self._grow(0, at)  # raises
                 if part.get("thought") is True:

@@ -89,6 +89,11 @@ class LLMStreamDecoder(DialectDecoder):
         declared_tools: the tools the request declared (section 8.2); ``None``: not checked.
         max_event_size: bytes one SSE event may take.
         max_result_size: characters of text, reasoning and arguments the result may hold.
+        keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
+            are still events, but neither kept, so ``result.text``, ``result.reasoning``,
+            ``result.refusal`` and the text of each of ``result.reasoning_blocks`` are empty,
+            nor counted against ``max_result_size``, which still bounds the signatures and the
+            tool calls' arguments: a relay that passes the deltas on holds no copy of them).
         errors: invalid UTF-8 and lone surrogates: ``"strict"`` or ``"replace"`` (U+FFFD).
     """
 
@@ -98,19 +103,23 @@ class LLMStreamDecoder(DialectDecoder):
         declared_tools: Collection[str] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        keep_text: bool = True,
         errors: Errors = "strict",
     ) -> None:
         super().__init__(
-            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            keep_text=keep_text,
+            errors=errors,
         )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._state = State.IDLE
         self._seq = 0
         self._stopped: set[int] = set()
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
+        self._reasoning = self._kept()
         self._carrier: ReasoningCarrier | None = None
-        self._refusal: list[str] = []
+        self._refusal = self._kept()
         self._calls: list[ToolCall] = []
         self._ids: set[str] = set()
         self._finish: Finished | None = None
@@ -177,17 +186,17 @@ class LLMStreamDecoder(DialectDecoder):
             size = len(data)
             text = template.one(data, self._seq) if self._fast and size <= self._max_event else None
             if text is not None:
-                if self._size + len(text) <= self._max_result:
+                if self._size + len(text) * self._weight <= self._max_result:
                     self._skipped += size
                     if not text:
                         return self._took(template, [], 1)
                     template.hits += 1  # `_took` of one delta, inline: a live stream's every read
                     self._seq += 1
-                    self._size += len(text)
+                    self._size += len(text) * self._weight
                     self._text.append(text)
                     return [text_delta(text, template.hot)]
             elif self._seq + size + len(self._framer._buf) < MAX_SEQ:  # a run's numbers too
-                got = self._ahead(template, data, self._seq, self._max_result - self._size)
+                got = self._ahead(template, data, self._seq, self._text_room())
                 if got is not None:
                     return self._then(self._took(template, got[0], got[1]), got[2])
         return DialectDecoder.feed(self, data)
@@ -211,7 +220,7 @@ class LLMStreamDecoder(DialectDecoder):
                 end += 1
         if self._seq + end - i > MAX_SEQ:
             return i  # the last numbers: _on_event says where the stream stops
-        texts, count, _ = template.run(payloads[i:end], 0, self._seq, self._max_result - self._size)
+        texts, count, _ = template.run(payloads[i:end], 0, self._seq, self._text_room())
         if count:
             self._queue.extend(self._took(template, texts, count))
         return i + count
@@ -223,7 +232,7 @@ class LLMStreamDecoder(DialectDecoder):
         self._seq += count
         if not texts:
             return []
-        self._size += sum(map(len, texts))
+        self._size += sum(map(len, texts)) * self._weight
         self._text.extend(texts)
         index = template.hot
         return [text_delta(text, index) for text in texts]
@@ -322,7 +331,7 @@ class LLMStreamDecoder(DialectDecoder):
                 f"content.delta for block {index} after its content.stop", offset=at
             )
         if text:
-            self._grow(len(text), at)
+            self._grow(len(text) * self._weight, at)
             self._text.append(text)
             self._queue.append(text_delta(text, index))
         reasoning = ext.get("reasoning")
@@ -332,7 +341,7 @@ class LLMStreamDecoder(DialectDecoder):
             wire if isinstance(wire, str) and wire in REASONING_CARRIERS else "reasoning"  # type: ignore[assignment]
         )
         if isinstance(reasoning, str) and reasoning:
-            self._grow(len(reasoning), at)
+            self._grow(len(reasoning) * self._weight, at)
             if self._carrier is None:
                 self._carrier = carrier
             self._reasoning.append(reasoning)
@@ -352,7 +361,7 @@ class LLMStreamDecoder(DialectDecoder):
             )
         refused = ext.get("refusal")
         if isinstance(refused, str) and refused:
-            self._grow(len(refused), at)
+            self._grow(len(refused) * self._weight, at)
             self._refusal.append(refused)
             self._queue.append(RefusalDelta(text=refused))
         verdict = verdict_in(ext.get("filter"))

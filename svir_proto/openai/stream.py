@@ -30,7 +30,6 @@ does I/O; clocks belong to the caller (see `svir_proto.speed`).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Collection, Sequence
 from typing import Final, Literal
 
@@ -116,7 +115,10 @@ class ChatStreamDecoder(DialectDecoder):
         errors: Errors = "strict",
     ) -> None:
         super().__init__(
-            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            keep_text=keep_text,
+            errors=errors,
         )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
         self._expect_usage = expect_usage
@@ -125,13 +127,10 @@ class ChatStreamDecoder(DialectDecoder):
         # what the stream has said so far
         self._id = ""
         self._started = False
-        # without keep_text, deltas are appended to nothing (C-level, as fast as a list), and
-        # weigh nothing against max_result_size
-        self._weight = 1 if keep_text else 0
-        self._text: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
-        self._reasoning: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
+        self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
+        self._reasoning = self._kept()
         self._carrier: ReasoningCarrier | None = None
-        self._refusal: list[str] = [] if keep_text else deque(maxlen=0)  # type: ignore[assignment]
+        self._refusal = self._kept()
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []

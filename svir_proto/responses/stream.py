@@ -30,7 +30,9 @@ Rule 4 (whole values): each ``.done`` event (``output_text``, ``refusal``,
     not: for text, refusal and reasoning a problem is noted and the deltas are kept, because
     they are what a client has already shown and the events cannot be taken back; for a tool
     call's arguments it is a `ToolCallError`, because a call is executed, and two different
-    argument strings leave no safe one to execute.
+    argument strings leave no safe one to execute. Without ``keep_text`` a part's text is not
+    kept, only its length (`_Tally`): a whole value longer than the deltas gives its rest as
+    one more delta, one shorter is noted, and one as long is taken to be theirs.
 Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``TOOL_CALLS``
     when a function call was made, else ``STOP``, raw ``"completed"``), `Usage`, the tool calls
     whole and checked (``_toolcalls``), `StreamEnded`. ``response.incomplete`` ends it the same
@@ -66,7 +68,8 @@ I/O and reads no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import sys
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Final
 
 from .. import _json
@@ -121,10 +124,27 @@ class _Item:
         self.kind = kind  # message, function_call, reasoning, or another type
         self.id = item_id
         self.call = -1  # a function_call item's tool-call index
-        self.parts: dict[tuple[str, int], list[str]] = {}  # the text so far of each part
+        # the text so far of each part (without keep_text, its length: a `_Tally`)
+        self.parts: dict[tuple[str, int], list[str] | _Tally] = {}
         self.last_part: tuple[str, int] | None = None
         self.has_text = False
         self.carrier: ReasoningCarrier | None = None
+
+
+class _Tally:
+    """A part's deltas without ``keep_text``: where a list would keep them, their length only,
+    which Rule 4 settles a whole value against (`ResponsesStreamDecoder._settle`)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self) -> None:
+        self.size = 0
+
+    def append(self, text: str) -> None:
+        self.size += len(text)
+
+    def extend(self, texts: Iterable[str]) -> None:
+        self.size += sum(map(len, texts))
 
 
 Handler = Callable[["ResponsesStreamDecoder", dict[str, Any], int], None]
@@ -139,6 +159,12 @@ class ResponsesStreamDecoder(DialectDecoder):
             ``None``: not checked.
         max_event_size: bytes one SSE event may take (see `SSEDecoder`).
         max_result_size: characters the result may accumulate.
+        keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
+            are still events, but neither kept, so ``result.text``, ``result.reasoning``,
+            ``result.refusal`` and the text of each of ``result.reasoning_blocks`` are empty,
+            nor counted against ``max_result_size``, which still bounds the items, the calls
+            and their arguments: a relay that passes the deltas on holds no copy of them;
+            Rule 4 then settles a whole value by its length).
         max_tool_calls: function calls one response may make.
         max_output_items: output items one response may open.
         errors: invalid UTF-8 and lone surrogates: ``"strict"`` (a `PeerProtocolError` with
@@ -155,12 +181,16 @@ class ResponsesStreamDecoder(DialectDecoder):
         declared_tools: Collection[str] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
+        keep_text: bool = True,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_output_items: int = DEFAULT_MAX_OUTPUT_ITEMS,
         errors: Errors = "strict",
     ) -> None:
         super().__init__(
-            max_event_size=max_event_size, max_result_size=max_result_size, errors=errors
+            max_event_size=max_event_size,
+            max_result_size=max_result_size,
+            keep_text=keep_text,
+            errors=errors,
         )
         if type(max_output_items) is not int or max_output_items < 1:
             raise ValueError(f"max_output_items must be a positive int, not {max_output_items!r}")
@@ -173,10 +203,10 @@ class ResponsesStreamDecoder(DialectDecoder):
         self._items: list[_Item] = []
         self._by_index: dict[int, _Item] = {}
         self._by_id: dict[str, _Item] = {}
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
+        self._reasoning = self._kept()
         self._carrier: ReasoningCarrier | None = None
-        self._refusal: list[str] = []
+        self._refusal = self._kept()
         self._finish: Finished | None = None
         self._usage: Usage | None = None
         self._failure: Failure | None = None
@@ -264,6 +294,8 @@ class ResponsesStreamDecoder(DialectDecoder):
             size = len(data)
             text = template.one(data, seq) if self._fast and size <= self._max_event else None
             if text is not None:
+                # (unweighted: without keep_text, a text this long goes the general way, which
+                # counts it as nothing)
                 if self._size + len(text) <= self._room:
                     self._skipped += size
                     kind, rec, _, pieces = template.hot
@@ -272,14 +304,15 @@ class ResponsesStreamDecoder(DialectDecoder):
                         if template.numbered:
                             self._seq = seq + 1
                         pieces.append(text)
-                        self._size += len(text)
                         if kind == "a":
+                            self._size += len(text)
                             return [tool_call_delta(rec.call, text)]
+                        self._size += len(text) * self._weight
                         self._text.append(text)
                         return [text_delta(text)]
                     return self._took(template, [text] if text else [], 1, len(text))
             else:
-                got = self._ahead(template, data, seq, self._room - self._size)
+                got = self._ahead(template, data, seq, self._room_for(template))
                 if got is not None:
                     texts, count, rest = got
                     out = self._took(template, texts, count, sum(map(len, texts)))
@@ -307,11 +340,18 @@ class ResponsesStreamDecoder(DialectDecoder):
         seq = self._numbering(template)
         if seq is None:
             return i
-        room = self._room - self._size
+        room = self._room_for(template)
         texts, j, left = template.run(payloads, i, seq, room)
         if j > i:
             self._queue.extend(self._took(template, texts, j - i, room - left))
         return j
+
+    def _room_for(self, template: Template) -> int:
+        """What the deltas ``template`` reads may add to the result (`_room`): a call's
+        arguments always count; text, refusal and reasoning only when kept."""
+        if self._keep_text or template.hot[0] == "a":
+            return self._room - self._size
+        return sys.maxsize
 
     def _numbering(self, template: Template) -> int | None:
         """The number the template's next delta must have (0 when the stream numbers none),
@@ -355,7 +395,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             out, self._queue = self._queue, queue
             return out
         pieces.extend(texts)
-        self._size += added
+        self._size += added if kind == "a" else added * self._weight
         return out
 
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
@@ -422,10 +462,13 @@ class ResponsesStreamDecoder(DialectDecoder):
             else:
                 self._piece(rec, key, text, at)
             if learn:
+                pieces: list[str] | _Tally | None
                 if key is None:
                     pieces = self._calls.calls[rec.call].args
                 else:
-                    pieces = rec.parts.setdefault(key, [])
+                    pieces = rec.parts.get(key)
+                    if pieces is None:
+                        pieces = rec.parts[key] = self._part()
                 self._learn(data, seq, (rec, key, pieces), sse_type)
             return
         handler = _HANDLERS.get(etype)
@@ -439,7 +482,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         self,
         data: bytes | bytearray,
         seq: object,
-        target: tuple[_Item, Any, list[str]],
+        target: tuple[_Item, Any, list[str] | _Tally],
         sse_type: str | None,
     ) -> None:
         """Keep the bytes of a delta read the general way (`Template.learn`), within the budget, and
@@ -620,12 +663,22 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _settle(self, rec: _Item, key: tuple[str, int], final: str, at: int) -> None:
         """Rule 4 for a text: ``final`` is the part's whole value."""
         pieces = rec.parts.get(key)
+        if isinstance(pieces, _Tally):  # not kept: by its length
+            streamed = pieces.size
+            if len(final) > streamed:
+                self._piece(rec, key, final[streamed:], at)
+            elif len(final) < streamed:
+                self._differs(rec, key)
+            return
         have = self._joined(pieces) if pieces else ""
         if final == have:
             return
         if final.startswith(have):
             self._piece(rec, key, final[len(have) :], at)
             return
+        self._differs(rec, key)
+
+    def _differs(self, rec: _Item, key: tuple[str, int]) -> None:
         what = {"t": "text", "r": "refusal", "s": "reasoning summary", "c": "reasoning"}[key[0]]
         self._note(
             f"the whole {what} of output item {rec.id!r} differs from its deltas: "
@@ -681,13 +734,13 @@ class ResponsesStreamDecoder(DialectDecoder):
             return
         kind = key[0]
         if kind == "t":
-            self._size += len(text)
+            self._size += len(text) * self._weight
             if self._size > self._max_result:
                 self._grow(0, at)  # raises
             self._text.append(text)
             self._queue.append(text_delta(text))
         elif kind == "r":
-            self._grow(len(text), at)
+            self._grow(len(text) * self._weight, at)
             self._refusal.append(text)
             self._queue.append(RefusalDelta(text=text))
         else:
@@ -695,7 +748,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             shown = text
             if rec.has_text and rec.last_part != key:
                 shown = SEPARATOR + text  # Rule 3: the parts of one item
-            self._grow(len(shown), at)
+            self._grow(len(shown) * self._weight, at)
             if self._carrier is None:
                 self._carrier = carrier
             if rec.carrier is None:
@@ -707,9 +760,12 @@ class ResponsesStreamDecoder(DialectDecoder):
         rec.has_text = True
         pieces = rec.parts.get(key)
         if pieces is None:
-            rec.parts[key] = [text]
-        else:
-            pieces.append(text)
+            pieces = rec.parts[key] = self._part()
+        pieces.append(text)
+
+    def _part(self) -> list[str] | _Tally:
+        """Where a part's deltas are kept: a list, or without ``keep_text`` a `_Tally`."""
+        return [] if self._keep_text else _Tally()
 
     def _arguments(self, rec: _Item, text: str, at: int) -> None:
         if text:

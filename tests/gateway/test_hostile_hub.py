@@ -342,12 +342,6 @@ def _text_events(upstream_dialect: str, n: int) -> tuple[list[bytes], bytes, lis
     return [], gemini_event("t" * 65536), []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a translated answer from a messages/responses/gemini upstream is held whole in the "
-    "session (the dialect's decoder keeps its text in result: keep_text is the chat decoder's "
-    "only), up to max_result_size (64 MiB) a stream",
-)
 @pytest.mark.parametrize("upstream_dialect", ["messages", "responses", "gemini"])
 def test_sans_io_the_answer_of_a_vendor_upstream_is_not_held(upstream_dialect: str) -> None:
     """Attack: an upstream of another dialect (``--upstream-dialect messages``, ``responses``
@@ -377,12 +371,6 @@ def test_sans_io_the_answer_of_a_vendor_upstream_is_not_held(upstream_dialect: s
     assert held < 2 * 1024 * 1024, f"{held / 2**20:.1f} MiB held after 8 MiB relayed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an answer of more than 64 MiB from a messages upstream fails with max_result_size "
-    "(its decoder keeps the text), where the same answer from an OpenAI upstream reaches the "
-    "client whole",
-)
 def test_a_long_answer_of_a_messages_upstream_reaches_the_client_whole(up: HubUpstream) -> None:
     """Attack: ``--upstream-dialect messages``; the upstream streams a 68 MiB answer (1,088
     deltas of 64 KiB) to an OpenAI client.

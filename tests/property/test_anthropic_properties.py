@@ -47,7 +47,7 @@ from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 from svir_proto.translate import OpenAIToLLMStream
 from tests.conformance.openai_results import joined
-from tests.helpers import CONFORMANCE, run, splits
+from tests.helpers import CONFORMANCE, run, splits, unkept
 
 FIXTURES = sorted((CONFORMANCE / "anthropic").glob("*.sse"))
 TEXT = st.text(max_size=10)
@@ -68,9 +68,13 @@ def test_any_split_of_a_fixture_gives_the_same_events_and_result(
     body = path.read_bytes()
     whole = MessagesStreamDecoder(**options(path))
     expected = joined(run(whole, [body]))
+    pieces = data.draw(splits(body))
     split = MessagesStreamDecoder(**options(path))
-    assert joined(run(split, data.draw(splits(body)))) == expected
+    assert joined(run(split, pieces)) == expected
     assert split.result == whole.result
+    relay = MessagesStreamDecoder(**options(path), keep_text=False)  # a gateway's: no text kept
+    assert joined(run(relay, pieces)) == expected
+    assert (relay.result.text, unkept(relay.result)) == ("", unkept(whole.result))
 
 
 @st.composite

@@ -36,7 +36,7 @@ from svir_proto.llmstream import LLMRequest, LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 from svir_proto.translate import OpenAIToLLMStream
 from tests.conformance.openai_results import summary
-from tests.helpers import CONFORMANCE, bytewise, run, splits
+from tests.helpers import CONFORMANCE, bytewise, run, splits, unkept
 
 FIXTURES = sorted((CONFORMANCE / "gemini").glob("*.sse"))
 OPENAI = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
@@ -167,8 +167,12 @@ def test_any_split_of_a_fixture_gives_the_same_events_and_result(
     body = path.read_bytes()
     whole = GeminiStreamDecoder(**options)
     expected = summary(run(whole, [body]), whole.result)
+    pieces = data.draw(splits(body))
     split = GeminiStreamDecoder(**options)
-    assert summary(run(split, data.draw(splits(body))), split.result) == expected
+    assert summary(run(split, pieces), split.result) == expected
+    relay = GeminiStreamDecoder(**options, keep_text=False)  # a gateway's: no text kept
+    assert summary(run(relay, pieces), whole.result) == expected  # the same events
+    assert (relay.result.text, unkept(relay.result)) == ("", unkept(whole.result))
 
 
 def outcome(body: bytes, pieces: list[bytes]) -> tuple[object, object]:

@@ -33,7 +33,7 @@ from svir_proto.llmstream import LLMStreamDecoder, LLMStreamEncoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.translate import LLMStreamToOpenAI, OpenAIToLLMStream
 from tests.conformance.openai_results import joined
-from tests.helpers import CONFORMANCE, run, splits
+from tests.helpers import CONFORMANCE, run, splits, unkept
 
 TEXT = st.text(max_size=12)
 RAWS = {
@@ -138,10 +138,14 @@ def event_streams(draw: st.DrawFn) -> list[Any]:
 def test_events_encode_split_and_decode_back(events: list[Any], data: st.DataObject) -> None:
     enc = LLMStreamEncoder(request_id=events[0].request_id)
     body = b"".join(enc.encode(e) for e in events) + enc.end()
+    pieces = data.draw(splits(body))
     decoder = LLMStreamDecoder()
-    decoded = run(decoder, data.draw(splits(body)))
+    decoded = run(decoder, pieces)
     assert decoded[-1] == StreamEnded(complete=decoder.result.complete, done=decoder.result.done)
     assert joined(decoded[:-1]) == joined(events)
+    relay = LLMStreamDecoder(keep_text=False)  # a gateway's: no text kept
+    assert run(relay, pieces) == decoded
+    assert (relay.result.text, unkept(relay.result)) == ("", unkept(decoder.result))
 
 
 FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))

@@ -51,7 +51,7 @@ from svir_proto.responses import (
 from svir_proto.responses.hub import from_hub, to_hub
 from svir_proto.translate import OpenAIToLLMStream
 from tests.conformance.openai_results import joined
-from tests.helpers import CONFORMANCE, run, splits
+from tests.helpers import CONFORMANCE, run, splits, unkept
 
 DIR = CONFORMANCE / "responses"
 FIXTURES = sorted(DIR.glob("*.sse"))
@@ -82,9 +82,13 @@ def test_any_split_of_a_fixture_decodes_alike(path: Path, data: st.DataObject) -
     body = path.read_bytes()
     opts = options(path)
     whole_events, whole = decode(body, **opts)
-    events, result = decode(data.draw(splits(body)), **opts)
+    pieces = data.draw(splits(body))
+    events, result = decode(pieces, **opts)
     assert joined(events) == joined(whole_events)
     assert result == whole
+    events, relay = decode(pieces, **opts, keep_text=False)  # a gateway's: no text kept
+    assert joined(events) == joined(whole_events)
+    assert (relay.text, unkept(relay)) == ("", unkept(whole))
 
 
 def broken(body: bytes, how: int) -> bytes:

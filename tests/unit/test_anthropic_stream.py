@@ -24,7 +24,7 @@ from svir_proto.events import (
     Usage,
 )
 from svir_proto.openai import ToolCallError
-from tests.helpers import bytewise, run
+from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
 
 
 def ev(obj: Any, name: str | None = "") -> bytes:
@@ -378,3 +378,40 @@ def test_empty_pieces_carry_nothing_and_odd_counts_are_ignored() -> None:
     assert d.result.usage == Usage(completion_tokens=1)
     assert d.result.problems == ("ignored events of unknown type 'brand_new'",)
     assert d.model == ""
+
+
+def _answer(n: int) -> bytes:
+    """Signed thinking, then text, then a tool call: ``n`` deltas of 10 characters each."""
+    body = START + block(0, {"type": "thinking", "thinking": ""})
+    thinking = ({"type": "thinking_delta", "thinking": f"{i:010d}"} for i in range(n))
+    body += b"".join(delta(0, d) for d in thinking)
+    body += delta(0, {"type": "signature_delta", "signature": "sig"}) + stop(0)
+    body += block(1, {"type": "text", "text": "0123456789"})
+    body += b"".join(delta(1, {"type": "text_delta", "text": f"{i:010d}"}) for i in range(n))
+    body += stop(1) + block(2, {"type": "tool_use", "id": "t", "name": "f", "input": {}})
+    body += delta(2, {"type": "input_json_delta", "partial_json": '{"a":'})
+    body += delta(2, {"type": "input_json_delta", "partial_json": " 1}"}) + stop(2)
+    return body + finish("tool_use", {"output_tokens": 9}) + STOP
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
+    # a relay passes the deltas on: 810 characters of text and thinking pass a bound of 50,
+    # which still counts the signature and the arguments
+    kept, relay = relayed(MessagesStreamDecoder, _answer(40), mode, max_result_size=50)
+    assert kept.text == "0123456789" + "".join(f"{i:010d}" for i in range(40))  # as before
+    assert [(b.text, b.signature) for b in kept.reasoning_blocks] == [(kept.reasoning, "sig")]
+    assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
+    assert relay.tool_calls[0].arguments == '{"a": 1}'
+    with pytest.raises(PeerProtocolError) as caught:  # the same bound keeps the text
+        decode(_answer(40), max_result_size=50)
+    assert caught.value.limit == "max_result_size"
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
+    d = MessagesStreamDecoder(keep_text=False, max_result_size=10)  # sig and 7 of 8
+    with pytest.raises(PeerProtocolError) as caught:
+        run(d, feed_as(mode, _answer(40)))
+    assert caught.value.limit == "max_result_size"
+    assert d.result.text == ""

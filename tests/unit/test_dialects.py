@@ -67,6 +67,27 @@ def test_a_messages_exchange_reads_its_stream_and_its_errors() -> None:
     assert outcome.failure.message == "busy"  # type: ignore[union-attr]
 
 
+def test_without_keep_text_an_exchange_of_any_dialect_keeps_no_text() -> None:
+    body = (CONFORMANCE / "anthropic" / "anthropic-parallel-tool-use.sse").read_bytes()
+    exchange = Exchange(Endpoint.parse("http://x"), MESSAGES, keep_text=False)
+    exchange.receive_head(200, [("content-type", "text/event-stream")])
+    events = exchange.receive_body(body) + exchange.end_of_body()
+    decoder = MessagesStreamDecoder()
+    assert events == decoder.feed(body) + decoder.close()
+    assert decoder.result.text
+    assert exchange.result.text == ""
+    assert exchange.result.tool_calls == decoder.result.tool_calls
+    answer = (CONFORMANCE / "llmstream" / "draft-5.5-complete-example.sse").read_bytes()
+    llm = Exchange(
+        Endpoint.parse("http://x"),
+        dialects.translate_request(MESSAGES, "llm-stream"),
+        keep_text=False,
+    )
+    llm.receive_head(200, [("content-type", 'text/event-stream; profile="llm-stream-1.0"')])
+    assert any(isinstance(e, TextDelta) for e in llm.receive_body(answer) + llm.end_of_body())
+    assert llm.result.text == ""
+
+
 def test_a_relayed_body_of_another_dialect_is_watched_by_its_decoder() -> None:
     body = (CONFORMANCE / "anthropic" / "anthropic-parallel-tool-use.sse").read_bytes()
     relay = PassThrough(content_length=2, relay=True, dialect="messages", target="/messages")
@@ -147,6 +168,12 @@ def test_every_encoder_and_error_body_of_the_registry() -> None:
         assert spec.error_status(failure) == 429
         assert b"slow down" in spec.error_body(failure)
         assert isinstance(spec.new_decoder(None, **_options()), make)
+        relay = spec.new_decoder(None, **_options(), keep_text=False)  # a gateway's upstream
+        assert relay.feed(data) == seen
+        assert relay.result.text == ""
+        kept = make()
+        kept.feed(data)
+        assert kept.result.text == "hi"
 
 
 def _options() -> dict[str, object]:

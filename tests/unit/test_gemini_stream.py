@@ -22,7 +22,7 @@ from svir_proto.events import (
     Usage,
 )
 from svir_proto.gemini import GeminiStreamDecoder
-from tests.helpers import bytewise, run
+from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
 
 
 def sse(*chunks: Any, end: bytes = b"\r\n\r\n") -> bytes:
@@ -599,3 +599,43 @@ def test_the_hot_loop_keeps_the_bound(kind: str) -> None:
     with pytest.raises(PeerProtocolError) as caught:
         d.feed(sse(chunk(part, usageMetadata={})))
     assert caught.value.limit == "max_result_size"
+
+
+def _answer(n: int) -> bytes:
+    """Thoughts, a signature, text, then a call whose argument streams: ``n`` chunks of 10
+    characters each, of the shape the hot loop reads (``usageMetadata`` on every chunk)."""
+    usage = {"usageMetadata": {"promptTokenCount": 1}}
+
+    def piece(value: str, more: bool = True) -> dict[str, Any]:
+        arg = {"jsonPath": "$.a", "stringValue": value, "willContinue": more}
+        fc: dict[str, Any] = {"partialArgs": [arg], "willContinue": True}
+        return chunk({"functionCall": fc}, **usage)
+
+    thoughts = [chunk({"text": f"{i:010d}", "thought": True}, **usage) for i in range(n)]
+    signed = chunk({"text": "", "thoughtSignature": "sig"}, **usage)
+    texts = [chunk({"text": f"{i:010d}"}, **usage) for i in range(n)]
+    opened = chunk({"functionCall": {"name": "f", "id": "c", "willContinue": True}}, **usage)
+    closed = chunk({"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "z"}]}})
+    end = chunk(finish="STOP", **usage)
+    return sse(*thoughts, signed, *texts, opened, piece("x"), piece("y"), closed, end)
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
+    # a relay passes the deltas on: 800 characters of text and thoughts pass a bound of 50,
+    # which still counts the signature and the arguments
+    kept, relay = relayed(GeminiStreamDecoder, _answer(40), mode, max_result_size=50)
+    assert kept.text == "".join(f"{i:010d}" for i in range(40))  # as before
+    assert [(b.text, b.signature) for b in kept.reasoning_blocks] == [(kept.reasoning, "sig")]
+    assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
+    assert relay.tool_calls[0].parse_arguments().value == {"a": "xyz"}
+    assert error_of(_answer(40), max_result_size=50).limit == "max_result_size"  # kept: bound
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
+    d = GeminiStreamDecoder(keep_text=False, max_result_size=12)
+    with pytest.raises(PeerProtocolError) as caught:
+        run(d, feed_as(mode, _answer(40)))
+    assert caught.value.limit == "max_result_size"
+    assert d.result.text == ""

@@ -36,7 +36,7 @@ from svir_proto.llmstream import (
     unsupported_media_type,
 )
 from svir_proto.llmstream._lifecycle import TRANSITIONS, State, advance
-from tests.helpers import bytewise, run
+from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
 
 
 def ev(type_: str, seq: int, event: str | None = None, **fields: Any) -> bytes:
@@ -270,6 +270,42 @@ def test_svir_extensions_carry_what_the_draft_has_no_event_for() -> None:
     assert ReasoningDelta(text="hmm", carrier="think") in events
     assert not any(isinstance(e, TextDelta) for e in events)
     assert d.result.finish_raw == "abort"
+
+
+def _answer(n: int) -> bytes:
+    """Signed reasoning, a refusal, ``n`` text deltas of 10 characters (a template reads
+    them), then a call."""
+    body = START + svir_delta(1, {"reasoning": "why" * 10, "signature": "sig"})
+    body += svir_delta(2, {"refusal": "no" * 10})
+    body += b"".join(
+        ev("content.delta", 3 + i, index=0, role="assistant", delta={"text": f"{i:010d}"})
+        for i in range(n)
+    )
+    body += ev("tool.call", 3 + n, index=0, id="c", name="f", arguments='{"a": 1}')
+    body += ev("content.stop", 4 + n, index=0, stop_reason="tool_use")
+    return body + ev("stream.end", 5 + n)
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
+    # a relay passes the deltas on: 450 characters of text, reasoning and refusal pass a
+    # bound of 20, which still counts the signature and the arguments
+    kept, relay = relayed(LLMStreamDecoder, _answer(40), mode, max_result_size=20)
+    assert kept.text == "".join(f"{i:010d}" for i in range(40))  # as before
+    assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
+    assert relay.tool_calls[0].arguments == '{"a": 1}'
+    with pytest.raises(PeerProtocolError) as caught:
+        decode(_answer(40), max_result_size=20)
+    assert caught.value.limit == "max_result_size"
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
+    d = LLMStreamDecoder(keep_text=False, max_result_size=10)
+    with pytest.raises(PeerProtocolError) as caught:
+        run(d, feed_as(mode, _answer(40)))
+    assert caught.value.limit == "max_result_size"
+    assert d.result.text == ""
 
 
 # -- the encoder ------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from svir_proto import (
 )
 from svir_proto.openai import ToolCallError
 from svir_proto.responses import ResponsesStreamDecoder
-from tests.helpers import bytewise, run
+from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
 
 
 def ev(etype: str, *, name: bool = True, **fields: Any) -> bytes:
@@ -922,3 +922,79 @@ def test_a_delta_arriving_in_small_reads_is_matched_once_whole() -> None:
     events = [e for byte in bytewise(long) for e in d.feed(byte)]
     assert [e.text for e in events] == ["y" * 3000, "z" * 3000]
     assert len(calls) <= 2
+
+
+def _answer(n: int) -> bytes:
+    """Signed reasoning in two summary parts, text and a refusal settled by their whole
+    values, then a call: ``n`` deltas of 10 characters each, most read by a template."""
+    rs = {"id": "rs_1", "type": "reasoning", "summary": []}
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    words = [f"{i:010d}" for i in range(n)]
+    whole = "".join(words)
+    message = {"item_id": "msg_1", "output_index": 1}
+    refusal = {**message, "content_index": 1}
+    args = {"item_id": "fc_1", "output_index": 2}
+    return body(
+        CREATED,
+        added(rs),
+        *(summary(w, 0) for w in words),
+        *(summary(w, 1) for w in words),
+        ev("response.output_item.done", output_index=0, item={**rs, "encrypted_content": "sig"}),
+        added(MSG, 1),
+        *(text(w, 1, content_index=0) for w in words),
+        ev("response.output_text.done", **message, content_index=0, text=whole),  # as streamed
+        *(ev("response.refusal.delta", **refusal, delta=w) for w in words),
+        ev("response.refusal.done", **refusal, refusal=whole + "!"),  # its rest: one more delta
+        added(call, 2),
+        ev("response.function_call_arguments.delta", **args, delta='{"a":'),
+        ev("response.function_call_arguments.delta", **args, delta=" 1}"),
+        ev("response.function_call_arguments.done", **args, arguments='{"a": 1}'),
+        COMPLETED,
+    )
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
+    # a relay passes the deltas on: 4000 characters of text, reasoning and refusal pass a
+    # bound that still counts the items, the signature and the arguments
+    bound = 3 * ITEM + 20
+    kept, relay = relayed(ResponsesStreamDecoder, _answer(100), mode, max_result_size=bound)
+    assert kept.text == "".join(f"{i:010d}" for i in range(100))  # as before
+    assert kept.refusal == kept.text + "!"
+    assert [(b.text, b.signature) for b in kept.reasoning_blocks] == [(kept.reasoning, "sig")]
+    assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
+    assert relay.tool_calls[0].arguments == '{"a": 1}'
+    assert not relay.problems
+    assert error_of(_answer(100), max_result_size=bound).limit == "max_result_size"  # kept
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
+    d = ResponsesStreamDecoder(keep_text=False, max_result_size=3 * ITEM + 10)
+    with pytest.raises(PeerProtocolError) as caught:
+        run(d, feed_as(mode, _answer(100)))
+    assert caught.value.limit == "max_result_size"
+    assert d.result.text == ""
+
+
+def test_without_keep_text_a_whole_value_is_settled_by_its_length() -> None:
+    # the deltas' text is not kept (Rule 4): a whole value longer than them gives its rest,
+    # one shorter is noted, one as long is taken to be theirs
+    done = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("Hello", content_index=0),
+        ev("response.output_text.done", **done, text="Hello!"),
+        ev("response.output_text.done", **done, text="Bye"),
+        ev("response.output_text.done", **done, text="Other!"),
+        COMPLETED,
+    )
+    for pieces in ([raw], per_event(raw), bytewise(raw)):
+        d = ResponsesStreamDecoder(keep_text=False)
+        events = run(d, pieces)
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", "!"]
+        assert d.result.text == ""
+        assert d.result.problems == (
+            "the whole text of output item 'msg_1' differs from its deltas: the deltas are kept",
+        )
