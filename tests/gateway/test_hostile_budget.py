@@ -29,6 +29,7 @@ from tests.gateway.hostile_gateway import (
     Raw,
     healthy,
     nothing_held,
+    openai_body,
     responses,
     wait_until,
 )
@@ -106,6 +107,15 @@ def head(path: str, length: int | None, *, extra: str = "") -> bytes:
     return (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"{framing}{extra}\r\n"
+    ).encode()
+
+
+def post_head(length: int) -> bytes:
+    """The head of an OpenAI request (passed through: its body is held whole only when it is
+    at most ``hold_below``, 64 KiB)."""
+    return (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
     ).encode()
 
 
@@ -207,6 +217,71 @@ def test_a_long_text_within_the_budget_stays_within_it(up: HubUpstream, backend:
         grown = hwm_mb(g) - base
         nothing_held(g, seconds=60)
         assert grown < 16 * 1.5, f"one body within a 16 MiB budget grew the gateway {grown:.0f} MiB"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a body trickled a byte a second holds its share of the budget for as long as it "
+    "trickles: three such clients lock every other client out",
+)
+def test_bodies_trickled_a_byte_a_second_do_not_hold_the_budget_for_ever(gw: Gateway) -> None:
+    """Attack: ``--max-buffered`` 4 MiB, ``--max-body`` 2 MiB, ``--body-timeout`` 2 s; two
+    clients send the head of a Messages request (``Content-Length`` 2 MiB and 2 MiB - 32 KiB)
+    and its first 90 bytes, a third the head of an OpenAI request whose length is what is
+    left of the budget but 600 bytes (below ``hold_below``: held whole); then each sends one
+    byte of its body a second (never two seconds of silence), for 25 s; meanwhile an
+    ordinary client asks for an OpenAI stream (a 1 KiB body) once a second, as
+    ``Retry-After: 1`` says.
+
+    What the gateway did: each trickled body holds its declared length of the budget from its
+    head on, and ``--body-timeout`` is only the silence between two reads, so the three hold
+    the whole budget for as long as they trickle (here 25 s, at 3 bytes a second between
+    them; a 2 MiB body at a byte a second lasts 24 days): the ordinary client got 25 of 25
+    ``503 Retry-After``, and none of the trickles was cut; so would every client whose body
+    is held (every translated one, every OpenAI one up to 64 KiB). With the defaults
+    (128 MiB, 32 MiB, 30 s) five connections sending a byte every 29 s do the same.
+
+    What it should do: what a body holds of the shared budget has a deadline, not only its
+    silences (a deadline for the whole body, or a least rate, as Apache's ``mod_reqtimeout``
+    ``MinRate``): a trickled body is 408 and gives its share back, so that other clients are
+    served within a bounded time."""
+    prefix = messages_body(messages=[{"role": "user", "content": "x"}]).split(b'"x"')[0] + b'"'
+    asked = openai_body(user="u" * 900)  # 1 KiB: more than the budget has left
+    trickles = [Raw(gw) for _ in range(3)]
+    statuses: list[int] = []
+    try:
+        for r, size in zip(trickles[:2], (BUDGET // 2, BUDGET // 2 - 32 * 1024), strict=True):
+            r.send(head("/v1/messages", size) + prefix)
+        assert wait_until(lambda: gw.metrics()["svir_gateway_buffered_bytes"] > BUDGET - 32_768)
+        left = BUDGET - int(gw.metrics()["svir_gateway_buffered_bytes"])
+        # the rest but 600 bytes, held by a small OpenAI body (held whole below hold_below)
+        filler = left - 600
+        trickles[2].send(post_head(filler) + b"{")
+        assert wait_until(lambda: gw.metrics()["svir_gateway_buffered_bytes"] > BUDGET - 700)
+        start = time.monotonic()
+        i = 0
+        while time.monotonic() - start < 25:
+            for r in trickles:  # a byte each a second: never the 2 s of silence
+                r.send(b" " if r is trickles[2] else b"x")
+            i += 1
+            try:
+                status, _, _ = ask(gw, "openai", asked, timeout=10)
+            except OSError:
+                status = -1
+            statuses.append(status)
+            if status == 200:
+                break
+            time.sleep(max(0.0, start + i - time.monotonic()))
+        cut = [r.closed_by_peer(0.01) for r in trickles]
+    finally:
+        for r in trickles:
+            r.reset()
+    nothing_held(gw)
+    healthy(gw)
+    assert 200 in statuses, (
+        f"the ordinary client got {statuses.count(503)} of {len(statuses)} 503s; "
+        f"the trickles cut: {cut}"
+    )
 
 
 @pytest.mark.xfail(
