@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.gateway.budget_upstream import BudgetUpstream
 from tests.gateway.hostile_gateway import (
     BAD_LOG,
     Gateway,
@@ -41,6 +42,7 @@ from tests.gateway.test_hostile_hub import (
     bounded,
     ended_in_dialect,
     messages_body,
+    tag,
 )
 
 pytestmark = pytest.mark.slow
@@ -289,11 +291,12 @@ def test_bodies_trickled_a_byte_a_second_do_not_hold_the_budget_for_ever(gw: Gat
     reason="the gateway's own refusals of a Messages client are OpenAI's error object, not "
     "Anthropic's",
 )
-@pytest.mark.parametrize("what", ["413-estimate", "400-bad-json", "400-not-a-stream"])
+@pytest.mark.parametrize("what", ["413-estimate", "503-budget", "400-bad-json", "400-not-a-stream"])
 def test_a_messages_client_is_refused_in_anthropics_error_object(gw: Gateway, what: str) -> None:
     """Attack: an Anthropic Messages client (``POST /v1/messages``) whose request the gateway
     refuses itself: a body whose estimate passes ``--max-buffered`` (413), a body that is not
-    JSON (400), a request without ``"stream": true`` (400: only streams are translated).
+    JSON (400), a request without ``"stream": true`` (400: only streams are translated), a
+    body refused while two others hold the budget (503).
 
     What the gateway did: each refusal's body is OpenAI's error object
     (``{"error": {"message": ..., "type": "request_too_large", "code": ...}}``): no
@@ -306,14 +309,25 @@ def test_a_messages_client_is_refused_in_anthropics_error_object(gw: Gateway, wh
     What it should do: the gateway's own 4xx and 5xx to a Messages client are Anthropic's
     ``{"type": "error", "error": {"type": ..., "message": ...}}`` (the ``type`` one of the
     API's), as its refusals of the upstream's failures already are."""
-    if what == "413-estimate":
-        body = dense(BUDGET // 2 - 4096)
-    elif what == "400-bad-json":
-        body = b'{"model": "m", "stream": true, "messages": [}'
-    else:
-        body = messages_body(stream=False)
-    status, _, got = ask(gw, "messages", body, timeout=60)
-    assert status == (413 if what == "413-estimate" else 400), (status, got[:300])
+    holders = [Raw(gw) for _ in range(2)] if what == "503-budget" else []
+    try:
+        for r, size in zip(holders, (BUDGET // 2, BUDGET // 2 - 32 * 1024), strict=True):
+            r.send(head("/v1/messages", size) + b"{")
+        if holders:
+            assert wait_until(lambda: gw.metrics()["svir_gateway_buffered_bytes"] > BUDGET - 32_768)
+        if what == "413-estimate":
+            body = dense(BUDGET // 2 - 4096)
+        elif what == "503-budget":
+            body = dense(20_000)  # about 1.6 MiB of estimate: more than is left
+        elif what == "400-bad-json":
+            body = b'{"model": "m", "stream": true, "messages": [}'
+        else:
+            body = messages_body(stream=False)
+        status, _, got = ask(gw, "messages", body, timeout=60)
+    finally:
+        for r in holders:
+            r.reset()
+    assert status == int(what[:3]), (status, got[:300])
     doc = json.loads(got)
     anthropic_types = {
         "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
@@ -532,3 +546,61 @@ def test_many_clients_refused_413_at_once_hold_nothing(gw: Gateway) -> None:
     nothing_held(gw)
     healthy(gw)
     clean_log(gw)
+
+
+@pytest.mark.parametrize("how", ["half-close", "bad-chunk", "http-1.0", "trailing-junk"])
+def test_a_translated_body_that_breaks_http_gives_the_budget_back(gw: Gateway, how: str) -> None:
+    """A translated body of some 2 MiB of estimate that breaks off: the client half-closes
+    mid-body (``shutdown(SHUT_WR)``), a chunk size that is not hex mid-body, or it is whole
+    but HTTP/1.0 (no keep-alive) or followed by bytes that are no request: answered or
+    refused, the connection closed, the budget back to 0."""
+    body = dense(BUDGET // 160)  # 26 KiB, about 2 MiB of estimate
+    with Raw(gw) as r:
+        if how == "half-close":
+            r.send(head("/v1/messages", len(body)) + body[: len(body) // 2])
+            time.sleep(0.2)
+            r.sock.shutdown(1)  # SHUT_WR
+        elif how == "bad-chunk":
+            r.send(head("/v1/messages", None) + chunked(body[: len(body) // 2], 1000) + b"zz\r\n")
+        elif how == "http-1.0":
+            r.send(head("/v1/messages", len(body)).replace(b"HTTP/1.1", b"HTTP/1.0") + body)
+        else:
+            r.send(head("/v1/messages", len(body)) + body + b"\x00\x01junk\r\n\r\n")
+        assert r.closed_by_peer(30), r.got[:300]
+        got = responses(r.got)
+        if how in ("http-1.0", "trailing-junk"):
+            assert got, r.got[:300]
+            assert got[0].status == 200, r.got[:300]
+            assert ended_in_dialect("messages", got[0].body), r.got[-300:]
+        elif got:
+            assert got[0].status in (400, 408), r.got[:300]
+    nothing_held(gw)
+    healthy(gw)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_huge_wide_deltas_from_the_upstream_are_translated(backend: str) -> None:
+    """The answer side of the wide-character find: eight Messages clients at once, each of
+    whose OpenAI upstream streams one 7.5 MiB text delta ending in a character past U+FFFF
+    (each decoded at 4 bytes a character): each client gets the whole text and its end, the
+    gateway stays within its 2 GiB address space and is healthy after."""
+    up = BudgetUpstream()
+    try:
+        with bounded(up.base, backend, timeout="60") as g:
+            results: list[tuple[int, int, bool]] = []
+
+            def one() -> None:
+                status, _, got = ask(g, "messages", body_for("messages"), tag("wide-delta:7.5"))
+                results.append((status, len(got), ended_in_dialect("messages", got)))
+
+            threads = [threading.Thread(target=one) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+            assert len(results) == 8, results
+            assert all(s == 200 and n > 7 * MIB and e for s, n, e in results), results
+            g.set_mark()
+            healthy(g)
+    finally:
+        up.close()
