@@ -140,6 +140,12 @@ _HOP_BY_HOP: Final = frozenset(
         "server",
     }
 )  # fmt: skip
+_KIND_OF_STATUS: Final = {
+    401: FailureKind.AUTHENTICATION,
+    408: FailureKind.TIMEOUT,
+    503: FailureKind.OVERLOADED,
+}
+"""The kind of the gateway's own refusals (any other 4xx is rejected, a 5xx a server error)."""
 PREPARE_IN_PLACE: Final = 256 * 1024
 """A body to translate whose parse builds up to this (`_cost.parse_cost`: some 1,500 small
 messages, or 128 KiB of prose) is parsed and translated at once; a larger one is handed to the
@@ -272,6 +278,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.upstream_failure: FailureKind | None = None
         self.dialect: ClientDialect | None = None  # the client's response dialect
         self.request_kind: Kind | None = None
+        self._path_kind: Kind | None = None  # what the target names, once the head is read
         self.request_id: str | None = None
         self.events_forwarded = 0
         self.head_only = False  # a HEAD request: the answer has no body
@@ -441,6 +448,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
             )
         kind, allowed = _route(target)
+        self._path_kind = kind
         if "content-length" in fields and "transfer-encoding" in fields:  # _http Rule 1
             return self._reject(
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
@@ -518,6 +526,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             media = parse_media_type(headers.get("content-type") or "")[0]
             vendor: ClientDialect = "messages" if kind == "messages" else "responses"
             dialect = answer = vendor if media == "application/json" else None
+        if dialect is None and kind != "chat":  # a vendor's path serves JSON only
+            return self._reject(
+                415, f"{headers.get('content-type') or 'no Content-Type'} is not served here; "
+                "send application/json", "unsupported_media_type", close=True,
+                headers=[("Accept-Post", "application/json")],
+            )  # fmt: skip
         if dialect is None:
             status, extra, body = unsupported_media_type(headers.get("content-type"))
             return self._reply(status, extra, body, close=True, outcome="rejected")
@@ -703,9 +717,21 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         headers: list[tuple[str, str]] | None = None,
         **extra: Any,
     ) -> None:
-        body = error_json(message, code, **extra)
+        body = self._refusal(status, message, code, **extra)
         head = [("Content-Type", "application/json"), *(headers or [])]
         self._reply(status, head, body, close=close, outcome="rejected")
+
+    def _refusal(self, status: int, message: str, code: str, **extra: Any) -> bytes:
+        """Rule 5: the error object of the gateway's own refusal, in the dialect of the path
+        the client asked (Anthropic's on ``/v1/messages``, from its first line on; OpenAI's,
+        with ``code`` and ``extra`` such as ``param``, anywhere else)."""
+        if self._path_kind != "messages":
+            return error_json(message, code, **extra)
+        if extra.get("param"):  # Anthropic's object has no param: its messages begin with it
+            message = f"{extra['param']}: {message}"
+        kind = _KIND_OF_STATUS.get(status, FailureKind.REJECTED if status < 500 else None)
+        failure = Failure(kind=kind or FailureKind.SERVER_ERROR, message=message, status=status)
+        return dialect("messages").error_body(failure)
 
     def _reply(
         self,
@@ -748,7 +774,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._release()
         self._mode = "answered"
         self.outcome = "rejected"
-        body = error_json("the gateway holds as many streams as it may", "overloaded")
+        body = self._refusal(503, "the gateway holds as many streams as it may", "overloaded")
         head = [("Content-Type", "application/json"), ("Retry-After", str(retry_after))]
         return self._response(503, head, body, close=True)
 
@@ -927,7 +953,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return b""
         self._release()
         self._mode = "answered"
-        body = error_json(f"the request's {what} did not arrive in time", "request_timeout")
+        body = self._refusal(408, f"the request's {what} did not arrive in time", "request_timeout")
         return self._response(408, [("Content-Type", "application/json")], body, close=True)
 
     def keepalive(self) -> bytes:

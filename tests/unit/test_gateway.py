@@ -673,5 +673,8 @@ def test_what_a_translating_gateway_refuses(
     assert isinstance(reply, Reply)
     got, _, answer = response(reply.data)
     assert got == status
+    error = json.loads(answer)  # Anthropic's error object, on Anthropic's path
+    assert error["type"] == "error"
+    assert error["error"]["type"] == "invalid_request_error"
     if param is not None:
-        assert json.loads(answer)["error"]["param"] == param
+        assert error["error"]["message"].startswith(f"{param}: ")
