@@ -52,7 +52,7 @@ class GatewayConfig:
         max_body: bytes of a request body (413 before a byte of it is read).
         max_buffered: bytes of request bodies held whole at once, across all clients (503 past
             it): bodies are held to be translated, or while they are small; a body to translate
-            holds what parsing it builds (`_cost.parse_cost`), until its preparation ends.
+            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends.
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
@@ -89,7 +89,7 @@ class GatewayConfig:
     public_metrics: bool = False
     max_head_size: int = 16 * 1024
     max_body: int = DEFAULT_MAX_BODY
-    max_buffered: int = 128 * 1024 * 1024
+    max_buffered: int = 256 * 1024 * 1024
     hold_below: int = 64 * 1024
     max_streams: int = 256
     max_connections: int = 1024

@@ -29,7 +29,7 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
     gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; a
     body to translate (LLM-Stream's, or another dialect than the upstream's) is read whole, and
-    holds of ``max_buffered`` what parsing it will build (`_cost.parse_cost`, taken as its
+    holds of ``max_buffered`` what parsing it will build (`_cost.BodyCost`, taken as its
     pieces come: 503 while others hold the budget, 413 once it alone would pass it) until its
     preparation ends. While an answer streams, a client
     may send at most ``max_head_size`` bytes (the next request's head); more closes it. After
@@ -89,7 +89,7 @@ from ..llmstream.negotiate import (
 )
 from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
-from ._cost import parse_cost
+from ._cost import BodyCost
 from ._http import bearer, host_allowed, reason, request_id, token_matches
 from .config import GatewayConfig, GatewayState
 
@@ -147,9 +147,10 @@ _KIND_OF_STATUS: Final = {
 }
 """The kind of the gateway's own refusals (any other 4xx is rejected, a 5xx a server error)."""
 PREPARE_IN_PLACE: Final = 256 * 1024
-"""A body to translate whose parse builds up to this (`_cost.parse_cost`: some 1,500 small
-messages, or 128 KiB of prose) is parsed and translated at once; a larger one is handed to the
-server (`Prepare`) to do off its event loop, so one large request does not stall the others."""
+"""A body to translate whose parse builds up to this (`_cost.BodyCost`: some 140 small
+messages, or 30 KiB of prose, a few milliseconds of parsing) is parsed and translated at once;
+a larger one is handed to the server (`Prepare`) to do off its event loop, so one large
+request does not stall the others."""
 KEEPALIVE: Final = b": keep-alive\n\n"
 
 
@@ -291,7 +292,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
         self._covered = 0  # bytes of its body that the budget covers (its length, once known)
-        self._cost = 0  # what translating its body builds, as far as it came (`parse_cost`)
+        self._cost = 0  # what translating its body builds, as far as it came (`_estimate`)
+        self._estimate = BodyCost()
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
@@ -597,7 +599,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 return
             self._cost += grow
             if self._translated:  # Rule 3: what parsing it will build, beyond its bytes
-                extra = parse_cost(data) - len(data)
+                extra = self._estimate.add(data) - len(data)
                 self._cost += extra
                 grow += extra
                 if self._cost > cfg.max_buffered:
@@ -730,7 +732,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if extra.get("param"):  # Anthropic's object has no param: its messages begin with it
             message = f"{extra['param']}: {message}"
         kind = _KIND_OF_STATUS.get(status, FailureKind.REJECTED if status < 500 else None)
-        failure = Failure(kind=kind or FailureKind.SERVER_ERROR, message=message, status=status)
+        kind = kind or FailureKind.SERVER_ERROR  # the code is kept where it is Anthropic's too
+        failure = Failure(kind=kind, message=message, code=code, status=status)
         return dialect("messages").error_body(failure)
 
     def _reply(

@@ -17,7 +17,7 @@ from svir_proto.gateway import (
     LocalRequest,
     Reply,
 )
-from svir_proto.gateway._cost import parse_cost
+from svir_proto.gateway._cost import BodyCost, parse_cost
 from svir_proto.gateway._http import bearer, host_allowed, host_name, reason
 from svir_proto.gateway.connection import _prepare
 from svir_proto.openai import Endpoint
@@ -345,16 +345,42 @@ def _post_messages(body: bytes, *, chunked: bool = False) -> bytes:
     return head + body
 
 
+def cost_of(body: bytes) -> int:
+    return BodyCost().add(body)
+
+
 def test_parse_cost_counts_what_parsing_builds() -> None:
     assert parse_cost(b"") == 0
-    assert parse_cost(b"   ") == 6  # two a byte
-    assert parse_cost(b'{"a":[1,2]}') == 2 * 11 + 32 + 160 * (1 + 1 + 1)
-    assert parse_cost(b'"a\\"b"') == 2 * 6 + 160  # an escaped quote is no string's end
+    assert parse_cost(b"   ") == 21  # seven a byte of ASCII
+    assert parse_cost(b"   ", 4) == 48  # sixteen once a character is past U+FFFF
+    assert parse_cost(b'{"a":[1,2]}') == 7 * 11 + 32 + 160 * (1 + 1 + 1)
+    assert parse_cost(b'"a\\"b"') == 7 * 6 + 160  # an escaped quote is no string's end
     body = _messages(500, [{"type": "text", "text": "x"}])
     assert sum(map(parse_cost, bytewise(body))) >= parse_cost(body)  # Rule 2: by pieces
     assert parse_cost(body) > 20 * len(body)  # small messages build far more than their bytes
     prose = _messages(1, "a fine day, and then another " * 1000)
-    assert parse_cost(prose) < 4 * len(prose)  # its commas count as numbers would
+    assert parse_cost(prose) < 9 * len(prose)  # its commas count as numbers would
+
+
+@pytest.mark.parametrize(
+    ("text", "width"),
+    [("plain", 1), ("caf\u00e9", 1), ("\u0101", 2), ("\u20ac", 2), ("\U0001f600", 4)],
+)
+def test_a_body_costs_what_its_widest_character_makes_of_its_text(text: str, width: int) -> None:
+    """Rule 2: the width is the widest character's, raw or escaped, whatever the pieces, and
+    the bytes before it count again at that width."""
+    doc = {"model": "m", "max_tokens": 5, "stream": True}
+    doc["messages"] = [{"role": "user", "content": "a" * 3000 + text}]
+    for raw in (False, True):
+        body = json.dumps(doc, ensure_ascii=not raw).encode()
+        whole = BodyCost()
+        whole.add(body)
+        assert whole.width == width, (text, raw)
+        assert whole.total == parse_cost(body, width)
+        for pieces in (bytewise(body), [body[:3010], body[3010:]]):
+            cost = BodyCost()
+            assert sum(map(cost.add, pieces)) == cost.total >= whole.total
+            assert cost.width == width
 
 
 @pytest.mark.parametrize("chunked", [False, True])
@@ -362,7 +388,7 @@ def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
     """Attack 22: one 4 MiB body of small messages parses to about 120 MiB; the body budget
     holds that, as the body comes, and gives it all back once the request is answered."""
     body = _messages(3000)  # about 100 KiB: under the budget's bytes, over it parsed
-    cost = parse_cost(body)
+    cost = cost_of(body)
     assert len(body) < 1_000_000 < cost
     gw = conn(max_buffered=1_000_000)
     (refused,) = gw.feed(_post_messages(body, chunked=chunked))
@@ -387,13 +413,13 @@ def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
 
 def test_a_small_body_that_parses_large_is_prepared_off_the_loop() -> None:
     """The loop parses a body only if what its parse builds is small: 70 KiB of small
-    messages goes to a worker, 60 KiB of prose does not."""
+    messages goes to a worker, 28 KiB of prose does not."""
     many = _messages(2000)
     assert len(many) < 70_000
     (prepare,) = conn().feed(_post_messages(many))
     assert type(prepare).__name__ == "Prepare"
-    prose = _messages(1, "a fine day, and then another " * 2000)
-    assert len(prose) > 55_000
+    prose = _messages(1, "a fine day, and then another " * 1000)
+    assert len(prose) > 25_000
     (forward,) = conn().feed(_post_messages(prose))
     assert isinstance(forward, Forward)
 

@@ -26,7 +26,7 @@ from svir_proto.gateway import (
     ToUpstream,
     Work,
 )
-from svir_proto.gateway._cost import parse_cost
+from svir_proto.gateway._cost import BodyCost
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, Endpoint
 from tests.helpers import CONFORMANCE
@@ -861,7 +861,7 @@ def test_a_body_being_prepared_holds_its_budget_until_its_preparation_ends() -> 
         d = Driver()
         d.send(post(body, media="application/llm-request+json"))
         (work,) = d.work
-        held = parse_cost(body)  # what its parse builds, not its length
+        held = BodyCost().add(body)  # what its parse builds, not its length
         assert d.state.buffered == held > 2 * len(body)
         result = work.run() if begun else None
         d.send(b"")  # the client leaves
