@@ -548,6 +548,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._slot = True
         held = self._translated or length is None or length <= cfg.hold_below
         if held and length is not None:
+            if length > cfg.max_buffered:  # it can never fit: not a busy budget
+                return self._reject(
+                    413, f"the body is larger than the {cfg.max_buffered} bytes the gateway "
+                    "holds for request bodies", "request_too_large", close=True,
+                )  # fmt: skip
             if not self.state.hold(length):
                 self.state.metrics.refused["buffered"] += 1
                 return self._busy("the gateway holds as many request bodies as it may")

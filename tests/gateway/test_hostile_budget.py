@@ -288,6 +288,34 @@ def test_bodies_trickled_a_byte_a_second_do_not_hold_the_budget_for_ever(gw: Gat
     )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_body_longer_than_the_whole_budget_is_413_not_503(up: HubUpstream, backend: str) -> None:
+    """Attack: ``--max-buffered`` 4 MiB, ``--max-body`` 8 MiB (an operator who bounds bodies
+    being held more tightly than one body); a Messages client declares ``Content-Length`` of
+    6 MiB (within ``--max-body``), with nothing else held, three times.
+
+    What the gateway did: 503 ``Retry-After: 1`` "the gateway holds as many request bodies as
+    it may", 3 of 3, though the budget was empty: the head's ``hold(length)`` fails and is
+    taken for a busy budget. The Anthropic and OpenAI SDKs retry a 503 (twice by default),
+    uploading the 6 MiB again each time, for a body that can never fit; the README says 413
+    once a body alone would pass the budget (what a body whose estimate passes it gets, as it
+    comes).
+
+    What it does now: a body whose declared length alone passes ``--max-buffered`` is 413
+    before a byte of it is read (as past ``--max-body``), 503 only while others hold what it
+    would need."""
+    with bounded(up.base, backend, max_buffered=str(4 * MIB), max_body=str(8 * MIB)) as g:
+        statuses = []
+        for _ in range(3):
+            with Raw(g) as r:
+                r.send(head("/v1/messages", 6 * MIB))
+                r.read(20, until=lambda got: b"\r\n\r\n" in got)
+                got = responses(r.got + b"")
+                statuses.append(got[0].status if got else -1)
+            nothing_held(g)
+        assert statuses == [413] * 3, statuses
+
+
 @pytest.mark.parametrize("what", ["413-estimate", "503-budget", "400-bad-json", "400-not-a-stream"])
 def test_a_messages_client_is_refused_in_anthropics_error_object(gw: Gateway, what: str) -> None:
     """Attack: an Anthropic Messages client (``POST /v1/messages``) whose request the gateway

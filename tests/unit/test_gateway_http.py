@@ -411,6 +411,16 @@ def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
     assert fits.state.buffered == 0
 
 
+def test_a_body_longer_than_the_whole_budget_is_413_at_its_head() -> None:
+    """A body that can never fit is no busy budget: 413 before a byte of it, not 503."""
+    body = _messages(3)
+    status, _, got, reply = answer(
+        _post_messages(body)[: -len(body)], max_buffered=len(body) - 1, max_body=10**6
+    )
+    assert (status, reply.close) == (413, True)
+    assert json.loads(got)["error"]["type"] == "request_too_large"  # Anthropic's, on its path
+
+
 def test_a_small_body_that_parses_large_is_prepared_off_the_loop() -> None:
     """The loop parses a body only if what its parse builds is small: 70 KiB of small
     messages goes to a worker, 28 KiB of prose does not."""
