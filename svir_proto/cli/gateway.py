@@ -114,6 +114,12 @@ def add_parser(sub: Any) -> None:
         help="silence while receiving a request body (408)",
     )
     times.add_argument(
+        "--body-rate",
+        type=float,
+        default=d.body_rate,
+        help="bytes a second a body held whole must average beyond --body-timeout (408)",
+    )
+    times.add_argument(
         "--idle-timeout",
         type=float,
         default=d.idle_timeout,
@@ -180,6 +186,7 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
             keepalive=args.keepalive,
             head_timeout=args.head_timeout,
             body_timeout=args.body_timeout,
+            body_rate=args.body_rate,
             idle_timeout=args.idle_timeout,
             send_timeout=args.send_timeout,
             connect_timeout=args.connect_timeout,

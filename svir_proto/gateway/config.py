@@ -63,6 +63,11 @@ class GatewayConfig:
             head (408; nginx ``client_header_timeout`` 60 s).
         body_timeout: silence between two reads of a request body (408; nginx
             ``client_body_timeout`` 60 s).
+        body_rate: bytes a second that a body held whole (a share of ``max_buffered``) must
+            come at, beyond ``body_timeout``: it must be whole ``body_timeout`` plus its length
+            over this after its head began, else 408 and its share is given back (Apache's
+            ``mod_reqtimeout`` ``MinRate``), so that bodies trickled a byte at a time cannot
+            hold the shared budget for ever.
         idle_timeout: a kept-alive connection with no request (closed; nginx
             ``keepalive_timeout`` 75 s).
         send_timeout: a client that reads nothing of its answer for this long loses it, and its
@@ -95,6 +100,7 @@ class GatewayConfig:
     max_connections: int = 1024
     head_timeout: float = 30.0
     body_timeout: float = 30.0
+    body_rate: float = 256 * 1024
     idle_timeout: float = 60.0
     send_timeout: float = 30.0
     connect_timeout: float = 10.0
@@ -120,6 +126,8 @@ class GatewayConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"{name} must be a number of seconds > 0, not {value!r}")
+        if not isinstance(self.body_rate, (int, float)) or not self.body_rate > 0:
+            raise ValueError(f"body_rate must be bytes a second > 0, not {self.body_rate!r}")
         if not isinstance(self.keepalive, (int, float)) or self.keepalive < 0:
             raise ValueError(f"keepalive must be seconds >= 0, not {self.keepalive!r}")
 

@@ -325,6 +325,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return "answer"
 
     @property
+    def held_length(self) -> int:
+        """The length of the body this request holds of the budget (its Content-Length, or
+        what came of a chunked one), 0 when it holds none: for its whole-body deadline."""
+        return self._covered if self._held else 0
+
+    @property
     def backlog(self) -> int:
         """Bytes the client sent that wait unread (a pipelined request) while its answer is
         made: at most ``max_head_size`` (Rule 3); the server closes past it. The body of a

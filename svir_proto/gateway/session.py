@@ -24,7 +24,9 @@ Rule 2 (isolation): whatever a peer sends, a session only ever raises for its ow
     request with an error in the client's dialect. An answer framed both by Content-Length
     and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
-    the connection), a body with no silence over ``body_timeout``, an idle kept-alive
+    the connection), a body with no silence over ``body_timeout`` (and one held whole, a share
+    of the body budget, whole within ``body_timeout`` plus its length over ``body_rate``
+    from its head's first byte), an idle kept-alive
     connection within ``idle_timeout``: else 408 or a close. An upstream with no progress for
     ``progress_timeout`` ends the stream with an error and the end marker, however many
     keep-alive comments it sends; a client that reads nothing for ``send_timeout`` loses its
@@ -212,6 +214,7 @@ class GatewaySession:
         state.connections += 1
         state.metrics.connections_total += 1
         self._since = now  # when the client's current phase began (for its deadline)
+        self._began = now  # when the current request's head began (its body's rate runs so)
         self._start = now  # when the current request began
         self._recorded = False  # the current request's `Done` went out
         self._served = False  # a request was answered on this connection (it is kept alive)
@@ -253,7 +256,7 @@ class GatewaySession:
         except SvirProtocolError:  # bytes after the client's own EOF
             return self._cancel(now)
         if before == "idle" and data:
-            self._since = now  # the head's first byte: its deadline runs from here
+            self._since = self._began = now  # the head's first byte: its deadline runs from here
         if conn.phase == "answer" and conn.backlog > self.config.max_head_size:
             return self._cancel(now)  # Rule 5: a pipelined head is all a client may send
         return self._pump(now)
@@ -731,7 +734,7 @@ class GatewaySession:
         conn.start_next_cycle()
         self._forward = None
         self._recorded = False
-        self._since = now
+        self._since = self._began = now
         self._partial = b""
         self._steady = None
         self._body_at = 0
@@ -833,7 +836,7 @@ class GatewaySession:
         elif phase == "head":
             due = self._since + cfg.head_timeout
         elif phase == "body":
-            due = self._since + cfg.body_timeout
+            due = self._body_due()
         else:
             due = float("inf")
         up = self._upstream
@@ -849,6 +852,17 @@ class GatewaySession:
             due = min(due, self._drain_by)
         if self._paused_since is not None:
             due = min(due, self._paused_since + cfg.send_timeout)
+        return due
+
+    def _body_due(self) -> float:
+        """Rule 3: a body's deadline is its silence (``body_timeout`` from its last read) and,
+        while it holds a share of the budget, its rate (whole by ``body_timeout`` plus its
+        length over ``body_rate`` from its head's first byte)."""
+        cfg = self.config
+        due = self._since + cfg.body_timeout
+        held = self.conn.held_length
+        if held:
+            due = min(due, self._began + cfg.body_timeout + held / cfg.body_rate)
         return due
 
     def tick(self, now: float) -> bytes:
@@ -868,7 +882,7 @@ class GatewaySession:
         if phase == "idle":
             due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
             return self._close() if now >= due else b""
-        if phase == "head" or (phase == "body" and now >= self._since + cfg.body_timeout):
+        if phase == "head" or (phase == "body" and now >= self._body_due()):
             out = conn.timeout("head" if phase == "head" else "body")
             self._release(reuse=False)
             self._done(now)

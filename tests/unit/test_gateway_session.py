@@ -609,7 +609,7 @@ def test_a_silent_new_connection_and_an_idle_kept_alive_one_are_closed() -> None
 
 
 def test_a_body_that_stops_coming_is_408() -> None:
-    d = Driver(body_timeout=5.0)
+    d = Driver(body_timeout=5.0, body_rate=1.0)  # its rate's deadline is far: silence counts
     whole = post(openai_body())
     d.send(whole[:-10], now=1.0)
     assert d.session.deadline == pytest.approx(6.0)
@@ -618,6 +618,36 @@ def test_a_body_that_stops_coming_is_408() -> None:
     d.tick(9.5)
     ((status, _, _, _),) = read(d.client)
     assert status == 408
+
+
+def test_a_held_body_trickled_is_408_by_its_rate_and_gives_its_share_back() -> None:
+    """Attack 24: a body held whole holds a share of the budget; trickled a byte at a time, no
+    silence ever lasted ``body_timeout``. It must be whole by ``body_timeout`` plus its length
+    over ``body_rate`` from its head's first byte."""
+    d = Driver(body_timeout=5.0, body_rate=10.0)
+    whole = post(openai_body())
+    length = len(openai_body())
+    start = len(whole) - length
+    d.send(whole[: start + 1], now=1.0)
+    assert d.state.buffered == length
+    due = 1.0 + 5.0 + length / 10.0
+    assert d.session.deadline == pytest.approx(6.0)  # silence first
+    now = 1.0
+    for i in range(start + 1, len(whole) - 1):  # a byte a second: never 5 s of silence
+        now += 1.0
+        if now >= due:
+            break
+        d.send(whole[i : i + 1], now=now)
+        assert d.session.deadline == pytest.approx(min(now + 5.0, due))
+    assert now + 5.0 > due  # silence alone would not have ended it
+    d.tick(due)
+    ((status, _, _, _),) = read(d.client)
+    assert status == 408
+    assert d.state.buffered == 0
+    passed = Driver(body_timeout=5.0, body_rate=10.0, hold_below=10)  # not held: silence only
+    passed.send(whole[: start + 1], now=1.0)
+    assert passed.state.buffered == 0
+    assert passed.session.deadline == pytest.approx(6.0)
 
 
 def test_a_large_body_that_stops_coming_after_the_answer_began_is_cut() -> None:
