@@ -486,7 +486,7 @@ def test_an_llm_stream_request_that_does_not_stream_names_the_field() -> None:
     ("field", "value"),
     [
         ("max_streams", 0), ("max_body", -1), ("hold_below", -1), ("head_timeout", 0),
-        ("progress_timeout", "soon"), ("keepalive", -1),
+        ("progress_timeout", "soon"), ("keepalive", -1), ("body_rate", 0), ("body_rate", "x"),
     ],
 )  # fmt: skip
 def test_the_config_is_checked(field: str, value: object) -> None:
