@@ -64,10 +64,11 @@ class GatewayConfig:
         body_timeout: silence between two reads of a request body (408; nginx
             ``client_body_timeout`` 60 s).
         body_rate: bytes a second that a body held whole (a share of ``max_buffered``) must
-            come at, beyond ``body_timeout``: it must be whole ``body_timeout`` plus its length
-            over this after its head began, else 408 and its share is given back (Apache's
-            ``mod_reqtimeout`` ``MinRate``), so that bodies trickled a byte at a time cannot
-            hold the shared budget for ever.
+            come at, beyond ``body_timeout``, once another request was refused for want of the
+            budget: it must then be whole ``body_timeout`` plus its length over this after its
+            head began, else 408 and its share is given back (Apache's ``mod_reqtimeout``
+            ``MinRate``), so that bodies trickled a byte at a time cannot hold the shared
+            budget for ever, while a slow client keeps its time when nobody waits.
         idle_timeout: a kept-alive connection with no request (closed; nginx
             ``keepalive_timeout`` 75 s).
         send_timeout: a client that reads nothing of its answer for this long loses it, and its

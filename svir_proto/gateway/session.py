@@ -25,12 +25,12 @@ Rule 2 (isolation): whatever a peer sends, a session only ever raises for its ow
     and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
     the connection), a body with no silence over ``body_timeout`` (and one held whole, a share
-    of the body budget, whole within ``body_timeout`` plus its length over ``body_rate``
-    from its head's first byte), an idle kept-alive
-    connection within ``idle_timeout``: else 408 or a close. An upstream with no progress for
-    ``progress_timeout`` ends the stream with an error and the end marker, however many
-    keep-alive comments it sends; a client that reads nothing for ``send_timeout`` loses its
-    stream, and its upstream request is cancelled.
+    of the body budget, once another request was refused for want of it: whole within
+    ``body_timeout`` plus its length over ``body_rate`` from its head's first byte), an idle
+    kept-alive connection within ``idle_timeout``: else 408 or a close. An upstream with no
+    progress for ``progress_timeout`` ends the stream with an error and the end marker, however
+    many keep-alive comments it sends; a client that reads nothing for ``send_timeout`` loses
+    its stream, and its upstream request is cancelled.
 Rule 4 (keep-alive): a streaming client that has received nothing for ``keepalive`` seconds
     gets an SSE comment, sent only where an event ends; before the upstream answered, the first
     one also sends the response head.
@@ -215,6 +215,7 @@ class GatewaySession:
         state.metrics.connections_total += 1
         self._since = now  # when the client's current phase began (for its deadline)
         self._began = now  # when the current request's head began (its body's rate runs so)
+        self._refusals = state.metrics.refused["buffered"]  # refusals for want of the budget
         self._start = now  # when the current request began
         self._recorded = False  # the current request's `Done` went out
         self._served = False  # a request was answered on this connection (it is kept alive)
@@ -257,6 +258,7 @@ class GatewaySession:
             return self._cancel(now)
         if before == "idle" and data:
             self._since = self._began = now  # the head's first byte: its deadline runs from here
+            self._refusals = self.state.metrics.refused["buffered"]
         if conn.phase == "answer" and conn.backlog > self.config.max_head_size:
             return self._cancel(now)  # Rule 5: a pipelined head is all a client may send
         return self._pump(now)
@@ -735,6 +737,7 @@ class GatewaySession:
         self._forward = None
         self._recorded = False
         self._since = self._began = now
+        self._refusals = self.state.metrics.refused["buffered"]
         self._partial = b""
         self._steady = None
         self._body_at = 0
@@ -856,12 +859,13 @@ class GatewaySession:
 
     def _body_due(self) -> float:
         """Rule 3: a body's deadline is its silence (``body_timeout`` from its last read) and,
-        while it holds a share of the budget, its rate (whole by ``body_timeout`` plus its
-        length over ``body_rate`` from its head's first byte)."""
+        once another request was refused for want of the budget while this one holds a share
+        of it, its rate (whole by ``body_timeout`` plus its length over ``body_rate`` from its
+        head's first byte): a slow client keeps its time while nobody waits for its share."""
         cfg = self.config
         due = self._since + cfg.body_timeout
         held = self.conn.held_length
-        if held:
+        if held and self.state.metrics.refused["buffered"] != self._refusals:
             due = min(due, self._began + cfg.body_timeout + held / cfg.body_rate)
         return due
 

@@ -624,15 +624,21 @@ def test_a_held_body_trickled_is_408_by_its_rate_and_gives_its_share_back() -> N
     """Attack 24: a body held whole holds a share of the budget; trickled a byte at a time, no
     silence ever lasted ``body_timeout``. It must be whole by ``body_timeout`` plus its length
     over ``body_rate`` from its head's first byte."""
-    d = Driver(body_timeout=5.0, body_rate=10.0)
-    whole = post(openai_body())
     length = len(openai_body())
+    d = Driver(body_timeout=5.0, body_rate=10.0, max_buffered=length + 10)
+    whole = post(openai_body())
     start = len(whole) - length
     d.send(whole[: start + 1], now=1.0)
     assert d.state.buffered == length
+    d.send(whole[start + 1 : start + 2], now=6.5)  # nobody waits: silence only
+    assert d.session.deadline == pytest.approx(11.5)
+    other = GatewaySession(d.state, 6.5)  # a request refused for want of the budget
+    ((status, _, _, _),) = read(other.client_data(post(openai_body()), 6.5))
+    assert status == 503
     due = 1.0 + 5.0 + length / 10.0
-    assert d.session.deadline == pytest.approx(6.0)  # silence first
-    now = 1.0
+    assert d.session.deadline == pytest.approx(min(11.5, due))
+    now = 6.5
+    start += 1
     for i in range(start + 1, len(whole) - 1):  # a byte a second: never 5 s of silence
         now += 1.0
         if now >= due:
