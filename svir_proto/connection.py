@@ -1,29 +1,31 @@
-"""`ClientConnection`: h11 in the client role under an `Exchange`, one request at a time.
+"""`ClientConnection`: HTTP/1.1 in the client role under an `Exchange`, one request at a time.
 
-h11 (itself sans-IO) does the HTTP/1.1 framing: it writes the request head and frames the body,
-and it reads the response head and a body framed by Content-Length or by the server closing the
-connection. A chunked body, the framing LLM servers use with one chunk per SSE event, is read by
-`_chunked.ChunkedReader`, which applies h11's rules (held to h11's verdicts by a property test)
-at a fraction of h11's per-chunk cost. The `Exchange` decides what the response means and the
-dialect's decoder sees the body bytes only.
+The request head is written and the response head read by `_http1` (h11's rules, at a fraction
+of h11's cost: a head is the per-request cost that matters most); the response body is framed
+by its Content-Length, by chunks (`_chunked.ChunkedReader`, LLM servers send one chunk per SSE
+event), or by the server closing the connection (RFC 9112 6.3). The `Exchange` decides what the
+response means and the dialect's decoder sees the body bytes only.
 
 Rule 1 (bytes out): `send` gives the head, then the body in pieces as the `RequestBody`
     produces them, framed by its exact Content-Length (never chunked: not every server takes a
-    chunked body, wire reference 2.3). h11 checks that the body is as long as it said.
+    chunked body, wire reference 2.3). The body must be as long as it said.
 Rule 2 (bytes in): the pull API (``receive_data``/``next_event``, ``feed``/``close``) gives
     `ResponseStarted`, then `RequestFailed`, `ModelsListed` or the stream's events through
-    `StreamEnded`. ``receive_data(b"")`` says the server closed the connection.
-Rule 3 (bounds): the response head may take ``max_head_size`` bytes, checked by h11 while it is
-    incomplete and by the exchange, on its exact size, once it is complete, so the verdict does
-    not depend on how the bytes were split (h11 #182); the bound is named in the error. An error
-    body is bounded by the exchange too (``max_error_body``).
+    `StreamEnded`. ``receive_data(b"")`` says the server closed the connection. Informational
+    (1xx) answers are skipped; a 101 nobody asked for breaks the protocol.
+Rule 3 (bounds): the response head may take ``max_head_size`` bytes, whole or not yet whole,
+    so the verdict does not depend on how the bytes were split (h11 #182); the bound is named
+    in the error. A head whose first byte is a space or a control character is bad HTTP however
+    long it is (h11 says so as soon as that byte comes). An error body is bounded by the
+    exchange (``max_error_body``).
 Rule 4 (an early end): a server that closes the connection in the middle of a body ends it for
     the decoder, which keeps what arrived (``Completion.interrupted`` says why); so does
     `interrupt`, which a transport calls when it gives up (a timeout, a cancel).
 Rule 5 (keep-alive): after a whole response to a whole request, `reusable` is true and
-    `start_next_cycle` readies the connection for the next request (unless the server said
-    ``Connection: close`` or spoke HTTP/1.0). After an interruption, a failed send or an error
-    it is false: close the connection.
+    `start_next_cycle` readies the connection for the next request (unless either side said
+    ``Connection: close``, the server spoke HTTP/1.0, or it closed). After an interruption, a
+    failed send or an error it is false: close the connection. Bytes that follow a response
+    stay for the next one.
 Rule 6 (the keep-alive race, RFC 9112 9.3.1): a server may close an idle connection just as the
     next request goes out (llama.cpp closes every one after a stream, while it advertises
     keep-alive). On a reused connection that ends without a byte of a response, the error is
@@ -37,11 +39,18 @@ This module never does I/O: a transport moves the bytes (``svir_proto.transports
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
-
-import h11
+from typing import TYPE_CHECKING, Final, Literal
 
 from ._chunked import ChunkedReader
+from ._http1 import (
+    BadHead,
+    blank_start,
+    content_length,
+    has_token,
+    head_end,
+    read_response,
+    request_head,
+)
 from ._pull import PullDecoder
 from .errors import CallerProtocolError, PeerProtocolError, StaleConnection, SvirProtocolError
 from .events import Completion, RequestFailed
@@ -62,6 +71,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientConnection"]
 
+Ours = Literal["idle", "body", "done", "failed"]
+Theirs = Literal["head", "body", "done"]
+Framing = Literal["length", "chunked", "close"]
+
 
 class ClientConnection(PullDecoder[ExchangeEvent]):
     """One HTTP/1.1 connection to ``endpoint``, as the client; see the module docstring.
@@ -72,7 +85,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         target_form: ``"absolute"`` when the connection goes to an HTTP proxy (`Exchange`).
         options: `ExchangeOptions`, passed to each `Exchange` (``user_agent``,
             ``max_head_size``, the decoders' bounds, ``think_opened``...); ``max_head_size``
-            bounds h11's reading of the head too (Rule 3).
+            bounds the head while it is read too (Rule 3).
 
     Raises:
         TypeError, ValueError: an unknown option, or a value of the wrong type or range.
@@ -94,16 +107,20 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._target_form: TargetForm = target_form
         self._options = options
         self._cycles = 0  # responses this connection served before the current one
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_head_size)
         self._exchange: Exchange | None = None
-        self._fed = 0  # bytes received in all, for the head's size
+        self._ours: Ours = "idle"
+        self._to_send = 0  # bytes of the request's body still to send
+        self._close_asked = False  # the request said Connection: close
+        self._theirs: Theirs = "head"
+        self._framing: Framing = "close"
+        self._left = 0  # bytes of a Content-Length body still to come
+        self._buf = bytearray()  # a head being read, or what followed a whole response
+        self._search = 0  # where the head's blank line may begin, in _buf
+        self._pending: list[bytes] = []  # body bytes not read yet
+        self._fed = 0  # bytes received in all
         self._head_at = 0  # where the response being read began
-        self._lead: int | None = None  # its first byte, once it has come
         self._broken = False
         self._chunked: ChunkedReader | None = None  # reads the body of a chunked response
-        self._pending: list[bytes] = []  # bytes for the chunked reader
-        self._eof = False
-        self._ended = False  # the chunked body's end was passed on
         self._keep_alive = True
 
     # -- sending ------------------------------------------------------------------------------
@@ -124,9 +141,9 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 request (see `reusable` and `start_next_cycle`).
             ValueError: a header that is malformed or one svir-proto sets itself.
         """
-        if self._exchange is not None or self._h11.our_state is not h11.IDLE:
+        if self._exchange is not None or self._ours != "idle":
             raise CallerProtocolError(
-                f"cannot send a request in state {self._h11.our_state!r}: "
+                f"cannot send a request while the last one is {self._ours!r}: "
                 "one exchange at a time (start_next_cycle after a reusable response)"
             )
         exchange = Exchange(
@@ -136,21 +153,26 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             target_form=self._target_form,
             **self._options,
         )
+        head = request_head(exchange.method, exchange.target, exchange.headers)
         self._exchange = exchange
-        self._head_at = self._head_end()
-        self._held_lead()
-        return self._bytes(exchange)
+        self._head_at = self._fed - len(self._buf) - sum(map(len, self._pending))
+        self._to_send = 0
+        for name, value in exchange.headers:
+            low = name.lower()
+            if low == "content-length":
+                self._to_send = int(value)
+            elif low == "connection" and "close" in (v.strip().lower() for v in value.split(",")):
+                self._close_asked = True
+        return self._bytes(exchange, head)
 
-    def _bytes(self, exchange: Exchange) -> Iterator[bytes]:
-        h = self._h11
-        yield h.send(
-            h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
-        )
+    def _bytes(self, exchange: Exchange, head: bytes) -> Iterator[bytes]:
+        self._ours = "body"
+        yield head
         if isinstance(exchange.request, PassThrough):
             return  # the caller sends the body: send_data, then send_end
         if exchange.body is not None:
             for piece in exchange.body:
-                yield h.send(h11.Data(data=piece))
+                yield self.send_data(piece)
         self.send_end()
 
     def send_data(self, data: bytes) -> bytes:
@@ -160,22 +182,33 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             CallerProtocolError: the body would be longer than its Content-Length said, or the
                 request is not a `PassThrough` under way.
         """
-        try:
-            return self._h11.send(h11.Data(data=data)) or b""
-        except h11.LocalProtocolError as exc:
-            raise CallerProtocolError(f"cannot send body data: {exc}") from exc
+        if self._ours != "body":
+            raise CallerProtocolError(f"cannot send body data while the request is {self._ours!r}")
+        if len(data) > self._to_send:
+            self._ours = "failed"
+            raise CallerProtocolError(
+                f"cannot send body data: {len(data)} bytes where {self._to_send} were left of "
+                "the Content-Length"
+            )
+        self._to_send -= len(data)
+        return data if type(data) is bytes else bytes(data)
 
     def send_end(self) -> bytes:
-        """The end of the request's body (h11 checks it was as long as it said)."""
-        try:
-            return self._h11.send(h11.EndOfMessage()) or b""
-        except h11.LocalProtocolError as exc:
-            raise CallerProtocolError(f"cannot end the body: {exc}") from exc
+        """The end of the request's body (which must be as long as it said)."""
+        if self._ours != "body":
+            raise CallerProtocolError(f"cannot end the body while the request is {self._ours!r}")
+        if self._to_send:
+            self._ours = "failed"
+            raise CallerProtocolError(
+                f"cannot end the body: {self._to_send} bytes of its Content-Length are missing"
+            )
+        self._ours = "done"
+        return b""
 
     def send_failed(self) -> None:
         """Writing the request failed: the connection cannot be reused. A response the server
         sent before it stopped reading (an early 413 or 401) can still be received."""
-        self._h11.send_failed()
+        self._ours = "failed"
         self._broken = True
 
     # -- receiving ----------------------------------------------------------------------------
@@ -194,12 +227,16 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     @property
     def reusable(self) -> bool:
-        """Rule 5: both sides finished the exchange and neither asked to close."""
-        if self._broken or self._error is not None or self._h11.our_state is not h11.DONE:
-            return False
-        if self._chunked is not None:
-            return self._chunked.done and self._keep_alive
-        return self._h11.their_state is h11.DONE
+        """Rule 5: both sides finished the exchange, neither asked to close, nor did the
+        server close."""
+        return (
+            self._ours == "done"
+            and self._theirs == "done"
+            and self._keep_alive
+            and not self._broken
+            and not self._eof
+            and self._error is None
+        )
 
     @property
     def finishing(self) -> bool:
@@ -212,39 +249,30 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             and not isinstance(terminal, RequestFailed)
             and not self._broken
             and self._error is None
-            and (
-                not self._chunked.done
-                if self._chunked is not None
-                else self._h11.their_state is h11.SEND_BODY
-            )
+            and self._theirs == "body"
         )
 
     @property
     def body_ended(self) -> bool:
         """The response body ended where its framing said: its last chunk, its length, or the
         close that delimits it (``False`` for a body cut short)."""
-        if self._chunked is not None:
-            return self._chunked.done
-        return self._h11.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
+        return self._theirs == "done" and self._exchange is not None
 
     def start_next_cycle(self) -> None:
-        """Ready a `reusable` connection for the next request.
+        """Ready a `reusable` connection for the next request (what the server sent after the
+        last response stays, to be read as the next one's).
 
         Raises:
             CallerProtocolError: the connection is not reusable.
         """
         if not self.reusable:
             raise CallerProtocolError("the connection is not reusable: close it")
-        if self._chunked is not None:  # h11 did not read that body: a fresh one takes over
-            leftover = self._chunked.leftover
-            self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_head_size)
-            if leftover:
-                self._h11.receive_data(leftover)
-            self._chunked = None
-        else:
-            self._h11.start_next_cycle()
         self._cycles += 1
         self._exchange = None
+        self._ours = "idle"
+        self._theirs = "head"
+        self._chunked = None
+        self._search = 0
         self._queue = []
         self._qpos = 0
         self._terminal = None
@@ -267,88 +295,144 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._mark_terminal(out)
         return out
 
-    def _held_lead(self) -> None:
-        """The response head begins at ``_head_at``: its first byte, if h11 holds it already."""
-        held = self._h11.trailing_data[0]
-        self._lead = held[0] if held else None
-
     def _receive(self, data: bytes) -> None:
-        if self._lead is None and data:
-            self._lead = data[0]  # nothing of this head was held: it begins here
         self._fed += len(data)
-        if self._chunked is None:
-            self._h11.receive_data(data)
-        elif data:
-            self._pending.append(data)
+        if self._theirs == "body":
+            if data:
+                self._pending.append(data)
         else:
-            self._eof = True
+            self._buf += data
 
     def _fill(self) -> None:
         if self._chunked is not None:
             self._fill_chunked()
             return
-        exchange = self._exchange
-        h = self._h11
         queue = self._queue
         try:
-            while True:
-                try:
-                    event = h.next_event()
-                except h11.RemoteProtocolError as exc:
-                    self._framing_error(exc, queue)
-                    break
-                kind = type(event)
-                if kind is h11.Data:
-                    queue += exchange.receive_body(event.data)  # type: ignore[union-attr]
-                    failed = exchange.error  # type: ignore[union-attr]
-                    if failed is not None:  # it came first: before any later framing error
-                        raise failed
-                elif event is h11.NEED_DATA or event is h11.PAUSED:
-                    break
-                elif exchange is None:
-                    raise PeerProtocolError(
-                        "the server sent a response to no request", offset=self._head_at
-                    )
-                elif kind is h11.Response:
-                    queue += exchange.receive_head(
-                        event.status_code,  # type: ignore[union-attr]
-                        event.headers,  # type: ignore[union-attr]
-                        size=self._head_end() - self._head_at,
-                    )
-                    if self._take_chunked(event):  # type: ignore[arg-type]
-                        self._mark_terminal(queue)
-                        self._fill_chunked()
-                        return
-                elif kind is h11.EndOfMessage:
-                    queue += exchange.end_of_body()
-                elif kind is h11.InformationalResponse:
-                    self._head_at = self._head_end()  # the response proper begins after it
-                    self._held_lead()
-                else:  # ConnectionClosed, after a whole response (h11 raises before one)
-                    break
+            while self._theirs == "head" and self._read_head(queue):
+                pass
+            if self._theirs == "body":
+                if self._framing == "chunked":
+                    self._fill_chunked()
+                    return
+                self._read_body(queue)
         except SvirProtocolError as exc:
             queue += exc.pending_events  # type: ignore[arg-type]
             exc.pending_events = ()  # they are returned now: raised again, it brings none
             self._deferred = exc
         self._mark_terminal(queue)
 
-    def _take_chunked(self, response: h11.Response) -> bool:
-        """A chunked body is read by our reader, not h11's: take what h11 holds of it."""
-        headers = response.headers
-        self._keep_alive = response.http_version == b"1.1" and not any(
-            name == b"connection" and b"close" in value.lower() for name, value in headers
-        )
-        if response.status_code in (204, 304) or not any(
-            name == b"transfer-encoding"
-            for name, _ in headers  # h11 allows only "chunked"
-        ):
+    def _read_head(self, queue: list[ExchangeEvent]) -> bool:
+        """A response head from ``_buf`` if it is whole (Rules 2 and 3): whether one was read."""
+        buf = self._buf
+        exchange = self._exchange
+        if not buf:
+            if self._eof and exchange is not None:
+                self._closed_early()
             return False
-        self._chunked = ChunkedReader(max_line=self.max_head_size)
-        self._ended = False
-        held, closed = self._h11.trailing_data
-        self._pending = [held] if held else []
-        self._eof = closed
-        return True
+        if exchange is None:
+            raise PeerProtocolError(
+                "the server sent a response to no request", offset=self._head_at
+            )
+        if buf[0] < 0x21:  # h11's first-byte check: no head begins with a blank or a control
+            raise PeerProtocolError(
+                "bad HTTP from the server: "
+                + ("no status line" if blank_start(buf) else f"the head begins with {buf[:1]!r}"),
+                offset=self._head_at,
+            )
+        end = head_end(buf, self._search)
+        if end < 0:
+            if len(buf) > self.max_head_size:
+                raise self._too_large()
+            if self._eof:
+                self._closed_early()
+            self._search = max(0, len(buf) - 2)
+            return False
+        if end > self.max_head_size:
+            raise self._too_large()
+        head = bytes(buf[:end])
+        del buf[:end]
+        self._search = 0
+        try:
+            parsed = read_response(head)
+        except BadHead as exc:
+            raise PeerProtocolError(
+                f"bad HTTP from the server: {exc}", offset=self._head_at
+            ) from exc
+        status = parsed.status
+        if status < 200:  # informational: the response proper begins after it
+            if status == 101:
+                raise PeerProtocolError(
+                    "bad HTTP from the server: 101 Switching Protocols, which no request asked",
+                    offset=self._head_at,
+                )
+            self._head_at += end
+            return True
+        fields = parsed.fields
+        queue += exchange.receive_head(status, fields, size=end)
+        self._keep_alive = (
+            parsed.version >= b"1.1"
+            and not self._close_asked
+            and not has_token(fields, b"connection", b"close")
+        )
+        self._theirs = "body"
+        if buf:
+            self._pending.append(bytes(buf))
+            buf.clear()
+        if status in (204, 304):  # RFC 9112 6.3: no body, whatever the fields say
+            self._end_body(queue)
+        elif any(name == b"transfer-encoding" for name, _ in fields):  # chunked (_http1 Rule 2)
+            self._chunked = ChunkedReader(max_line=self.max_head_size)
+            self._framing = "chunked"
+        else:
+            length = content_length(fields)
+            if length is None:
+                self._framing = "close"
+            elif length:
+                self._framing, self._left = "length", length
+            else:
+                self._end_body(queue)
+        return False
+
+    def _read_body(self, queue: list[ExchangeEvent]) -> None:
+        """A body framed by its Content-Length, or by the connection's close."""
+        exchange = self._exchange
+        assert exchange is not None
+        pending = self._pending
+        if pending:
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            self._pending = []
+            if self._framing == "length":
+                take = self._left
+                if len(data) > take:
+                    self._buf += data[take:]
+                    data = data[:take]
+                self._left -= len(data)
+            queue += exchange.receive_body(data)
+            if exchange.error is not None:  # it came first: before any later framing error
+                raise exchange.error
+            if self._framing == "length" and not self._left:
+                self._end_body(queue)
+                return
+        if self._eof:
+            if self._framing == "close":
+                self._end_body(queue)
+                return
+            self._broken = True  # Rule 4
+            if not exchange.finished:
+                queue += exchange.interrupt(
+                    f"the connection closed before the body ended ({self._left} bytes of its "
+                    "Content-Length missing)"
+                )
+
+    def _end_body(self, queue: list[ExchangeEvent]) -> None:
+        exchange = self._exchange
+        assert exchange is not None
+        self._theirs = "done"
+        if self._pending:  # what follows the body: the next response's
+            self._buf += b"".join(self._pending)
+            self._pending = []
+        queue += exchange.end_of_body()
 
     def _fill_chunked(self) -> None:
         exchange = self._exchange
@@ -356,7 +440,8 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         assert exchange is not None
         assert reader is not None
         queue = self._queue
-        data = b"".join(self._pending) if len(self._pending) != 1 else self._pending[0]
+        pending = self._pending
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
         self._pending = []
         try:
             if data:
@@ -367,10 +452,13 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                         raise exchange.error
                 if reader.error is not None:
                     raise reader.error
-                if reader.done and not self._ended:  # the decoder hears so, even after [DONE]
-                    self._ended = True
-                    queue += exchange.end_of_body()
-            if self._eof and not reader.done:  # Rule 4
+                if reader.done:  # the decoder hears so, even after [DONE]
+                    self._chunked = None
+                    self._buf += reader.leftover
+                    self._end_body(queue)
+                    self._mark_terminal(queue)
+                    return
+            if self._eof:  # Rule 4
                 self._broken = True
                 if not exchange.finished:
                     why = "the connection closed before the body ended (incomplete chunked read)"
@@ -388,54 +476,23 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             if terminal is not None and events and events[-1] is terminal:
                 self._terminal = terminal
 
-    def _head_size(self) -> int:
-        """The response head's length as far as h11 read it: what it consumed of this head (a
-        whole head it then refused), else what it holds (one it is still waiting for)."""
-        consumed = self._head_end() - self._head_at
-        return consumed if consumed > 0 else len(self._h11.trailing_data[0])
+    def _too_large(self) -> PeerProtocolError:
+        return PeerProtocolError(
+            f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
+            offset=self._head_at,
+            limit="max_head_size",
+            limit_value=self.max_head_size,
+        )
 
-    def _head_end(self) -> int:
-        """Where the bytes h11 has consumed end: after a head, its end."""
-        return self._fed - len(self._h11.trailing_data[0])
-
-    def _framing_error(self, exc: h11.RemoteProtocolError, queue: list[ExchangeEvent]) -> None:
-        exchange = self._exchange
-        closed = self._h11.trailing_data[1]
-        headed = exchange is not None and exchange.status is not None
-        if closed and headed:  # Rule 4: the server closed the connection inside the body
-            assert exchange is not None
-            self._broken = True
-            if not exchange.finished:
-                queue += exchange.interrupt(f"the connection closed before the body ended ({exc})")
-            return
-        if closed and exchange is not None:
-            if self._fed == self._head_at and self._cycles:  # Rule 6
-                raise StaleConnection(
-                    "the server had closed the kept-alive connection before this request "
-                    "reached it (nothing of a response came): send it again on a new connection",
-                    offset=self._fed,
-                ) from exc
-            what = "a response" if self._fed == self._head_at else "a whole response head"
-            raise PeerProtocolError(
-                f"the server closed the connection without {what}", offset=self._fed
-            ) from exc
-        # h11's "Receive buffer too long" (431), or a head past the bound that h11 saw whole
-        # and found invalid: too large either way, however the bytes came; but one whose first
-        # byte is a space or a control character is invalid however long it is (h11 says so
-        # as soon as that byte comes, before it can know the size)
-        if not headed and (
-            exc.error_status_hint == 431
-            or (
-                self._head_size() > self.max_head_size
-                and self._lead is not None
-                and self._lead > 0x20
+    def _closed_early(self) -> None:
+        """The server closed the connection before a whole response head (Rule 6)."""
+        if self._fed == self._head_at and self._cycles:
+            raise StaleConnection(
+                "the server had closed the kept-alive connection before this request "
+                "reached it (nothing of a response came): send it again on a new connection",
+                offset=self._fed,
             )
-        ):
-            raise PeerProtocolError(
-                f"the response head is larger than max_head_size ({self.max_head_size} bytes)",
-                offset=self._head_at,
-                limit="max_head_size",
-                limit_value=self.max_head_size,
-            ) from exc
-        # h11 says what broke, not where: no offset rather than one that depends on the reads
-        raise PeerProtocolError(f"bad HTTP from the server: {exc}") from exc
+        what = "a response" if self._fed == self._head_at else "a whole response head"
+        raise PeerProtocolError(
+            f"the server closed the connection without {what}", offset=self._fed
+        )

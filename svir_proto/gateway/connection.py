@@ -1,5 +1,5 @@
-"""`GatewayConnection`: one client connection of a gateway (draft section 7), h11 in the server
-role, sans-IO: it reads the client's requests and writes the client's answers.
+"""`GatewayConnection`: one client connection of a gateway (draft section 7), HTTP/1.1 in the
+server role (`_serverside`), sans-IO: it reads the client's requests and writes their answers.
 
 From the client's bytes it gives events: forward this request upstream (`Forward`, then the
 body's pieces as they come for a request passed through, `ForwardBody` and `ForwardEnd`),
@@ -59,18 +59,16 @@ It never does I/O and reads no clock: the server passes ``now`` where a timestam
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
 
 import attrs
-import h11
 
-from .._chunked import ChunkedReader
+from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
 from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
-from ..errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError
+from ..errors import CallerProtocolError, Failure, FailureKind
 from ..events import (
     RequestFailed,
     ResponseStarted,
@@ -91,6 +89,7 @@ from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
 from ._cost import BodyCost
 from ._http import bearer, host_allowed, reason, request_id, token_matches
+from ._serverside import END, ServerSide
 from .config import GatewayConfig, GatewayState
 
 __all__ = [
@@ -265,10 +264,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             config = attrs.evolve(config, **shortcuts)
         self.config: Final = config
         self.state: Final = state if state is not None else GatewayState(config, new_id=_counter())
-        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=config.max_head_size)
-        self._fed = 0  # bytes received in all, for the head's size
-        self._head_at = 0  # where the request being read began
-        self._lead: int | None = None  # its first byte, once it has come
+        self._side = ServerSide(config.max_head_size)
         self._reset()
 
     def _reset(self) -> None:
@@ -305,8 +301,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._chunked = False  # the answer's body is chunked, framed here
         self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
-        self._chunks: ChunkedReader | None = None  # a chunked body's framing, checked
-        self._bad_chunks: PeerProtocolError | None = None
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -317,10 +311,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         request is read), ``closed`` (the client went away). The server's deadlines follow it."""
         if isinstance(self._terminal, ClientClosed):
             return "closed"
-        h = self._h11
-        if h.their_state is h11.IDLE:
-            return "head" if h.trailing_data[0] else "idle"
-        if h.their_state is h11.SEND_BODY and self._mode in ("held", "pass"):
+        side = self._side
+        if side.theirs == "idle":
+            return "head" if side.buf else "idle"
+        if side.theirs == "body" and self._mode in ("held", "pass"):
             return "body"
         return "answer"
 
@@ -336,9 +330,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         made: at most ``max_head_size`` (Rule 3); the server closes past it. The body of a
         request answered before it ended (a GET's, which means nothing) is no backlog: it is
         read, and dropped, as it comes."""
-        if self._h11.their_state is h11.SEND_BODY:
-            return 0
-        return len(self._h11.trailing_data[0])
+        side = self._side
+        return 0 if side.theirs == "body" else side.held
 
     @property
     def relaying(self) -> Literal["", "stream", "raw", "late"]:
@@ -351,107 +344,59 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     # -- the client's request ---------------------------------------------------------------
 
     def _receive(self, data: bytes) -> None:
-        if self._lead is None and data:
-            self._lead = data[0]  # nothing of this head was held: it begins here
-        self._fed += len(data)
-        self._h11.receive_data(data)
-        if self._chunks is not None and data:
-            self._check_chunks(data)
-
-    def _check_chunks(self, data: bytes) -> None:
-        """_http Rule 1: a chunked body read as RFC 9112 7.1 says, beside h11 (which takes a
-        blank after a chunk size, and bounds a trailer only while it is incomplete)."""
-        chunks = self._chunks
-        assert chunks is not None
-        try:
-            chunks.feed(data)
-        except PeerProtocolError as exc:
-            self._bad_chunks = exc
-        else:
-            self._bad_chunks = chunks.error
-        if chunks.done or self._bad_chunks is not None:
-            self._chunks = None  # what follows the body is the next request's
-
-    def _head_size(self) -> int:
-        """The request head's length as far as h11 read it: what it consumed of this request
-        (a whole head it then refused), else what it holds (one it is still waiting for)."""
-        consumed = self._consumed() - self._head_at
-        return consumed if consumed > 0 else len(self._h11.trailing_data[0])
-
-    def _consumed(self) -> int:
-        return self._fed - len(self._h11.trailing_data[0])
+        self._side.receive_data(data)
 
     def _fill(self) -> None:
-        h = self._h11
+        side = self._side
         while self._terminal is None:  # after the terminal event nothing more is read
-            if h.their_state is h11.MUST_CLOSE:  # Rule 3: "close" said, nothing after is read
-                return
-            if self._bad_chunks is not None:  # a chunked body is held whole: not yet answered
-                status = 431 if self._bad_chunks.limit else 400
-                message = f"bad chunked framing: {self._bad_chunks}"
-                self._reject(status, message, "invalid_request", close=True)
-                return
-            folded = h.their_state is h11.IDLE and _folded(h.trailing_data[0])
             try:
-                event = h.next_event()
-            except h11.RemoteProtocolError as exc:
+                event = side.next_event()
+            except BadHead as exc:
                 if self._mode == "idle" or not self._head_sent:
                     self._bad_http(exc)
                 else:
                     self._closed()
                 return
-            kind = type(event)
-            if event is h11.NEED_DATA or event is h11.PAUSED:
+            if event is None:  # more bytes needed, or nothing more is read (Rule 3)
                 return
-            if kind is h11.Request:
-                self._request(event, folded=folded)  # type: ignore[arg-type]
-            elif kind is h11.Data:
-                self._data(bytes(event.data))  # type: ignore[union-attr]
-            elif kind is h11.EndOfMessage:
+            kind = type(event)
+            if kind is bytes:
+                self._data(event)  # type: ignore[arg-type]
+            elif kind is RequestHead:
+                self._request(event)  # type: ignore[arg-type]
+            elif event is END:
                 self._end()
-            else:  # ConnectionClosed: a server's h11 gives nothing else
+            else:  # CLOSED: the client went away between requests
                 self._closed()
                 return
 
-    def _bad_http(self, exc: h11.RemoteProtocolError) -> None:
-        # h11's words quote what it had read, which depends on the reads: not kept. A head
-        # past the bound is too large whether h11 saw all of it (and found it invalid) or only
-        # the part that filled its buffer; but one whose first byte is a space or a control
-        # character is invalid however long it is (h11 says so as soon as that byte comes,
-        # before it can know the size).
-        status = exc.error_status_hint
-        if (
-            status != 431
-            and self._head_size() > self.config.max_head_size
-            and (self._lead is None or self._lead > 0x20)
-        ):
-            status = 431
-        what = "request head too large" if status == 431 else "not valid HTTP/1.1"
-        self._reject(status, what, "invalid_request", close=True)
+    def _bad_http(self, exc: BadHead) -> None:
+        if exc.status == 431:
+            self._reject(431, str(exc), "invalid_request", close=True)
+        else:
+            self._reject(exc.status, f"not valid HTTP/1.1: {exc}", "invalid_request", close=True)
 
     def _closed(self) -> None:
         self._release()
         self._queue.append(ClientClosed())
         self._terminal = self._queue[-1]
 
-    def _request(self, req: h11.Request, *, folded: bool) -> None:
+    def _request(self, req: RequestHead) -> None:
         cfg = self.config
         self.head_only = req.method == b"HEAD"  # before any answer: HEAD's has no body
-        if self._consumed() - self._head_at > cfg.max_head_size:  # h11 bounds only partial ones
-            return self._reject(431, "request head too large", "invalid_request", close=True)
         fields: dict[str, list[str]] = {}
-        for k, v in req.headers:
+        for k, v in req.fields:
             fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
         headers = {k: vs[-1] for k, vs in fields.items()}
         target, authority = _origin(req.target.decode("latin-1"))
         method = req.method.decode("latin-1")
         self.method, self.target = method, target
-        if folded:  # _http Rule 1: h11 would unfold it
+        if req.folded:  # _http Rule 1: h11 would unfold it
             return self._reject(
                 400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
                 "invalid_request", close=True,
             )  # fmt: skip
-        if req.http_version not in (b"1.0", b"1.1"):  # _http Rule 1: h11 reads 1.x as 1.1
+        if req.version not in (b"1.0", b"1.1"):  # _http Rule 1: the grammar takes any d.d
             return self._reject(
                 505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
             )
@@ -462,11 +407,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 "invalid_request", close=True,
             )  # fmt: skip
-        if "transfer-encoding" in fields:  # chunked (h11 refuses any other coding)
-            self._chunks = ChunkedReader(max_line=cfg.max_head_size, strict=True)
-            held = self._h11.trailing_data[0]
-            if held:
-                self._check_chunks(held)
         host = headers.get("host") if authority is None else authority
         if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
             self.state.metrics.refused["host"] += 1
@@ -588,11 +528,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _continue(self) -> None:
         """Rule 3: the request is admitted; a client waiting for ``100 Continue`` gets it."""
-        if self._h11.they_are_waiting_for_100_continue:
-            data = self._h11.send(
-                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
-            )
-            self._queue.append(Interim(data=data or b""))
+        if self._side.waiting_100:
+            self._queue.append(Interim(data=self._side.interim()))
 
     def _busy(self, message: str) -> None:
         self._reject(503, message, "overloaded", close=True, headers=[("Retry-After", "1")])
@@ -773,13 +710,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         head = [*headers, ("Content-Length", str(len(body)))]
         if self.request_id is not None:
             head.append(("X-Request-Id", self.request_id))
-        if close:  # h11 lets a server answer before the body, or after a bad request
+        if close:  # a server may answer before the body, or after a bad request
             head.append(("Connection", "close"))
-        h = self._h11
-        out = h.send(h11.Response(status_code=status, headers=head, reason=reason(status))) or b""
+        side = self._side
+        out = side.head(status, reason(status), head)
         if body and not self.head_only:
-            out += h.send(h11.Data(data=body)) or b""
-        out += h.send(h11.EndOfMessage()) or b""
+            out += side.data(body)
+        out += side.end()
         self._head_sent = True
         return out
 
@@ -864,25 +801,18 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         head = list(_SSE_HEAD if headers is None else headers)
         if self.request_id is not None:
             head.append(("X-Request-Id", self.request_id))
-        if all(v.isascii() for _, v in head):
-            response = h11.Response(status_code=status, headers=head, reason=reason(status))
-        else:  # a relayed value's obs-text (RFC 9110 5.5): its bytes, as they came
-            raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in head]
-            response = h11.Response(status_code=status, headers=raw, reason=reason(status))
-        out = self._h11.send(response)
-        # h11 frames a body with no length as chunked (HTTP/1.1) or by closing (HTTP/1.0);
-        # chunks are framed here, at a fraction of h11's cost per piece, when it chose chunked
-        self._chunked = self._h11.their_http_version == b"1.1" and not any(
-            k.lower() == "content-length" for k, _ in head
-        )
-        return out or b""
+        out = self._side.head(status, reason(status), head)  # a relayed value's obs-text as is
+        # a body with no length is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0);
+        # chunks are framed here, inline, on every event's path
+        self._chunked = self._side.framing == "chunked"
+        return out
 
     def _chunk(self, data: bytes) -> bytes:
         if not data or self.head_only:
             return b""
         if self._chunked:
             return b"%x\r\n%b\r\n" % (len(data), data)
-        return self._h11.send(h11.Data(data=data)) or b""
+        return self._side.data(data)
 
     def _end_stream(self, data: bytes, complete: bool) -> bytes:
         """The last events; a stream that was cut stays cut (Rule 5): no end of body, so the
@@ -895,7 +825,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             out += self._end_of_body()
         else:
             self.outcome = "cut"
-            self._h11.send_failed()
+            self._side.failed()
         return out
 
     def _failed(self, failure: Failure, now: int) -> bytes:
@@ -947,7 +877,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         ):
             self.outcome = "cut"
             self._mode = "answered"
-            self._h11.send_failed()
+            self._side.failed()
             return b""
         self.events_forwarded += 1
         encoder = self._encoder(now)
@@ -963,7 +893,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.outcome = "rejected"
         if self._head_sent:
             self._mode = "answered"
-            self._h11.send_failed()
+            self._side.failed()
             return b""
         self._release()
         self._mode = "answered"
@@ -983,7 +913,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return head + self._chunk(KEEPALIVE)
 
     def _end_of_body(self) -> bytes:
-        return self._h11.send(h11.EndOfMessage()) or b""
+        return self._side.end()
 
     # -- the upstream's answer, relayed -------------------------------------------------------
 
@@ -1031,7 +961,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 self.outcome = "ok"
             return self._end_of_body()
         self.outcome = "cut"
-        self._h11.send_failed()
+        self._side.failed()
         return b""
 
     # -- the next request on this connection -------------------------------------------------
@@ -1039,8 +969,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     @property
     def reusable(self) -> bool:
         """The answer is whole and the client may send another request."""
-        h = self._h11
-        return h.our_state is h11.DONE and h.their_state is h11.DONE
+        return self._side.reusable
 
     def finish_request(self) -> None:
         """The current request is over for the server (answered, cut, or cancelled): give back
@@ -1051,27 +980,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if not self.reusable:
             raise CallerProtocolError("the client connection is not reusable: close it")
         self._release()
-        self._h11.start_next_cycle()
-        self._head_at = self._consumed()
-        held = self._h11.trailing_data[0]  # the next head's first bytes may be here already
-        self._lead = held[0] if held else None
+        self._side.start_next_cycle()  # the next head's first bytes may be here already
         self._reset()
         self._queue = []
         self._qpos = 0
         self._terminal = None
         self._terminated = False
         self._dirty = True
-
-
-_HEAD_END: Final = re.compile(rb"\n\r?\n")
-_FOLD: Final = re.compile(rb"\n[ \t]")
-
-
-def _folded(data: bytes) -> bool:
-    """Whether the whole head at the start of ``data`` (if it has come) holds a folded line: a
-    line beginning with a space or a tab (RFC 9112 5.2 obs-fold)."""
-    end = _HEAD_END.search(data)
-    return end is not None and _FOLD.search(data, 0, end.start()) is not None
 
 
 def _origin(target: str) -> tuple[str, str | None]:
