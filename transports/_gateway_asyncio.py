@@ -417,11 +417,7 @@ class Server:
         def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
             exc = context.get("exception")
             if isinstance(exc, OSError) and exc.errno in CAPACITY:
-                self.state.metrics.refused["accept"] += 1
-                now = time.monotonic()
-                if now - self._capacity_logged >= CAPACITY_LOG_EVERY:
-                    self._capacity_logged = now
-                    log.warning("accepting is paused (%s); asyncio retries every second", exc)
+                self.accept_paused(exc)
                 return
             if previous is not None:
                 previous(loop, context)
@@ -429,6 +425,15 @@ class Server:
                 loop.default_exception_handler(context)
 
         return handle
+
+    def accept_paused(self, exc: OSError) -> None:
+        """Accepting ran out of descriptors or memory (and waits a second): counted, and
+        logged once in a while without a traceback."""
+        self.state.metrics.refused["accept"] += 1
+        now = time.monotonic()
+        if now - self._capacity_logged >= CAPACITY_LOG_EVERY:
+            self._capacity_logged = now
+            log.warning("accepting is paused (%s); it is tried again every second", exc)
 
     def take(self) -> _Upstream | None:
         now = _now()

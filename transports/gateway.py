@@ -122,6 +122,7 @@ class GatewayServer:
             task_status.started(port)
 
     async def _serve_asyncio(self, host: str, port: int, task_status: Any) -> None:
+        from ._asyncio_socket import Listener
         from ._gateway_asyncio import Server
 
         loop = asyncio.get_running_loop()
@@ -129,7 +130,11 @@ class GatewayServer:
         self._impl = impl
         previous = loop.get_exception_handler()
         loop.set_exception_handler(impl.exception_handler(previous))
-        listener = await loop.create_server(impl.protocol, host, port, backlog=1024)
+        listener: Any
+        if isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
+            listener = Listener.open(loop, impl.protocol, impl.accept_paused, host, port, 1024)
+        else:  # uvloop: its own server is in C
+            listener = await loop.create_server(impl.protocol, host, port, backlog=1024)
         stopped = asyncio.Event()
         self._stop = stopped.set
         self._close_listener = listener.close
