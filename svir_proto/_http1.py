@@ -17,9 +17,9 @@ Rule 2 (h11's framing fields): every Content-Length value, split at commas, is o
     most 20 digits, the same in every field; Transfer-Encoding appears once and is exactly
     ``chunked`` (case aside), else 501 (h11: only chunked is supported).
 Rule 3 (the fast lane): a head whose every line ends with CRLF, none folded, is checked by one
-    match of the whole head and split with ``bytes.split``; any other head takes the slow lane,
-    line by line, which says what is wrong. Both lanes give the same result for a head both
-    accept.
+    match of the whole head, decoded once (Latin-1: every byte its own character) and split;
+    any other head takes the slow lane, line by line, which says what is wrong. Both lanes give
+    the same result for a head both accept. A head's fields are text, its names lower-cased.
 Rule 4 (writing): a head we write is checked by one match of its field lines (names tokens,
     values h11's field values, ASCII): a bad value is a `ValueError` naming the field, before
     a byte is written. Host goes first (RFC 9112 3.2).
@@ -52,13 +52,13 @@ _WRITTEN_LINE: Final = rb"%s: %s\r\n" % (_TOKEN, _VALUE)
 _WRITTEN: Final = re.compile(rb"(?:%s)*" % _WRITTEN_LINE)
 _BLANK: Final = re.compile(rb"\n\r?\n")
 _FOLD: Final = re.compile(rb"[ \t]+")
-_LENGTH: Final = re.compile(rb"[0-9]{1,20}")
-_OWS: Final = b" \t"
+_LENGTH: Final = re.compile(r"[0-9]{1,20}")
 _TARGET: Final = re.compile(r"[\x21-\x7e]+")
 _METHOD: Final = re.compile(r"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 
-Fields = list[tuple[bytes, bytes]]
-"""A head's fields in order: names lower-cased, values without their surrounding blanks."""
+Fields = list[tuple[str, str]]
+"""A head's fields in order, as Latin-1 text (RFC 9110 5.5: obs-text is kept, byte for byte):
+names lower-cased, values without their surrounding blanks."""
 
 
 class BadHead(ValueError):
@@ -71,16 +71,18 @@ class BadHead(ValueError):
 
 class ResponseHead(NamedTuple):
     status: int
-    reason: bytes
-    version: bytes
+    reason: str
+    version: str
     fields: Fields
+    named: dict[str, str]  # each name's value (the last, for a name that repeats)
 
 
 class RequestHead(NamedTuple):
-    method: bytes
-    target: bytes
-    version: bytes
+    method: str
+    target: str
+    version: str
     fields: Fields
+    named: dict[str, str]
     folded: bool  # a field line was folded (obs-fold): a server refuses it (RFC 9112 5.2)
 
 
@@ -102,16 +104,22 @@ def read_response(head: bytes) -> ResponseHead:
     Raises:
         BadHead: Rule 1 or 2 broken.
     """
-    fast = _FAST_RESPONSE.fullmatch(head) is not None
-    lines = head.split(b"\r\n") if fast else _lines(head)
-    matched = _STATUS_LINE.fullmatch(lines[0])
-    if matched is None:
-        raise BadHead(f"illegal status line: {_show(lines[0])}")
-    version, code, reason = matched.groups()
-    if code < b"100":  # h11's InformationalResponse begins at 100
-        raise BadHead(f"status code {code.decode()} is below 100")
-    fields = _check_framing(_fast_fields(lines) if fast else _slow_fields(lines)[0])
-    return ResponseHead(int(code), reason or b"", version, fields)
+    if _FAST_RESPONSE.fullmatch(head) is not None:  # Rule 3
+        lines = head.decode("latin-1").split("\r\n")
+        start = lines[0]  # "HTTP/d.d ddd[ reason]", as the match said
+        version, code, reason = start[5:8], start[9:12], start[13:]
+        fields = _fast_fields(lines)
+    else:
+        blines = _lines(head)
+        matched = _STATUS_LINE.fullmatch(blines[0])
+        if matched is None:
+            raise BadHead(f"illegal status line: {_show(blines[0])}")
+        version, code, reason = (g.decode("latin-1") for g in matched.groups(b""))
+        fields = _slow_fields(blines)[0]
+    if code < "100":  # h11's InformationalResponse begins at 100
+        raise BadHead(f"status code {code} is below 100")
+    fields, index = _framing(fields)
+    return ResponseHead(int(code), reason, version, fields, index)
 
 
 def read_request(head: bytes) -> RequestHead:
@@ -120,28 +128,37 @@ def read_request(head: bytes) -> RequestHead:
     Raises:
         BadHead: Rule 1 or 2 broken.
     """
-    fast = _FAST_REQUEST.fullmatch(head) is not None
-    lines = head.split(b"\r\n") if fast else _lines(head)
-    matched = _REQUEST_LINE.fullmatch(lines[0])
-    if matched is None:
-        raise BadHead(f"illegal request line: {_show(lines[0])}")
-    method, target, version = matched.groups()
-    fields, folded = (_fast_fields(lines), False) if fast else _slow_fields(lines)
-    fields = _check_framing(fields)
-    hosts = sum(1 for name, _ in fields if name == b"host")  # RFC 9112 3.2, as h11 checks it
+    folded = False
+    if _FAST_REQUEST.fullmatch(head) is not None:  # Rule 3
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, version = lines[0].split(" ")  # as the match said
+        version = version[5:]
+        fields = _fast_fields(lines)
+    else:
+        blines = _lines(head)
+        matched = _REQUEST_LINE.fullmatch(blines[0])
+        if matched is None:
+            raise BadHead(f"illegal request line: {_show(blines[0])}")
+        method, target, version = (g.decode("latin-1") for g in matched.groups())
+        fields, folded = _slow_fields(blines)
+    fields, index = _framing(fields)
+    if len(index) == len(fields):  # RFC 9112 3.2, as h11 checks it
+        hosts = 1 if "host" in index else 0
+    else:
+        hosts = sum(1 for name, _ in fields if name == "host")
     if hosts > 1:
         raise BadHead("more than one Host field")
-    if hosts == 0 and version == b"1.1":
+    if hosts == 0 and version == "1.1":
         raise BadHead("an HTTP/1.1 request without a Host field")
-    return RequestHead(method, target, version, fields, folded)
+    return RequestHead(method, target, version, fields, index, folded)
 
 
-def _fast_fields(lines: list[bytes]) -> Fields:
+def _fast_fields(lines: list[str]) -> Fields:
     """Rule 3: CRLF lines the whole-head match accepted (``lines`` ends with two blanks)."""
     out = []
     for line in lines[1:-2]:
-        name, _, value = line.partition(b":")
-        out.append((name.lower(), value.strip(_OWS)))
+        name, _, value = line.partition(":")
+        out.append((name.lower(), value.strip(" \t")))
     return out
 
 
@@ -171,19 +188,34 @@ def _slow_fields(lines: list[bytes]) -> tuple[Fields, bool]:
         matched = _FIELD.fullmatch(line)
         if matched is None:
             raise BadHead(f"illegal header line: {_show(line)}")
-        out.append((matched[1].lower(), matched[2]))
+        out.append((matched[1].decode("latin-1").lower(), matched[2].decode("latin-1")))
     return out, folded
+
+
+def _framing(fields: Fields) -> tuple[Fields, dict[str, str]]:
+    """Rule 2, and the index of the fields as it leaves them: at once when no name repeats
+    and the framing fields read plainly, else field by field (`_check_framing`)."""
+    index = dict(fields)
+    if len(index) == len(fields):
+        length = index.get("content-length")
+        coding = index.get("transfer-encoding")
+        if (length is None or _LENGTH.fullmatch(length) is not None) and (
+            coding is None or coding == "chunked"
+        ):
+            return fields, index
+    fields = _check_framing(fields)
+    return fields, dict(fields)
 
 
 def _check_framing(fields: Fields) -> Fields:
     """Rule 2: the framing fields h11 refuses; those it takes, as h11 gives them (one
     Content-Length field with its one value, the coding lower-cased)."""
-    length: bytes | None = None
+    length: str | None = None
     chunked = False
     out: Fields | None = None  # a copy, once a field reads otherwise than it came
     for at, (name, value) in enumerate(fields):
-        if name == b"content-length":
-            values = {v.strip(_OWS) for v in value.split(b",")}
+        if name == "content-length":
+            values = {v.strip(" \t") for v in value.split(",")}
             if len(values) != 1:
                 raise BadHead("conflicting Content-Length fields")
             (one,) = values
@@ -199,69 +231,67 @@ def _check_framing(fields: Fields) -> Fields:
                 out = out if out is not None else fields[:at]
                 out.append((name, one))
                 continue
-        elif name == b"transfer-encoding":
+        elif name == "transfer-encoding":
             if chunked:
                 raise BadHead("multiple Transfer-Encoding fields", 501)
-            if value.lower() != b"chunked":
+            if value.lower() != "chunked":
                 raise BadHead("only Transfer-Encoding: chunked is supported", 501)
             chunked = True
-            if value != b"chunked":
+            if value != "chunked":
                 out = out if out is not None else fields[:at]
-                out.append((name, b"chunked"))
+                out.append((name, "chunked"))
                 continue
         if out is not None:
             out.append((name, value))
     return fields if out is None else out
 
 
-def content_length(fields: Fields) -> int | None:
-    """The body's length a read head's Content-Length says, if it has one."""
-    for name, value in fields:
-        if name == b"content-length":
-            return int(value)
-    return None
-
-
-def has_token(fields: Fields, name: bytes, token: bytes) -> bool:
+def has_token(fields: Fields, index: dict[str, str], name: str, token: str) -> bool:
     """Whether a comma-separated field (all of its lines) lists ``token``, case aside."""
-    for key, value in fields:
-        if key == name:
-            for item in value.split(b","):
-                if item.strip(_OWS).lower() == token:
-                    return True
-    return False
+    if len(index) == len(fields):
+        value = index.get(name)
+        return value is not None and (
+            value == token or token in [item.strip(" \t").lower() for item in value.split(",")]
+        )
+    return any(has_token([(k, v)], {k: v}, name, token) for k, v in fields if k == name)
 
 
 def request_head(method: str, target: str, fields: Sequence[tuple[str, str]]) -> bytes:
     """An HTTP/1.1 request head (Rule 4): ASCII only, as h11 wrote one.
 
     Raises:
-        ValueError: a method that is not a token, a target that is not visible ASCII, or a
-            field as `_write` says.
+        ValueError: a method that is not a token, a target that is not visible ASCII, a Host
+            field missing or repeated (RFC 9112 3.2), or a field as `_write` says.
     """
     if _TARGET.fullmatch(target) is None or _METHOD.fullmatch(method) is None:
         raise ValueError(f"not a request line: {method!r} {target!r}")
-    if sum(1 for name, _ in fields if name.lower() == "host") != 1:
+    head, hosts = _write(f"{method} {target} HTTP/1.1\r\n", fields, "ascii")
+    if hosts != 1:
         raise ValueError("a request needs one Host field (RFC 9112 3.2)")
-    return _write(f"{method} {target} HTTP/1.1\r\n", fields, "ascii")
+    return head
 
 
 def response_head(status: int, reason: str, fields: Sequence[tuple[str, str]]) -> bytes:
     """An HTTP/1.1 response head (Rule 4); ``reason`` is ours (`gateway._http.reason`). A value
     may carry obs-text (a relayed field's bytes, as Latin-1 text: RFC 9110 5.5)."""
-    return _write(f"HTTP/1.1 {status} {reason}\r\n", fields, "latin-1")
+    return _write(f"HTTP/1.1 {status} {reason}\r\n", fields, "latin-1")[0]
 
 
-def _write(start: str, fields: Sequence[tuple[str, str]], encoding: str) -> bytes:
-    """``start``, then ``fields``, Host first.
+def _write(start: str, fields: Sequence[tuple[str, str]], encoding: str) -> tuple[bytes, int]:
+    """``start``, then ``fields``, Host first; and how many Host fields there were.
 
     Raises:
         ValueError: a field that ``encoding`` cannot write, a name that is not a token, or a
             value h11 would refuse (a CR, LF or NUL, blanks around it), named.
     """
     lines = [start]
-    lines += [f"{k}: {v}\r\n" for k, v in fields if k.lower() == "host"]
-    lines += [f"{k}: {v}\r\n" for k, v in fields if k.lower() != "host"]
+    hosts = 0
+    for k, v in fields:
+        if k == "Host" or k.lower() == "host":
+            hosts += 1
+            lines.insert(hosts, f"{k}: {v}\r\n")
+        else:
+            lines.append(f"{k}: {v}\r\n")
     lines.append("\r\n")
     try:
         raw = "".join(lines).encode(encoding)
@@ -269,7 +299,7 @@ def _write(start: str, fields: Sequence[tuple[str, str]], encoding: str) -> byte
         raw = b""
     if not raw or _WRITTEN.fullmatch(raw, len(start), len(raw) - 2) is None:
         _name_bad_field(fields, encoding)
-    return raw
+    return raw, hosts
 
 
 def _name_bad_field(fields: Sequence[tuple[str, str]], encoding: str) -> None:

@@ -38,19 +38,12 @@ This module never does I/O: a transport moves the bytes (``svir_proto.transports
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, Literal
 
 from ._chunked import ChunkedReader
-from ._http1 import (
-    BadHead,
-    blank_start,
-    content_length,
-    has_token,
-    head_end,
-    read_response,
-    request_head,
-)
+from ._http1 import BadHead, blank_start, has_token, head_end, read_response, request_head
 from ._pull import PullDecoder
 from .errors import CallerProtocolError, PeerProtocolError, StaleConnection, SvirProtocolError
 from .events import Completion, RequestFailed
@@ -71,6 +64,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientConnection"]
 
+_ODD_SPACE: Final = re.compile(rb"[\x1c-\x1f\x85\xa0]")
 Ours = Literal["idle", "body", "done", "failed"]
 Theirs = Literal["head", "body", "done"]
 Framing = Literal["length", "chunked", "close"]
@@ -146,23 +140,20 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 f"cannot send a request while the last one is {self._ours!r}: "
                 "one exchange at a time (start_next_cycle after a reusable response)"
             )
+        asked = merge_headers(self.headers, headers) if headers else self.headers
         exchange = Exchange(
-            self.endpoint,
-            request,
-            headers=merge_headers(self.headers, headers),
-            target_form=self._target_form,
-            **self._options,
+            self.endpoint, request, headers=asked, target_form=self._target_form, **self._options
         )
         head = request_head(exchange.method, exchange.target, exchange.headers)
         self._exchange = exchange
         self._head_at = self._fed - len(self._buf) - sum(map(len, self._pending))
-        self._to_send = 0
-        for name, value in exchange.headers:
-            low = name.lower()
-            if low == "content-length":
-                self._to_send = int(value)
-            elif low == "connection" and "close" in (v.strip().lower() for v in value.split(",")):
-                self._close_asked = True
+        self._to_send = exchange.content_length
+        extra = (*asked, *request.headers) if isinstance(request, PassThrough) else asked
+        self._close_asked = bool(extra) and any(  # only a caller's headers say Connection
+            name.lower() == "connection"
+            and "close" in (v.strip().lower() for v in value.split(","))
+            for name, value in extra
+        )
         return self._bytes(exchange, head)
 
     def _bytes(self, exchange: Exchange, head: bytes) -> Iterator[bytes]:
@@ -368,30 +359,32 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                 )
             self._head_at += end
             return True
-        fields = parsed.fields
-        queue += exchange.receive_head(status, fields, size=end)
+        fields, index = parsed.fields, parsed.named
+        # values stripped of blanks as HTTP strips them; as str.strip() strips them too, unless
+        # the head holds one of the other characters str.strip() takes
+        normal = _ODD_SPACE.search(head) is None
+        queue += exchange.receive_head(status, fields, size=end, normal=normal)
         self._keep_alive = (
-            parsed.version >= b"1.1"
+            parsed.version >= "1.1"
             and not self._close_asked
-            and not has_token(fields, b"connection", b"close")
+            and not has_token(fields, index, "connection", "close")
         )
         self._theirs = "body"
         if buf:
             self._pending.append(bytes(buf))
             buf.clear()
+        length = index.get("content-length")
         if status in (204, 304):  # RFC 9112 6.3: no body, whatever the fields say
             self._end_body(queue)
-        elif any(name == b"transfer-encoding" for name, _ in fields):  # chunked (_http1 Rule 2)
+        elif "transfer-encoding" in index:  # chunked (_http1 Rule 2)
             self._chunked = ChunkedReader(max_line=self.max_head_size)
             self._framing = "chunked"
+        elif length is None:
+            self._framing = "close"
+        elif length != "0":
+            self._framing, self._left = "length", int(length)
         else:
-            length = content_length(fields)
-            if length is None:
-                self._framing = "close"
-            elif length:
-                self._framing, self._left = "length", length
-            else:
-                self._end_body(queue)
+            self._end_body(queue)
         return False
 
     def _read_body(self, queue: list[ExchangeEvent]) -> None:

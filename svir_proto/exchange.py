@@ -246,7 +246,8 @@ class Exchange:
             dialect (each decoder's ``keep_text``: a gateway that passes the events on); tool
             calls are still assembled and bounded.
 
-    What to send: `method`, `target`, `headers` and `body` (``None`` for a GET).
+    What to send: `method`, `target`, `headers` and `body` (``None`` for a GET, and for a
+    `PassThrough`, whose body the caller sends), `content_length` bytes of it.
 
     What came back, each returning the events it produced, in order:
         `receive_head` (the status and headers), then `receive_body` for each piece of the
@@ -330,7 +331,7 @@ class Exchange:
                 content_type=request.content_type,
                 accept=request.accept,
                 user_agent=user_agent,
-                extra=[*request.headers, *request_headers(headers)],
+                extra=[*request.headers, *request_headers(headers)] if headers else request.headers,
             )
         else:
             spec = dialect_of(request)
@@ -354,6 +355,14 @@ class Exchange:
                 endpoint.api_key,
             )
         self.headers: Final = head
+        self.content_length: Final = (
+            self.body.content_length
+            if self.body is not None
+            else request.content_length
+            if isinstance(request, PassThrough) and request.method == "POST"
+            else 0
+        )
+        """The request body's length in bytes (0 for a GET)."""
         self.target: Final = (
             path if target_form == "origin" else f"{endpoint.scheme}://{endpoint.authority}{path}"
         )
@@ -445,12 +454,15 @@ class Exchange:
         *,
         now: float | None = None,
         size: int | None = None,
+        normal: bool = False,
     ) -> list[ExchangeEvent]:
         """The response's status and headers (Rules 0, 1, 2 and 4).
 
         Args:
             now: seconds since the epoch, to turn a ``Retry-After`` date into a delay.
             size: the head's bytes on the wire, if the framing layer knows them.
+            normal: the headers are as `response_headers` keeps them already (``str``, names
+                lower-cased, values stripped): a framing layer that read them so says it.
 
         Raises:
             PeerProtocolError: the head is larger than ``max_head_size``.
@@ -472,7 +484,9 @@ class Exchange:
         self._now = now
         started = ResponseStarted(
             status=status,
-            headers=tuple(
+            headers=h  # type: ignore[arg-type]
+            if normal
+            else tuple(
                 (
                     (k.decode("latin-1") if isinstance(k, bytes) else k).lower(),
                     (v.decode("latin-1") if isinstance(v, bytes) else v).strip(),
@@ -485,7 +499,7 @@ class Exchange:
         request = self.request
         if isinstance(request, LLMRequest) and should_fall_back(status):
             self.fall_back = True  # Rule 4; the failure is still read from the body
-        outcome = head_outcome(status, started.headers, now=now)
+        outcome = head_outcome(status, started.headers, now=now, normal=True)
         if isinstance(outcome, RequestFailed):  # Rules 1 and 7
             self._fail(outcome, out)
         elif self._relay:  # Rule 8

@@ -36,12 +36,12 @@ MAX_REQUEST_ID: Final = 128
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
+_REASONS: Final = {s.value: s.phrase.encode() for s in http.HTTPStatus}
+
+
 def reason(status: int) -> bytes:
     """Rule 3: the reason phrase of a status (RFC 9110 section 15)."""
-    try:
-        return http.HTTPStatus(status).phrase.encode()
-    except ValueError:
-        return b"Unknown"
+    return _REASONS.get(status, b"Unknown")
 
 
 def request_id(value: str | None) -> str | None:

@@ -32,7 +32,6 @@ from .._http1 import (
     BadHead,
     RequestHead,
     blank_start,
-    content_length,
     has_token,
     head_end,
     read_request,
@@ -59,8 +58,8 @@ class ServerSide:
         self.max_head_size = max_head_size
         self.theirs: Theirs = "idle"
         self.ours: Ours = "idle"
-        self.version: bytes | None = None  # the last request's HTTP version
-        self.method = b""
+        self.version: str | None = None  # the last request's HTTP version
+        self.method = ""
         self.keep_alive = True
         self.waiting_100 = False  # Rule 3
         self.buf = bytearray()  # what came and was not read yet
@@ -133,19 +132,19 @@ class ServerSide:
         del buf[:end]
         self._search = 0
         request = read_request(head)
-        fields = request.fields
+        fields, index = request.fields, request.named
         version = request.version
         self.version = version
         self.method = request.method
-        modern = version >= b"1.1"
-        self.keep_alive = modern and not has_token(fields, b"connection", b"close")
-        self.waiting_100 = modern and has_token(fields, b"expect", b"100-continue")
+        modern = version >= "1.1"
+        self.keep_alive = modern and not has_token(fields, index, "connection", "close")
+        self.waiting_100 = modern and has_token(fields, index, "expect", "100-continue")
         self.theirs = "body"
-        if any(name == b"transfer-encoding" for name, _ in fields):
+        if "transfer-encoding" in index:
             self._chunks = ChunkedReader(max_line=self.max_head_size, strict=True)
         else:
             self._chunks = None
-            self._left = content_length(fields) or 0
+            self._left = int(index.get("content-length", 0))
         return request
 
     def _body(self) -> bytes | str | None:
@@ -207,15 +206,21 @@ class ServerSide:
         ``fields``), its fields in h11's order: a framing or ``Connection`` field it sets
         goes last."""
         self.waiting_100 = False
-        head_only = self.method == b"HEAD"
-        length = next((v for k, v in fields if k.lower() == "content-length"), None)
-        close = False  # said here, last (else a Connection field of ours says it in place)
+        head_only = self.method == "HEAD"
+        length: str | None = None
+        connection = close = False  # close: said here, last (else a field of ours says it)
+        for name, value in fields:
+            low = name.lower()
+            if low == "content-length":
+                length = value if length is None else length
+            elif low == "connection":
+                connection = True
         out = fields
         if status in (204, 304) or length is not None:
             self.framing, self._out_left = "length", int(length or 0)
         else:
             out = [f for f in fields if f[0].lower() not in ("content-length", "transfer-encoding")]
-            if self.version is not None and self.version >= b"1.1":
+            if self.version is not None and self.version >= "1.1":
                 self.framing = "chunked"
                 out.append(("Transfer-Encoding", "chunked"))
             else:  # an HTTP/1.0 client (or none known): the close delimits the body
@@ -232,7 +237,7 @@ class ServerSide:
             out = [f for f in out if f[0].lower() != "connection"]
             out += [("Connection", token) for token in sorted(tokens)]
             self.keep_alive = False
-        elif any(k.lower() == "connection" and _says_close(v) for k, v in out):
+        elif connection and any(k.lower() == "connection" and _says_close(v) for k, v in out):
             self.keep_alive = False
         self.ours = "body"
         return response_head(status, reason.decode("ascii"), out)
@@ -266,7 +271,7 @@ class ServerSide:
     def start_next_cycle(self) -> None:
         self.theirs = "idle"
         self.ours = "idle"
-        self.method = b""
+        self.method = ""
         self.waiting_100 = False
 
 

@@ -139,6 +139,8 @@ _HOP_BY_HOP: Final = frozenset(
         "server",
     }
 )  # fmt: skip
+_NOT_RELAYED: Final = _HOP_BY_HOP | {"x-request-id"}  # the request id is the gateway's (Rule 7)
+_NOT_RELAYED_STREAM: Final = _NOT_RELAYED | {"cache-control", "x-accel-buffering"}  # ours
 _KIND_OF_STATUS: Final = {
     401: FailureKind.AUTHENTICATION,
     408: FailureKind.TIMEOUT,
@@ -255,12 +257,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             from ..openai.endpoint import Endpoint
 
             config = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
-        shortcuts: dict[str, Any] = {
-            k: v
-            for k, v in (("token", token), ("max_body", max_body), ("max_head_size", max_head_size))
-            if v is not None
-        }
-        if shortcuts:
+        if token is not None or max_body is not None or max_head_size is not None:
+            shortcuts: dict[str, Any] = {
+                k: v
+                for k, v in (
+                    ("token", token), ("max_body", max_body), ("max_head_size", max_head_size)
+                )
+                if v is not None
+            }  # fmt: skip
             config = attrs.evolve(config, **shortcuts)
         self.config: Final = config
         self.state: Final = state if state is not None else GatewayState(config, new_id=_counter())
@@ -289,7 +293,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._held = 0  # bytes of the body budget this request holds
         self._covered = 0  # bytes of its body that the budget covers (its length, once known)
         self._cost = 0  # what translating its body builds, as far as it came (`_estimate`)
-        self._estimate = BodyCost()
+        self._estimate: BodyCost | None = None  # a body to translate's, made at its first piece
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
@@ -383,26 +387,23 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _request(self, req: RequestHead) -> None:
         cfg = self.config
-        self.head_only = req.method == b"HEAD"  # before any answer: HEAD's has no body
-        fields: dict[str, list[str]] = {}
-        for k, v in req.fields:
-            fields.setdefault(k.decode("latin-1"), []).append(v.decode("latin-1"))
-        headers = {k: vs[-1] for k, vs in fields.items()}
-        target, authority = _origin(req.target.decode("latin-1"))
-        method = req.method.decode("latin-1")
+        method = req.method
+        self.head_only = method == "HEAD"  # before any answer: HEAD's has no body
+        headers = req.named  # a repeated field: its last value
+        target, authority = _origin(req.target)
         self.method, self.target = method, target
         if req.folded:  # _http Rule 1: h11 would unfold it
             return self._reject(
                 400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
                 "invalid_request", close=True,
             )  # fmt: skip
-        if req.version not in (b"1.0", b"1.1"):  # _http Rule 1: the grammar takes any d.d
+        if req.version not in ("1.0", "1.1"):  # _http Rule 1: the grammar takes any d.d
             return self._reject(
                 505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
             )
         kind, allowed = _route(target)
         self._path_kind = kind
-        if "content-length" in fields and "transfer-encoding" in fields:  # _http Rule 1
+        if "content-length" in headers and "transfer-encoding" in headers:  # _http Rule 1
             return self._reject(
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 "invalid_request", close=True,
@@ -421,7 +422,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 405, f"{target} takes {', '.join(allowed)}", "method_not_allowed", close=True,
                 headers=[("Allow", ", ".join(allowed))],
             )  # fmt: skip
-        given = bearer(fields.get("authorization", ()))
+        given = bearer(v for k, v in req.fields if k == "authorization")
         if given is False:
             return self._reject(
                 400, "a request may carry one Authorization header", "invalid_request",
@@ -547,6 +548,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 return
             self._cost += grow
             if self._translated:  # Rule 3: what parsing it will build, beyond its bytes
+                if self._estimate is None:
+                    self._estimate = BodyCost()
                 extra = self._estimate.add(data) - len(data)
                 self._cost += extra
                 grow += extra
@@ -921,8 +924,16 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """The head of an answer relayed as the upstream sent it (`PassThrough.relay`): its
         status and its end-to-end headers (an upstream 401 or 403 is never relayed: Rule 4;
         call `upstream` with its failure instead)."""
-        kind = next((v for k, v in headers if k == "content-type"), "")
-        media = kind.split(";")[0].strip().lower()
+        kind = length = None
+        chunked = False
+        for k, v in headers:  # the first of each (a repeated Content-Length came as one)
+            if k == "content-type":
+                kind = v if kind is None else kind
+            elif k == "content-length":
+                length = v if length is None else length
+            elif k == "transfer-encoding":
+                chunked = True
+        media = (kind or "").split(";")[0].strip().lower()
         stream = media == "text/event-stream"
         ok = 200 <= status < 300
         self._relaying = "stream" if stream and ok else "raw"
@@ -934,14 +945,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if self._relaying == "raw":
                 self._relaying = "late"
             return b""
-        keep = [(k, v) for k, v in headers if k not in _HOP_BY_HOP and k != "x-request-id"]
+        drop = _NOT_RELAYED_STREAM if stream else _NOT_RELAYED
+        keep = [(k, v) for k, v in headers if k not in drop]
         if stream:
-            keep = [(k, v) for k, v in keep if k not in ("cache-control", "x-accel-buffering")]
             keep += _SSE_HEAD[1:]
-        length = next((v for k, v in headers if k == "content-length"), None)
-        if any(k == "transfer-encoding" for k, _ in headers):  # RFC 9112 6.3: it wins, and
-            length = None  # "an intermediary ... MUST first remove the received Content-Length"
-        if length is not None and self._relaying == "raw":
+        # RFC 9112 6.3: Transfer-Encoding wins, and "an intermediary ... MUST first remove the
+        # received Content-Length"
+        if length is not None and not chunked and self._relaying == "raw":
             keep.append(("Content-Length", length))
         if status >= 400:
             self.outcome = "failed"

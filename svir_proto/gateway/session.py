@@ -204,6 +204,42 @@ class GatewaySession:
         now: when the connection was accepted.
     """
 
+    __slots__ = (
+        "_answered",
+        "_began",
+        "_body_at",
+        "_client_paused",
+        "_drain_by",
+        "_drained",
+        "_forward",
+        "_late",
+        "_late_head",
+        "_partial",
+        "_paused_since",
+        "_pooled",
+        "_progress",
+        "_recorded",
+        "_refusals",
+        "_replay",
+        "_sent",
+        "_served",
+        "_since",
+        "_start",
+        "_steady",
+        "_stopping",
+        "_trail_by",
+        "_unsent",
+        "_unsent_end",
+        "_unsent_size",
+        "_up",
+        "_upstream",
+        "actions",
+        "closed",
+        "config",
+        "conn",
+        "state",
+    )
+
     def __init__(self, state: GatewayState, now: float) -> None:
         self.state: Final = state
         self.config: Final = state.config

@@ -57,6 +57,8 @@ MANAGED: Final = frozenset(
     {"host", "content-length", "transfer-encoding", "content-type", "accept", "accept-encoding"}
 )
 """Headers only svir-proto sets: they frame the body, or say what the decoder can read."""
+_OURS: Final = MANAGED | {"user-agent", "authorization"}
+"""Every header `Endpoint.headers` may set."""
 
 
 def request_headers(
@@ -221,7 +223,8 @@ class Endpoint:
         theirs = request_headers(extra)
         if theirs:
             replaced = {name.lower() for name, _ in theirs}
-            out = [(k, v) for k, v in out if k.lower() not in replaced]
+            if not replaced.isdisjoint(_OURS):
+                out = [(k, v) for k, v in out if k.lower() not in replaced]
             out += theirs
         return out
 

@@ -90,19 +90,21 @@ def _media_type(headers: tuple[tuple[str, str], ...]) -> str:
 
 
 def head_outcome(
-    status: int, headers: Headers, *, now: float | None = None
+    status: int, headers: Headers, *, now: float | None = None, normal: bool = False
 ) -> ResponseStarted | RequestFailed | None:
     """Decide from the head alone where that is possible (Rules 1, 2 and 5).
 
     Args:
         now: as for `body_outcome`, for the ``Retry-After`` of a failure decided here.
+        normal: ``headers`` is a tuple of ``str`` pairs, names lower-cased and values
+            stripped already (`ResponseStarted.headers`).
 
     Returns:
         `ResponseStarted` for a stream, `RequestFailed` for an authentication failure or a body
         that cannot be read, or ``None``: read at most `MAX_ERROR_BODY` bytes of the body and
         call `body_outcome`.
     """
-    h = _normal(headers)
+    h: tuple[tuple[str, str], ...] = headers if normal else _normal(headers)  # type: ignore[assignment]
     if status in (401, 403):
         kind = FailureKind.AUTHENTICATION
         message = "the server refused the credentials" if status == 401 else "access is forbidden"

@@ -69,6 +69,10 @@ request_starts = st.sampled_from(
 )  # fmt: skip
 
 
+def text(*values: bytes) -> tuple[str, ...]:
+    return tuple(v.decode("latin-1") for v in values)
+
+
 def h11_response(data: bytes) -> tuple[object, ...]:
     conn = h11.Connection(h11.CLIENT)
     conn.send(h11.Request(method="GET", target="/", headers=[("Host", "x")]))
@@ -79,8 +83,8 @@ def h11_response(data: bytes) -> tuple[object, ...]:
     except h11.RemoteProtocolError as exc:
         return ("bad", exc.error_status_hint)
     assert isinstance(event, (h11.Response, h11.InformationalResponse)), event
-    fields = [(k, v) for k, v in event.headers]
-    return ("ok", event.status_code, event.reason, event.http_version, fields)
+    fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers]
+    return ("ok", event.status_code, *text(event.reason, event.http_version), fields)
 
 
 def ours_response(data: bytes) -> tuple[object, ...]:
@@ -99,8 +103,8 @@ def h11_request(data: bytes) -> tuple[object, ...]:
     except h11.RemoteProtocolError as exc:
         return ("bad", exc.error_status_hint)
     assert isinstance(event, h11.Request), event
-    fields = [(k, v) for k, v in event.headers]
-    return ("ok", event.method, event.target, event.http_version, fields)
+    fields = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers]
+    return ("ok", *text(event.method, event.target, event.http_version), fields)
 
 
 def ours_request(data: bytes) -> tuple[object, ...]:
