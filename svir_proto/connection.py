@@ -259,6 +259,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         if not self.reusable:
             raise CallerProtocolError("the connection is not reusable: close it")
         self._cycles += 1
+        self._fast = None
         self._exchange = None
         self._ours = "idle"
         self._theirs = "head"
@@ -275,6 +276,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         exchange as far as it got, and marks its result ``interrupted`` with ``reason``. The
         connection is then not reusable."""
         self._broken = True
+        self._fast = None
         exchange = self._exchange
         if exchange is None or self._terminated:
             return []  # a finished exchange keeps its result as it was
@@ -284,6 +286,35 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         if self._error is None:
             out += exchange.interrupt(reason)
         self._mark_terminal(out)
+        return out
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ExchangeEvent]:
+        """`PullDecoder.feed`, with a lane for a chunked body under way while nothing is
+        pending (``_fast``): a live stream's every read goes to the chunked reader and the
+        exchange at once."""
+        if self._fast and type(data) is bytes and data:
+            self._fed += len(data)
+            self._pending = [data]
+            self._fill_chunked()
+            out = self._queue
+            self._queue = []
+            if self._deferred is not None:
+                self._fast = None
+                self._error = self._deferred
+                if not out:
+                    raise self._deferred
+            elif self._terminal is not None:  # (a body's end brings its terminal event)
+                self._fast = None
+                self._terminated = bool(out) and out[-1] is self._terminal
+            return out
+        out = PullDecoder.feed(self, data)
+        if (
+            self._chunked is not None
+            and self._terminal is None
+            and self._error is None
+            and not self._eof
+        ):
+            self._fast = True  # nothing is pending: feed returned it all, and raised nothing
         return out
 
     def _receive(self, data: bytes) -> None:
@@ -464,7 +495,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     def _mark_terminal(self, events: list[ExchangeEvent]) -> None:
         exchange = self._exchange
-        if self._terminal is None and exchange is not None:
+        if events and self._terminal is None and exchange is not None:
             terminal = exchange.terminal
             if terminal is not None and events and events[-1] is terminal:
                 self._terminal = terminal

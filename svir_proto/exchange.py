@@ -429,6 +429,13 @@ class Exchange:
         return decoder.seen if isinstance(decoder, ChatStreamWatcher) else 0
 
     @property
+    def watcher(self) -> ChatStreamWatcher | None:
+        """A relayed OpenAI stream's watcher (Rule 8), once its head came: its ``seen`` counts
+        the events, as `events_seen` does."""
+        decoder = self._decoder
+        return decoder if isinstance(decoder, ChatStreamWatcher) else None
+
+    @property
     def finished(self) -> bool:
         """The terminal event was produced; the response needs no more reading."""
         return self.terminal is not None

@@ -810,13 +810,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._chunked = self._side.framing == "chunked"
         return out
 
-    def _chunk(self, data: bytes) -> bytes:
-        if not data or self.head_only:
-            return b""
-        if self._chunked:
-            return b"%x\r\n%b\r\n" % (len(data), data)
-        return self._side.data(data)
-
     def _end_stream(self, data: bytes, complete: bool) -> bytes:
         """The last events; a stream that was cut stays cut (Rule 5): no end of body, so the
         client sees the connection close before the chunked body's end."""
@@ -958,8 +951,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._stream_head(status, keep)
 
     def relay_data(self, data: bytes) -> bytes:
-        """A piece of the relayed body, as the upstream sent it."""
-        return self._chunk(data)
+        """A piece of the relayed body, as the upstream sent it: framed for the client (one
+        chunk), nothing else changed. The same function as `_chunk` (every event's path)."""
+        if not data or self.head_only:
+            return b""
+        if self._chunked:
+            return b"%x\r\n%b\r\n" % (len(data), data)
+        return self._side.data(data)
+
+    _chunk = relay_data
 
     def relay_end(self, *, complete: bool) -> bytes:
         """The relayed body ended: where its framing said (``complete``), or cut."""

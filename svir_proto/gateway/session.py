@@ -65,8 +65,9 @@ from .._pull import NEED_DATA
 from ..connection import ClientConnection
 from ..errors import FailureKind, SvirProtocolError
 from ..events import RequestFailed, ResponseStarted, StreamEnded
-from ..exchange import ExchangeEvent, PassThrough
+from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai.status import MAX_ERROR_BODY, body_outcome
+from ..openai.watch import ChatStreamWatcher
 from .config import GatewayState
 from .connection import (
     Forward,
@@ -94,6 +95,7 @@ __all__ = [
     "Work",
 ]
 
+_NO_WATCH: Final[tuple[Exchange, ChatStreamWatcher | None]] = (None, None)  # type: ignore[assignment]
 _UNSENT_LIMIT: Final = 1024 * 1024
 """Bytes of a client's body held for an upstream connection still being opened: past it the
 client is not read until the connection is there (Rule 5)."""
@@ -233,6 +235,7 @@ class GatewaySession:
         "_unsent_size",
         "_up",
         "_upstream",
+        "_watch",
         "actions",
         "closed",
         "config",
@@ -272,6 +275,7 @@ class GatewaySession:
         self._client_paused = False  # we stopped reading the client (Rule 5)
         self._partial = b""  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
+        self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
         self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head
         self._late_head: tuple[int, tuple[tuple[str, str], ...]] = (0, ())
         self._drained = 0
@@ -469,9 +473,8 @@ class GatewaySession:
         """Bytes from the upstream (``b""``: it closed the connection)."""
         up = self._steady
         if up is not None and data:  # a relayed stream under way: its every read, nearly
-            exchange = up.exchange
-            assert exchange is not None
-            seen = exchange.events_seen
+            steady, watch = self._watch
+            seen = 0 if watch is None else watch.seen
             try:
                 events = up.feed(data)
             except SvirProtocolError as exc:
@@ -482,11 +485,10 @@ class GatewaySession:
                 return self._trail(up, len(data), now, broke=up.error is not None)
             if events or up.error is not None:
                 return self._fed(up, events, up.error, seen, now)
-            seen = exchange.events_seen - seen
-            if seen:
-                self.conn.events_forwarded += seen
+            if watch is not None and watch.seen != seen:
+                self.conn.events_forwarded += watch.seen - seen
                 self._progress = now
-            return self._relay_more(exchange.relayed, now)
+            return self._relay_more(steady.relayed, now)
         if self._upstream == "draining":  # also once the client left (Rule 6)
             return self._drained_data(data)
         if self.closed or self._upstream in ("none", "connecting"):
@@ -611,6 +613,7 @@ class GatewaySession:
                     self._late_head = (event.status, event.headers)
                 elif conn.relaying == "stream" and error is None:
                     self._steady = self._up  # what follows, `_relay_more` may take
+                    self._watch = (exchange, exchange.watcher)
             elif type(event) is StreamEnded:
                 end = event
         if conn.relaying == "late":  # a failure after a keep-alive sent our head

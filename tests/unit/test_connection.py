@@ -357,3 +357,22 @@ def test_headers_per_connection_and_per_request_and_the_absolute_form() -> None:
     assert "X-Trace: 1" not in lines
     with pytest.raises(TypeError, match=r"ClientConnection\(\) got an unexpected keyword"):
         ClientConnection(EP, max_head=10)  # type: ignore[call-arg]
+
+
+def test_a_live_stream_read_by_read_and_broken_in_a_read_that_brings_an_event() -> None:
+    """The lane of a chunked body under way (one read per chunk): the events of a read come
+    out, then the framing error after them, as on the general way."""
+    conn = ClientConnection(EP)
+    sent(conn)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked"
+    events = [e + b"\n\n" for e in BODY.split(b"\n\n") if e]
+    chunks = [b"%x\r\n%s\r\n" % (len(e), e) for e in events]
+    got = conn.feed(head + b"\r\n\r\n" + chunks[0])
+    for chunk in chunks[1:3]:
+        got += conn.feed(chunk)
+    assert [type(e).__name__ for e in got][:2] == ["ResponseStarted", "StreamStarted"]
+    more = conn.feed(chunks[3][:-2] + b"XY")  # its data whole, then no CRLF
+    assert more  # what came before the break
+    with pytest.raises(PeerProtocolError, match="malformed chunk footer"):
+        conn.feed(chunks[4])
+    assert not conn.reusable
