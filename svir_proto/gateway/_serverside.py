@@ -47,7 +47,7 @@ CLOSED: Final = "closed"
 """`ServerSide.next_event`: the client closed the connection between requests."""
 CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
-Theirs = Literal["idle", "body", "done", "closed", "error"]
+Theirs = Literal["idle", "body", "done", "must_close", "closed", "error"]
 Ours = Literal["idle", "body", "done", "failed"]
 
 
@@ -192,7 +192,7 @@ class ServerSide:
 
     def _ended(self) -> None:
         self.waiting_100 = False
-        self.theirs = "done" if self.keep_alive else "closed"  # Rule 2
+        self.theirs = "done" if self.keep_alive else "must_close"  # Rule 2: nothing more read
 
     # -- writing ------------------------------------------------------------------------------
 
