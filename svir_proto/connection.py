@@ -412,7 +412,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             self._framing = "chunked"
         elif length is None:
             self._framing = "close"
-        elif length != "0":
+        elif int(length):  # "00" is as empty as "0"
             self._framing, self._left = "length", int(length)
         else:
             self._end_body(queue)

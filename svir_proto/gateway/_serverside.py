@@ -4,7 +4,8 @@ What h11's server role did for the gateway, with h11's rules (`_http1` reads the
 reading a request head, then its body by its framing; keep-alive; ``Expect: 100-continue``;
 framing each answer as h11 frames it. `GatewayConnection` decides what the requests mean.
 
-Rule 1 (a request, RFC 9112 6.3): its head within ``max_head_size`` bytes, whole or not yet
+Rule 1 (a request, RFC 9112 6.3): empty lines before it ignored (2.2; counted with its head),
+    its head within ``max_head_size`` bytes, whole or not yet
     whole (431 past it, unless its first byte is a space or a control character: 400, as h11
     says at once); then a body framed by ``Transfer-Encoding: chunked`` (read strictly,
     `_chunked` Rule 1: what a proxy in front might read otherwise is refused), else by its
@@ -25,6 +26,7 @@ It never does I/O.
 
 from __future__ import annotations
 
+import re
 from typing import Final, Literal
 
 from .._chunked import ChunkedReader
@@ -46,6 +48,7 @@ END: Final = "end"
 CLOSED: Final = "closed"
 """`ServerSide.next_event`: the client closed the connection between requests."""
 CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_EMPTY_LINES: Final = re.compile(rb"(?:\r?\n)+")
 
 Theirs = Literal["idle", "body", "done", "must_close", "closed", "error"]
 Ours = Literal["idle", "body", "done", "failed"]
@@ -65,6 +68,7 @@ class ServerSide:
         self.buf = bytearray()  # what came and was not read yet
         self.eof = False
         self._search = 0  # where the head's blank line may begin
+        self._blank = 0  # empty lines before the request line, ignored but counted
         self._left = 0  # bytes of a Content-Length body still to come
         self._chunks: ChunkedReader | None = None
         self.framing: Literal["length", "chunked", "close"] = "length"
@@ -116,8 +120,19 @@ class ServerSide:
                 self.theirs = "closed"
                 return CLOSED
             return None
+        if blank_start(buf):  # RFC 9112 2.2: empty lines before a request line are ignored
+            lead = _EMPTY_LINES.match(buf).end()  # type: ignore[union-attr]
+            self._blank += lead
+            if self._blank > self.max_head_size:
+                raise BadHead("request head too large", 431)
+            del buf[:lead]
+            self._search = 0
+            if not buf:
+                return self._head()
         if buf[0] < 0x21:  # Rule 1: no head begins with a blank or a control character
-            raise BadHead("no request line" if blank_start(buf) else "a bad first byte")
+            if buf == b"\r" and not self.eof:
+                return None  # an empty line's CR: its LF may follow
+            raise BadHead("a bad first byte")
         end = head_end(buf, self._search)
         if end < 0:
             if len(buf) > self.max_head_size:
@@ -130,7 +145,7 @@ class ServerSide:
             raise BadHead("request head too large", 431)
         head = bytes(buf[:end])
         del buf[:end]
-        self._search = 0
+        self._search = self._blank = 0
         request = read_request(head)
         fields, index = request.fields, request.named
         version = request.version

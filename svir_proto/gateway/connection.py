@@ -944,7 +944,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             keep += _SSE_HEAD[1:]
         # RFC 9112 6.3: Transfer-Encoding wins, and "an intermediary ... MUST first remove the
         # received Content-Length"
-        if length is not None and not chunked and self._relaying == "raw":
+        # RFC 9110 8.6: a 204 has no Content-Length (a 304's says what the GET would get)
+        if length is not None and not chunked and self._relaying == "raw" and status != 204:
             keep.append(("Content-Length", length))
         if status >= 400:
             self.outcome = "failed"

@@ -210,7 +210,7 @@ class GatewaySession:
         "_answered",
         "_began",
         "_body_at",
-        "_client_paused",
+        "_client_held",
         "_drain_by",
         "_drained",
         "_forward",
@@ -272,7 +272,7 @@ class GatewaySession:
         self._progress = now
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
-        self._client_paused = False  # we stopped reading the client (Rule 5)
+        self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._partial = b""  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
@@ -320,24 +320,26 @@ class GatewaySession:
                 self._begin(event, now)
             elif type(event) is Interim:
                 out.append(event.data)
-            elif type(event) is Reply:
+            elif type(event) is Reply:  # then the loop reads a pipelined request, if any
                 out.append(event.data)
                 self._done(now)
                 if event.close or not conn.reusable:
-                    out.append(self._close())
+                    self._close()
                 else:
-                    out.append(self._next_cycle(now))
+                    self._new_cycle(now)
             elif type(event) is LocalRequest:
                 self._start = now
                 out.append(self._local(event.name))
                 self._done(now)
-                out.append(self._next_cycle(now))
+                self._new_cycle(now)
             elif type(event) is Prepare:
                 self.actions.append(Work(run=event.run))
             else:  # ClientClosed
                 out.append(self._cancel(now))
         if conn.phase == "body" and not out:
             self._since = now  # a body's deadline is silence between its reads
+        elif conn.phase == "answer" and conn.backlog > self.config.max_head_size:
+            out.append(self._cancel(now))  # Rule 5, whether the backlog came before or after
         return self._sent_at(out, now)
 
     def worked(self, result: object, now: float) -> bytes:
@@ -355,17 +357,31 @@ class GatewaySession:
         self.conn.prepare_ended()
 
     def client_paused(self, now: float) -> None:
-        """The client's socket stopped taking bytes: stop reading the upstream (Rule 5)."""
+        """The client's socket stopped taking bytes: stop reading the upstream, and the client
+        (Rule 5: a client that sends requests and reads no answer makes no answer pile up)."""
         if self._paused_since is None:
             self._paused_since = now
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(PauseUpstream())
+            self._hold_client("full", True)
 
     def client_resumed(self, now: float) -> None:
         if self._paused_since is not None:
             self._paused_since = None
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(ResumeUpstream())
+            self._hold_client("full", False)
+
+    def _hold_client(self, why: Literal["full", "unsent"], hold: bool) -> None:
+        """Stop reading the client while any reason holds it (`PauseClient`, `ResumeClient`)."""
+        holds = self._client_held
+        before = bool(holds)
+        if hold:
+            holds.add(why)
+        else:
+            holds.discard(why)
+        if bool(holds) != before:
+            self.actions.append(PauseClient() if holds else ResumeClient())
 
     def _local(self, name: str) -> bytes:
         state = self.state
@@ -434,9 +450,7 @@ class GatewaySession:
             pieces.append(up.send_end())
         self._unsent, self._unsent_size, self._unsent_end = [], 0, False
         self.actions.append(ToUpstream(b"".join(pieces)))
-        if self._client_paused:
-            self._client_paused = False
-            self.actions.append(ResumeClient())
+        self._hold_client("unsent", False)
         if self._paused_since is not None:
             self.actions.append(PauseUpstream())
         return b""
@@ -450,9 +464,8 @@ class GatewaySession:
                 return
             self._unsent.append(data)
             self._unsent_size += len(data)
-            if self._unsent_size > _UNSENT_LIMIT and not self._client_paused:
-                self._client_paused = True
-                self.actions.append(PauseClient())
+            if self._unsent_size > _UNSENT_LIMIT:
+                self._hold_client("unsent", True)
             return
         piece = up.send_end() if data is None else up.send_data(data)
         if piece:
@@ -769,9 +782,15 @@ class GatewaySession:
         return self._close()
 
     def _next_cycle(self, now: float) -> bytes:
+        self._new_cycle(now)
+        return b"" if self.closed else self._pump(now)  # a pipelined request may be here already
+
+    def _new_cycle(self, now: float) -> None:
+        """Ready the client connection for its next request, or close it."""
         conn = self.conn
         if not conn.reusable:
-            return self._close()
+            self._close()
+            return
         conn.start_next_cycle()
         self._forward = None
         self._recorded = False
@@ -780,7 +799,6 @@ class GatewaySession:
         self._partial = b""
         self._steady = None
         self._body_at = 0
-        return self._pump(now)  # a pipelined request may be here already
 
     # -- endings ------------------------------------------------------------------------------
 

@@ -676,10 +676,11 @@ def test_a_client_that_reads_nothing_loses_its_stream() -> None:
     d.connect()
     d.session.client_paused(3.0)
     d.run(b"")
-    assert isinstance(d.seen[-1], PauseUpstream)
+    # neither the upstream nor the client is read (a client that reads nothing piles nothing up)
+    assert [type(a) for a in d.seen[-2:]] == [PauseUpstream, PauseClient]
     d.session.client_resumed(4.0)
     d.run(b"")
-    assert isinstance(d.seen[-1], ResumeUpstream)
+    assert [type(a) for a in d.seen[-2:]] == [ResumeUpstream, ResumeClient]
     d.session.client_paused(5.0)
     d.session.client_paused(6.0)  # once is enough
     d.run(b"")
@@ -976,11 +977,11 @@ def test_expect_100_continue_through_the_session() -> None:
 
 def test_pauses_that_come_when_nothing_streams() -> None:
     d = Driver()
-    d.session.client_paused(1.0)  # nothing upstream: nothing to pause
+    d.session.client_paused(1.0)  # nothing upstream: only the client is not read
     d.session.client_resumed(1.5)
     d.session.client_resumed(1.6)  # not paused: nothing to resume
     d.run(b"")
-    assert d.seen == []
+    assert d.seen == [PauseClient(), ResumeClient()]
     d.send(post(openai_body()))
     d.session.client_paused(2.0)  # paused while the upstream is reached...
     d.connect(now=3.0)
@@ -1335,3 +1336,55 @@ def test_a_model_listing_with_a_body_is_answered() -> None:
     ((status, _, body, _),) = read(d.client, "GET")
     assert status == 200
     assert body == listing
+
+
+def test_thousands_of_pipelined_requests_in_one_read_are_answered_in_a_loop() -> None:
+    """Attack 26 (fuzz seed ``crash-a-thousand-pipelined-local-requests-recurse``): every
+    answer the session made itself began the next request's cycle by calling the pump again,
+    so 1,500 pipelined ``GET /healthz`` in one read raised RecursionError out of the session."""
+    d = Driver()
+    d.send(get("/healthz") * 1500)
+    assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 1500
+    assert not d.closed
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_pipelined_request_past_the_backlog_bound_whatever_the_reads(split: bool) -> None:
+    """Attack 26: a pipelined POST larger than ``max_head_size`` behind a streaming request
+    cancelled it when it came in a later read, and waited when it came in the same read; the
+    bound (Rule 5) now holds either way."""
+    d = Driver(max_head_size=1024)
+    big = post(openai_body() + b" " * 2000)
+    if split:
+        d.send(post(openai_body()))
+        d.connect()
+        d.send(big)
+    else:
+        d.send(post(openai_body()) + big)
+        d.connect()
+    assert d.closed
+    assert d.done()[0].outcome == "cancelled"
+
+
+def test_a_client_that_pipelines_and_reads_nothing_is_not_read() -> None:
+    """Attack 26: pipelined ``GET /metrics`` from a client that reads nothing were all
+    answered into its write buffer until ``send_timeout``; while its socket is full, the
+    client is not read (Rule 5), so its answers do not pile up."""
+    d = Driver()
+    d.send(get("/healthz"))
+    d.session.client_paused(2.0)
+    d.run(b"")
+    assert d.seen[-1] == PauseClient()
+    d.session.client_resumed(3.0)
+    d.run(b"")
+    assert d.seen[-1] == ResumeClient()
+
+
+def test_an_upstream_204_is_relayed_without_its_content_length() -> None:
+    """Attack 26: RFC 9110 8.6, a 204 has no Content-Length; an upstream's was relayed."""
+    d = Driver()
+    d.send(get("/v1/models"))
+    d.connect()
+    d.answer(b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n")
+    assert b"HTTP/1.1 204 No Content\r\n" in d.client
+    assert b"content-length" not in d.client.lower()

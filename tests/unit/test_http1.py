@@ -240,3 +240,34 @@ def test_an_answer_without_a_length(version: bytes, framed: bytes) -> None:
     assert side.data(b"") == b""
     assert side.end() == (b"0\r\n\r\n" if version == b"1.1" else b"")
     assert side.reusable == (version == b"1.1")
+
+
+def test_empty_lines_before_a_request_line_are_ignored() -> None:
+    """RFC 9112 2.2 (attack 26: an empty line between pipelined requests was a 400)."""
+    side = ServerSide(64)
+    for piece in (b"\r\n\n\r", b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"):
+        side.receive_data(piece)
+    assert side.next_event() is not None
+    assert side.next_event() is END
+    many = ServerSide(64)
+    many.receive_data(b"\r\n" * 40)
+    with pytest.raises(BadHead) as caught:
+        many.next_event()
+    assert caught.value.status == 431
+    bare = ServerSide(64)
+    bare.receive_data(b"\r")
+    assert bare.next_event() is None  # its LF may follow
+    bare.receive_data(b"")
+    with pytest.raises(BadHead, match="first byte"):
+        bare.next_event()
+
+
+def test_a_content_length_of_zeros_is_an_empty_body() -> None:
+    """Attack 26: ``Content-Length: 00`` (legal) was taken as a body still to come."""
+    conn = ClientConnection(EP)
+    sent(conn)
+    events = conn.feed(
+        b"HTTP/1.1 400 Bad\r\nContent-Type: application/json\r\nContent-Length: 00\r\n\r\n"
+    )
+    assert events[-1] is conn.terminal
+    assert conn.reusable
