@@ -5,11 +5,11 @@ Streams shaped like the servers' (the envelope repeated around content, for long
 everything that must go the general way now and then: text whose JSON one backend or the other
 would write differently (``\\u00e9``, ``\\/``, upper-case ``\\u001F``, ``\\u0008``, a lone
 surrogate's escape, an escaped pair), text past U+FFFF, invalid UTF-8, raw control characters,
-``<think>`` markers and their pieces, empty deltas, a role chunk, reasoning, tool calls of a
-declared tool and of another, a refusal, a finish, usage, an error chunk or ``event: error``,
-``[DONE]`` anywhere, a chunk that is not JSON, a second choice, an id that changes, Azure's
-filter verdicts, padding, a data line cut in two. Whatever the stream and its split, the JSON
-backend and the UTF-8 policy:
+``<think>`` markers and their pieces, empty deltas, role chunks (with text), reasoning, tool
+calls of a declared tool and of another, a refusal, a finish, usage, an error chunk or
+``event: error``, ``[DONE]`` anywhere, a chunk that is not JSON, a second choice, an id that
+changes, Azure's filter verdicts, padding, a data line cut in two. Whatever the stream and its
+split, the JSON backend and the UTF-8 policy:
 
 - `ChatStreamRuns` gives `ChatStreamDecoder`'s events (``keep_text=False``), runs expanded,
   its result and its error, at the same offset;
@@ -130,12 +130,15 @@ def streams(draw: st.DrawFn) -> bytes:
         other = draw(
             st.sampled_from(
                 ["none"] * 6
-                + ["empty", "reasoning", "call", "undeclared", "refusal", "usage", "error"]
+                + ["empty", "role", "reasoning", "call", "undeclared", "refusal", "usage"]
+                + ["error"]
                 + ["event-error", "done", "not-json", "choice-1", "id", "two-lines", "comment"]
             )
         )
         if other == "empty":
             events.append(chunk(b'{"content":""}'))
+        elif other == "role":
+            events.append(chunk(b'{"role":"assistant","content":"' + draw(bodies()) + b'"}'))
         elif other == "reasoning":
             events.append(chunk(b'{"reasoning_content":"' + draw(bodies()) + b'"}'))
         elif other in ("call", "undeclared"):
