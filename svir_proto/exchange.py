@@ -318,7 +318,6 @@ class Exchange:
                 "errors": errors,
             }
         )
-
         if target_form not in ("origin", "absolute"):
             raise ValueError(f"target_form must be 'origin' or 'absolute', not {target_form!r}")
         self.endpoint: Final = endpoint

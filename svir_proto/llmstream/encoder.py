@@ -52,12 +52,11 @@ _DELTA: Final = (
 """A ``content.delta`` while streaming, with no extension: its number, its block's index and
 its text's JSON, in one formatting call (what `LLMStreamEncoder._event` writes, field for
 field)."""
-_RUN_HEAD, _RUN_TAIL = _DELTA.replace(b'"index":%d', b'"index":0').split(b"%b")
-_RUN_HEAD += b'"'
-_RUN_TAIL = b'"' + _RUN_TAIL
+_RUN_HEAD: Final = _DELTA.partition(b"%b")[0].replace(b'"index":%d', b'"index":0') + b'"'
+_RUN_TAIL: Final = b'"' + _DELTA.partition(b"%b")[2]
 _RUN_NEXT: Final = _RUN_TAIL + _RUN_HEAD
-"""`_DELTA` for block 0 around a `TextRun`'s bodies, which its LF stand between: a run is
-written with one formatting call, of all its numbers."""
+"""`_DELTA` for block 0, its text's JSON string around a `TextRun`'s bodies, which its LF
+stand between: a run is written with one formatting call, of all its numbers."""
 
 
 class LLMStreamEncoder:
