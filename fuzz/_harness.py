@@ -20,7 +20,14 @@ from typing import Any
 
 import attrs
 
-from svir_proto import ForwardBody, PeerProtocolError, ReasoningDelta, RefusalDelta, TextDelta
+from svir_proto import (
+    ForwardBody,
+    PeerProtocolError,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    TextRun,
+)
 
 
 def outcome(decoder: Any, pieces: list[bytes]) -> tuple[list[object], object, object]:
@@ -42,10 +49,10 @@ DELTAS = (TextDelta, ReasoningDelta, RefusalDelta)
 
 def normalise(events: list[object]) -> list[object]:
     """Join adjacent deltas of one kind (and carrier), and adjacent pieces of a body the gateway
-    forwards, so that splits that cut them compare equal. Nothing else is joined: two
-    comments, say, stay two items."""
+    forwards, so that splits that cut them compare equal; a run of text deltas (`TextRun`)
+    is the deltas it stands for. Nothing else is joined: two comments, say, stay two items."""
     out: list[object] = []
-    for e in events:
+    for e in expand(events):
         prev = out[-1] if out else None
         if isinstance(e, ForwardBody) and isinstance(prev, ForwardBody):
             out[-1] = ForwardBody(data=prev.data + e.data)
@@ -55,6 +62,17 @@ def normalise(events: list[object]) -> list[object]:
             and getattr(prev, "carrier", None) == getattr(e, "carrier", None)
         ):
             out[-1] = attrs.evolve(prev, text=prev.text + e.text)  # type: ignore[union-attr]
+        else:
+            out.append(e)
+    return out
+
+
+def expand(events: list[object]) -> list[object]:
+    """``events`` with each `TextRun` as the `TextDelta` events it stands for."""
+    out: list[object] = []
+    for e in events:
+        if isinstance(e, TextRun):
+            out += e.deltas()
         else:
             out.append(e)
     return out

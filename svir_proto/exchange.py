@@ -52,10 +52,19 @@ from .dialects import (
     dialect_of,
 )
 from .errors import CallerProtocolError, Failure, FailureKind, PeerProtocolError, SvirProtocolError
-from .events import Completion, Event, RequestFailed, ResponseStarted, Retrying, StreamEnded
+from .events import (
+    Completion,
+    Event,
+    RequestFailed,
+    ResponseStarted,
+    Retrying,
+    StreamEnded,
+    TextRun,
+)
 from .llmstream.negotiate import ACCEPT_LLM_STREAM, should_fall_back
 from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
+from .openai._runs import ChatStreamRuns
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
 from .openai.endpoint import (
     USER_AGENT,
@@ -153,7 +162,9 @@ class PassThrough:
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough | DialectRequest
 """What an exchange sends: a typed request of any dialect (`svir_proto.dialects`), the model
 listing, or a body the caller passes through."""
-ExchangeEvent = Event | ModelsListed
+ExchangeEvent = Event | ModelsListed | TextRun
+"""What an exchange gives: the dialect's events, the model listing, and with ``text_runs``
+runs of text deltas."""
 Phase = Literal["head", "probe", "stream", "error", "models", "raw", "over"]
 TargetForm = Literal["origin", "absolute"]
 """The request target (RFC 9112 3.2): the path (``origin``), or the whole URL (``absolute``,
@@ -175,6 +186,7 @@ class ExchangeOptions(TypedDict, total=False):
     think_tags: bool
     think_opened: bool
     keep_text: bool
+    text_runs: bool
     errors: Errors
 
 
@@ -197,7 +209,8 @@ def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -
         TypeError: an unknown name (with the nearest known one, if any), or a value of the
             wrong type.
         ValueError: a bound that is not a positive int, ``errors`` neither ``"strict"`` nor
-            ``"replace"``, a ``user_agent`` that is not one line.
+            ``"replace"``, a ``user_agent`` that is not one line, ``text_runs`` without
+            ``keep_text=False``.
     """
     known = ExchangeOptions.__annotations__
     for name, value in options.items():
@@ -210,7 +223,7 @@ def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -
         if name in _BOUNDS:
             if type(value) is not int or value < 1:
                 raise ValueError(f"{where}: {name} must be a positive int, not {value!r}")
-        elif name in ("think_tags", "think_opened", "keep_text"):
+        elif name in ("think_tags", "think_opened", "keep_text", "text_runs"):
             if type(value) is not bool:
                 raise TypeError(f"{where}: {name} must be a bool, not {value!r}")
         elif name == "errors":
@@ -218,6 +231,8 @@ def check_options(options: Mapping[str, object], *, where: str = "Exchange()") -
                 raise ValueError(f"{where}: errors must be 'strict' or 'replace', not {value!r}")
         elif not isinstance(value, str) or not value or "\r" in value or "\n" in value:
             raise ValueError(f"{where}: user_agent must be a non-empty line, not {value!r}")
+    if options.get("text_runs") and options.get("keep_text", True):
+        raise ValueError(f"{where}: text_runs needs keep_text=False (a run's text is not decoded)")
     return options  # type: ignore[return-value]
 
 
@@ -245,6 +260,11 @@ class Exchange:
             `result` (its ``text`` is empty), nor bounded by ``max_result_size``, whatever the
             dialect (each decoder's ``keep_text``: a gateway that passes the events on); tool
             calls are still assembled and bounded.
+        text_runs: a Chat Completions stream gives runs of its plain text deltas as one
+            `TextRun` each, the texts' JSON as the server wrote them, instead of a `TextDelta`
+            per chunk: for a translator that copies them (the gateway, to LLM-Stream; see
+            `svir_proto.openai._runs`). Needs ``keep_text=False``; no other dialect gives
+            runs, and neither does a relay.
 
     What to send: `method`, `target`, `headers` and `body` (``None`` for a GET, and for a
     `PassThrough`, whose body the caller sends), `content_length` bytes of it.
@@ -280,6 +300,7 @@ class Exchange:
         think_tags: bool = True,
         think_opened: bool = False,
         keep_text: bool = True,
+        text_runs: bool = False,
         errors: Errors = "strict",
     ) -> None:
         check_options(
@@ -294,6 +315,7 @@ class Exchange:
                 "think_tags": think_tags,
                 "think_opened": think_opened,
                 "keep_text": keep_text,
+                "text_runs": text_runs,
                 "errors": errors,
             }
         )
@@ -379,6 +401,7 @@ class Exchange:
         self._think_tags = think_tags
         self._think_opened = think_opened
         self._keep_text = keep_text
+        self._text_runs = text_runs
         self._errors: Errors = errors
         self.max_head_size: Final = max_head_size
         self._max_error_body = max_error_body
@@ -675,7 +698,11 @@ class Exchange:
                 declared = request.tool_names if request.tools else None
             else:
                 declared = request.declared_tools
-            kind = ChatStreamWatcher if self._relay else ChatStreamDecoder  # Rule 8: watched
+            kind: type[ChatStreamDecoder] = ChatStreamDecoder
+            if self._relay:
+                kind = ChatStreamWatcher  # Rule 8: watched
+            elif self._text_runs:
+                kind = ChatStreamRuns
             decoder = kind(
                 declared_tools=declared,
                 expect_usage=request.include_usage,

@@ -46,6 +46,7 @@ from .events import (
     StreamFailed,
     StreamStarted,
     TextDelta,
+    TextRun,
     ToolCall,
     ToolCallDelta,
     Usage,
@@ -363,6 +364,14 @@ class OpenAIToLLMStream:
         return self.encoder.encode(event)
 
     encode = feed  # `feed` under its every-dialect name, one call less per event
+
+    def encode_run(self, run: TextRun) -> bytes:
+        """The LLM-Stream bytes for a run of text deltas (`TextRun`): what `feed` gives for
+        each of its `TextRun.deltas`, their JSON copied as it came once the stream is under
+        way (`LLMStreamEncoder.deltas`)."""
+        if self._started and not self._failed:
+            return self.encoder.deltas(run)
+        return b"".join(map(self.feed, run.deltas()))
 
 
 class LLMStreamToOpenAI:

@@ -76,6 +76,7 @@ from ..events import (
     StreamEnded,
     StreamFailed,
     TextDelta,
+    TextRun,
     ToolCall,
 )
 from ..exchange import ExchangeEvent, ModelsListed, PassThrough
@@ -87,6 +88,7 @@ from ..llmstream.negotiate import (
 )
 from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
+from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
 from ._http import bearer, host_allowed, reason, request_id, token_matches
 from ._serverside import END, ServerSide
@@ -741,7 +743,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def upstream(self, events: list[ExchangeEvent], *, now: int = 0) -> bytes:
         """The client's bytes for events from the upstream's `Exchange`, in order (Rule 5).
-        The stream events of one read go out as one HTTP chunk.
+        The stream events of one read go out as one HTTP chunk. A run of text deltas
+        (`TextRun`, an upstream connection's with ``text_runs``) is written as its deltas are.
 
         Args:
             now: seconds since the epoch, for ``stream.start``'s ``created`` when the upstream
@@ -775,7 +778,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:
         """A stream event in the client's dialect, unframed (`upstream` encodes a `TextDelta`
-        itself, once the encoder exists: nothing here changes one)."""
+        itself, once the encoder exists: nothing here changes one). A `TextRun` is its texts'
+        JSON copied as it came for an LLM-Stream client (`OpenAIToLLMStream.encode_run`), its
+        deltas one by one for any other."""
+        if type(event) is TextRun:
+            self.events_forwarded += event.count
+            out = self._encoder(now)
+            if type(out) is OpenAIToLLMStream:
+                return out.encode_run(event)
+            return b"".join(map(out.encode, event.deltas()))
         self.events_forwarded += 1
         undeclared = isinstance(event, ToolCall) and event.declared is False
         if undeclared and self.dialect == "llm-stream":  # Rule 6, draft 8.2

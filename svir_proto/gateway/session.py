@@ -18,7 +18,9 @@ Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream ge
     it came, up to the end of the upstream's body, whatever the reads (a client may read past
     ``[DONE]``, as the AI SDK does); within ``drain_limit`` bytes and ``connect_timeout``
     seconds of the marker, after which the client's answer ends there and the upstream
-    connection is closed. An LLM-Stream client gets the events translated (draft 7.1).
+    connection is closed. An LLM-Stream client gets the events translated (draft 7.1): the
+    upstream connection gives runs of plain text deltas at once (``text_runs``), whose JSON
+    the translator copies (`GatewayConnection.upstream`).
 Rule 2 (isolation): whatever a peer sends, a session only ever raises for its own bugs; a
     client that breaks HTTP is answered or closed, an upstream that breaks it ends that
     request with an error in the client's dialect. An answer framed both by Content-Length
@@ -436,7 +438,11 @@ class GatewaySession:
                 self._release(reuse=False)
                 self._open(fresh=True, now=now)
                 return b""
-        up = conn if conn is not None else ClientConnection(self.config.upstream, keep_text=False)
+        up = (
+            conn
+            if conn is not None
+            else ClientConnection(self.config.upstream, keep_text=False, text_runs=True)
+        )
         self._up = up
         self._upstream = "sending"
         self._progress = now

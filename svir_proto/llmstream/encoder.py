@@ -26,6 +26,7 @@ from ..events import (
     StreamFailed,
     StreamStarted,
     TextDelta,
+    TextRun,
     ToolCall,
     Usage,
 )
@@ -51,6 +52,11 @@ _DELTA: Final = (
 """A ``content.delta`` while streaming, with no extension: its number, its block's index and
 its text's JSON, in one formatting call (what `LLMStreamEncoder._event` writes, field for
 field)."""
+_RUN_HEAD: Final = _DELTA.partition(b"%b")[0].replace(b'"index":%d', b'"index":0') + b'"'
+_RUN_TAIL: Final = b'"' + _DELTA.partition(b"%b")[2]
+_RUN_NEXT: Final = _RUN_TAIL + _RUN_HEAD
+"""`_DELTA` for block 0, its text's JSON string around a `TextRun`'s bodies, which its LF
+stand between: a run is written with one formatting call, of all its numbers."""
 
 
 class LLMStreamEncoder:
@@ -107,6 +113,21 @@ class LLMStreamEncoder:
             return _DELTA % (seq, index, dumps(text))
         fields = {"index": index, "role": "assistant", "delta": {"text": text}}
         return self._event("content.delta", fields, ext)
+
+    def deltas(self, run: TextRun) -> bytes:
+        """The ``content.delta`` of each text of ``run``, its JSON copied as it is: the bytes
+        that `delta` writes for each text in turn, and the same errors (the first text meets
+        them)."""
+        if self.state is not State.STREAMING or 0 in self._stopped:
+            return b"".join(self.delta(event.text) for event in run.deltas())
+        seq = self.seq
+        self.seq = seq + run.count
+        bodies = run.bodies
+        if 0x25 in bodies:  # a "%", which the formatting would read
+            bodies = bodies.replace(b"%", b"%%")
+        return (_RUN_HEAD + bodies.replace(b"\n", _RUN_NEXT) + _RUN_TAIL) % tuple(
+            range(seq, seq + run.count)
+        )
 
     def stop(
         self, stop_reason: str, *, index: int = 0, ext: Mapping[str, Any] | None = None
