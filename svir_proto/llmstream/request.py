@@ -26,6 +26,7 @@ import binascii
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -51,6 +52,9 @@ __all__ = [
     "LLMToolCall",
     "RequestError",
 ]
+
+_CHECKED: Final[ContextVar[bool]] = ContextVar("svir_llm_request_checked", default=False)
+"""Set while `LLMRequest._from_checked` builds a request from a document `_check` passed."""
 
 MEDIA_TYPE: Final = "application/llm-request+json"
 _EXTENSION_KEY: Final = re.compile(r"[^:\s]+:[^:\s]+")
@@ -214,6 +218,8 @@ class LLMRequest:
     extensions: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
 
     def __attrs_post_init__(self) -> None:
+        if _CHECKED.get():  # made by `_from_checked` of a document `_check` passed already
+            return
         try:
             _check(self.to_document(), "$")
         except RequestError as exc:  # the caller's values: a ValueError naming the field
@@ -270,6 +276,14 @@ class LLMRequest:
 
     @classmethod
     def _from_checked(cls, doc: Mapping[str, Any]) -> LLMRequest:
+        token = _CHECKED.set(True)  # the request's own check would check the same again
+        try:
+            return cls._build(doc)
+        finally:
+            _CHECKED.reset(token)
+
+    @classmethod
+    def _build(cls, doc: Mapping[str, Any]) -> LLMRequest:
         messages = []
         for m in doc["messages"]:
             content = m.get("content")
