@@ -64,6 +64,7 @@ class ChunkedReader:
     def __init__(self, *, max_line: int, strict: bool = False) -> None:
         self.max_line = max_line
         self._header_line = _STRICT_HEADER if strict else _HEADER
+        self._peer = "client" if strict else "server"  # strict: a server reads a request
         self.done = False
         self.leftover = b""
         self.error: PeerProtocolError | None = None
@@ -117,8 +118,8 @@ class ChunkedReader:
                 if got != need[: len(got)]:  # named by its first wrong byte, whatever the reads
                     k = 0 if got[:1] != need[:1] else 1
                     raise PeerProtocolError(
-                        f"bad HTTP from the server: malformed chunk footer: {got[k : k + 1]!r} "
-                        f"where {need[k : k + 1]!r} belongs (expected CRLF)"
+                        f"bad HTTP from the {self._peer}: malformed chunk footer: "
+                        f"{got[k : k + 1]!r} where {need[k : k + 1]!r} belongs (expected CRLF)"
                     )
                 pos += len(got)
                 self._footer += len(got)
@@ -190,7 +191,9 @@ class ChunkedReader:
         match = self._header_line.fullmatch(data, pos, end + 2)
         if match is None:
             line = data[pos : end + 2]
-            raise PeerProtocolError(f"bad HTTP from the server: illegal chunk header {line!r}")
+            raise PeerProtocolError(
+                f"bad HTTP from the {self._peer}: illegal chunk header {line!r}"
+            )
         size = int(match[1], 16)
         if size:
             self._left = size
@@ -231,16 +234,14 @@ class ChunkedReader:
             if fold is None:
                 fields.append(line)
             elif not fields:
-                raise PeerProtocolError("bad HTTP from the server: a trailer begins folded")
+                raise PeerProtocolError(f"bad HTTP from the {self._peer}: a trailer begins folded")
             else:
                 fields[-1] += b" " + line[fold.end() :]
         for field in fields:
-            self._field(field)
-
-    @staticmethod
-    def _field(line: bytes) -> None:
-        if _FIELD.fullmatch(line) is None:
-            raise PeerProtocolError(f"bad HTTP from the server: illegal trailer line {line!r}")
+            if _FIELD.fullmatch(field) is None:
+                raise PeerProtocolError(
+                    f"bad HTTP from the {self._peer}: illegal trailer line {field!r}"
+                )
 
     def _hold(self, data: bytes, pos: int, what: str) -> None:
         held = data[pos:]
@@ -250,7 +251,7 @@ class ChunkedReader:
 
     def _too_long(self, what: str) -> None:
         raise PeerProtocolError(
-            f"bad HTTP from the server: {what} is longer than {self.max_line} bytes",
+            f"bad HTTP from the {self._peer}: {what} is longer than {self.max_line} bytes",
             limit="max_head_size",
             limit_value=self.max_line,
         )

@@ -113,6 +113,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._pending: list[bytes] = []  # body bytes not read yet
         self._fed = 0  # bytes received in all
         self._head_at = 0  # where the response being read began
+        self._asked_at = 0  # where the answer to the request under way begins (a 1xx's, say)
         self._broken = False
         self._chunked: ChunkedReader | None = None  # reads the body of a chunked response
         self._keep_alive = True
@@ -146,7 +147,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         )
         head = request_head(exchange.method, exchange.target, exchange.headers)
         self._exchange = exchange
-        self._head_at = self._fed - len(self._buf) - sum(map(len, self._pending))
+        self._head_at = self._asked_at = self._fed - len(self._buf) - sum(map(len, self._pending))
         self._to_send = exchange.content_length
         extra = (*asked, *request.headers) if isinstance(request, PassThrough) else asked
         self._close_asked = bool(extra) and any(  # only a caller's headers say Connection
@@ -510,7 +511,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     def _closed_early(self) -> None:
         """The server closed the connection before a whole response head (Rule 6)."""
-        if self._fed == self._head_at and self._cycles:
+        if self._fed == self._asked_at and self._cycles:  # not even an informational answer
             raise StaleConnection(
                 "the server had closed the kept-alive connection before this request "
                 "reached it (nothing of a response came): send it again on a new connection",

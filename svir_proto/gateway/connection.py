@@ -31,8 +31,9 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     body to translate (LLM-Stream's, or another dialect than the upstream's) is read whole, and
     holds of ``max_buffered`` what parsing it will build (`_cost.BodyCost`, taken as its
     pieces come: 503 while others hold the budget, 413 once it alone would pass it) until its
-    preparation ends. While an answer streams, a client
-    may send at most ``max_head_size`` bytes (the next request's head); more closes it. After
+    preparation ends. While an answer is made, what a client sends
+    after its request waits (the session stops reading past ``max_head_size``: a pipelined
+    request is read once the answer is whole). After
     a request that ends its connection (``Connection: close``, HTTP/1.0 without keep-alive)
     nothing more is read: what follows is dropped (RFC 9112 9.6).
 Rule 4 (authentication, `_http` Rule 2, wire reference 5): the host and the gateway's own token
@@ -61,6 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
+from urllib.parse import unquote
 
 import attrs
 
@@ -288,7 +290,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.streaming_request = False
         """The request asked for a stream (``stream: true``, or any LLM-Stream request): the
         client expects SSE, so keep-alive comments may go to it."""
-        self._mode: Literal["idle", "held", "pass", "forwarded", "answered"] = "idle"
+        self._mode: Literal["idle", "local", "held", "pass", "forwarded", "answered"] = "idle"
+        self._local = ""  # a request the server answers itself: its name
         self._ingress: ClientDialect | None = None
         self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
@@ -320,7 +323,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         side = self._side
         if side.theirs == "idle":
             return "head" if side.buf else "idle"
-        if side.theirs == "body" and self._mode in ("held", "pass"):
+        if side.theirs == "body" and self._mode in ("held", "pass", "local"):
             return "body"
         return "answer"
 
@@ -443,9 +446,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )  # fmt: skip
         self.request_kind = kind
         self._header_id = request_id(headers.get("x-request-id"))
-        if local:
-            self._mode = "answered"
-            self._queue.append(LocalRequest(name=target[1:]))  # type: ignore[arg-type]
+        if local:  # answered once its body (a GET's means nothing) is read and dropped
+            length = headers.get("content-length")
+            if length is not None and int(length) > cfg.max_body:
+                return self._reject(
+                    413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
+                    close=True,
+                )  # fmt: skip
+            self._mode = "local"
+            self._local = target[1:]
             return None
         if kind not in _COMPLETIONS:  # the model listing, or one model: relayed as it comes
             self.dialect = "openai"
@@ -578,7 +587,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         # is read and dropped; nothing is read at all after a reply that closes
 
     def _end(self) -> None:
-        if self._mode == "held":
+        if self._mode == "local":
+            self._mode = "answered"
+            self._queue.append(LocalRequest(name=self._local))  # type: ignore[arg-type]
+        elif self._mode == "held":
             self._mode = "forwarded"
             body = bytes(self._body)
             self._body = bytearray()
@@ -698,7 +710,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         close: bool,
         outcome: Outcome,
     ) -> None:
-        if self._mode in ("held", "pass"):
+        if self._mode in ("held", "pass", "local"):
             close = True  # the rest of the body will not be read
         self._release()
         data = self._response(status, headers, body, close=close)
@@ -930,6 +942,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         call `upstream` with its failure instead)."""
         kind = length = None
         chunked = False
+        named: list[str] = []  # what the upstream's Connection names: hop-by-hop too
         for k, v in headers:  # the first of each (a repeated Content-Length came as one)
             if k == "content-type":
                 kind = v if kind is None else kind
@@ -937,6 +950,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 length = v if length is None else length
             elif k == "transfer-encoding":
                 chunked = True
+            elif k == "connection":
+                named += (t.strip().lower() for t in v.split(","))
         media = (kind or "").split(";")[0].strip().lower()
         stream = media == "text/event-stream"
         ok = 200 <= status < 300
@@ -950,6 +965,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 self._relaying = "late"
             return b""
         drop = _NOT_RELAYED_STREAM if stream else _NOT_RELAYED
+        if named:  # RFC 9110 7.6.1: the fields Connection names are this hop's
+            drop = drop.union(named)
         keep = [(k, v) for k, v in headers if k not in drop]
         if stream:
             keep += _SSE_HEAD[1:]
@@ -1026,9 +1043,19 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     known = _ROUTES.get(target)
     if known is not None:
         return known
-    if target.startswith("/v1/models/") and len(target) > len("/v1/models/"):
+    if target.startswith("/v1/models/") and _model_id(target[len("/v1/models/") :]):
         return "model", ("GET", "HEAD")
     return None, ()
+
+
+def _model_id(id_: str) -> bool:
+    """Whether a model id may go upstream under ``/v1/models/`` (Rule 1): one whose segments,
+    decoded, are none of ``.``, ``..`` or empty, and which encodes no separator. An upstream
+    (or a proxy before it) that normalises its path would take the others elsewhere in its API,
+    with the gateway's key (attack 26)."""
+    if not id_ or "%2f" in id_.lower() or "%5c" in id_.lower():
+        return False
+    return all(s not in ("", ".", "..") for s in unquote(id_).replace("\\", "/").split("/"))
 
 
 class _Preparation:

@@ -36,9 +36,11 @@ Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first
 Rule 4 (keep-alive): a streaming client that has received nothing for ``keepalive`` seconds
     gets an SSE comment, sent only where an event ends; before the upstream answered, the first
     one also sends the response head.
-Rule 5 (flow): the upstream is not read while the client's socket is full, the client is not
-    read while the upstream's is, and a client may send at most ``max_head_size`` bytes while
-    its answer streams (a pipelined head); more closes the connection.
+Rule 5 (flow): the upstream is not read while the client's socket is full, nor the client
+    (a client that sends requests and reads no answer piles nothing up), the client is not
+    read while the upstream's is, and a client that has sent more than ``max_head_size`` bytes
+    while its answer is made (a pipelined request) is not read again until that answer is
+    whole: the next request is read then, whatever the reads its bytes came in.
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
@@ -301,8 +303,6 @@ class GatewaySession:
         if before == "idle" and data:
             self._since = self._began = now  # the head's first byte: its deadline runs from here
             self._refusals = self.state.metrics.refused["buffered"]
-        if conn.phase == "answer" and conn.backlog > self.config.max_head_size:
-            return self._cancel(now)  # Rule 5: a pipelined head is all a client may send
         return self._pump(now)
 
     def _pump(self, now: float) -> bytes:
@@ -341,7 +341,7 @@ class GatewaySession:
         if conn.phase == "body" and not out:
             self._since = now  # a body's deadline is silence between its reads
         elif conn.phase == "answer" and conn.backlog > self.config.max_head_size:
-            out.append(self._cancel(now))  # Rule 5, whether the backlog came before or after
+            self._hold_client("backlog", True)  # Rule 5: read again once the answer is whole
         return self._sent_at(out, now)
 
     def worked(self, result: object, now: float) -> bytes:
@@ -374,7 +374,7 @@ class GatewaySession:
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
 
-    def _hold_client(self, why: Literal["full", "unsent"], hold: bool) -> None:
+    def _hold_client(self, why: Literal["full", "unsent", "backlog"], hold: bool) -> None:
         """Stop reading the client while any reason holds it (`PauseClient`, `ResumeClient`)."""
         holds = self._client_held
         before = bool(holds)
@@ -798,6 +798,7 @@ class GatewaySession:
             self._close()
             return
         conn.start_next_cycle()
+        self._hold_client("backlog", False)
         self._forward = None
         self._recorded = False
         self._since = self._began = now

@@ -691,15 +691,23 @@ def test_a_client_that_reads_nothing_loses_its_stream() -> None:
     assert d.done()[0].outcome == "cancelled"
 
 
-def test_a_client_that_floods_while_its_answer_streams_is_closed() -> None:
+def test_a_client_that_floods_while_its_answer_streams_is_not_read_until_it_is_whole() -> None:
+    """Rule 5: past ``max_head_size`` sent while its answer is made, the client is not read;
+    its answer goes on, whole; then what it sent is read as its next request (here: a head past
+    the bound, 431 and a close)."""
     d = Driver(max_head_size=1024)
     d.send(post(openai_body()))
     d.connect()
     d.send(b"x" * 500)
-    assert not d.closed
+    assert PauseClient() not in d.seen
     d.send(b"x" * 600)
+    assert d.seen[-1] == PauseClient()
+    assert not d.closed
+    d.answer(sse_response(TEXT))
+    answers = read(d.client)
+    assert [a[0] for a in answers] == [200, 431]
+    assert answers[0][3]  # whole
     assert d.closed
-    assert d.released == [None]
 
 
 def test_a_client_that_goes_away_cancels_its_upstream() -> None:
@@ -1351,8 +1359,9 @@ def test_thousands_of_pipelined_requests_in_one_read_are_answered_in_a_loop() ->
 @pytest.mark.parametrize("split", [False, True])
 def test_a_pipelined_request_past_the_backlog_bound_whatever_the_reads(split: bool) -> None:
     """Attack 26: a pipelined POST larger than ``max_head_size`` behind a streaming request
-    cancelled it when it came in a later read, and waited when it came in the same read; the
-    bound (Rule 5) now holds either way."""
+    cancelled it when it came in a later read, and waited when it came in the same read. Either
+    way now (Rule 5) the client is not read until the answer is whole, and then the pipelined
+    request is served."""
     d = Driver(max_head_size=1024)
     big = post(openai_body() + b" " * 2000)
     if split:
@@ -1362,8 +1371,14 @@ def test_a_pipelined_request_past_the_backlog_bound_whatever_the_reads(split: bo
     else:
         d.send(post(openai_body()) + big)
         d.connect()
-    assert d.closed
-    assert d.done()[0].outcome == "cancelled"
+    assert PauseClient() in d.seen
+    assert not d.closed
+    d.answer(sse_response(TEXT))
+    assert ResumeClient() in d.seen
+    assert d.connecting  # the pipelined request goes upstream
+    d.connect(conn=d.released[-1])
+    d.answer(sse_response(TEXT))
+    assert [a[0] for a in read(d.client)] == [200, 200]
 
 
 def test_a_client_that_pipelines_and_reads_nothing_is_not_read() -> None:
@@ -1388,3 +1403,37 @@ def test_an_upstream_204_is_relayed_without_its_content_length() -> None:
     d.answer(b"HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n")
     assert b"HTTP/1.1 204 No Content\r\n" in d.client
     assert b"content-length" not in d.client.lower()
+
+
+def test_the_fields_an_upstreams_connection_field_names_are_not_relayed() -> None:
+    """Attack 26, RFC 9110 7.6.1: ``Connection: X-Hop`` makes ``X-Hop`` this hop's."""
+    d = Driver()
+    d.send(get("/v1/models"))
+    d.connect()
+    listing = b'{"data":[]}'
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nConnection: X-Hop, keep-alive\r\nX-Hop: secret\r\nX-Kept: 1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(listing), listing)
+    )
+    ((status, headers, body, ended),) = read(d.client, "GET")
+    assert (status, body, ended) == (200, listing, True)
+    assert "x-hop" not in headers
+    assert headers["x-kept"] == "1"
+
+
+def test_a_local_request_is_answered_once_its_body_is_read_whatever_the_reads() -> None:
+    """Attack 26: a ``GET /healthz`` whose (meaningless) body came in a later read was answered
+    at its head, and its connection then closed unannounced; it is answered once the body is
+    read (and dropped), and the connection kept. One past ``max_body`` is 413."""
+    head = b"GET /healthz HTTP/1.1\r\nHost: gw\r\nContent-Length: 3\r\n\r\n"
+    d = Driver()
+    d.send(head)
+    assert d.client == b""
+    assert d.session.conn.phase == "body"
+    d.send(b"abc" + get("/healthz"))
+    assert [a[0] for a in read(d.client, "GET")] == [200, 200]
+    assert not d.closed
+    big = Driver(max_body=2)
+    big.send(head)
+    assert [a[0] for a in read(big.client, "GET")] == [413]
+    assert big.closed

@@ -271,3 +271,39 @@ def test_a_content_length_of_zeros_is_an_empty_body() -> None:
     )
     assert events[-1] is conn.terminal
     assert conn.reusable
+
+
+def test_a_reused_connection_closed_after_an_informational_answer_is_not_stale() -> None:
+    """Attack 26: the server answered 100, then closed: something of an answer came, so the
+    request may have been processed; not `StaleConnection` (which says: send it again)."""
+    from svir_proto import StaleConnection
+
+    conn = ClientConnection(EP)
+    sent(conn)
+    conn.feed(b"HTTP/1.1 204 No Content\r\n\r\n")
+    conn.start_next_cycle()
+    sent(conn)
+    conn.feed(b"HTTP/1.1 100 Continue\r\n\r\n")
+    with pytest.raises(PeerProtocolError) as caught:
+        conn.feed(b"")
+    assert not isinstance(caught.value, StaleConnection)
+
+
+def test_a_model_id_that_could_leave_the_listing_is_no_route() -> None:
+    """Attack 26: dot segments and encoded separators in ``/v1/models/{id}`` went upstream
+    as they came, with the gateway's key."""
+    from svir_proto.gateway.connection import _route
+
+    assert _route("/v1/models/org/name-1.5")[0] == "model"
+    assert _route("/v1/models/gpt-4o%3Amini")[0] == "model"
+    for target in (
+        "/v1/models/../../admin",
+        "/v1/models/%2e%2e/x",
+        "/v1/models/a/..%2Fb",
+        "/v1/models/a%2fb",
+        "/v1/models/a%5C..",
+        "/v1/models/a//b",
+        "/v1/models/.",
+        "/v1/models/a\\..\\b",
+    ):
+        assert _route(target)[0] is None, target
