@@ -1469,3 +1469,55 @@ def test_a_model_id_with_dot_segments_never_reaches_the_upstream(
             assert got, target
             sent += [(s.target, s.header("authorization")) for s in up.seen(rid)]
         assert sent == [], f"relayed upstream with the gateway's key: {sent}"
+
+
+ZEROS_REASON = (
+    "An upstream answer with `Content-Length: 00` (a zero of several digits: legal, 1*DIGIT) "
+    'is not an empty body: `ClientConnection._read_head` compares the value\'s text with "0", '
+    "takes the body as `length` framing with 0 bytes left, and `_read_body` then waits for a "
+    "byte of it: the answer ends only when more bytes come (in the same read or not: the "
+    "verdict depends on the split), the upstream closes (then an interruption: '0 bytes of "
+    "its Content-Length missing'), or --timeout (300 s by default) passes. Until then the stream "
+    "slot and the upstream connection are held; then the client connection is closed and the "
+    "`GET /healthz` pipelined behind the listing is never answered. h11 read int(value). It "
+    "should end the body at once, as for `0`."
+)
+
+
+@pytest.mark.parametrize(
+    "length",
+    [
+        "0",
+        pytest.param("00", marks=pytest.mark.xfail(strict=True, reason=ZEROS_REASON)),
+        pytest.param("0000000000", marks=pytest.mark.xfail(strict=True, reason=ZEROS_REASON)),
+    ],
+)
+def test_a_content_length_of_zero_written_with_zeros_ends_the_answer_at_once(
+    gw: Gateway, up: ScriptedUpstream, length: str
+) -> None:
+    """An upstream answer whose Content-Length is zero, in any number of digits: an empty body,
+    ended at its head; the connection serves the next request at once."""
+    data = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n" % (
+        length.encode()
+    )
+    rid = up.on(tag("zeros"), answers(data))
+    got, _, raw = one(gw, get("/v1/models", extra=f"X-Request-Id: {rid}\r\n") + G, count=2)
+    assert [x.status for x in got] == [200, 200], raw[:400]
+    assert got[1].body == HEALTHY
+    healthy(gw)
+
+
+@pytest.mark.xfail(strict=True, reason=ZEROS_REASON)
+def test_sans_io_a_content_length_of_00_ends_the_body_at_its_head() -> None:
+    """The same, on `ClientConnection` alone: ``0`` ends the body at the head; ``00`` did not
+    (it waits for a byte of a body of none)."""
+    from svir_proto.connection import ClientConnection
+    from svir_proto.exchange import PassThrough
+
+    ended = {}
+    for length in (b"0", b"00"):
+        conn = ClientConnection(Endpoint.parse("http://127.0.0.1:9"), keep_text=False)
+        list(conn.send(PassThrough(content_length=0, method="GET", target="/models", relay=True)))
+        conn.feed(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n")
+        ended[length] = conn.body_ended
+    assert ended == {b"0": True, b"00": True}
