@@ -639,13 +639,13 @@ def test_a_client_that_pipelines_and_never_reads_is_bounded(
     up: ScriptedUpstream, backend: str
 ) -> None:
     req = (b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 700 + b"\r\n\r\n") * 36
-    with gateway(up.base, backend, send_timeout="60") as g:
+    with gateway(up.base, backend, send_timeout="120") as g:
         before = g.rss_mb()
         peak = before
         sent = 0
         with Raw(g, rcvbuf=4096) as r:
             r.sock.settimeout(5)
-            deadline = time.monotonic() + 40
+            deadline = time.monotonic() + 90
             while sent < 64 * 1024 * 1024 and time.monotonic() < deadline:
                 try:
                     r.sock.sendall(req)
@@ -660,7 +660,7 @@ def test_a_client_that_pipelines_and_never_reads_is_bounded(
         assert g.alive()
         grew = peak - before
     said = f"sent {sent / 1e6:.0f} MB, RSS +{grew:.0f} MB"
-    assert sent < 32 * 1024 * 1024, said
+    assert sent < 24 * 1024 * 1024, said  # the kernel's buffers hold a few MB at most
     assert grew < 64, said
 
 
@@ -1521,3 +1521,28 @@ def test_sans_io_a_content_length_of_00_ends_the_body_at_its_head() -> None:
         conn.feed(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n")
         ended[length] = conn.body_ended
     assert ended == {b"0": True, b"00": True}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="An upstream answer with `Connection: X-Hop, keep-alive` and `X-Hop: secret` is "
+    "relayed with `x-hop: secret`: the gateway drops the fixed hop-by-hop names (Connection, "
+    "Keep-Alive, TE...) but not the ones the upstream's Connection field names. RFC 9110 7.6.1: "
+    'intermediaries "MUST ... remove any header or trailer field(s) from the message with the '
+    'same name as the connection-option" (what an upstream meant for the hop to the gateway '
+    "reaches the client). It should drop every field the Connection field names.",
+)
+def test_fields_the_upstreams_connection_field_names_are_not_relayed(
+    gw: Gateway, up: ScriptedUpstream
+) -> None:
+    data = ok_models().replace(
+        b"\r\n",
+        b"\r\nConnection: X-Hop, keep-alive\r\nX-Hop: secret\r\nKeep-Alive: timeout=5\r\n",
+        1,
+    )
+    rid = up.on(tag("hop"), answers(data))
+    r, raw = models(gw, rid)
+    assert r.status == 200, r
+    head = raw.split(b"\r\n\r\n", 1)[0].lower()
+    assert b"keep-alive:" not in head, head
+    assert b"x-hop" not in head, head
