@@ -35,6 +35,14 @@ CASES = [
     for t in TARGETS
     for f in sorted((FUZZ / "corpus" / t.stem.removeprefix("fuzz_")).iterdir())
 ]
+OPEN: dict[str, str] = {}
+"""Seeds of finds not fixed yet (``corpus-dir/seed``: why): strict xfails until they are."""
+
+
+def _case(target: Path, seed: Path) -> object:
+    why = OPEN.get(f"{seed.parent.name}/{seed.name}")
+    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+    return pytest.param(target, seed, marks=marks, id=f"{target.stem}/{seed.name}")
 
 
 def test_every_target_has_a_corpus() -> None:
@@ -45,7 +53,7 @@ def test_every_target_has_a_corpus() -> None:
         assert any(corpus.iterdir()), f"{t.name} has an empty corpus"
 
 
-@pytest.mark.parametrize(("target", "seed"), CASES, ids=[f"{t.stem}/{f.name}" for t, f in CASES])
+@pytest.mark.parametrize(("target", "seed"), [_case(t, f) for t, f in CASES])
 def test_replay(target: Path, seed: Path) -> None:
     load(target).test_one_input(seed.read_bytes())
 
