@@ -121,17 +121,8 @@ class DialectDecoder(PullDecoder[Event]):
             except Exception as exc:  # a bug, not a protocol error: still poison
                 self._error = exc
                 raise
-            out = self._queue
-            self._queue = []
-            if self._deferred is not None:
-                self._fast = None
-                self._error = self._deferred
-                if not out:
-                    raise self._deferred
-            elif self._terminal is not None:  # what follows the end goes the general way
-                self._fast = None
-                self._terminated = out[-1] is self._terminal
-            else:
+            out = self._lane_out()  # what follows an error or the end goes the general way
+            if self._fast is not None:
                 self._fast = not framer._buf
             return out
         return self._reopen(PullDecoder.feed(self, data))

@@ -187,6 +187,22 @@ class PullDecoder(Generic[E]):
                 return
             yield event
 
+    def _lane_out(self) -> list[E]:
+        """What a fast lane of ``feed`` decoded (the queue), delivered as `_received` delivers
+        it: the lane closed after an error (raised now if no event came before it) or after
+        the terminal event; a subclass may keep the lane open otherwise."""
+        out = self._queue
+        self._queue = []
+        if self._deferred is not None:
+            self._fast = None
+            self._error = self._deferred
+            if not out:
+                raise self._deferred
+        elif self._terminal is not None:
+            self._fast = None
+            self._terminated = bool(out) and out[-1] is self._terminal
+        return out
+
     def _refill(self) -> bool:
         """Decode what has arrived into a fresh queue; ``False`` if nothing is ready.
 

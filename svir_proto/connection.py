@@ -297,17 +297,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             self._fed += len(data)
             self._pending = [data]
             self._fill_chunked()
-            out = self._queue
-            self._queue = []
-            if self._deferred is not None:
-                self._fast = None
-                self._error = self._deferred
-                if not out:
-                    raise self._deferred
-            elif self._terminal is not None:  # (a body's end brings its terminal event)
-                self._fast = None
-                self._terminated = bool(out) and out[-1] is self._terminal
-            return out
+            return self._lane_out()  # (a body's end brings its terminal event)
         out = PullDecoder.feed(self, data)
         if (
             self._chunked is not None

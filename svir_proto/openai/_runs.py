@@ -126,14 +126,7 @@ class ChatStreamRuns(ChatStreamDecoder):
 
     def _running(self, envelope: Envelope) -> bool:
         """Whether chunks that repeat ``envelope`` may make runs (Rules 1 and 2)."""
-        filters = envelope.filters
-        return (
-            not self._done
-            and envelope.head_rest is None
-            and envelope.tail_rest is None
-            and (filters is NO_FILTERS or filters is None or filters is self._quiet)
-            and not self._thinking()
-        )
+        return self._repeats_plainly(envelope) and not self._thinking()
 
     def _thinking(self) -> bool:
         """Whether inline reasoning is being split (Rule 2): a ``<think>`` open, or a

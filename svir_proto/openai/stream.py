@@ -244,6 +244,19 @@ class ChatStreamDecoder(DialectDecoder):
 
     # -- a chunk that repeats the envelope (see _envelope) -----------------------------------
 
+    def _repeats_plainly(self, envelope: Envelope) -> bool:
+        """Whether a chunk that repeats ``envelope`` around plain content says nothing but its
+        content: the stream goes on, the envelope has no padding, and its filter verdict, if
+        any, found nothing and is the last one (a repeat, not news: Rule 7). What a subclass
+        that takes such chunks without reading them (the relay's watcher, the runs) asks."""
+        filters = envelope.filters
+        return (
+            not self._done
+            and envelope.head_rest is None
+            and envelope.tail_rest is None
+            and (filters is NO_FILTERS or filters is None or filters is self._quiet)
+        )
+
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
         """The hot loop, over a run of simple events (one data line each, no type): a chunk
         that repeats the learned envelope (see `_envelope`) is read here, plain content at

@@ -63,7 +63,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
                 and payload.startswith(envelope.content_opened)
                 and payload.endswith(envelope.content_closed)
                 and len(payload) >= envelope.plain_size
-                and self._skips(envelope)
+                and self._repeats_plainly(envelope)
                 and _plain_text(
                     payload[len(envelope.content_opened) : -len(envelope.content_closed)]
                 )
@@ -77,7 +77,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
             envelope = self._envelope
             if envelope is None:  # the decoder reads the next payload, which may learn one
                 k = i + 1 if self._budget and not self._done else n
-            elif not self._skips(envelope):
+            elif not self._repeats_plainly(envelope):
                 k = n
             else:
                 j = _plain(envelope, payloads, i)
@@ -92,18 +92,6 @@ class ChatStreamWatcher(ChatStreamDecoder):
             decode(self, at, part, gap)
             at += sum(map(len, part)) + (k - i) * gap
             i = k
-
-    def _skips(self, envelope: Envelope) -> bool:
-        """Whether a run may skip the plain repeats of ``envelope``: the stream goes on, the
-        envelope has no padding, and its filter verdict, if any, found nothing and is the
-        last one (the decoder counts it as a repeat, not news: Rule 7 of the decoder)."""
-        filters = envelope.filters
-        return (
-            not self._done
-            and envelope.head_rest is None
-            and envelope.tail_rest is None
-            and (filters is NO_FILTERS or filters is None or filters is self._quiet)
-        )
 
     def _repeated(self, envelope: Envelope, k: int) -> None:
         """Count ``k`` plain repeats of ``envelope`` as the decoder would."""
