@@ -75,6 +75,12 @@ class ServerSide:
         self._out_left = 0  # bytes of an answer framed by its length still to write
 
     @property
+    def begun(self) -> bool:
+        """A request has begun: its head's first bytes came, or empty lines before it (which
+        count against the head's bound and its deadline)."""
+        return bool(self.buf) or self._blank > 0
+
+    @property
     def held(self) -> int:
         """Bytes that came and wait unread (a head being read, or a pipelined request)."""
         return len(self.buf)

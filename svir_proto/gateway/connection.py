@@ -322,7 +322,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return "closed"
         side = self._side
         if side.theirs == "idle":
-            return "head" if side.buf else "idle"
+            return "head" if side.begun else "idle"
         if side.theirs == "body" and self._mode in ("held", "pass", "local"):
             return "body"
         return "answer"
@@ -1049,13 +1049,18 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
 
 
 def _model_id(id_: str) -> bool:
-    """Whether a model id may go upstream under ``/v1/models/`` (Rule 1): one whose segments,
-    decoded, are none of ``.``, ``..`` or empty, and which encodes no separator. An upstream
-    (or a proxy before it) that normalises its path would take the others elsewhere in its API,
-    with the gateway's key (attack 26)."""
-    if not id_ or "%2f" in id_.lower() or "%5c" in id_.lower():
-        return False
-    return all(s not in ("", ".", "..") for s in unquote(id_).replace("\\", "/").split("/"))
+    """Whether a model id may go upstream under ``/v1/models/`` (Rule 1): one none of whose
+    segments is ``.``, ``..`` or empty, as it came and decoded (an encoded ``/`` is a
+    separator then: ``org%2Fname`` is served). An upstream (or a proxy before it) that
+    normalises its path would take the others elsewhere in its API, with the gateway's key
+    (attack 26)."""
+    for _ in range(3):  # decoded as often as a chain of proxies might
+        if any(s in ("", ".", "..") for s in id_.replace("\\", "/").split("/")):
+            return False
+        id_, was = unquote(id_), id_
+        if id_ == was:
+            return True
+    return "%" not in id_  # encoded more deeply than anyone sends a model id
 
 
 class _Preparation:

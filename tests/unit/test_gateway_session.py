@@ -1437,3 +1437,14 @@ def test_a_local_request_is_answered_once_its_body_is_read_whatever_the_reads() 
     big.send(head)
     assert [a[0] for a in read(big.client, "GET")] == [413]
     assert big.closed
+
+
+def test_empty_lines_alone_are_a_head_that_never_comes() -> None:
+    """RFC 9112 2.2 lets a server ignore empty lines before a request line, not for ever: they
+    begin the head, whose deadline runs from the first of them."""
+    d = Driver(head_timeout=2.0)
+    d.send(b"\r\n", now=1.0)
+    assert d.session.conn.phase == "head"
+    d.send(b"\r\n", now=2.5)
+    d.tick(3.5)
+    assert d.closed

@@ -296,12 +296,15 @@ def test_a_model_id_that_could_leave_the_listing_is_no_route() -> None:
 
     assert _route("/v1/models/org/name-1.5")[0] == "model"
     assert _route("/v1/models/gpt-4o%3Amini")[0] == "model"
+    assert _route("/v1/models/org%2Fname")[0] == "model"
     for target in (
         "/v1/models/../../admin",
         "/v1/models/%2e%2e/x",
         "/v1/models/a/..%2Fb",
-        "/v1/models/a%2fb",
+        "/v1/models/a%2f..%2fb",
         "/v1/models/a%5C..",
+        "/v1/models/%252e%252e/x",
+        "/v1/models/a%2F",
         "/v1/models/a//b",
         "/v1/models/.",
         "/v1/models/a\\..\\b",
