@@ -297,6 +297,7 @@ def test_a_model_id_that_could_leave_the_listing_is_no_route() -> None:
     assert _route("/v1/models/org/name-1.5")[0] == "model"
     assert _route("/v1/models/gpt-4o%3Amini")[0] == "model"
     assert _route("/v1/models/org%2Fname")[0] == "model"
+    assert _route("/v1/models/a%252541")[0] == "model"  # decoded three times: "aA"
     for target in (
         "/v1/models/../../admin",
         "/v1/models/%2e%2e/x",
@@ -308,5 +309,6 @@ def test_a_model_id_that_could_leave_the_listing_is_no_route() -> None:
         "/v1/models/a//b",
         "/v1/models/.",
         "/v1/models/a\\..\\b",
+        "/v1/models/a%25252541",  # still encoded after three decodings
     ):
         assert _route(target)[0] is None, target
