@@ -13,14 +13,19 @@ Rule 2 (h11 0.16, the chunk-footer fix of CVE-2025-43859): chunk data is followe
     CRLF; anything else is rejected, never repaired.
 Rule 3 (h11's trailer): after the last chunk, header lines until a blank line (LF or CRLF line
     ends, obsolete folding allowed), each a valid ``name: value`` field; an empty trailer is an
-    immediate CRLF or LF.
+    immediate CRLF or LF. With ``strict``: CRLF line ends only and no folding.
 Rule 4 (bounds): a chunk header or the trailer may take ``max_line`` bytes (h11 bounds them by
-    its incomplete-event size); chunk data is never held: it is returned as it arrives.
+    its incomplete-event size); chunk data is never held: it is returned as it arrives. A line
+    that comes in pieces is joined once, when a piece brings a line end: never scanned again
+    per piece.
 Rule 5 (the bulk lane): from a chunk boundary, a piece is split on CRLF; while the segments
     alternate plain hex sizes and data of exactly those sizes, the chunks are taken all at once.
     The first chunk that is not plain (an extension, a CRLF inside the data, the last chunk, the
     piece's end) stops the lane, and the exact path goes on from there. Data that contains a CRLF
-    always comes out shorter than its size, so the lane cannot misread it.
+    always comes out shorter than its size, so the lane cannot misread it. The lane is tried at
+    most `_LANE_TRIES` times a piece: each try splits the rest of the piece, so chunks that stop
+    it one after the other (every event with CRLF line ends, or a hostile body of extensions)
+    would cost the piece's length per chunk.
 Rule 6 (the one-chunk express): a piece that is exactly one chunk, its size in lowercase hex
     without leading zeros and no extension, its data that long and then CRLF, is that data:
     what the exact path reads of it, in one comparison.
@@ -35,6 +40,7 @@ import re
 from itertools import compress, count, repeat
 from typing import Final
 
+from ._http1 import unfold
 from .errors import PeerProtocolError
 
 __all__: list[str] = []
@@ -45,9 +51,9 @@ _STRICT_HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:[ \t]*;[^\r\n]*)?\r\
 _FIELD: Final = re.compile(
     rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+:[ \t]*(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?[ \t]*"
 )
-_FOLD: Final = re.compile(rb"[ \t]+")
 _BLANK: Final = re.compile(rb"\n\r?\n")
 _LANE_MIN: Final = 4  # pairs of segments below which the lane costs more than it saves
+_LANE_TRIES: Final = 3  # Rule 5: lane tries a piece, so that a piece costs its length a few times
 
 HEADER, DATA, FOOTER, TRAILER, DONE = range(5)
 
@@ -63,13 +69,15 @@ class ChunkedReader:
 
     def __init__(self, *, max_line: int, strict: bool = False) -> None:
         self.max_line = max_line
+        self._strict = strict
         self._header_line = _STRICT_HEADER if strict else _HEADER
         self._peer = "client" if strict else "server"  # strict: a server reads a request
         self.done = False
         self.leftover = b""
         self.error: PeerProtocolError | None = None
         self._state = HEADER
-        self._held = b""  # an incomplete header line, footer or trailer
+        self._held: list[bytes] = []  # an incomplete chunk header or trailer, in pieces
+        self._held_size = 0
         self._left = 0  # bytes of chunk data still to come
         self._footer = 0  # bytes of the CRLF after the data already matched
 
@@ -96,11 +104,18 @@ class ChunkedReader:
         return b"".join(out)
 
     def _read(self, data: bytes, out: list[bytes]) -> None:
-        if self._held:
-            data = self._held + data
-            self._held = b""
+        if self._held:  # Rule 4: joined once a piece brings a line end
+            self._held.append(data)
+            self._held_size += len(data)
+            if b"\n" not in data:
+                if self._held_size > self.max_line:
+                    self._too_long("a chunk header" if self._state == HEADER else "the trailer")
+                return
+            data = b"".join(self._held)
+            self._held = []
         pos = 0
         n = len(data)
+        tries = _LANE_TRIES
         while pos < n:
             state = self._state
             if state == DATA:
@@ -126,10 +141,12 @@ class ChunkedReader:
                 if self._footer == 2:
                     self._footer = 0
                     self._state = HEADER
-                    if n - pos > 64:
+                    if n - pos > 64 and tries:
+                        tries -= 1
                         pos = self._lane(data, pos, out)
             elif state == HEADER:
                 if pos == 0 and n > 64:
+                    tries -= 1
                     pos = self._lane(data, 0, out)
                     if pos == n:
                         break
@@ -205,6 +222,8 @@ class ChunkedReader:
     def _trailer(self, data: bytes, pos: int) -> int:
         """Rule 3: the trailer at ``pos``; -1 when it is not whole yet (held)."""
         if data[pos : pos + 1] == b"\n":
+            if self._strict:
+                self._bare_lf()
             end = pos + 1
         elif data[pos : pos + 2] == b"\r\n":
             end = pos + 2
@@ -219,6 +238,9 @@ class ChunkedReader:
             end = blank.end()
             if end - pos > self.max_line:
                 self._too_long("the trailer")
+            block = data[pos:end]
+            if self._strict and block.count(b"\n") != block.count(b"\r\n"):
+                self._bare_lf()
             self._fields(data[pos : blank.start() + 1])
         self._state = DONE
         self.done = True
@@ -226,17 +248,14 @@ class ChunkedReader:
 
     def _fields(self, block: bytes) -> None:
         """Rule 3's field lines, with h11's unfolding of obsolete continuation lines."""
-        fields: list[bytes] = []
-        for line in block.split(b"\n")[:-1]:
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            fold = _FOLD.match(line)
-            if fold is None:
-                fields.append(line)
-            elif not fields:
-                raise PeerProtocolError(f"bad HTTP from the {self._peer}: a trailer begins folded")
-            else:
-                fields[-1] += b" " + line[fold.end() :]
+        lines = [line.removesuffix(b"\r") for line in block.split(b"\n")[:-1]]
+        fields = unfold(lines)
+        if fields is None:
+            raise PeerProtocolError(f"bad HTTP from the {self._peer}: a trailer begins folded")
+        if self._strict and len(fields) < len(lines):
+            raise PeerProtocolError(
+                f"bad HTTP from the {self._peer}: a folded trailer line (RFC 9112 5.2)"
+            )
         for field in fields:
             if _FIELD.fullmatch(field) is None:
                 raise PeerProtocolError(
@@ -247,7 +266,13 @@ class ChunkedReader:
         held = data[pos:]
         if len(held) > self.max_line:
             self._too_long(what)
-        self._held = held
+        self._held = [held]
+        self._held_size = len(held)
+
+    def _bare_lf(self) -> None:
+        raise PeerProtocolError(
+            f"bad HTTP from the {self._peer}: a trailer line ends in LF alone, not CRLF"
+        )
 
     def _too_long(self, what: str) -> None:
         raise PeerProtocolError(

@@ -170,19 +170,28 @@ def _lines(head: bytes) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
-def _slow_fields(lines: list[bytes]) -> tuple[Fields, bool]:
-    """Rule 1, line by line: folded lines joined, each field line matched."""
-    joined: list[bytes] = []
-    folded = False
-    for line in lines[1:]:
+def unfold(lines: Sequence[bytes]) -> list[bytes] | None:
+    """Field lines with obsolete folding (RFC 9112 5.2) undone as h11 undoes it: a line that
+    begins with blanks continues the one before, after one space; ``None`` when the first
+    line is such. Each field is joined once, however many lines it takes."""
+    parts: list[list[bytes]] = []
+    for line in lines:
         fold = _FOLD.match(line)
         if fold is None:
-            joined.append(line)
-            continue
-        if not joined:
-            raise BadHead("continuation line at start of headers")
-        folded = True
-        joined[-1] += b" " + line[fold.end() :]
+            parts.append([line])
+        elif not parts:
+            return None
+        else:
+            parts[-1].append(line[fold.end() :])
+    return [b" ".join(field) for field in parts]
+
+
+def _slow_fields(lines: list[bytes]) -> tuple[Fields, bool]:
+    """Rule 1, line by line: folded lines joined, each field line matched."""
+    joined = unfold(lines[1:])
+    if joined is None:
+        raise BadHead("continuation line at start of headers")
+    folded = len(joined) < len(lines) - 1
     out = []
     for line in joined:
         matched = _FIELD.fullmatch(line)

@@ -149,3 +149,97 @@ def test_the_bulk_lane_checks_sizes_as_servers_write_them_at_once() -> None:
         out = reader.feed(body + b"5\r\nab")
         assert out == b"".join(events) + (b"ab" if not body.endswith(b"0\r\n\r\n") else b"")
         assert reader.done == body.endswith(b"0\r\n\r\n")
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(ChunkedReader, name)
+
+    def counted(self: ChunkedReader, *args: object) -> object:
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(ChunkedReader, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_the_bulk_lane_is_tried_a_few_times_a_piece_whatever_stops_it(
+    monkeypatch: pytest.MonkeyPatch, strict: bool
+) -> None:
+    """Rule 5 (a review of this round): each try splits the rest of the piece, and chunks that
+    stop the lane one after the other made a piece cost its length per chunk (a 64 KiB body of
+    ``1;\\r\\nX\\r\\n`` took 5 s). Events with CRLF line ends stop it at every chunk, and so
+    does a plain chunk before each extension."""
+    tries = _counting(monkeypatch, "_lane")
+    crlf_events = [b"data: %d\r\n\r\n" % i for i in range(3000)]
+    bodies = [
+        (b"1;\r\nX\r\n" * 3000, b"X" * 3000),
+        (b"1\r\nY\r\n1;\r\nX\r\n" * 1500, b"YX" * 1500),
+        (b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in crlf_events), b"".join(crlf_events)),
+    ]
+    for body, expected in bodies:
+        tries.clear()
+        reader = ChunkedReader(max_line=1024, strict=strict)
+        assert reader.feed(body + b"0\r\n\r\n") == expected
+        assert reader.done
+        assert 0 < len(tries) <= 3
+
+
+def test_a_line_in_pieces_is_read_once_a_piece_brings_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rule 4: a chunk header that comes a byte at a time is held, not looked for again in all
+    that came before at every byte (quadratic within ``max_line``); it is read once, when its
+    line end comes, and its bound still holds."""
+    reads = _counting(monkeypatch, "_header")
+    reader = ChunkedReader(max_line=4096)
+    for byte in bytewise(b"5;" + b"e" * 2000):
+        assert reader.feed(byte) == b""
+    assert len(reads) == 1  # the first byte's: it found no line end and held it
+    assert reader.feed(b"\r\nhello\r\n0\r\n\r\n") == b"hello"
+    assert len(reads) == 3  # the header, then the last chunk's
+    assert reader.done
+    reader = ChunkedReader(max_line=100)
+    with pytest.raises(PeerProtocolError, match="a chunk header is longer than 100 bytes"):
+        _feed_all(reader, bytewise(b"5;" + b"e" * 200))
+    reader = ChunkedReader(max_line=100)
+    reader.feed(b"0\r\nX: 1")
+    with pytest.raises(PeerProtocolError, match="the trailer is longer than 100 bytes"):
+        _feed_all(reader, bytewise(b"e" * 200))
+
+
+def _feed_all(reader: ChunkedReader, pieces: list[bytes]) -> None:
+    for piece in pieces:
+        reader.feed(piece)
+        if reader.error is not None:
+            raise reader.error
+
+
+@pytest.mark.parametrize(
+    ("trailer", "words"),
+    [
+        (b"\n", "ends in LF alone"),
+        (b"X: 1\n\n", "ends in LF alone"),
+        (b"X: 1\r\n\n", "ends in LF alone"),
+        (b"X: 1\nY: 2\r\n\r\n", "ends in LF alone"),
+        (b"X: 1\r\n  folded\r\n\r\n", "a folded trailer line"),
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_strict_reader_takes_a_trailer_in_crlf_lines_only(
+    trailer: bytes, words: str, mode: str
+) -> None:
+    """Rule 3 with ``strict`` (a review of this round): a request's trailer that ends a line in
+    LF alone, or folds one, ended the body where a proxy in front that reads CRLF lines only
+    would read on (``0\\r\\n\\nGET /x ...`` left a request behind it); the lenient reader takes
+    them as h11 does."""
+    body = b"1\r\nz\r\n0\r\n" + trailer
+    pieces = [body] if mode == "whole" else bytewise(body)
+    with pytest.raises(PeerProtocolError, match=words):
+        _feed_all(ChunkedReader(max_line=1024, strict=True), pieces)
+    out, reader = read(body, mode=mode)
+    assert (out, reader.done) == (b"z", True)
+    strict = ChunkedReader(max_line=1024, strict=True)
+    assert strict.feed(b"1\r\nz\r\n0\r\nX: 1\r\nY: 2\r\n\r\nNEXT") == b"z"
+    assert (strict.done, strict.leftover) == (True, b"NEXT")
