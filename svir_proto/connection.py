@@ -24,8 +24,10 @@ Rule 4 (an early end): a server that closes the connection in the middle of a bo
 Rule 5 (keep-alive): after a whole response to a whole request, `reusable` is true and
     `start_next_cycle` readies the connection for the next request (unless either side said
     ``Connection: close``, the server spoke HTTP/1.0, or it closed). After an interruption, a
-    failed send or an error it is false: close the connection. Bytes that follow a response
-    stay for the next one.
+    failed send or an error it is false: close the connection. So it is when bytes follow a
+    response before the next request went out: a server said more than it was asked (a body
+    longer than its framing, a 408 before a close), and a pool that reused the connection
+    would hand them to another request as its answer.
 Rule 6 (the keep-alive race, RFC 9112 9.3.1): a server may close an idle connection just as the
     next request goes out (llama.cpp closes every one after a stream, while it advertises
     keep-alive). On a reused connection that ends without a byte of a response, the error is
@@ -220,7 +222,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
     @property
     def reusable(self) -> bool:
         """Rule 5: both sides finished the exchange, neither asked to close, nor did the
-        server close."""
+        server close, and nothing came after the response."""
         return (
             self._ours == "done"
             and self._theirs == "done"
@@ -228,6 +230,8 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             and not self._broken
             and not self._eof
             and self._error is None
+            and not self._buf
+            and not self._pending
         )
 
     @property
@@ -251,8 +255,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         return self._theirs == "done" and self._exchange is not None
 
     def start_next_cycle(self) -> None:
-        """Ready a `reusable` connection for the next request (what the server sent after the
-        last response stays, to be read as the next one's).
+        """Ready a `reusable` connection for the next request.
 
         Raises:
             CallerProtocolError: the connection is not reusable.
@@ -270,7 +273,7 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
         self._qpos = 0
         self._terminal = None
         self._terminated = False
-        self._dirty = True  # bytes of the next response may be here already
+        self._dirty = True  # the next cycle's first look reads afresh
 
     def interrupt(self, reason: str) -> list[ExchangeEvent]:
         """The client gives up on the response (Rule 4): returns the events that end the

@@ -226,6 +226,8 @@ class ServerSide:
         """An answer's head, framed as Rule 4 says (its Content-Length, if any, among
         ``fields``), its fields in h11's order: a framing or ``Connection`` field it sets
         goes last."""
+        if self.ours != "idle":
+            raise CallerProtocolError(f"an answer's head when the answer is {self.ours!r}")
         self.waiting_100 = False
         head_only = self.method == "HEAD"
         length: str | None = None
@@ -265,6 +267,8 @@ class ServerSide:
 
     def data(self, data: bytes) -> bytes:
         """A piece of the answer's body, framed."""
+        if self.ours != "body":
+            raise CallerProtocolError(f"body bytes when the answer is {self.ours!r}")
         framing = self.framing
         if framing == "chunked":
             return b"%x\r\n%b\r\n" % (len(data), data) if data else b""

@@ -298,6 +298,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._held = 0  # bytes of the body budget this request holds
         self._covered = 0  # bytes of its body that the budget covers (its length, once known)
         self._cost = 0  # what translating its body builds, as far as it came (`_estimate`)
+        self._dropped = 0  # bytes of a body read and dropped (a GET's), up to ``max_body``
         self._estimate: BodyCost | None = None  # a body to translate's, made at its first piece
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
@@ -338,9 +339,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """Bytes the client sent that wait unread (a pipelined request) while its answer is
         made: at most ``max_head_size`` (Rule 3); the server closes past it. The body of a
         request answered before it ended (a GET's, which means nothing) is no backlog: it is
-        read, and dropped, as it comes."""
+        read, and dropped, as it comes, up to ``max_body`` bytes; what comes past that is."""
         side = self._side
-        return 0 if side.theirs == "body" else side.held
+        if side.theirs == "body":
+            return max(self._dropped - self.config.max_body, 0)
+        return side.held
 
     @property
     def relaying(self) -> Literal["", "stream", "raw", "late"]:
@@ -583,8 +586,16 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             assert self._scanner is not None
             self._scanner.feed(data)
             self._queue.append(ForwardBody(data=data))
-        # else a body on a GET (the model listing, /healthz, /metrics): it means nothing, and
-        # is read and dropped; nothing is read at all after a reply that closes
+        else:  # a body on a GET (the model listing, /healthz, /metrics): it means nothing,
+            # and is read and dropped up to max_body (past it: 413 before a local answer, the
+            # client not read while a listing's is made, `backlog`); nothing is read at all
+            # after a reply that closes
+            self._dropped += len(data)
+            if self._mode == "local" and self._dropped > self.config.max_body:
+                self._reject(
+                    413, f"the body is larger than {self.config.max_body} bytes",
+                    "request_too_large", close=True,
+                )  # fmt: skip
 
     def _end(self) -> None:
         if self._mode == "local":

@@ -771,26 +771,31 @@ def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> Non
     assert read(d.client)[0][2] == TOOLS
 
 
-@pytest.mark.parametrize("late", [True, False])
-def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more(late: bool) -> None:
+def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more() -> None:
     """Attack (hostile battery ``trailing-garbage``: a whole answer, then junk on the
     kept-alive connection): the next request that took that connection from the pool read the
     junk as its answer, a 502 for a client that had done nothing wrong. Such a connection is
-    a closed one (Rule 6): the request goes again on a new one. With ``late`` the junk came
-    after the connection went back; else in the same read as the end of the last answer."""
+    a closed one (Rule 6): the request goes again on a new one. Here the junk came after the
+    connection went back; junk in the same read as the end of the last answer leaves the
+    connection unusable, never pooled (`ClientConnection.reusable`)."""
     d = Driver()
     d.send(post(openai_body()))
     pooled = ClientConnection(UPSTREAM)
     list(pooled.send(__import__("svir_proto").ModelsRequest()))
     pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
-    pooled.feed(b'{"data":[]}' + (b"" if late else b" GARBAGE\r\n\r\n"))
+    pooled.feed(b'{"data":[]}')
     d.connect(conn=pooled)
-    d.answer(b" GARBAGE\r\n\r\n" if late else sse_response(TOOLS))
+    d.answer(b" GARBAGE\r\n\r\n")
     assert Connect(fresh=True) in d.seen
     assert d.released == [None]  # the one that spoke is closed
     d.connect()
     d.answer(sse_response(TOOLS))
     assert read(d.client)[0][2] == TOOLS
+    junk = ClientConnection(UPSTREAM)
+    list(junk.send(__import__("svir_proto").ModelsRequest()))
+    junk.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n" + b'{"data":[]} GARBAGE\r\n\r\n')
+    assert junk.body_ended
+    assert not junk.reusable
 
 
 def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
@@ -1344,6 +1349,39 @@ def test_a_model_listing_with_a_body_is_answered() -> None:
     ((status, _, body, _),) = read(d.client, "GET")
     assert status == 200
     assert body == listing
+
+
+def test_a_body_read_and_dropped_is_bounded_by_max_body() -> None:
+    """A review of this round: a GET's body (which means nothing) was read and dropped without
+    end, a flood held a connection for as long as it came. Past ``max_body``, a local answer
+    is a 413 that closes, and a listing's client is not read while its answer is made."""
+    chunk = b"%x\r\n%s\r\n" % (4096, b"x" * 4096)
+    d = Driver(max_body=10_000)
+    d.send(b"GET /healthz HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n")
+    d.send(chunk * 2)
+    assert not d.client  # answered after its body, which is within the bound
+    assert not d.closed
+    d.send(chunk)
+    ((status, _, _, _),) = read(d.client, "GET")
+    assert status == 413
+    assert d.closed
+    d = Driver(max_body=10_000, max_head_size=1024)
+    d.send(b"GET /v1/models HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n")
+    d.send(chunk * 2)
+    assert d.session.conn.backlog == 0
+    assert PauseClient() not in d.seen
+    d.send(chunk * 2)
+    assert d.session.conn.backlog == 4 * 4096 - 10_000
+    assert PauseClient() in d.seen
+    d.connect()
+    listing = b'{"object":"list","data":[]}'
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(listing), listing)
+    )
+    ((status, _, body, _),) = read(d.client, "GET")
+    assert (status, body) == (200, listing)
+    assert d.closed  # its body never ended: the connection cannot serve another
 
 
 def test_thousands_of_pipelined_requests_in_one_read_are_answered_in_a_loop() -> None:

@@ -124,15 +124,22 @@ def test_a_request_that_says_close_leaves_a_connection_that_is_not_reused() -> N
     assert not conn.reusable
 
 
-def test_a_response_with_no_body_leaves_what_follows_for_the_next() -> None:
+def test_a_response_with_no_body_and_bytes_after_it_is_not_reused() -> None:
     conn = ClientConnection(EP)
     sent(conn)
     events = conn.feed(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\nHTTP/1.1 2")
     assert isinstance(events[0], ResponseStarted)
-    assert conn.reusable
+    assert conn.body_ended
+    assert not conn.reusable  # Rule 5: what follows is nobody's answer
+
+
+def test_bytes_on_a_reused_connection_before_its_request_are_a_response_to_no_request() -> None:
+    conn = ClientConnection(EP)
+    sent(conn)
+    conn.feed(b"HTTP/1.1 204 No Content\r\n\r\n")
     conn.start_next_cycle()
     with pytest.raises(PeerProtocolError, match="response to no request"):
-        conn.next_event()
+        conn.feed(b"HTTP/1.1 2")
 
 
 def test_a_101_nobody_asked_for_is_bad_http() -> None:
@@ -215,6 +222,21 @@ def test_an_answer_is_held_to_its_framing() -> None:
     with pytest.raises(CallerProtocolError, match="cannot end"):
         side.end()
     assert side.reusable
+    # Rule 4 (a review of this round): no body bytes after the end, and no second head; a
+    # chunked answer wrote ``4\r\nlate\r\n`` after its last chunk
+    for framing in ([("Content-Length", "2")], []):
+        side = ServerSide(1024)
+        side.receive_data(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        assert side.next_event() is not None
+        assert side.next_event() is END
+        side.head(200, b"OK", framing)
+        with pytest.raises(CallerProtocolError, match="head when the answer is 'body'"):
+            side.head(200, b"OK", framing)
+        side.data(b"ab")
+        side.end()
+        with pytest.raises(CallerProtocolError, match="body bytes when the answer is 'done'"):
+            side.data(b"late")
+        assert side.reusable
 
 
 def test_a_body_with_its_length_and_the_next_request_in_one_read() -> None:
