@@ -13,7 +13,8 @@ Rule 2 (h11 0.16, the chunk-footer fix of CVE-2025-43859): chunk data is followe
     CRLF; anything else is rejected, never repaired.
 Rule 3 (h11's trailer): after the last chunk, header lines until a blank line (LF or CRLF line
     ends, obsolete folding allowed), each a valid ``name: value`` field; an empty trailer is an
-    immediate CRLF or LF. With ``strict``: CRLF line ends only and no folding.
+    immediate CRLF or LF. With ``strict``: no folding (a request's head may not fold either;
+    LF line ends are read as in a head, RFC 9112 2.2).
 Rule 4 (bounds): a chunk header or the trailer may take ``max_line`` bytes (h11 bounds them by
     its incomplete-event size); chunk data is never held: it is returned as it arrives. A line
     that comes in pieces is joined once, when a piece brings a line end: never scanned again
@@ -222,8 +223,6 @@ class ChunkedReader:
     def _trailer(self, data: bytes, pos: int) -> int:
         """Rule 3: the trailer at ``pos``; -1 when it is not whole yet (held)."""
         if data[pos : pos + 1] == b"\n":
-            if self._strict:
-                self._bare_lf()
             end = pos + 1
         elif data[pos : pos + 2] == b"\r\n":
             end = pos + 2
@@ -238,9 +237,6 @@ class ChunkedReader:
             end = blank.end()
             if end - pos > self.max_line:
                 self._too_long("the trailer")
-            block = data[pos:end]
-            if self._strict and block.count(b"\n") != block.count(b"\r\n"):
-                self._bare_lf()
             self._fields(data[pos : blank.start() + 1])
         self._state = DONE
         self.done = True
@@ -268,11 +264,6 @@ class ChunkedReader:
             self._too_long(what)
         self._held = [held]
         self._held_size = len(held)
-
-    def _bare_lf(self) -> None:
-        raise PeerProtocolError(
-            f"bad HTTP from the {self._peer}: a trailer line ends in LF alone, not CRLF"
-        )
 
     def _too_long(self, what: str) -> None:
         raise PeerProtocolError(
