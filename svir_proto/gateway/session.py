@@ -45,7 +45,9 @@ Rule 6 (upstream connections): a request whose body the gateway holds (or built)
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
     its client always gets a new one. A kept-alive connection that sent bytes after its last
-    answer (an answer to no request, junk) is treated as a closed one.
+    answer (an answer to no request, junk) is treated as a closed one: it is not pooled when
+    they came before it went back (`ClientConnection.reusable`), and when they come later they
+    are the next request's first bytes, which fail, and the request is sent again.
     A connection goes back to the pool only after a whole answer to a whole request; after a
     failure or a cancel it is closed. A whole answer whose body has not ended yet (the
     upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and
@@ -434,10 +436,6 @@ class GatewaySession:
         self._pooled = conn is not None
         if conn is not None:
             conn.start_next_cycle()
-            if _spoke(conn):  # Rule 6: what it holds is no answer to this request
-                self._release(reuse=False)
-                self._open(fresh=True, now=now)
-                return b""
         up = (
             conn
             if conn is not None
@@ -988,15 +986,6 @@ class GatewaySession:
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)
-
-
-def _spoke(conn: ClientConnection) -> bool:
-    """Whether a kept-alive connection, ready for its next request, holds bytes the upstream
-    sent after its last answer: an answer to no request, or junk."""
-    try:
-        return conn.next_event() is not NEED_DATA
-    except SvirProtocolError:
-        return True
 
 
 def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
