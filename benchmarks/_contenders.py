@@ -324,24 +324,31 @@ def nginx(binary: str, upstream: int, max_streams: int, tmp: Path) -> Running:
     return running
 
 
+LITELLM_VENV = UVLOOP_VENV.parent / ".venv-litellm"
+
+
 def find_litellm(option: str | None) -> str | None:
     """The Python that imports LiteLLM's proxy: ``option`` (a venv's python, or the venv's
-    directory), else ``$SVIR_BENCH_LITELLM``, else this Python; ``none``: no LiteLLM."""
-    choice = option or os.environ.get("SVIR_BENCH_LITELLM") or sys.executable
+    directory), else ``$SVIR_BENCH_LITELLM``, else this Python if it imports it, else
+    ``.venv-litellm``'s (`scripts/install-bench-peers` makes it); ``none``: no LiteLLM."""
+    choice = option or os.environ.get("SVIR_BENCH_LITELLM")
     if choice == "none":
         return None
-    if os.path.isdir(choice):
-        choice = os.path.join(choice, "bin", "python")
-    try:
-        probe = subprocess.run(
-            [choice, "-c", "import litellm.proxy.proxy_cli"],
-            capture_output=True,
-            timeout=120,
-            env=litellm_env(),
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return os.path.abspath(choice) if probe.returncode == 0 else None
+    for python in [choice] if choice else [sys.executable, str(LITELLM_VENV)]:
+        if os.path.isdir(python):
+            python = os.path.join(python, "bin", "python")
+        try:
+            probe = subprocess.run(
+                [python, "-c", "import litellm.proxy.proxy_cli"],
+                capture_output=True,
+                timeout=120,
+                env=litellm_env(),
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return os.path.abspath(python)
+    return None
 
 
 def litellm_env() -> dict[str, str]:

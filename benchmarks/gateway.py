@@ -387,7 +387,8 @@ def run(options: Options | None = None, log: Callable[[str], None] | None = None
         f"LiteLLM: {litellm_py} (litellm {c.litellm_version(litellm_py)})" if litellm_py else
         "LiteLLM: skipped (--litellm none)" if (o.litellm or os.environ.get(
             "SVIR_BENCH_LITELLM")) == "none" else
-        "LiteLLM: litellm.proxy not importable (--litellm or $SVIR_BENCH_LITELLM): skipped",
+        "LiteLLM: litellm.proxy not importable (--litellm, $SVIR_BENCH_LITELLM, .venv-litellm): "
+        "skipped",
     ]  # fmt: skip
     for line in found:
         say(line)
@@ -788,8 +789,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=d.repeat, help="rounds per scenario")
     ap.add_argument("--clients", type=int, default=d.clients, help="client processes")
     ap.add_argument("--nginx", help="the nginx binary (default: on PATH); none: skip it")
-    ap.add_argument("--litellm", help="a Python (or venv) with litellm[proxy] "
-                    "(default: $SVIR_BENCH_LITELLM, else this one); none: skip it")  # fmt: skip
+    ap.add_argument("--litellm", help="a Python (or venv) with litellm[proxy] (default: "
+                    "$SVIR_BENCH_LITELLM, this one, .venv-litellm); none: skip it")  # fmt: skip
     ap.add_argument("--uvloop", help="a Python (or venv) with uvloop and svir-proto (default: "
                     "$SVIR_BENCH_UVLOOP, this one, .venv-uvloop); none: skip it")  # fmt: skip
     ap.add_argument("--litellm-max-streams", type=int, default=d.litellm_max_streams,
