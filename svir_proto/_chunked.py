@@ -8,7 +8,9 @@ a chunked body with the rules h11 0.16 applies, and reads a run of plain chunks 
 Rule 1 (h11's chunk header): ``1*20HEXDIG [ ";" ext ] *( SP / HTAB ) CRLF``, the line ending at
     the first CRLF; ``ext`` is anything but LF. Size 0 is the last chunk. With ``strict`` (a
     server reading a request, RFC 9112 7.1.1): ``1*20HEXDIG [ BWS ";" ext ] CRLF``, blank only
-    before the ``;`` and no CR or LF in ``ext``: what a proxy in front might read otherwise.
+    before the ``;`` and no CR or LF in ``ext``: what a proxy in front might read otherwise;
+    and all the body's extensions within ``max_line`` bytes, as a head's fields are bounded
+    (they carry no data, so nothing else bounds the bytes a client sends with them).
 Rule 2 (h11 0.16, the chunk-footer fix of CVE-2025-43859): chunk data is followed by exactly
     CRLF; anything else is rejected, never repaired.
 Rule 3 (h11's trailer): after the last chunk, header lines until a blank line (LF or CRLF line
@@ -73,6 +75,7 @@ class ChunkedReader:
         self._strict = strict
         self._header_line = _STRICT_HEADER if strict else _HEADER
         self._peer = "client" if strict else "server"  # strict: a server reads a request
+        self._extensions = 0  # strict: bytes of the chunk headers past their sizes, so far
         self.done = False
         self.leftover = b""
         self.error: PeerProtocolError | None = None
@@ -212,6 +215,10 @@ class ChunkedReader:
             raise PeerProtocolError(
                 f"bad HTTP from the {self._peer}: illegal chunk header {line!r}"
             )
+        if self._strict and end - pos > len(match[1]):  # Rule 1: the extensions' bound
+            self._extensions += end - pos - len(match[1])
+            if self._extensions > self.max_line:
+                self._too_long("the text of the chunk extensions")
         size = int(match[1], 16)
         if size:
             self._left = size

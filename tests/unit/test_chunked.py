@@ -180,7 +180,7 @@ def test_the_bulk_lane_is_tried_a_few_times_a_piece_whatever_stops_it(
     ]
     for body, expected in bodies:
         tries.clear()
-        reader = ChunkedReader(max_line=1024, strict=strict)
+        reader = ChunkedReader(max_line=1 << 16, strict=strict)
         assert reader.feed(body + b"0\r\n\r\n") == expected
         assert reader.done
         assert 0 < len(tries) <= 3
@@ -231,3 +231,21 @@ def test_a_strict_reader_takes_no_folded_trailer_line(mode: str) -> None:
         strict = ChunkedReader(max_line=1024, strict=True)
         assert strict.feed(b"1\r\nz\r\n0\r\n" + trailer + b"NEXT") == b"z"
         assert (strict.done, strict.leftover) == (True, b"NEXT")
+
+
+def test_a_strict_reader_bounds_a_body_s_extensions_in_all() -> None:
+    """Rule 1 with ``strict`` (a review of this round): a chunk's extension carries no data, so
+    chunks of one byte each with 16 KiB of extension made the gateway read 16 KiB a byte of body,
+    with no bound but ``max_body`` times that. A request body's extensions are bounded in all
+    by ``max_line``, as a head's fields are; the lenient reader (an upstream's, h11's rules)
+    bounds each line only."""
+    body = b"1;" + b"e" * 90 + b"\r\nX\r\n"
+    strict = ChunkedReader(max_line=1024, strict=True)
+    assert strict.feed(body * 11) == b"X" * 11  # 11 x 91 = 1,001 bytes of extensions
+    with pytest.raises(PeerProtocolError, match="chunk extensions is longer than 1024") as e:
+        strict.feed(body)
+    assert e.value.limit == "max_head_size"
+    lenient = ChunkedReader(max_line=1024)
+    assert lenient.feed(body * 100) == b"X" * 100
+    spaced = ChunkedReader(max_line=1024, strict=True)
+    assert spaced.feed(b"1 ;a\r\nX\r\n" * 300 + b"1\r\nY\r\n" * 10) == b"X" * 300 + b"Y" * 10
