@@ -19,8 +19,8 @@ Rule 3 (h11's trailer): after the last chunk, header lines until a blank line (L
     LF line ends are read as in a head, RFC 9112 2.2).
 Rule 4 (bounds): a chunk header or the trailer may take ``max_line`` bytes (h11 bounds them by
     its incomplete-event size); chunk data is never held: it is returned as it arrives. A line
-    that comes in pieces is joined once, when a piece brings a line end: never scanned again
-    per piece.
+    that comes in pieces is joined once, when a piece may bring its end (a chunk header's CRLF,
+    a trailer's blank line, each perhaps across two pieces): never scanned again per piece.
 Rule 5 (the bulk lane): from a chunk boundary, a piece is split on CRLF; while the segments
     alternate plain hex sizes and data of exactly those sizes, the chunks are taken all at once.
     The first chunk that is not plain (an extension, a CRLF inside the data, the last chunk, the
@@ -82,6 +82,7 @@ class ChunkedReader:
         self._state = HEADER
         self._held: list[bytes] = []  # an incomplete chunk header or trailer, in pieces
         self._held_size = 0
+        self._tail = b""
         self._left = 0  # bytes of chunk data still to come
         self._footer = 0  # bytes of the CRLF after the data already matched
 
@@ -108,12 +109,19 @@ class ChunkedReader:
         return b"".join(out)
 
     def _read(self, data: bytes, out: list[bytes]) -> None:
-        if self._held:  # Rule 4: joined once a piece brings a line end
+        if self._held:  # Rule 4: joined once a piece may bring the end
+            tail = self._tail + data
+            ends = (
+                b"\r\n" in tail  # a chunk header's CRLF
+                if self._state == HEADER
+                else self._held_size <= 2 or _BLANK.search(tail) is not None  # a trailer's end
+            )
             self._held.append(data)
             self._held_size += len(data)
-            if b"\n" not in data:
+            if not ends:
                 if self._held_size > self.max_line:
                     self._too_long("a chunk header" if self._state == HEADER else "the trailer")
+                self._tail = tail[-2:]
                 return
             data = b"".join(self._held)
             self._held = []
@@ -271,6 +279,7 @@ class ChunkedReader:
             self._too_long(what)
         self._held = [held]
         self._held_size = len(held)
+        self._tail = held[-2:]  # where an end that spans pieces begins
 
     def _too_long(self, what: str) -> None:
         raise PeerProtocolError(

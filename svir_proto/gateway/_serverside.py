@@ -181,7 +181,7 @@ class ServerSide:
             try:
                 out = chunks.feed(data)
                 error = chunks.error
-            except PeerProtocolError as exc:  # pragma: no cover - feed raises only once poisoned
+            except PeerProtocolError as exc:  # a fault before any of the piece's body
                 error, out = exc, b""
             if error is not None:
                 raise BadHead(f"bad chunked framing: {error}", 431 if error.limit else 400)

@@ -200,6 +200,24 @@ def test_a_line_in_pieces_is_read_once_a_piece_brings_its_end(
     assert reader.feed(b"\r\nhello\r\n0\r\n\r\n") == b"hello"
     assert len(reads) == 3  # the header, then the last chunk's
     assert reader.done
+    reads.clear()
+    reader = ChunkedReader(max_line=4096)
+    for piece in [b"1;", *[b"\n"] * 1000]:  # bare LFs end no chunk header: still held
+        assert reader.feed(piece) == b""
+    assert len(reads) == 1
+    with pytest.raises(PeerProtocolError, match="illegal chunk header"):
+        reader.feed(b"\r\nX\r\n")  # the line is whole, and bad: as h11 says then
+    trailer_reads = _counting(monkeypatch, "_trailer")
+    reader = ChunkedReader(max_line=1 << 16)
+    for piece in [b"1\r\nz\r\n0\r\n", *[b"a:b\r\n"] * 1000]:
+        reader.feed(piece)
+    assert len(trailer_reads) == 1  # the first line's piece: held since, its lines not read
+    assert not reader.done
+    reader.feed(b"\r")
+    assert not reader.done
+    reader.feed(b"\nNEXT")  # the blank line, across two pieces
+    assert len(trailer_reads) == 2
+    assert (reader.done, reader.leftover) == (True, b"NEXT")
     reader = ChunkedReader(max_line=100)
     with pytest.raises(PeerProtocolError, match="a chunk header is longer than 100 bytes"):
         _feed_all(reader, bytewise(b"5;" + b"e" * 200))
