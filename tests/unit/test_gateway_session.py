@@ -1330,6 +1330,17 @@ def test_drains_are_bounded_in_number(translated: bool) -> None:
     assert ok.state.draining == 0  # given back with the connection
 
 
+def _listed(d: Driver) -> bytes:
+    """The upstream connects and answers the model listing: its body."""
+    d.connect()
+    listing = b'{"object":"list","data":[]}'
+    d.answer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(listing), listing)
+    )
+    return listing
+
+
 def test_a_model_listing_with_a_body_is_answered() -> None:
     """Attack 22: a GET of the listing forwarded at its head, its 200,000-byte body counted as
     a pipelined backlog past ``max_head_size``, was cancelled without an answer; its body is
@@ -1340,12 +1351,7 @@ def test_a_model_listing_with_a_body_is_answered() -> None:
     d.send(b"x" * (n // 2))
     assert not d.session.closed
     assert d.session.conn.backlog == 0
-    d.connect()
-    listing = b'{"object":"list","data":[]}'
-    d.answer(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-        % (len(listing), listing)
-    )
+    listing = _listed(d)
     ((status, _, body, _),) = read(d.client, "GET")
     assert status == 200
     assert body == listing
@@ -1373,12 +1379,7 @@ def test_a_body_read_and_dropped_is_bounded_by_max_body() -> None:
     d.send(chunk * 2)
     assert d.session.conn.backlog == 4 * 4096 - 10_000
     assert PauseClient() in d.seen
-    d.connect()
-    listing = b'{"object":"list","data":[]}'
-    d.answer(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-        % (len(listing), listing)
-    )
+    listing = _listed(d)
     ((status, _, body, _),) = read(d.client, "GET")
     assert (status, body) == (200, listing)
     assert d.closed  # its body never ended: the connection cannot serve another
