@@ -246,20 +246,33 @@ def find_uvloop(option: str | None) -> str | None:
     directory), else ``$SVIR_BENCH_UVLOOP``, else this Python if it imports uvloop, else
     ``.venv-uvloop``'s (`scripts/install-bench-peers` makes it: uvloop stays out of the
     development venv, whose ``mypy --strict`` it would change); ``none``: no uvloop lane."""
-    choice = option or os.environ.get("SVIR_BENCH_UVLOOP")
+    return _find_python(option, "SVIR_BENCH_UVLOOP", UVLOOP_VENV, "import uvloop, svir_proto.cli")
+
+
+def _find_python(
+    option: str | None,
+    variable: str,
+    venv: Path,
+    probe: str,
+    *,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+) -> str | None:
+    """The first Python that runs ``probe``: ``option``, else ``$variable``, else this one,
+    else ``venv``'s (a venv's directory stands for its Python); ``none``: no Python."""
+    choice = option or os.environ.get(variable)
     if choice == "none":
         return None
-    candidates = [choice] if choice else [sys.executable, str(UVLOOP_VENV)]
-    for python in candidates:
+    for python in [choice] if choice else [sys.executable, str(venv)]:
         if os.path.isdir(python):
             python = os.path.join(python, "bin", "python")
         try:
-            probe = subprocess.run(
-                [python, "-c", "import uvloop, svir_proto.cli"], capture_output=True, timeout=60
+            ran = subprocess.run(
+                [python, "-c", probe], capture_output=True, timeout=timeout, env=env
             )
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if probe.returncode == 0:
+        if ran.returncode == 0:
             return os.path.abspath(python) if python != sys.executable else python
     return None
 
@@ -331,24 +344,10 @@ def find_litellm(option: str | None) -> str | None:
     """The Python that imports LiteLLM's proxy: ``option`` (a venv's python, or the venv's
     directory), else ``$SVIR_BENCH_LITELLM``, else this Python if it imports it, else
     ``.venv-litellm``'s (`scripts/install-bench-peers` makes it); ``none``: no LiteLLM."""
-    choice = option or os.environ.get("SVIR_BENCH_LITELLM")
-    if choice == "none":
-        return None
-    for python in [choice] if choice else [sys.executable, str(LITELLM_VENV)]:
-        if os.path.isdir(python):
-            python = os.path.join(python, "bin", "python")
-        try:
-            probe = subprocess.run(
-                [python, "-c", "import litellm.proxy.proxy_cli"],
-                capture_output=True,
-                timeout=120,
-                env=litellm_env(),
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return os.path.abspath(python)
-    return None
+    return _find_python(
+        option, "SVIR_BENCH_LITELLM", LITELLM_VENV, "import litellm.proxy.proxy_cli",
+        timeout=120, env=litellm_env(),
+    )  # fmt: skip
 
 
 def litellm_env() -> dict[str, str]:

@@ -452,10 +452,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if local:  # answered once its body (a GET's means nothing) is read and dropped
             length = headers.get("content-length")
             if length is not None and int(length) > cfg.max_body:
-                return self._reject(
-                    413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
-                    close=True,
-                )  # fmt: skip
+                return self._too_large()
             self._mode = "local"
             self._local = target[1:]
             return None
@@ -476,10 +473,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         length_field = headers.get("content-length")
         length = int(length_field) if length_field is not None else None  # h11 checked digits
         if length is not None and length > cfg.max_body:
-            return self._reject(
-                413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
-                close=True,
-            )  # fmt: skip
+            return self._too_large()
         dialect: ClientDialect | None
         answer: ClientDialect | None
         if kind == "chat":
@@ -546,6 +540,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._side.waiting_100:
             self._queue.append(Interim(data=self._side.interim()))
 
+    def _too_large(self) -> None:
+        self._reject(
+            413, f"the body is larger than {self.config.max_body} bytes", "request_too_large",
+            close=True,
+        )  # fmt: skip
+
     def _busy(self, message: str) -> None:
         self._reject(503, message, "overloaded", close=True, headers=[("Retry-After", "1")])
 
@@ -555,10 +555,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             size = len(self._body) + len(data)
             grow = max(size - self._covered, 0)  # a chunked body: held as it grows
             if grow and size > cfg.max_body:
-                self._reject(
-                    413, f"the body is larger than {cfg.max_body} bytes", "request_too_large",
-                    close=True,
-                )  # fmt: skip
+                self._too_large()
                 return
             self._cost += grow
             if self._translated:  # Rule 3: what parsing it will build, beyond its bytes
@@ -592,10 +589,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # after a reply that closes
             self._dropped += len(data)
             if self._mode == "local" and self._dropped > self.config.max_body:
-                self._reject(
-                    413, f"the body is larger than {self.config.max_body} bytes",
-                    "request_too_large", close=True,
-                )  # fmt: skip
+                self._too_large()
 
     def _end(self) -> None:
         if self._mode == "local":
