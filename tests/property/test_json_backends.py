@@ -26,7 +26,8 @@ spec.loader.exec_module(harness)
 ODD_NUMBERS = st.sampled_from(
     [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e999", b"18446744073709551615",
      b"18446744073709551616", b"-9223372036854775809", b"123456789012345678901234567890",
-     b"1.5", b"-0", b"7", b"1" + b"0" * 400]
+     b"1.5", b"-0", b"7", b"1" + b"0" * 400, b"1e+400", b"1E400", b"-1e-400", b"1.0e0400",
+     b"12345678901234567890.5", b"0.1234567890123456789e5", b"9223372036854775807"]
 )  # fmt: skip
 ODD_TEXT = st.sampled_from(
     [b'"\\ud800"', b'"\\udfff x"', b'"\\ud83d\\ude00"', b'"a\\ud83d"', b'"\xed\xa0\x80"',
@@ -46,6 +47,7 @@ def chunks(draw: st.DrawFn) -> bytes:
         + b',"completion_tokens":2}'
         + (b',"x":' + b"[" * nest + b"]" * nest if nest else b"")
         + draw(st.sampled_from([b"", b',"id":"d"', b',"usage":null']))
+        + draw(st.sampled_from([b"", b',"pad":"' + b"x" * 300 + b'"']))  # past _json._SHORT
         + b"}"
     )
     if draw(st.booleans()):
@@ -78,3 +80,26 @@ def test_no_text_that_cannot_be_utf8_leaves_a_decoder() -> None:
         assert d.result.text == "a\ufffdb"
         d.result.text.encode("utf-8")  # it can be encoded: a gateway would not crash
     _json.use("orjson" if _json.orjson is not None else "json")
+
+
+NUMBER_TEXT = st.one_of(
+    st.integers().map(lambda n: str(n).encode()),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: repr(f).encode()),
+    st.from_regex(rb"\A-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][+-]?[0-9]{1,4})?\Z"),
+    ODD_NUMBERS,
+)
+
+
+@given(st.lists(NUMBER_TEXT, min_size=1, max_size=40), st.integers(0, 400))
+def test_numbers_read_alike_with_or_without_the_hooks(numbers: list[bytes], pad: int) -> None:
+    """The standard library's scanner without hooks (for a payload whose numbers no rule can
+    touch) reads every number as the scanner with them does, and fails where it fails."""
+    payload = b'{"pad":"' + b"x" * pad + b'","n":[' + b",".join(numbers) + b"]}"
+
+    def read(data: bytes | str) -> object:
+        try:
+            return ("value", _json.canonical(data))
+        except ValueError as exc:
+            return ("error", type(exc), str(exc))
+
+    assert read(payload) == read(payload.decode())  # text always takes the hooks
