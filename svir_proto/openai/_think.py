@@ -36,8 +36,10 @@ class ThinkSplitter:
 
     def split(self, text: str) -> list[tuple[bool, str]]:
         """The pieces of ``text``, each marked reasoning or not; markers removed."""
-        if not self.held and "<" not in text:
-            return [(self.inside, text)] if text else []
+        if not self.held:  # no marker in it, and no end that may begin one: all of it at once
+            marker = _CLOSE if self.inside else _OPEN
+            if marker not in text and "<" not in text[1 - len(marker) :]:
+                return [(self.inside, text)] if text else []
         s = self.held + text
         self.held = ""
         out: list[tuple[bool, str]] = []
