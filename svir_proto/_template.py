@@ -27,7 +27,7 @@ Rule 4 (reading ahead): a read that completes a run of typed deltas repeating th
     beginning of the next delta, held as the lane would hold it.
 Rule 5 (giving up): a stream whose bytes change on every event (GitHub Copilot's new ids)
     would learn in vain; after `BUDGET` templates in a row that no event repeated, no more are
-    learned.
+    learned. A try whose bytes cannot be learned (another writer's key order) counts as one.
 """
 
 from __future__ import annotations

@@ -408,7 +408,12 @@ class GeminiStreamDecoder(DialectDecoder):
         previous = self._envelope
         if previous is not None:
             self._budget = BUDGET if previous.hits else self._budget - 1
-        envelope = Envelope.learn(payload, kind) if self._budget > 0 else None
+        if self._budget <= 0:
+            envelope = None
+        else:
+            envelope = Envelope.learn(payload, kind)
+            if envelope is None:
+                self._budget -= 1  # a try that could not learn is a try (Rule 4 of `_envelope`)
         if envelope is not None and rated:
             envelope.rate()
         self._envelope = envelope

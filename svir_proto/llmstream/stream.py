@@ -247,6 +247,8 @@ class LLMStreamDecoder(DialectDecoder):
         if template is not None:
             template.hot = index  # the block its deltas are of
             template.typed(_DELTA)
+        else:
+            self._budget -= 1  # a try that could not learn is a try (Rule 5 of `_template`)
         self._template = template
 
     # -- one event the general way ----------------------------------------------------------

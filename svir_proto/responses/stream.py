@@ -501,6 +501,8 @@ class ResponsesStreamDecoder(DialectDecoder):
             template.carrier = "summary" if kind == "s" else "reasoning_text"
             if sse_type is not None:
                 template.typed(sse_type)
+        else:
+            self._budget -= 1  # a try that could not learn is a try (Rule 5 of `_template`)
         self._template = template
 
     # -- Rule 2: the response's identity -------------------------------------------------

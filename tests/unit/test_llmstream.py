@@ -798,3 +798,26 @@ def test_a_template_learned_from_data_in_two_lines_never_reads_the_wire() -> Non
     second = name + head % 2 + b'"delta":{"text":"b"}}\n\n'
     error = error_by_template(START + first + second)
     assert "not JSON" in str(error)
+
+
+def test_deltas_whose_number_follows_the_text_are_tried_within_the_budget() -> None:
+    """Another writer's key order (``seq`` after the delta) cannot be learned (`_template`
+    Rule 5): each failed try counts, so after `BUDGET` of them the decoder stops trying, and
+    reads every delta the general way with the same events."""
+    from svir_proto._template import BUDGET
+
+    def late_seq(seq: int, text: str) -> bytes:
+        obj = {"type": "content.delta", "index": 0, "role": "assistant", "delta": {"text": text}}
+        data = json.dumps({**obj, "v": "1.0", "seq": seq}).encode()
+        return b"event: content.delta\ndata: " + data + b"\n\n"
+
+    n = 3 * BUDGET
+    body = START + b"".join(late_seq(i, f"t{i}") for i in range(1, n + 1))
+    body += ev("content.stop", n + 1, index=0, stop_reason="end_turn") + ev("stream.end", n + 2)
+    events, d = decode(body)
+    assert d._budget == 0
+    assert d._template is None
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(
+        f"t{i}" for i in range(1, n + 1)
+    )
+    assert events[-1] == StreamEnded(complete=True, done=True)
