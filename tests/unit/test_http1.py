@@ -334,3 +334,45 @@ def test_a_model_id_that_could_leave_the_listing_is_no_route() -> None:
         "/v1/models/a%25252541",  # still encoded after three decodings
     ):
         assert _route(target)[0] is None, target
+
+
+BACKTRACKING = r"""
+import sys
+from svir_proto import _http1
+from svir_proto._chunked import ChunkedReader
+
+blanks = b"".join(b"X:" + b" " * 30 + b"\r\n" for _ in range(40))
+for head, read in (
+    (b"GET / HTTP/1.1\r\nHost: a\r\n" + blanks + b"Y: \x00\r\n\r\n", _http1.read_request),
+    (b"GET / HTTP/1.1\r\nHost: a\r\n" + blanks + b"Y: a\n\r\n", _http1.read_request),
+    (b"HTTP/1.1 200 OK\r\n" + blanks + b"Y: a\n\r\n", _http1.read_response),
+    (b"GET / HTTP/1.1\r\nHost: a\r\nA:" + b" " * 200_000 + b"\x01\r\n\r\n", _http1.read_request),
+):
+    for _ in range(20):
+        try:
+            read(head)
+        except ValueError:
+            pass
+for piece in (b"1;" + b" " * 200_000 + b"\nX", b"0\r\nA:" + b" " * 200_000 + b"\x01\r\n\r\n"):
+    for _ in range(20):
+        ChunkedReader(max_line=1 << 20).feed(piece)
+print("done")
+"""
+
+
+def test_no_head_makes_the_field_pattern_backtrack() -> None:
+    """Attack 27: blanks that could go before or after an empty value were split every way on
+    every line when a later line failed (exponential: 250 bytes took hours), and one long run
+    of blanks before a bad byte was quadratic, in a head, a trailer and a chunk extension. In
+    a process of its own, with a deadline a thousand times what it takes: a pattern that
+    backtracks again would take far beyond it."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", BACKTRACKING], capture_output=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("a head, a trailer or a chunk header made a pattern backtrack")
+    assert done.stdout.strip() == b"done", done.stderr.decode()[-2000:]
