@@ -134,3 +134,21 @@ def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
     for key in ("text", "reasoning", "reasoning_carrier"):
         del result[key]
     return [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))], result, error
+
+
+def finishes_linearly(code: str, what: str) -> None:
+    """Run ``code`` (Python that should take milliseconds) in a process of its own, with a
+    deadline a thousand times that: a pattern that backtracks on its input (the attacks'
+    heads, URLs) would take far beyond it, and the test fails instead of hanging."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} made a pattern backtrack")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

@@ -34,6 +34,7 @@ from svir_proto.responses import (
     responses_headers,
     responses_target,
 )
+from tests.helpers import finishes_linearly
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -420,3 +421,29 @@ def test_an_image_part_of_chat_completions_keeps_its_url_and_detail() -> None:
         "image_url": "https://example.org/a.png",
         "detail": "low",
     }
+
+
+DATA_URLS = r"""
+import json
+from svir_proto.llmstream import RequestError
+from svir_proto.responses import ResponsesRequest
+
+for url in (
+    "data:a/b" + (";a=" + "a=" * 6) * 40 + "X",  # parameters whose names could end anywhere
+    "data:" + "a/" * 20_000,  # a type whose "/" could be any of them
+):
+    part = {"type": "input_image", "image_url": url}
+    doc = {"model": "m", "input": [{"role": "user", "content": [part]}]}
+    try:
+        ResponsesRequest.parse(json.dumps(doc))
+    except RequestError:
+        pass
+    else:
+        raise AssertionError("a data URL that is not base64 data was taken")
+"""
+
+
+def test_a_data_url_is_refused_without_backtracking() -> None:
+    """Attack 27: ``;a=a=a=...`` parameters (``=`` could end each name at any of them) took
+    minutes for 300 bytes; a type of repeated ``a/`` was quadratic."""
+    finishes_linearly(DATA_URLS, "a data URL")
