@@ -162,7 +162,7 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
         key = args.upstream_key or os.environ.get(spec.key_variable) or None
         upstream = Endpoint.parse(args.upstream, key)
         host, _, port = args.listen.rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not (port.isascii() and port.isdigit()):
             raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")
         host = host.strip("[]")
         token = token_of(args, err)

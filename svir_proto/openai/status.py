@@ -202,7 +202,7 @@ def parse_retry_after(headers: Headers, *, now: float | None = None) -> float | 
     raw = _get(h, "retry-after")
     if raw is None:
         return None
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit():  # "²" is a digit to str.isdigit, not to float
         return float(raw) if len(raw) <= _MAX_DIGITS else None
     if now is None:
         return None

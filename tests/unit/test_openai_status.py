@@ -151,6 +151,11 @@ def test_retry_after_seconds_date_and_ms() -> None:
     assert parse_retry_after([("retry-after", "soon")], now=now) is None
     assert parse_retry_after([("retry-after", "9" * 20)]) is None
     assert parse_retry_after([]) is None
+    # attack 27: Latin-1 superscripts are digits to str.isdigit, not to float
+    for odd in ("\u00b2", "1\u00b3", "\u00b9"):
+        assert parse_retry_after([("retry-after", odd)], now=now) is None
+        assert parse_retry_after([("retry-after-ms", odd), ("retry-after", "2")]) == 2.0
+    assert failure(429, {}, [("retry-after", "\u00b2")]).failure.retry_after is None
 
 
 def test_retry_after_ms_that_is_not_a_number_falls_back_to_retry_after() -> None:
