@@ -5,7 +5,8 @@ https://generativelanguage.googleapis.com/v1beta/{model=models/*}:generateConten
 
 Rule 1: a model without a collection (``gemini-2.5-flash``) is in ``models/``; a resource name
     (``models/x``, ``tunedModels/x``) is used as it is. Its characters are percent-encoded
-    where a path needs it (not ``/``, ``-``, ``.``, ``_``, ``~``).
+    where a path needs it (not ``/``, ``-``, ``.``, ``_``, ``~``). A model with an empty,
+    ``.`` or ``..`` segment is refused: normalized, its path names another resource.
 Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` SDK sends it
     (never in the query, where logs keep it).
 Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
@@ -50,8 +51,20 @@ class GeminiTarget(NamedTuple):
 
 
 def _resource(model: str) -> str:
+    """The resource name of ``model`` (Rule 1).
+
+    Raises:
+        ValueError: a segment of it is empty, ``.`` or ``..``: a path that a server, or a proxy
+            in front of it, would normalize to another resource than a model (sent with our
+            key).
+    """
     model = model.strip("/")
+    if any(segment in _DOT_SEGMENTS for segment in model.split("/")):
+        raise ValueError(f"model {model!r}: a path segment is empty, '.' or '..'")
     return model if "/" in model else f"models/{model}"
+
+
+_DOT_SEGMENTS: Final = frozenset(("", ".", ".."))
 
 
 def target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:

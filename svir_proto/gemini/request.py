@@ -199,6 +199,7 @@ class GeminiRequest:
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip("/"):
             raise ValueError("model must be a non-empty string (gemini-2.5-flash, models/...)")
+        target(self.model)  # raises for a model whose path a server would read otherwise
         if not isinstance(self.stream, bool):
             raise TypeError(f"stream must be a bool, not {self.stream!r}")
         _typed(self)

@@ -27,6 +27,7 @@ from svir_proto.gemini import (
     GeminiTool,
     GeminiToolConfig,
 )
+from svir_proto.gemini.endpoint import target
 from svir_proto.gemini.hub import from_hub, to_hub
 from svir_proto.llmstream import (
     LLMMediaPart,
@@ -471,3 +472,20 @@ def test_a_foreign_assistant_turn_with_nothing_to_say() -> None:
         ],
     )
     assert [c.role for c in from_hub(llm).contents] == ["user", "user"]
+
+
+@pytest.mark.parametrize(
+    "model", ["x/../../../admin/secret", "models/../../team-b/v1beta/models/m", "a//b", "./m"]
+)
+def test_a_model_whose_path_a_server_would_normalize_is_refused(model: str) -> None:
+    """Attack 27: a client's model became the Gemini upstream's path, dot segments and all,
+    sent with the gateway's key; a server or a proxy that normalizes paths served another
+    resource. Such a model is a ValueError, which the gateway answers 400."""
+    request = LLMRequest(model=model, messages=[LLMMessage(role="user", content="q")])
+    with pytest.raises(ValueError, match="path segment"):
+        from_hub(request)
+    with pytest.raises(ValueError, match="path segment"):
+        target(model)
+    assert from_hub(attrs.evolve(request, model="models/gemini-2.5-flash")).target() == (
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    )
