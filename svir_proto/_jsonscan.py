@@ -6,9 +6,14 @@ whether usage was asked for, and which tools were declared (draft section 8.2).
 `RequestScanner` tokenises the pieces and keeps only the values at those paths:
 
 Rule 1: strings are skipped with C-level searches for the next quote or backslash, so a
-    megabyte of base64 costs a few scans, not a loop per byte.
+    megabyte of base64 costs a few scans, not a loop per byte; so are runs of blanks, and
+    every container no wanted path goes through (``messages``, say): in one, only the next
+    quote or bracket is looked for, so thirty megabytes of ``[1,1,1,...]`` cost a few scans,
+    not a Python step per value.
 Rule 2: a value is kept only at a wanted path, and at most `MAX_VALUE` bytes of it, and at most
-    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`. Everything else is skipped.
+    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`. Everything else is skipped. A
+    number or literal longer than `MAX_VALUE` (none that long is ``true`` or a string) is held
+    as no more than that, whatever its length across pieces.
 Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
     stops and sets `broken`; the facts found before stay.
 Rule 4 (a whole body, `RequestScanner.whole`): one parse by ``json`` (in C) gives the same facts
@@ -37,6 +42,14 @@ MAX_DEPTH: Final = 64
 _STRING_END: Final = re.compile(rb'["\\]')
 _SCALAR: Final = re.compile(rb"[^\s,:\]}]*")
 _SPACE: Final = b" \t\r\n"
+_SPACES: Final = re.compile(rb"[ \t\r\n]*")
+_NESTING: Final = re.compile(rb'["\[\]{}]')
+_FLAT: Final = re.compile(rb'(?:[^"\[\]{}]|"(?:[^"\\]|\\.)*")*', re.DOTALL)
+"""A skipped container's bytes up to its next bracket (Rule 1): scalars and whole strings, in
+one C-level match. One way only: a string ends at its first quote that no backslash escapes,
+so a match never backtracks but over a string the piece cuts (once, at its end)."""
+_LONG: Final = b"0"
+"""What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number, no fact anywhere."""
 
 
 class RequestScanner:
@@ -57,6 +70,7 @@ class RequestScanner:
         self._string: bytearray | None = None  # the string being kept, if it is kept
         self._escape = False
         self._scalar = bytearray()  # a number or literal not yet ended
+        self._skipped = 0  # the depth of the container being skipped (Rule 1), if any
         self._done = False
 
     @classmethod
@@ -126,18 +140,21 @@ class RequestScanner:
             if self._in_string:
                 pos = self._string_part(data, pos)
                 continue
+            if self._skipped:
+                pos = self._skip(data, pos)
+                continue
             if self._scalar:
                 m = _SCALAR.match(data, pos)
                 assert m is not None
-                self._scalar += m.group()
+                self._hold(m.group())
                 pos = m.end()
                 if pos < n:
-                    self._value(bytes(self._scalar))
+                    self._value(bytes(self._scalar) if len(self._scalar) <= MAX_VALUE else _LONG)
                     self._scalar.clear()
                 continue
             c = data[pos]
             if c in _SPACE:
-                pos += 1
+                pos = _SPACES.match(data, pos).end()  # type: ignore[union-attr]
             elif c == 0x22:  # '"'
                 self._in_string = True
                 self._string = bytearray() if self._wanted(string=True) else None
@@ -145,8 +162,11 @@ class RequestScanner:
             elif c in b"{[":
                 if len(self._stack) >= MAX_DEPTH:
                     raise ValueError("nested too deeply")
-                self._stack.append([chr(c), None if c == 0x7B else 0])
-                self._expect_key = c == 0x7B
+                if self._stack and not self._descends():
+                    self._skipped = 1
+                else:
+                    self._stack.append([chr(c), None if c == 0x7B else 0])
+                    self._expect_key = c == 0x7B
                 pos += 1
             elif c in b"}]":
                 self._stack.pop()
@@ -171,8 +191,57 @@ class RequestScanner:
                 if m.end() < n:
                     self._value(m.group())
                 else:
-                    self._scalar += m.group()
+                    self._hold(m.group())
                 pos = m.end() if m.end() > pos else pos + 1
+
+    def _hold(self, piece: bytes) -> None:
+        """Hold a scalar's piece, to `MAX_VALUE` and one byte more (Rule 2)."""
+        room = MAX_VALUE + 1 - len(self._scalar)
+        if room > 0:
+            self._scalar += piece[:room]
+
+    def _skip(self, data: bytes, pos: int) -> int:
+        """Rule 1: the skipped container's bytes from ``pos``, to its end or the piece's (or a
+        string the piece cuts); past its end, the scanner reads on."""
+        n = len(data)
+        depth = self._skipped
+        limit = MAX_DEPTH - len(self._stack)
+        search = _NESTING.search
+        flat = _FLAT.match
+        while depth:
+            m = search(data, pos)
+            if m is None:
+                pos = n
+                break
+            pos = m.start()
+            c = data[pos]
+            if c == 0x22:  # '"': the strings and scalars up to the next bracket, at once
+                pos = flat(data, pos).end()  # type: ignore[union-attr]
+                if pos == n:
+                    break
+                c = data[pos]
+                if c == 0x22:  # a string the piece cuts: not kept, and not a key
+                    self._in_string = True
+                    self._string = None
+                    pos += 1
+                    break
+            pos += 1
+            if c == 0x7B or c == 0x5B:  # '{' or '['
+                depth += 1
+                if depth > limit:
+                    raise ValueError("nested too deeply")
+            else:
+                depth -= 1
+        self._skipped = depth
+        return pos
+
+    def _descends(self) -> bool:
+        """Whether a wanted path goes through the container that opens here (Rule 1): the top
+        level, ``stream_options``, ``metadata``, ``tools``, a tool and its ``function``."""
+        path = self._path()
+        if path[0] == "tools":
+            return len(path) <= 2 or (len(path) == 3 and path[2] == "function")
+        return len(path) == 1 and path[0] in ("stream_options", "metadata")
 
     def _string_part(self, data: bytes, pos: int) -> int:
         n = len(data)

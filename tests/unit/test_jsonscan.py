@@ -103,3 +103,47 @@ def test_a_whole_body_is_read_as_the_scanner_reads_it() -> None:
     got = (whole.model, whole.stream, whole.include_usage, whole.request_id, whole.tools)
     assert got == ("m", None, False, None, ["f"])
     assert got == (fed.model, fed.stream, fed.include_usage, fed.request_id, fed.tools)
+
+
+def test_a_long_scalar_across_pieces_is_held_to_the_bound() -> None:
+    """Attack 27: a number of 30 MB in pieces was held whole (8 such bodies: 250 MB)."""
+    s = RequestScanner()
+    s.feed(b'{"model":"m","stream":')
+    for _ in range(1000):
+        s.feed(b"1" * 4096)
+        assert len(s._scalar) <= MAX_VALUE + 1
+    s.feed(b',"x":' + b"2" * 5000)
+    s.feed(b"2" * 5000 + b',"metadata":{"request_id":"r"}}')
+    assert (s.model, s.stream, s.request_id, s.broken) == ("m", False, "r", False)
+    long_true = RequestScanner()
+    for piece in (b'{"stream":tr', b"ue" + b"e" * MAX_VALUE, b"}"):
+        long_true.feed(piece)
+    assert long_true.stream is False  # "truee...": not true, however it is cut
+
+
+def test_containers_no_fact_is_in_are_skipped_to_their_end() -> None:
+    """Attack 27: thirty megabytes of [1,1,1,...] under a key nobody reads cost a Python step
+    per value; now the next quote or bracket is all a skipped container is read for, strings
+    and depth included."""
+    junk = b'{"a":[1,{"b":"]}\\"["}],"c":' + b"[" * 10 + b"1" + b"]" * 10 + b"}"
+    body = (
+        b'{"messages":[' + b"1," * 50_000 + junk + b'],"model":"m",'
+        b'"tools":[{"x":{"name":"no"},"function":{"name":"f","parameters":{"name":"no"}}}],'
+        b'"stream_options":{"include_usage":true,"x":[true]},"stream":true}'
+    )
+    for pieces in (
+        [body],
+        [*bytewise(body[:200]), body[200:]],
+        [body[i : i + 7] for i in range(0, len(body), 7)],
+    ):
+        s = RequestScanner()
+        for piece in pieces:
+            s.feed(piece)
+        assert (s.model, s.stream, s.include_usage, s.tools, s.broken) == (
+            "m", True, True, ["f"], False
+        )  # fmt: skip
+        assert s._done
+    deep = b'{"x":' + b"[" * 70 + b"]" * 70 + b',"model":"m"}'
+    s = RequestScanner()
+    s.feed(deep)
+    assert s.broken  # nesting past MAX_DEPTH, skipped or not (Rule 2)
