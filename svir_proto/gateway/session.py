@@ -279,7 +279,7 @@ class GatewaySession:
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
-        self._partial = b""  # a relayed event not whole yet (Rule 4)
+        self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
         self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head
@@ -650,14 +650,14 @@ class GatewaySession:
             # error or a keep-alive of ours never lands inside one of the upstream's
             data = b"".join(relayed) if len(relayed) != 1 else relayed[0]
             if self._partial:
-                data = self._partial + data
+                data = bytes(self._partial + data)
             if error is not None:  # what broke the protocol is not passed on, only what came first
                 at = getattr(error, "offset", None)
                 known = len(data) if at is None else max(0, at - self._body_at)
                 cut = _last_boundary(data[:known])
             else:
                 cut = len(data) if end is not None and not trail else _last_boundary(data)
-            self._partial = data[cut:]
+            self._partial[:] = data[cut:]
             self._body_at += cut
             if cut:
                 out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
@@ -675,17 +675,24 @@ class GatewaySession:
         of its reads (text the watcher does not read): its whole events go out, as they came."""
         data = relayed[0] if len(relayed) == 1 else b"".join(relayed)
         relayed.clear()
-        if self._partial:
-            data = self._partial + data
-        cut = _last_boundary(data)
-        if cut == len(data):
-            self._partial = b""
+        held = self._partial
+        if held:  # only the new bytes are looked at (and the held ones' last three, where a
+            # blank line may begin), so that an event in a thousand reads costs its length
+            edge = bytes(held[-3:])
+            cut = _last_boundary(edge + data) - len(edge)
+            if cut <= 0:  # still inside the event
+                held += data
+                return b""
+            held += data[:cut]
+            data, held[:] = bytes(held), data[cut:]
         else:
-            self._partial = data[cut:]
-            data = data[:cut]
-        if not cut:
-            return b""
-        self._body_at += cut
+            cut = _last_boundary(data)
+            if cut < len(data):
+                held += data[cut:]
+                if not cut:
+                    return b""
+                data = data[:cut]
+        self._body_at += len(data)
         self._sent = now
         return self.conn.relay_data(data)
 
@@ -718,7 +725,8 @@ class GatewaySession:
     def _end_trail(self, now: float, *, complete: bool) -> bytes:
         """The end of a relayed body after its marker: what is left of an event goes too."""
         self._trail_by = None
-        tail, self._partial = self._partial, b""
+        tail = bytes(self._partial)
+        self._partial.clear()
         out = self.conn.relay_data(tail) if tail else b""
         return out + self.conn.relay_end(complete=complete) + self._finished(now, drain=False)
 
@@ -801,7 +809,7 @@ class GatewaySession:
         self._recorded = False
         self._since = self._began = now
         self._refusals = self.state.metrics.refused["buffered"]
-        self._partial = b""
+        self._partial.clear()
         self._steady = None
         self._body_at = 0
 

@@ -127,3 +127,24 @@ def test_what_follows_the_end_marker_reaches_the_client_whatever_the_reads() -> 
     assert whole[:2] == (body, True)
     assert apart[:2] == whole[:2]
     assert later[:2] == whole[:2]
+
+
+@given(st.sampled_from([b"\n\n", b"\r\n\r\n", b"\r\r", b"\n\r\n"]), st.data())
+def test_long_events_in_many_reads_reach_the_client_whole(
+    blank: bytes, data: st.DataObject
+) -> None:
+    """Events of kilobytes, each in many reads, their blank lines cut anywhere (a read may end
+    inside one): only the new bytes of each read are looked at for an event's end (attack 27:
+    the held event was joined and searched again on every read), and the client gets the same
+    whole events."""
+    text = b"x" * data.draw(st.integers(2_000, 6_000))
+    line = blank[: len(blank) // 2]
+    events = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"%s%d"}}]}%s' % (text, i, blank)
+        for i in range(3)
+    ]
+    body = b"".join(events) + b"data: [DONE]" + line + line
+    expected = relay([HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)])
+    got = relay(data.draw(answers(body)))
+    assert got[:2] == expected[:2] == (body, True)
+    assert whole_events(got[2])
