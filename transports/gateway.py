@@ -51,6 +51,8 @@ class GatewayServer:
         grace: seconds open streams may finish in after SIGTERM, before they are ended.
         ssl_context: for an https upstream.
         probe_interval: seconds between two probes of the upstream for ``/readyz``.
+        probe_timeout: seconds a probe may take, whole (an upstream that drips its listing
+            is not ready), and each of its connect and reads.
         options: any other `GatewayConfig` field.
     """
 
@@ -65,6 +67,7 @@ class GatewayServer:
         grace: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
         probe_interval: float = 5.0,
+        probe_timeout: float = PROBE_TIMEOUT,
         **options: Any,
     ) -> None:
         fields: dict[str, Any] = dict(options)
@@ -88,6 +91,7 @@ class GatewayServer:
         self.upstream: Final = config.upstream
         self.grace = grace
         self.probe_interval = probe_interval
+        self.probe_timeout = probe_timeout
         self.state: Final = GatewayState(
             config, new_id=_new_id, wall=lambda now: int(now + _WALL_OFFSET)
         )
@@ -236,8 +240,10 @@ class GatewayServer:
     async def _probe(self) -> tuple[bool, str]:
         """``GET /v1/models`` on a connection of its own: ready if the upstream lists."""
         ep = self.upstream
+        timeout = self.probe_timeout
+        deadline = time.monotonic() + timeout
         try:
-            reader, writer = await _open(ep, self._ssl)
+            reader, writer = await _open(ep, self._ssl, timeout)
         except (OSError, TimeoutError) as exc:
             return False, f"the upstream cannot be reached: {exc or 'timeout'}"
         conn = ClientConnection(ep)
@@ -246,6 +252,8 @@ class GatewayServer:
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:
+                    if time.monotonic() > deadline:  # each read within the timeout, and all
+                        return False, f"the upstream's answer to the probe took over {timeout} s"
                     data = await reader()
                     conn.receive_data(data)
                     continue
@@ -263,7 +271,7 @@ class GatewayServer:
 
 
 async def _open(
-    ep: Endpoint, context: ssl.SSLContext | None
+    ep: Endpoint, context: ssl.SSLContext | None, timeout: float
 ) -> tuple[Callable[[], Any], Callable[[bytes], None]]:
     """A tiny connection for the probe, on whichever loop runs: (receive, send)."""
     try:
@@ -271,7 +279,7 @@ async def _open(
     except RuntimeError:
         import anyio
 
-        with anyio.fail_after(PROBE_TIMEOUT):
+        with anyio.fail_after(timeout):
             if ep.scheme == "https":
                 stream: Any = await anyio.connect_tcp(
                     ep.host, ep.port, tls=True, tls_hostname=ep.host,
@@ -285,7 +293,7 @@ async def _open(
             if pending:
                 await stream.send(b"".join(pending))
                 pending.clear()
-            with anyio.fail_after(PROBE_TIMEOUT):
+            with anyio.fail_after(timeout):
                 try:
                     return bytes(await stream.receive(65536))
                 except anyio.EndOfStream:
@@ -298,11 +306,11 @@ async def _open(
         return receive_anyio, send_anyio
     sslctx = (context or ssl.create_default_context()) if ep.scheme == "https" else None
     r, w = await asyncio.wait_for(
-        asyncio.open_connection(ep.host, ep.port, ssl=sslctx), PROBE_TIMEOUT
+        asyncio.open_connection(ep.host, ep.port, ssl=sslctx), timeout
     )
 
     async def receive() -> bytes:
-        return await asyncio.wait_for(r.read(65536), PROBE_TIMEOUT)
+        return await asyncio.wait_for(r.read(65536), timeout)
 
     def send(data: bytes) -> None:
         w.write(data)

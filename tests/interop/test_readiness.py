@@ -115,6 +115,43 @@ def test_readyz_comes_back_with_the_upstream() -> None:
     assert "3 models" in ready["reason"]
 
 
+class Dripping(Listing):
+    """An upstream that lists its models one byte every 0.2 s: every read comes in time, the
+    whole never does (attack 27: ``/readyz`` stayed 200 while such a probe went on)."""
+
+    stop = threading.Event()
+
+    def do_GET(self) -> None:
+        body = document("openai-models")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        for i in range(len(body)):
+            if self.stop.wait(0.2):
+                return
+            self.wfile.write(body[i : i + 1])
+            self.wfile.flush()
+
+
+def test_readyz_is_not_ready_while_the_probe_drips_past_its_timeout() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Dripping)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    Dripping.stop.clear()
+    try:
+        upstream = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with gateway(upstream, probe_interval=0.05, probe_timeout=1.0) as (base, _):
+            down = until(base.removesuffix("/v1"), 503, "took over 1.0 s")
+        assert down["status"] == "not ready"
+    finally:
+        Dripping.stop.set()
+        server.shutdown()
+        server.server_close()
+
+
 def test_readyz_in_front_of_llamacpp(llama: str) -> None:
     with gateway(llama, probe_interval=0.05) as (base, _):
         ready = until(base.removesuffix("/v1"), 200)
