@@ -49,7 +49,9 @@ BAD_LOG: Final = re.compile(
 
 
 class Gateway:
-    """One ``svir gateway`` process in front of ``upstream``."""
+    """One ``svir gateway`` process in front of ``upstream``: ``options`` are its flags
+    (`QUICK` unless given), ``nofile`` its bound on descriptors, ``memory_mb`` on its address
+    space (``RLIMIT_AS``), each its own, not the test's."""
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Gateway:
         backend: str,
         *,
         nofile: int | None = None,
+        memory_mb: int | None = None,
         env: dict[str, str] | None = None,
         **options: str | None,
     ) -> None:
@@ -74,9 +77,12 @@ class Gateway:
         self.log = Path(tempfile.mkstemp(prefix=f"svir-gw-{backend}-", suffix=".log")[1])
         self._log_file = self.log.open("wb")
 
-        def limit() -> None:  # in the child only: the test's own limit stays
+        def limit() -> None:  # in the child only: the test's own limits stay
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+            if memory_mb is not None:  # what it would take past it is a MemoryError in it
+                size = memory_mb * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
         self.proc = subprocess.Popen(
             argv,

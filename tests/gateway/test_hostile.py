@@ -27,6 +27,13 @@ from typing import Any
 
 import pytest
 
+from tests.gateway.battery import (
+    BACKENDS,
+    anomaly_fixture,
+    gateway_fixtures,
+    tag,
+    upstream_fixture,
+)
 from tests.gateway.hostile_gateway import (
     Gateway,
     Raw,
@@ -45,143 +52,17 @@ from tests.gateway.hostile_gateway import (
 from tests.gateway.hostile_upstream import OK_TEXT, HostileUpstream
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["asyncio", "trio"]
 LLM = "application/llm-request+json"
 
 
-def tag(name: str) -> str:
-    """A request id that picks the upstream's scenario ``name``, unique to this test."""
-    return f"{name}~{uuid.uuid4().hex[:10]}"
+# -- the processes (`battery`) ---------------------------------------------------------------
 
-
-# -- the processes ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def up() -> Iterator[HostileUpstream]:
-    server = HostileUpstream()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-_running: dict[str, Gateway] = {}
-
-
-@pytest.fixture(scope="module")
-def _gateways() -> Iterator[dict[str, Gateway]]:
-    try:
-        yield _running
-    finally:
-        for gw in _running.values():
-            gw.stop()
-        _running.clear()
-        for watch in _watches.values():
-            watch.close()
-        _watches.clear()
-
-
-class Watch:
-    """What tells a wedged gateway from a live one between attacks: a normal request after each
-    test (a gateway that no longer answers is wedged, by the test just run), and a sentinel
-    connection that sent half a head and must be closed within ``--head-timeout`` (one still
-    open long after it means the deadlines stopped, during one of the tests run since it was
-    opened)."""
-
-    PATIENCE = 30.0  # far more than the 2 s head timeout: the machine is shared
-
-    def __init__(self, gw: Gateway) -> None:
-        self.gw = gw
-        self.sentinel: socket.socket | None = None
-        self.since = 0.0
-        self.tests: list[str] = []
-        self.arm()
-
-    def arm(self) -> None:
-        self.close()
-        self.sentinel = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
-        self.sentinel.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        self.sentinel.setblocking(False)
-        self.since = time.monotonic()
-        self.tests = []
-
-    def close(self) -> None:
-        if self.sentinel is not None:
-            self.sentinel.close()
-            self.sentinel = None
-
-    def sentinel_closed(self) -> bool:
-        assert self.sentinel is not None
-        try:
-            while self.sentinel.recv(65536):  # the 408, then the close
-                pass
-        except BlockingIOError:
-            return False
-        except OSError:
-            return True
-        return True
-
-    def check(self, test: str) -> str | None:
-        """Why the gateway is wedged after ``test``, or ``None``."""
-        self.tests.append(test)
-        if not self.gw.alive():
-            return None  # a death is found by the test itself, and the fixture restarts it
-        try:
-            status, _, _ = request(self.gw, "GET", "/healthz", timeout=20)
-            assert status == 200, status
-            s, _, body = request(
-                self.gw, "POST", "/v1/chat/completions", llm_body("ok"),
-                {"Content-Type": LLM}, timeout=30,
-            )  # fmt: skip
-            assert s == 200, (s, body[:300])
-            assert llm_result(body).complete, body[-300:]
-        except (AssertionError, OSError) as exc:
-            return f"a normal request failed after {test}: {exc!r}"
-        if self.sentinel_closed():
-            self.arm()
-        elif time.monotonic() - self.since > self.PATIENCE:
-            return (
-                f"the head deadline stopped being enforced: a half head sent "
-                f"{time.monotonic() - self.since:.0f} s ago is still open, after one of "
-                f"{self.tests}"
-            )
-        return None
-
-
-_watches: dict[str, Watch] = {}
-
-
-@pytest.fixture(params=BACKENDS)
-def gw(
-    request: pytest.FixtureRequest, up: HostileUpstream, _gateways: dict[str, Gateway]
-) -> Iterator[Gateway]:
-    """The shared gateway of a backend; a new one if an earlier attack killed or wedged it.
-    After the test, `Watch.check`: a wedged gateway fails the test that wedged it (as an error
-    in its teardown) and is replaced."""
-    backend = request.param
-    current = _gateways.get(backend)
-    if current is None or not current.alive():
-        if current is not None:
-            current.stop()
-            _watches.pop(backend).close()
-        current = Gateway(up.base, backend, max_connections="400", max_streams="64")
-        _gateways[backend] = current
-        _watches[backend] = Watch(current)
-    current.set_mark()
-    yield current
-    wedged = _watches[backend].check(request.node.nodeid)
-    if wedged is not None:
-        current.stop()  # the next test gets a new one
-        raise AssertionError(f"the gateway ({backend}) is wedged: {wedged}")
-
-
-@pytest.fixture(autouse=True)
-def _no_smuggling(up: HostileUpstream) -> Iterator[None]:
-    """Whatever a test did, the upstream never saw a request no gateway may make."""
-    before = len(up.anomalies)
-    yield
-    assert up.anomalies[before:] == []
+up = upstream_fixture(HostileUpstream)
+_gateways, gw = gateway_fixtures(
+    lambda up, backend: Gateway(up.base, backend, max_connections="400", max_streams="64"),
+    watch=True,
+)
+_no_smuggling = anomaly_fixture()
 
 
 def one(

@@ -17,12 +17,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.gateway.battery import (
+    BACKENDS,
+    anomaly_fixture,
+    gateway_fixtures,
+    tag,
+    upstream_fixture,
+)
 from tests.gateway.budget_upstream import BudgetUpstream
 from tests.gateway.hostile_gateway import (
     BAD_LOG,
@@ -42,11 +48,9 @@ from tests.gateway.test_hostile_hub import (
     bounded,
     ended_in_dialect,
     messages_body,
-    tag,
 )
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["asyncio", "trio"]
 MIB = 1024 * 1024
 BUDGET = 4 * MIB
 """``--max-buffered`` of the shared gateways of this module (``--max-body`` is half of it)."""
@@ -55,43 +59,19 @@ WIDE = "\U0001f600"
 characters (PEP 393), ASCII ones too."""
 
 
-@pytest.fixture(scope="module")
-def up() -> Iterator[HubUpstream]:
-    server = HubUpstream()
-    try:
-        yield server
-    finally:
-        server.close()
+# -- the processes (`battery`) ---------------------------------------------------------------
+
+up = upstream_fixture(HubUpstream)
 
 
-_running: dict[str, Gateway] = {}
+def _budgeted(up: HubUpstream, backend: str) -> BoundedGateway:
+    """A gateway with a small body budget (`BUDGET`)."""
+    options = {"max_buffered": str(BUDGET), "max_body": str(BUDGET // 2)}
+    return BoundedGateway(up.base, backend, max_connections="400", max_streams="64", **options)
 
 
-@pytest.fixture(scope="module")
-def _gateways() -> Iterator[dict[str, Gateway]]:
-    try:
-        yield _running
-    finally:
-        for g in _running.values():
-            g.stop()
-        _running.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def gw(request: pytest.FixtureRequest, up: HubUpstream, _gateways: dict[str, Gateway]) -> Any:
-    """A gateway of a backend with a small body budget (`BUDGET`); a new one if one died."""
-    backend = request.param
-    current = _gateways.get(backend)
-    if current is None or not current.alive():
-        if current is not None:
-            current.stop()
-        current = BoundedGateway(
-            up.base, backend, max_buffered=str(BUDGET), max_body=str(BUDGET // 2),
-            max_connections="400", max_streams="64",
-        )  # fmt: skip
-        _gateways[backend] = current
-    current.set_mark()
-    return current
+_gateways, gw = gateway_fixtures(_budgeted)
+_no_smuggling = anomaly_fixture()
 
 
 def hwm_mb(g: Gateway) -> float:

@@ -24,8 +24,6 @@ import json
 import socket
 import struct
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +31,8 @@ import pytest
 from svir_proto.gateway.config import GatewayConfig, GatewayState
 from svir_proto.gateway.session import Close, GatewaySession
 from svir_proto.openai.endpoint import Endpoint
+from tests.gateway import battery
+from tests.gateway.battery import BACKENDS, anomaly_fixture, gateway_fixtures, upstream_fixture
 from tests.gateway.hostile_gateway import (
     BAD_LOG,
     Gateway,
@@ -60,10 +60,8 @@ from tests.gateway.http1_upstream import (
     ok_models,
     ok_stream,
 )
-from tests.gateway.test_hostile import Watch
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["asyncio", "trio"]
 LLM = "application/llm-request+json"
 MAX_HEAD = 16 * 1024  # GatewayConfig.max_head_size's default, and ClientConnection's
 G = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
@@ -71,67 +69,17 @@ HEALTHY = b'{"status":"ok"}'
 
 
 def tag(name: str = "h1") -> str:
-    return f"{name}~{uuid.uuid4().hex[:10]}"
+    return battery.tag(name)
 
 
-# -- the processes ------------------------------------------------------------------------
+# -- the processes (`battery`) ---------------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def up() -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-_running: dict[str, Gateway] = {}
-_watches: dict[str, Watch] = {}
-
-
-@pytest.fixture(scope="module")
-def _gateways() -> Iterator[dict[str, Gateway]]:
-    try:
-        yield _running
-    finally:
-        for g in _running.values():
-            g.stop()
-        _running.clear()
-        for watch in _watches.values():
-            watch.close()
-        _watches.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def gw(
-    request: pytest.FixtureRequest, up: ScriptedUpstream, _gateways: dict[str, Gateway]
-) -> Iterator[Gateway]:
-    """The shared gateway of a backend (a new one if an attack killed or wedged it); after the
-    test, the battery's `Watch` (a normal request answered, the head deadline still kept)."""
-    backend = request.param
-    current = _gateways.get(backend)
-    if current is None or not current.alive():
-        if current is not None:
-            current.stop()
-            _watches.pop(backend).close()
-        current = Gateway(up.base, backend, max_connections="400", max_streams="64")
-        _gateways[backend] = current
-        _watches[backend] = Watch(current)
-    current.set_mark()
-    yield current
-    wedged = _watches[backend].check(request.node.nodeid)
-    if wedged is not None:
-        current.stop()
-        raise AssertionError(f"the gateway ({backend}) is wedged: {wedged}")
-
-
-@pytest.fixture(autouse=True)
-def _no_anomaly(up: ScriptedUpstream) -> Iterator[None]:
-    """Whatever a test did, the upstream never saw a request no gateway may make."""
-    before = len(up.anomalies)
-    yield
-    assert up.anomalies[before:] == []
+up = upstream_fixture(ScriptedUpstream)
+_gateways, gw = gateway_fixtures(
+    lambda up, backend: Gateway(up.base, backend, max_connections="400", max_streams="64"),
+    watch=True,
+)
+_no_anomaly = anomaly_fixture()
 
 
 def one(

@@ -17,25 +17,23 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
-import resource
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import tracemalloc
-import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.gateway.battery import (
+    BACKENDS,
+    anomaly_fixture,
+    gateway_fixtures,
+    tag,
+    upstream_fixture,
+)
 from tests.gateway.hostile_gateway import (
     BAD_LOG,
-    QUICK,
-    ROOT,
     Gateway,
     Raw,
     healthy,
@@ -57,55 +55,20 @@ from tests.gateway.hub_upstream import (
 )
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["asyncio", "trio"]
 LLM = "application/llm-request+json"
 MEMORY_MB = 2048
 """The address space each gateway of this module may take (its own, not the machine's)."""
 
 
-def tag(name: str) -> str:
-    return f"{name}~{uuid.uuid4().hex[:10]}"
-
-
-# -- the processes ------------------------------------------------------------------------
+# -- the processes (`battery`) ---------------------------------------------------------------
 
 
 class BoundedGateway(Gateway):
-    """`Gateway` with its address space bounded (``RLIMIT_AS``): what it would take past the
-    bound is a ``MemoryError`` in it, not the machine's memory."""
+    """`Gateway` with its address space bounded to `MEMORY_MB` (``RLIMIT_AS``): what it would
+    take past the bound is a ``MemoryError`` in it, not the machine's memory."""
 
-    def __init__(self, upstream: str, backend: str, **options: str | None) -> None:
-        self.backend = backend
-        args = {**QUICK, **options}
-        argv = [
-            sys.executable, "-m", "svir_proto.cli", "gateway", "--upstream", upstream,
-            "--listen", "127.0.0.1:0", "--backend", backend,
-        ]  # fmt: skip
-        for name, value in args.items():
-            if value is None:
-                continue
-            flag = name if name.startswith("--") else "--" + name.replace("_", "-")
-            argv += [flag] if value == "" else [flag, value]
-        self.log = Path(tempfile.mkstemp(prefix=f"svir-gw-{backend}-", suffix=".log")[1])
-        self._log_file = self.log.open("wb")
-
-        def limit() -> None:
-            size = MEMORY_MB * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-        self.proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log_file,
-            stdin=subprocess.DEVNULL,
-            cwd=ROOT,
-            env=dict(os.environ),
-            preexec_fn=limit,
-        )
-        self.port = self._wait_port()
-        self.host = f"127.0.0.1:{self.port}"
-        self.base = f"http://{self.host}/v1"
-        self.mark = 0
+    def __init__(self, upstream: str, backend: str, **options: Any) -> None:
+        super().__init__(upstream, backend, memory_mb=MEMORY_MB, **options)
 
 
 @contextlib.contextmanager
@@ -117,47 +80,11 @@ def bounded(upstream: str, backend: str, **options: str | None) -> Iterator[Boun
         gw.stop()
 
 
-@pytest.fixture(scope="module")
-def up() -> Iterator[HubUpstream]:
-    server = HubUpstream()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-_running: dict[str, Gateway] = {}
-
-
-@pytest.fixture(scope="module")
-def _gateways() -> Iterator[dict[str, Gateway]]:
-    try:
-        yield _running
-    finally:
-        for g in _running.values():
-            g.stop()
-        _running.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def gw(request: pytest.FixtureRequest, up: HubUpstream, _gateways: dict[str, Gateway]) -> Any:
-    """The shared gateway (OpenAI upstream) of a backend; a new one if an attack killed it."""
-    backend = request.param
-    current = _gateways.get(backend)
-    if current is None or not current.alive():
-        if current is not None:
-            current.stop()
-        current = BoundedGateway(up.base, backend, max_connections="400", max_streams="64")
-        _gateways[backend] = current
-    current.set_mark()
-    return current
-
-
-@pytest.fixture(autouse=True)
-def _no_smuggling(up: HubUpstream) -> Iterator[None]:
-    before = len(up.anomalies)
-    yield
-    assert up.anomalies[before:] == []
+up = upstream_fixture(HubUpstream)
+_gateways, gw = gateway_fixtures(
+    lambda up, backend: BoundedGateway(up.base, backend, max_connections="400", max_streams="64")
+)
+_no_smuggling = anomaly_fixture()
 
 
 # -- clients ------------------------------------------------------------------------------

@@ -19,11 +19,11 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.gateway.battery import BACKENDS, anomaly_fixture, gateway_fixtures, upstream_fixture
 from tests.gateway.hostile_gateway import (
     Gateway,
     Raw,
@@ -41,54 +41,19 @@ from tests.gateway.hostile_upstream import OK_TEXT
 from tests.gateway.tail_upstream import DONE, TailUpstream, head_events, tail_id
 
 pytestmark = pytest.mark.slow
-BACKENDS = ["asyncio", "trio"]
 LLM = "application/llm-request+json"
 DRAIN_LIMIT = 64 * 1024  # GatewayConfig.drain_limit's default (the CLI has no flag for it)
 POOL_SIZE = 64  # GatewayConfig.pool_size's default
 HEAD = b"".join(head_events())  # the body up to and with the marker
 
 
-@pytest.fixture(scope="module")
-def up() -> Iterator[TailUpstream]:
-    server = TailUpstream()
-    try:
-        yield server
-    finally:
-        server.close()
+# -- the processes (`battery`) ---------------------------------------------------------------
 
-
-_running: dict[str, Gateway] = {}
-
-
-@pytest.fixture(scope="module")
-def _gateways() -> Iterator[dict[str, Gateway]]:
-    try:
-        yield _running
-    finally:
-        for g in _running.values():
-            g.stop()
-        _running.clear()
-
-
-@pytest.fixture(params=BACKENDS)
-def gw(request: pytest.FixtureRequest, up: TailUpstream, _gateways: dict[str, Gateway]) -> Any:
-    """The shared gateway of a backend (a new one if an earlier test killed it)."""
-    backend = request.param
-    current = _gateways.get(backend)
-    if current is None or not current.alive():
-        if current is not None:
-            current.stop()
-        current = Gateway(up.base, backend, max_connections="400", max_streams="200")
-        _gateways[backend] = current
-    current.set_mark()
-    return current
-
-
-@pytest.fixture(autouse=True)
-def _no_smuggling(up: TailUpstream) -> Iterator[None]:
-    before = len(up.anomalies)
-    yield
-    assert up.anomalies[before:] == []
+up = upstream_fixture(TailUpstream)
+_gateways, gw = gateway_fixtures(
+    lambda up, backend: Gateway(up.base, backend, max_connections="400", max_streams="200")
+)
+_no_smuggling = anomaly_fixture()
 
 
 def ask(
