@@ -92,6 +92,9 @@ class Listing(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        self.send(body)
+
+    def send(self, body: bytes) -> None:
         self.wfile.write(body)
 
     def log_message(self, *args: Any) -> None:
@@ -121,12 +124,7 @@ class Dripping(Listing):
 
     stop = threading.Event()
 
-    def do_GET(self) -> None:
-        body = document("openai-models")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
+    def send(self, body: bytes) -> None:
         self.wfile.flush()
         for i in range(len(body)):
             if self.stop.wait(0.2):
