@@ -2,6 +2,7 @@
 and the peers.
 
     python -m benchmarks.openai [--chunks 20000] [--repeat 9] [--shape chat,tools,azure,crlf]
+        [--shape long,vllm,logprobs,pings]
 
 The shapes (`benchmarks.shapes`): chat with OpenAI's chunk keys, four interleaved tool calls,
 Azure's filter verdict on every chunk, CRLF line ends; each fed in 1460 B pieces, random pieces
@@ -32,7 +33,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.shapes import PIECES, SHAPES
+from benchmarks.shapes import DEFAULT, PIECES, SHAPES
 from benchmarks.sse import _TextResponse
 from svir_proto import _json
 from svir_proto.events import Completion
@@ -133,7 +134,7 @@ def run(chunks: int, repeat: int, shapes: list[str]) -> str:
         body = generate(int(chunks * scale))
         check(body)
         sep = b"\r\n\r\n" if name == "crlf" else b"\n\n"
-        n = body.count(sep)
+        n = body.count(b"\ndata: ") + body.startswith(b"data: ")  # events, not comments
         fns: dict[str, Callable[[list[bytes]], object]] = {
             "svir-proto (orjson)": svir_with("orjson") if _json.orjson else svir_with("json"),
             "svir-proto (json)": svir_with("json"),
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunks", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument(
-        "--shape", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES)
+        "--shape", default=",".join(DEFAULT), help="comma-separated: " + ", ".join(SHAPES)
     )
     args = ap.parse_args(argv)
     print(run(args.chunks, args.repeat, args.shape.split(",")))

@@ -12,6 +12,16 @@ Each shape is a whole response body, as the server wrote it:
   ``content_filter_results`` with four categories on every chunk, ``obfuscation`` padding.
 - ``crlf``: the chat shape with CRLF line ends throughout.
 
+And, not in the default run, four shapes an independent benchmark found over the target (the
+README says where each stands):
+
+- ``long``: deltas of 200..2000 characters, a tenth of them code with escapes (a provider that
+  batches tokens, an answer of code).
+- ``vllm``: vLLM with ``continuous_usage_stats``: a usage object on every chunk (so no chunk
+  repeats the last one's envelope), ``reasoning_content`` deltas, then content.
+- ``logprobs``: ``logprobs: true, top_logprobs: 5``: every token with its five alternatives.
+- ``pings``: the chat shape with a keep-alive comment after every event.
+
 The pieces a decoder is fed: TCP-segment sized (1460 B), random sizes 1..4096 B, and one event
 per read (a live stream: the server flushes each token).
 """
@@ -150,13 +160,85 @@ def crlf(chunks: int, seed: int = 7) -> bytes:
     return chat(chunks, seed).replace(b"\n\n", b"\r\n\r\n")
 
 
+CODE = ('\n    return "a\\tb"', " `code`", " if a < b:\n", " C:\\path\\file", '\t{"k": 1}')
+
+
+def long(chunks: int, seed: int = 7) -> bytes:
+    rng = random.Random(seed)
+    head = _head(rng)
+    out = [_chunk(head, {"role": "assistant", "content": "", "refusal": None})]
+    for _ in range(chunks):
+        size, words = rng.randint(200, 2000), []
+        while size > 0:
+            words.append(rng.choice(CODE) if rng.random() < 0.1 else rng.choice(TOKENS))
+            size -= len(words[-1])
+        out.append(_chunk(head, {"content": "".join(words)}))
+    out.append(_chunk(head, {}, "stop"))
+    return b"".join(out + _tail(head, chunks))
+
+
+def vllm(chunks: int, seed: int = 7) -> bytes:
+    rng = random.Random(seed)
+    head = {
+        "id": f"chatcmpl-{rng.getrandbits(128):032x}",
+        "object": "chat.completion.chunk",
+        "created": 1764460800,
+        "model": "Qwen/Qwen3-8B",
+    }
+
+    def chunk(i: int, delta: dict[str, object], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        usage = {"prompt_tokens": 31, "total_tokens": 31 + i, "completion_tokens": i}
+        return _dump({**head, "choices": [choice], "usage": usage})
+
+    out = [chunk(0, {"role": "assistant", "content": ""})]
+    for i in range(1, chunks + 1):
+        key = "reasoning_content" if i <= chunks // 3 else "content"
+        out.append(chunk(i, {key: rng.choice(TOKENS)}))
+    out.append(chunk(chunks, {}, "stop"))
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+def logprobs(chunks: int, seed: int = 7) -> bytes:
+    rng = random.Random(seed)
+    head = _head(rng)
+
+    def scored(token: str) -> dict[str, object]:
+        return {"token": token, "logprob": -rng.random() * 5, "bytes": list(token.encode())}
+
+    out = [_chunk(head, {"role": "assistant", "content": "", "refusal": None})]
+    for _ in range(chunks):
+        token = rng.choice(TOKENS)
+        top = [scored(token), *(scored(rng.choice(TOKENS)) for _ in range(4))]
+        content = [{**scored(token), "top_logprobs": top}]
+        choice = {
+            "index": 0,
+            "delta": {"content": token},
+            "logprobs": {"content": content, "refusal": None},
+            "finish_reason": None,
+        }
+        out.append(_dump({**head, "choices": [choice], "usage": None}))
+    out.append(_chunk(head, {}, "stop"))
+    return b"".join(out + _tail(head, chunks))
+
+
+def pings(chunks: int, seed: int = 7) -> bytes:
+    return chat(chunks, seed).replace(b"\n\n", b"\n\n: keep-alive\n\n")
+
+
 SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     # name: (what it is, generator, chunks relative to --chunks)
     "chat": ("chat, OpenAI's chunk keys", chat, 1.0),
     "tools": ("tool calls: 4 interleaved, names split, 5 % two fragments", tools, 0.25),
     "azure": ("Azure: prompt filter, then 4 filter categories on every chunk", azure, 1.0),
     "crlf": ("CRLF line ends throughout", crlf, 1.0),
+    "long": ("deltas of 200..2000 characters, code with escapes", long, 0.1),
+    "vllm": ("vLLM: usage on every chunk, reasoning_content then content", vllm, 1.0),
+    "logprobs": ("top 5 logprobs of every token", logprobs, 0.25),
+    "pings": ("a keep-alive comment after every event", pings, 1.0),
 }
+DEFAULT = ("chat", "tools", "azure", "crlf")
+"""The shapes `benchmarks.openai` runs unless told (the others: ``--shape``)."""
 
 
 def per_event(body: bytes) -> list[bytes]:
