@@ -183,6 +183,7 @@ class GeminiStreamDecoder(DialectDecoder):
         self._budget = BUDGET
         self._verdicts: list[FilterVerdict] = []
         self._quiet: object = None  # the ratings of the last verdict, if it found nothing
+        self._quiet_verdict: FilterVerdict | None = None  # that verdict
         self._repeats = 0
         self._failure: Failure | None = None
         self._tool_calls: tuple[ToolCall, ...] = ()
@@ -656,8 +657,13 @@ class GeminiStreamDecoder(DialectDecoder):
         found: tuple[FilterResult, ...] = _safety.results(ratings)
         if found:
             verdict = _safety.verdict("completion", found, False)
+            if not verdict.detected and verdict == self._quiet_verdict:
+                self._quiet = ratings  # Vertex's scores changed, the verdict did not: a repeat
+                self._repeats += 1
+                return
             self._verdict(verdict)
             self._quiet = None if verdict.detected else ratings
+            self._quiet_verdict = None if verdict.detected else verdict
 
     def _verdict(self, verdict: FilterVerdict) -> None:
         self._grow(VERDICT_SIZE, None)

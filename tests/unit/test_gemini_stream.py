@@ -9,6 +9,7 @@ import pytest
 
 from svir_proto import NEED_DATA, PeerProtocolError, ToolCallError
 from svir_proto.events import (
+    FilterVerdict,
     Finished,
     FinishReason,
     ReasoningDelta,
@@ -639,3 +640,33 @@ def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
         run(d, feed_as(mode, _answer(40)))
     assert caught.value.limit == "max_result_size"
     assert d.result.text == ""
+
+
+def test_vertex_scores_that_change_with_the_same_verdict_are_repeats() -> None:
+    """Vertex AI scores every rating (``probabilityScore``, ``severityScore``), new numbers on
+    every chunk; the verdict keeps neither, so a chunk whose verdict is the last quiet one is a
+    repeat (Rule 6), not a verdict more (independent benchmark: 1,000 chunks gave 1,000 equal
+    verdicts, each charged against max_result_size)."""
+
+    def rated(text: str, score: float, probability: str = "NEGLIGIBLE") -> dict[str, Any]:
+        ratings = [
+            {"category": c, "probability": probability, "probabilityScore": score,
+             "severity": "HARM_SEVERITY_NEGLIGIBLE", "severityScore": score / 2}
+            for c in ("HARM_CATEGORY_HATE_SPEECH", "HARM_CATEGORY_HARASSMENT")
+        ]  # fmt: skip
+        part = chunk({"text": text})
+        return {"candidates": [{**part["candidates"][0], "safetyRatings": ratings}]}
+
+    chunks = [rated(f"t{i}", 0.01 * (i + 1)) for i in range(50)]
+    chunks.insert(25, rated("loud", 0.9, "MEDIUM"))  # news: detected
+    events, d = decode(sse(*chunks, chunk({"text": "."}, finish="STOP")))
+    verdicts = [e for e in events if isinstance(e, FilterVerdict)]
+    assert [v.detected for v in verdicts] == [False, True, False]
+    assert d.result.filter_repeats == 48
+    assert (
+        d.result.text
+        == "".join(f"t{i}" for i in range(25))
+        + "loud"
+        + "".join(f"t{i}" for i in range(25, 50))
+        + "."
+    )
