@@ -65,6 +65,7 @@ from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
+    Event,
     FilterVerdict,
     Finished,
     FinishReason,
@@ -172,6 +173,7 @@ class GeminiStreamDecoder(DialectDecoder):
         self._streamed_id = ""
         self._rid: object = None  # the responseId of the last chunk, as it came
         self._started = False
+        self._array: bool | None = None  # the body begins as JSON (Gemini without alt=sse)
         self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
         self._reasoning = self._kept()
         self._finish: Finished | None = None
@@ -252,6 +254,22 @@ class GeminiStreamDecoder(DialectDecoder):
             self._problems.append(problem)
 
     # -- one SSE event -----------------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        if self._array is None:
+            self._begins(data)
+        return DialectDecoder.feed(self, data)
+
+    def _receive(self, data: bytes) -> None:
+        if self._array is None:  # `receive_data`'s way
+            self._begins(data)
+        DialectDecoder._receive(self, data)
+
+    def _begins(self, data: bytes | bytearray | memoryview) -> None:
+        """Whether the body begins as JSON, once its first byte but blanks comes."""
+        first = bytes(data[:64]).lstrip()[:1] or bytes(data).lstrip()[:1]
+        if first:
+            self._array = first == b"["
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":
@@ -678,6 +696,13 @@ class GeminiStreamDecoder(DialectDecoder):
     # -- Rule 9 --------------------------------------------------------------------------------
 
     def _on_body_end(self) -> None:
+        if self._array and not self._started:
+            self._deferred = PeerProtocolError(
+                "the body is a JSON array, not server-sent events: Gemini answers so when the "
+                "request's target has no alt=sse",
+                offset=0,
+            )
+            return
         if self._pending is not None:
             self._settle()
         finish = self._finish

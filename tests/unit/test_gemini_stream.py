@@ -670,3 +670,16 @@ def test_vertex_scores_that_change_with_the_same_verdict_are_repeats() -> None:
         + "".join(f"t{i}" for i in range(25, 50))
         + "."
     )
+
+
+@pytest.mark.parametrize("mode", FEEDS)
+def test_a_json_array_body_is_an_error_that_says_so(mode: str) -> None:
+    """Without ``alt=sse`` Gemini answers with a JSON array: an error that names it, however
+    the body is cut (it was a stream cut inside an event, its text lost)."""
+    body = b"\n  " + json.dumps([chunk({"text": "hi"}, finish="STOP")]).encode()
+    d = GeminiStreamDecoder()
+    with pytest.raises(PeerProtocolError, match="JSON array, not server-sent events") as caught:
+        run(d, feed_as(mode, body))
+    assert caught.value.offset == 0
+    events, _ = decode(b"\n" + sse(chunk({"text": "[x]"}, finish="STOP")))
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["[x]"]
