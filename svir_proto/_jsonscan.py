@@ -48,6 +48,10 @@ _FLAT: Final = re.compile(rb'(?:[^"\[\]{}]|"(?:[^"\\]|\\.)*")*', re.DOTALL)
 """A skipped container's bytes up to its next bracket (Rule 1): scalars and whole strings, in
 one C-level match. One way only: a string ends at its first quote that no backslash escapes,
 so a match never backtracks but over a string the piece cuts (once, at its end)."""
+_STRING_KEYS: Final = frozenset(("model", "request_id", "name"))
+"""The last keys of the paths whose strings are kept."""
+_VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage"}
+"""The last keys of every wanted path."""
 _LONG: Final = b"0"
 """What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number, no fact anywhere."""
 
@@ -263,7 +267,12 @@ class RequestScanner:
         text = self._string
         self._string = None
         if self._expect_key:
-            key = json.loads(b'"' + bytes(text or b"") + b'"') if text is not None else None
+            if text is None:
+                key = None
+            elif 0x5C in text:  # escapes: the parser reads them
+                key = json.loads(b'"' + bytes(text) + b'"')
+            else:  # as it is: a name that is not UTF-8 is no wanted name either way
+                key = text.decode("utf-8", "replace")
             self._stack[-1][1] = key
             self._expect_key = False
         elif text is not None:
@@ -280,6 +289,9 @@ class RequestScanner:
     def _wanted(self, *, string: bool) -> bool:
         if self._expect_key:
             return len(self._stack) <= 4  # keys of the first levels are the path
+        stack = self._stack
+        if not stack or stack[-1][1] not in _STRING_KEYS:  # at once, for nearly every value
+            return False
         return self._path() in (("model",), ("metadata", "request_id")) or self._is_tool_name()
 
     def _is_tool_name(self) -> bool:
@@ -287,6 +299,9 @@ class RequestScanner:
         return len(path) == 4 and path[0] == "tools" and path[2] == "function" and path[3] == "name"
 
     def _value(self, raw: bytes) -> None:
+        stack = self._stack
+        if not stack or stack[-1][1] not in _VALUE_KEYS:  # at once, for nearly every value
+            return
         path = self._path()
         if path == ("model",):
             value = json.loads(raw)
