@@ -163,9 +163,7 @@ class RequestScanner:
                 self._in_string = True
                 self._string = bytearray() if self._wanted(string=True) else None
                 pos += 1
-            elif c in b"{[":
-                if len(self._stack) >= MAX_DEPTH:
-                    raise ValueError("nested too deeply")
+            elif c in b"{[":  # the stack holds the four levels of wanted paths at most
                 if self._stack and not self._descends():
                     self._skipped = 1
                 else:
@@ -267,9 +265,8 @@ class RequestScanner:
         text = self._string
         self._string = None
         if self._expect_key:
-            if text is None:
-                key = None
-            elif 0x5C in text:  # escapes: the parser reads them
+            assert text is not None  # a key of the four levels the stack holds: kept
+            if 0x5C in text:  # escapes: the parser reads them
                 key = json.loads(b'"' + bytes(text) + b'"')
             else:  # as it is: a name that is not UTF-8 is no wanted name either way
                 key = text.decode("utf-8", "replace")
@@ -288,7 +285,7 @@ class RequestScanner:
 
     def _wanted(self, *, string: bool) -> bool:
         if self._expect_key:
-            return len(self._stack) <= 4  # keys of the first levels are the path
+            return True  # the keys of the levels the stack holds are the path
         stack = self._stack
         if not stack or stack[-1][1] not in _STRING_KEYS:  # at once, for nearly every value
             return False

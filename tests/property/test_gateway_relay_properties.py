@@ -148,3 +148,23 @@ def test_long_events_in_many_reads_reach_the_client_whole(
     got = relay(data.draw(answers(body)))
     assert got[:2] == expected[:2] == (body, True)
     assert whole_events(got[2])
+
+
+def test_a_read_of_whole_events_and_the_start_of_one_more() -> None:
+    """Nothing held, a read brings whole events and the beginning of the next: the whole ones
+    go out at once, the beginning is held for the next read."""
+    events = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"%d"}}]}\n\n' % i for i in range(4)
+    ]
+    body = b"".join(events) + b"data: [DONE]\n\n"
+    second = events[1] + events[2][:10]
+    third = events[2][10:] + events[3] + b"data: [DONE]\n\n"
+    reads = [
+        HEAD + b"%x\r\n%s\r\n" % (len(events[0]), events[0]),
+        b"%x\r\n%s\r\n" % (len(second), second),
+        b"%x\r\n%s\r\n0\r\n\r\n" % (len(third), third),
+    ]
+    got, ended, pieces = relay(reads)
+    assert (got, ended) == (body, True)
+    assert events[1] in pieces
+    assert whole_events(pieces)

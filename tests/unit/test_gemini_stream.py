@@ -683,3 +683,18 @@ def test_a_json_array_body_is_an_error_that_says_so(mode: str) -> None:
     assert caught.value.offset == 0
     events, _ = decode(b"\n" + sse(chunk({"text": "[x]"}, finish="STOP")))
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["[x]"]
+
+
+def test_chunks_whose_envelope_cannot_be_learned_are_tried_within_the_budget() -> None:
+    """Usage before the text (another writer's key order): no envelope can be learned, and a
+    try that cannot learn counts, so the decoder stops trying after `BUDGET` of them."""
+    from svir_proto._template import BUDGET
+
+    usage = {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4}
+    chunks = [{"usageMetadata": usage, **chunk({"text": f"t{i}"})} for i in range(3 * BUDGET)]
+    d = GeminiStreamDecoder()
+    events = run(d, feed_as("events", sse(*chunks, chunk({"text": "."}, finish="STOP"))))
+    assert d._budget == 0
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(
+        f"t{i}" for i in range(3 * BUDGET)
+    ) + "."
