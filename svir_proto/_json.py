@@ -111,6 +111,8 @@ def _plain_numbers(raw: bytes | bytearray) -> bool:
     answer no, and a no costs the hooks, never a different value."""
     mapped = raw.translate(_NUMERALS)
     return _LONG_DIGITS not in mapped and b"e000" not in mapped
+
+
 _scanstring: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*").match  # json.decoder's
 

@@ -153,9 +153,7 @@ def test_long_events_in_many_reads_reach_the_client_whole(
 def test_a_read_of_whole_events_and_the_start_of_one_more() -> None:
     """Nothing held, a read brings whole events and the beginning of the next: the whole ones
     go out at once, the beginning is held for the next read."""
-    events = [
-        b'data: {"choices":[{"index":0,"delta":{"content":"%d"}}]}\n\n' % i for i in range(4)
-    ]
+    events = [b'data: {"choices":[{"index":0,"delta":{"content":"%d"}}]}\n\n' % i for i in range(4)]
     body = b"".join(events) + b"data: [DONE]\n\n"
     second = events[1] + events[2][:10]
     third = events[2][10:] + events[3] + b"data: [DONE]\n\n"

@@ -695,6 +695,7 @@ def test_chunks_whose_envelope_cannot_be_learned_are_tried_within_the_budget() -
     d = GeminiStreamDecoder()
     events = run(d, feed_as("events", sse(*chunks, chunk({"text": "."}, finish="STOP"))))
     assert d._budget == 0
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(
-        f"t{i}" for i in range(3 * BUDGET)
-    ) + "."
+    assert (
+        "".join(e.text for e in events if isinstance(e, TextDelta))
+        == "".join(f"t{i}" for i in range(3 * BUDGET)) + "."
+    )
