@@ -10,6 +10,10 @@ Rule 2: a partial argument holds one of ``stringValue``, ``numberValue``, ``bool
     argument for the same path (its pieces are joined).
 Rule 3: an array index is an existing element or the next one: a gap would let a few bytes
     claim gigabytes (``[1000000000]``), so it is an error.
+Rule 4: a path has at most `MAX_SEGMENTS` segments, and each object or array a path builds is
+    charged `NODE_SIZE` characters against the decoder's size bound: a path of a million
+    ``.a`` built a million nested objects (630 MB and 10 s from one 6 MB event), and a deep
+    one made the arguments too deep to write (attack 28).
 
 The arguments are given out whole, as compact JSON, when the call closes (its last part has no
 ``willContinue``).
@@ -30,6 +34,10 @@ _SEGMENT: Final = re.compile(
 )
 _ESCAPE: Final = re.compile(r"\\(.)")
 _VALUES: Final = ("stringValue", "numberValue", "boolValue", "nullValue")
+MAX_SEGMENTS: Final = 64
+"""Segments a path may have (Rule 4): arguments nest a few levels, never dozens."""
+NODE_SIZE: Final = 64
+"""Characters an object or array a path builds counts for against the size bound (Rule 4)."""
 
 
 def path_of(text: object, at: int) -> tuple[str | int, ...]:
@@ -51,6 +59,10 @@ def path_of(text: object, at: int) -> tuple[str | int, ...]:
             raw = name if name is not None else single if single is not None else double
             out.append(_ESCAPE.sub(r"\1", raw))
         pos = m.end()
+        if len(out) > MAX_SEGMENTS:
+            raise PeerProtocolError(
+                f"partialArgs jsonPath has over {MAX_SEGMENTS} segments", offset=at
+            )
     if not out:
         raise PeerProtocolError("partialArgs jsonPath '$' names no argument", offset=at)
     return tuple(out)
@@ -107,7 +119,8 @@ class PartialCall:
                 self._settle()
             return size
         self._settle()
-        self._set(path, value, at)  # a continued string's place is taken now, its text later
+        size += NODE_SIZE * self._set(path, value, at)  # a continued string's place is taken
+        # now, its text later
         if more:
             self._continuing = path
             self._raw = raw
@@ -125,7 +138,9 @@ class PartialCall:
             node[path[-1]] = "".join(self._pieces)
             self._pieces = []
 
-    def _set(self, path: tuple[str | int, ...], value: object, at: int) -> None:
+    def _set(self, path: tuple[str | int, ...], value: object, at: int) -> int:
+        """Set ``value`` at ``path``; returns how many objects and arrays it built."""
+        built = 0
         node: Any = self.root
         for seg, nxt in zip(path, [*path[1:], None], strict=True):
             fresh: object = value if nxt is None else ([] if isinstance(nxt, int) else {})
@@ -136,6 +151,7 @@ class PartialCall:
                     )
                 if seg == len(node):
                     node.append(fresh)
+                    built += nxt is not None
                 elif nxt is None:
                     node[seg] = value
             else:
@@ -145,7 +161,9 @@ class PartialCall:
                     )
                 if seg not in node or nxt is None:
                     node[seg] = fresh
+                    built += nxt is not None
             node = node[seg]
+        return built
 
     def arguments(self) -> str:
         self._settle()

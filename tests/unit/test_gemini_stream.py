@@ -312,6 +312,8 @@ def test_partial_arguments_build_the_call_by_path() -> None:
         ({"jsonPath": "$.a", "numberValue": "1"}, "has the wrong type"),
         ({"jsonPath": "$.a[1]", "numberValue": 1}, "does not follow its array"),
         ({"jsonPath": "$.s.t", "numberValue": 1}, "inside a non-object"),
+        ({"jsonPath": "$" + ".a" * 65, "numberValue": 1}, "over 64 segments"),  # attack 28
+        ({"jsonPath": "$" + ".a" * 1000, "stringValue": "x"}, "over 64 segments"),
     ],
 )
 def test_partial_arguments_that_we_cannot_read_are_errors(arg: object, message: str) -> None:
@@ -699,3 +701,19 @@ def test_chunks_whose_envelope_cannot_be_learned_are_tried_within_the_budget() -
         "".join(e.text for e in events if isinstance(e, TextDelta))
         == "".join(f"t{i}" for i in range(3 * BUDGET)) + "."
     )
+
+
+def test_the_objects_partial_paths_build_count_against_the_size_bound() -> None:
+    """Attack 28: each object or array a path builds counts (`NODE_SIZE` characters), so that
+    paths of a few bytes each cannot build objects without bound."""
+    from svir_proto.gemini._partial import MAX_SEGMENTS, NODE_SIZE
+
+    deep = "".join(f".k{i}" for i in range(MAX_SEGMENTS - 1))
+    args = [{"jsonPath": f"$.x{n}{deep}", "numberValue": 1} for n in range(40)]
+    fc = {"name": "f", "willContinue": True, "partialArgs": args}
+    bound = 40 * (MAX_SEGMENTS - 1) * NODE_SIZE
+    _, fits = decode(sse(chunk({"functionCall": fc})), max_result_size=2 * bound)
+    assert fits.result.pending_tool_calls
+    with pytest.raises(PeerProtocolError) as caught:
+        decode(sse(chunk({"functionCall": fc})), max_result_size=bound // 2)
+    assert caught.value.limit == "max_result_size"
