@@ -43,11 +43,13 @@ Rule 7 (usage): ``usageMetadata`` is cumulative and repeated on every chunk: the
     with the finish, when a later chunk changes it, and at the end if it never went out.
 Rule 8 (errors): an ``{"error": {...}}`` chunk is `StreamFailed` (`failure_from_error`).
 Rule 9 (the end): there is no end marker. The stream is *done* when its body ends cleanly at
-    an event boundary after a finish or an error: the server ended it where it meant to.
-    ``StreamEnded.done`` and `Completion.done` mean exactly that for this dialect. It is
-    *complete* when done after a finish, with no error, no open streamed call and no
+    an event boundary after a finish or an error, with no streamed call left open: the server
+    ended it where it meant to. ``StreamEnded.done`` and `Completion.done` mean exactly that
+    for this dialect. It is *complete* when done after a finish, with no error and no
     protocol error; the tool calls are then checked and emitted, then `StreamEnded`. A body
-    that ends inside an event, or without a finish or an error, is a cut (``done`` false).
+    that ends inside an event, inside a streamed call (its arguments never whole: a client of
+    the gateway was told a complete answer with the call empty, attack 28), or without a
+    finish or an error, is a cut (``done`` false).
 
 A payload that is not a JSON object is a `PeerProtocolError` with its byte offset. No I/O.
 """
@@ -706,7 +708,11 @@ class GeminiStreamDecoder(DialectDecoder):
         if self._pending is not None:
             self._settle()
         finish = self._finish
-        self._done = not self._cut and (finish is not None or self._failure is not None)
+        self._done = (
+            not self._cut
+            and self._streamed is None
+            and (finish is not None or self._failure is not None)
+        )
         if self._usage_raw is not None and self._usage_raw is not self._usage_sent:
             self._send_usage()
         if self._cut:

@@ -359,16 +359,17 @@ def test_fuzz_crash_text_after_a_failure() -> None:
 
 def test_fuzz_crash_incomplete_stream_finished_by_the_encoder() -> None:
     """fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder: a whole call, then a
-    streamed call left open at the end: done (the body ended cleanly after a finish) but not
-    complete, so no call is executable. The encoder wrote the finish because the stream was
-    done, and a Gemini client then took the first call as a complete answer's. The finish now
-    goes out only when the stream was complete (Rule 5)."""
+    streamed call left open at the end: not complete, so no call is executable, and now a cut
+    (decoder Rule 9: it was done, and every other dialect's client was told a complete
+    answer, attack 28). The encoder wrote the finish because the stream was done, and a
+    Gemini client then took the first call as a complete answer's. The finish now goes out
+    only when the stream was complete (Rule 5)."""
     body = (
         ROOT / "fuzz/corpus/gemini/crash-incomplete-stream-finished-by-the-encoder"
     ).read_bytes()
     d = GeminiStreamDecoder()
     events = run(d, [body])
-    assert (d.result.done, d.result.complete, d.result.tool_calls) == (True, False, ())
+    assert (d.result.done, d.result.complete, d.result.tool_calls) == (False, False, ())
     encoder = GeminiStreamEncoder()
     again = GeminiStreamDecoder()
     run(again, [b"".join(encoder.encode(e) for e in events)])
