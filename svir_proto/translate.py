@@ -26,7 +26,9 @@ Request fields: ``top_p`` and ``stop`` are the draft's ``parameters.top_p`` and
 that it comes back under its own name); ``parallel_tool_calls`` is the hub's (`svir_proto.hub`).
 The fields with no place in the draft travel in ``extensions["vendor:openai"]``
 (``tool_choice``, ``response_format``, ``reasoning_effort``, ``seed``, ``user``,
-``extra_body``), and a ``developer`` message's role in that message's own extensions. Lost on
+``extra_body``), and a ``developer`` message's role in that message's own extensions;
+``tool_choice`` and ``reasoning_effort`` also as the hub's neutral options, which every
+dialect reads (and which `llm_to_openai` reads from another dialect's request). Lost on
 the way to LLM-Stream, and only these: assistant reasoning (no field in the draft), an image's
 ``detail`` and a tool's ``strict`` (no field either). An image given by URL cannot go at all
 (the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
@@ -51,7 +53,7 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
-from .hub import hub_options, parallel_tool_calls
+from .hub import HubToolChoice, hub_options, parallel_tool_calls, reasoning_options, tool_choice
 from .llmstream._lifecycle import State
 from .llmstream.encoder import LLMStreamEncoder
 from .llmstream.request import (
@@ -66,6 +68,7 @@ from .llmstream.request import (
 from .openai.encoder import ChatStreamEncoder
 from .openai.parts import ImagePart, TextFile, TextPart
 from .openai.request import (
+    REASONING_EFFORTS,
     AssistantMessage,
     ChatRequest,
     JSONObjectFormat,
@@ -173,7 +176,17 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
             vendor[key] = getattr(request, key)
     if request.extra_body:
         vendor["extra_body"] = dict(request.extra_body)
-    extensions = hub_options(parallel_tool_calls=request.parallel_tool_calls)
+    neutral: HubToolChoice | None = None  # the hub's too: every dialect reads it (attack 28)
+    if isinstance(choice, NamedToolChoice):
+        neutral = ("name", choice.name)
+    elif choice in ("auto", "none", "required"):
+        neutral = choice
+    effort = request.reasoning_effort
+    extensions = hub_options(
+        tool_choice=neutral,
+        parallel_tool_calls=request.parallel_tool_calls,
+        reasoning={"effort": effort} if effort is not None else None,
+    )
     if vendor:
         extensions[OPENAI_EXTENSION] = vendor
     return LLMRequest(
@@ -246,6 +259,14 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     choice: Any = vendor.get("tool_choice")
     if isinstance(choice, dict):
         choice = NamedToolChoice(choice.get("name", ""))
+    elif choice is None:  # another dialect's request: the hub's neutral choice
+        neutral = tool_choice(request)
+        choice = NamedToolChoice(neutral[1]) if isinstance(neutral, tuple) else neutral
+    effort = vendor.get("reasoning_effort")
+    if effort is None:
+        effort = reasoning_options(request).get("effort")
+        if effort not in REASONING_EFFORTS:
+            effort = None  # an effort OpenAI does not take (a budget has no field: not sent)
     fmt_raw = vendor.get("response_format")
     fmt: Any = None
     if isinstance(fmt_raw, dict):
@@ -281,7 +302,7 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         extra_body=extra if isinstance(extra, dict) else None,
         response_format=fmt,
         include_usage=True,
-        reasoning_effort=vendor.get("reasoning_effort"),
+        reasoning_effort=effort,
     )
 
 

@@ -162,3 +162,37 @@ def test_cached_tokens_round_trip_through_openai() -> None:
     d.feed(body)
     d.close()
     assert d.result.usage == usage
+
+
+@pytest.mark.parametrize("target", ["messages", "responses", "gemini"])
+def test_an_openai_requests_tool_choice_and_effort_reach_every_dialect(target: str) -> None:
+    """Attack 28: ``tool_choice`` and ``reasoning_effort`` travelled under ``vendor:openai``
+    only, which no other dialect reads: a client that forbade tools could get tool calls.
+    They are the hub's neutral options too, and come back from another dialect's request."""
+    from svir_proto.dialects import dialect, translate_request
+    from svir_proto.openai import ChatRequest, NamedToolChoice, Tool, UserMessage
+    from svir_proto.translate import llm_to_openai, openai_to_llm
+
+    tool = Tool(name="f", description="d", parameters={"type": "object", "properties": {}})
+    for choice, neutral in (("none", "none"), ("required", "required"), ("auto", "auto")):
+        chat = ChatRequest(
+            model="m",
+            messages=[UserMessage(content="hi")],
+            tools=[tool],
+            tool_choice=choice,
+            reasoning_effort="high",
+        )
+        hubbed = openai_to_llm(chat)
+        assert hub.tool_choice(hubbed) == neutral
+        assert hub.reasoning_options(hubbed) == {"effort": "high"}
+        other = translate_request(hubbed, target)  # type: ignore[arg-type]
+        again = dialect(target).to_hub(other)  # type: ignore[arg-type]
+        back = llm_to_openai(again)
+        assert back.tool_choice == choice, (target, other)
+    named = openai_to_llm(
+        ChatRequest(model="m", messages=[UserMessage(content="hi")], tools=[tool],
+                    tool_choice=NamedToolChoice("f"))
+    )  # fmt: skip
+    assert hub.tool_choice(named) == ("name", "f")
+    again = dialect(target).to_hub(translate_request(named, target))  # type: ignore[arg-type]
+    assert llm_to_openai(again).tool_choice == NamedToolChoice("f")
