@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
 
+from .hub import stateful
+
 if TYPE_CHECKING:  # pragma: no cover - types only
     from .body import RequestBody
     from .errors import Failure
@@ -394,7 +396,8 @@ def translate_request(request: object, to: str) -> Any:
 
     Raises:
         TypeError: ``request`` is not a typed request of a dialect.
-        ValueError: no dialect ``to``; or what the target cannot carry (its ``from_hub``).
+        ValueError: no dialect ``to``; or what the target cannot carry (its ``from_hub``), a
+            reference to another dialect's server state among it (`svir_proto.hub.stateful`).
     """
     source = dialect_of(request)
     if source is None:
@@ -402,4 +405,11 @@ def translate_request(request: object, to: str) -> Any:
     target = dialect(to)
     if source is target:
         return request
-    return target.from_hub(source.to_hub(request))
+    neutral = source.to_hub(request)
+    state = stateful(neutral)
+    if state is not None and state[0] != target.name:
+        raise ValueError(
+            f"{', '.join(state[1])}: refers to what a {state[0]} server keeps, which a "
+            f"{target.name} upstream does not have; send the context itself"
+        )
+    return target.from_hub(neutral)

@@ -19,6 +19,11 @@ key                      value
 ``reasoning``            ``{"effort": "low"|"medium"|"high"|..., "budget_tokens": N,
                          "summary": "auto"|"concise"|"detailed"}``, each optional
 ``stop``                 (none: stop sequences are the draft's ``parameters.stop_sequences``)
+``stateful``             ``{"dialect": NAME, "paths": [PATH, ...]}``: where the request refers to
+                         state the server of dialect NAME keeps (a Responses request's
+                         ``previous_response_id``, a file by its id, an ``item_reference``);
+                         it cannot go to another dialect, which has no such state
+                         (`svir_proto.dialects.translate_request` refuses it, naming them)
 =======================  ===========================================================================
 
 and in a message's ``extensions`` (`LLMMessage.extensions`):
@@ -56,6 +61,7 @@ __all__ = [
     "message_reasoning",
     "parallel_tool_calls",
     "reasoning_options",
+    "stateful",
     "tool_choice",
 ]
 
@@ -74,10 +80,14 @@ def hub_options(
     tool_choice: HubToolChoice | None = None,
     parallel_tool_calls: bool | None = None,
     reasoning: Mapping[str, Any] | None = None,
+    stateful: tuple[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The neutral options as a request's ``extensions`` (empty when none is set): merge them
-    into `LLMRequest.extensions` with the vendor's own keys."""
+    into `LLMRequest.extensions` with the vendor's own keys. ``stateful``: the dialect and
+    the paths of a request that refers to its server's state."""
     ours: dict[str, Any] = {}
+    if stateful is not None and stateful[1]:
+        ours["stateful"] = {"dialect": stateful[0], "paths": list(stateful[1])}
     if tool_choice is not None:
         ours["tool_choice"] = (
             {"name": tool_choice[1]} if isinstance(tool_choice, tuple) else tool_choice
@@ -108,6 +118,17 @@ def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
     """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
     value = _ours(request.extensions).get("reasoning")
     return value if isinstance(value, Mapping) else {}
+
+
+def stateful(request: LLMRequest) -> tuple[str, tuple[str, ...]] | None:
+    """The dialect whose server's state the request refers to, and where (``None``: none)."""
+    value = _ours(request.extensions).get("stateful")
+    if not isinstance(value, Mapping):
+        return None
+    name, paths = value.get("dialect"), value.get("paths")
+    if not isinstance(name, str) or not isinstance(paths, list) or not paths:
+        return None
+    return name, tuple(str(p) for p in paths)
 
 
 def message_extensions(

@@ -198,6 +198,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
     extensions = hub_options(
         tool_choice=choice,
         parallel_tool_calls=request.parallel_tool_calls,
+        stateful=("responses", _stateful(request)),
         reasoning=reasoning or None,
     )
     if record:
@@ -210,6 +211,24 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         metadata=metadata,
         extensions=extensions,
     )
+
+
+def _stateful(request: ResponsesRequest) -> list[str]:
+    """Where the request refers to what the Responses API's server keeps: an earlier response,
+    a file by its id, an item by reference (`svir_proto.hub.stateful`)."""
+    paths = ["$.previous_response_id"] if request.previous_response_id is not None else []
+    if isinstance(request.input, str):
+        return paths
+    for i, item in enumerate(request.input):
+        if isinstance(item, OtherItem) and item.data.get("type") == "item_reference":
+            paths.append(f"$.input[{i}]")
+        elif isinstance(item, InputMessage) and not isinstance(item.content, str):
+            paths += [
+                f"$.input[{i}].content[{j}].file_id"
+                for j, part in enumerate(item.content)
+                if isinstance(part, (InputImage, InputFile)) and part.file_id is not None
+            ]
+    return paths
 
 
 def _plain_tool(t: FunctionTool | OtherTool) -> bool:

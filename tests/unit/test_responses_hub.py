@@ -4,6 +4,8 @@ does not carry."""
 from __future__ import annotations
 
 import base64
+import json
+import re
 from pathlib import Path
 
 import attrs
@@ -386,3 +388,34 @@ def test_the_rarer_records_and_a_sidecar_that_lies() -> None:
     assert lost == [
         "messages[0].content[0]: a audio part (audio/wav) has no form in the Responses API"
     ]
+
+
+@pytest.mark.parametrize(
+    ("doc", "where"),
+    [
+        ({"input": "and the second one?", "previous_response_id": "resp_1"},
+         "$.previous_response_id"),
+        ({"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "what is in it?"},
+            {"type": "input_image", "file_id": "file-1"}]}]},
+         "$.input[0].content[1].file_id"),
+        ({"input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file-2"}]}]},
+         "$.input[0].content[0].file_id"),
+        ({"input": [{"role": "user", "content": "hi"}, {"type": "item_reference", "id": "msg_1"}]},
+         "$.input[1]"),
+    ],
+)  # fmt: skip
+def test_a_reference_to_the_servers_state_cannot_go_to_another_dialect(
+    doc: dict[str, object], where: str
+) -> None:
+    """Attack 28: these went to a chat, Messages or Gemini upstream without what they refer
+    to (the model answered without the history, or described an image it never got)."""
+    from svir_proto.dialects import translate_request
+
+    request = ResponsesRequest.parse(json.dumps({"model": "m", **doc}))
+    assert hub.stateful(to_hub(request)) == ("responses", (where,))
+    for target in ("chat", "messages", "gemini", "llm-stream"):
+        with pytest.raises(ValueError, match=re.escape(where)):
+            translate_request(request, target)
+    assert translate_request(request, "responses") is request
+    assert hub.stateful(to_hub(ResponsesRequest.parse(b'{"model":"m","input":"hi"}'))) is None
