@@ -18,6 +18,8 @@ key                      value
 ``parallel_tool_calls``  a boolean: whether the model may call several tools in one turn
 ``reasoning``            ``{"effort": "low"|"medium"|"high"|..., "budget_tokens": N,
                          "summary": "auto"|"concise"|"detailed"}``, each optional
+``response_format``      JSON output: ``{"type": "json_object"}``, or ``{"type": "json_schema",
+                         "name": NAME, "schema": {...}, "strict": BOOL}``
 ``stop``                 (none: stop sequences are the draft's ``parameters.stop_sequences``)
 ``stateful``             ``{"dialect": NAME, "paths": [PATH, ...]}``: where the request refers to
                          state the server of dialect NAME keeps (a Responses request's
@@ -61,6 +63,7 @@ __all__ = [
     "message_reasoning",
     "parallel_tool_calls",
     "reasoning_options",
+    "response_format",
     "stateful",
     "tool_choice",
 ]
@@ -81,11 +84,14 @@ def hub_options(
     parallel_tool_calls: bool | None = None,
     reasoning: Mapping[str, Any] | None = None,
     stateful: tuple[str, list[str]] | None = None,
+    response_format: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The neutral options as a request's ``extensions`` (empty when none is set): merge them
     into `LLMRequest.extensions` with the vendor's own keys. ``stateful``: the dialect and
     the paths of a request that refers to its server's state."""
     ours: dict[str, Any] = {}
+    if response_format is not None:
+        ours["response_format"] = dict(response_format)
     if stateful is not None and stateful[1]:
         ours["stateful"] = {"dialect": stateful[0], "paths": list(stateful[1])}
     if tool_choice is not None:
@@ -118,6 +124,18 @@ def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
     """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
     value = _ours(request.extensions).get("reasoning")
     return value if isinstance(value, Mapping) else {}
+
+
+def response_format(request: LLMRequest) -> Mapping[str, Any] | None:
+    """The request's neutral JSON output format, if it has one that makes sense."""
+    value = _ours(request.extensions).get("response_format")
+    if not isinstance(value, Mapping):
+        return None
+    if value.get("type") == "json_object":
+        return {"type": "json_object"}
+    if value.get("type") == "json_schema" and isinstance(value.get("schema"), Mapping):
+        return value
+    return None
 
 
 def stateful(request: LLMRequest) -> tuple[str, tuple[str, ...]] | None:

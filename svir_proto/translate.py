@@ -27,8 +27,9 @@ that it comes back under its own name); ``parallel_tool_calls`` is the hub's (`s
 The fields with no place in the draft travel in ``extensions["vendor:openai"]``
 (``tool_choice``, ``response_format``, ``reasoning_effort``, ``seed``, ``user``,
 ``extra_body``), and a ``developer`` message's role in that message's own extensions;
-``tool_choice`` and ``reasoning_effort`` also as the hub's neutral options, which every
-dialect reads (and which `llm_to_openai` reads from another dialect's request). Lost on
+``tool_choice``, ``reasoning_effort`` and a JSON ``response_format`` also as the hub's neutral
+options, which every dialect reads (and which `llm_to_openai` reads from another dialect's
+request). Lost on
 the way to LLM-Stream, and only these: assistant reasoning (no field in the draft), an image's
 ``detail`` and a tool's ``strict`` (no field either). An image given by URL cannot go at all
 (the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
@@ -53,7 +54,14 @@ from .events import (
     ToolCallDelta,
     Usage,
 )
-from .hub import HubToolChoice, hub_options, parallel_tool_calls, reasoning_options, tool_choice
+from .hub import (
+    HubToolChoice,
+    hub_options,
+    parallel_tool_calls,
+    reasoning_options,
+    response_format,
+    tool_choice,
+)
 from .llmstream._lifecycle import State
 from .llmstream.encoder import LLMStreamEncoder
 from .llmstream.request import (
@@ -182,10 +190,12 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
     elif choice in ("auto", "none", "required"):
         neutral = choice
     effort = request.reasoning_effort
+    fmt_out = vendor.get("response_format")
     extensions = hub_options(
         tool_choice=neutral,
         parallel_tool_calls=request.parallel_tool_calls,
         reasoning={"effort": effort} if effort is not None else None,
+        response_format=None if fmt_out is None or fmt_out["type"] == "text" else fmt_out,
     )
     if vendor:
         extensions[OPENAI_EXTENSION] = vendor
@@ -268,6 +278,8 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         if effort not in REASONING_EFFORTS:
             effort = None  # an effort OpenAI does not take (a budget has no field: not sent)
     fmt_raw = vendor.get("response_format")
+    if fmt_raw is None:  # another dialect's request: the hub's neutral format
+        fmt_raw = response_format(request)
     fmt: Any = None
     if isinstance(fmt_raw, dict):
         kind = fmt_raw.get("type")

@@ -28,7 +28,8 @@ signatures) is not sent; system messages after the first turn join the top-level
 a reasoning ``effort`` or ``summary`` without ``budget_tokens``; parameters the Messages API
 has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
-not a JSON object, a ``temperature`` above 1.
+not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
+no JSON output mode).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ..hub import (
     message_reasoning,
     parallel_tool_calls,
     reasoning_options,
+    response_format,
     tool_choice,
 )
 from ..llmstream.request import (
@@ -395,6 +397,11 @@ def from_hub(
     Raises:
         ValueError: something that would change the answer cannot be carried; it is named.
     """
+    if response_format(request) is not None:
+        raise ValueError(
+            "response_format: the Messages API has no JSON output mode (ask for JSON in the "
+            "prompt, or declare a tool whose input is the object)"
+        )
     vendor = request.extensions.get(VENDOR)
     vendor = vendor if isinstance(vendor, Mapping) else {}
     systems, messages = _messages_from_hub(request.messages)

@@ -56,6 +56,7 @@ from .._json import canonical
 from ..events import ReasoningBlock, ToolCall
 from ..hub import hub_options, message_extensions, message_is_error, message_reasoning
 from ..hub import reasoning_options as neutral_reasoning
+from ..hub import response_format as neutral_format
 from ..hub import tool_choice as neutral_choice
 from ..llmstream.request import (
     LLMMediaPart,
@@ -582,7 +583,9 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
         vendor["extra"] = dict(request.extra)
     if not request.stream:
         vendor["stream"] = False
-    extensions: dict[str, Any] = hub_options(tool_choice=choice, reasoning=reasoning)
+    extensions: dict[str, Any] = hub_options(
+        tool_choice=choice, reasoning=reasoning, response_format=_format_in(config)
+    )
     if vendor:
         extensions[VENDOR] = vendor
     return LLMRequest(
@@ -645,6 +648,26 @@ def from_hub(request: LLMRequest) -> GeminiRequest:
     )
 
 
+def _format_in(config: GeminiGenerationConfig | None) -> dict[str, Any] | None:
+    """JSON output asked for (``responseMimeType`` ``application/json``, and a schema, if
+    any) as the hub's neutral ``response_format``."""
+    if config is None or config.response_mime_type != "application/json":
+        return None
+    schema = config.extra.get("responseJsonSchema", config.response_schema)
+    if not isinstance(schema, Mapping):
+        return {"type": "json_object"}
+    return {"type": "json_schema", "name": "response", "schema": dict(schema)}
+
+
+def _format_out(fmt: Mapping[str, Any]) -> dict[str, Any]:
+    """The hub's neutral ``response_format`` as ``generationConfig`` keys: JSON Schema goes in
+    ``responseJsonSchema`` (``responseSchema`` is Gemini's OpenAPI subset)."""
+    out: dict[str, Any] = {"responseMimeType": "application/json"}
+    if fmt.get("type") == "json_schema":
+        out["responseJsonSchema"] = dict(fmt["schema"])
+    return out
+
+
 def _generation(request: LLMRequest, vendor: Mapping[str, Any]) -> GeminiGenerationConfig | None:
     params = request.parameters
     reasoning = dict(neutral_reasoning(request))
@@ -654,6 +677,9 @@ def _generation(request: LLMRequest, vendor: Mapping[str, Any]) -> GeminiGenerat
     else:
         thinking = _reasoning_out(reasoning)
     rest = vendor.get("generationConfig")
+    fmt = neutral_format(request)
+    if fmt is not None and not (isinstance(rest, Mapping) and "responseMimeType" in rest):
+        rest = {**(rest if isinstance(rest, Mapping) else {}), **_format_out(fmt)}
     values = {
         "max_output_tokens": params.get("max_tokens"),
         "temperature": params.get("temperature"),

@@ -53,6 +53,7 @@ from ..hub import (
     message_reasoning,
     parallel_tool_calls,
     reasoning_options,
+    response_format,
     tool_choice,
 )
 from ..llmstream.request import (
@@ -199,6 +200,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         tool_choice=choice,
         parallel_tool_calls=request.parallel_tool_calls,
         stateful=("responses", _stateful(request)),
+        response_format=_json_format(request.text),
         reasoning=reasoning or None,
     )
     if record:
@@ -211,6 +213,19 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         metadata=metadata,
         extensions=extensions,
     )
+
+
+def _json_format(text: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``text.format`` when it asks for JSON: the hub's neutral ``response_format``."""
+    fmt = text.get("format") if text is not None else None
+    if isinstance(fmt, Mapping) and fmt.get("type") in ("json_object", "json_schema"):
+        return fmt
+    return None
+
+
+def _text_out(fmt: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The hub's neutral ``response_format`` as ``text``, from another dialect's request."""
+    return None if fmt is None else {"format": dict(fmt)}
 
 
 def _stateful(request: ResponsesRequest) -> list[str]:
@@ -484,7 +499,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         include=[x for x in include if isinstance(x, str)] if isinstance(include, list) else (),
         previous_response_id=previous if isinstance(previous, str) else None,
         metadata=metadata,
-        text=text if isinstance(text, dict) else None,
+        text=text if isinstance(text, dict) else _text_out(response_format(request)),
         stream=top.get("stream") is not False,
         extra=extra_fields if isinstance(extra_fields, dict) else {},
     )

@@ -196,3 +196,45 @@ def test_an_openai_requests_tool_choice_and_effort_reach_every_dialect(target: s
     assert hub.tool_choice(named) == ("name", "f")
     again = dialect(target).to_hub(translate_request(named, target))  # type: ignore[arg-type]
     assert llm_to_openai(again).tool_choice == NamedToolChoice("f")
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [{"type": "json_object"}, {"type": "json_schema", "name": "response", "schema": SCHEMA}],
+)
+def test_json_output_reaches_every_dialect_that_has_it_and_is_refused_by_the_others(
+    fmt: dict[str, object],
+) -> None:
+    """Attack 28: ``response_format`` travelled under ``vendor:openai`` only; Responses'
+    ``text.format`` and Gemini's ``responseMimeType`` were lost the other way. JSON output is
+    the hub's ``response_format``: the Responses API and Gemini carry it, the Messages API
+    (no JSON mode) refuses it, naming it."""
+    from svir_proto.dialects import dialect, translate_request
+    from svir_proto.openai import ChatRequest, JSONObjectFormat, JSONSchemaFormat, UserMessage
+    from svir_proto.translate import llm_to_openai, openai_to_llm
+
+    wanted = (
+        JSONObjectFormat()
+        if fmt["type"] == "json_object"
+        else JSONSchemaFormat(name="response", schema=SCHEMA, strict=False)
+    )
+    chat = ChatRequest(model="m", messages=[UserMessage(content="hi")], response_format=wanted)
+    neutral = openai_to_llm(chat)
+    assert hub.response_format(neutral) == {**fmt, **({"strict": False} if "schema" in fmt else {})}
+    responses = translate_request(neutral, "responses")
+    assert responses.text["format"]["type"] == fmt["type"]
+    gemini = translate_request(neutral, "gemini")
+    wire = gemini.document()["generationConfig"]
+    assert wire["responseMimeType"] == "application/json"
+    assert ("responseJsonSchema" in wire) == (fmt["type"] == "json_schema")
+    for target, request in (("responses", responses), ("gemini", gemini)):
+        back = llm_to_openai(dialect(target).to_hub(request))
+        assert type(back.response_format) is type(wanted), target
+    with pytest.raises(ValueError, match="response_format"):
+        translate_request(neutral, "messages")
+    assert (
+        hub.response_format(openai_to_llm(ChatRequest(model="m", messages=chat.messages))) is None
+    )
