@@ -29,8 +29,10 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
     closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
-    ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER; OTHER is the raw
-    value if Anthropic's, else ``end_turn``) and the final usage, then ``message_stop``.
+    ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER; OTHER is its raw
+    value, Anthropic's or not: ``end_turn`` would make a turn that failed or paused upstream
+    (Gemini's ``MALFORMED_FUNCTION_CALL``) look finished, and a client reads an unknown
+    ``stop_reason`` as what it is) and the final usage, then ``message_stop``.
     `StreamEnded(done=False)` is a cut: no ``message_stop``, so the client sees it; a finish
     or usage that came before the cut still goes out in a ``message_delta``.
 Rule 5 (usage): Anthropic counts input without the cache: ``input_tokens`` is
@@ -55,6 +57,7 @@ from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     ReasoningSignature,
     RefusalDelta,
@@ -83,6 +86,8 @@ def stop_reason_of(finished: Finished) -> str:
     """The ``stop_reason`` for a finish (Rule 4)."""
     if STOP_REASONS.get(finished.raw) is finished.reason:
         return finished.raw
+    if finished.reason is FinishReason.OTHER and finished.raw:
+        return finished.raw  # not end_turn: a failed or paused turn would look finished
     return STOP_OF[finished.reason]
 
 

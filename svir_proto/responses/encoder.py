@@ -22,7 +22,9 @@ Rule 3: a tool call's ``output_item.added`` waits until its ``call_id`` and ``na
     with no deltas before it is written as one delta.
 Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, or
     ``response.incomplete`` for ``LENGTH`` (``max_output_tokens``), ``CONTENT_FILTER``
-    (``content_filter``) and no finish at all, with the whole response object: output items
+    (``content_filter``), any ``OTHER`` finish (its raw value the reason: Gemini's
+    ``MALFORMED_FUNCTION_CALL``, Anthropic's ``pause_turn`` are no finished answer) and no
+    finish at all, with the whole response object: output items
     and usage (``_wire``). A cut (``StreamEnded(done=False)``) writes nothing more, so the
     client sees the cut. `StreamFailed` writes an ``error`` event (the reference's flat
     ``code``, ``message``, ``param``) and ``response.failed`` with the failure, and ends the
@@ -545,9 +547,7 @@ class ResponsesStreamEncoder:
         if finish is None:
             self._note("the upstream ended without a finish reason: sent as response.incomplete")
             self.status = "incomplete"
-        elif finish.reason in REASON_OF or (
-            finish.reason is FinishReason.OTHER and finish.raw in ("max_messages", "steered")
-        ):
+        elif finish.reason in REASON_OF or finish.reason is FinishReason.OTHER:
             self.status = "incomplete"
             if finish.reason in REASON_OF:
                 self._finish = Finished(reason=finish.reason, raw=REASON_OF[finish.reason])

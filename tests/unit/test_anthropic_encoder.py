@@ -256,7 +256,7 @@ def test_stop_reasons() -> None:
         (FinishReason.TOOL_CALLS, "tool_calls", "tool_use"),
         (FinishReason.CONTENT_FILTER, "content_filter", "refusal"),
         (FinishReason.OTHER, "pause_turn", "pause_turn"),
-        (FinishReason.OTHER, "weird", "end_turn"),
+        (FinishReason.OTHER, "weird", "weird"),  # attack 28: not a finished turn's end_turn
         (FinishReason.OTHER, "end_turn", "end_turn"),
     ]
     for reason, raw, wire_value in cases:

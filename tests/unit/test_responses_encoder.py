@@ -137,7 +137,12 @@ def test_the_final_object_repeats_the_request_and_carries_usage() -> None:
         (Finished(reason=FinishReason.LENGTH, raw="length"), "incomplete", "max_output_tokens"),
         (Finished(reason=FinishReason.CONTENT_FILTER, raw="x"), "incomplete", "content_filter"),
         (Finished(reason=FinishReason.OTHER, raw="max_messages"), "incomplete", "max_messages"),
-        (Finished(reason=FinishReason.OTHER, raw="abort"), "completed", None),
+        (Finished(reason=FinishReason.OTHER, raw="abort"), "incomplete", "abort"),  # attack 28
+        (
+            Finished(reason=FinishReason.OTHER, raw="MALFORMED_FUNCTION_CALL"),
+            "incomplete",
+            "MALFORMED_FUNCTION_CALL",
+        ),
         (Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"), "completed", None),
     ],
 )
