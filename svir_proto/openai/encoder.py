@@ -7,14 +7,15 @@ needed). A whole `ToolCall` goes out as one piece with its id, name and argument
 ``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
 decoder emits at the end are not sent again. A
-`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it). `StreamEnded`
-writes ``[DONE]`` when the stream ended with its marker or an error; a cut stays a cut.
+`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it), and the last
+chunk of the answer: only the usage and the end follow it. `StreamEnded` writes ``[DONE]`` when the stream
+ended with its marker or an error; a cut stays a cut.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 from .._json import dumps
 from ..events import (
@@ -35,6 +36,9 @@ from ..events import (
 from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder"]
+
+_AFTER_AN_ERROR: Final = (Usage, StreamEnded)
+"""What is still written after a `StreamFailed`: the count of what was spent, and the end."""
 
 
 class ChatStreamEncoder:
@@ -98,6 +102,9 @@ class ChatStreamEncoder:
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (``b""`` for events with no chunk: ToolCallDelta and the
         HTTP-level events)."""
+        if self._failed and type(event) not in _AFTER_AN_ERROR:
+            return b""  # the error chunk was the end: what a decoder read on after it is not
+            # written (as every other dialect's encoder does), but the usage and the end
         match event:
             case StreamStarted():
                 self.response_id = event.response_id or self.response_id

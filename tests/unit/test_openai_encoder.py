@@ -120,3 +120,25 @@ def test_another_dialects_finish_is_written_as_the_reason_it_stands_for() -> Non
     assert finish(FinishReason.LENGTH, "max_output_tokens") == "length"
     assert finish(FinishReason.OTHER, "abort") == "abort"
     assert finish(FinishReason.TOOL_CALLS, "tool_call") == "tool_call"  # mlx-lm's, kept
+
+
+def test_after_an_error_only_the_usage_and_the_end_are_written() -> None:
+    """Attack 28: a Gemini upstream's error chunk, then more text and a finish: every other
+    dialect's client stopped at the error, an OpenAI client got the text and a stop after it."""
+    enc = ChatStreamEncoder()
+    failure = Failure(kind=FailureKind.TRANSIENT, message="it broke", code="x1")
+    events = [
+        StreamStarted(response_id="r", model="m"),
+        TextDelta(text="a"),
+        StreamFailed(error=failure),
+        TextDelta(text="after"),
+        Finished(reason=FinishReason.STOP, raw="stop"),
+        Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4),
+        StreamEnded(complete=False, done=True),
+    ]
+    body = b"".join(enc.encode(e) for e in events)
+    d = ChatStreamDecoder()
+    run(d, [body])
+    assert (d.result.text, d.result.error, d.result.finish_reason) == ("a", failure, None)
+    assert d.result.usage is not None and d.result.usage.total_tokens == 4
+    assert body.endswith(b"data: [DONE]\n\n")
