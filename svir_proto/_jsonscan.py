@@ -7,11 +7,13 @@ whether usage was asked for, and which tools were declared (draft section 8.2).
 
 Rule 1: strings are skipped with C-level searches for the next quote or backslash, so a
     megabyte of base64 costs a few scans, not a loop per byte; so are runs of blanks, and
-    every container no wanted path goes through (``messages``, say): in one, only the next
-    quote or bracket is looked for, so thirty megabytes of ``[1,1,1,...]`` cost a few scans,
-    not a Python step per value.
+    every container no wanted path goes through (``messages``, say): its depth is followed in
+    C-level matches (`_FLAT`, `_brackets`), so that thirty megabytes of any shape cost it a
+    second or two, not a Python step per value (attack 27: forty seconds of the event loop).
 Rule 2: a value is kept only at a wanted path, and at most `MAX_VALUE` bytes of it, and at most
-    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`. Everything else is skipped. A
+    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`, and the containers the scanner
+    descends into by `MAX_MEMBERS` members each (past either, it stops: Rule 3; thirty
+    megabytes of top-level members cost a Python step each). Everything else is skipped. A
     number or literal longer than `MAX_VALUE` (none that long is ``true`` or a string) is held
     as no more than that, whatever its length across pieces.
 Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
@@ -19,10 +21,10 @@ Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that c
 Rule 4 (a whole body, `RequestScanner.whole`): one parse by ``json`` (in C) gives the same facts
     when the body is one the scanner reads to its end without a doubt: UTF-8 JSON whose top
     level is an object, no object with a key twice (the scanner would see both), nesting within
-    `MAX_DEPTH`, and every string the scanner would keep (the keys of the first four levels, the
-    values at the wanted paths) short enough that `MAX_VALUE` cannot cut it. Any other body is
-    scanned (Rules 1 to 3): the facts are the scanner's either way, ten times sooner for a
-    small request.
+    `MAX_DEPTH`, fewer commas than `MAX_MEMBERS`, and every string the scanner would keep (the
+    keys of the first four levels, the values at the wanted paths) short enough that
+    `MAX_VALUE` cannot cut it. Any other body is scanned (Rules 1 to 3): the facts are the
+    scanner's either way, ten times sooner for a small request.
 
 This module never does I/O.
 """
@@ -39,15 +41,31 @@ __all__: list[str] = []
 MAX_VALUE: Final = 256
 MAX_TOOLS: Final = 128
 MAX_DEPTH: Final = 64
+MAX_MEMBERS: Final = 1024
+"""Members of an object, or elements of an array, that the scanner descends into (the top
+level, ``stream_options``, ``metadata``, ``tools`` and each tool): a request has a few dozen."""
 _STRING_END: Final = re.compile(rb'["\\]')
 _SCALAR: Final = re.compile(rb"[^\s,:\]}]*")
 _SPACE: Final = b" \t\r\n"
 _SPACES: Final = re.compile(rb"[ \t\r\n]*")
 _NESTING: Final = re.compile(rb'["\[\]{}]')
-_FLAT: Final = re.compile(rb'(?:[^"\[\]{}]|"(?:[^"\\]|\\.)*")*', re.DOTALL)
-"""A skipped container's bytes up to its next bracket (Rule 1): scalars and whole strings, in
-one C-level match. One way only: a string ends at its first quote that no backslash escapes,
-so a match never backtracks but over a string the piece cuts (once, at its end)."""
+_ITEM: Final = rb'[^"\[\]{}]|"(?:[^"\\]|\\.)*"'
+
+
+def _nested(item: bytes, levels: int) -> bytes:
+    """``item``, or an object or array of what this gives one level less, ``levels`` deep."""
+    for _ in range(levels):
+        item = rb"%s|\{(?:%s)*\}|\[(?:%s)*\]" % (item, item, item)
+    return item
+
+
+_FLAT: Final = re.compile(rb"(?:%s)*" % _nested(_ITEM, 3), re.DOTALL)
+"""A skipped container's bytes that leave its depth as it was (Rule 1): scalars, whole
+strings, and whole objects and arrays of those three levels deep (``{"a":[1]},`` a million
+times), in one C-level match. One way only: each alternative begins with its own byte, and a
+string ends at its first quote that no backslash escapes; a match gives back only what it
+tried past the last whole item (a string or a group the piece cuts, a group nested deeper),
+once. Deeper nesting goes a window at a time (`_brackets`)."""
 _STRING_KEYS: Final = frozenset(("model", "request_id", "name"))
 """The last keys of the paths whose strings are kept."""
 _VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage"}
@@ -88,6 +106,8 @@ class RequestScanner:
     def _parse(self, body: bytes) -> bool:
         """Rule 4: set the facts from one parse, if the body is one the scanner would read to
         its end without a doubt; ``False`` (nothing set) if it is not."""
+        if body.count(b",") >= MAX_MEMBERS:  # a container may have more: the scan says
+            return False
         try:
             text = body.decode()
             if _keys_once(body):  # no object can hold a wanted key twice: no hook needed
@@ -167,7 +187,7 @@ class RequestScanner:
                 if self._stack and not self._descends():
                     self._skipped = 1
                 else:
-                    self._stack.append([chr(c), None if c == 0x7B else 0])
+                    self._stack.append([chr(c), None if c == 0x7B else 0, 1])
                     self._expect_key = c == 0x7B
                 pos += 1
             elif c in b"}]":
@@ -186,6 +206,9 @@ class RequestScanner:
                     self._expect_key = True
                 else:
                     top[1] = int(top[1]) + 1  # type: ignore[call-overload]
+                top[2] = members = int(top[2]) + 1  # type: ignore[call-overload]
+                if members > MAX_MEMBERS:
+                    raise ValueError("too many members")
                 pos += 1
             else:
                 m = _SCALAR.match(data, pos)
@@ -210,6 +233,7 @@ class RequestScanner:
         limit = MAX_DEPTH - len(self._stack)
         search = _NESTING.search
         flat = _FLAT.match
+        whole = _WHOLE.match
         while depth:
             m = search(data, pos)
             if m is None:
@@ -217,7 +241,7 @@ class RequestScanner:
                 break
             pos = m.start()
             c = data[pos]
-            if c == 0x22:  # '"': the strings and scalars up to the next bracket, at once
+            if c != 0x5D and c != 0x7D:  # not a closer: what leaves the depth, at once
                 pos = flat(data, pos).end()  # type: ignore[union-attr]
                 if pos == n:
                     break
@@ -227,6 +251,14 @@ class RequestScanner:
                     self._string = None
                     pos += 1
                     break
+            if pos + _WINDOW <= n:  # a window of whole strings and all else, at once
+                end = whole(data, pos, pos + _WINDOW).end()  # type: ignore[union-attr]
+                if end - pos >= _WINDOW // 2:
+                    got = _brackets(_STRINGS.sub(b"", data[pos:end]), depth, limit)
+                    if got is not None:  # the container goes on past these bytes
+                        depth = got
+                        pos = end
+                        continue
             pos += 1
             if c == 0x7B or c == 0x5B:  # '{' or '['
                 depth += 1
@@ -314,6 +346,35 @@ class RequestScanner:
             name = json.loads(raw)
             if isinstance(name, str):
                 self.tools.append(name)
+
+
+_WINDOW: Final = 4096
+"""Bytes of a skipped container that `_brackets` takes at once (its whole strings taken out)."""
+_STRINGS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_WHOLE: Final = re.compile(rb'(?:[^"]|"(?:[^"\\]|\\.)*")*', re.DOTALL)
+"""Bytes up to a string the window cuts (one way only, as `_FLAT`)."""
+_PARENS: Final = bytes.maketrans(b"[{]}", b"(())")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _brackets(window: bytes, depth: int, limit: int) -> int | None:
+    """The depth after ``window`` (its strings taken out) of a skipped container ``depth`` deep, if
+    it surely neither ends in it nor nests past ``limit``; else ``None`` (a bracket at a time
+    then). Every pair that opens and closes in it is taken out, a level per pass, in C: what is
+    left is closers, then openers; the container ends in the window only if the closers reach
+    its depth, and the window nests no deeper than its openers and its passes on top."""
+    shape = window.translate(_PARENS, _NOT_BRACKETS)
+    passes = 0
+    while b"()" in shape:
+        if passes == limit:
+            return None
+        shape = shape.replace(b"()", b"")
+        passes += 1
+    closers = len(shape) - len(shape.lstrip(b")"))
+    openers = len(shape) - closers
+    if closers >= depth or depth + openers + passes > limit:
+        return None
+    return depth - closers + openers
 
 
 class _Twice(Exception):

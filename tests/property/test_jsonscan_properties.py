@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto._jsonscan import MAX_VALUE, RequestScanner
+from svir_proto._jsonscan import MAX_MEMBERS, MAX_VALUE, RequestScanner
 from tests.helpers import splits
 
 TEXT = st.text(max_size=30)
@@ -147,3 +147,49 @@ def test_a_plain_small_body_is_parsed_at_once() -> None:
     assert facts(scanner) == ("m", "r", True, True, ["f"], False)
     assert not RequestScanner()._parse(b'{"model":"m","model":"n"}')  # the scanner's turn
     assert not RequestScanner()._parse(b'{"model":"' + b"m" * 300 + b'"}')
+
+
+DEEP_TEXT = st.text(alphabet='ab[]{}"\\,: \n', max_size=12)
+NESTED: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.integers() | DEEP_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(DEEP_TEXT, inner, max_size=3),
+    max_leaves=40,
+)
+
+
+@given(st.lists(NESTED, min_size=1, max_size=6), st.integers(1, 60), st.data())
+def test_a_long_skipped_container_of_any_nesting_is_followed_to_its_end(
+    values: list[Any], repeat: int, data: st.DataObject
+) -> None:
+    """Kilobytes of values of any nesting, with strings full of brackets, quotes and escapes,
+    under a key no fact is in: the windows and matches that follow its depth in C (Rule 1)
+    find its end where json does, however the body is cut, and the facts after it."""
+    junk = json.dumps(values * repeat)
+    body = (
+        b'{"model":"m","x":' + junk.encode() + b',"stream":true,'
+        b'"tools":[{"function":{"name":"f"}}],"y":' + junk.encode() + b"}"
+    )
+    for pieces in (
+        [body],
+        data.draw(splits(body)),
+        [body[i : i + 4099] for i in range(0, len(body), 4099)],
+    ):
+        scanner = RequestScanner()
+        for piece in pieces:
+            scanner.feed(piece)
+        assert facts(scanner) == ("m", None, True, False, ["f"], False)
+        assert scanner._done
+
+
+def test_containers_the_scanner_descends_have_a_bound_on_their_members() -> None:
+    """`MAX_MEMBERS`: past it the scan stops (Rule 3), the facts before it stay, and a whole
+    body with as many commas is scanned, not parsed, so that both ways agree."""
+    many = b'{"model":"m",' + b'"a":1,' * MAX_MEMBERS + b'"stream":true}'
+    scanner = RequestScanner()
+    scanner.feed(many)
+    assert (scanner.model, scanner.stream, scanner.broken) == ("m", None, True)
+    assert facts(RequestScanner.whole(many)) == facts(scanner)
+    tools = b'{"tools":[' + b"{}," * MAX_MEMBERS + b'{"function":{"name":"f"}}],"model":"m"}'
+    assert scanned(tools).broken
+    fits = b'{"model":"m",' + b'"a":1,' * (MAX_MEMBERS - 2) + b'"stream":true}'
+    assert facts(scanned(fits)) == ("m", None, True, False, [], False)

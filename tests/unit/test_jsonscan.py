@@ -147,3 +147,19 @@ def test_containers_no_fact_is_in_are_skipped_to_their_end() -> None:
     s = RequestScanner()
     s.feed(deep)
     assert s.broken  # nesting past MAX_DEPTH, skipped or not (Rule 2)
+
+
+def test_a_skipped_container_too_deep_for_a_window_goes_a_bracket_at_a_time() -> None:
+    """A window whose pairs nest past the bound, and one a long string cuts short, are not
+    taken at once (`_brackets`): the brackets are followed one at a time, and the bound on
+    nesting still stops the scan."""
+    long = b'{"model":"m","x":[[[[[' + b'"' + b"a" * 5000 + b'"' + b']]]]],"stream":true}'
+    assert (scanned(long).model, scanned(long).stream, scanned(long).broken) == ("m", True, False)
+    deep = b'{"model":"m","x":[' + b"[" * 70 + b"]" * 70 + b",1" * 3000 + b'],"stream":true}'
+    assert (scanned(deep).model, scanned(deep).broken) == ("m", True)
+
+
+def scanned(body: bytes) -> RequestScanner:
+    scanner = RequestScanner()
+    scanner.feed(body)
+    return scanner
