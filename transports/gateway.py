@@ -305,9 +305,7 @@ async def _open(
         send_anyio.stream = stream  # type: ignore[attr-defined]
         return receive_anyio, send_anyio
     sslctx = (context or ssl.create_default_context()) if ep.scheme == "https" else None
-    r, w = await asyncio.wait_for(
-        asyncio.open_connection(ep.host, ep.port, ssl=sslctx), timeout
-    )
+    r, w = await asyncio.wait_for(asyncio.open_connection(ep.host, ep.port, ssl=sslctx), timeout)
 
     async def receive() -> bytes:
         return await asyncio.wait_for(r.read(65536), timeout)

@@ -8,8 +8,8 @@ needed). A whole `ToolCall` goes out as one piece with its id, name and argument
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
 decoder emits at the end are not sent again. A
 `StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it), and the last
-chunk of the answer: only the usage and the end follow it. `StreamEnded` writes ``[DONE]`` when the stream
-ended with its marker or an error; a cut stays a cut.
+chunk of the answer: only the usage and the end follow it. `StreamEnded` writes ``[DONE]`` when
+the stream ended with its marker or an error; a cut stays a cut.
 """
 
 from __future__ import annotations

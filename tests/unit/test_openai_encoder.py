@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from svir_proto import (
+    Completion,
     Failure,
     FailureKind,
     Finished,
@@ -25,6 +27,14 @@ from svir_proto.openai.encoder import ChatStreamEncoder
 from tests.helpers import run
 
 
+def through(enc: ChatStreamEncoder, events: list[Any]) -> tuple[bytes, Completion]:
+    """The events encoded, and what our decoder makes of the bytes."""
+    body = b"".join(enc.encode(e) for e in events)
+    d = ChatStreamDecoder()
+    run(d, [body])
+    return body, d.result
+
+
 def test_events_encode_to_chunks_that_decode_to_the_same_result() -> None:
     enc = ChatStreamEncoder()
     events = [
@@ -37,10 +47,7 @@ def test_events_encode_to_chunks_that_decode_to_the_same_result() -> None:
         Usage(prompt_tokens=3, completion_tokens=2, total_tokens=5),
         StreamEnded(complete=True, done=True),
     ]
-    body = b"".join(enc.encode(e) for e in events)
-    d = ChatStreamDecoder()
-    run(d, [body])
-    r = d.result
+    _, r = through(enc, events)
     assert (r.text, r.reasoning, r.refusal) == ("hi", "hm", "no")
     assert (r.reasoning_carrier, r.usage) == ("reasoning_content", events[6])
     assert [(c.id, c.name, c.arguments) for c in r.tool_calls] == [("c1", "f", '{"a":1}')]
@@ -136,9 +143,7 @@ def test_after_an_error_only_the_usage_and_the_end_are_written() -> None:
         Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4),
         StreamEnded(complete=False, done=True),
     ]
-    body = b"".join(enc.encode(e) for e in events)
-    d = ChatStreamDecoder()
-    run(d, [body])
-    assert (d.result.text, d.result.error, d.result.finish_reason) == ("a", failure, None)
-    assert d.result.usage is not None and d.result.usage.total_tokens == 4
+    body, r = through(enc, events)
+    assert (r.text, r.error, r.finish_reason) == ("a", failure, None)
+    assert r.usage == Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4)
     assert body.endswith(b"data: [DONE]\n\n")
