@@ -42,14 +42,24 @@ def test_tool_choice_round_trips(choice: hub.HubToolChoice, wire: object) -> Non
     assert hub.tool_choice(again) == choice
 
 
-@pytest.mark.parametrize("bad", [{"name": ""}, {"name": 3}, "sometimes", 7, [1]])
+@pytest.mark.parametrize(
+    "bad",
+    [{"name": ""}, {"name": 3}, "sometimes", 7, [1], {"type": "json_schema"}, {"paths": []}],
+)
 def test_a_malformed_neutral_option_means_none(bad: object) -> None:
-    req = request(
-        **{hub.HUB_EXTENSION: {"tool_choice": bad, "parallel_tool_calls": "yes", "reasoning": [1]}}
-    )
+    options = {
+        "tool_choice": bad,
+        "parallel_tool_calls": "yes",
+        "reasoning": [1],
+        "response_format": bad,
+        "stateful": bad,
+    }
+    req = request(**{hub.HUB_EXTENSION: options})
     assert hub.tool_choice(req) is None
     assert hub.parallel_tool_calls(req) is None
     assert hub.reasoning_options(req) == {}
+    assert hub.response_format(req) is None
+    assert hub.stateful(req) is None
     assert hub.hub_options() == {}
     assert hub.tool_choice(request(**{hub.HUB_EXTENSION: "not an object"})) is None
 
