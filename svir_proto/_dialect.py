@@ -23,6 +23,7 @@ from ._pull import PullDecoder
 from .errors import PeerProtocolError
 from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
+from .sse.framer import Runs
 
 if TYPE_CHECKING:
     from ._template import Template
@@ -55,6 +56,7 @@ class DialectDecoder(PullDecoder[Event]):
     ) -> None:
         super().__init__()
         self._framer = SSEFramer(max_event_size=max_event_size, errors=errors)  # checks errors
+        self._framer.quiet = True  # a dialect reads no comment
         self._loads = _json.loads
         self._deep = DEEP if _json.BACKEND == "orjson" else sys.maxsize
         """How long a payload must be for the depth check after ``_loads``: orjson nests
@@ -88,11 +90,15 @@ class DialectDecoder(PullDecoder[Event]):
             # typed: None for simple events; one typed event (the express: its type, where its
             # data begins and ends), or the types of a run of them
             typed: tuple[str, int, int] | list[str] | None = None
+            runs: Runs | None = None
             end = framer.whole(data) if fast else 0
             if end:  # counted into the framer's offsets when it is next used
                 at = framer._base + self._skipped
                 self._skipped += len(data)
                 payloads: Sequence[bytes | bytearray] = [data[6:end]]
+            elif fast and data[:1] == b":" and framer.comment(data):
+                self._skipped += len(data)  # a keep-alive: nothing to read
+                return []
             elif fast and (typed := framer.whole_typed(data)) is not None:
                 at = framer._base + self._skipped + typed[1]  # where its data begins
                 self._skipped += len(data)
@@ -107,10 +113,15 @@ class DialectDecoder(PullDecoder[Event]):
                     return self._reopen(self._received())
                 if isinstance(got, tuple):
                     typed, payloads = got
+                elif type(got) is dict:  # simple events with comments between them (`Runs`)
+                    runs, payloads = got, ()
                 else:
-                    payloads = got
+                    payloads = got  # type: ignore[assignment]
             try:
-                if typed is None:
+                if runs is not None:
+                    for start, run in runs.items():
+                        self._on_batch(at + start, run, framer.gap)
+                elif typed is None:
                     self._on_batch(at, payloads, framer.gap)
                 elif isinstance(typed, tuple):  # one typed event: as the general path gives it
                     self._on_event(typed[0], data[typed[1] : typed[2]], at)

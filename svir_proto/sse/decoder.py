@@ -135,10 +135,10 @@ class SSEDecoder(PullDecoder[SSEItem]):
                     eol = (framer.gap - 6) // 2
                     self._raw.append((at, types, typed_payloads, self._last_id, eol))
                     return self._slow(None)
-            try:
-                return _events(got, self._last_id)
+            try:  # (never `Runs`: this framer returns comments)
+                return _events(got, self._last_id)  # type: ignore[arg-type]
             except UnicodeDecodeError:
-                self._raw.append((at, got, self._last_id, framer.gap))
+                self._raw.append((at, got, self._last_id, framer.gap))  # type: ignore[arg-type]
                 return self._slow(None)
         return self._slow(data)
 

@@ -38,7 +38,9 @@ first read, say, which an unpaced upstream fills with hundreds), are framed as o
 lane's split and checks (`_batch`), the rest block by block. All paths give the same items,
 offsets and verdicts: the property tests check the lanes against the general path and the
 general path against a plain model of the algorithm, and the fuzz targets feed each body whole,
-byte by byte and flushed.
+byte by byte and flushed. A dialect decoder, which reads no comment, makes its framer `quiet`:
+then a piece that is one comment (a keep-alive) is taken by the express, and simple events with
+comments between them by the lane (`Runs`), so that a server's pings keep a stream on its lane.
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `PeerProtocolError` with the
@@ -118,9 +120,16 @@ LF, 2 for CRLF). Event k's data begins ``len(type) + 13 + eol`` bytes after the 
 (``event: ``, NAME, a line end, ``data: ``), and event k + 1 begins ``len(payload) + 2 * eol``
 bytes after that."""
 RawItem = RawEvent | RawComment | RawBatch | RawTyped
-Taken = list[bytearray] | tuple[list[str], list[bytes]]
+
+
+Runs = dict[int, list[bytearray]]
+"""Runs of simple events with comments between them, for a `SSEFramer.quiet` framer: each
+run's offset from where the first begins, to its payloads (as a `RawBatch`'s)."""
+
+
+Taken = list[bytearray] | tuple[list[str], list[bytes]] | Runs
 """What `SSEFramer.take` frames: the payloads of a `RawBatch`, or the types and payloads of a
-`RawTyped`."""
+`RawTyped`, or `Runs`."""
 
 
 class _Types(dict[bytes, str]):
@@ -169,6 +178,10 @@ class SSEFramer:
         event is applied yet, the BOM is settled and the body goes on; with LF line ends the
         buffer holds no CR. Then `take` frames a run of simple events with a few C-level
         scans."""
+        self.quiet = False
+        """Comments need not be returned: the dialect decoders, which ignore them, set it. Then
+        the lane also takes simple events with comments between them (`Runs`), and a piece
+        that is one comment (`comment`), as a live stream's keep-alives come."""
         self.gap = 8
         """The lane's line end: 8 bytes around a simple event's payload with LF (``data: `` and
         two LFs), 10 with CRLF, whose CRs the cached positions below do not track."""
@@ -220,6 +233,17 @@ class SSEFramer:
         if data[:6] != b"data: " or n > self.max_event_size:
             return 0
         return n - self.gap + 6
+
+    def comment(self, data: bytes) -> bool:
+        """``data`` is exactly one comment (`quiet`) with the lane's line ends, ASCII (nothing
+        for the UTF-8 policy) and within the size bound: the express's test for a keep-alive,
+        used as `whole` is. Its bytes are counted with `skip`."""
+        n = len(data)
+        if data[:1] != b":" or n > self.max_event_size or not self.quiet or not data.isascii():
+            return False
+        if self.gap == 8:
+            return data.find(b"\n") == n - 2 and data[-1] == _LF and _CR not in data
+        return data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
 
     def whole_typed(self, data: bytes) -> tuple[str, int, int] | None:
         """If ``data`` is exactly one typed event with the lane's line ends (``event: NAME``,
@@ -309,7 +333,13 @@ class SSEFramer:
             # CRLF, a CR; with LF line ends the buffer holds none), found by a memchr over them
             # joined, which costs less than counting them in the buffer.
             joined = b"".join(payloads)
-            if _LF in joined or (gap != 8 and _CR in joined):
+            if (_LF in joined or (gap != 8 and _CR in joined)) and (
+                not self.quiet or (got := _runs(buf, end, blank)) is None
+            ):
+                return None
+        elif buf[:1] == b":" and self.quiet:
+            got = _runs(buf, end, blank)
+            if got is None:
                 return None
         elif buf[:7] == _EVENT:
             got = self._typed(bytes(buf[:end]))
@@ -377,7 +407,7 @@ class SSEFramer:
             end = buf.find(b"\n", start)
             if end < 0:
                 return True
-            if head[:6] == b"data: ":
+            if head[:6] == b"data: " or (head[:1] == b":" and self.quiet):
                 return end == n - 1
             if head != _EVENT:
                 return False
@@ -390,7 +420,7 @@ class SSEFramer:
             return end < 0 or (end == n - 1 and buf[line + 1 : line + 7] == b"data: ")
         end = buf.find(b"\r", start)
         if end >= 0:
-            if head[:6] == b"data: ":
+            if head[:6] == b"data: " or (head[:1] == b":" and self.quiet):
                 if not (end == n - 1 or (end == n - 2 and buf[-1] == _LF)):
                     return False
             elif head != _EVENT:
@@ -430,8 +460,11 @@ class SSEFramer:
                 if isinstance(got, tuple):
                     types, payloads = got
                     out.append((at, types, payloads, self.last_event_id, (self.gap - 6) // 2))
+                elif type(got) is dict:
+                    for start, run in got.items():
+                        out.append((at + start, run, self.last_event_id, self.gap))
                 elif got:
-                    out.append((at, got, self.last_event_id, self.gap))
+                    out.append((at, got, self.last_event_id, self.gap))  # type: ignore[arg-type]
                 return
         self._held = False
         if self._bom and not self._eof:
@@ -748,6 +781,29 @@ class SSEFramer:
                 f"invalid UTF-8 in an event's data: {exc.reason}",
                 offset=offset_in_parts(data, data_at, exc.start),
             ) from exc
+
+
+def _runs(buf: bytearray, end: int, blank: bytes) -> Runs | None:
+    """The `Runs` of ``buf[:end]`` if each of its blocks (split at ``blank``) is one line, a
+    simple event's (``data: ``) or an ASCII comment's, else ``None``."""
+    blocks = buf[:end].split(blank)
+    joined = b"".join(blocks)
+    if b"\n" in joined or b"\r" in joined:
+        return None
+    runs: Runs = {}
+    payloads: list[bytearray] | None = None
+    pos = 0
+    for block in blocks:
+        if block[:6] == b"data: ":
+            if payloads is None:
+                payloads = runs[pos] = []
+            payloads.append(block[6:])
+        elif block[:1] == b":" and block.isascii():
+            payloads = None
+        else:
+            return None
+        pos += len(block) + len(blank)
+    return runs
 
 
 def _crlf_only(buf: bytearray, start: int) -> bool:

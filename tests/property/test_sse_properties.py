@@ -207,6 +207,7 @@ LIVE_EVENTS = {
     ).encode(),
     "id": lambda t, e: f"id: {t}{e}data: {t}{e}{e}".encode(),
     "comment": lambda t, e: f": {t}{e}{e}".encode(),
+    "invalid comment": lambda t, e: b": \xff" + f"{t}{e}{e}".encode(),
     "other line end": lambda t, e: (
         f"data: {t}\r\n\r\n".encode() if e == "\n" else f"data: {t}\n\n".encode()
     ),
@@ -230,6 +231,9 @@ def live_pieces(draw: st.DrawFn) -> list[bytes]:
     eol = draw(st.sampled_from(["\n", "\r\n"]))
     kinds = st.sampled_from([draw(MAIN_KINDS)] * 6 + sorted(LIVE_EVENTS))
     events = [LIVE_EVENTS[draw(kinds)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))]
+    if draw(st.booleans()):  # a keep-alive after every event, as some servers send
+        ping = LIVE_EVENTS["comment"](draw(st.sampled_from(["keep-alive", "", "ü", "a:b"])), eol)
+        events = [part for event in events for part in (event, ping)]
     if draw(st.booleans()):  # an unterminated tail
         events.append(draw(st.sampled_from(TAILS)).encode() + draw(TEXT).encode())
     pieces: list[bytes] = []
@@ -339,6 +343,32 @@ def test_a_dialect_gets_the_same_calls_on_every_path(
     general._framer = GeneralFramer(max_event_size=limit, errors=errors)
     reference = outcome(general, pieces, [True] * len(pieces))
     assert outcome(Recorder(max_event_size=limit, errors=errors), pieces, pull) == reference
+
+
+@st.composite
+def pinged_pieces(draw: st.DrawFn) -> list[bytes]:
+    """Simple events with keep-alive comments between them, one per piece or in pieces cut
+    anywhere: what the quiet lanes (`Runs`, `SSEFramer.comment`) take."""
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    kinds = st.sampled_from(["simple", "simple", "empty", "comment", "invalid", "invalid comment"])
+    events = [LIVE_EVENTS[draw(kinds)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))]
+    if draw(st.booleans()):
+        return events  # one per piece: a live stream's reads (the express)
+    body = b"".join(events)
+    cuts = sorted(draw(st.lists(st.integers(1, max(len(body) - 1, 1)), max_size=8)))
+    return [body[i:j] for i, j in zip([0, *cuts], [*cuts, len(body)], strict=True) if i < j]
+
+
+@given(pinged_pieces(), st.data(), st.sampled_from(["strict", "replace"]))
+def test_a_dialect_gets_the_same_calls_between_keep_alives(
+    pieces: list[bytes], data: st.DataObject, errors: Errors
+) -> None:
+    limit = data.draw(st.sampled_from([8 * 1024 * 1024, 40]))
+    general = Recorder(max_event_size=limit, errors=errors)
+    general._framer = GeneralFramer(max_event_size=limit, errors=errors)
+    reference = outcome(general, pieces, [True] * len(pieces))
+    lanes = Recorder(max_event_size=limit, errors=errors)
+    assert outcome(lanes, pieces, [False] * len(pieces)) == reference
 
 
 def utf8(body: bytes) -> bool:

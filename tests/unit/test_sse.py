@@ -712,3 +712,38 @@ def test_the_general_way_frames_a_run_of_typed_events_at_once() -> None:
     (odd,) = framed(b"event: a\nid: 1\ndata: 1\n\n" + run_)  # not a typed run: block by block
     assert len(odd) == 4  # type: ignore[arg-type]
     assert fed([run_])[:-1] == [ev("1", event="a"), ev("2", event="b"), ev("3", event="a")]
+
+
+def test_a_dialects_keep_alives_keep_it_on_the_lanes() -> None:
+    """A dialect reads no comment, so its framer is quiet: a piece that is one keep-alive is
+    taken by the express, a run of events with keep-alives between them by the lane (`Runs`),
+    each event at its own offset; an invalid comment is still the policy's."""
+    from svir_proto.openai import ChatStreamDecoder
+
+    chunk = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n'
+    pieces = [chunk % b"a", b": keep-alive\n\n", chunk % b"b", b":\n\n", chunk % b"c"]
+    run = b": ping\n\n" + chunk % b"d" + b": ping\n\n: ping\n\n" + chunk % b"e" + b": pi"
+    bad = chunk.replace(b"{", b"[", 1) % b"g"  # not an object: an error with its offset
+    pieces += [run, b"ng\n\n" + chunk % b"f", b": ping\n\n" + bad]
+    d = ChatStreamDecoder()
+    d.feed(pieces[0])
+    for piece in pieces[1:5]:
+        d.feed(piece)
+        assert d._fast is True  # nothing held, the express open
+    d.feed(run)
+    assert d._fast is False  # the lane holds the comment begun
+    d.feed(pieces[6])
+    assert d._fast is True
+    assert d.result.text == "abcdef"
+    with pytest.raises(PeerProtocolError) as info:
+        d.feed(pieces[7])  # nothing before it in the piece: raised at once
+    general = ChatStreamDecoder()  # the general way: the body in one piece, pulled
+    general.receive_data(b"".join(pieces))
+    with pytest.raises(PeerProtocolError) as expected:
+        list(general.events())
+    assert info.value.offset == expected.value.offset == len(b"".join(pieces)) - len(bad) + 6 + 5
+    strict = ChatStreamDecoder()
+    strict.feed(chunk % b"a")
+    with pytest.raises(PeerProtocolError) as info:
+        strict.feed(b": \xff\n\n")
+    assert info.value.offset == len(chunk % b"a") + 2
