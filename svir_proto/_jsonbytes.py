@@ -10,6 +10,9 @@ Rule 1: a body with nothing escaped is its text (one C-level pass finds any byte
     closing quote (`svir_proto._json.string_body`), which refuses what is not one string.
 Rule 2: padding (OpenAI's ``obfuscation``) is a value of ASCII letters and digits only; a
     template leaves it open as a hole (`padding_hole`) and checks each event's (`is_padding`).
+Rule 3: counts (a usage object's, which change on every chunk) are holes too: each number of
+    the learned value, outside its strings, becomes a group that takes any JSON integer of at
+    most 18 digits (`counts_pattern`; `svir_proto._json` Rule 2 reads longer ones as floats).
 
 This module never does I/O.
 """
@@ -17,6 +20,7 @@ This module never does I/O.
 from __future__ import annotations
 
 import json
+import re
 from typing import Final
 
 from ._json import string_body
@@ -25,6 +29,7 @@ __all__ = [
     "NOT_PLAIN",
     "PAD",
     "after_space",
+    "counts_pattern",
     "is_padding",
     "padding_hole",
     "string_text",
@@ -37,6 +42,9 @@ PAD: Final = b'"obfuscation":"'
 """How OpenAI's padding value opens (Rule 2)."""
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
 _RAW: Final = json.JSONDecoder()
+_TOKEN: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|[0-9]+')
+"""A JSON string, or a run of digits outside one (Rule 3)."""
+_INTEGER: Final = rb"(0|[1-9][0-9]{0,17})"
 
 
 def string_text(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
@@ -92,3 +100,17 @@ def value_end(payload: bytes | bytearray, start: int) -> int | None:
     except ValueError:  # UnicodeDecodeError included
         return None
     return start + len(text[first:last].encode())
+
+
+def counts_pattern(value: bytes) -> tuple[bytes, int]:
+    """The pattern of a JSON value whose numbers are holes (Rule 3): its bytes, each run of
+    digits outside its strings a group, and how many groups it has."""
+    out: list[bytes] = []
+    at = groups = 0
+    for m in _TOKEN.finditer(value):
+        if value[m.start()] != 0x22:  # digits, not a string
+            out += (re.escape(value[at : m.start()]), _INTEGER)
+            at = m.end()
+            groups += 1
+    out.append(re.escape(value[at:]))
+    return b"".join(out), groups

@@ -12,8 +12,8 @@ Rule 1 (what is learned): a chunk the hot loop of `svir_proto.gemini.stream` has
     whose hole's key (``"text":`` or ``"stringValue":``) and ``"usageMetadata":`` each occur
     once, the usage after the hole. The envelope is its bytes up to the hole string's body
     (``head``), from the body's closing quote to the usage (``after``), and after the usage
-    (``tail``); the usage's bytes become a pattern in which each run of digits is any JSON
-    integer of at most 18 digits (`_json` Rule 2 reads longer ones as floats).
+    (``tail``); the usage's bytes become a pattern in which each number is any JSON integer
+    of at most 18 digits (`svir_proto._jsonbytes.counts_pattern`).
 Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, where the
     first ``after`` is preceded by one valid JSON string body (`svir_proto._jsonbytes`'s
     reading, its policy on escapes and surrogates included) and followed by bytes the usage's
@@ -33,15 +33,13 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from .._jsonbytes import string_text
+from .._jsonbytes import counts_pattern, string_text
 from .._template import BUDGET
 
 __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 
 _USAGE: Final = b'"usageMetadata":'
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
-_DIGITS: Final = re.compile(rb"[0-9]+")
-_INTEGER: Final = rb"(?:0|[1-9][0-9]{0,17})"
 _STRING: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body up to its closing quote: no quote, backslash or control character but
 in an escape (which `string_text` then checks)."""
@@ -102,7 +100,7 @@ class Envelope:
         if payload[opened] != 0x22 or payload[usage_start] != 0x7B:  # a string, an object
             return None
         rest = [_STRING, re.escape(bytes(payload[closed:usage_start])), b"("]
-        rest += _pieces(bytes(payload[usage_start:usage_end]))
+        rest.append(counts_pattern(bytes(payload[usage_start:usage_end]))[0])
         rest += [b")", re.escape(bytes(payload[usage_end:]))]
         return cls(kind, bytes(payload[: opened + 1]), re.compile(b"".join(rest)))
 
@@ -119,15 +117,3 @@ def _end(text: str, payload: bytes | bytearray, start: int) -> int:
     first = len(payload[:start].decode())
     _, last = _RAW.raw_decode(text, first)
     return start + len(text[first:last].encode())
-
-
-def _pieces(usage: bytes) -> list[bytes]:
-    """The usage's pattern: its bytes, each run of digits any integer (Rule 1)."""
-    out: list[bytes] = []
-    at = 0
-    for m in _DIGITS.finditer(usage):
-        out.append(re.escape(usage[at : m.start()]))
-        out.append(_INTEGER)
-        at = m.end()
-    out.append(re.escape(usage[at:]))
-    return out

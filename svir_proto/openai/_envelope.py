@@ -7,13 +7,18 @@ chunk is most of a decoder's cost; an `Envelope` reads it once.
 
 Rule 1 (what is learned): a chunk that the decoder has just read the general way, with one
     choice whose ``delta`` is an object, no ``finish_reason``, no annotation offsets, and no
-    ``usage``, ``error`` or prompt verdict; its key ``"delta":`` occurs once. The envelope is
-    its bytes before the delta (``head``) and after it (``tail``), each with at most one
-    ``"obfuscation":"..."`` value left open as a hole.
+    ``error`` or prompt verdict; its key ``"delta":`` occurs once. The envelope is its bytes
+    before the delta (``head``) and after it (``tail``), each with at most one
+    ``"obfuscation":"..."`` value left open as a hole. A ``usage`` object (vLLM's
+    ``continuous_usage_stats``: on every chunk, its counts growing) after the delta, whose
+    values are integers or objects of integers, is a hole too, its numbers holes
+    (`svir_proto._jsonbytes.counts_pattern`); not with padding.
 Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, whose hole (if
-    any) holds ASCII letters and digits only. JSON's grammar lets any value stand where the
-    learned delta stood, and the padding is a string nobody reads, so such a chunk means what
-    the learned chunk meant, with its own delta (`Envelope.read`).
+    any) holds ASCII letters and digits only, or whose usage hole holds the learned usage's
+    bytes with any integers of at most 18 digits for its numbers. JSON's grammar lets any value
+    stand where the learned delta stood, the padding is a string nobody reads and the usage
+    has the learned keys, so such a chunk means what the learned chunk meant, with its own
+    delta and counts (`Envelope.read`, `Envelope.usage`).
 Rule 3 (the delta): the decoder reads the deltas a stream is made of without a parser (their
     text as it is, or through the JSON string scanner when it has escapes): ``{"content":"..."}``
     (`Envelope.read`), a tool call's arguments and reasoning (`plain_delta`); any other delta
@@ -31,11 +36,19 @@ from collections.abc import Callable
 from typing import Final
 
 from .._json import string_body
-from .._jsonbytes import PAD, after_space, is_padding, padding_hole, string_text, value_end
+from .._jsonbytes import (
+    PAD,
+    after_space,
+    counts_pattern,
+    is_padding,
+    padding_hole,
+    string_text,
+    value_end,
+)
 from .._template import BUDGET
-from ..events import ReasoningCarrier
+from ..events import ReasoningCarrier, Usage
 
-__all__ = ["BUDGET", "NO_FILTERS", "Envelope", "Read", "learnable", "plain_delta"]
+__all__ = ["BUDGET", "NO_FILTERS", "USAGE_PATHS", "Envelope", "Read", "learnable", "plain_delta"]
 
 _DELTA: Final = b'"delta":'
 _CONTENT: Final = b'{"content":"'
@@ -54,10 +67,26 @@ at most: beyond, `_json` Rule 2 reads a float, which the general way refuses).""
 _ARGUMENTS_OF: Final = b'{"tool_calls":[{"index":'  # then one digit, then:
 _ARGUMENTS: Final = b',"function":{"arguments":"'
 _ARGUMENTS_END: Final = b'"}}]}'
+_USAGE: Final = b'"usage":'
+USAGE_PATHS: Final = (
+    ("prompt_tokens",),
+    ("completion_tokens",),
+    ("total_tokens",),
+    ("completion_tokens_details", "reasoning_tokens"),
+    ("prompt_tokens_details", "cached_tokens"),
+)
+"""Where a usage object holds the counts of `Usage`'s fields, in their order."""
 _CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
     b"reasoning_content": "reasoning_content",
     b"reasoning": "reasoning",
 }
+
+
+_Match = Callable[[bytes | bytearray, int], "re.Match[bytes] | None"]
+
+
+def _NO_MATCH(payload: bytes | bytearray, start: int) -> None:
+    return None
 
 
 class Envelope:
@@ -73,13 +102,18 @@ class Envelope:
         "args_opened",
         "content",
         "content_closed",
+        "content_counts",
         "content_opened",
+        "counts",
         "filters",
         "head",
         "head_rest",
         "hits",
+        "matched",
+        "plain_counts",
         "plain_size",
         "read",
+        "slots",
         "tail",
         "tail_rest",
     )
@@ -109,6 +143,12 @@ class Envelope:
         self.args_opened = head + _ARGUMENTS_OF
         self.args_closed = _ARGUMENTS_END + tail
         self.read: Callable[[bytes | bytearray], Read]
+        self.counts: _Match | None = None
+        """The usage hole's pattern to the end (Rule 1), when the envelope has one."""
+        self.content_counts: _Match = _NO_MATCH  # and from plain content's body
+        self.plain_counts: _Match = _NO_MATCH  # and from another plain delta
+        self.slots: tuple[int, ...] = ()  # each of USAGE_PATHS' group in those, or 0: none
+        self.matched: re.Match[bytes] | None = None  # the usage `read` found last
         if head_rest is not None:
             self.read = self._read_padded_head
         elif tail_rest is not None:
@@ -117,9 +157,12 @@ class Envelope:
             self.read = self._read_plain
 
     @classmethod
-    def learn(cls, payload: bytes | bytearray, choice: dict[str, object]) -> Envelope | None:
-        """The envelope of a chunk read the general way whose choice is `learnable`, or
-        ``None`` when its bytes do not allow one (Rule 1)."""
+    def learn(
+        cls, payload: bytes | bytearray, choice: dict[str, object], usage: object = None
+    ) -> Envelope | None:
+        """The envelope of a chunk read the general way whose choice is `learnable`, its
+        ``usage`` (``None``, or `learnable`'s counts), or ``None`` when its bytes do not allow
+        one (Rule 1)."""
         at = payload.find(_DELTA)
         if at < 0 or payload.find(_DELTA, at + 1) >= 0:
             return None
@@ -134,9 +177,44 @@ class Envelope:
             return None
         if head_rest is None and tail_rest is None and (PAD in head or PAD in tail):
             return None  # padding that is not a plain value: kept literal would be wrong
+        counted = None
+        if usage is not None:
+            if head_rest is not None or tail_rest is not None:
+                return None
+            counted = _counted(payload, end, usage)
+            if counted is None:
+                return None
+            tail, tail_rest = tail[: counted[0] - end], counted[1]
         filters = choice.get("content_filter_results", NO_FILTERS)
         content = _CONTENT_SPACED if b'": ' in payload[:start] else _CONTENT
-        return cls(head, head_rest, tail, tail_rest, filters, content)
+        envelope = cls(head, None if counted else head_rest, tail, tail_rest, filters, content)
+        if counted is not None:
+            pattern, after = counted[2], re.escape(counted[1])
+            # group 1: plain content's body, when the pattern begins there; then the counts
+            # three patterns, each with four groups before the counts (`_plain_of`'s): from
+            # the usage, from plain content's body, from a plain delta other than content
+            envelope.counts = re.compile(b"()()()()" + pattern + after).fullmatch
+            envelope.content_counts = re.compile(
+                _STRING_BODY + b"()()()" + re.escape(b"}" + tail) + pattern + after
+            ).fullmatch
+            envelope.plain_counts = re.compile(
+                _PLAIN_DELTA.pattern + re.escape(tail) + pattern + after
+            ).fullmatch
+            envelope.slots = tuple(i + 4 if i else 0 for i in counted[3])
+            envelope.read = envelope._read_counted
+        return envelope
+
+    def usage(self) -> Usage:
+        """The counts of the chunk `read` found last, when the envelope has a usage hole."""
+        m = self.matched
+        a, b, c, d, e = self.slots
+        return Usage(
+            prompt_tokens=int(m[a]) if a else None,  # type: ignore[index]
+            completion_tokens=int(m[b]) if b else None,  # type: ignore[index]
+            total_tokens=int(m[c]) if c else None,  # type: ignore[index]
+            reasoning_tokens=int(m[d]) if d else None,  # type: ignore[index]
+            cached_tokens=int(m[e]) if e else None,  # type: ignore[index]
+        )
 
     # ``read``: what a chunk that repeats this envelope (Rule 2) holds (see `Read`), or ``None``
     # when it does not repeat it. Raises UnicodeDecodeError for a plain delta that is not
@@ -170,6 +248,39 @@ class Envelope:
         if payload.startswith(self.head) and payload.endswith(self.tail):
             return _delta_at(payload, len(self.head), len(payload) - len(self.tail), self.content)
         return None
+
+    def _read_counted(self, payload: bytes | bytearray) -> Read:
+        # plain content, nearly every chunk, or another plain delta: one pattern from the delta
+        # to the end; else the delta ends where the last ``tail`` begins (no string of the
+        # usage holds it)
+        opened = self.content_opened
+        head = self.head
+        if payload.startswith(opened):
+            m = self.content_counts(payload, len(opened))
+            if m is not None:
+                self.matched = m
+                raw = m[1]
+                if 0x5C not in raw:
+                    return raw.decode()
+                text = string_text(payload, m.start(1), m.end(1))
+                return (len(head), m.end(1) + 2) if text is None else text
+        elif not payload.startswith(head):
+            return None
+        else:
+            m = self.plain_counts(payload, len(head))
+            if m is not None:
+                self.matched = m
+                got = _plain_of(payload, m)
+                return (len(head), payload.rfind(self.tail)) if got is None else got
+        tail = self.tail
+        closed = payload.rfind(tail, len(head))
+        if closed < 0:
+            return None
+        m = self.counts(payload, closed + len(tail))  # type: ignore[misc]
+        if m is None:
+            return None
+        self.matched = m
+        return _delta_at(payload, len(head), closed, self.content)
 
     def _read_padded_head(self, payload: bytes | bytearray) -> Read:
         head = self.head
@@ -240,6 +351,46 @@ NO_FILTERS: Final = object()
 """`Envelope.filters` of a choice without ``content_filter_results``."""
 
 
+def _counted(
+    payload: bytes | bytearray, end: int, usage: object
+) -> tuple[int, bytes, bytes, tuple[int, ...]] | None:
+    """The usage hole of a chunk whose delta ends at ``end`` (Rule 1): where the usage's value
+    begins, the bytes after it, its pattern (`counts_pattern`) and the group of each of
+    `USAGE_PATHS` in it (0: none); ``None`` when its bytes do not allow one."""
+    leaves = _leaves(usage, ())
+    at = payload.find(_USAGE, end)
+    if leaves is None or at < 0 or payload.find(_USAGE, at + 1) >= 0 or payload.find(_USAGE) < at:
+        return None
+    start = after_space(payload, at + len(_USAGE))
+    stop = value_end(payload, start)
+    if stop is None:
+        return None
+    pattern, groups = counts_pattern(bytes(payload[start:stop]))
+    m = re.fullmatch(pattern, payload[start:stop])
+    if m is None or groups != len(leaves) or [int(g) for g in m.groups()] != [n for _, n in leaves]:
+        return None  # a key twice, say: the parsed object is not the bytes in order
+    paths = [path for path, _ in leaves]
+    slots = tuple(paths.index(p) + 1 if p in paths else 0 for p in USAGE_PATHS)
+    return start, bytes(payload[stop:]), pattern, slots
+
+
+def _leaves(value: object, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], int]] | None:
+    """The integers of a usage object and where each is, in order; ``None`` when it holds
+    anything else (a float, a string, ``null``), nests deeper than two levels, or holds a
+    number of more than 18 digits."""
+    if type(value) is int:
+        return [(path, value)] if 0 <= value < 10**18 else None
+    if type(value) is not dict or len(path) > 1 or len(value) > 32:
+        return None
+    out: list[tuple[tuple[str, ...], int]] = []
+    for key, item in value.items():
+        got = _leaves(item, (*path, key))
+        if got is None:
+            return None
+        out += got
+    return out
+
+
 def learnable(obj: dict[str, object]) -> dict[str, object] | None:
     """The one choice of a chunk whose envelope may be learned (Rule 1), or ``None``."""
     choices = obj.get("choices")
@@ -253,7 +404,7 @@ def learnable(obj: dict[str, object]) -> dict[str, object] | None:
         or "content_filter_offsets" in choice
     ):
         return None
-    for key in ("usage", "error", "prompt_filter_results", "prompt_annotations"):
+    for key in ("error", "prompt_filter_results", "prompt_annotations"):
         if obj.get(key) is not None:
             return None
     return choice
@@ -269,9 +420,12 @@ def plain_delta(payload: bytes | bytearray, start: int, end: int) -> Read:
         UnicodeDecodeError: the text is not UTF-8 (the general way applies the policy).
     """
     m = _PLAIN_DELTA.fullmatch(payload, start, end)
-    if m is None:
-        return None
-    key, text, index, arguments = m.groups()
+    return None if m is None else _plain_of(payload, m)
+
+
+def _plain_of(payload: bytes | bytearray, m: re.Match[bytes]) -> Read:
+    """`plain_delta`'s answer for its pattern's match ``m`` in ``payload`` (groups 1 to 4)."""
+    key, text, index, arguments = m.group(1, 2, 3, 4)
     raw = text if arguments is None else arguments
     if 0x5C in raw:  # a backslash: the JSON string scanner reads it, with its closing quote
         group = 2 if arguments is None else 4

@@ -53,7 +53,7 @@ from ..events import (
     text_delta,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._envelope import BUDGET, NO_FILTERS, Envelope, Read, learnable
+from ._envelope import BUDGET, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
@@ -240,7 +240,7 @@ class ChatStreamDecoder(DialectDecoder):
         if self._budget:
             choice = learnable(obj)
             if choice is not None:
-                self._learn(payload, choice)
+                self._learn(payload, choice, usage)
 
     # -- a chunk that repeats the envelope (see _envelope) -----------------------------------
 
@@ -253,7 +253,7 @@ class ChatStreamDecoder(DialectDecoder):
         return (
             not self._done
             and envelope.head_rest is None
-            and envelope.tail_rest is None
+            and envelope.tail_rest is None  # (so no usage hole either)
             and (filters is NO_FILTERS or filters is None or filters is self._quiet)
         )
 
@@ -302,6 +302,9 @@ class ChatStreamDecoder(DialectDecoder):
                             self._repeats += 1  # what _completion_verdict would find, at once
                         else:
                             self._completion_verdict(filters, None)
+                    if envelope.counts is not None:  # type: ignore[union-attr]
+                        self._usage = envelope.usage()  # type: ignore[union-attr]
+                        queue.append(self._usage)
             at += len(payload) + gap
 
     def _repeat(self, payload: bytes | bytearray, start: int, end: int, at: int) -> bool:
@@ -320,13 +323,16 @@ class ChatStreamDecoder(DialectDecoder):
             self._delta(delta, at)
         return True
 
-    def _learn(self, payload: bytes | bytearray, choice: dict[str, object]) -> None:
+    def _learn(self, payload: bytes | bytearray, choice: dict[str, object], usage: object) -> None:
         if not self._started:
             return  # a repeat reads its delta past _delta, which would start the stream
         previous = self._envelope
         if previous is not None:
             self._budget = BUDGET if previous.hits else self._budget - 1
-        self._envelope = Envelope.learn(payload, choice) if self._budget else None
+        envelope = Envelope.learn(payload, choice, usage) if self._budget else None
+        if envelope is None and self._budget:
+            self._budget -= 1  # a try that learned nothing (a usage of floats, say) counts
+        self._envelope = envelope
 
     # -- one chunk ---------------------------------------------------------------------------
 
@@ -452,16 +458,18 @@ class ChatStreamDecoder(DialectDecoder):
     def _on_usage(self, raw: object, at: int) -> None:
         if not isinstance(raw, dict):
             raise PeerProtocolError("'usage' must be an object", offset=at)
-        details = raw.get("completion_tokens_details")
-        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
-        prompt = raw.get("prompt_tokens_details")
-        cached = prompt.get("cached_tokens") if isinstance(prompt, dict) else None
+        counts = []
+        for path in USAGE_PATHS:  # where each count is (as an envelope's usage hole reads it)
+            value: object = raw
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            counts.append(_count(value))
         self._usage = Usage(
-            prompt_tokens=_count(raw.get("prompt_tokens")),
-            completion_tokens=_count(raw.get("completion_tokens")),
-            total_tokens=_count(raw.get("total_tokens")),
-            reasoning_tokens=_count(reasoning),
-            cached_tokens=_count(cached),
+            prompt_tokens=counts[0],
+            completion_tokens=counts[1],
+            total_tokens=counts[2],
+            reasoning_tokens=counts[3],
+            cached_tokens=counts[4],
         )
         self._queue.append(self._usage)
 

@@ -1,9 +1,10 @@
 """Hypothesis: the learned envelope (svir_proto.openai._envelope) changes speed, never what a
 stream decodes to. Streams shaped like servers' (a repeating envelope, padding that changes,
-filter verdicts, deltas of every kind) with now and then something that must go the general
-way (an id that changes, text with escapes, quotes, control characters, invalid UTF-8, a lone
-surrogate, a delta that is not an object, a chunk that is not JSON) decode, in any split and
-with either JSON backend and UTF-8 policy, exactly as with no envelope at all."""
+filter verdicts, deltas of every kind, usage on every chunk) with now and then something that
+must go the general way (an id that changes, text with escapes, quotes, control characters,
+invalid UTF-8, a lone surrogate, a delta that is not an object, a chunk that is not JSON, a
+count past 64 bits) decode, in any split and with either JSON backend and UTF-8 policy, exactly
+as with no envelope at all."""
 
 from __future__ import annotations
 
@@ -70,10 +71,40 @@ def deltas(draw: st.DrawFn) -> bytes:
     return draw(st.sampled_from([b"null", b"[]", b'"x"', b'{"content":7}']))
 
 
+COUNT = st.sampled_from([0, 1, 31, 7, 10**17, 10**18 - 1] * 8 + [10**18, 10**19, 2 * 10**19])
+
+
+COUNTED = st.sampled_from([True] * 9 + [False])  # a chunk of a counted stream has a usage
+USAGE_KINDS = st.sampled_from(["vllm", "details", "digits"] * 3 + ["odd", "twice"])
+
+
+@st.composite
+def usages(draw: st.DrawFn, kind: str) -> bytes:
+    """A usage object on a delta chunk (vLLM's ``continuous_usage_stats``), of the stream's
+    ``kind``, its counts any; now and then one a usage hole must not take."""
+    if draw(st.integers(0, 7)) == 0:
+        kind = draw(USAGE_KINDS)
+    usage: dict[str, object] = {"prompt_tokens": draw(COUNT), "total_tokens": draw(COUNT)}
+    usage["completion_tokens"] = draw(COUNT)
+    if kind == "details":
+        usage["completion_tokens_details"] = {"reasoning_tokens": draw(COUNT)}
+        usage["prompt_tokens_details"] = {"cached_tokens": draw(COUNT)}
+    elif kind == "odd":
+        usage["completion_tokens"] = draw(st.sampled_from([1.5, -1, None, "7", True, [1]]))
+    elif kind == "digits":
+        usage["tokens_v2"] = draw(COUNT)
+    body = json.dumps(usage, separators=(",", ":")).encode()
+    if kind == "twice":
+        body = body[:-1] + b',"total_tokens":' + str(draw(COUNT)).encode() + b"}"
+    return body
+
+
 @st.composite
 def streams(draw: st.DrawFn) -> bytes:
     ids = draw(st.sampled_from([["c1"], ["c1", "c2"]]))
-    pad_where = draw(st.sampled_from([None, "head", "tail"]))
+    counted = draw(st.booleans())
+    usage_kind = draw(USAGE_KINDS)
+    pad_where = None if counted else draw(st.sampled_from([None, "head", "tail"]))
     filters = draw(st.sampled_from([None, "same", "changing"]))
     spaced = draw(st.booleans())
     events = []
@@ -99,6 +130,7 @@ def streams(draw: st.DrawFn) -> bytes:
             + choice
             + b"]"
             + (pad if pad_where == "tail" else b"")
+            + (b',"usage":' + draw(usages(usage_kind)) if counted and draw(COUNTED) else b"")
             + b"}"
         )
         if spaced:
@@ -168,3 +200,40 @@ def test_the_watcher_sees_what_the_decoder_does_but_the_text(
     assert got == seen_by_a_relay(decoder, [body])
     if got[2] is None:  # type: ignore[index]
         assert watcher.seen == body.count(b"\n\n")
+
+
+@st.composite
+def counted_streams(draw: st.DrawFn) -> bytes:
+    """vLLM with ``continuous_usage_stats``: one envelope, a usage object on every chunk."""
+    kind = draw(USAGE_KINDS)
+    events = []
+    for _ in range(draw(st.integers(1, 12))):
+        delta = draw(deltas())
+        chunk = (
+            b'{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":'
+            + delta
+            + b',"logprobs":null,"finish_reason":null}],"usage":'
+            + draw(usages(kind))
+            + b"}"
+        )
+        events.append(b"data: " + chunk + b"\n\n")
+    return b"".join([*events, b"data: [DONE]\n\n"])
+
+
+@given(counted_streams(), st.data(), st.sampled_from(BACKENDS))
+def test_a_usage_hole_reads_the_counts_the_parser_reads(
+    body: bytes, data: st.DataObject, backend: str
+) -> None:
+    """Each count as `_on_usage` finds it: in its field, ``None`` past 18 digits (a float to
+    the parser), a key with digits of its own kept as it was learned."""
+    before = _json.BACKEND
+    _json.use(backend)  # type: ignore[arg-type]
+    try:
+        pieces = data.draw(splits(body))
+        general = ChatStreamDecoder()
+        general._budget = 0
+        assert outcome(ChatStreamDecoder(), pieces, [False] * len(pieces)) == outcome(
+            general, [body], [False]
+        )
+    finally:
+        _json.use(before)

@@ -18,6 +18,7 @@ from svir_proto import (
     RefusalDelta,
     TextDelta,
     ToolCallDelta,
+    Usage,
 )
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
@@ -272,6 +273,62 @@ def test_learning_refuses_envelopes_it_cannot_read_safely() -> None:
     assert padded_tail.read(b'{"choices":[{"delta":{}}],"obfuscation":"a b"}') is None
     assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"obfuscation":""}') == "q"
     assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"x":1}') is None
+
+
+def vllm(delta: object, completion: int, **usage: object) -> bytes:
+    """A chunk of vLLM's with ``continuous_usage_stats``: its usage on every chunk."""
+    counts = {"prompt_tokens": 31, "total_tokens": 31 + completion}
+    counts |= {"completion_tokens": completion, **usage}
+    return chunk(delta).replace(b"}]}\n\n", b'}],"usage":%s}\n\n' % json.dumps(counts).encode())
+
+
+def test_usage_on_every_chunk_is_read_without_a_parser() -> None:
+    """Rule 1 and 2: the usage's counts are holes; each chunk is its delta and a `Usage`."""
+    d = ChatStreamDecoder()
+    d.feed(vllm({"role": "assistant", "content": ""}, 0))
+    envelope = d._envelope
+    assert envelope is not None
+    assert envelope.counts is not None
+    d._loads = None  # type: ignore[assignment]  # any parse would fail now
+    details = {"completion_tokens_details": {"reasoning_tokens": 2}}
+    events = d.feed(vllm({"reasoning_content": "r"}, 1) + vllm({"content": 'a "b"'}, 12345))
+    assert events == [
+        ReasoningDelta(text="r", carrier="reasoning_content"),
+        Usage(prompt_tokens=31, completion_tokens=1, total_tokens=32),
+        TextDelta(text='a "b"'),
+        Usage(prompt_tokens=31, completion_tokens=12345, total_tokens=12376),
+    ]
+    assert envelope.hits == 2
+    d._loads = ChatStreamDecoder()._loads  # a chunk of other keys goes the general way
+    d.feed(vllm({"content": "c"}, 3, **details) + FINISH + DONE)
+    assert d.result.usage == Usage(
+        prompt_tokens=31, completion_tokens=3, total_tokens=34, reasoning_tokens=2
+    )
+    assert d.result.text == 'a "b"c'
+    assert d.result.complete
+
+
+def test_a_usage_hole_takes_only_what_the_parser_would_read_alike() -> None:
+    counts: dict[str, object] = {"prompt_tokens": 1, "completion_tokens": 2}
+    choice: dict[str, object] = {"delta": {}}
+    learned = b'{"choices":[{"delta":{}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}'
+    envelope = Envelope.learn(learned, choice, counts)
+    assert envelope is not None
+    big = (
+        b'{"choices":[{"delta":{"content":"q"}}],'
+        + b'"usage":{"prompt_tokens":%s,"completion_tokens":2}}'
+    )
+    assert envelope.read(big % b"999999999999999999") == "q"
+    assert envelope.usage().prompt_tokens == 999999999999999999
+    for other in (b"1000000000000000000", b"01", b"1.0", b"-1", b"null", b'"1"', b"1e3"):
+        assert envelope.read(big % other) is None  # the general way reads what it means
+    assert Envelope.learn(learned, choice, {**counts, "completion_tokens": 2.0}) is None
+    twice = learned.replace(b"}}", b',"prompt_tokens":3}}')
+    assert Envelope.learn(twice, choice, {**counts, "prompt_tokens": 3}) is None
+    padded = learned.replace(b'"usage"', b'"obfuscation":"ab","usage"')
+    assert Envelope.learn(padded, choice, counts) is None
+    before = b'{"usage":{"prompt_tokens":1,"completion_tokens":2},"choices":[{"delta":{}}]}'
+    assert Envelope.learn(before, choice, counts) is None  # the usage before the delta
 
 
 def test_an_envelope_that_never_repeats_stops_being_learned() -> None:
