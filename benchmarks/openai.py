@@ -2,7 +2,7 @@
 and the peers.
 
     python -m benchmarks.openai [--chunks 20000] [--repeat 9] [--shape chat,tools,azure,crlf]
-        [--shape long,vllm,logprobs,pings]
+        [--shape long,vllm,logprobs,pings,bare]
 
 The shapes (`benchmarks.shapes`): chat with OpenAI's chunk keys, four interleaved tool calls,
 Azure's filter verdict on every chunk, CRLF line ends; each fed in 1460 B pieces, random pieces
@@ -101,12 +101,16 @@ def openai_python(parts: list[bytes]) -> object:
     return state.current_completion_snapshot
 
 
-def floor_with(loads: Callable[[bytes], object], sep: bytes) -> Callable[[list[bytes]], int]:
+def floor_with(
+    loads: Callable[[bytes], object], sep: bytes, data: bytes = b"data: "
+) -> Callable[[list[bytes]], int]:
+    opened, start = data + b"{", len(data)  # ("data:" with no space: the bare shape)
+
     def run(parts: list[bytes]) -> int:
         n = 0
         for block in b"".join(parts).split(sep):
-            if block.startswith(b"data: {"):
-                loads(block[6:])  # nothing kept: a kept dict per event costs the GC, not us
+            if block.startswith(opened):
+                loads(block[start:])  # nothing kept: a kept dict per event costs the GC, not us
                 n += 1
         return n
 
@@ -134,13 +138,14 @@ def run(chunks: int, repeat: int, shapes: list[str]) -> str:
         body = generate(int(chunks * scale))
         check(body)
         sep = b"\r\n\r\n" if name == "crlf" else b"\n\n"
-        n = body.count(b"\ndata: ") + body.startswith(b"data: ")  # events, not comments
+        data = b"data:" if name == "bare" else b"data: "
+        n = body.count(b"\n" + data) + body.startswith(data)  # events, not comments
         fns: dict[str, Callable[[list[bytes]], object]] = {
             "svir-proto (orjson)": svir_with("orjson") if _json.orjson else svir_with("json"),
             "svir-proto (json)": svir_with("json"),
             "httpx-sse + dict": httpx_sse_dict,
-            FLOOR: floor_with(json.loads, sep),
-            "floor: split + orjson": floor_with(orjson_loads, sep),
+            FLOOR: floor_with(json.loads, sep, data),
+            "floor: split + orjson": floor_with(orjson_loads, sep, data),
         }
         cells: dict[str, list[str]] = {k: [] for k in fns}
         per_event: dict[str, list[str]] = {k: [] for k in fns}

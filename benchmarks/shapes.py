@@ -12,7 +12,7 @@ Each shape is a whole response body, as the server wrote it:
   ``content_filter_results`` with four categories on every chunk, ``obfuscation`` padding.
 - ``crlf``: the chat shape with CRLF line ends throughout.
 
-And, not in the default run, four shapes an independent benchmark found over the target (the
+And, not in the default run, five shapes an independent benchmark found over the target (the
 README says where each stands):
 
 - ``long``: deltas of 200..2000 characters, a tenth of them code with escapes (a provider that
@@ -21,6 +21,7 @@ README says where each stands):
   repeats the last one's envelope), ``reasoning_content`` deltas, then content.
 - ``logprobs``: ``logprobs: true, top_logprobs: 5``: every token with its five alternatives.
 - ``pings``: the chat shape with a keep-alive comment after every event.
+- ``bare``: the chat shape with ``data:`` and no space (servers on axum write it so: TGI).
 
 The pieces a decoder is fed: TCP-segment sized (1460 B), random sizes 1..4096 B, and one event
 per read (a live stream: the server flushes each token).
@@ -226,6 +227,10 @@ def pings(chunks: int, seed: int = 7) -> bytes:
     return chat(chunks, seed).replace(b"\n\n", b"\n\n: keep-alive\n\n")
 
 
+def bare(chunks: int, seed: int = 7) -> bytes:
+    return chat(chunks, seed).replace(b"data: ", b"data:")
+
+
 SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     # name: (what it is, generator, chunks relative to --chunks)
     "chat": ("chat, OpenAI's chunk keys", chat, 1.0),
@@ -236,6 +241,7 @@ SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     "vllm": ("vLLM: usage on every chunk, reasoning_content then content", vllm, 1.0),
     "logprobs": ("top 5 logprobs of every token", logprobs, 0.25),
     "pings": ("a keep-alive comment after every event", pings, 1.0),
+    "bare": ("data: with no space after the colon (axum's servers: TGI)", bare, 1.0),
 }
 DEFAULT = ("chat", "tools", "azure", "crlf")
 """The shapes `benchmarks.openai` runs unless told (the others: ``--shape``)."""

@@ -93,9 +93,10 @@ class DialectDecoder(PullDecoder[Event]):
             runs: Runs | None = None
             end = framer.whole(data) if fast else 0
             if end:  # counted into the framer's offsets when it is next used
-                at = framer._base + self._skipped
+                shift = framer.shift  # "data:" and no space: see `SSEFramer.shift`
+                at = framer._base + self._skipped - shift
                 self._skipped += len(data)
-                payloads: Sequence[bytes | bytearray] = [data[6:end]]
+                payloads: Sequence[bytes | bytearray] = [data[6 - shift : end]]
             elif fast and data[:1] == b":" and framer.comment(data):
                 self._skipped += len(data)  # a keep-alive: nothing to read
                 return []
@@ -106,7 +107,7 @@ class DialectDecoder(PullDecoder[Event]):
                 if self._skipped:
                     framer.skip(self._skipped)
                     self._skipped = 0
-                at = framer._base
+                at = framer._base - framer.shift
                 got = framer.take(data)
                 if got is None:  # received: the general way takes it from here
                     self._fast = None

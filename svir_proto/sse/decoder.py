@@ -98,7 +98,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
             end = self._whole(data)
             if end:
                 try:
-                    text = data[6:end].decode()
+                    text = data[6 - self._framer.shift : end].decode()
                 except UnicodeDecodeError:
                     pass
                 else:
@@ -122,7 +122,7 @@ class SSEDecoder(PullDecoder[SSEItem]):
             if self._skipped:
                 framer.skip(self._skipped)
                 self._skipped = 0
-            at = framer._base
+            at = framer._base - framer.shift  # (RawBatch's offsets: see `SSEFramer.shift`)
             got = framer.take(data)
             if got is None:
                 return self._slow(None)

@@ -41,6 +41,9 @@ general path against a plain model of the algorithm, and the fuzz targets feed e
 byte by byte and flushed. A dialect decoder, which reads no comment, makes its framer `quiet`:
 then a piece that is one comment (a keep-alive) is taken by the express, and simple events with
 comments between them by the lane (`Runs`), so that a server's pings keep a stream on its lane.
+Servers on axum (Hugging Face's TGI) write ``data:`` with no space: simple events with LF line
+ends have a lane of that form too, which the general way opens when the last data line it
+applied had no space (`SSEFramer.shift`).
 
 Text: UTF-8 is decoded only on complete lines, where no character can be split (wire reference
 3.1). Invalid UTF-8 is an error by default (``errors="strict"``, a `PeerProtocolError` with the
@@ -75,6 +78,9 @@ _BOM: Final = b"\xef\xbb\xbf"
 SEPARATOR: Final = b"\n\ndata: "
 """What separates the payloads of consecutive simple events (LF line ends)."""
 SEPARATOR_CRLF: Final = b"\r\n\r\ndata: "
+SEPARATOR_BARE: Final = b"\n\ndata:"
+"""With no space after the colon (`SSEFramer.shift`)."""
+_SPACED: Final = b"\n\ndata: "  # an event the bare lane does not take
 _EVENT: Final = b"event: "
 _DATA: Final = b"data: "
 _LF: Final = 10
@@ -182,6 +188,11 @@ class SSEFramer:
         """Comments need not be returned: the dialect decoders, which ignore them, set it. Then
         the lane also takes simple events with comments between them (`Runs`), and a piece
         that is one comment (`comment`), as a live stream's keep-alives come."""
+        self.shift = 0
+        """1 while the lane's data lines have no space after the colon (``data:{...}``, as
+        servers on axum write them: Hugging Face's TGI), else 0. Then ``gap`` is 7 (LF only),
+        and the offsets of a `RawBatch` count from one byte before each event, so that its
+        payload still begins 6 bytes after it."""
         self.gap = 8
         """The lane's line end: 8 bytes around a simple event's payload with LF (``data: `` and
         two LFs), 10 with CRLF, whose CRs the cached positions below do not track."""
@@ -202,6 +213,7 @@ class SSEFramer:
         self._retry_here: int | None = None
         self._types = _Types()
         self._held = False  # `_hold` took back a beginning with CRLF line ends
+        self._bare = False  # the last data line the general way applied was ``data:`` + no space
 
     def receive(self, data: bytes) -> None:
         """Append bytes; ``b""`` ends the body."""
@@ -212,7 +224,7 @@ class SSEFramer:
         buf = self._buf
         start = self._base + len(buf)
         buf += data
-        if self._cr == _NONE and self.gap == 8:
+        if self._cr == _NONE and self.gap < 10:
             i = data.find(b"\r")
             if i >= 0:
                 self._cr = start + i
@@ -220,17 +232,22 @@ class SSEFramer:
 
     def whole(self, data: bytes) -> int:
         """Where the payload ends, if ``data`` is exactly one simple event with the lane's line
-        ends (``data: <payload>`` then a blank line, within the size bound), else 0: the
-        express's test, for a decoder's ``feed`` while `lane` is open and the buffer empty."""
+        ends (``data: <payload>``, or ``data:<payload>`` with `shift`, then a blank line, within
+        the size bound), else 0: the express's test, for a decoder's ``feed`` while `lane` is
+        open and the buffer empty. The payload begins at ``6 - shift``."""
         n = len(data)
-        if self.gap == 8:
+        if self.gap < 10:
             if data.find(b"\n") != n - 2 or data[-1] != _LF or _CR in data:
                 return 0
         elif not (
             data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
         ):
             return 0
-        if data[:6] != b"data: " or n > self.max_event_size:
+        if n > self.max_event_size:
+            return 0
+        if self.shift:  # "data:" and no space: the general way would take one off
+            return n - 2 if data[:5] == b"data:" and data[5:6] != b" " and n > 6 else 0
+        if data[:6] != b"data: ":
             return 0
         return n - self.gap + 6
 
@@ -241,7 +258,7 @@ class SSEFramer:
         n = len(data)
         if data[:1] != b":" or n > self.max_event_size or not self.quiet or not data.isascii():
             return False
-        if self.gap == 8:
+        if self.gap < 10:
             return data.find(b"\n") == n - 2 and data[-1] == _LF and _CR not in data
         return data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
 
@@ -251,6 +268,8 @@ class SSEFramer:
         type and where its payload begins and ends, else ``None``. The typed express's test,
         used as `whole` is."""
         n = len(data)
+        if self.shift:
+            return None  # (a stream of simple events)
         if self.gap == 8:
             line = data.find(b"\n")
             if data.find(b"\n", line + 1) != n - 2 or data[-1] != _LF or _CR in data:
@@ -295,7 +314,7 @@ class SSEFramer:
         complete yet. ``None``: the data was received, but what it completes needs `frame`
         (anything other than a run of simple events or of typed events, or a limit).
         """
-        if self.gap == 8 and _CR in data:
+        if self.gap < 10 and _CR in data:
             self.receive(data)  # which closes the lane
             return None
         self._buf += data
@@ -314,10 +333,12 @@ class SSEFramer:
         limit = self.max_event_size
         gap = self.gap
         blank, sep = (b"\n\n", SEPARATOR) if gap == 8 else (b"\r\n\r\n", SEPARATOR_CRLF)
+        if gap == 7:
+            blank, sep = b"\n\n", SEPARATOR_BARE
         scan = max(self._scan - base, 0)
         end = buf.rfind(blank, scan)
         if end < 0:  # no event is complete, unless a line the lane does not take is
-            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0, gap != 8):
+            if n > limit or not self._waiting(buf, 0, scan - 1 if scan else 0, gap == 10):
                 return None
             self._scan = base + n - len(blank) + 1 if n else base
             return []
@@ -327,7 +348,13 @@ class SSEFramer:
         if after - len(blank) // 2 > limit or n - after > limit:
             return None
         got: Taken | None
-        if buf[:6] == b"data: ":
+        if gap == 7:  # "data:" and no space: a run of simple events, or the general way
+            if buf[:5] != b"data:" or buf[5:6] == b" " or buf.find(_SPACED, 0, end) >= 0:
+                return None
+            got = payloads = buf[5:end].split(sep)
+            if _LF in b"".join(payloads):
+                return None
+        elif buf[:6] == b"data: ":
             got = payloads = buf[6:end].split(sep)
             # Each block is one line if no payload holds a line end of its own: an LF (or, with
             # CRLF, a CR; with LF line ends the buffer holds none), found by a memchr over them
@@ -347,7 +374,7 @@ class SSEFramer:
                 return None
         else:
             return None
-        if n > after and not self._waiting(buf, after, after, gap != 8):
+        if n > after and not self._waiting(buf, after, after, gap == 10):
             return None  # what follows the run is due now: all of it goes the general way
         del buf[:after]
         base += after
@@ -407,7 +434,9 @@ class SSEFramer:
             end = buf.find(b"\n", start)
             if end < 0:
                 return True
-            if head[:6] == b"data: " or (head[:1] == b":" and self.quiet):
+            if head[: 6 - self.shift] == _DATA[: 6 - self.shift] or (
+                head[:1] == b":" and self.quiet
+            ):
                 return end == n - 1
             if head != _EVENT:
                 return False
@@ -464,12 +493,15 @@ class SSEFramer:
                     for start, run in got.items():
                         out.append((at + start, run, self.last_event_id, self.gap))
                 elif got:
-                    out.append((at, got, self.last_event_id, self.gap))  # type: ignore[arg-type]
+                    out.append((at - self.shift, got, self.last_event_id, self.gap))  # type: ignore[arg-type]
                 return
         self._held = False
         if self._bom and not self._eof:
             self._settle_bom()
-        if self.gap != 8:  # the CRLF lane did not track CRs: find them again
+        self.shift = 0
+        if self.gap == 7:
+            self.gap = 8
+        elif self.gap != 8:  # the CRLF lane did not track CRs: find them again
             self.gap = 8
             buf = self._buf
             cr = buf.find(b"\r")
@@ -492,6 +524,8 @@ class SSEFramer:
             )
             if self.lane and self._crlf:
                 self.gap = 10
+            elif self.lane and self._bare:
+                self.gap, self.shift = 7, 1
 
     def _settle_bom(self) -> None:
         """Rule 2 as soon as three bytes (or fewer that cannot begin a BOM) came, so that a
@@ -638,6 +672,7 @@ class SSEFramer:
             if _LF in b"".join(payloads):  # a block of two lines or more (the lane's check)
                 return False
             out.append((at, payloads, self.last_event_id, 8))
+            self._bare = False
         elif buf[:7] == _EVENT:
             got = self._typed(bytes(buf[:end]))
             if got is None:
@@ -664,6 +699,7 @@ class SSEFramer:
         for block in region.split(b"\n\n"):
             if not pending and block[:6] == b"data: " and _LF not in block and len(block) < limit:
                 out.append((None, block[6:], at + 6, last_id, None, at))
+                self._bare = False
             else:
                 if not pending:
                     self._event_start = at
@@ -725,6 +761,7 @@ class SSEFramer:
                     data.append(line[6:])
                     data_at.append(at + 6)
                     self._fields = True
+                    self._bare = False
                 else:
                     self._field(line, at, out)
             at = nxt
@@ -747,6 +784,7 @@ class SSEFramer:
         if name == b"data":
             self._data.append(value)
             self._data_at.append(value_at)
+            self._bare = colon == 4 and value_at == at + 5  # "data:" and no space (the lane's)
         elif name == b"event":
             self._type = self._text(value, value_at) or None
         elif name == b"id":

@@ -220,7 +220,7 @@ LIVE_EVENTS = {
     "two lines": lambda t, e: f"data: {t}{e}data: {t}{e}{e}".encode(),
     "nospace": lambda t, e: f"data:{t}{e}{e}".encode(),
 }
-MAIN_KINDS = st.sampled_from(["simple", "typed", "responses"])
+MAIN_KINDS = st.sampled_from(["simple", "typed", "responses", "nospace"])
 TAILS = ["data: ", "event: x", "event: x\n", "event: x\ndata: ", "event: x\r\ndata: "]
 
 
@@ -347,10 +347,14 @@ def test_a_dialect_gets_the_same_calls_on_every_path(
 
 @st.composite
 def pinged_pieces(draw: st.DrawFn) -> list[bytes]:
-    """Simple events with keep-alive comments between them, one per piece or in pieces cut
-    anywhere: what the quiet lanes (`Runs`, `SSEFramer.comment`) take."""
+    """Simple events, with a space after ``data:`` or without (`SSEFramer.shift`), with
+    keep-alive comments between them, one per piece or in pieces cut anywhere: what the quiet
+    lanes (`Runs`, `SSEFramer.comment`) and the bare lane take."""
     eol = draw(st.sampled_from(["\n", "\r\n"]))
-    kinds = st.sampled_from(["simple", "simple", "empty", "comment", "invalid", "invalid comment"])
+    main = draw(st.sampled_from(["simple", "nospace"]))
+    kinds = st.sampled_from(
+        [main] * 4 + ["simple", "empty", "comment", "invalid", "invalid comment", "nospace"]
+    )
     events = [LIVE_EVENTS[draw(kinds)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))]
     if draw(st.booleans()):
         return events  # one per piece: a live stream's reads (the express)
@@ -360,15 +364,19 @@ def pinged_pieces(draw: st.DrawFn) -> list[bytes]:
 
 
 @given(pinged_pieces(), st.data(), st.sampled_from(["strict", "replace"]))
-def test_a_dialect_gets_the_same_calls_between_keep_alives(
+def test_the_same_calls_between_keep_alives_and_with_no_space(
     pieces: list[bytes], data: st.DataObject, errors: Errors
 ) -> None:
     limit = data.draw(st.sampled_from([8 * 1024 * 1024, 40]))
     general = Recorder(max_event_size=limit, errors=errors)
     general._framer = GeneralFramer(max_event_size=limit, errors=errors)
     reference = outcome(general, pieces, [True] * len(pieces))
+    by_pull = st.sampled_from([False, False, True])  # the pull API frames with the lane open
+    pull = data.draw(st.lists(by_pull, min_size=len(pieces), max_size=len(pieces)))
     lanes = Recorder(max_event_size=limit, errors=errors)
-    assert outcome(lanes, pieces, [False] * len(pieces)) == reference
+    assert outcome(lanes, pieces, pull) == reference
+    items = outcome(general_decoder(limit, errors), pieces, [True] * len(pieces))
+    assert outcome(SSEDecoder(max_event_size=limit, errors=errors), pieces, pull) == items
 
 
 def utf8(body: bytes) -> bool:
