@@ -188,10 +188,21 @@ def _parse_chat(body: bytes) -> Any:
         raise RequestError("$", f"the body is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise RequestError("$", "the body must be a JSON object")
+    if doc.get("stream") is not True:  # OpenAI's default is not to stream
+        raise RequestError(
+            "$.stream", 'not a stream, which the hub reads only (send "stream": true)'
+        )
     try:
         return ChatRequest.from_openai(doc)
-    except (ValueError, TypeError) as exc:  # its messages name the path
+    except (ValueError, TypeError) as exc:  # its messages begin with the path
+        where, colon, problem = str(exc).partition(": ")
+        if colon and _PATH.fullmatch(where):
+            raise RequestError("$." + where, problem) from None
         raise RequestError("$", str(exc)) from None
+
+
+_PATH = re.compile(r"[A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*")
+"""A path in `ChatRequest.from_openai`'s messages (``messages[0].content``)."""
 
 
 def _chat() -> DialectSpec:

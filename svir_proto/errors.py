@@ -35,6 +35,7 @@ import attrs
 from ._deprecated import renamed
 
 __all__ = [
+    "AnswerTooLarge",
     "AuthenticationFailedError",
     "CallerProtocolError",
     "ConnectionFailedError",
@@ -131,6 +132,12 @@ class StaleConnection(PeerProtocolError):
 
 class CallerProtocolError(SvirProtocolError):
     """The caller broke sequencing: data after end of body, an event out of lifecycle order."""
+
+
+class AnswerTooLarge(SvirError, ValueError):
+    """An encoder that holds the answer for its final events (the Responses API's) was given
+    more than its ``max_output_size``. What it wrote before stays valid, and it still encodes
+    a `StreamFailed` after this, which ends its stream."""
 
 
 class SvirTransportError(SvirError):

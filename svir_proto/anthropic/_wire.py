@@ -71,6 +71,20 @@ ERROR_OF: Final = {
 }
 """A failure kind to the ``error.type`` and HTTP status a gateway answers with (Errors)."""
 
+STATUS_TYPES: Final = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+"""The ``error.type`` Anthropic answers each of its error statuses with (Errors)."""
+
 OVERFLOW_PHRASES: Final = (
     "prompt is too long",  # Anthropic: "prompt is too long: 208310 tokens > 200000 maximum"
     "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"

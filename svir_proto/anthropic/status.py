@@ -21,7 +21,7 @@ from ..errors import Failure, FailureKind
 from ..events import RequestFailed
 from ..openai.status import Headers
 from ..openai.status import body_outcome as _openai_body_outcome
-from ._wire import ERROR_OF, ERROR_TYPES, OVERFLOW_PHRASES
+from ._wire import ERROR_OF, ERROR_TYPES, OVERFLOW_PHRASES, STATUS_TYPES
 
 __all__ = ["body_outcome", "error_body", "error_status", "failure_from_error"]
 
@@ -83,9 +83,13 @@ def error_status(failure: Failure) -> int:
 
 def error_object(failure: Failure) -> dict[str, str]:
     """``{"type": TYPE, "message": ...}`` for ``failure``: its own Anthropic type if it came
-    with one, else the type for its kind."""
+    with one, else Anthropic's type for the status it is answered with (`error_status`: a 404
+    is a ``not_found_error``, as the anthropic SDK's class for it says), else the type for
+    its kind."""
     code = failure.code
     error_type = code if code in ERROR_TYPES and ERROR_TYPES[code] is failure.kind else None
+    if error_type is None:
+        error_type = STATUS_TYPES.get(error_status(failure))
     return {"type": error_type or ERROR_OF[failure.kind][0], "message": failure.message}
 
 

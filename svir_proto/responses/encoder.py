@@ -32,11 +32,12 @@ Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, 
 
 The final response object needs the whole answer, so this encoder keeps it, and only it: the
 text, reasoning and arguments of the output items, at most ``max_output_size`` characters
-(beyond, a `ValueError`). What it cannot carry it lists in ``lost``, one sentence each:
-content-filter verdicts (the API has no field for them), a reasoning item's upstream id once
-its reasoning was written (the id must be announced before the signature that carries it;
-``hold_reasoning`` keeps it, at the cost of holding each block), a whole call that disagrees
-with its deltas. This module does no I/O and reads no clock.
+(beyond, `AnswerTooLarge`, a `ValueError`; a `StreamFailed` then still ends the stream). What
+it cannot carry it lists in ``lost``, one sentence each: content-filter verdicts (the API has
+no field for them), a reasoning item's upstream id once its reasoning was written (the id
+must be announced before the signature that carries it; ``hold_reasoning`` keeps it, at the
+cost of holding each block), a whole call that disagrees with its deltas. This module does
+no I/O and reads no clock.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from typing import Any, Final
 
 from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
-from ..errors import Failure
+from ..errors import AnswerTooLarge, Failure
 from ..events import (
     Event,
     FilterVerdict,
@@ -212,7 +213,7 @@ class ResponsesStreamEncoder:
     def _grow(self, n: int) -> None:
         self._size += n
         if self._size > self.max_output_size:
-            raise ValueError(
+            raise AnswerTooLarge(
                 f"the answer is larger than max_output_size ({self.max_output_size} characters)"
             )
 

@@ -24,9 +24,10 @@ travels under ``vendor:responses``, on the request and on each message, so that
 `from_hub` reads such records only while they agree with the neutral fields beside them (a
 message whose text or calls were changed is rebuilt from the neutral fields), so a request
 from another dialect is read from its neutral fields alone. What it cannot carry, it leaves
-out and says in ``lost`` (pass a list): parameters with no Responses field
-(``stop_sequences`` and unknown ones), a tool result's ``is_error`` mark, reasoning signed by
-another vendor (Anthropic's ``thinking``, Gemini's ``thought``: OpenAI cannot verify it),
+out and says in ``lost`` (pass a list): parameters with no Responses field (unknown ones;
+stop sequences, which would change the answer, are refused), a tool result's ``is_error``
+mark, reasoning signed by another vendor (Anthropic's ``thinking``, Gemini's ``thought``:
+OpenAI cannot verify it),
 ``reasoning.budget_tokens`` and an effort it does not know, audio parts, and metadata that is
 not short strings (the API takes 16 pairs of strings). Other dialects' records
 (``vendor:anthropic``...) are not read.
@@ -405,7 +406,8 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
 
     Raises:
         ValueError: a value the Responses API does not take (a ``tool_choice`` naming a tool
-            that is not declared, a media part that is not an image where an image must be).
+            that is not declared, a media part that is not an image where an image must be,
+            stop sequences, which it has no field for and which change the answer).
     """
     notes: list[str] = [] if lost is None else lost
     top = _record(request.extensions)
@@ -425,6 +427,11 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     inputs: str | list[Item] = string if string is not None and len(items) == 1 else items
     params = dict(request.parameters)
     for key in sorted(set(params) - {"max_tokens", "temperature", "top_p"}):
+        if key == "stop_sequences" and params[key]:  # the text would go on past them
+            raise ValueError(
+                "parameters.stop_sequences: the Responses API has no stop sequences; send the "
+                "request without them"
+            )
         notes.append(f"parameters.{key} has no field in the Responses API: not sent")
     tools: list[FunctionTool | OtherTool] = [
         FunctionTool(name=t.name, description=t.description, parameters=dict(t.parameters))

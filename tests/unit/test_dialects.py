@@ -117,14 +117,21 @@ def test_the_chat_parser_names_what_is_wrong() -> None:
     from svir_proto.llmstream.request import RequestError
 
     parse = dialects.dialect("chat").parse
-    assert parse(b'{"model":"m","messages":[{"role":"user","content":"hi"}]}') == CHAT
-    for body, where in (
-        (b"{", "not JSON"),
-        (b"[1]", "must be a JSON object"),
-        (b'{"model":"m","messages":[{"role":"robot","content":"x"}]}', "messages"),
+    assert parse(b'{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}') == CHAT
+    for body, path, where in (
+        (b"{", "$", "not JSON"),
+        (b"[1]", "$", "must be a JSON object"),
+        (b'{"model":"m","messages":[]}', "$.stream", "not a stream"),  # OpenAI's default
+        (b'{"model":"m","messages":[],"stream":false}', "$.stream", "not a stream"),
+        (
+            b'{"model":"m","messages":[{"role":"robot","content":"x"}],"stream":true}',
+            "$.messages[0].role",
+            "robot",
+        ),
     ):
-        with pytest.raises(RequestError, match=where):
+        with pytest.raises(RequestError, match=where) as info:
             parse(body)
+        assert info.value.path == path
 
 
 @pytest.mark.parametrize(

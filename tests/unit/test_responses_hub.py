@@ -289,7 +289,7 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
             LLMMessage(role="assistant", content="done"),
         ],
         tools=[LLMTool(name="f", description="d", parameters={"type": "object"})],
-        parameters={"max_tokens": 10, "stop_sequences": ["\n"], "top_k": 5},
+        parameters={"max_tokens": 10, "stop_sequences": [], "top_k": 5},
         metadata={"user_id": 7, "ok": "yes"},
         extensions=hub.hub_options(
             tool_choice=("name", "f"),
@@ -329,6 +329,9 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
         "metadata['user_id'] is not a short string pair: not sent",
     ]
     r.body().read()  # a request the API takes
+    stops = attrs.evolve(h, parameters={"max_tokens": 10, "stop_sequences": ["\n"]})
+    with pytest.raises(ValueError, match=r"parameters\.stop_sequences"):
+        from_hub(stops)  # the answer would go on past them: refused, not dropped
 
 
 def test_a_reasoning_text_block_and_a_named_choice_that_is_not_declared() -> None:
