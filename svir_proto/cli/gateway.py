@@ -67,6 +67,13 @@ def add_parser(sub: Any) -> None:
         help="requests relayed at once; past it 503 with Retry-After",
     )
     limits.add_argument(
+        "--max-answer",
+        type=int,
+        default=d.max_answer,
+        help="characters of an answer held for its final events (a Responses client's); past "
+        "it the stream ends with an error",
+    )
+    limits.add_argument(
         "--max-connections",
         type=int,
         default=d.max_connections,
@@ -178,6 +185,7 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
             allowed_hosts=allowed,
             public_metrics=args.public_metrics,
             max_streams=args.max_streams,
+            max_answer=args.max_answer,
             max_connections=args.max_connections,
             max_body=args.max_body,
             max_buffered=args.max_buffered,

@@ -82,6 +82,11 @@ class GatewayConfig:
             every this many seconds (``--keepalive``; 0: never), so proxies and idle timers do
             not cut it. Before the upstream answered, the first one also sends the response's
             head: a failure after it is an error in the stream, no longer an HTTP status.
+        max_answer: characters of an answer a client's encoder holds to write its final
+            events (the Responses API's carry the whole answer: text, reasoning and
+            arguments); past it the stream ends with an error. 2 Mi: about 500,000 tokens,
+            several times any model's longest answer; holding it, with the final events
+            written, takes about 20 times its size.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.
@@ -108,11 +113,12 @@ class GatewayConfig:
     progress_timeout: float = 300.0
     keepalive: float = 15.0
     drain_limit: int = 64 * 1024
+    max_answer: int = 2 * 1024 * 1024
     pool_size: int = 64
     pool_idle: float = 4.0
 
     def __attrs_post_init__(self) -> None:
-        for name in ("max_head_size", "max_body", "max_buffered", "max_streams"):
+        for name in ("max_head_size", "max_body", "max_buffered", "max_streams", "max_answer"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive int, not {value!r}")

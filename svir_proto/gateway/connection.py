@@ -52,8 +52,10 @@ Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
     one the gateway makes, is sent upstream as ``X-Request-Id``, returned in the response's
-    ``X-Request-Id`` and echoed on ``stream.start`` and ``stream.end``; an id that could not be
-    a header line as it is is not taken (`_http` Rule 4).
+    ``X-Request-Id`` (and Anthropic's ``request-id`` to a Messages client, when the answer is
+    the gateway's: a relayed one has the upstream's) and echoed on ``stream.start`` and
+    ``stream.end``; an id that could not be a header line as it is is not taken (`_http` Rule
+    4).
 
 It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
 """
@@ -70,7 +72,7 @@ from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
 from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
-from ..errors import CallerProtocolError, Failure, FailureKind
+from ..errors import AnswerTooLarge, CallerProtocolError, Failure, FailureKind
 from ..events import (
     RequestFailed,
     ResponseStarted,
@@ -128,6 +130,8 @@ _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/metrics": ("local", ("GET", "HEAD")),
 }
 _ANSWERS: Final = frozenset({"text/event-stream", "application/json"})
+_INVALID: Final = "invalid_request_error"
+"""The error type (and code) of the gateway's refusals of a request: OpenAI's word for it."""
 """What a 2xx answer to a stream request may be to be relayed (JSON: a server that ignored
 ``stream``); anything else is a failure (Rule 5)."""
 _SSE_HEAD: Final = [
@@ -303,6 +307,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
+        self._relayed_failure = False  # a relayed answer's status is an error's
         self._scanner: RequestScanner | None = None
         self._header_id: str | None = None
         self._model = ""
@@ -384,9 +389,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _bad_http(self, exc: BadHead) -> None:
         if exc.status == 431:
-            self._reject(431, str(exc), "invalid_request", close=True)
+            self._reject(431, str(exc), _INVALID, close=True)
         else:
-            self._reject(exc.status, f"not valid HTTP/1.1: {exc}", "invalid_request", close=True)
+            self._reject(exc.status, f"not valid HTTP/1.1: {exc}", _INVALID, close=True)
 
     def _closed(self) -> None:
         self._release()
@@ -403,18 +408,18 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if req.folded:  # _http Rule 1: h11 would unfold it
             return self._reject(
                 400, "a header field line may not be folded (obs-fold, RFC 9112 5.2)",
-                "invalid_request", close=True,
+                _INVALID, close=True,
             )  # fmt: skip
         if req.version not in ("1.0", "1.1"):  # _http Rule 1: the grammar takes any d.d
             return self._reject(
-                505, "this gateway speaks HTTP/1.0 and HTTP/1.1", "invalid_request", close=True
+                505, "this gateway speaks HTTP/1.0 and HTTP/1.1", _INVALID, close=True
             )
         kind, allowed = _route(target)
         self._path_kind = kind
         if "content-length" in headers and "transfer-encoding" in headers:  # _http Rule 1
             return self._reject(
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
-                "invalid_request", close=True,
+                _INVALID, close=True,
             )  # fmt: skip
         host = headers.get("host") if authority is None else authority
         if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
@@ -433,7 +438,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         given = bearer(v for k, v in req.fields if k == "authorization")
         if given is False:
             return self._reject(
-                400, "a request may carry one Authorization header", "invalid_request",
+                400, "a request may carry one Authorization header", _INVALID,
                 close=True,
             )  # fmt: skip
         local = kind == "local"
@@ -637,11 +642,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """What a `Prepare`'s ``run`` returned: the request goes upstream, or is refused."""
         self._preparing = None
         self._unhold()
+        if isinstance(outcome, (RequestError, ValueError)):  # a refusal has its id (Rule 7)
+            self.request_id = self._header_id or self.state.new_id()
         if isinstance(outcome, RequestError):
-            self._reject(400, outcome.message, "invalid_request", param=outcome.path)
+            self._reject(400, outcome.message, _INVALID, param=outcome.path)
             return
         if isinstance(outcome, ValueError):
-            self._reject(400, str(outcome), "invalid_request")
+            self._reject(400, str(outcome), _INVALID)
             return
         assert isinstance(outcome, tuple)
         hub, upstream = outcome
@@ -699,8 +706,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         with ``code`` and ``extra`` such as ``param``, anywhere else)."""
         if self._path_kind != "messages":
             return error_json(message, code, **extra)
-        if extra.get("param"):  # Anthropic's object has no param: its messages begin with it
-            message = f"{extra['param']}: {message}"
+        param = extra.get("param")
+        if param and not message.startswith(f"{param}: "):  # Anthropic's object has no param:
+            message = f"{param}: {message}"  # its messages begin with it
         kind = _KIND_OF_STATUS.get(status, FailureKind.REJECTED if status < 500 else None)
         kind = kind or FailureKind.SERVER_ERROR  # the code is kept where it is Anthropic's too
         failure = Failure(kind=kind, message=message, code=code, status=status)
@@ -730,8 +738,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """A whole response with its Content-Length (and ``Connection: close`` if asked); for
         HEAD, the same head and no body (RFC 9110 9.3.2)."""
         head = [*headers, ("Content-Length", str(len(body)))]
-        if self.request_id is not None:
-            head.append(("X-Request-Id", self.request_id))
+        head += self._ids()
         if close:  # a server may answer before the body, or after a bad request
             head.append(("Connection", "close"))
         side = self._side
@@ -771,24 +778,34 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         pending: list[bytes] = []  # the stream's bytes of these events, framed once
         encode = None if self._out is None else self._out.encode
         for event in events:
-            if type(event) is TextDelta and encode is not None:  # nearly every event: at once
-                self.events_forwarded += 1
-                pending.append(encode(event))
-                continue
-            if isinstance(event, (ResponseStarted, Retrying)):
-                continue
-            if isinstance(event, RequestFailed):
-                out.append(self._failed(event.failure, now))
-            elif isinstance(event, ModelsListed):  # pragma: no cover - listings are relayed
-                continue
-            else:
-                if not self._head_sent:
-                    out.append(self._stream_head())
-                pending.append(self._encode(event, now))
-                encode = self._encoder(now).encode
-                if isinstance(event, StreamEnded):
-                    out.append(self._end_stream(b"".join(pending), event.complete))
-                    pending = []
+            try:
+                if type(event) is TextDelta and encode is not None:  # nearly every event
+                    self.events_forwarded += 1
+                    pending.append(encode(event))
+                    continue
+                if isinstance(event, (ResponseStarted, Retrying)):
+                    continue
+                if isinstance(event, RequestFailed):
+                    out.append(self._failed(event.failure, now))
+                elif isinstance(event, ModelsListed):  # pragma: no cover - listings are relayed
+                    continue
+                else:
+                    if not self._head_sent:
+                        out.append(self._stream_head())
+                    pending.append(self._encode(event, now))
+                    encode = self._encoder(now).encode
+                    if isinstance(event, StreamEnded):
+                        out.append(self._end_stream(b"".join(pending), event.complete))
+                        pending = []
+            except AnswerTooLarge as exc:  # the answer its final events carry: the stream ends
+                failure = Failure(kind=FailureKind.UNEXPECTED, message=str(exc), code="too_large")
+                ended: list[ExchangeEvent] = [
+                    StreamFailed(error=failure),
+                    StreamEnded(complete=False, done=True),
+                ]
+                if pending:
+                    out.append(self._chunk(b"".join(pending)))
+                return b"".join(out) + self.upstream(ended, now=now)
         if pending:
             out.append(self._chunk(b"".join(pending)))
         return b"".join(out)
@@ -823,15 +840,30 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             spec = dialect(_WIRE[self.dialect or "openai"])
             model = self._model if self.dialect != "openai" else ""
             self._out = spec.encoder(model, self.request_id or "", now)
+            if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
+                self._out.max_output_size = self.config.max_answer
         return self._out
+
+    def _ids(self) -> list[tuple[str, str]]:
+        """The request id's headers on an answer the gateway makes (Rule 7): ``X-Request-Id``,
+        and Anthropic's ``request-id`` too for a client of its dialect (which the anthropic SDK
+        reads)."""
+        if self.request_id is None:
+            return []
+        if self._path_kind == "messages":
+            return [("X-Request-Id", self.request_id), ("request-id", self.request_id)]
+        return [("X-Request-Id", self.request_id)]
 
     def _stream_head(
         self, status: int = 200, headers: list[tuple[str, str]] | None = None
     ) -> bytes:
         self._head_sent = True
-        head = list(_SSE_HEAD if headers is None else headers)
-        if self.request_id is not None:
-            head.append(("X-Request-Id", self.request_id))
+        if headers is None:  # the gateway's own stream
+            head = [*_SSE_HEAD, *self._ids()]
+        else:  # a relayed answer: the upstream's own ids are among its headers
+            head = list(headers)
+            if self.request_id is not None:
+                head.append(("X-Request-Id", self.request_id))
         out = self._side.head(status, reason(status), head)  # a relayed value's obs-text as is
         # a body with no length is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0);
         # chunks are framed here, inline, on every event's path
@@ -980,8 +1012,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         # RFC 9110 8.6: a 204 has no Content-Length (a 304's says what the GET would get)
         if length is not None and not chunked and self._relaying == "raw" and status != 204:
             keep.append(("Content-Length", length))
-        if status >= 400:
-            self.outcome = "failed"
+        self._relayed_failure = status >= 400  # its outcome once its body is whole
         return self._stream_head(status, keep)
 
     def relay_data(self, data: bytes) -> bytes:
@@ -1002,7 +1033,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._mode = "answered"
         if complete:
             if self.outcome is None:
-                self.outcome = "ok"
+                self.outcome = "failed" if self._relayed_failure else "ok"
             return self._end_of_body()
         self.outcome = "cut"
         self._side.failed()
@@ -1058,9 +1089,11 @@ def _model_id(id_: str) -> bool:
     segments is ``.``, ``..`` or empty, as it came and decoded (an encoded ``/`` is a
     separator then: ``org%2Fname`` is served). An upstream (or a proxy before it) that
     normalises its path would take the others elsewhere in its API, with the gateway's key
-    (attack 26)."""
+    (attack 26). A segment's ``;`` parameters are dropped first, as servlet containers do
+    before they normalise (``..;x`` is ``..`` there: attack 29)."""
     for _ in range(3):  # decoded as often as a chain of proxies might
-        if any(s in ("", ".", "..") for s in id_.replace("\\", "/").split("/")):
+        segments = (s.split(";", 1)[0] for s in id_.replace("\\", "/").split("/"))
+        if any(s in ("", ".", "..") for s in segments):
             return False
         id_, was = unquote(id_), id_
         if id_ == was:
@@ -1093,14 +1126,18 @@ def _prepare(
     ``(the neutral request, the upstream's request)``, or the error that refuses it (Rule 2:
     only a stream is translated). Pure: safe to run in a worker thread; between its steps it
     stops (``None``) once ``job``'s client left."""
+    not_a_stream = RequestError(
+        "$.stream",
+        f"the gateway translates this request for a {to} upstream, and translates streams "
+        'only: send "stream": true',
+    )
     try:
-        request = dialect(given).parse(body)
+        try:
+            request = dialect(given).parse(body)
+        except RequestError as exc:  # a Chat request with no "stream" is not one (OpenAI's)
+            raise (not_a_stream if exc.path == "$.stream" else exc) from None
         if getattr(request, "stream", True) is not True:
-            raise RequestError(
-                "$.stream",
-                f"the gateway translates this request for a {to} upstream, and translates "
-                'streams only: send "stream": true',
-            )
+            raise not_a_stream
         if job is not None and not job.wanted:
             return None
         hub = dialect(given).to_hub(request)

