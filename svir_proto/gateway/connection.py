@@ -706,9 +706,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         with ``code`` and ``extra`` such as ``param``, anywhere else)."""
         if self._path_kind != "messages":
             return error_json(message, code, **extra)
-        param = extra.get("param")
-        if param and not message.startswith(f"{param}: "):  # Anthropic's object has no param:
-            message = f"{param}: {message}"  # its messages begin with it
+        # Anthropic's object has no param: the messages of the refusals with one (a
+        # `RequestError`'s) begin with it already
         kind = _KIND_OF_STATUS.get(status, FailureKind.REJECTED if status < 500 else None)
         kind = kind or FailureKind.SERVER_ERROR  # the code is kept where it is Anthropic's too
         failure = Failure(kind=kind, message=message, code=code, status=status)
@@ -803,8 +802,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     StreamFailed(error=failure),
                     StreamEnded(complete=False, done=True),
                 ]
-                if pending:
-                    out.append(self._chunk(b"".join(pending)))
+                out.append(self._chunk(b"".join(pending)))  # (nothing, if nothing is pending)
                 return b"".join(out) + self.upstream(ended, now=now)
         if pending:
             out.append(self._chunk(b"".join(pending)))
@@ -861,9 +859,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if headers is None:  # the gateway's own stream
             head = [*_SSE_HEAD, *self._ids()]
         else:  # a relayed answer: the upstream's own ids are among its headers
-            head = list(headers)
-            if self.request_id is not None:
-                head.append(("X-Request-Id", self.request_id))
+            head = [*headers, *self._ids()[:1]]
         out = self._side.head(status, reason(status), head)  # a relayed value's obs-text as is
         # a body with no length is chunked (HTTP/1.1) or ends with the connection (HTTP/1.0);
         # chunks are framed here, inline, on every event's path
@@ -1032,8 +1028,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return b""
         self._mode = "answered"
         if complete:
-            if self.outcome is None:
-                self.outcome = "failed" if self._relayed_failure else "ok"
+            self.outcome = self.outcome or ("failed" if self._relayed_failure else "ok")
             return self._end_of_body()
         self.outcome = "cut"
         self._side.failed()

@@ -85,8 +85,8 @@ _CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
 _Match = Callable[[bytes | bytearray, int], "re.Match[bytes] | None"]
 
 
-def _NO_MATCH(payload: bytes | bytearray, start: int) -> None:
-    return None
+_NO_MATCH: Final[_Match] = re.compile(rb"(?!)").match
+"""A pattern that matches nothing: an envelope's with no usage hole."""
 
 
 class Envelope:
@@ -362,9 +362,7 @@ def _counted(
     if leaves is None or at < 0 or payload.find(_USAGE, at + 1) >= 0 or payload.find(_USAGE) < at:
         return None
     start = after_space(payload, at + len(_USAGE))
-    stop = value_end(payload, start)
-    if stop is None:
-        return None
+    stop = value_end(payload, start) or start  # (the payload was read back already: UTF-8)
     pattern, groups = counts_pattern(bytes(payload[start:stop]))
     m = re.fullmatch(pattern, payload[start:stop])
     if m is None or groups != len(leaves) or [int(g) for g in m.groups()] != [n for _, n in leaves]:

@@ -460,6 +460,50 @@ def test_an_upstream_error_body_is_relayed_with_its_status() -> None:
     assert d.done()[0].outcome == "failed"
 
 
+def test_an_upstream_error_whose_body_comes_in_a_later_read_is_relayed_whole() -> None:
+    """Client round 29: the exchange ended at an error's head (its outcome was set there), and
+    the body that came in the next read was lost."""
+    error = b'{"error":{"message":"no such model","code":"model_not_found"}}'
+    whole = sse_response(error, chunked=False, status=404)
+    head, body = whole.split(b"\r\n\r\n", 1)
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(head + b"\r\n\r\n")
+    assert d.done() == []  # not over before its body
+    d.answer(body, now=2.5)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, got, ended) == (404, error, True)
+    assert d.done()[0].outcome == "failed"
+
+
+@pytest.mark.parametrize("pieces", [1, 2])
+def test_a_relay_whose_calls_fail_the_checks_at_done_ends_as_the_upstream_ended_it(
+    pieces: int,
+) -> None:
+    """Attack 29: a call with no id made the checks at ``[DONE]`` fail, and the gateway's
+    error and a second ``[DONE]`` followed the upstream's. Nothing of ours follows it now."""
+    call = b'{"index":0,"id":"","type":"function","function":{"name":"f","arguments":"{}"}}'
+    body = (
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[%s]}}]}\n\n' % call
+        + b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+        + b"data: [DONE]\n\n"
+    )
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    whole = sse_response(body)
+    if pieces == 1:
+        d.answer(whole)
+    else:
+        cut = whole.index(b"data: [DONE]")
+        d.answer(whole[:cut])
+        d.answer(whole[cut:], now=2.5)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, got, ended) == (200, body, True)
+    assert d.done()[0].outcome == "ok"
+
+
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_the_model_listing_and_one_model_are_relayed(method: str) -> None:
     listing = b'{"object":"list","data":[{"id":"a","created":1,"owned_by":"me"}]}'
