@@ -96,9 +96,15 @@ class DialectSpec:
         path: where the API serves it, from the endpoint's prefix (Rule 2); ``None`` when the
             path depends on the request (Gemini: `target`).
         parse: a request body read into the typed request, for the server side.
+        read: a request body read into the typed request and whether it asks for a stream,
+            for a server that also answers one that does not (with `answer`).
         to_hub, from_hub: the dialect's adapters to and from the neutral request.
         decoder: makes the stream decoder for a request (its declared tools) and the options.
         encoder: makes the stream encoder: ``encoder(model, response_id, created)``.
+        answer: the whole answer, for a client that asked for no stream:
+            ``answer(result, model, response_id, created)``, the dialect's one JSON object for
+            a `Completion` (`svir_proto.answer.AnswerFold` makes one from events), or the
+            `Failure` that it cannot be written; ``None`` for a dialect that only streams.
         body_outcome: the `RequestFailed` of a response that is not a stream.
         error_body: the dialect's error body for a failure, and `error_status` its status.
         accept: the ``Accept`` header its requests send.
@@ -110,6 +116,7 @@ class DialectSpec:
     request_type: type
     path: str | None
     parse: Callable[[bytes], Any]
+    read: Callable[[bytes], tuple[Any, bool]]
     to_hub: Callable[[Any], LLMRequest]
     from_hub: Callable[[LLMRequest], Any]
     decoder: Callable[..., DialectStreamDecoder]
@@ -118,6 +125,7 @@ class DialectSpec:
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
     sniff: Callable[[bytes], bool]
+    answer: Callable[[Completion, str, str, int], bytes | Failure] | None = None
     auth: Callable[[str], list[tuple[str, str]]] | None = None
     """The headers that carry the key (Rule 3); ``None``: ``Authorization: Bearer``, as the
     `Endpoint` sends it."""
@@ -177,7 +185,24 @@ def _without(
     return decoder
 
 
+def _streams(parse: Callable[[bytes], Any]) -> Callable[[bytes], tuple[Any, bool]]:
+    """`DialectSpec.read` for a dialect whose typed request keeps ``stream``."""
+
+    def read(body: bytes) -> tuple[Any, bool]:
+        request = parse(body)
+        return request, request.stream is True
+
+    return read
+
+
 def _parse_chat(body: bytes) -> Any:
+    return _read_chat(body, stream_only=True)[0]
+
+
+def _read_chat(body: bytes, *, stream_only: bool = False) -> tuple[Any, bool]:
+    """A Chat request and whether it streams: a `ChatRequest` always does, so ``stream``
+    (false, or absent: OpenAI's default) is read here and taken out of it; ``stream_only``:
+    refuse a request that does not stream (`DialectSpec.parse`)."""
     from ._json import canonical
     from .llmstream.request import RequestError
     from .openai.request import ChatRequest
@@ -188,12 +213,17 @@ def _parse_chat(body: bytes) -> Any:
         raise RequestError("$", f"the body is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise RequestError("$", "the body must be a JSON object")
-    if doc.get("stream") is not True:  # OpenAI's default is not to stream
+    stream = doc.pop("stream", None)
+    if stream is not None and not isinstance(stream, bool):
+        raise RequestError("$.stream", f"must be a boolean, not {stream!r}")
+    if stream_only and not stream:  # OpenAI's default is not to stream
         raise RequestError(
             "$.stream", 'not a stream, which the hub reads only (send "stream": true)'
         )
+    if not stream:  # a whole answer: its usage is in it, as OpenAI's always is
+        doc.pop("stream_options", None)
     try:
-        return ChatRequest.from_openai(doc)
+        return ChatRequest.from_openai(doc), stream is True
     except (ValueError, TypeError) as exc:  # its messages begin with the path
         where, colon, problem = str(exc).partition(": ")
         if colon and _PATH.fullmatch(where):
@@ -207,18 +237,22 @@ _PATH = re.compile(r"[A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*")
 
 def _chat() -> DialectSpec:
     from . import translate
-    from .openai import encoder, request, status, stream
+    from .openai import answer, encoder, request, status, stream
 
     return DialectSpec(
         name="chat",
         request_type=request.ChatRequest,
         path="/chat/completions",
         parse=_parse_chat,
+        read=_read_chat,
         to_hub=translate.openai_to_llm,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
         encoder=lambda model, rid, created: encoder.ChatStreamEncoder(
             tool_call_deltas=True, model=model, response_id=rid or "chatcmpl-svir", created=created
+        ),
+        answer=lambda result, model, rid, created: answer.chat_completion(
+            result, response_id=rid or "chatcmpl-svir", model=model, created=created
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -228,18 +262,22 @@ def _chat() -> DialectSpec:
 
 
 def _messages() -> DialectSpec:
-    from .anthropic import encoder, hub, request, status, stream
+    from .anthropic import answer, encoder, hub, request, status, stream
 
     return DialectSpec(
         name="messages",
         request_type=request.MessagesRequest,
         path="/messages",
         parse=request.MessagesRequest.parse,
+        read=_streams(request.MessagesRequest.parse),
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
         encoder=lambda model, rid, created: encoder.MessagesStreamEncoder(
             model=model, message_id=rid or "msg_svir", created=created
+        ),
+        answer=lambda result, model, rid, created: answer.message(
+            result, message_id=rid or "msg_svir", model=model
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -254,18 +292,22 @@ def _messages() -> DialectSpec:
 
 def _responses() -> DialectSpec:
     from .openai import status
-    from .responses import encoder, hub, request, stream
+    from .responses import answer, encoder, hub, request, stream
 
     return DialectSpec(
         name="responses",
         request_type=request.ResponsesRequest,
         path="/responses",
         parse=request.ResponsesRequest.parse,
+        read=_streams(request.ResponsesRequest.parse),
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
         encoder=lambda model, rid, created: encoder.ResponsesStreamEncoder(
             model=model, response_id=rid or "resp_svir", created=created
+        ),
+        answer=lambda result, model, rid, created: answer.response(
+            result, response_id=rid or "resp_svir", model=model, created=created
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -290,6 +332,7 @@ def _gemini() -> DialectSpec:
         request_type=request.GeminiRequest,
         path=None,
         parse=_parse_gemini,
+        read=lambda body: (_parse_gemini(body), True),
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
@@ -324,6 +367,7 @@ def _llm_stream() -> DialectSpec:
         request_type=request.LLMRequest,
         path="/chat/completions",
         parse=request.LLMRequest.parse,
+        read=lambda body: (request.LLMRequest.parse(body), True),  # the draft only streams
         to_hub=lambda r: r,
         from_hub=lambda r: r,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),

@@ -73,7 +73,13 @@ from ._wire import STOP_OF, STOP_REASONS
 from .status import error_object
 from .stream import SVIR_USAGE
 
-__all__ = ["MessagesStreamEncoder", "stop_reason_of", "usage_object"]
+__all__ = [
+    "MessagesStreamEncoder",
+    "an_object",
+    "not_an_object",
+    "stop_reason_of",
+    "usage_object",
+]
 
 _TEXT_DELTA: Final = (
     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":',
@@ -341,9 +347,9 @@ class MessagesStreamEncoder:
                 call = self._calls.get(event.index)
                 if call is None:
                     call = self._calls[event.index] = _Call()
-                if not _an_object(event.arguments):
+                if not an_object(event.arguments):
                     call.state = 2  # not written whole at the end either
-                    return self.encode(StreamFailed(error=_not_an_object(event)))
+                    return self.encode(StreamFailed(error=not_an_object(event)))
                 if call.state != 0:
                     return b""  # streamed already
                 call.id, call.name = event.id, event.name
@@ -378,7 +384,7 @@ class MessagesStreamEncoder:
         return b""
 
 
-def _an_object(arguments: str) -> bool:
+def an_object(arguments: str) -> bool:
     """Whether a call's arguments can be a ``tool_use`` input: a JSON object, or nothing."""
     text = arguments.strip()
     if not text:
@@ -391,7 +397,7 @@ def _an_object(arguments: str) -> bool:
         return False
 
 
-def _not_an_object(call: ToolCall) -> Failure:
+def not_an_object(call: ToolCall) -> Failure:
     return Failure(
         kind=FailureKind.UNEXPECTED,
         message=f"the upstream broke the protocol: the arguments of tool call {call.index} "

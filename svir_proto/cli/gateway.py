@@ -70,8 +70,8 @@ def add_parser(sub: Any) -> None:
         "--max-answer",
         type=int,
         default=d.max_answer,
-        help="characters of an answer held for its final events (a Responses client's); past "
-        "it the stream ends with an error",
+        help="characters of an answer held: a whole answer (a client that asked for no "
+        "stream), or for its final events (a Responses client's); past it an error",
     )
     limits.add_argument(
         "--max-connections",

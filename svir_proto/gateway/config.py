@@ -82,9 +82,11 @@ class GatewayConfig:
             every this many seconds (``--keepalive``; 0: never), so proxies and idle timers do
             not cut it. Before the upstream answered, the first one also sends the response's
             head: a failure after it is an error in the stream, no longer an HTTP status.
-        max_answer: characters of an answer a client's encoder holds to write its final
-            events (the Responses API's carry the whole answer: text, reasoning and
-            arguments); past it the stream ends with an error. 2 Mi: about 500,000 tokens,
+        max_answer: characters of an answer the gateway holds: for a client that asked for
+            no stream (its whole answer, sent once the stream has ended), or for a client's
+            encoder to write its final events (the Responses API's carry the whole answer:
+            text, reasoning and arguments); past it the stream ends with an error (a 502
+            for a whole answer, which nothing was sent of yet). 2 Mi: about 500,000 tokens,
             several times any model's longest answer; holding it, with the final events
             written, takes about 20 times its size.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the

@@ -21,7 +21,14 @@ Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM
     and gets an LLM-Stream response; ``application/json`` is an OpenAI request, answered in
     OpenAI's dialect, or in LLM-Stream's when ``Accept`` carries ``profile="llm-stream-1.0"``;
     any other media type is 415 with ``Accept-Post``. An LLM-Stream request must stream (the
-    draft has no other mode): ``"stream": false`` is 400 naming ``$.stream``.
+    draft has no other mode): ``"stream": false`` is 400 naming ``$.stream``. A request that
+    is translated and asks for no stream (Chat's ``stream`` false or absent, Messages' and
+    Responses' false or absent) goes upstream as a stream all the same, and its answer is
+    the whole answer in the client's dialect (`svir_proto.answer`, `DialectSpec.answer`):
+    one JSON object, sent once the stream has ended, with its Content-Length; at most
+    ``max_answer`` characters of it are held. A failure, a cut, or an answer the dialect
+    cannot write (a Messages ``tool_use`` whose arguments are no object) is then an HTTP
+    error (Rule 5), since nothing was sent before it.
 Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body over
     ``max_body`` is 413 before a byte of it is read; a request past ``max_streams``, or whose
     body would pass ``max_buffered``, is 503 with ``Retry-After``, also before its body;
@@ -71,6 +78,7 @@ import attrs
 from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
+from ..answer import AnswerFold
 from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
 from ..errors import AnswerTooLarge, CallerProtocolError, Failure, FailureKind
 from ..events import (
@@ -315,6 +323,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._head_sent = False
         self._chunked = False  # the answer's body is chunked, framed here
         self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
+        self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -651,10 +660,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._reject(400, str(outcome), _INVALID)
             return
         assert isinstance(outcome, tuple)
-        hub, upstream = outcome
+        hub, upstream, stream = outcome
         assert isinstance(hub, LLMRequest)
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
-        self.streaming_request = True
+        self.streaming_request = stream
+        if not stream:  # Rule 2: the upstream streams, the client gets the whole answer
+            self._whole = AnswerFold(max_size=self.config.max_answer)
         self._model = hub.model
         self._declared = hub.tool_names if hub.tools else None
         rid = (("X-Request-Id", self.request_id),)
@@ -773,6 +784,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             now: seconds since the epoch, for ``stream.start``'s ``created`` when the upstream
                 gives none.
         """
+        if self._whole is not None:
+            return self._gather(events, now)
         out: list[bytes] = []
         pending: list[bytes] = []  # the stream's bytes of these events, framed once
         encode = None if self._out is None else self._out.encode
@@ -807,6 +820,49 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if pending:
             out.append(self._chunk(b"".join(pending)))
         return b"".join(out)
+
+    def _gather(self, events: list[ExchangeEvent], now: int) -> bytes:
+        """`upstream` for a client that asked for no stream (Rule 2): the events are folded,
+        and at the stream's end the whole answer goes out, or the failure."""
+        fold = self._whole
+        assert fold is not None
+        for event in events:
+            if isinstance(event, RequestFailed):
+                return self._failed(event.failure, now)
+            if isinstance(event, (ResponseStarted, Retrying, ModelsListed)):
+                continue
+            self.events_forwarded += event.count if type(event) is TextRun else 1
+            try:
+                fold.add(event)
+            except AnswerTooLarge as exc:
+                failure = Failure(kind=FailureKind.UNEXPECTED, message=str(exc), code="too_large")
+                return self._failed(attrs.evolve(failure, status=502), now)
+            if fold.ended is not None:
+                return self._answer(fold, now)
+        return b""
+
+    def _answer(self, fold: AnswerFold, now: int) -> bytes:
+        """The whole answer of a stream that ended (Rule 2), or its failure (Rule 5)."""
+        result = fold.result()
+        if result.error is not None:
+            return self._failed(result.error, now)
+        if not result.done:
+            failure = Failure(
+                kind=FailureKind.TRANSIENT,
+                message="the upstream's stream was cut before its end",
+                code="upstream_cut",
+                status=502,
+            )
+            return self._failed(failure, now)
+        spec = dialect(_WIRE[self.dialect or "openai"])
+        assert spec.answer is not None
+        rid = fold.response_id or self.request_id or ""
+        body = spec.answer(result, fold.model or self._model, rid, fold.created or now)
+        if isinstance(body, Failure):
+            return self._failed(attrs.evolve(body, status=502), now)
+        self.outcome = "ok" if result.complete else "failed"
+        self._mode = "answered"
+        return self._response(200, [("Content-Type", "application/json")], body, close=False)
 
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:
         """A stream event in the client's dialect, unframed (`upstream` encodes a `TextDelta`
@@ -959,6 +1015,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode == "answered"
             or self.request_kind not in _COMPLETIONS
             or self._relaying == "raw"
+            or self._whole is not None
         ):
             return b""
         head = b"" if self._head_sent else self._stream_head()
@@ -1118,27 +1175,21 @@ def _prepare(
     body: bytes, given: DialectName, to: DialectName, job: _Preparation | None = None
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
-    ``(the neutral request, the upstream's request)``, or the error that refuses it (Rule 2:
-    only a stream is translated). Pure: safe to run in a worker thread; between its steps it
-    stops (``None``) once ``job``'s client left."""
-    not_a_stream = RequestError(
-        "$.stream",
-        f"the gateway translates this request for a {to} upstream, and translates streams "
-        'only: send "stream": true',
-    )
+    ``(the neutral request, the upstream's request, whether the client asked for a stream)``,
+    or the error that refuses it (Rule 2: a dialect that only streams must ask for a stream).
+    Pure: safe to run in a worker thread; between its steps it stops (``None``) once ``job``'s
+    client left."""
+    spec = dialect(given)
     try:
-        try:
-            request = dialect(given).parse(body)
-        except RequestError as exc:  # a Chat request with no "stream" is not one (OpenAI's)
-            raise (not_a_stream if exc.path == "$.stream" else exc) from None
-        if getattr(request, "stream", True) is not True:
-            raise not_a_stream
+        request, stream = spec.read(body)
+        if not stream and spec.answer is None:  # pragma: no cover - read refuses it first
+            raise RequestError("$.stream", 'this dialect only streams: send "stream": true')
         if job is not None and not job.wanted:
             return None
-        hub = dialect(given).to_hub(request)
+        hub = spec.to_hub(request)
         if job is not None and not job.wanted:
             return None
-        return hub, translate_request(hub, to)
+        return hub, translate_request(hub, to), stream
     except RequestError as exc:
         return exc
     except ValueError as exc:

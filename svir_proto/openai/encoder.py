@@ -23,6 +23,7 @@ from ..events import (
     FilterVerdict,
     Finished,
     FinishReason,
+    ReasoningCarrier,
     ReasoningDelta,
     RefusalDelta,
     StreamEnded,
@@ -35,10 +36,71 @@ from ..events import (
 )
 from .stream import _FINISH
 
-__all__ = ["ChatStreamEncoder"]
+__all__ = ["ChatStreamEncoder", "filter_results", "finish_value", "reasoning_key", "usage_object"]
 
 _AFTER_AN_ERROR: Final = (Usage, StreamEnded)
 """What is still written after a `StreamFailed`: the count of what was spent, and the end."""
+
+
+def finish_value(finished: Finished) -> str:
+    """The ``finish_reason`` for a finish: the raw value when it is OpenAI's and means the same;
+    another dialect's (Anthropic's ``end_turn``, ``tool_use``) as the OpenAI value of its
+    meaning; an ``OTHER`` finish as it came."""
+    raw = finished.raw
+    if _FINISH.get(raw) is not finished.reason and finished.reason is not FinishReason.OTHER:
+        value: str = finished.reason.value
+        return value
+    return raw
+
+
+def reasoning_key(carrier: ReasoningCarrier | None) -> str:
+    """The key reasoning goes under: ``reasoning`` when it came so, else ``reasoning_content``
+    (inline ``think`` reasoning too: an OpenAI client has the field, so no markers)."""
+    return "reasoning" if carrier == "reasoning" else "reasoning_content"
+
+
+def usage_object(usage: Usage, *, counted: bool = False) -> dict[str, Any]:
+    """OpenAI's ``usage`` object for ``usage``: a count the upstream did not report is
+    ``null``, as a stream's chunk passes it on (and our decoder reads it back); ``counted``:
+    every count is a number, as in OpenAI's whole answers (0, and the total the sum of the
+    others), which the SDKs' types require."""
+    out: dict[str, Any] = {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
+    if counted:
+        out["prompt_tokens"] = prompt = usage.prompt_tokens or 0
+        out["completion_tokens"] = completion = usage.completion_tokens or 0
+        if usage.total_tokens is None:
+            out["total_tokens"] = prompt + completion
+    if usage.cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_tokens}
+    if usage.reasoning_tokens is not None:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
+    return out
+
+
+def filter_results(verdict: FilterVerdict) -> dict[str, Any]:
+    """Azure's ``content_filter_results`` object for a verdict: a category's result, or its
+    list of results for the categories that name each (``custom_blocklists``)."""
+    results: dict[str, Any] = {}
+    for r in verdict.results:
+        entry = {
+            k: v
+            for k, v in (
+                ("filtered", r.filtered),
+                ("detected", r.detected),
+                ("severity", r.severity),
+                ("id", r.id),
+            )
+            if v is not None
+        }
+        if r.id is not None:
+            results.setdefault(r.category, []).append(entry)
+        else:
+            results[r.category] = entry
+    return results
 
 
 class ChatStreamEncoder:
@@ -117,8 +179,7 @@ class ChatStreamEncoder:
             case TextDelta():
                 return self._text(event.text)
             case ReasoningDelta():
-                key = "reasoning" if event.carrier == "reasoning" else "reasoning_content"
-                return self._delta({key: event.text})
+                return self._delta({reasoning_key(event.carrier): event.text})
             case RefusalDelta():
                 return self._delta({"refusal": event.text})
             case ToolCallDelta() if self.tool_call_deltas:
@@ -140,42 +201,11 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                # the raw value when it is OpenAI's and means the same; another dialect's
-                # (Anthropic's "end_turn", "tool_use") as the OpenAI value of its meaning
-                raw = event.raw
-                if _FINISH.get(raw) is not event.reason and event.reason is not FinishReason.OTHER:
-                    raw = event.reason.value
-                return self._delta({}, raw)
+                return self._delta({}, finish_value(event))
             case Usage():
-                usage: dict[str, Any] = {
-                    "prompt_tokens": event.prompt_tokens,
-                    "completion_tokens": event.completion_tokens,
-                    "total_tokens": event.total_tokens,
-                }
-                if event.cached_tokens is not None:
-                    usage["prompt_tokens_details"] = {"cached_tokens": event.cached_tokens}
-                if event.reasoning_tokens is not None:
-                    usage["completion_tokens_details"] = {
-                        "reasoning_tokens": event.reasoning_tokens
-                    }
-                return self._chunk([], usage=usage)
+                return self._chunk([], usage=usage_object(event))
             case FilterVerdict():
-                results: dict[str, Any] = {}
-                for r in event.results:
-                    entry = {
-                        k: v
-                        for k, v in (
-                            ("filtered", r.filtered),
-                            ("detected", r.detected),
-                            ("severity", r.severity),
-                            ("id", r.id),
-                        )
-                        if v is not None
-                    }
-                    if r.id is not None:
-                        results.setdefault(r.category, []).append(entry)
-                    else:
-                        results[r.category] = entry
+                results = filter_results(event)
                 if event.scope == "prompt":
                     return self._chunk(
                         [],

@@ -237,6 +237,10 @@ class ResponsesStreamEncoder:
             "model": self.model,
             "output": [self._whole(item) for item in self._items],
             "usage": None if self._usage is None else usage_out(self._usage),
+            # the API's defaults, which every response carries (the request's, when given)
+            "tools": [],
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
         }
         if self._failure is not None:
             out["error"] = {"code": error_code(self._failure), "message": self._failure.message}

@@ -190,7 +190,7 @@ def test_the_sdks_see_the_gateways_refusals_as_their_vendors_would(replay: Repla
     with gateway(upstream, upstream_dialect="responses") as (base, _):
         with openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client:
             with pytest.raises(openai.BadRequestError) as refused:
-                client.chat.completions.create(**ask)  # type: ignore[call-overload]
+                client.chat.completions.create(**ask, stream="yes")  # type: ignore[call-overload]
             assert refused.value.body["param"] == "$.stream"  # type: ignore[index]
             assert refused.value.body["type"] == "invalid_request_error"  # type: ignore[index]
             with pytest.raises(openai.BadRequestError) as refused:
@@ -199,7 +199,9 @@ def test_the_sdks_see_the_gateways_refusals_as_their_vendors_would(replay: Repla
         root = base.removesuffix("/v1")
         with anthropic.Anthropic(base_url=root, api_key="k", max_retries=0) as client:
             with pytest.raises(anthropic.BadRequestError) as bad:
-                client.messages.create(model="m", max_tokens=8, messages=ask["messages"])  # type: ignore[arg-type]
+                client.messages.create(
+                    model="m", max_tokens=8, messages=ask["messages"], stream="yes",  # type: ignore[call-overload]
+                )  # fmt: skip
             assert bad.value.request_id is not None
             assert bad.value.message.count("$.stream") == 1, bad.value.message
     missing = replay.base("status", "404", "vllm")

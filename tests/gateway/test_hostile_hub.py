@@ -337,7 +337,7 @@ def test_an_anthropic_client_never_gets_a_tool_use_input_that_is_not_an_object(
     a tool call whose arguments are ``{"q": `` then ``oops`` (not JSON), or ``[1,2]`` (JSON,
     not an object), then ``finish_reason: tool_calls``.
 
-    What the gateway did (fixed since: `anthropic.encoder._an_object`): it passed the
+    What the gateway did (fixed since: `anthropic.encoder.an_object`): it passed the
     arguments on as ``input_json_delta`` pieces and ended
     the message with ``stop_reason: tool_use`` and ``message_stop``: a success whose
     ``tool_use.input`` is ``{"q": oops`` or ``[1,2]``. The Messages API's ``input`` is always

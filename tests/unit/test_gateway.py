@@ -658,7 +658,7 @@ def test_a_failure_is_answered_in_the_clients_dialect() -> None:
 @pytest.mark.parametrize(
     ("body", "headers", "status", "param"),
     [
-        (MESSAGES.replace(b'"stream": true', b'"stream": false'), {}, 400, "$.stream"),
+        (MESSAGES.replace(b'"stream": true', b'"stream": "yes"'), {}, 400, "$.stream"),
         (b'{"model": "m"}', {}, 400, None),
         (MESSAGES, {"Content-Type": "text/plain"}, 415, None),
     ],
@@ -678,3 +678,146 @@ def test_what_a_translating_gateway_refuses(
     assert error["error"]["type"] == "invalid_request_error"
     if param is not None:
         assert error["error"]["message"].startswith(f"{param}: ")
+
+
+# -- a translated request that asks for no stream: the whole answer (Rule 2) ------------------
+
+WHOLE_MESSAGES = MESSAGES.replace(b'"stream": true', b'"stream": false')
+WHOLE_OPENAI = json.dumps(
+    {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+     "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]}
+).encode()  # fmt: skip
+
+
+def whole_answer(
+    body: bytes, recording: bytes, *, target: str = "/v1/messages", upstream: str = "chat",
+    split: int = 0, **options: Any,
+) -> tuple[GatewayConnection, bytes]:  # fmt: skip
+    """What the gateway writes to a client of ``body`` while the upstream sends
+    ``recording`` (in reads of ``split`` bytes, if given), keep-alives asked on the way."""
+    data = request(body, target=target, headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config(upstream_dialect=upstream, **options))
+    assert isinstance(forward, Forward)
+    assert not gw.streaming_request
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    reads = (
+        [recording[i : i + split] for i in range(0, len(recording), split)]
+        if split
+        else [recording]
+    )
+    for piece in reads:
+        out += gw.keepalive()  # a client that asked for JSON gets no SSE comment
+        out += gw.upstream(exchange.receive_body(piece))
+    return gw, out + gw.upstream(exchange.end_of_body())
+
+
+@pytest.mark.parametrize("split", [0, 7])
+def test_a_messages_client_that_asks_for_no_stream_gets_the_whole_message(split: int) -> None:
+    gw, out = whole_answer(WHOLE_MESSAGES, TOOLS, split=split)
+    status, headers, body = response(out)
+    assert status == 200
+    assert headers["content-type"] == "application/json"
+    assert int(headers["content-length"]) == len(body)
+    assert headers["request-id"] == gw.request_id  # Anthropic's, for its SDK
+    direct = ChatStreamDecoder(declared_tools={"get_weather"})
+    direct.feed(TOOLS)
+    direct.close()
+    message = json.loads(body)
+    assert message["type"] == "message"
+    assert message["role"] == "assistant"
+    assert "".join(b["text"] for b in message["content"] if b["type"] == "text") == (
+        direct.result.text
+    )
+    calls = [
+        (b["id"], b["name"], b["input"]) for b in message["content"] if b["type"] == "tool_use"
+    ]
+    assert calls == [(c.id, c.name, json.loads(c.arguments)) for c in direct.result.tool_calls]
+    assert message["stop_reason"] == "tool_use"
+    assert gw.outcome == "ok"
+    assert gw.events_forwarded > 3
+    assert gw.reusable
+
+
+def test_an_openai_client_with_no_stream_key_gets_a_chat_completion() -> None:
+    _gw, out = whole_answer(
+        WHOLE_OPENAI, ANTHROPIC_TOOLS, target="/v1/chat/completions", upstream="messages"
+    )
+    status, _, body = response(out)
+    assert status == 200
+    direct = MessagesStreamDecoder()
+    direct.feed(ANTHROPIC_TOOLS)
+    direct.close()
+    doc = json.loads(body)
+    assert doc["object"] == "chat.completion"
+    message = doc["choices"][0]["message"]
+    assert message["content"] == direct.result.text
+    assert [c["function"]["name"] for c in message["tool_calls"]] == [
+        c.name for c in direct.result.tool_calls
+    ]
+    assert doc["choices"][0]["finish_reason"] == "tool_calls"
+    assert direct.result.usage is not None
+    assert doc["usage"]["completion_tokens"] == direct.result.usage.completion_tokens
+
+
+@pytest.mark.parametrize(
+    ("recording", "status", "kind"),
+    [
+        ("anthropic-overloaded-mid-stream", 529, "overloaded_error"),
+        ("anthropic-cut-before-message-stop", 502, "api_error"),
+    ],
+)
+def test_a_whole_answer_that_failed_or_was_cut_is_an_error_status(
+    recording: str, status: int, kind: str
+) -> None:
+    sse = (CONFORMANCE / "anthropic" / f"{recording}.sse").read_bytes()
+    gw, out = whole_answer(
+        WHOLE_OPENAI.replace(b'"model"', b'"stream": false, "model"'), sse,
+        target="/v1/chat/completions", upstream="messages",
+    )  # fmt: skip
+    got, _, body = response(out)
+    assert got >= 500, got
+    assert "error" in json.loads(body)
+    assert gw.outcome == "failed"
+    # the same to an Anthropic client, of a Chat upstream that failed the same ways
+    for sse in (
+        (CONFORMANCE / "openai" / "vllm-error-chunk.sse").read_bytes(),
+        (CONFORMANCE / "openai" / "cut-after-finish.sse").read_bytes(),
+    ):
+        gw, out = whole_answer(WHOLE_MESSAGES, sse)
+        got, _, body = response(out)
+        assert got >= 500
+        assert json.loads(body)["type"] == "error"
+
+
+def test_a_whole_answer_past_max_answer_or_unwritable_is_an_error_status() -> None:
+    gw, out = whole_answer(WHOLE_MESSAGES, TOOLS, max_answer=5)
+    status, _, body = response(out)
+    assert status == 502
+    assert "characters" in json.loads(body)["error"]["message"]
+    assert gw.outcome == "failed"
+    call = {"index": 0, "id": "t", "type": "function",
+            "function": {"name": "get_weather", "arguments": "[1]"}}  # fmt: skip
+    chunks = [
+        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    listed = b"".join(b"data: %s\n\n" % json.dumps(c).encode() for c in chunks)
+    listed += b"data: [DONE]\n\n"
+    gw, out = whole_answer(WHOLE_MESSAGES, listed)
+    status, _, body = response(out)
+    assert status == 502
+    assert "not a JSON object" in json.loads(body)["error"]["message"]
+
+
+def test_an_upstream_refusal_of_a_whole_answer_keeps_its_status() -> None:
+    data = request(
+        WHOLE_MESSAGES, target="/v1/messages", headers={"Content-Type": "application/json"}
+    )
+    gw, (forward,) = events_of(data, config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    events = exchange.receive_head(429, [("content-type", "application/json")])
+    events += exchange.receive_body(b'{"error":{"message":"slow down","type":"rate_limit"}}')
+    status, _, body = response(gw.upstream(events + exchange.end_of_body()))
+    assert status == 429
+    assert json.loads(body)["error"]["type"] == "rate_limit_error"

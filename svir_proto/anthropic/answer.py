@@ -1,0 +1,69 @@
+"""A whole answer as a Messages API ``message`` object: what an Anthropic client that asked for
+no stream reads (the anthropic SDK's ``messages.create()``, the AI SDK's ``generateText``),
+from any upstream's `Completion` (`svir_proto.answer`).
+
+The object is the one ``message_start`` opens and the stream's events fill in, with the stream
+encoder's mappings (`encoder`): its content blocks in the stream's order (the reasoning's
+``thinking`` blocks, each with its signature, ``redacted_thinking`` for a redacted one, an
+unsigned tail with an empty signature; the text, a refusal written as text as the stream
+writes it; a ``tool_use`` block per call, its ``input`` the arguments read as a JSON object),
+``stop_reason`` (`encoder.stop_reason_of`), ``stop_sequence`` ``null``, and ``usage`` with
+``input_tokens`` always (`encoder.usage_object`). A call whose arguments are not a JSON object
+cannot be written: the answer is then the `Failure` the stream would end with. No I/O here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._json import canonical, dumps
+from ..answer import unsigned_reasoning
+from ..errors import Failure
+from ..events import Completion, Finished, Usage
+from .encoder import an_object, not_an_object, stop_reason_of, usage_object
+
+__all__ = ["message"]
+
+
+def message(result: Completion, *, message_id: str, model: str) -> bytes | Failure:
+    """The ``message`` object for ``result``, as JSON; or the failure that it cannot be."""
+    content: list[dict[str, Any]] = []
+    for block in result.reasoning_blocks:
+        if block.redacted:
+            content.append({"type": "redacted_thinking", "data": block.signature})
+        else:
+            content.append(
+                {"type": "thinking", "thinking": block.text, "signature": block.signature}
+            )
+    tail = unsigned_reasoning(result)
+    if tail:
+        content.append({"type": "thinking", "thinking": tail, "signature": ""})
+    text = result.text + result.refusal
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in result.tool_calls:
+        if not an_object(call.arguments):
+            return not_an_object(call)
+        arguments = call.arguments.strip()
+        content.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": canonical(arguments) if arguments else {},
+            }
+        )
+    finish = result.finish_reason
+    out = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": None
+        if finish is None
+        else stop_reason_of(Finished(reason=finish, raw=result.finish_raw or finish.value)),
+        "stop_sequence": None,
+        "usage": usage_object(result.usage or Usage(), start=True),
+    }
+    return dumps(out)
