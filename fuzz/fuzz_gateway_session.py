@@ -210,9 +210,14 @@ LLM = (
 )
 
 
-def _post(body: bytes, kind: bytes = b"application/json", extra: bytes = b"") -> bytes:
+def _post(
+    body: bytes,
+    kind: bytes = b"application/json",
+    extra: bytes = b"",
+    path: bytes = b"/v1/chat/completions",
+) -> bytes:
     return (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: "
         + kind
         + b"\r\nContent-Length: %d\r\n" % len(body)
         + extra
@@ -230,8 +235,32 @@ SSE = (
     + b"%x\r\n%s\r\n" % (len(EVENT), EVENT)
     + b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
 )
+WHOLE = b'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
+"""A Messages request that asks for no stream: translated, answered whole."""
 SEEDS = {
     "openai-stream": script(("client", _post(BODY)), "connected", ("upstream", SSE)),
+    "whole-answer": script(
+        ("client", _post(WHOLE, path=b"/v1/messages")), "connected", ("upstream", SSE)
+    ),
+    "whole-answer-stalls": script(
+        ("client", _post(WHOLE, path=b"/v1/messages")), "connected", "tick", ("upstream", SSE)
+    ),
+    "whole-answer-cut": script(
+        ("client", _post(WHOLE, path=b"/v1/messages")),
+        "connected",
+        ("upstream", SSE[:150]),
+        "upstream-eof",
+    ),
+    "whole-answer-paused": script(
+        ("client", _post(WHOLE, path=b"/v1/messages") + _post(WHOLE, path=b"/v1/messages")),
+        "connected",
+        "pause",
+        ("upstream", SSE),
+        ("advance", b"\x40"),
+        "resume",
+        "connected",
+        ("upstream", SSE),
+    ),
     "llm-stream": script(
         ("client", _post(LLM, b"application/llm-request+json")), "connected", ("upstream", SSE)
     ),

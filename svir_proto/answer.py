@@ -7,9 +7,10 @@ each dialect's ``answer`` writes as that dialect's one JSON object (`DialectSpec
 `replay` gives the events of a `Completion` again, in the order the encoders read.
 
 Rule 1 (text): text, refusal and reasoning deltas are joined. Reasoning that a
-    `ReasoningSignature` closes is a block (`Completion.reasoning_blocks`), in order; what
-    comes after the last signature is the unsigned tail: ``reasoning`` is every block's text,
-    then the tail (`unsigned_reasoning`). A `TextRun` is its deltas.
+    `ReasoningSignature` closes is a block (`Completion.reasoning_blocks`), in order; a
+    redacted block has no text, so the reasoning before it is the next block's; what comes
+    after the last signature is the unsigned tail: ``reasoning`` is every block's text, then
+    the tail (`unsigned_reasoning`). A `TextRun` is its deltas.
 Rule 2 (tool calls): the whole `ToolCall` events, which every decoder emits once the stream
     has ended and its calls were checked; their deltas are read for nothing here.
 Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send usage on every
@@ -127,7 +128,8 @@ class AnswerFold:
                         item_id=event.item_id,
                     )
                 )
-                self._tail = []
+                if not event.redacted:  # a redacted block has no text: the tail is not its
+                    self._tail = []
                 self._carrier = self._carrier or event.carrier
             case RefusalDelta():
                 self._grow(event.text)

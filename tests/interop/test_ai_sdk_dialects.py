@@ -25,6 +25,8 @@ TEXT = {"model": cases.MODEL, "prompt": "Say hello to Vienna.", "temperature": 0
 
 def seen(result: dict[str, Any]) -> tuple[Any, ...]:
     assert "thrown" not in result, result
+    if "parts" not in result:  # generateText's: its values, none of them a promise
+        result = {k: {"value": result[k]} for k in ("text", "finishReason", "usage")}
     usage = result["usage"]["value"]
     return (
         result["text"]["value"],
@@ -51,6 +53,14 @@ def answers(llama: str) -> dict[str, tuple[Any, ...]]:
                           "provider": "compatible"})  # fmt: skip
             specs.append({**one, "id": f"responses/chat/{limit}", "base": bases["chat"],
                           "provider": "responses"})  # fmt: skip
+            # generateText asks for no stream: the whole answer, translated
+            whole = {**one, "call": "generate"}
+            specs.append({**whole, "id": f"anthropic/chat/generate/{limit}",
+                          "base": bases["chat"], "provider": "anthropic"})  # fmt: skip
+            specs.append({**whole, "id": f"responses/chat/generate/{limit}",
+                          "base": bases["chat"], "provider": "responses"})  # fmt: skip
+            specs.append({**whole, "id": f"compatible/messages/generate/{limit}",
+                          "base": bases["messages"], "provider": "compatible"})  # fmt: skip
         results = nodejs.run("ai_sdk.mjs", specs)
     return {key: seen(r) for key, r in results.items()}
 
@@ -74,3 +84,15 @@ def test_the_responses_provider_through_the_gateway(
     assert answers[f"responses/chat/{limit}"] == chat
     if limit == 6:
         assert chat[1] == "length"
+
+
+@pytest.mark.parametrize("limit", [6, 40])
+def test_generate_text_through_a_translating_gateway(
+    answers: dict[str, tuple[Any, ...]], limit: int
+) -> None:
+    """generateText asks for no stream: through a gateway whose upstream speaks another
+    dialect, each provider gets the whole answer its stream gives (a 400 before: only
+    streams were translated)."""
+    assert answers[f"anthropic/chat/generate/{limit}"] == answers[f"anthropic/direct/{limit}"]
+    assert answers[f"responses/chat/generate/{limit}"] == answers[f"compatible/direct/{limit}"]
+    assert answers[f"compatible/messages/generate/{limit}"] == answers[f"compatible/direct/{limit}"]

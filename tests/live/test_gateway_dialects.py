@@ -56,16 +56,34 @@ def _message(message: Any) -> dict[str, Any]:
     }
 
 
-def _anthropic(base: str, request: MessagesRequest) -> dict[str, Any]:
-    with sdk(base) as client, client.messages.stream(**kwargs(request)) as s:
-        return _message(s.get_final_message())
+def _anthropic(base: str, request: MessagesRequest, *, whole: bool = False) -> dict[str, Any]:
+    """What the SDK reads of the answer: streamed, or asked whole (``messages.create``)."""
+    with sdk(base) as client:
+        if whole:
+            return _message(client.messages.create(**kwargs(request)))
+        with client.messages.stream(**kwargs(request)) as s:
+            return _message(s.get_final_message())
 
 
-def _openai(base: str, request: ChatRequest) -> dict[str, Any]:
+def _openai(base: str, request: ChatRequest, *, whole: bool = False) -> dict[str, Any]:
     doc = json.loads(request.body().read())
     for key in ("stream", "stream_options"):
         doc.pop(key, None)
     with openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client:
+        if whole:  # create() with no stream: one chat.completion
+            answer = client.chat.completions.create(**doc)
+            message = answer.choices[0].message
+            assert answer.usage is not None
+            return {
+                "text": message.content or "",
+                "calls": [
+                    (c.function.name, json.loads(c.function.arguments))
+                    for c in message.tool_calls or []
+                    if c.type == "function"
+                ],
+                "stop": answer.choices[0].finish_reason,
+                "usage": (answer.usage.prompt_tokens, answer.usage.completion_tokens),
+            }
         chunks = list(
             client.chat.completions.create(
                 **doc, stream=True, stream_options={"include_usage": True}
@@ -94,19 +112,22 @@ def _openai(base: str, request: ChatRequest) -> dict[str, Any]:
     }
 
 
-def _responses(base: str, request: Any) -> dict[str, Any]:
+def _responses(base: str, request: Any, *, whole: bool = False) -> dict[str, Any]:
     doc = json.loads(request.body().read())
     doc.pop("stream", None)
     # create(stream=True), not responses.stream(): the latter's accumulator needs the
     # content_index that llama.cpp's own deltas leave out
     with openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client:
-        events = list(client.responses.create(**doc, stream=True))
-    (response,) = [
-        e.response
-        for e in events
-        if e.type.startswith("response.")
-        and e.type in ("response.completed", "response.incomplete", "response.failed")
-    ]
+        if whole:
+            response = client.responses.create(**doc)
+        else:
+            events = list(client.responses.create(**doc, stream=True))
+            (response,) = [
+                e.response
+                for e in events
+                if e.type.startswith("response.")
+                and e.type in ("response.completed", "response.incomplete", "response.failed")
+            ]
     calls = [
         (item.name, json.loads(item.arguments))
         for item in response.output
@@ -180,3 +201,30 @@ def test_our_clients_of_each_dialect_agree(llama: str, name: str) -> None:
     assert isinstance(hub, LLMRequest)
     with gateway(llama, upstream_dialect="messages") as (base, _):
         assert seen(base, hub) == messages
+
+
+@pytest.mark.parametrize("client", ["chat", "messages", "responses"])
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_a_whole_answer_through_a_translating_gateway(llama: str, client: str, name: str) -> None:
+    """Each SDK asks for no stream (``create()``) through a gateway to an upstream of another
+    dialect, which it asks for a stream: the client reads what it reads of the stream
+    directly from llama.cpp's endpoint for its dialect."""
+    upstream = "messages" if client != "messages" else "chat"
+    with gateway(llama, upstream_dialect=upstream) as (base, _):
+        if client == "messages":
+            direct = _anthropic(llama, cases.STREAMS[name])
+            through = _anthropic(base, cases.STREAMS[name], whole=True)
+            want = _expected(direct, name, upstream, "end_turn")
+        elif client == "chat":
+            request = dialects.translate_request(cases.STREAMS[name], "chat")
+            direct = _openai(llama, request)
+            through = _openai(base, request, whole=True)
+            want = _expected(direct, name, upstream, "stop")
+        else:  # llama.cpp's own /v1/responses gets the cut wrong (LLAMA_CUT): its chat's
+            request = dialects.translate_request(cases.STREAMS[name], "responses")
+            with gateway(llama, upstream_dialect="chat") as (chat, _):
+                direct = _responses(chat, request)
+            through = _responses(base, request, whole=True)
+            want = direct
+    assert through == want
+    assert want["text"] or want["calls"]
