@@ -19,7 +19,8 @@ Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send u
 Rule 4 (the end): `StreamFailed` is the answer's ``error``, `StreamEnded` its end: ``done``
     when the stream ended with its marker, else a cut. Nothing after the end is read.
 Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal and arguments are
-    kept; past it, `AnswerTooLarge`, and the fold keeps nothing more.
+    kept; past it, `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
+    comes at about its size, however the upstream cut it (`svir_proto._pieces`).
 
 No I/O here.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
+from ._pieces import Pieces
 from .errors import AnswerTooLarge, Failure
 from .events import (
     Completion,
@@ -76,10 +78,10 @@ class AnswerFold:
         """The `StreamEnded` that ended the stream, once it came."""
         self._identified = False
         self._size = 0
-        self._text: list[str] = []
-        self._refusal: list[str] = []
-        self._reasoning: list[str] = []  # every piece, signed or not
-        self._tail: list[str] = []  # the pieces since the last signature
+        self._text = Pieces()  # (a piece held alone would cost 50 times its characters)
+        self._refusal = Pieces()
+        self._reasoning = Pieces()  # every piece, signed or not
+        self._tail = Pieces()  # the pieces since the last signature
         self._carrier: ReasoningCarrier | None = None
         self._blocks: list[ReasoningBlock] = []
         self._calls: list[ToolCall] = []
@@ -118,7 +120,7 @@ class AnswerFold:
                 self._tail.append(event.text)
                 self._carrier = self._carrier or event.carrier
             case ReasoningSignature():
-                text = "" if event.redacted else "".join(self._tail)
+                text = "" if event.redacted else self._tail.text()
                 self._blocks.append(
                     ReasoningBlock(
                         text=text,
@@ -129,7 +131,7 @@ class AnswerFold:
                     )
                 )
                 if not event.redacted:  # a redacted block has no text: the tail is not its
-                    self._tail = []
+                    self._tail = Pieces()
                 self._carrier = self._carrier or event.carrier
             case RefusalDelta():
                 self._grow(event.text)
@@ -168,11 +170,11 @@ class AnswerFold:
         finish = self._finish
         done = self.ended is not None and self.ended.done
         return Completion(
-            text="".join(self._text),
-            reasoning="".join(self._reasoning),
+            text=self._text.text(),
+            reasoning=self._reasoning.text(),
             reasoning_carrier=self._carrier,
             reasoning_blocks=tuple(self._blocks),
-            refusal="".join(self._refusal),
+            refusal=self._refusal.text(),
             tool_calls=tuple(self._calls),
             finish_reason=None if finish is None else finish.reason,
             finish_raw=None if finish is None else finish.raw,

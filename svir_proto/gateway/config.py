@@ -87,8 +87,9 @@ class GatewayConfig:
             encoder to write its final events (the Responses API's carry the whole answer:
             text, reasoning and arguments); past it the stream ends with an error (a 502
             for a whole answer, which nothing was sent of yet). 2 Mi: about 500,000 tokens,
-            several times any model's longest answer; holding it, with the final events
-            written, takes about 20 times its size.
+            several times any model's longest answer; it is held at about its size (1 to
+            4 bytes a character, however the upstream cut it), and writing it at the end
+            briefly takes some 10 times that.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.

@@ -46,6 +46,7 @@ from typing import Any, Final
 
 from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
+from .._pieces import Pieces
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
     Event,
@@ -80,13 +81,11 @@ class _Part:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.pieces: list[str] = []
+        self.pieces = Pieces()
         self.closed = False
 
     def text(self) -> str:
-        if len(self.pieces) > 1:
-            self.pieces[:] = ["".join(self.pieces)]
-        return self.pieces[0] if self.pieces else ""
+        return self.pieces.text()
 
 
 class _Open:
@@ -130,7 +129,7 @@ class _Call:
         self.wire = wire  # the vocabulary's index
         self.call_id = ""
         self.name = ""
-        self.args: list[str] = []  # written
+        self.args = Pieces()  # written
         self.held: list[str] = []  # not yet written: the call waits (Rule 3)
         self.whole: str | None = None  # the arguments of its ToolCall
         self.id = ""
@@ -267,7 +266,7 @@ class ResponsesStreamEncoder:
                 "id": item.id,
                 "type": "function_call",
                 "status": "completed" if item.closed else "in_progress",
-                "arguments": "".join(item.args),
+                "arguments": item.args.text(),
                 "call_id": item.call_id,
                 "name": item.name,
             }
@@ -492,21 +491,20 @@ class ResponsesStreamEncoder:
     def _settle(self, call: _Call) -> bytes:
         """A whole call's remaining arguments, then its end."""
         whole = call.whole or ""
-        have = "".join(call.args)
+        have = call.args.text()
         out = b""
         if whole.startswith(have):
             out = self._arguments(call, whole[len(have) :])
         else:
             self._note(f"tool call {call.call_id!r}: the whole arguments differ from its deltas")
-            call.args[:] = [whole]
+            call.args.set(whole)
         return out + self._close_call(call)
 
     def _close_call(self, call: _Call) -> bytes:
         if call.closed:
             return b""
         call.closed = True
-        arguments = "".join(call.args)
-        call.args[:] = [arguments]
+        arguments = call.args.text()
         out = self._event(
             "response.function_call_arguments.done", {**self._where(call), "arguments": arguments}
         )

@@ -250,3 +250,51 @@ def test_the_chat_answer_as_openai_writes_it() -> None:
     assert empty["choices"][0]["message"]["content"] == ""  # no text, no calls: ""
     assert empty["choices"][0]["finish_reason"] is None
     assert "usage" not in empty
+
+
+def test_an_answer_of_one_character_pieces_is_held_at_about_its_size() -> None:
+    """A piece held alone costs some 50 bytes besides its characters: an upstream that cut
+    its answer into one-character deltas made the fold (and the Responses encoder) hold 20
+    times the answer's size (185 MB for 2 Mi characters). `Pieces` joins them as they come."""
+    import tracemalloc
+
+    from svir_proto.events import text_delta
+    from svir_proto.responses.encoder import ResponsesStreamEncoder
+
+    n = 100_000
+    size = 4 * n  # one character past U+FFFF: 4 bytes each in a str
+    for fold in (AnswerFold(), ResponsesStreamEncoder()):
+        tracemalloc.start()
+        try:
+            for i in range(n):
+                piece = text_delta(chr(0x1F600 + i % 50))
+                fold.add(piece) if isinstance(fold, AnswerFold) else fold.encode(piece)
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert held < 2 * size, (type(fold).__name__, held)
+    text = "".join(chr(0x1F600 + i % 50) for i in range(n))
+    assert fold.response()["output"][0]["content"][0]["text"] == text
+
+
+def test_pieces_join_as_they_come_and_read_whole() -> None:
+    from svir_proto._pieces import JOIN, Pieces
+
+    held = Pieces()
+    assert not held
+    assert held.text() == ""
+    for i in range(3 * JOIN + 5):
+        held.append(str(i % 10))
+    assert held
+    want = "".join(str(i % 10) for i in range(3 * JOIN + 5))
+    assert held.text() == want
+    assert held.text() == want  # kept joined
+    held.append("")
+    assert held.text() == want
+    held.set("x")
+    assert held.text() == "x"
+    held.set("")
+    assert not held
+    empty = Pieces()
+    empty.append("")
+    assert not empty

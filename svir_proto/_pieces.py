@@ -1,0 +1,53 @@
+"""`Pieces`: text held a piece at a time at about its own size, for what must keep a whole
+answer (a whole answer's fold, `svir_proto.answer`; the Responses API's encoder, whose final
+events carry the answer).
+
+A string held alone costs some 50 bytes besides its characters, and a list 8 more for it: an
+answer that came one character per piece, held as its pieces, would cost 50 to 100 times its
+characters (an upstream decides how it cuts its deltas). `Pieces` joins every `JOIN` pieces
+into one string, so what it holds is its characters plus about 60 bytes for every `JOIN`
+pieces, and each character is copied twice at most. No I/O here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["JOIN", "Pieces"]
+
+JOIN: Final = 256
+"""Pieces held apart before they are joined: a join costs one pass over them, and the held
+pieces at most 256 times a piece's overhead (about 15 KiB)."""
+
+
+class Pieces:
+    """Text appended a piece at a time; `text` is the pieces joined."""
+
+    __slots__ = ("_joined", "_open")
+
+    def __init__(self) -> None:
+        self._joined: list[str] = []  # runs of JOIN pieces, each joined once
+        self._open: list[str] = []
+
+    def append(self, piece: str) -> None:
+        held = self._open
+        held.append(piece)
+        if len(held) == JOIN:
+            self._joined.append("".join(held))
+            held.clear()
+
+    def text(self) -> str:
+        """Every piece, joined (and kept joined: reading it again costs nothing more)."""
+        whole = "".join(self._joined) + "".join(self._open)
+        self._joined = [whole] if whole else []
+        self._open = []
+        return whole
+
+    def set(self, text: str) -> None:
+        """Hold ``text`` instead of the pieces."""
+        self._joined = [text] if text else []
+        self._open = []
+
+    def __bool__(self) -> bool:
+        """Whether any piece is not empty."""
+        return any(self._open) or any(self._joined)
