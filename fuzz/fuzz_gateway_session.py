@@ -217,7 +217,9 @@ def _post(
     path: bytes = b"/v1/chat/completions",
 ) -> bytes:
     return (
-        b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"POST "
+        + path
+        + b" HTTP/1.1\r\nHost: x\r\nContent-Type: "
         + kind
         + b"\r\nContent-Length: %d\r\n" % len(body)
         + extra
