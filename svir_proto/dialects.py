@@ -100,7 +100,10 @@ class DialectSpec:
             for a server that also answers one that does not (with `answer`).
         to_hub, from_hub: the dialect's adapters to and from the neutral request.
         decoder: makes the stream decoder for a request (its declared tools) and the options.
-        encoder: makes the stream encoder: ``encoder(model, response_id, created)``.
+        encoder: makes the stream encoder: ``encoder(model, response_id, created,
+            declared_tools=None)`` (the names of the tools the request declared: an encoder
+            that must name a streamed call before its arguments waits for a name that is
+            whole, `svir_proto._names`).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created)``, the dialect's one JSON object for
             a `Completion` (`svir_proto.answer.AnswerFold` makes one from events), or the
@@ -120,7 +123,7 @@ class DialectSpec:
     to_hub: Callable[[Any], LLMRequest]
     from_hub: Callable[[LLMRequest], Any]
     decoder: Callable[..., DialectStreamDecoder]
-    encoder: Callable[[str, str, int], DialectStreamEncoder]
+    encoder: Callable[..., DialectStreamEncoder]
     body_outcome: Callable[..., RequestFailed]
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
@@ -248,7 +251,7 @@ def _chat() -> DialectSpec:
         to_hub=translate.openai_to_llm,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
-        encoder=lambda model, rid, created: encoder.ChatStreamEncoder(
+        encoder=lambda model, rid, created, declared_tools=None: encoder.ChatStreamEncoder(
             tool_call_deltas=True, model=model, response_id=rid or "chatcmpl-svir", created=created
         ),
         answer=lambda result, model, rid, created: answer.chat_completion(
@@ -273,8 +276,11 @@ def _messages() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
-        encoder=lambda model, rid, created: encoder.MessagesStreamEncoder(
-            model=model, message_id=rid or "msg_svir", created=created
+        encoder=lambda model, rid, created, declared_tools=None: encoder.MessagesStreamEncoder(
+            model=model,
+            message_id=rid or "msg_svir",
+            created=created,
+            declared_tools=declared_tools,
         ),
         answer=lambda result, model, rid, created: answer.message(
             result, message_id=rid or "msg_svir", model=model
@@ -303,8 +309,11 @@ def _responses() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
-        encoder=lambda model, rid, created: encoder.ResponsesStreamEncoder(
-            model=model, response_id=rid or "resp_svir", created=created
+        encoder=lambda model, rid, created, declared_tools=None: encoder.ResponsesStreamEncoder(
+            model=model,
+            response_id=rid or "resp_svir",
+            created=created,
+            declared_tools=declared_tools,
         ),
         answer=lambda result, model, rid, created: answer.response(
             result, response_id=rid or "resp_svir", model=model, created=created
@@ -336,7 +345,7 @@ def _gemini() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created: encoder.GeminiStreamEncoder(
+        encoder=lambda model, rid, created, declared_tools=None: encoder.GeminiStreamEncoder(
             model=model, response_id=rid, created=created
         ),
         body_outcome=status.body_outcome,
@@ -371,7 +380,7 @@ def _llm_stream() -> DialectSpec:
         to_hub=lambda r: r,
         from_hub=lambda r: r,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
-        encoder=lambda model, rid, created: translate.OpenAIToLLMStream(
+        encoder=lambda model, rid, created, declared_tools=None: translate.OpenAIToLLMStream(
             model=model, request_id=rid or None, created=created
         ),
         body_outcome=status.body_outcome,

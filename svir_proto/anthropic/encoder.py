@@ -15,8 +15,10 @@ Rule 2 (blocks): text, thinking and tool_use blocks are opened and closed in ord
     switch. A `ReasoningSignature` is a ``signature_delta`` that closes its thinking block; a
     redacted one is a ``redacted_thinking`` block whose ``data`` is the signature.
 Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its call's
-    ``tool_use`` block, opened once the call's id is known and its arguments begin (a name
-    may come in pieces before them, as in wire reference 3.3). Blocks cannot
+    ``tool_use`` block, opened once the call's id is known, its arguments begin and its name
+    is whole (`svir_proto._names`: with ``declared_tools``, a declared name no other declared
+    name goes on from; a name may come in pieces, even after the arguments began, as in wire
+    reference 3.3, and a block cannot be renamed). Blocks cannot
     interleave and come in call order, so the pieces of a call whose turn has not come (another
     call's block is open, or an earlier call has not begun) are held until it comes: the end,
     a failure or a cut, where they are written whole (the only memory that grows with the
@@ -49,9 +51,11 @@ What this dialect has no field for is listed in `MessagesStreamEncoder.lost` as 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from .._names import name_settled
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -142,14 +146,24 @@ class MessagesStreamEncoder:
         message_id: the message id, unless `StreamStarted` gives one.
         created: accepted for the encoders' common signature; the Messages stream has no
             timestamp, so it is not written.
+        declared_tools: the names of the tools the request declared, to know when a streamed
+            call's name is whole (Rule 3); ``None``: once it is not empty.
 
     Attributes:
         lost: what this dialect could not carry, one sentence each, as it happened.
         done: ``message_stop`` (or the ``error`` event that ends a failed stream) was written.
     """
 
-    def __init__(self, *, model: str = "", message_id: str = "msg_svir", created: int = 0):
+    def __init__(
+        self,
+        *,
+        model: str = "",
+        message_id: str = "msg_svir",
+        created: int = 0,
+        declared_tools: Collection[str] | None = None,
+    ):
         self.model = model
+        self.declared_tools = declared_tools
         self.message_id = message_id
         self.created = created
         self.lost: list[str] = []
@@ -265,9 +279,15 @@ class MessagesStreamEncoder:
         if call.state == 2:
             self._lose("tool-call arguments that came after their call's block was closed")
             return b""
-        if call.args and call.id and call.name and self._open != "tool" and self._turn(event.index):
+        if (
+            call.args
+            and call.id
+            and name_settled(call.name, self.declared_tools)
+            and self._open != "tool"
+            and self._turn(event.index)
+        ):
             return self._open_tool(call)
-        return b""  # held: not its turn yet, or its id or name is not known yet
+        return b""  # held: not its turn yet, or its id or whole name is not known yet
 
     def _turn(self, index: int) -> bool:
         """Call ``index`` may open its block: every call before it has opened its own, so the

@@ -893,7 +893,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._out is None:
             spec = dialect(_WIRE[self.dialect or "openai"])
             model = self._model if self.dialect != "openai" else ""
-            self._out = spec.encoder(model, self.request_id or "", now)
+            self._out = spec.encoder(model, self.request_id or "", now, self._declared)
             if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
                 self._out.max_output_size = self.config.max_answer
         return self._out

@@ -17,9 +17,11 @@ Rule 2: output items in order, each announced (``response.output_item.added``), 
     A message or reasoning item closes when an item of another kind begins; tool calls stay
     open until they are whole (`ToolCall`) or the stream ends, so interleaved argument
     deltas are never lost.
-Rule 3: a tool call's ``output_item.added`` waits until its ``call_id`` and ``name`` are known
-    (its first arguments, or the whole `ToolCall`); argument deltas stay deltas; a `ToolCall`
-    with no deltas before it is written as one delta.
+Rule 3: a tool call's ``output_item.added`` waits until its ``call_id`` and whole ``name``
+    are known (its first arguments and a name that is whole, `svir_proto._names`: with
+    ``declared_tools``, a declared name no other declared name goes on from; or the whole
+    `ToolCall`); argument deltas stay deltas; a `ToolCall` with no deltas before it is
+    written as one delta.
 Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, or
     ``response.incomplete`` for ``LENGTH`` (``max_output_tokens``), ``CONTENT_FILTER``
     (``content_filter``), any ``OTHER`` finish (its raw value the reason: Gemini's
@@ -42,10 +44,12 @@ no I/O and reads no clock.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Final
 
 from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
+from .._names import name_settled
 from .._pieces import Pieces
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
@@ -157,6 +161,8 @@ class ResponsesStreamEncoder:
             (``instructions``, ``tools``, ``tool_choice``, ``max_output_tokens``...).
         max_output_size: characters of text, reasoning and arguments kept for the final
             response object.
+        declared_tools: the names of the tools the request declared, to know when a streamed
+            call's name is whole (Rule 3); ``None``: once it is not empty.
 
     ``encode(event)`` returns the bytes for one event (often ``b""``: held, or not carried);
     ``response()`` is the final response object, for a client that asked for no stream.
@@ -171,8 +177,10 @@ class ResponsesStreamEncoder:
         request: ResponsesRequest | None = None,
         max_output_size: int = DEFAULT_MAX_RESULT_SIZE,
         hold_reasoning: bool = False,
+        declared_tools: Collection[str] | None = None,
     ) -> None:
         self.model = model
+        self.declared_tools = declared_tools
         self.hold_reasoning = hold_reasoning
         self.response_id = response_id
         self.created = created
@@ -470,7 +478,11 @@ class ResponsesStreamEncoder:
         (Rule 3); with ``force`` (the end), all of them, in index order."""
         out = b""
         while self._waiting:
-            ready = [c for c in self._waiting if force or (c.ready and c.wire <= self._next)]
+            ready = [
+                c
+                for c in self._waiting
+                if force or (c.ready and c.wire <= self._next and self._named(c))
+            ]
             if not ready:
                 break
             call = min(ready, key=lambda c: c.wire)  # min() keeps the first of equals
@@ -478,6 +490,10 @@ class ResponsesStreamEncoder:
             self._next = max(self._next, call.wire + 1)
             out += self._announce(call)
         return out
+
+    def _named(self, call: _Call) -> bool:
+        """Whether the call's name is whole (Rule 3), or its `ToolCall` came."""
+        return call.whole is not None or name_settled(call.name, self.declared_tools)
 
     def _arguments(self, call: _Call, text: str) -> bytes:
         if not text:
@@ -524,8 +540,9 @@ class ResponsesStreamEncoder:
         if event.arguments:
             self._grow(len(event.arguments))
             call.held.append(event.arguments)
+        if event.arguments or event.name:  # it may be ready now
             return self._flush()
-        return b""  # Rule 3: wait for the call's whole name
+        return b""
 
     def _on_call(self, event: ToolCall) -> bytes:
         call = self._call(event.index, event.id)

