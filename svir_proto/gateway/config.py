@@ -85,11 +85,12 @@ class GatewayConfig:
         max_answer: characters of an answer the gateway holds: for a client that asked for
             no stream (its whole answer, sent once the stream has ended), or for a client's
             encoder to write its final events (the Responses API's carry the whole answer:
-            text, reasoning and arguments); past it the stream ends with an error (a 502
-            for a whole answer, which nothing was sent of yet). 2 Mi: about 500,000 tokens,
-            several times any model's longest answer; it is held at about its size (1 to
-            4 bytes a character, however the upstream cut it), and writing it at the end
-            briefly takes some 10 times that.
+            text, reasoning and arguments), and of tool calls' arguments the upstream's
+            decoder assembles to check them at the stream's end; past it the stream ends
+            with an error (a 502 for a whole answer, which nothing was sent of yet). 2 Mi:
+            about 500,000 tokens, several times any model's longest answer; it is held at
+            about its size (1 to 4 bytes a character, however the upstream cut it), and
+            writing it at the end briefly takes some 10 times that.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.

@@ -442,7 +442,12 @@ class GatewaySession:
         up = (
             conn
             if conn is not None
-            else ClientConnection(self.config.upstream, keep_text=False, text_runs=True)
+            else ClientConnection(
+                self.config.upstream,
+                keep_text=False,  # what it passes on is not kept: only the calls' arguments
+                max_result_size=self.config.max_answer,  # which it assembles, and holds
+                text_runs=True,
+            )
         )
         self._up = up
         self._upstream = "sending"

@@ -1531,3 +1531,32 @@ def test_empty_lines_alone_are_a_head_that_never_comes() -> None:
     d.send(b"\r\n", now=2.5)
     d.tick(3.5)
     assert d.closed
+
+
+def test_the_arguments_the_upstreams_decoder_holds_are_bounded_by_max_answer() -> None:
+    """The upstream's decoder keeps none of the text it passes on, but assembles each tool
+    call's arguments to check the calls at the end: it held up to 64 Mi characters of them
+    (at some 60 bytes a one-character piece) whatever --max-answer said."""
+    call = {"index": 0, "id": "c", "type": "function",
+            "function": {"name": "f", "arguments": "x" * 600}}  # fmt: skip
+    event = (
+        b"data: %s\n\n"
+        % json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).encode()
+    )
+    more = {"index": 0, "function": {"arguments": "y" * 600}}
+    again = (
+        b"data: %s\n\n"
+        % json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [more]}}]}).encode()
+    )
+    d = relayed(event + again, max_answer=1000)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    decoder = ChatStreamDecoder()
+    decoder.feed(got)
+    decoder.close()
+    assert decoder.result.error is not None
+    assert "1000" in decoder.result.error.message
+    d = relayed(event + again, max_answer=2000)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got == event + again  # within the bound: relayed as it came
