@@ -663,6 +663,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         hub, upstream, stream = outcome
         assert isinstance(hub, LLMRequest)
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
+        if not stream and dialect(_WIRE[self.dialect or "openai"]).answer is None:
+            # an LLM-Stream answer (asked in Accept) is a stream: there is no whole one
+            message = 'the answer asked for is an LLM-Stream stream: send "stream": true'
+            self._reject(400, message, _INVALID, param="$.stream")
+            return
         self.streaming_request = stream
         if not stream:  # Rule 2: the upstream streams, the client gets the whole answer
             self._whole = AnswerFold(max_size=self.config.max_answer)

@@ -821,3 +821,18 @@ def test_an_upstream_refusal_of_a_whole_answer_keeps_its_status() -> None:
     status, _, body = response(gw.upstream(events + exchange.end_of_body()))
     assert status == 429
     assert json.loads(body)["error"]["type"] == "rate_limit_error"
+
+
+def test_a_request_for_no_stream_answered_in_llm_stream_is_refused() -> None:
+    """An OpenAI client that asks for no stream but for LLM-Stream's answer (``Accept``'s
+    profile): that answer is a stream, and has no whole form. The gateway translating to a
+    Messages upstream failed an assertion once the answer came; it now refuses it first."""
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    accept = 'text/event-stream; profile="llm-stream-1.0"'
+    data = request(body, headers={"Content-Type": "application/json", "Accept": accept})
+    gw, (reply,) = events_of(data, config=config(upstream_dialect="messages"))
+    assert isinstance(reply, Reply)
+    status, headers, answer = response(reply.data)
+    assert status == 400
+    assert json.loads(answer)["error"]["param"] == "$.stream"
+    assert headers["x-request-id"] == gw.request_id
