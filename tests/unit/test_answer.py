@@ -21,6 +21,7 @@ from svir_proto.events import (
     ReasoningDelta,
     ReasoningSignature,
     StreamEnded,
+    StreamFailed,
     StreamStarted,
     TextDelta,
     ToolCall,
@@ -108,6 +109,7 @@ def test_the_identity_the_answer_and_the_bound() -> None:
     assert not result.complete
     with pytest.raises(AnswerTooLarge, match="10 characters"):
         fold.add(TextDelta(text="0123"))
+    assert fold.error is None
     fold.add(StreamEnded(complete=True, done=True))  # nothing after the bound is kept
     assert fold.ended is not None
     assert not fold.result().done
@@ -116,8 +118,11 @@ def test_the_identity_the_answer_and_the_bound() -> None:
 
 def test_nothing_after_the_end_is_read() -> None:
     fold = AnswerFold()
+    failure = Failure(kind=FailureKind.OVERLOADED, message="busy")
     fold.extend(
         [
+            StreamFailed(error=failure),
+            StreamFailed(error=Failure(kind=FailureKind.UNEXPECTED, message="later")),
             TextDelta(text="a"),
             Finished(reason=FinishReason.STOP, raw="stop"),
             StreamEnded(complete=True, done=True),
@@ -125,7 +130,8 @@ def test_nothing_after_the_end_is_read() -> None:
         ]
     )
     assert fold.result().text == "a"
-    assert fold.result().complete
+    assert fold.error is failure  # the first failure
+    assert not fold.result().complete
 
 
 # -- each dialect's whole answer, read by the vendor's SDK ------------------------------------

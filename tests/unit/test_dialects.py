@@ -123,6 +123,7 @@ def test_the_chat_parser_names_what_is_wrong() -> None:
         (b"[1]", "$", "must be a JSON object"),
         (b'{"model":"m","messages":[]}', "$.stream", "not a stream"),  # OpenAI's default
         (b'{"model":"m","messages":[],"stream":false}', "$.stream", "not a stream"),
+        (b'{"model":"m","messages":[],"stream":"yes"}', "$.stream", "must be a boolean"),
         (b'{"model":5,"messages":[],"stream":true}', "$", "model must be"),  # no path of its own
         (
             b'{"model":"m","messages":[{"role":"robot","content":"x"}],"stream":true}',

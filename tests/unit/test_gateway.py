@@ -816,11 +816,30 @@ def test_an_upstream_refusal_of_a_whole_answer_keeps_its_status() -> None:
     )
     gw, (forward,) = events_of(data, config=config())
     exchange = Exchange(UPSTREAM, forward.request)
-    events = exchange.receive_head(429, [("content-type", "application/json")])
+    events = exchange.receive_head(
+        429, [("content-type", "application/json"), ("retry-after", "7")]
+    )
     events += exchange.receive_body(b'{"error":{"message":"slow down","type":"rate_limit"}}')
-    status, _, body = response(gw.upstream(events + exchange.end_of_body()))
+    status, headers, body = response(gw.upstream(events + exchange.end_of_body()))
     assert status == 429
+    assert headers["retry-after"] == "7"
     assert json.loads(body)["error"]["type"] == "rate_limit_error"
+
+
+def test_a_responses_stream_past_max_answer_ends_with_the_failure() -> None:
+    """The Responses encoder holds the answer for its final events: past ``max_answer`` the
+    stream ends with ``error`` and ``response.failed`` (in-process, beside the SDK's test)."""
+    body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
+    data = request(body, target="/v1/responses", headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config(max_answer=5))
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS) + exchange.end_of_body())
+    status, _, got = response(out)
+    assert status == 200
+    assert b"event: response.failed" in got
+    assert b"max_output_size" in got
+    assert gw.outcome == "failed"
 
 
 def test_a_request_for_no_stream_answered_in_llm_stream_is_refused() -> None:

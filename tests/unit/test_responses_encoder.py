@@ -421,6 +421,9 @@ def test_a_call_is_announced_once_its_name_is_whole() -> None:
     body = (CONFORMANCE / "openai" / "wire-3.3-tool-calls.sse").read_bytes()
     decoder = ChatStreamDecoder()
     events = decoder.feed(body) + decoder.close()
+    waiting = ResponsesStreamEncoder()
+    waiting.encode(TextDelta(text="a"))
+    assert waiting.encode(ToolCallDelta(index=0, id="c")) == b""  # no name, no arguments yet
     for declared, first in ((None, "look"), ({"lookup"}, "lookup")):
         encoder = ResponsesStreamEncoder(declared_tools=declared)
         out = b"".join(encoder.encode(e) for e in events)
