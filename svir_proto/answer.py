@@ -18,8 +18,9 @@ Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send u
     `StreamStarted` (``response_id``, ``model``, ``created``: each one it sets).
 Rule 4 (the end): `StreamFailed` is the answer's ``error``, `StreamEnded` its end: ``done``
     when the stream ended with its marker, else a cut. Nothing after the end is read.
-Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal and arguments are
-    kept; past it, `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
+Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal, arguments and
+    signatures are kept (a content-filter verdict weighs `VERDICT`); past it,
+    `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
     comes at about its size, however the upstream cut it (`svir_proto._pieces`).
 
 No I/O here.
@@ -28,6 +29,7 @@ No I/O here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
@@ -51,7 +53,11 @@ from .events import (
     Usage,
 )
 
-__all__ = ["AnswerFold", "replay", "unsigned_reasoning"]
+__all__ = ["VERDICT", "AnswerFold", "replay", "unsigned_reasoning"]
+
+VERDICT: Final = 256
+"""What a content-filter verdict weighs against ``max_size``, in characters: about what it
+holds (its categories' results)."""
 
 
 class AnswerFold:
@@ -120,6 +126,7 @@ class AnswerFold:
                 self._tail.append(event.text)
                 self._carrier = self._carrier or event.carrier
             case ReasoningSignature():
+                self._grow(event.signature)  # held too, and a redacted block is only this
                 text = "" if event.redacted else self._tail.text()
                 self._blocks.append(
                     ReasoningBlock(
@@ -144,6 +151,8 @@ class AnswerFold:
             case Usage():
                 self._usage = event
             case FilterVerdict():
+                self._size += VERDICT  # held too: each verdict weighs as much
+                self._grow("")
                 self._verdicts.append(event)
             case StreamStarted() if not self._identified:
                 self._identified = True

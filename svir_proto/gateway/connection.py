@@ -360,6 +360,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return side.held
 
     @property
+    def holds_stream(self) -> bool:
+        """The current request holds a stream slot (`GatewayState.admit_stream`)."""
+        return self._slot
+
+    @property
     def relaying(self) -> Literal["", "stream", "raw", "late"]:
         """How the answer is relayed (`relay_head`): ``stream`` (the upstream's events as they
         came), ``raw`` (any other answer, as it came), ``late`` (a failure after a keep-alive

@@ -40,7 +40,10 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, nor t
     (a client that sends requests and reads no answer piles nothing up), the client is not
     read while the upstream's is, and a client that has sent more than ``max_head_size`` bytes
     while its answer is made (a pipelined request) is not read again until that answer is
-    whole: the next request is read then, whatever the reads its bytes came in.
+    whole: the next request is read then, whatever the reads its bytes came in. An answer
+    made whole before it is sent (a whole answer, read from the upstream to its end whatever
+    the client reads) that fills the client's socket holds a stream slot until the client
+    takes it, so ``max_streams`` bounds what such answers hold, as it bounds streams.
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
@@ -238,6 +241,7 @@ class GatewaySession:
         "_steady",
         "_stopping",
         "_trail_by",
+        "_unread",
         "_unsent",
         "_unsent_end",
         "_unsent_size",
@@ -280,6 +284,7 @@ class GatewaySession:
         self._progress = now
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
+        self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
@@ -371,6 +376,13 @@ class GatewaySession:
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(PauseUpstream())
             self._hold_client("full", True)
+            if not self.conn.holds_stream and not self.closed:
+                # an answer made whole (a whole answer: the upstream was read to its end
+                # whatever the client read) waits in the client's socket: it holds a stream
+                # slot until the client takes it, as a stream it does not read holds its own,
+                # so that --max-streams bounds what such answers hold too (Rule 5)
+                self._unread = True
+                self.state.streams += 1
 
     def client_resumed(self, now: float) -> None:
         if self._paused_since is not None:
@@ -378,6 +390,13 @@ class GatewaySession:
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
+            self._taken()
+
+    def _taken(self) -> None:
+        """The client took the answer that waited in its socket (or is gone): its slot back."""
+        if self._unread:
+            self._unread = False
+            self.state.release_stream()
 
     def _hold_client(self, why: Literal["full", "unsent", "backlog"], hold: bool) -> None:
         """Stop reading the client while any reason holds it (`PauseClient`, `ResumeClient`)."""
@@ -873,6 +892,7 @@ class GatewaySession:
         if not self.closed:
             self.closed = True
             self.conn.finish_request()
+            self._taken()
             self.state.connections -= 1
             self.actions.append(Close())
         return b""

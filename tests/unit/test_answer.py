@@ -304,3 +304,20 @@ def test_pieces_join_as_they_come_and_read_whole() -> None:
     empty = Pieces()
     empty.append("")
     assert not empty
+
+
+def test_signatures_and_verdicts_count_against_the_bound() -> None:
+    """Attack round 30, F2: four 7 MiB redacted blocks (a signature and nothing else) made a
+    whole answer of 29 MB under --max-answer 1000, where the stream ended with too_large."""
+    from svir_proto.answer import VERDICT
+    from svir_proto.events import FilterVerdict
+
+    fold = AnswerFold(max_size=1000)
+    fold.add(ReasoningSignature(signature="s" * 900, carrier="thinking", redacted=True))
+    with pytest.raises(AnswerTooLarge):
+        fold.add(ReasoningSignature(signature="s" * 200, carrier="thinking", redacted=True))
+    verdicts = AnswerFold(max_size=3 * VERDICT)
+    verdict = FilterVerdict(scope="completion", results=())
+    verdicts.extend([verdict] * 3)
+    with pytest.raises(AnswerTooLarge):
+        verdicts.add(verdict)

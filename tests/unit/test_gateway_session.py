@@ -1560,3 +1560,32 @@ def test_the_arguments_the_upstreams_decoder_holds_are_bounded_by_max_answer() -
     ((status, _, got, ended),) = read(d.client)
     assert (status, ended) == (200, True)
     assert got == event + again  # within the bound: relayed as it came
+
+
+def test_a_whole_answer_the_client_does_not_take_holds_a_stream_slot() -> None:
+    """A whole answer is read from the upstream to its end whatever the client reads, then
+    written at once: 40 clients that read nothing were all admitted under --max-streams 4,
+    each with an 8 MB answer in its socket (attack round 30, F4). Once the answer fills the
+    client's socket, it holds a slot until the client takes it."""
+    body = json.dumps({"model": "m", "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    sse = (CONFORMANCE / "openai" / "usage-then-null.sse").read_bytes()
+    d = Driver(max_streams=1)  # a Chat upstream: the Messages client is translated
+    d.send(post(body).replace(b"/v1/chat/completions", b"/v1/messages"))
+    d.connect()
+    d.answer(sse_response(sse))
+    ((status, headers, _, ended),) = read(d.client)
+    assert (status, headers["content-type"], ended) == (200, "application/json", True)
+    state = d.state
+    assert state.streams == 0
+    d.session.client_paused(3.0)  # the answer filled the client's socket
+    assert state.streams == 1
+    assert not state.admit_stream()  # a second client is refused while it waits there
+    d.session.client_paused(3.5)  # (once)
+    assert state.streams == 1
+    d.session.client_resumed(4.0)  # taken
+    assert state.streams == 0
+    d.session.client_paused(5.0)
+    assert state.streams == 1
+    d.send(b"", 6.0)  # the client leaves: its slot comes back
+    assert state.streams == 0
