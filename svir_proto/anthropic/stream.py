@@ -47,7 +47,9 @@ Rule 8 (completeness): ``message_stop`` ends the stream; the tool calls are chec
     whole (`ToolCall`, in call order), then `StreamEnded`. The stream is complete when
     ``message_stop`` came after a ``stop_reason``, with no error. Events after the end are
     counted (``ignored_after_done``), not read; a body that ends before it gives
-    ``StreamEnded(complete=False, done=False)``, the calls kept as ``pending_tool_calls``.
+    ``StreamEnded(complete=False, done=False)``, the calls kept as ``pending_tool_calls``, and
+    so does a ``message_stop`` while a ``tool_use`` block is still open (its input never
+    ended: a cut inside a call, as Gemini's decoder reads one, attack round 30).
 
 A payload that is not a JSON object is a `PeerProtocolError` with its byte offset. This module
 never does I/O.
@@ -662,6 +664,14 @@ class MessagesStreamDecoder(DialectDecoder):
     def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
         self._ended()
         self._final_usage()
+        open_calls = sorted(i for i, kind in self._open.items() if kind == _TOOL)
+        if open_calls:  # their input never ended: not whole, as a body cut inside them
+            self._note(
+                f"message_stop with tool_use blocks still open: {open_calls}: their input may "
+                "not be whole, so the stream is a cut"
+            )
+            self._terminate(done=False)
+            return
         finish = self._finish
         if finish is not None:
             self._tool_calls = self._calls.finish(self._declared)

@@ -321,3 +321,52 @@ def test_signatures_and_verdicts_count_against_the_bound() -> None:
     verdicts.extend([verdict] * 3)
     with pytest.raises(AnswerTooLarge):
         verdicts.add(verdict)
+
+
+def test_a_call_left_open_at_the_end_is_a_cut_not_a_whole_answer() -> None:
+    """Attack round 30, F3: a Messages upstream sent ``message_stop`` with its ``tool_use``
+    block still open, and a whole answer was a 200 with ``finish_reason: tool_calls`` and
+    arguments ``{"path": "/et``. Its input never ended: the stream is a cut (as Gemini's
+    decoder reads a body that ends inside a streamed call), and the gateway answers 502."""
+    from svir_proto.anthropic import MessagesStreamDecoder
+
+    def ev(name: str, obj: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **obj})}\n\n".encode()
+
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x",
+               "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+    body = (
+        ev("message_start", {"message": message})
+        + ev(
+            "content_block_start",
+            {
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "t", "name": "read", "input": {}},
+            },
+        )
+        + ev(
+            "content_block_delta",
+            {"index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"path": "/et'}},
+        )
+        + ev("message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}})
+        + ev("message_stop", {})
+    )
+    decoder = MessagesStreamDecoder()
+    fold = AnswerFold()
+    fold.extend(decoder.feed(body) + decoder.close())
+    result = fold.result()
+    assert not result.done
+    assert result.tool_calls == ()
+    assert decoder.result.pending_tool_calls[0].arguments == '{"path": "/et'
+    closed = body.replace(
+        ev("message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+        ev("content_block_stop", {"index": 0}).replace(b"/et", b"")
+        + ev(
+            "message_delta", {"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}
+        ),
+    )
+    decoder = MessagesStreamDecoder()
+    decoder.feed(closed)
+    decoder.close()
+    assert decoder.result.complete  # closed, the same call is whole (if not valid JSON)
+    assert decoder.result.tool_calls[0].arguments == '{"path": "/et'
