@@ -39,7 +39,10 @@ Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``T
     way, complete but cut short: ``max_output_tokens`` is ``LENGTH``, ``content_filter`` is
     ``CONTENT_FILTER``, another reason ``OTHER`` (the reason is the raw value). There is no
     ``[DONE]`` in this dialect (one is ignored). Items in the final response that were never
-    streamed are read from it whole. Events after the end are counted, not read.
+    streamed are read from it whole, and so is a streamed ``function_call`` never said done.
+    One that neither a ``.done`` event nor the final response says whole ends the stream as a
+    cut (its arguments may not be whole; the calls kept pending, as a body that ends inside
+    a call, attack round 30). Events after the end are counted, not read.
 Rule 6 (failures): an ``error`` event, and a ``response.failed`` response's ``error``, are a
     `StreamFailed` (one: the API sends ``error`` and then ``response.failed`` for the same
     failure); ``response.failed`` ends the stream, never complete. A body that ends after an
@@ -118,11 +121,12 @@ _DONE: Final = b"[DONE]"
 class _Item:
     """An output item as the stream builds it."""
 
-    __slots__ = ("call", "carrier", "has_text", "id", "kind", "last_part", "parts")
+    __slots__ = ("call", "carrier", "done", "has_text", "id", "kind", "last_part", "parts")
 
     def __init__(self, kind: str, item_id: str) -> None:
         self.kind = kind  # message, function_call, reasoning, or another type
         self.id = item_id
+        self.done = False  # a function_call item said whole (.done events, the final output)
         self.call = -1  # a function_call item's tool-call index
         # the text so far of each part (without keep_text, its length: a `_Tally`)
         self.parts: dict[tuple[str, int], list[str] | _Tally] = {}
@@ -213,6 +217,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         self._errored = False  # an error event came
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._ended = False  # the end event came
+        self._open_cut = False  # it came with a call still open: a cut (`_finished`)
         self._ignored = 0
         self._problems: list[str] = []
         self._notes: set[str] = set()  # the problems noted once
@@ -248,9 +253,9 @@ class ResponsesStreamDecoder(DialectDecoder):
             finish_raw=None if finish is None else finish.raw,
             usage=self._usage,
             error=self._failure,
-            done=self._ended,
+            done=self._ended and not self._open_cut,
             closed=self._closed,
-            cut=self._cut,
+            cut=self._cut or self._open_cut,
             usage_missing=self._usage is None
             and self._failure is None
             and (self._ended or self._closed),
@@ -263,6 +268,7 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _complete(self) -> bool:
         return (
             self._ended
+            and not self._open_cut
             and self._finish is not None
             and self._failure is None
             and self._deferred is None  # a stream that broke the protocol is never whole
@@ -633,6 +639,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                     self._settle_part(rec, i, part, at)
         elif kind == "function_call":
             self._settle_call(rec, item, at)
+            rec.done = rec.done or done
         elif kind == "reasoning":
             for key, field in (("s", "summary"), ("c", "content")):
                 parts = item.get(field)
@@ -795,6 +802,7 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _on_arguments_done(self, obj: dict[str, Any], at: int) -> None:
         rec = self._item_for(obj, "function_call", at)
         self._settle_arguments(rec, _string(obj, "arguments", at), at)
+        rec.done = True  # its arguments are whole
 
     def _on_summary_part(self, obj: dict[str, Any], at: int) -> None:
         part = _object(obj, "part", at)
@@ -820,6 +828,11 @@ class ResponsesStreamDecoder(DialectDecoder):
         self._identify(response)
         output = response.get("output")
         if type(output) is list:
+            for i, rec in enumerate(self._items):  # a call streamed but never said done
+                if rec.kind == "function_call" and not rec.done and i < len(output):
+                    item = output[i]
+                    if type(item) is dict and item.get("type") == "function_call":
+                        self._item_whole(rec, item, at, done=True)  # the output says it whole
             for item in output[len(self._items) :]:
                 if type(item) is dict:
                     rec = self._new_item(_kind(item, at), "", None, at)
@@ -846,6 +859,16 @@ class ResponsesStreamDecoder(DialectDecoder):
 
     def _finished(self, finish: Finished, at: int) -> None:
         calls = self._calls.finish(self._declared) if self._calls.calls else ()
+        open_calls = [r.id or str(i) for i, r in enumerate(self._items)
+                      if r.kind == "function_call" and not r.done]  # fmt: skip
+        if open_calls and self._failure is None:  # their arguments never ended: a cut
+            self._problems.append(
+                f"the response ended with function_call items never done: {open_calls}: their "
+                "arguments may not be whole, so the stream is a cut"
+            )
+            self._ended = self._open_cut = True  # nothing after it is read; not done
+            self._terminate(done=False)
+            return
         if calls and finish.reason is FinishReason.STOP:
             finish = Finished(reason=FinishReason.TOOL_CALLS, raw=finish.raw)
         self._finish = finish

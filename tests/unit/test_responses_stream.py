@@ -998,3 +998,29 @@ def test_without_keep_text_a_whole_value_is_settled_by_its_length() -> None:
         assert d.result.problems == (
             "the whole text of output item 'msg_1' differs from its deltas: the deltas are kept",
         )
+
+
+def test_a_call_never_done_at_the_end_is_a_cut() -> None:
+    """Attack round 30, F3: ``response.completed`` came while a ``function_call`` item was
+    open, and the call was emitted whole with its arguments as far as they came. Its
+    arguments never ended: the stream is a cut (the call pending), unless the final output
+    says the call whole, or its arguments' ``.done`` came."""
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    args = {"item_id": "fc_1", "output_index": 0}
+    opened = [CREATED, added(call), ev("response.function_call_arguments.delta", **args,
+                                        delta='{"path": "/et')]  # fmt: skip
+    events, d = decode(body(*opened, COMPLETED))
+    assert not d.result.done
+    assert d.result.cut
+    assert not d.result.complete
+    assert not any(isinstance(e, ToolCall) for e in events)
+    assert d.result.pending_tool_calls[0].arguments == '{"path": "/et'
+    whole = {**call, "arguments": '{"path": "/etc"}', "status": "completed"}
+    final = ev("response.completed", response={"id": "resp_1", "status": "completed",
+                                               "output": [whole]})  # fmt: skip
+    _, d = decode(body(*opened, final))
+    assert d.result.complete
+    assert d.result.tool_calls[0].arguments == '{"path": "/etc"}'
+    done = ev("response.function_call_arguments.done", **args, arguments='{"path": "/et')
+    _, d = decode(body(*opened, done, COMPLETED))
+    assert d.result.complete  # its arguments said whole (if not valid JSON)
