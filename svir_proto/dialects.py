@@ -473,7 +473,8 @@ def translate_request(request: object, to: str) -> Any:
     state = stateful(neutral)
     if state is not None and state[0] != target.name:
         raise ValueError(
-            f"{', '.join(state[1])}: refers to what a {state[0]} server keeps, which a "
-            f"{target.name} upstream does not have; send the context itself"
+            f"{', '.join(state[1])}: only a {state[0]} server can read this (what it keeps, "
+            f"or an item only its API has), which a {target.name} upstream cannot; send the "
+            "context itself"
         )
     return target.from_hub(neutral)

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
+from ..dialects import dialect
 from ..errors import SvirProtocolError
 from ..events import RequestFailed
 from ..exchange import ModelsListed, ModelsRequest
@@ -202,11 +203,20 @@ class GatewayServer:
                     return
 
     def _announce(self, host: str) -> None:
+        ep = self.upstream
+        path = dialect(self.state.config.upstream_dialect).path
+        where = (  # Gemini's names the model, and its API version
+            ep.prefix + path
+            if path is not None
+            else ep.prefix.removesuffix("/v1") + "/v1beta/models/{model}:streamGenerateContent"
+        )
         log.warning(
-            "svir gateway on http://%s:%d/v1 in front of %s",
+            "svir gateway on http://%s:%d/v1 in front of %s://%s%s",
             host,
             self.port,
-            self.upstream.chat_completions_url,
+            ep.scheme,
+            ep.authority,
+            where,
         )
 
     async def stop(self) -> None:

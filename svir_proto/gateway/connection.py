@@ -965,6 +965,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         headers = [("Content-Type", "application/json")]
         if failure.retry_after is not None:
             headers.append(("Retry-After", str(max(0, round(failure.retry_after)))))
+        if failure.code == "too_large":  # the same request would pass the bound again: the
+            headers.append(("x-should-retry", "false"))  # SDKs read this (openai, anthropic)
         body = spec.error_body(failure)  # Rule 5: the client's dialect's error object
         return self._response(spec.error_status(failure), headers, body, close=False)
 

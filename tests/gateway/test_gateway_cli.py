@@ -170,3 +170,28 @@ def test_without_a_token_a_foreign_host_is_refused(replay: ReplayServer) -> None
             proc.communicate(timeout=60)
         finally:
             proc.kill()
+
+
+@pytest.mark.parametrize(
+    ("upstream_dialect", "where"),
+    [
+        ("chat", "http://up.test:8000/v1/chat/completions"),
+        ("messages", "http://up.test:8000/v1/messages"),
+        ("responses", "http://up.test:8000/v1/responses"),
+        ("gemini", "http://up.test:8000/v1beta/models/{model}:streamGenerateContent"),
+    ],
+)
+def test_the_start_line_names_the_endpoint_the_gateway_uses(
+    upstream_dialect: str, where: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """It named the Chat Completions URL whatever --upstream-dialect said (client round 30)."""
+    from svir_proto.gateway import GatewayConfig
+    from svir_proto.openai import Endpoint
+    from svir_proto.transports.gateway import GatewayServer
+
+    config = GatewayConfig(
+        upstream=Endpoint.parse("http://up.test:8000"), upstream_dialect=upstream_dialect
+    )
+    with caplog.at_level("WARNING"):
+        GatewayServer(config)._announce("127.0.0.1")
+    assert caplog.messages[-1].endswith(f"in front of {where}")

@@ -792,8 +792,9 @@ def test_a_whole_answer_that_failed_or_was_cut_is_an_error_status(
 
 def test_a_whole_answer_past_max_answer_or_unwritable_is_an_error_status() -> None:
     gw, out = whole_answer(WHOLE_MESSAGES, TOOLS, max_answer=5)
-    status, _, body = response(out)
+    status, headers, body = response(out)
     assert status == 502
+    assert headers["x-should-retry"] == "false"  # the SDKs would ask for it three times
     assert "characters" in json.loads(body)["error"]["message"]
     assert gw.outcome == "failed"
     call = {"index": 0, "id": "t", "type": "function",

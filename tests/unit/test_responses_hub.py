@@ -406,6 +406,13 @@ def test_the_rarer_records_and_a_sidecar_that_lies() -> None:
          "$.input[0].content[0].file_id"),
         ({"input": [{"role": "user", "content": "hi"}, {"type": "item_reference", "id": "msg_1"}]},
          "$.input[1]"),
+        # an item only the Responses API has went on as an empty assistant turn (client
+        # round 30, F1): a built-in tool's call, and a type nobody knows
+        ({"input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                    {"role": "user", "content": "and?"}]},
+         "$.input[0]"),
+        ({"input": [{"role": "user", "content": "hi"}, {"type": "bogus_item"}]},
+         "$.input[1]"),
     ],
 )  # fmt: skip
 def test_a_reference_to_the_servers_state_cannot_go_to_another_dialect(
