@@ -101,11 +101,13 @@ class DialectSpec:
         to_hub, from_hub: the dialect's adapters to and from the neutral request.
         decoder: makes the stream decoder for a request (its declared tools) and the options.
         encoder: makes the stream encoder: ``encoder(model, response_id, created,
-            declared_tools=None)`` (the names of the tools the request declared: an encoder
-            that must name a streamed call before its arguments waits for a name that is
-            whole, `svir_proto._names`).
+            declared_tools=None, request=None)`` (the names of the tools the request declared:
+            an encoder that must name a streamed call before its arguments waits for a name
+            that is whole, `svir_proto._names`; the request of the encoder's own dialect being
+            answered, whose options an answer repeats: the Responses API's response object).
         answer: the whole answer, for a client that asked for no stream:
-            ``answer(result, model, response_id, created)``, the dialect's one JSON object for
+            ``answer(result, model, response_id, created, request=None)``, the dialect's one
+            JSON object for
             a `Completion` (`svir_proto.answer.AnswerFold` makes one from events), or the
             `Failure` that it cannot be written; ``None`` for a dialect that only streams.
         body_outcome: the `RequestFailed` of a response that is not a stream.
@@ -128,7 +130,7 @@ class DialectSpec:
     error_body: Callable[[Failure], bytes]
     error_status: Callable[[Failure], int]
     sniff: Callable[[bytes], bool]
-    answer: Callable[[Completion, str, str, int], bytes | Failure] | None = None
+    answer: Callable[..., bytes | Failure] | None = None
     auth: Callable[[str], list[tuple[str, str]]] | None = None
     """The headers that carry the key (Rule 3); ``None``: ``Authorization: Bearer``, as the
     `Endpoint` sends it."""
@@ -251,10 +253,15 @@ def _chat() -> DialectSpec:
         to_hub=translate.openai_to_llm,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None: encoder.ChatStreamEncoder(
-            tool_call_deltas=True, model=model, response_id=rid or "chatcmpl-svir", created=created
+        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+            encoder.ChatStreamEncoder(
+                tool_call_deltas=True,
+                model=model,
+                response_id=rid or "chatcmpl-svir",
+                created=created,
+            )
         ),
-        answer=lambda result, model, rid, created: answer.chat_completion(
+        answer=lambda result, model, rid, created, request=None: answer.chat_completion(
             result, response_id=rid or "chatcmpl-svir", model=model, created=created
         ),
         body_outcome=status.body_outcome,
@@ -276,13 +283,15 @@ def _messages() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None: encoder.MessagesStreamEncoder(
-            model=model,
-            message_id=rid or "msg_svir",
-            created=created,
-            declared_tools=declared_tools,
+        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+            encoder.MessagesStreamEncoder(
+                model=model,
+                message_id=rid or "msg_svir",
+                created=created,
+                declared_tools=declared_tools,
+            )
         ),
-        answer=lambda result, model, rid, created: answer.message(
+        answer=lambda result, model, rid, created, request=None: answer.message(
             result, message_id=rid or "msg_svir", model=model
         ),
         body_outcome=status.body_outcome,
@@ -309,14 +318,17 @@ def _responses() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None: encoder.ResponsesStreamEncoder(
-            model=model,
-            response_id=rid or "resp_svir",
-            created=created,
-            declared_tools=declared_tools,
+        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+            encoder.ResponsesStreamEncoder(
+                model=model,
+                response_id=rid or "resp_svir",
+                created=created,
+                declared_tools=declared_tools,
+                request=request,
+            )
         ),
-        answer=lambda result, model, rid, created: answer.response(
-            result, response_id=rid or "resp_svir", model=model, created=created
+        answer=lambda result, model, rid, created, request=None: answer.response(
+            result, response_id=rid or "resp_svir", model=model, created=created, request=request
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -345,8 +357,8 @@ def _gemini() -> DialectSpec:
         to_hub=hub.to_hub,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None: encoder.GeminiStreamEncoder(
-            model=model, response_id=rid, created=created
+        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+            encoder.GeminiStreamEncoder(model=model, response_id=rid, created=created)
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -380,8 +392,8 @@ def _llm_stream() -> DialectSpec:
         to_hub=lambda r: r,
         from_hub=lambda r: r,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None: translate.OpenAIToLLMStream(
-            model=model, request_id=rid or None, created=created
+        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+            translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
         ),
         body_outcome=status.body_outcome,
         error_body=_llm_error_body,

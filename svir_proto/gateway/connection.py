@@ -324,6 +324,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._chunked = False  # the answer's body is chunked, framed here
         self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
+        self._asked: object = None  # the client's typed request, once translated
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -665,7 +666,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._reject(400, str(outcome), _INVALID)
             return
         assert isinstance(outcome, tuple)
-        hub, upstream, stream = outcome
+        hub, upstream, stream, self._asked = outcome
         assert isinstance(hub, LLMRequest)
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
         if not stream and dialect(_WIRE[self.dialect or "openai"]).answer is None:
@@ -867,7 +868,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         spec = dialect(_WIRE[self.dialect or "openai"])
         assert spec.answer is not None
         rid = fold.response_id or self.request_id or ""
-        body = spec.answer(result, fold.model or self._model, rid, fold.created or now)
+        body = spec.answer(
+            result, fold.model or self._model, rid, fold.created or now, request=self._asked
+        )
         if isinstance(body, Failure):
             return self._failed(attrs.evolve(body, status=502), now)
         self.outcome = "ok" if result.complete else "failed"
@@ -903,7 +906,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._out is None:
             spec = dialect(_WIRE[self.dialect or "openai"])
             model = self._model if self.dialect != "openai" else ""
-            self._out = spec.encoder(model, self.request_id or "", now, self._declared)
+            self._out = spec.encoder(
+                model, self.request_id or "", now, self._declared, request=self._asked
+            )
             if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
                 self._out.max_output_size = self.config.max_answer
         return self._out
@@ -1187,7 +1192,8 @@ def _prepare(
     body: bytes, given: DialectName, to: DialectName, job: _Preparation | None = None
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
-    ``(the neutral request, the upstream's request, whether the client asked for a stream)``,
+    ``(the neutral request, the upstream's request, whether the client asked for a stream,
+    the client's request)``,
     or the error that refuses it (Rule 2: a dialect that only streams must ask for a stream).
     Pure: safe to run in a worker thread; between its steps it stops (``None``) once ``job``'s
     client left."""
@@ -1201,7 +1207,7 @@ def _prepare(
         hub = spec.to_hub(request)
         if job is not None and not job.wanted:
             return None
-        return hub, translate_request(hub, to), stream
+        return hub, translate_request(hub, to), stream, request
     except RequestError as exc:
         return exc
     except ValueError as exc:

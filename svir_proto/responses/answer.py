@@ -17,16 +17,26 @@ from .._json import dumps
 from ..answer import replay
 from ..events import Completion
 from .encoder import ResponsesStreamEncoder
+from .request import ResponsesRequest
 
 __all__ = ["response"]
 
 
-def response(result: Completion, *, response_id: str, model: str, created: int) -> bytes:
-    """The ``response`` object for ``result``, as JSON."""
+def response(
+    result: Completion,
+    *,
+    response_id: str,
+    model: str,
+    created: int,
+    request: ResponsesRequest | None = None,
+) -> bytes:
+    """The ``response`` object for ``result``, as JSON; with ``request``, repeating its
+    options (``tools``, ``tool_choice``, ``instructions``...), as the API does."""
     encoder = ResponsesStreamEncoder(
         model=model,
         response_id=response_id,
         created=created,
+        request=request,
         max_output_size=sys.maxsize,  # the answer is held already: nothing to bound
     )
     for event in replay(result):

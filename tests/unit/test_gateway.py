@@ -856,3 +856,35 @@ def test_a_request_for_no_stream_answered_in_llm_stream_is_refused() -> None:
     assert status == 400
     assert json.loads(answer)["error"]["param"] == "$.stream"
     assert headers["x-request-id"] == gw.request_id
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_responses_client_gets_its_options_in_the_response_object(stream: bool) -> None:
+    """The response object repeats the request's tools, tool_choice and instructions, as the
+    API does: a translated answer said ``tools: []`` and ``tool_choice: "auto"`` whatever
+    the request sent (client round 30, F4)."""
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    body = json.dumps({"model": "m", "input": "hi", "stream": stream, "tools": [tool],
+                       "tool_choice": "required", "instructions": "be brief"}).encode()  # fmt: skip
+    data = request(body, target="/v1/responses", headers={"Content-Type": "application/json"})
+    gw, (forward,) = events_of(data, config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS) + exchange.end_of_body())
+    status, _, got = response(out)
+    assert status == 200
+    if stream:
+        last = got.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        assert last.startswith(b"data: ")
+        obj = json.loads(last[6:])["response"]
+    else:
+        obj = json.loads(got)
+    assert obj["tools"][0]["name"] == "get_weather"
+    assert obj["tool_choice"] == "required"
+    assert obj["instructions"] == "be brief"
+    # the recording's calls (wire reference 3.3's, "look" then "up"), undeclared: each
+    # waits for its whole name (not a declared one: the end), so both say "lookup"
+    assert [o["name"] for o in obj["output"] if o["type"] == "function_call"] == [
+        "lookup",
+        "lookup",
+    ]
