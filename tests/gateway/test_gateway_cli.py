@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,13 +18,6 @@ from tests.gateway.draft_check import check
 from tests.gateway.test_gateway_server import llm_body, raw_post
 from tests.helpers import ROOT
 from tests.transports.server import ReplayServer
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    s = ReplayServer()
-    yield s
-    s.close()
 
 
 def free_port() -> int:

@@ -26,13 +26,6 @@ from tests.transports.server import ReplayServer
 BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
 
 
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    s = ReplayServer()
-    yield s
-    s.close()
-
-
 @contextlib.contextmanager
 def gateway(backend: str, upstream: str, **options: Any) -> Iterator[tuple[str, GatewayServer]]:
     server = GatewayServer(Endpoint.parse(upstream), **options)

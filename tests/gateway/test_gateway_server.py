@@ -45,13 +45,6 @@ RECORDED = sorted(p.stem for p in (CONFORMANCE / "llamacpp").glob("*.sse"))
 THROUGH = [n for n in OPENAI + RECORDED if n not in ("think-opened-by-template", "undeclared-tool")]
 
 
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    s = ReplayServer()
-    yield s
-    s.close()
-
-
 BACKEND = ["asyncio"]
 
 

@@ -6,7 +6,6 @@ client) report the answer our decoder of the upstream's dialect reads from the s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,15 +30,6 @@ CASES = [
     ("responses", "incomplete-max-output-tokens"),
 ]
 TOOL = {"type": "object", "properties": {"location": {"type": "string"}}}
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    server = ReplayServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def expected(folder: str, name: str) -> Completion:

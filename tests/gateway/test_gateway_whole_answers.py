@@ -6,7 +6,6 @@ read the same answer both ways: text, reasoning, tool calls, finish and usage.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,15 +35,6 @@ UPSTREAMS = [
 USER = [{"role": "user", "content": "What is the weather?"}]
 SCHEMA = {"type": "object", "properties": {"location": {"type": "string"}}}
 NAMES = ("get_weather", "get_time", "get_current_weather", "lookup")
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ReplayServer]:
-    server = ReplayServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def chat_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -48,17 +48,23 @@ def client_view(data: bytes) -> tuple[bytes, bool, list[bytes]]:
             return b"".join(pieces), False, pieces
 
 
-def relay(reads: list[bytes]) -> tuple[bytes, bool, list[bytes]]:
+def served(request: bytes, reads: list[bytes]) -> bytes:
+    """What a session writes to the client of ``request`` while the upstream's answer comes
+    in these reads (then closes, if the answer did not end)."""
     config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test:8000"))
     state = GatewayState(config, new_id=lambda: "id-1", wall=lambda t: 1000)
     session = GatewaySession(state, 0.0)
-    out = bytearray(session.client_data(REQUEST, 1.0))
+    out = bytearray(session.client_data(request, 1.0))
     out += session.upstream_connected(1.0)
     for data in reads:
         out += session.upstream_data(data, 2.0)
     if not session.closed and session.conn.outcome is None:
         out += session.upstream_data(b"", 3.0)  # the upstream closes
-    return client_view(bytes(out))
+    return bytes(out)
+
+
+def relay(reads: list[bytes]) -> tuple[bytes, bool, list[bytes]]:
+    return client_view(served(REQUEST, reads))
 
 
 @st.composite

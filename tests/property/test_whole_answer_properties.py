@@ -30,10 +30,8 @@ from svir_proto.events import (
     ToolCall,
     Usage,
 )
-from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
-from svir_proto.openai import Endpoint
 from tests.helpers import CONFORMANCE, split_at
-from tests.property.test_gateway_relay_properties import HEAD, client_view
+from tests.property.test_gateway_relay_properties import HEAD, client_view, served
 
 FIXTURES = sorted((CONFORMANCE / "openai").glob("*.sse"))
 BODY = json.dumps(
@@ -49,18 +47,9 @@ REQUEST = (
 
 def answer(reads: list[bytes]) -> tuple[int, bytes, bool]:
     """What the client got: the status, the body, and whether the body ended."""
-    config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test:8000"))
-    state = GatewayState(config, new_id=lambda: "id-1", wall=lambda t: 1000)
-    session = GatewaySession(state, 0.0)
-    out = bytearray(session.client_data(REQUEST, 1.0))
-    out += session.upstream_connected(1.0)
-    for data in reads:
-        out += session.upstream_data(data, 2.0)
-    if not session.closed and session.conn.outcome is None:
-        out += session.upstream_data(b"", 3.0)  # the upstream closes
-    status = int(bytes(out).split(b" ", 2)[1])
-    body, ended, _ = client_view(bytes(out))
-    return status, body, ended
+    out = served(REQUEST, reads)
+    body, ended, _ = client_view(out)
+    return int(out.split(b" ", 2)[1]), body, ended
 
 
 @st.composite
