@@ -27,6 +27,7 @@ __version__ = VERSION
 if TYPE_CHECKING:  # what a type checker sees: every name, as its own module gives it
     # (from the leaf modules: mypy does not follow a star import through a package whose
     # __all__ is built from its modules' own)
+    from . import answer as answer
     from . import body as body
     from . import connection as connection
     from . import dialects as dialects
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from . import translate as translate
     from ._pull import NEED_DATA as NEED_DATA
     from ._pull import NeedData as NeedData
+    from .answer import *  # noqa: F403
     from .body import *  # noqa: F403
     from .connection import *  # noqa: F403
     from .dialects import *  # noqa: F403
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from .llmstream.stream import *  # noqa: F403
     from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS as DEFAULT_MAX_TOOL_CALLS
     from .openai._toolcalls import ToolCallError as ToolCallError
+    from .openai.answer import *  # noqa: F403
     from .openai.encoder import *  # noqa: F403
     from .openai.endpoint import *  # noqa: F403
     from .openai.parts import *  # noqa: F403
@@ -80,6 +83,7 @@ _MODULES = (
     "llmstream",
     "hub",
     "dialects",
+    "answer",
     "translate",
     "exchange",
     "connection",

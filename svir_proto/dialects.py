@@ -104,7 +104,8 @@ class DialectSpec:
             declared_tools=None, request=None)`` (the names of the tools the request declared:
             an encoder that must name a streamed call before its arguments waits for a name
             that is whole, `svir_proto._names`; the request of the encoder's own dialect being
-            answered, whose options an answer repeats: the Responses API's response object).
+            answered, whose options an answer repeats: the Responses API's response object,
+            but for its instructions, a prompt the gateway would write four times more).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None)``, the dialect's one
             JSON object for
@@ -325,10 +326,16 @@ def _responses() -> DialectSpec:
                 created=created,
                 declared_tools=declared_tools,
                 request=request,
+                repeat_instructions=False,  # a prompt, written again in every lifecycle event
             )
         ),
         answer=lambda result, model, rid, created, request=None: answer.response(
-            result, response_id=rid or "resp_svir", model=model, created=created, request=request
+            result,
+            response_id=rid or "resp_svir",
+            model=model,
+            created=created,
+            request=request,
+            repeat_instructions=False,
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import encoder, hub, request, status, stream
+from . import answer, encoder, hub, request, status, stream
+from .answer import *  # noqa: F403
 from .encoder import *  # noqa: F403
 from .hub import *  # noqa: F403
 from .request import *  # noqa: F403
@@ -10,6 +11,7 @@ from .status import *  # noqa: F403
 from .stream import *  # noqa: F403
 
 __all__ = [
+    *answer.__all__,
     *encoder.__all__,
     *hub.__all__,
     *request.__all__,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import encoder, endpoint, parts, request, retry, status, stream, watch
+from . import answer, encoder, endpoint, parts, request, retry, status, stream, watch
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallError
+from .answer import *  # noqa: F403
 from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
 from .parts import *  # noqa: F403
@@ -16,6 +17,7 @@ from .watch import *  # noqa: F403
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "ToolCallError",
+    *answer.__all__,
     *encoder.__all__,
     *endpoint.__all__,
     *parts.__all__,

@@ -29,6 +29,7 @@ def response(
     model: str,
     created: int,
     request: ResponsesRequest | None = None,
+    repeat_instructions: bool = True,
 ) -> bytes:
     """The ``response`` object for ``result``, as JSON; with ``request``, repeating its
     options (``tools``, ``tool_choice``, ``instructions``...), as the API does."""
@@ -37,6 +38,7 @@ def response(
         response_id=response_id,
         created=created,
         request=request,
+        repeat_instructions=repeat_instructions,
         max_output_size=sys.maxsize,  # the answer is held already: nothing to bound
     )
     for event in replay(result):

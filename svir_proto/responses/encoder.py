@@ -163,6 +163,9 @@ class ResponsesStreamEncoder:
             response object.
         declared_tools: the names of the tools the request declared, to know when a streamed
             call's name is whole (Rule 3); ``None``: once it is not empty.
+        repeat_instructions: whether the response object repeats the request's
+            ``instructions``, as the API does: a prompt, written again in every lifecycle
+            event (a gateway does not: what a body holds would be written four times more).
 
     ``encode(event)`` returns the bytes for one event (often ``b""``: held, or not carried);
     ``response()`` is the final response object, for a client that asked for no stream.
@@ -178,6 +181,7 @@ class ResponsesStreamEncoder:
         max_output_size: int = DEFAULT_MAX_RESULT_SIZE,
         hold_reasoning: bool = False,
         declared_tools: Collection[str] | None = None,
+        repeat_instructions: bool = True,
     ) -> None:
         self.model = model
         self.declared_tools = declared_tools
@@ -193,6 +197,8 @@ class ResponsesStreamEncoder:
         if request is not None:
             doc = request.to_document()
             self._echo = {k: doc[k] for k in _ECHOED if k in doc}
+            if not repeat_instructions:
+                self._echo.pop("instructions", None)
         self._started = False
         self._ended = False
         self._items: list[_Open | _Call] = []  # in output order

@@ -295,12 +295,12 @@ def test_a_body_longer_than_the_whole_budget_is_413_not_503(up: HubUpstream, bac
         assert statuses == [413] * 3, statuses
 
 
-@pytest.mark.parametrize("what", ["413-estimate", "503-budget", "400-bad-json", "400-not-a-stream"])
+@pytest.mark.parametrize("what", ["413-estimate", "503-budget", "400-bad-json", "400-bad-stream"])
 def test_a_messages_client_is_refused_in_anthropics_error_object(gw: Gateway, what: str) -> None:
     """Attack: an Anthropic Messages client (``POST /v1/messages``) whose request the gateway
     refuses itself: a body whose estimate passes ``--max-buffered`` (413), a body that is not
-    JSON (400), a request without ``"stream": true`` (400: only streams are translated), a
-    body refused while two others hold the budget (503).
+    JSON (400), a request whose ``stream`` is no boolean (400; one that asks for no stream is
+    answered whole since stop 29), a body refused while two others hold the budget (503).
 
     What the gateway did: each refusal's body is OpenAI's error object
     (``{"error": {"message": ..., "type": "request_too_large", "code": ...}}``): no
@@ -327,7 +327,8 @@ def test_a_messages_client_is_refused_in_anthropics_error_object(gw: Gateway, wh
         elif what == "400-bad-json":
             body = b'{"model": "m", "stream": true, "messages": [}'
         else:
-            body = messages_body(stream=False)
+            body = messages_body(stream=True).replace(b'"stream": true', b'"stream": "yes"')
+            assert b'"yes"' in body
         status, _, got = ask(gw, "messages", body, timeout=60)
     finally:
         for r in holders:
