@@ -1024,3 +1024,18 @@ def test_a_call_never_done_at_the_end_is_a_cut() -> None:
     done = ev("response.function_call_arguments.done", **args, arguments='{"path": "/et')
     _, d = decode(body(*opened, done, COMPLETED))
     assert d.result.complete  # its arguments said whole (if not valid JSON)
+
+
+def test_a_call_whose_place_in_the_final_output_holds_another_item_stays_a_cut() -> None:
+    """The final output says the open call whole only where it has a function call: another
+    item in its place leaves it open, and the stream a cut."""
+    call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": ""}
+    args = {"item_id": "fc_1", "output_index": 0}
+    other = {"id": "msg_9", "type": "message", "role": "assistant", "content": []}
+    final = ev("response.completed", response={"id": "resp_1", "status": "completed",
+                                               "output": [other]})  # fmt: skip
+    opened = [CREATED, added(call),
+              ev("response.function_call_arguments.delta", **args, delta='{"a":')]  # fmt: skip
+    _, d = decode(body(*opened, final))
+    assert d.result.cut
+    assert not d.result.complete
