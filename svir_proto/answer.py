@@ -53,7 +53,7 @@ from .events import (
     Usage,
 )
 
-__all__ = ["VERDICT", "AnswerFold", "replay", "unsigned_reasoning"]
+__all__ = ["VERDICT", "AnswerFold", "finished_of", "replay", "unsigned_reasoning"]
 
 VERDICT: Final = 256
 """What a content-filter verdict weighs against ``max_size``, in characters: about what it
@@ -96,8 +96,8 @@ class AnswerFold:
         self._usage: Usage | None = None
         self._error: Failure | None = None
 
-    def _grow(self, text: str) -> None:
-        self._size += len(text)
+    def _grow(self, n: int) -> None:
+        self._size += n
         if self._size > self.max_size:
             self.ended = StreamEnded(complete=False)  # nothing more is kept
             raise AnswerTooLarge(
@@ -115,18 +115,18 @@ class AnswerFold:
             return
         match event:
             case TextDelta():
-                self._grow(event.text)
+                self._grow(len(event.text))
                 self._text.append(event.text)
             case TextRun():
                 for delta in event.deltas():
                     self.add(delta)
             case ReasoningDelta():
-                self._grow(event.text)
+                self._grow(len(event.text))
                 self._reasoning.append(event.text)
                 self._tail.append(event.text)
                 self._carrier = self._carrier or event.carrier
             case ReasoningSignature():
-                self._grow(event.signature)  # held too, and a redacted block is only this
+                self._grow(len(event.signature))  # held too: a redacted block is only this
                 text = "" if event.redacted else self._tail.text()
                 self._blocks.append(
                     ReasoningBlock(
@@ -141,18 +141,17 @@ class AnswerFold:
                     self._tail = Pieces()
                 self._carrier = self._carrier or event.carrier
             case RefusalDelta():
-                self._grow(event.text)
+                self._grow(len(event.text))
                 self._refusal.append(event.text)
             case ToolCall():
-                self._grow(event.arguments)
+                self._grow(len(event.arguments))
                 self._calls.append(event)
             case Finished():
                 self._finish = event
             case Usage():
                 self._usage = event
             case FilterVerdict():
-                self._size += VERDICT  # held too: each verdict weighs as much
-                self._grow("")
+                self._grow(VERDICT)  # held too: each verdict weighs as much
                 self._verdicts.append(event)
             case StreamStarted() if not self._identified:
                 self._identified = True
@@ -198,6 +197,15 @@ class AnswerFold:
         )
 
 
+def finished_of(result: Completion) -> Finished | None:
+    """The `Finished` a result's finish came in (``None`` when it has none), for the mappings
+    the encoders make from one."""
+    reason = result.finish_reason
+    return (
+        None if reason is None else Finished(reason=reason, raw=result.finish_raw or reason.value)
+    )
+
+
 def unsigned_reasoning(result: Completion) -> str:
     """The reasoning after the last signed block (Rule 1): all of it when none was signed."""
     signed = sum(len(block.text) for block in result.reasoning_blocks)
@@ -226,10 +234,9 @@ def replay(result: Completion) -> Iterator[Event]:
     if result.refusal:
         yield RefusalDelta(text=result.refusal)
     yield from result.filter_verdicts
-    if result.finish_reason is not None:
-        yield Finished(
-            reason=result.finish_reason, raw=result.finish_raw or result.finish_reason.value
-        )
+    finished = finished_of(result)
+    if finished is not None:
+        yield finished
     if result.usage is not None:
         yield result.usage
     yield from result.tool_calls

@@ -108,9 +108,9 @@ class DialectSpec:
             but for its instructions, a prompt the gateway would write four times more).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None)``, the dialect's one
-            JSON object for
-            a `Completion` (`svir_proto.answer.AnswerFold` makes one from events), or the
-            `Failure` that it cannot be written; ``None`` for a dialect that only streams.
+            JSON object for a `Completion` (`svir_proto.answer.AnswerFold` makes one from
+            events), or the `Failure` that it cannot be written; ``None`` for a dialect that
+            only streams.
         body_outcome: the `RequestFailed` of a response that is not a stream.
         error_body: the dialect's error body for a failure, and `error_status` its status.
         accept: the ``Accept`` header its requests send.

@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._json import canonical, dumps
-from ..answer import unsigned_reasoning
+from ..answer import finished_of, unsigned_reasoning
 from ..errors import Failure
-from ..events import Completion, Finished, Usage
+from ..events import Completion, Usage
 from .encoder import an_object, not_an_object, stop_reason_of, usage_object
 
 __all__ = ["message"]
@@ -53,16 +53,14 @@ def message(result: Completion, *, message_id: str, model: str) -> bytes | Failu
                 "input": canonical(arguments) if arguments else {},
             }
         )
-    finish = result.finish_reason
+    finished = finished_of(result)
     out = {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": None
-        if finish is None
-        else stop_reason_of(Finished(reason=finish, raw=result.finish_raw or finish.value)),
+        "stop_reason": None if finished is None else stop_reason_of(finished),
         "stop_sequence": None,
         "usage": usage_object(result.usage or Usage(), start=True),
     }

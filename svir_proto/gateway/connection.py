@@ -1193,15 +1193,11 @@ def _prepare(
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
     ``(the neutral request, the upstream's request, whether the client asked for a stream,
-    the client's request)``,
-    or the error that refuses it (Rule 2: a dialect that only streams must ask for a stream).
-    Pure: safe to run in a worker thread; between its steps it stops (``None``) once ``job``'s
-    client left."""
+    the client's request)``, or the error that refuses it. Pure: safe to run in a worker
+    thread; between its steps it stops (``None``) once ``job``'s client left."""
     spec = dialect(given)
     try:
-        request, stream = spec.read(body)
-        if not stream and spec.answer is None:  # pragma: no cover - read refuses it first
-            raise RequestError("$.stream", 'this dialect only streams: send "stream": true')
+        request, stream = spec.read(body)  # (the answer's dialect is checked in `prepared`)
         if job is not None and not job.wanted:
             return None
         hub = spec.to_hub(request)

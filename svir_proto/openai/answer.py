@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._json import dumps
-from ..events import Completion, Finished
+from ..answer import finished_of
+from ..events import Completion
 from .encoder import filter_results, finish_value, reasoning_key, usage_object
 
 __all__ = ["chat_completion"]
@@ -42,14 +43,12 @@ def chat_completion(result: Completion, *, response_id: str, model: str, created
             }
             for call in result.tool_calls
         ]
-    finish = result.finish_reason
+    finished = finished_of(result)
     choice: dict[str, Any] = {
         "index": 0,
         "message": message,
         "logprobs": None,
-        "finish_reason": None
-        if finish is None
-        else finish_value(Finished(reason=finish, raw=result.finish_raw or finish.value)),
+        "finish_reason": None if finished is None else finish_value(finished),
     }
     out: dict[str, Any] = {
         "id": response_id,
