@@ -1,6 +1,7 @@
 """`Pieces`: text held a piece at a time at about its own size, for what must keep a whole
-answer (a whole answer's fold, `svir_proto.answer`; the Responses API's encoder, whose final
-events carry the answer).
+answer or a tool call's arguments (a whole answer's fold, `svir_proto.answer`; the Responses
+API's encoder, whose final events carry the answer; the decoders' `ToolCallAssembler` and the
+Messages encoder's waiting calls, which hold a call's arguments until it is whole).
 
 A string held alone costs some 50 bytes besides its characters, and a list 8 more for it: an
 answer that came one character per piece, held as its pieces, would cost 50 to 100 times its
@@ -11,6 +12,7 @@ pieces, and each character is copied twice at most. No I/O here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 __all__ = ["JOIN", "Pieces"]
@@ -21,33 +23,47 @@ pieces at most 256 times a piece's overhead (about 15 KiB)."""
 
 
 class Pieces:
-    """Text appended a piece at a time; `text` is the pieces joined."""
+    """Text appended a piece at a time; `text` is the pieces joined.
 
-    __slots__ = ("_joined", "_open")
+    A hot path may append to `held` itself (a list's ``append`` costs no Python call) and call
+    `squeeze` once ``len(held) >= JOIN``, which is what `append` does."""
+
+    __slots__ = ("_joined", "held")
 
     def __init__(self) -> None:
         self._joined: list[str] = []  # runs of JOIN pieces, each joined once
-        self._open: list[str] = []
+        self.held: list[str] = []  # the pieces since the last run (always this list)
 
     def append(self, piece: str) -> None:
-        held = self._open
+        held = self.held
         held.append(piece)
-        if len(held) == JOIN:
-            self._joined.append("".join(held))
-            held.clear()
+        if len(held) >= JOIN:
+            self.squeeze()
+
+    def extend(self, pieces: Iterable[str]) -> None:
+        held = self.held
+        held.extend(pieces)
+        if len(held) >= JOIN:
+            self.squeeze()
+
+    def squeeze(self) -> None:
+        """Join the held pieces into one run."""
+        held = self.held
+        self._joined.append("".join(held))
+        held.clear()
 
     def text(self) -> str:
         """Every piece, joined (and kept joined: reading it again costs nothing more)."""
-        whole = "".join(self._joined) + "".join(self._open)
+        whole = "".join(self._joined) + "".join(self.held)
         self._joined = [whole] if whole else []
-        self._open = []
+        self.held.clear()
         return whole
 
     def set(self, text: str) -> None:
         """Hold ``text`` instead of the pieces."""
         self._joined = [text] if text else []
-        self._open = []
+        self.held.clear()
 
     def __bool__(self) -> bool:
         """Whether any piece is not empty."""
-        return any(self._open) or any(self._joined)
+        return any(self.held) or any(self._joined)

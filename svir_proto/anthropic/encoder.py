@@ -56,6 +56,7 @@ from typing import Any, Final
 
 from .._json import canonical, dumps
 from .._names import name_settled
+from .._pieces import Pieces
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -134,7 +135,7 @@ class _Call:
     def __init__(self) -> None:
         self.id = ""
         self.name = ""
-        self.args: list[str] = []  # pieces held while the call waits for its turn
+        self.args = Pieces()  # pieces held while the call waits for its turn
         self.state = 0  # 0: not written yet, 1: its block is open, 2: written
 
 
@@ -249,14 +250,15 @@ class MessagesStreamEncoder:
         )
         call.state = 1
         self._open_call = call
-        args, call.args = "".join(call.args), []
+        args = call.args.text()
+        call.args.set("")
         if args:
             out += self._delta({"type": "input_json_delta", "partial_json": args})
         return out
 
     def _whole(self, call: _Call, arguments: str) -> bytes:
         """A call not streamed, written whole (Rule 3)."""
-        call.args = [arguments]
+        call.args.set(arguments)
         return self._open_tool(call) + self._close()
 
     def _tool_delta(self, event: ToolCallDelta) -> bytes:
@@ -300,7 +302,7 @@ class MessagesStreamEncoder:
         out = self._close()
         for _, call in sorted(self._calls.items()):
             if call.state == 0 and call.id and call.name:
-                out += self._begin() + self._whole(call, "".join(call.args))
+                out += self._begin() + self._whole(call, call.args.text())
         return out
 
     def _end(self) -> bytes:

@@ -64,6 +64,7 @@ from typing import Any, Final
 from .. import _json
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._jsonbytes import NOT_PLAIN, string_text
+from .._pieces import JOIN, Pieces
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     Completion,
@@ -443,13 +444,16 @@ class MessagesStreamDecoder(DialectDecoder):
         self._text.append(piece)
         self._queue.append(text_delta(piece))
 
-    def _carry_arguments(self, number: int, args: list[str], piece: str, at: int) -> None:
+    def _carry_arguments(self, number: int, args: Pieces, piece: str, at: int) -> None:
         """`ToolCallAssembler.arguments` at once, for call ``number`` (applied at its block's
         start, so it is ``calls[number]``, with that wire index), whose ``args`` these are."""
         self._size += len(piece)
         if self._size > self._max_result:
             self._grow(0, at)  # raises
-        args.append(piece)
+        held = args.held  # `Pieces.append` without its call
+        held.append(piece)
+        if len(held) >= JOIN:
+            args.squeeze()
         self._queue.append(tool_call_delta(number, piece))
 
     def _carrier(self, envelope: Envelope) -> Callable[[str, int], None]:

@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any, Final
 
+from .._pieces import Pieces
 from ..errors import PeerProtocolError
 
 __all__: list[str] = []
@@ -76,7 +77,7 @@ class PartialCall:
         self.root: dict[str, Any] = {}
         self._continuing: tuple[str | int, ...] | None = None  # Rule 2: the string's path
         self._raw: object = None  # its path as it came
-        self._pieces: list[str] = []  # and its pieces, joined once (nothing quadratic)
+        self._pieces = Pieces()  # and its pieces, at about their size
 
     def add(self, arg: object, at: int) -> int:
         """Apply one partial argument; returns the characters it added (for the size bound)."""
@@ -124,7 +125,8 @@ class PartialCall:
         if more:
             self._continuing = path
             self._raw = raw
-            self._pieces = [value]
+            self._pieces = Pieces()
+            self._pieces.append(value)
         return size
 
     def _settle(self) -> None:
@@ -135,8 +137,8 @@ class PartialCall:
             node: Any = self.root
             for seg in path[:-1]:
                 node = node[seg]
-            node[path[-1]] = "".join(self._pieces)
-            self._pieces = []
+            node[path[-1]] = self._pieces.text()
+            self._pieces = Pieces()
 
     def _set(self, path: tuple[str | int, ...], value: object, at: int) -> int:
         """Set ``value`` at ``path``; returns how many objects and arrays it built."""

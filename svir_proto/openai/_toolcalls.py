@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from .._pieces import JOIN, Pieces
 from ..errors import PeerProtocolError
 from ..events import ToolCall, ToolCallDelta, tool_call_delta
 
@@ -55,7 +56,7 @@ class _Call:
         self.wire_index = wire_index
         self.id = ""
         self.name = ""
-        self.args: list[str] = []
+        self.args = Pieces()  # at about its size, however finely it was cut
 
 
 class ToolCallAssembler:
@@ -107,8 +108,11 @@ class ToolCallAssembler:
         call = self._by_index.get(index)
         if call is None:
             return self.apply(index, None, None, args, at)
-        if args:  # Rule 4
-            call.args.append(args)
+        if args:  # Rule 4, `Pieces.append` without its call (the hot path)
+            held = call.args.held
+            held.append(args)
+            if len(held) >= JOIN:
+                call.args.squeeze()
         return tool_call_delta(call.wire_index, args)
 
     def apply(
@@ -159,7 +163,7 @@ class ToolCallAssembler:
     def pending(self) -> tuple[ToolCallDelta, ...]:
         """The calls as assembled so far (for a stream that never completed)."""
         return tuple(
-            ToolCallDelta(index=i, id=c.id or None, name=c.name or None, arguments="".join(c.args))
+            ToolCallDelta(index=i, id=c.id or None, name=c.name or None, arguments=c.args.text())
             for i, c in enumerate(self.calls)
         )
 
@@ -196,7 +200,7 @@ class ToolCallAssembler:
                     index=i,
                     id=c.id,
                     name=c.name,
-                    arguments="".join(c.args),
+                    arguments=c.args.text(),
                     declared=None if declared is None else c.name in declared,
                 )
             )

@@ -77,6 +77,7 @@ from typing import Any, Final
 
 from .. import _json
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._pieces import Pieces
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, PeerProtocolError
 from ..events import (
@@ -468,7 +469,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             else:
                 self._piece(rec, key, text, at)
             if learn:
-                pieces: list[str] | _Tally | None
+                pieces: list[str] | _Tally | Pieces | None
                 if key is None:
                     pieces = self._calls.calls[rec.call].args
                 else:
@@ -488,7 +489,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         self,
         data: bytes | bytearray,
         seq: object,
-        target: tuple[_Item, Any, list[str] | _Tally],
+        target: tuple[_Item, Any, list[str] | _Tally | Pieces],
         sse_type: str | None,
     ) -> None:
         """Keep the bytes of a delta read the general way (`Template.learn`), within the budget, and
@@ -723,7 +724,7 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _settle_arguments(self, rec: _Item, final: str, at: int) -> None:
         """Rule 4 for a tool call's arguments: a mismatch is an error."""
         call = self._calls.calls[rec.call]
-        have = self._joined(call.args) if call.args else ""
+        have = call.args.text()
         if final == have:
             return
         if final.startswith(have):
