@@ -67,6 +67,7 @@ at most: beyond, `_json` Rule 2 reads a float, which the general way refuses).""
 _ARGUMENTS_OF: Final = b'{"tool_calls":[{"index":'  # then one digit, then:
 _ARGUMENTS: Final = b',"function":{"arguments":"'
 _ARGUMENTS_END: Final = b'"}}]}'
+_REASONING_OF: Final = b'{"reasoning'  # (`_CARRIERS`' keys)
 _USAGE: Final = b'"usage":'
 USAGE_PATHS: Final = (
     ("prompt_tokens",),
@@ -113,6 +114,7 @@ class Envelope:
         "plain_counts",
         "plain_size",
         "read",
+        "reasoning_opened",
         "slots",
         "tail",
         "tail_rest",
@@ -142,6 +144,7 @@ class Envelope:
         """The least a chunk of plain content takes: the envelope and ``{"content":""}``."""
         self.args_opened = head + _ARGUMENTS_OF
         self.args_closed = _ARGUMENTS_END + tail
+        self.reasoning_opened = head + _REASONING_OF  # then _content":" or ":", and content's end
         self.read: Callable[[bytes | bytearray], Read]
         self.counts: _Match | None = None
         """The usage hole's pattern to the end (Rule 1), when the envelope has one."""
@@ -245,6 +248,18 @@ class Envelope:
                 if text is not None:
                     return payload[at] - 0x30, text
                 return len(self.head), len(payload) - len(self.tail)  # two calls' pieces, say
+        elif payload.startswith(self.reasoning_opened):  # a reasoning server's every chunk
+            at = len(self.reasoning_opened)
+            carrier: ReasoningCarrier | None = None
+            if payload.startswith(b'_content":"', at):
+                at, carrier = at + 11, "reasoning_content"
+            elif payload.startswith(b'":"', at):
+                at, carrier = at + 3, "reasoning"
+            closed = len(payload) - len(self.content_closed)
+            if carrier is not None and closed >= at and payload.endswith(self.content_closed):
+                text = string_text(payload, at, closed)
+                if text is not None:
+                    return carrier, text
         if payload.startswith(self.head) and payload.endswith(self.tail):
             return _delta_at(payload, len(self.head), len(payload) - len(self.tail), self.content)
         return None

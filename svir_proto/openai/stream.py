@@ -50,6 +50,7 @@ from ..events import (
     ToolCall,
     ToolCallDelta,
     Usage,
+    reasoning_delta,
     text_delta,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
@@ -66,6 +67,14 @@ _FINISH: Final = {
     "tool_calls": FinishReason.TOOL_CALLS,
     "tool_call": FinishReason.TOOL_CALLS,  # mlx-lm before PR #782
     "content_filter": FinishReason.CONTENT_FILTER,
+}
+_READ_FINISH: Final = {
+    **_FINISH,
+    # TGI's own stops (its router's `FinishReason::format`), read, never written (an encoder
+    # writes "stop" for them): a stop sequence of the request, and the end-of-sequence token
+    # before TGI said "stop" for that
+    "stop_sequence": FinishReason.STOP,
+    "eos_token": FinishReason.STOP,
 }
 _DONE: Final = b"[DONE]"
 VERDICT_SIZE: Final = 256
@@ -423,11 +432,13 @@ class ChatStreamDecoder(DialectDecoder):
                 self._emit_split(reasoning, piece, at)
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
-        self._grow(len(text) * self._weight, None)
+        self._size += len(text) * self._weight
+        if self._size > self._max_result:
+            self._grow(0, None)  # raises
         if self._carrier is None:
             self._carrier = carrier
         self._reasoning.append(text)
-        self._queue.append(ReasoningDelta(text=text, carrier=carrier))
+        self._queue.append(reasoning_delta(text, carrier))
 
     def _emit_split(self, reasoning: bool, piece: str, at: int | None) -> None:
         self._grow(len(piece) * self._weight, at)
@@ -452,7 +463,7 @@ class ChatStreamDecoder(DialectDecoder):
             self._problems.append(f"a second finish_reason {raw!r} after {self._finish.raw!r}")
             return
         self._flush_think()
-        self._finish = Finished(reason=_FINISH.get(raw, FinishReason.OTHER), raw=raw)
+        self._finish = Finished(reason=_READ_FINISH.get(raw, FinishReason.OTHER), raw=raw)
         self._queue.append(self._finish)
 
     def _on_usage(self, raw: object, at: int) -> None:

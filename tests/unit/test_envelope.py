@@ -57,6 +57,41 @@ def test_plain_content_is_read_without_a_parser() -> None:
     assert events == [TextDelta(text="b"), TextDelta(text='say "hi"\n')]
 
 
+def test_plain_reasoning_is_read_without_a_parser() -> None:
+    """A reasoning server (LM Studio, DeepSeek, vLLM, llama.cpp) sends nearly every chunk of its
+    thinking as ``{"reasoning_content":"..."}`` (or ``reasoning``): it has a lane of its own,
+    like plain content's and a call's arguments'."""
+    d = learned()
+    d._loads = None  # type: ignore[assignment]  # any parse would fail now
+    events = d.feed(
+        chunk({"reasoning_content": "think"})
+        + chunk({"reasoning": 'say "hi"\n'})
+        + chunk({"reasoning_content": ""})
+    )
+    assert events == [
+        ReasoningDelta(text="think", carrier="reasoning_content"),
+        ReasoningDelta(text='say "hi"\n', carrier="reasoning"),
+    ]
+    assert d._envelope is not None
+    assert d._envelope.hits == 4
+    # what only begins like it goes on to the delta's span: another key, a quote that ends the
+    # string early, a lone surrogate (its policy: the general way's)
+    d = learned()
+    d._loads = None  # type: ignore[assignment]
+    with pytest.raises(TypeError):  # parsed: the lane did not read it
+        d.feed(raw_chunk(b'{"reasoning_x":"a"}'))
+    for delta, want in [
+        (
+            b'{"reasoning_content":"a","content":"b"}',
+            [ReasoningDelta(text="a", carrier="reasoning_content")],
+        ),
+        (b'{"reasoning":"x\\ud800"}', [ReasoningDelta(text="x\ufffd", carrier="reasoning")]),
+    ]:
+        d = learned(errors="replace")
+        got = d.feed(raw_chunk(delta))
+        assert [e for e in got if isinstance(e, ReasoningDelta)] == want, delta
+
+
 def test_a_lone_surrogate_escape_goes_the_general_way_and_gets_its_policy() -> None:
     d = learned()
     body = raw_chunk(b'{"content":"x\\ud800"}')

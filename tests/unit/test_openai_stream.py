@@ -168,6 +168,27 @@ def test_unknown_finish_reason_is_other_with_raw() -> None:
     assert Finished(reason=FinishReason.OTHER, raw="abort") in events
 
 
+@pytest.mark.parametrize("raw", ["stop_sequence", "eos_token"])
+def test_tgi_stops_are_stops_with_raw_kept(raw: str) -> None:
+    # TGI's chat stream says "stop_sequence" when a stop sequence of the request ended the
+    # answer (its router's FinishReason::format); older versions said "eos_token" for "stop"
+    body = (
+        b'data:{"object":"chat.completion.chunk","id":"","created":1750000000,"model":"tgi",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"1, 2"},"logprobs":null,'
+        b'"finish_reason":null}]}\n\n'
+        b'data:{"object":"chat.completion.chunk","id":"","created":1750000000,"model":"tgi",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":","},"logprobs":null,'
+        b'"finish_reason":"' + raw.encode() + b'"}]}\n\ndata:[DONE]\n\n'
+    )
+    events, d = decode(body)
+    assert Finished(reason=FinishReason.STOP, raw=raw) in events
+    assert d.result.usable
+    assert d.result.text == "1, 2,"
+    from svir_proto.openai.encoder import finish_value
+
+    assert finish_value(Finished(reason=FinishReason.STOP, raw=raw)) == "stop"  # never written
+
+
 def test_finish_and_calls_mismatch_is_reported_not_repaired() -> None:
     call = {"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": "{}"}}]}
     _, d = decode(chunk(call) + chunk({}, "stop") + DONE)
