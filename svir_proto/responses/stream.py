@@ -31,8 +31,8 @@ Rule 4 (whole values): each ``.done`` event (``output_text``, ``refusal``,
     they are what a client has already shown and the events cannot be taken back; for a tool
     call's arguments it is a `ToolCallError`, because a call is executed, and two different
     argument strings leave no safe one to execute. Without ``keep_text`` a part's text is not
-    kept, only its length (`_Tally`): a whole value longer than the deltas gives its rest as
-    one more delta, one shorter is noted, and one as long is taken to be theirs.
+    kept, only its length and a CRC-32 of it (`_Tally`), which settle a whole value the same
+    way: a relay never joins deltas to the rest of a value they do not begin (attack 31).
 Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``TOOL_CALLS``
     when a function call was made, else ``STOP``, raw ``"completed"``), `Usage`, the tool calls
     whole and checked (``_toolcalls``), `StreamEnded`. ``response.incomplete`` ends it the same
@@ -74,6 +74,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Final
+from zlib import crc32
 
 from .. import _json
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
@@ -137,19 +138,31 @@ class _Item:
 
 
 class _Tally:
-    """A part's deltas without ``keep_text``: where a list would keep them, their length only,
-    which Rule 4 settles a whole value against (`ResponsesStreamDecoder._settle`)."""
+    """A part's deltas without ``keep_text``: where a list would keep them, their length and a
+    CRC-32 of their UTF-8, which Rule 4 settles a whole value against
+    (`ResponsesStreamDecoder._settle`): whether the deltas begin it, without holding them. (An
+    upstream could make a value whose beginning has the deltas' CRC, but it could as well have
+    sent that text in its deltas: nothing it says is trusted more for it.)"""
 
-    __slots__ = ("size",)
+    __slots__ = ("crc", "size")
 
     def __init__(self) -> None:
         self.size = 0
+        self.crc = 0
 
     def append(self, text: str) -> None:
         self.size += len(text)
+        self.crc = crc32(text.encode("utf-8", "surrogatepass"), self.crc)
 
     def extend(self, texts: Iterable[str]) -> None:
-        self.size += sum(map(len, texts))
+        self.append("".join(texts))
+
+    def begins(self, final: str) -> bool:
+        """Whether the deltas are the beginning of ``final`` (or all of it)."""
+        size = self.size
+        return len(final) >= size and (
+            crc32(final[:size].encode("utf-8", "surrogatepass")) == self.crc
+        )
 
 
 Handler = Callable[["ResponsesStreamDecoder", dict[str, Any], int], None]
@@ -673,12 +686,11 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _settle(self, rec: _Item, key: tuple[str, int], final: str, at: int) -> None:
         """Rule 4 for a text: ``final`` is the part's whole value."""
         pieces = rec.parts.get(key)
-        if isinstance(pieces, _Tally):  # not kept: by its length
-            streamed = pieces.size
-            if len(final) > streamed:
-                self._piece(rec, key, final[streamed:], at)
-            elif len(final) < streamed:
+        if isinstance(pieces, _Tally):  # not kept: by its length and CRC
+            if not pieces.begins(final):
                 self._differs(rec, key)
+            elif len(final) > pieces.size:
+                self._piece(rec, key, final[pieces.size :], at)
             return
         have = self._joined(pieces) if pieces else ""
         if final == have:

@@ -977,9 +977,45 @@ def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
     assert d.result.text == ""
 
 
+@pytest.mark.parametrize(
+    ("deltas", "whole"),
+    [
+        (["hi"], "DIFFERENT"),  # attack 31, F1: a relay gave "hi" + "FFERENT"
+        (["hi"], "ho"),  # as long, not theirs
+        (["h", "i"], "hi there"),
+        (["hi"], "hi"),
+        ([], "all of it"),
+        (["\u00e9t\u00e9 ", "\U0001f600"], "\u00e9t\u00e9 \U0001f600!"),
+        (["\u00e9t\u00e9"], "\u00e9t\u00e8 and more"),
+    ],
+)
+def test_a_whole_value_is_settled_the_same_with_or_without_keep_text(
+    deltas: list[str], whole: str
+) -> None:
+    done = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    raw = body(
+        CREATED,
+        added(MSG),
+        *(text(d, content_index=0) for d in deltas),
+        ev("response.output_text.done", **done, text=whole),
+        COMPLETED,
+    )
+    seen = []
+    for keep_text in (True, False):
+        for pieces in ([raw], per_event(raw), bytewise(raw)):
+            d = ResponsesStreamDecoder(keep_text=keep_text)
+            events = run(d, pieces)
+            seen.append(([e.text for e in events if isinstance(e, TextDelta)], d.result.problems))
+    begins = whole.startswith("".join(deltas))
+    rest = whole[len("".join(deltas)) :]
+    assert seen[0][0] == [*deltas, *([rest] if begins and rest else [])]
+    assert bool(seen[0][1]) is not begins
+    assert all(s == seen[0] for s in seen), seen
+
+
 def test_without_keep_text_a_whole_value_is_settled_by_its_length() -> None:
-    # the deltas' text is not kept (Rule 4): a whole value longer than them gives its rest,
-    # one shorter is noted, one as long is taken to be theirs
+    # the deltas' text is not kept (Rule 4), only its length and CRC: a whole value longer
+    # than them gives its rest, one shorter or another is noted
     done = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
     raw = body(
         CREATED,
