@@ -44,6 +44,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
+from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
 
@@ -399,8 +400,6 @@ class Server:
             tg.start_soon(self._client, stream)
 
     async def _refuse(self, stream: anyio.abc.SocketStream) -> None:
-        from ._gateway_asyncio import BUSY
-
         with anyio.move_on_after(1):
             with contextlib.suppress(anyio.BrokenResourceError, OSError):
                 await stream.send(BUSY)

@@ -213,6 +213,19 @@ class Readiness:
         self.ready, self.reason, self.checked = ready, reason, now
 
 
+def _preload() -> None:
+    """Load now every module a request may need: an import opens files, and a flood that has
+    taken every descriptor made a request whose dialect was not loaded yet fail with no answer
+    at all (attack round 31, F2)."""
+    import email.utils  # noqa: F401  # `openai.status`: an upstream's Retry-After date
+
+    from ..dialects import DIALECTS, dialect
+    from ..openai import _from_openai  # noqa: F401  # `ChatRequest.from_openai`
+
+    for name in DIALECTS:
+        dialect(name)
+
+
 class GatewayState:
     """What the connections of one gateway share (see the module docstring).
 
@@ -230,6 +243,7 @@ class GatewayState:
         new_id: Callable[[], str],
         wall: Callable[[float], int] = lambda now: int(now),
     ) -> None:
+        _preload()
         self.config: Final = config
         self.new_id: Final = new_id
         self.wall: Final = wall
