@@ -67,7 +67,7 @@ ERROR_OF: Final = {
     FailureKind.CONTENT_FILTER: ("invalid_request_error", 400),
     FailureKind.NOT_A_STREAM: ("api_error", 502),
     FailureKind.SERVER_ERROR: ("api_error", 500),
-    FailureKind.UNEXPECTED: ("api_error", 500),
+    FailureKind.UNEXPECTED: ("api_error", 502),  # an answer the gateway could not use
 }
 """A failure kind to the ``error.type`` and HTTP status a gateway answers with (Errors)."""
 

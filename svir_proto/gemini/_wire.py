@@ -107,7 +107,7 @@ STATUS_OF: Final = {
     FailureKind.CONTENT_FILTER: (400, "INVALID_ARGUMENT"),
     FailureKind.NOT_A_STREAM: (502, "UNAVAILABLE"),
     FailureKind.SERVER_ERROR: (500, "INTERNAL"),
-    FailureKind.UNEXPECTED: (500, "UNKNOWN"),
+    FailureKind.UNEXPECTED: (502, "UNKNOWN"),  # an answer the gateway could not use
 }
 """What a failure of each kind is written as (``error.code``, ``error.status``)."""
 

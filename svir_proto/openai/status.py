@@ -105,6 +105,11 @@ def head_outcome(
         call `body_outcome`.
     """
     h: tuple[tuple[str, str], ...] = headers if normal else _normal(headers)  # type: ignore[assignment]
+    if not 100 <= status < 600:  # RFC 9110 15: invalid, to be read as a server's error
+        message = f"HTTP {status}, which is no HTTP status (RFC 9110 15: 100 to 599)"
+        return RequestFailed(
+            failure=Failure(kind=FailureKind.UNEXPECTED, message=message, status=status)
+        )
     if status in (401, 403):
         kind = FailureKind.AUTHENTICATION
         message = "the server refused the credentials" if status == 401 else "access is forbidden"
@@ -229,5 +234,7 @@ def error_body(failure: Failure) -> bytes:
 
 
 def error_status(failure: Failure) -> int:
-    """The HTTP status for ``failure``: its own when it has one (4xx, 5xx), else 502."""
-    return failure.status if failure.status is not None and failure.status >= 400 else 502
+    """The HTTP status for ``failure``: its own when it has one (4xx, 5xx), else 502 (a 3xx,
+    or a number no HTTP status has, such as 999: attack round 31)."""
+    status = failure.status
+    return status if status is not None and 400 <= status < 600 else 502

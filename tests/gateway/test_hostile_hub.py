@@ -580,6 +580,27 @@ def test_a_gap_in_the_tool_call_indices_ends_in_the_dialect(gw: Gateway, client:
     assert gw.alive()
 
 
+@pytest.mark.parametrize("code", [302, 999])
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream", "openai"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_upstream_status_that_is_no_error_status_is_a_bad_gateway(
+    gw: Gateway, client: str, code: int, stream: bool
+) -> None:
+    """Attack round 31, F5: an upstream answered a redirect, or 999, a number no HTTP status
+    has. A Messages client got 500 (the gateway's own error) and a Responses client the 999
+    itself: every client of a translated request gets 502, in its dialect; an OpenAI client of
+    this OpenAI upstream gets the redirect relayed as it came (as nginx relays it), and 502 for
+    the 999 (RFC 9110 15: an invalid status is read as a server's error)."""
+    if client == "llm-stream" and not stream:
+        pytest.skip("LLM-Stream's answer is a stream")
+    body = body_for(client) if stream else body_for(client, stream=False)
+    status, _, got = ask(gw, client, body, tag(f"status:{code}"))
+    relayed = client == "openai" and code == 302
+    assert status == (302 if relayed else 502), (status, got[:300])
+    assert "error" in json.loads(got), got[:300]
+    assert gw.alive()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_messages_upstream_that_never_ends_is_cut_at_the_progress_deadline(
     up: HubUpstream, backend: str

@@ -162,7 +162,7 @@ def test_an_http_body_that_is_not_geminis_is_read_by_the_shared_rules() -> None:
         ),
         (Failure(kind=FailureKind.OVERLOADED, message="m", status=529), 529, "UNAVAILABLE"),
         (Failure(kind=FailureKind.TRANSIENT, message="m", status=200), 503, "UNAVAILABLE"),
-        (Failure(kind=FailureKind.UNEXPECTED, message="m"), 500, "UNKNOWN"),
+        (Failure(kind=FailureKind.UNEXPECTED, message="m"), 502, "UNKNOWN"),
     ],
 )
 def test_the_error_a_gateway_writes_reads_back_as_the_same_failure(
