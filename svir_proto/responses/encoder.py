@@ -26,11 +26,12 @@ Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, 
     ``response.incomplete`` for ``LENGTH`` (``max_output_tokens``), ``CONTENT_FILTER``
     (``content_filter``), any ``OTHER`` finish (its raw value the reason: Gemini's
     ``MALFORMED_FUNCTION_CALL``, Anthropic's ``pause_turn`` are no finished answer) and no
-    finish at all, with the whole response object: output items
-    and usage (``_wire``). A cut (``StreamEnded(done=False)``) writes nothing more, so the
-    client sees the cut. `StreamFailed` writes an ``error`` event (the reference's flat
-    ``code``, ``message``, ``param``) and ``response.failed`` with the failure, and ends the
-    stream; whatever follows writes nothing.
+    finish at all, with the whole response object: output items and usage (``_wire``); the
+    message that such an end cut short is ``incomplete`` too. A cut
+    (``StreamEnded(done=False)``) writes nothing more, so the client sees the cut.
+    `StreamFailed` writes an ``error`` event (the reference's flat ``code``, ``message``,
+    ``param``) and ``response.failed`` with the failure, and ends the stream; whatever
+    follows writes nothing.
 
 The final response object needs the whole answer, so this encoder keeps it, and only it: the
 text, reasoning and arguments of the output items, at most ``max_output_size`` characters
@@ -95,7 +96,7 @@ class _Part:
 class _Open:
     """A message or reasoning item being written."""
 
-    __slots__ = ("id", "index", "kind", "parts", "signature")
+    __slots__ = ("id", "incomplete", "index", "kind", "parts", "signature")
 
     def __init__(self, kind: str, item_id: str, index: int) -> None:
         self.kind = kind  # "message" or "reasoning"
@@ -103,6 +104,7 @@ class _Open:
         self.index = index
         self.parts: list[_Part] = []
         self.signature: str | None = None
+        self.incomplete = False  # a message the answer's end cut short (Rule 4)
 
     def index_of(self, part: int) -> int:
         """A part's index among its kind's: a reasoning item numbers its summary parts and
@@ -288,7 +290,13 @@ class ResponsesStreamEncoder:
             return {
                 "id": item.id,
                 "type": "message",
-                "status": "completed" if item is not self._open else "in_progress",
+                "status": (
+                    "in_progress"
+                    if item is self._open
+                    else "incomplete"
+                    if item.incomplete
+                    else "completed"
+                ),
                 "content": [_part(p.kind, p.text()) for p in item.parts],
                 "role": "assistant",
             }
@@ -565,15 +573,25 @@ class ResponsesStreamEncoder:
 
     # -- the end -------------------------------------------------------------------------------
 
+    def _cut_short(self, finish: Finished | None) -> bool:
+        """Whether the answer ends ``response.incomplete`` (Rule 4); if so, the message being
+        written is ``incomplete`` too, as OpenAI writes the message ``max_output_tokens``
+        stopped."""
+        short = finish is None or finish.reason in REASON_OF or finish.reason is FinishReason.OTHER
+        if short and self._open is not None and self._open.kind == "message":
+            self._open.incomplete = True
+        return short
+
     def _end(self) -> bytes:
+        finish = self._finish
+        short = self._cut_short(finish)
         out = self._close_open() + self._flush(force=True)
         for call in self._calls:
             out += self._close_call(call)
-        finish = self._finish
         if finish is None:
             self._note("the upstream ended without a finish reason: sent as response.incomplete")
             self.status = "incomplete"
-        elif finish.reason in REASON_OF or finish.reason is FinishReason.OTHER:
+        elif short:
             self.status = "incomplete"
             if finish.reason in REASON_OF:
                 self._finish = Finished(reason=finish.reason, raw=REASON_OF[finish.reason])
@@ -658,6 +676,7 @@ class ResponsesStreamEncoder:
                 return self._start() + self._on_call(event)
             case Finished():
                 self._finish = event
+                self._cut_short(event)
                 return self._start() + self._close_open()
             case Usage():
                 self._usage = event

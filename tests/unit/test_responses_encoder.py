@@ -155,12 +155,33 @@ def test_finish_reasons(finish: Finished, status: str, reason: str | None) -> No
     assert (details or {}).get("reason") == reason
     if reason == "max_output_tokens":
         assert decoded(raw).result.finish_reason is FinishReason.LENGTH
+    # the message an incomplete answer ends is incomplete too, as OpenAI writes it (client
+    # round 30, F4): in its output_item.done and in the final output
+    done = [o["item"]["status"] for o in objects(raw) if o["type"] == "response.output_item.done"]
+    assert done == [status]
+    assert final["response"]["output"][0]["status"] == status
 
 
 def test_no_finish_is_sent_as_incomplete_and_said() -> None:
     raw, e = encode([START, TextDelta(text="x"), END])
     assert types(raw)[-1] == "response.incomplete"
     assert e.lost == ["the upstream ended without a finish reason: sent as response.incomplete"]
+    assert objects(raw)[-1]["response"]["output"][0]["status"] == "incomplete"
+
+
+def test_only_the_message_the_end_cut_short_is_incomplete() -> None:
+    length = Finished(reason=FinishReason.LENGTH, raw="length")
+    raw, _ = encode([START, TextDelta(text="a"), ReasoningDelta(text="r", carrier="summary"),
+                     TextDelta(text="b"), length, END])  # fmt: skip
+    output = objects(raw)[-1]["response"]["output"]
+    assert [(o["type"], o.get("status")) for o in output] == [
+        ("message", "completed"),
+        ("reasoning", None),
+        ("message", "incomplete"),
+    ]
+    types_module = pytest.importorskip("openai.types.responses")
+    final = types_module.Response.model_validate(objects(raw)[-1]["response"])
+    assert final.output[-1].status == "incomplete"  # type: ignore[union-attr]
 
 
 def test_a_cut_writes_nothing_more() -> None:
