@@ -136,8 +136,9 @@ class Envelope:
         self.filters = filters  # the choice's content_filter_results, when it had the key
         self.hits = 0
         self.content = content  # how plain content opens: with a space after the colon or not
-        # Without padding, a chunk of plain content or arguments is found with two comparisons
-        # each (`_read_plain`): the head and the delta's opening, the delta's end and the tail.
+        # Without padding, a chunk of plain content, arguments or reasoning is found with two
+        # comparisons each (`_read_plain`): the head and the delta's opening, the delta's end
+        # and the tail.
         self.content_opened = head + content
         self.content_closed = _CONTENT_END + tail
         self.plain_size = len(self.content_opened) + len(self.content_closed)
@@ -224,8 +225,9 @@ class Envelope:
     # UTF-8 (the general way applies the policy).
 
     def _read_plain(self, payload: bytes | bytearray) -> Read:
-        # what _delta_at finds first, nearly every chunk: plain content, or a call's arguments
-        # (an index of one digit), each tested against the head and tail joined to its ends
+        # what _delta_at finds first, nearly every chunk: plain content, a call's arguments
+        # (an index of one digit) or reasoning, each tested against the head and tail joined to
+        # its ends
         # (when the body is not one string, _delta_at would find the same: the delta's span)
         opened = self.content_opened
         if payload.startswith(opened):
