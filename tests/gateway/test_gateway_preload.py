@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 SCRIPT = r"""
 import importlib.abc, json, sys
 from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
-from svir_proto.gateway.session import Work
+from svir_proto.gateway.session import Work  # (loaded before imports fail)
+from tests.gateway.sansio import opened
 from svir_proto.llmstream.negotiate import ACCEPT_LLM_STREAM
 from svir_proto.openai import Endpoint
 
@@ -73,13 +75,7 @@ for dialect, state in states.items():
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         s = GatewaySession(state, 0.0)
-        out = s.client_data(head + body, 0.0)
-        for action in list(s.actions):
-            if isinstance(action, Work):
-                out += s.worked(action.run(), 0.0)
-        s.actions.clear()
-        out += s.upstream_connected(0.0)
-        s.actions.clear()
+        out = opened(s, head + body)
         out += s.upstream_data(refused, 0.0)
         assert out[:10] in (b"HTTP/1.1 4", b"HTTP/1.1 5"), (dialect, name, out[:300])
         answered += 1
@@ -89,7 +85,11 @@ print("answered", answered)
 
 def test_every_dialect_is_answered_when_no_module_can_be_loaded() -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[2],
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["answered", str(4 * 7)]

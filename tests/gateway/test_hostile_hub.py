@@ -53,6 +53,7 @@ from tests.gateway.hub_upstream import (
     gemini_event,
     responses_events,
 )
+from tests.gateway.sansio import opened
 
 pytestmark = pytest.mark.slow
 LLM = "application/llm-request+json"
@@ -246,20 +247,6 @@ def _post(path: str, kind: str, body: bytes) -> bytes:
     ).encode() + body
 
 
-def _open(s: Any, data: bytes) -> bytes:
-    """A request on a sans-IO session, prepared and connected upstream: what the client got."""
-    from svir_proto.gateway.session import Work
-
-    out: bytes = s.client_data(data, 0.0)
-    for action in list(s.actions):
-        if isinstance(action, Work):
-            out += s.worked(action.run(), 0.0)
-    s.actions.clear()
-    out += s.upstream_connected(0.0)
-    s.actions.clear()
-    return out
-
-
 def _text_events(upstream_dialect: str, n: int) -> tuple[list[bytes], bytes, list[bytes]]:
     if upstream_dialect == "messages":
         return anthropic_start(), anthropic_delta("t" * 65536), []
@@ -282,7 +269,7 @@ def test_sans_io_the_answer_of_a_vendor_upstream_is_not_held(upstream_dialect: s
 
     What it should do: hold no answer text it has passed on, whatever the upstream's dialect."""
     s = _session(upstream_dialect)
-    _open(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
+    opened(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
     start, delta, _ = _text_events(upstream_dialect, 128)
     tracemalloc.start()
     try:
@@ -833,7 +820,7 @@ def test_sans_io_hostile_numbers_from_the_upstream_never_make_invalid_json(
         pytest.skip("relayed as it came")
     s = _session(upstream)
     path, kind = CLIENT_REQUESTS[client]
-    _open(s, _post(path, kind, body_for(client)))
+    opened(s, _post(path, kind, body_for(client)))
     out: bytes = s.upstream_data(SSE_HEAD, 0.0)
     for e in NUMBERS[(upstream, name)]:
         out += s.upstream_data(chunk(e), 0.0)
