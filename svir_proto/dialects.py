@@ -245,6 +245,7 @@ def _chat() -> DialectSpec:
     from . import translate
     from .openai import answer, encoder, request, status, stream
 
+    asked = request.ChatRequest  # the lambdas' own ``request`` is the client's request
     return DialectSpec(
         name="chat",
         request_type=request.ChatRequest,
@@ -260,6 +261,7 @@ def _chat() -> DialectSpec:
                 model=model,
                 response_id=rid or "chatcmpl-svir",
                 created=created,
+                usage=not isinstance(request, asked) or request.include_usage,
             )
         ),
         answer=lambda result, model, rid, created, request=None: answer.chat_completion(

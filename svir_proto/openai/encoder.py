@@ -109,6 +109,10 @@ class ChatStreamEncoder:
     Args:
         response_id, model, created: the identity every chunk carries; a `StreamStarted`
             replaces whichever it sets.
+        usage: write the trailing usage chunk (``choices: []``), as OpenAI does only for a
+            request with ``stream_options.include_usage``: a client that did not ask reads
+            every chunk's ``choices[0]`` (openai-python's own README loop), and an upstream
+            of another dialect sends usage unasked.
     """
 
     def __init__(
@@ -118,11 +122,13 @@ class ChatStreamEncoder:
         model: str = "",
         created: int = 0,
         tool_call_deltas: bool = False,
+        usage: bool = True,
     ):
         self.response_id = response_id
         self.model = model
         self.created = created
         self.tool_call_deltas = tool_call_deltas
+        self.usage = usage
         self.done = False
         """``[DONE]`` was written: the stream ended with its marker."""
         self._failed = False
@@ -202,7 +208,7 @@ class ChatStreamEncoder:
                 return self._delta({"tool_calls": [call]})
             case Finished():
                 return self._delta({}, finish_value(event))
-            case Usage():
+            case Usage() if self.usage:
                 return self._chunk([], usage=usage_object(event))
             case FilterVerdict():
                 results = filter_results(event)

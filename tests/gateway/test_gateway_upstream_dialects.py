@@ -104,6 +104,29 @@ def test_an_openai_client_of_a_vendor_upstream(
 
 
 @pytest.mark.parametrize(("folder", "name"), CASES)
+def test_an_openai_client_that_asked_for_no_usage_gets_a_choice_in_every_chunk(
+    replay: ReplayServer, folder: str, name: str
+) -> None:
+    """A vendor upstream sends usage unasked: OpenAI writes the ``choices: []`` usage chunk
+    only for ``stream_options.include_usage``, and openai-python's README loop reads
+    ``chunk.choices[0]`` of every chunk (client round 31: an IndexError at the last one)."""
+    want = expected(folder, name)
+    request = dialects.translate_request(hub(folder, name), "chat")
+    doc = json.loads(request.body().read())
+    doc.pop("stream", None)
+    doc.pop("stream_options", None)
+    upstream = replay.base("replay", name, "chunked")
+    with (
+        gateway(upstream, upstream_dialect=UPSTREAM[folder]) as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        chunks = list(client.chat.completions.create(**doc, stream=True))
+    assert chunks
+    assert [c.usage for c in chunks if not c.choices or c.usage] == []
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == want.text
+
+
+@pytest.mark.parametrize(("folder", "name"), CASES)
 def test_an_anthropic_client_of_a_vendor_upstream(
     replay: ReplayServer, folder: str, name: str
 ) -> None:
