@@ -905,9 +905,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _encoder(self, now: int) -> DialectStreamEncoder:
         if self._out is None:
             spec = dialect(_WIRE[self.dialect or "openai"])
-            model = self._model if self.dialect != "openai" else ""
+            # the model asked for, until the upstream names its own (llama.cpp's Responses
+            # stream names none: an OpenAI client's chunks said "")
             self._out = spec.encoder(
-                model, self.request_id or "", now, self._declared, request=self._asked
+                self._model, self.request_id or "", now, self._declared, request=self._asked
             )
             if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
                 self._out.max_output_size = self.config.max_answer

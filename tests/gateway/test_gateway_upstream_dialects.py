@@ -126,6 +126,24 @@ def test_an_openai_client_that_asked_for_no_usage_gets_a_choice_in_every_chunk(
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == want.text
 
 
+def test_the_chunks_name_the_model_asked_for_when_the_upstream_names_none(
+    replay: ReplayServer,
+) -> None:
+    """A Responses stream that names no model (llama.cpp's own does not; this recording is of
+    that shape): an OpenAI client's every chunk named model "" (client round 31)."""
+    request = dialects.translate_request(hub("responses", "whole-items-no-deltas"), "chat")
+    doc = json.loads(request.body().read())
+    doc.pop("stream", None)
+    upstream = replay.base("replay", "whole-items-no-deltas", "chunked")
+    with (
+        gateway(upstream, upstream_dialect="responses") as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        chunks = list(client.chat.completions.create(**doc, stream=True))
+    assert len(chunks) > 2
+    assert {c.model for c in chunks} == {doc["model"]}
+
+
 @pytest.mark.parametrize(("folder", "name"), CASES)
 def test_an_anthropic_client_of_a_vendor_upstream(
     replay: ReplayServer, folder: str, name: str
