@@ -136,6 +136,17 @@ def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
     return [e for e in events if not isinstance(e, (TextDelta, ReasoningDelta))], result, error
 
 
+def carrying(body: bytes, **options: Any) -> int:
+    """The events of a Chat Completions stream (each ending in a blank line) that carry
+    something: those the decoder, fed one event at a time, gives an event for (with no
+    ``<think>`` tags to find, for which it holds a ``<`` back). What a relay's watcher counts
+    as progress (`ChatStreamWatcher`'s Rule 2)."""
+    from svir_proto.openai import ChatStreamDecoder
+
+    decoder = ChatStreamDecoder(think_tags=False, **options)
+    return sum(bool(decoder.feed(event + b"\n\n")) for event in body.split(b"\n\n")[:-1])
+
+
 def finishes_linearly(code: str, what: str) -> None:
     """Run ``code`` (Python that should take milliseconds) in a process of its own, with a
     deadline a thousand times that: a pattern that backtracks on its input (the attacks'

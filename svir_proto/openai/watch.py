@@ -19,7 +19,12 @@ Rule 1: text and reasoning deltas are not events and are not kept: the client re
     and no control character, in UTF-8: its text as it is (what the decoder reads at once);
     one with an escape is the decoder's to read, and a string that is not valid JSON there
     (a raw quote or control character, a bad escape) the decoder's to refuse, as it does.
-Rule 2: every event the stream carries is counted (`seen`): its progress.
+Rule 2: every event that carries something is counted (`seen`): its progress. A chunk of
+    empty content, or of no choice and nothing else, carries nothing (a keep-alive in the
+    shape of a chunk): it is no progress, as the decoder, which gives no event for it, holds
+    for a translated stream (attack round 31, F3: an upstream sent one every half second and
+    a relayed stream outlived ``--timeout``). An event the decoder reads counts when it gave
+    an event, content or reasoning.
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
 
@@ -29,7 +34,6 @@ This module never does I/O.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import islice
 from operator import indexOf, methodcaller
 from typing import Final
 
@@ -46,15 +50,16 @@ class ChatStreamWatcher(ChatStreamDecoder):
     its."""
 
     seen = 0
-    """Events the stream has carried so far (chunks, ``[DONE]``): its progress."""
+    """Events the stream has carried so far that carry something (Rule 2): its progress."""
+
+    _carried = 0  # content and reasoning the decoder read (which this watcher does not keep)
 
     def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
         """Rule 1 over a run: the stretches of plain repeats of the envelope are counted and
         skipped, and each stretch between them goes to the decoder at once (which may learn
         an envelope, or change it, on the way)."""
         n = len(payloads)
-        self.seen += n
-        decode = ChatStreamDecoder._on_batch
+        decode = self._decode
         envelope = self._envelope
         if n == 1:  # the express's every read, and every event the general way gives alone
             payload = payloads[0]
@@ -69,8 +74,9 @@ class ChatStreamWatcher(ChatStreamDecoder):
                 )
             ):
                 self._repeated(envelope, 1)
+                self.seen += len(payload) > envelope.plain_size  # content "": nothing
             else:
-                decode(self, at, payloads, gap)
+                decode(at, payloads, gap)
             return
         i = 0
         while i < n:
@@ -83,15 +89,29 @@ class ChatStreamWatcher(ChatStreamDecoder):
                 j = _plain(envelope, payloads, i)
                 if j > i:
                     self._repeated(envelope, j - i)
+                    run = payloads[i:j]
+                    empty = envelope.content_opened + envelope.content_closed  # content ""
+                    self.seen += j - i - run.count(empty)
                     if j == n:
                         return
-                    at += sum(map(len, payloads[i:j])) + (j - i) * gap
+                    at += sum(map(len, run)) + (j - i) * gap
                     i = j
                 k = _opening(envelope.content_opened, payloads, i + 1)
             part = payloads[i:k]
-            decode(self, at, part, gap)
+            decode(at, part, gap)
             at += sum(map(len, part)) + (k - i) * gap
             i = k
+
+    def _decode(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+        """A stretch read by the decoder, each event counted when it gave an event, content or
+        reasoning (Rule 2)."""
+        decode = ChatStreamDecoder._on_batch
+        queue = self._queue
+        for payload in payloads:
+            queued, carried = len(queue), self._carried
+            decode(self, at, (payload,), gap)
+            self.seen += len(queue) != queued or self._carried != carried
+            at += len(payload) + gap
 
     def _repeated(self, envelope: Envelope, k: int) -> None:
         """Count ``k`` plain repeats of ``envelope`` as the decoder would."""
@@ -105,30 +125,43 @@ class ChatStreamWatcher(ChatStreamDecoder):
         ChatStreamDecoder._on_event(self, sse_type, payload, at)
 
     def _content(self, content: str, at: int) -> None:
-        pass  # Rule 1: the client's to read; nothing is kept, so nothing grows
+        # Rule 1: the client's to read; nothing is kept, so nothing grows
+        self._carried += content != ""
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
-        pass
+        self._carried += text != ""
 
 
 def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
     """The index of the first payload from ``start`` on that begins with ``opened``, else
     ``len(payloads)``: one C-level pass that stops there."""
-    starts = map(methodcaller("startswith", opened), islice(payloads, start, None))
-    return start + _first(starts, True, len(payloads) - start)
+    n = len(payloads)
+    at = start
+    step = _FIRST_BLOCK
+    while at < n:  # a block at a time, as `_plain` goes (islice would walk from the first)
+        block = payloads[at : at + step]
+        step = min(4 * step, _BLOCK)
+        k = _first(map(methodcaller("startswith", opened), block), True, len(block))
+        if k < len(block):
+            return at + k
+        at += len(block)
+    return n
 
 
 def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int) -> int:
     """The index of the first payload from ``start`` on that is not the envelope around plain
-    content (Rule 1), else ``len(payloads)``; a block of `_BLOCK` payloads at a time, so that
-    finding each one that is not costs what lies before it, not what follows."""
+    content (Rule 1), else ``len(payloads)``; a block at a time, from a few payloads up to
+    `_BLOCK`, so that finding each one that is not costs about what lies before it, not what
+    follows (a stream of text with a line break every ten chunks has runs of nine)."""
     n = len(payloads)
     opened = envelope.content_opened
     closed = envelope.content_closed
     size = envelope.plain_size
     at = start
+    step = _FIRST_BLOCK
     while at < n:
-        block = payloads[at : at + _BLOCK]
+        block = payloads[at : at + step]
+        step = min(4 * step, _BLOCK)
         k = _first(map(methodcaller("startswith", opened), block), False, len(block))
         k = _first(map(methodcaller("endswith", closed), block[:k]), False, k)
         if k and min(map(len, block[:k])) < size:  # the envelope's ends overlap: not content
@@ -140,6 +173,7 @@ def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int
     return n
 
 
+_FIRST_BLOCK: Final = 8
 _BLOCK: Final = 64
 
 

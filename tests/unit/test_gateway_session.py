@@ -543,6 +543,38 @@ def test_keep_alive_comments_are_not_progress() -> None:
     assert "no progress" in decoder.result.error.message
 
 
+def _chunk(delta: str | None, *, id: str = "c1") -> bytes:
+    """A relayed chunk: ``delta`` as its content, or ``None`` for a chunk of no choice."""
+    choices = [] if delta is None else [{"index": 0, "delta": {"content": delta}}]
+    doc = {"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return b"data: " + json.dumps({**doc, "choices": choices}).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("per_read", [1, 3])
+@pytest.mark.parametrize("content", ["", None, "x"])
+def test_a_relayed_chunk_that_carries_nothing_is_no_progress(
+    per_read: int, content: str | None
+) -> None:
+    """Attack round 31, F3: an upstream that sends a chunk of empty content, or of no choice,
+    every few seconds held a relayed stream past ``--timeout``, which a translated one does
+    not outlive; a chunk of content keeps it (the control). After a first chunk of content,
+    so that the watcher learned the envelope the empty ones repeat."""
+    d = Driver(progress_timeout=30.0, keepalive=0.0)
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    first = _chunk("Hello")
+    d.answer(head + b"%x\r\n%s\r\n" % (len(first), first), now=2.0)
+    for t in range(3, 60, 3):
+        body = _chunk(content) * per_read
+        d.answer(b"%x\r\n%s\r\n" % (len(body), body), now=float(t))
+        d.tick(float(t))
+    failures = [done.upstream_failure for done in d.done()]
+    assert failures == ([] if content else ["timeout"])
+
+
 def test_a_waiting_stream_gets_keep_alives_and_then_its_head() -> None:
     d = Driver(keepalive=5.0)
     d.send(post(openai_body()))

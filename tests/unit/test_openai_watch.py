@@ -9,7 +9,7 @@ import pytest
 from svir_proto.errors import PeerProtocolError
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai.watch import ChatStreamWatcher
-from tests.helpers import seen_by_a_relay
+from tests.helpers import carrying, seen_by_a_relay
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
 FINISH = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
@@ -71,7 +71,7 @@ END = chunk(b"{}", finish=b'"stop"') + b"data: [DONE]\n\n"
         chunk(b'{"content":"a"}', LOW) * 5 + END,  # a verdict that found something: news
         chunk(b'{"content":"a"}', b',"content_filter_results":null') * 5 + END,
         chunk(b'{"content":"a"}', head=b',"obfuscation":"Ab3"') * 5 + END,  # padding
-        TEXT * 3 + b"data: [DONE]\n\n" + TEXT * 3,  # after the end: ignored, counted
+        TEXT * 3 + b"data: [DONE]\n\n" + TEXT * 3,  # after the end: ignored, not counted
         b"data: [DONE]\n\n" + TEXT * 3,
         TEXT
         + chunk(b'{"tool_calls":[{"index":0,"id":"x","function":{"name":"f"}}]}') * 3
@@ -91,7 +91,33 @@ def test_a_relay_sees_what_the_decoder_does_but_the_text(body: bytes, size: int)
             w._budget = 0
         assert seen_by_a_relay(w, pieces) == expected
         if expected[2] is None:  # type: ignore[index]
-            assert w.seen == body.count(b"\n\n")
+            assert w.seen == carrying(body)
+
+
+EMPTY = chunk(b'{"content":""}')
+NO_CHOICE = b'data: {"id":"c1","choices":[]}\n\n'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        TEXT * 2 + EMPTY * 3 + TEXT + END,  # the learned envelope around content ""
+        TEXT * 2 + NO_CHOICE * 3 + TEXT + END,  # a chunk of no choice: the decoder reads it
+        TEXT + (EMPTY + NO_CHOICE) * 2 + END,
+    ],
+)
+@pytest.mark.parametrize("size", [0, 1, 7, 100])
+def test_a_chunk_that_carries_nothing_is_not_counted(body: bytes, size: int) -> None:
+    """Rule 2: ``seen`` is a relay's progress (attack round 31, F3), and a chunk of content ""
+    or of no choice is none, in one read (a run of them) and in pieces."""
+    pieces = [body[i : i + size] for i in range(0, len(body), size)] if size else [body]
+    w = ChatStreamWatcher(keep_text=False)
+    for piece in pieces:
+        w.feed(piece)
+    w.close()
+    nothing = body.count(EMPTY) + body.count(NO_CHOICE)
+    assert w.result.complete
+    assert w.seen == body.count(b"\n\n") - nothing == carrying(body)
 
 
 ESCAPED = chunk(b'{"content":"a\\nb"}')
