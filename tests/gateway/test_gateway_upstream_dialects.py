@@ -62,11 +62,9 @@ def hub(folder: str, name: str) -> LLMRequest:
     )
 
 
-@pytest.mark.parametrize(("folder", "name"), CASES)
-def test_an_openai_client_of_a_vendor_upstream(
-    replay: ReplayServer, folder: str, name: str
-) -> None:
-    want = expected(folder, name)
+def openai_chunks(replay: ReplayServer, folder: str, name: str, **options: Any) -> list[Any]:
+    """The chunks the openai package reads from the gateway in front of the recording ``name``
+    of ``folder`` (its dialect's upstream), for the hub's request with ``options``."""
     request = dialects.translate_request(hub(folder, name), "chat")
     doc = json.loads(request.body().read())
     doc.pop("stream", None)
@@ -76,11 +74,15 @@ def test_an_openai_client_of_a_vendor_upstream(
         gateway(upstream, upstream_dialect=UPSTREAM[folder]) as (base, _),
         openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
     ):
-        chunks = list(
-            client.chat.completions.create(
-                **doc, stream=True, stream_options={"include_usage": True}
-            )
-        )
+        return list(client.chat.completions.create(**doc, **options, stream=True))
+
+
+@pytest.mark.parametrize(("folder", "name"), CASES)
+def test_an_openai_client_of_a_vendor_upstream(
+    replay: ReplayServer, folder: str, name: str
+) -> None:
+    want = expected(folder, name)
+    chunks = openai_chunks(replay, folder, name, stream_options={"include_usage": True})
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == want.text
     names = [
@@ -111,16 +113,7 @@ def test_an_openai_client_that_asked_for_no_usage_gets_a_choice_in_every_chunk(
     only for ``stream_options.include_usage``, and openai-python's README loop reads
     ``chunk.choices[0]`` of every chunk (client round 31: an IndexError at the last one)."""
     want = expected(folder, name)
-    request = dialects.translate_request(hub(folder, name), "chat")
-    doc = json.loads(request.body().read())
-    doc.pop("stream", None)
-    doc.pop("stream_options", None)
-    upstream = replay.base("replay", name, "chunked")
-    with (
-        gateway(upstream, upstream_dialect=UPSTREAM[folder]) as (base, _),
-        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
-    ):
-        chunks = list(client.chat.completions.create(**doc, stream=True))
+    chunks = openai_chunks(replay, folder, name)
     assert chunks
     assert [c.usage for c in chunks if not c.choices or c.usage] == []
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == want.text
@@ -131,17 +124,9 @@ def test_the_chunks_name_the_model_asked_for_when_the_upstream_names_none(
 ) -> None:
     """A Responses stream that names no model (llama.cpp's own does not; this recording is of
     that shape): an OpenAI client's every chunk named model "" (client round 31)."""
-    request = dialects.translate_request(hub("responses", "whole-items-no-deltas"), "chat")
-    doc = json.loads(request.body().read())
-    doc.pop("stream", None)
-    upstream = replay.base("replay", "whole-items-no-deltas", "chunked")
-    with (
-        gateway(upstream, upstream_dialect="responses") as (base, _),
-        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
-    ):
-        chunks = list(client.chat.completions.create(**doc, stream=True))
+    chunks = openai_chunks(replay, "responses", "whole-items-no-deltas")
     assert len(chunks) > 2
-    assert {c.model for c in chunks} == {doc["model"]}
+    assert {c.model for c in chunks} == {hub("responses", "whole-items-no-deltas").model}
 
 
 @pytest.mark.parametrize(("folder", "name"), CASES)
