@@ -437,6 +437,9 @@ _set_call_name: Final = ToolCallDelta.__dict__["name"].__set__
 _set_call_arguments: Final = ToolCallDelta.__dict__["arguments"].__set__
 _set_reasoning_text: Final = ReasoningDelta.__dict__["text"].__set__
 _set_reasoning_carrier: Final = ReasoningDelta.__dict__["carrier"].__set__
+_set_usage: Final = tuple(
+    Usage.__dict__[field.name].__set__ for field in attrs.fields(Usage)
+)  # prompt, completion, total, reasoning, cached, cache creation
 
 
 def text_delta(text: str, index: int = 0) -> TextDelta:
@@ -464,6 +467,26 @@ def tool_call_delta(
     _set_call_id(event, call_id)
     _set_call_name(event, name)
     _set_call_arguments(event, arguments)
+    return event
+
+
+def usage_counts(
+    prompt: int | None,
+    completion: int | None,
+    total: int | None,
+    reasoning: int | None = None,
+    cached: int | None = None,
+) -> Usage:
+    """``Usage(prompt_tokens=prompt, ...)`` with no cache creation, for the hot path (vLLM's
+    usage on every chunk)."""
+    event: Usage = _new(Usage)
+    a, b, c, d, e, f = _set_usage
+    a(event, prompt)
+    b(event, completion)
+    c(event, total)
+    d(event, reasoning)
+    e(event, cached)
+    f(event, None)
     return event
 
 

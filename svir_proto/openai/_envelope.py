@@ -11,7 +11,7 @@ Rule 1 (what is learned): a chunk that the decoder has just read the general way
     before the delta (``head``) and after it (``tail``), each with at most one
     ``"obfuscation":"..."`` value left open as a hole. A ``usage`` object (vLLM's
     ``continuous_usage_stats``: on every chunk, its counts growing) after the delta, whose
-    values are integers or objects of integers, is a hole too, its numbers holes
+    values are integers, ``null`` or objects of those, is a hole too, its numbers holes
     (`svir_proto._jsonbytes.counts_pattern`); not with padding.
 Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, whose hole (if
     any) holds ASCII letters and digits only, or whose usage hole holds the learned usage's
@@ -46,7 +46,7 @@ from .._jsonbytes import (
     value_end,
 )
 from .._template import BUDGET
-from ..events import ReasoningCarrier, Usage
+from ..events import ReasoningCarrier, Usage, usage_counts
 
 __all__ = ["BUDGET", "NO_FILTERS", "USAGE_PATHS", "Envelope", "Read", "learnable", "plain_delta"]
 
@@ -212,12 +212,12 @@ class Envelope:
         """The counts of the chunk `read` found last, when the envelope has a usage hole."""
         m = self.matched
         a, b, c, d, e = self.slots
-        return Usage(
-            prompt_tokens=int(m[a]) if a else None,  # type: ignore[index]
-            completion_tokens=int(m[b]) if b else None,  # type: ignore[index]
-            total_tokens=int(m[c]) if c else None,  # type: ignore[index]
-            reasoning_tokens=int(m[d]) if d else None,  # type: ignore[index]
-            cached_tokens=int(m[e]) if e else None,  # type: ignore[index]
+        return usage_counts(
+            int(m[a]) if a else None,  # type: ignore[index]
+            int(m[b]) if b else None,  # type: ignore[index]
+            int(m[c]) if c else None,  # type: ignore[index]
+            int(m[d]) if d else None,  # type: ignore[index]
+            int(m[e]) if e else None,  # type: ignore[index]
         )
 
     # ``read``: what a chunk that repeats this envelope (Rule 2) holds (see `Read`), or ``None``
@@ -391,10 +391,13 @@ def _counted(
 
 def _leaves(value: object, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], int]] | None:
     """The integers of a usage object and where each is, in order; ``None`` when it holds
-    anything else (a float, a string, ``null``), nests deeper than two levels, or holds a
-    number of more than 18 digits."""
+    anything else (a float, a string), nests deeper than two levels, or holds a number of more
+    than 18 digits. A ``null`` (vLLM's ``"prompt_tokens_details":null``) holds none: the
+    pattern keeps its bytes, so a chunk with a value there goes the general way."""
     if type(value) is int:
         return [(path, value)] if 0 <= value < 10**18 else None
+    if value is None:
+        return []
     if type(value) is not dict or len(path) > 1 or len(value) > 32:
         return None
     out: list[tuple[tuple[str, ...], int]] = []

@@ -52,6 +52,7 @@ from ..events import (
     Usage,
     reasoning_delta,
     text_delta,
+    usage_counts,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._envelope import BUDGET, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
@@ -475,13 +476,7 @@ class ChatStreamDecoder(DialectDecoder):
             for key in path:
                 value = value.get(key) if isinstance(value, dict) else None
             counts.append(_count(value))
-        self._usage = Usage(
-            prompt_tokens=counts[0],
-            completion_tokens=counts[1],
-            total_tokens=counts[2],
-            reasoning_tokens=counts[3],
-            cached_tokens=counts[4],
-        )
+        self._usage = usage_counts(*counts)
         self._queue.append(self._usage)
 
     def _fail(self, failure: Failure) -> None:

@@ -75,7 +75,7 @@ COUNT = st.sampled_from([0, 1, 31, 7, 10**17, 10**18 - 1] * 8 + [10**18, 10**19,
 
 
 COUNTED = st.sampled_from([True] * 9 + [False])  # a chunk of a counted stream has a usage
-USAGE_KINDS = st.sampled_from(["vllm", "details", "digits"] * 3 + ["odd", "twice"])
+USAGE_KINDS = st.sampled_from(["vllm", "details", "digits", "nulls"] * 3 + ["odd", "twice"])
 
 
 @st.composite
@@ -89,6 +89,10 @@ def usages(draw: st.DrawFn, kind: str) -> bytes:
     if kind == "details":
         usage["completion_tokens_details"] = {"reasoning_tokens": draw(COUNT)}
         usage["prompt_tokens_details"] = {"cached_tokens": draw(COUNT)}
+    elif kind == "nulls":  # vLLM's details when it has none; now and then some instead
+        usage["prompt_tokens_details"] = draw(
+            st.sampled_from([None] * 5 + [{"cached_tokens": 3}, {"cached_tokens": None}])
+        )
     elif kind == "odd":
         usage["completion_tokens"] = draw(st.sampled_from([1.5, -1, None, "7", True, [1]]))
     elif kind == "digits":

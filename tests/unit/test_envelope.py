@@ -20,6 +20,14 @@ from svir_proto import (
     ToolCallDelta,
     Usage,
 )
+from svir_proto.events import (
+    TextRun,
+    reasoning_delta,
+    text_delta,
+    text_run,
+    tool_call_delta,
+    usage_counts,
+)
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai._envelope import Envelope, plain_delta
@@ -341,6 +349,50 @@ def test_usage_on_every_chunk_is_read_without_a_parser() -> None:
     )
     assert d.result.text == 'a "b"c'
     assert d.result.complete
+
+
+def test_a_usage_with_null_details_is_a_hole_too() -> None:
+    """vLLM writes ``"prompt_tokens_details":null`` in every chunk's usage: the null was not
+    a count, so no usage hole was learned and every chunk was parsed (1.26x the json.loads
+    floor on an independent benchmark's vLLM shape, 2.3x without orjson). The null's bytes
+    are part of the pattern: a chunk with details there goes the general way, which reads
+    them."""
+    null = {"prompt_tokens_details": None}
+    d = ChatStreamDecoder()
+    d.feed(vllm({"role": "assistant", "content": ""}, 0, **null))
+    envelope = d._envelope
+    assert envelope is not None
+    assert envelope.counts is not None
+    loads, d._loads = d._loads, None  # type: ignore[assignment]  # any parse would fail now
+    events = d.feed(vllm({"content": "a"}, 1, **null) + vllm({"reasoning": "r"}, 2, **null))
+    assert events == [
+        TextDelta(text="a"),
+        Usage(prompt_tokens=31, completion_tokens=1, total_tokens=32),
+        ReasoningDelta(text="r", carrier="reasoning"),
+        Usage(prompt_tokens=31, completion_tokens=2, total_tokens=33),
+    ]
+    cached = {"prompt_tokens_details": {"cached_tokens": 7}}
+    assert envelope.read(vllm({"content": "b"}, 3, **cached)[6:-2]) is None
+    d._loads = loads
+    d.feed(vllm({"content": "b"}, 3, **cached) + FINISH + DONE)
+    assert d.result.usage == Usage(
+        prompt_tokens=31, completion_tokens=3, total_tokens=34, cached_tokens=7
+    )
+    assert d.result.text == "ab"
+
+
+def test_the_hot_path_builds_the_events_attrs_builds() -> None:
+    """`svir_proto.events`' builders set every slot, as the classes' own __init__ does."""
+    assert usage_counts(1, 2, 3, 4, 5) == Usage(
+        prompt_tokens=1, completion_tokens=2, total_tokens=3, reasoning_tokens=4, cached_tokens=5
+    )
+    assert usage_counts(None, 2, None) == Usage(completion_tokens=2)
+    assert text_delta("t", 2) == TextDelta(text="t", index=2)
+    assert reasoning_delta("r", "reasoning") == ReasoningDelta(text="r", carrier="reasoning")
+    assert tool_call_delta(1, "{", "c", "f") == ToolCallDelta(
+        index=1, id="c", name="f", arguments="{"
+    )
+    assert text_run(b"ab", 2) == TextRun(bodies=b"ab", count=2)
 
 
 def test_a_usage_hole_takes_only_what_the_parser_would_read_alike() -> None:
