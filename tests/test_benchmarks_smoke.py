@@ -88,3 +88,11 @@ def test_soak_benchmark_runs_and_leaves_nothing_held() -> None:
     assert "gateway alive afterwards: yes" in out
     assert "slots left held afterwards: 0, body-budget bytes left held: 0" in out
     assert "lost: 0" in out
+
+
+def test_watch_benchmark_runs_every_shape() -> None:
+    from benchmarks import watch as bench_watch
+
+    out = bench_watch.run(chunks=100, repeat=1)
+    for name in ("watcher, line break never", "decoder, line break 1 in 3", "floor"):
+        assert name in out

@@ -87,6 +87,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
                 k = n
             else:
                 j = _plain(envelope, payloads, i)
+                short = j - i < _FIRST_BLOCK
                 if j > i:
                     self._repeated(envelope, j - i)
                     run = payloads[i:j]
@@ -97,6 +98,8 @@ class ChatStreamWatcher(ChatStreamDecoder):
                     at += sum(map(len, run)) + (j - i) * gap
                     i = j
                 k = _opening(envelope.content_opened, payloads, i + 1)
+                if short:  # runs this short cost more to find than to decode: a stretch
+                    k = max(k, min(n, i + _STRETCH))  # goes to the decoder whole
             part = payloads[i:k]
             decode(at, part, gap)
             at += sum(map(len, part)) + (k - i) * gap
@@ -174,6 +177,7 @@ def _plain(envelope: Envelope, payloads: Sequence[bytes | bytearray], start: int
 
 
 _FIRST_BLOCK: Final = 8
+_STRETCH: Final = 32
 _BLOCK: Final = 64
 
 
