@@ -26,19 +26,24 @@ What the draft has no event for travels in the ``"vendor:svir"`` extension (the 
 
 Speed: a ``content.delta`` without extensions that repeats the bytes of the one before it, but
 for its text and ``seq``, is read by a template instead of the parser (`svir_proto._template`),
-while the stream is streaming and its block open; events, errors and results are the same
-either way.
+while the stream is streaming and its block open; a ``usage`` of the draft's fields alone that
+repeats the bytes of the one before it, but for its numbers (a server that reports usage with
+every delta, as section 5.3 allows), is read by a pattern whose numbers are holes
+(`svir_proto._jsonbytes.counts_pattern`), in a state where a usage leaves the state as it is.
+Events, errors and results are the same either way.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
 from .._deprecated import renamed
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._jsonbytes import counts_pattern
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
@@ -57,6 +62,7 @@ from ..events import (
     ToolCall,
     Usage,
     text_delta,
+    usage_counts,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
@@ -76,6 +82,9 @@ DELTA_KEY: Final = b'"text":'
 """The key of a ``content.delta``'s text, and of its number (`svir_proto._template` Rule 1)."""
 NUMBER_KEY: Final = b'"seq":'
 _DELTA: Final = "content.delta"
+_USAGE: Final = "usage"
+_USAGE_KEYS: Final = frozenset({"v", "seq", "type", "input_tokens", "output_tokens"})
+_COUNTED: Final = ("seq", "input_tokens", "output_tokens")
 __getattr__ = renamed(__name__, {"StreamDecoder": "LLMStreamDecoder"}, globals())
 
 
@@ -132,6 +141,10 @@ class LLMStreamDecoder(DialectDecoder):
         self._template: Template | None = None  # the last content.delta's bytes
         self._max_event = max_event_size
         self._budget = BUDGET
+        # the last usage's bytes, its numbers holes: a pattern's fullmatch, and the group of
+        # each of `_COUNTED`; learned again (within a budget) when a usage does not repeat it
+        self._counts: tuple[Callable[..., re.Match[bytes] | None], tuple[int, ...]] | None = None
+        self._counts_budget = BUDGET
 
     @property
     def result(self) -> Completion:
@@ -258,6 +271,8 @@ class LLMStreamDecoder(DialectDecoder):
             self._general(sse_type, data, at)
 
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        if sse_type == _USAGE and self._counts is not None and self._counted(data):
+            return
         try:
             obj = self._loads(data)
         except (ValueError, RecursionError):
@@ -308,6 +323,36 @@ class LLMStreamDecoder(DialectDecoder):
             self._template = None  # deltas may not come now: each is checked
         elif type_ == _DELTA and self._budget and SVIR_EXTENSION not in obj:
             self._learn(data, seq, obj["index"])  # a delta that means its text alone
+        if type_ == _USAGE and self._counts_budget and obj.keys() == _USAGE_KEYS:
+            self._learn_counts(data, obj)
+
+    def _counted(self, data: bytes | bytearray) -> bool:
+        """Read a usage that repeats the last one's bytes but for its numbers, its ``seq`` the
+        one expected, as `_general` would; ``False``, having changed nothing, for any other
+        (the general way reads it, and says what is wrong with it, if anything is)."""
+        match, (seq_at, input_at, output_at) = self._counts  # type: ignore[misc]
+        m = match(data)
+        if m is None or int(m[seq_at]) != self._seq or self._seq >= MAX_SEQ:
+            return False
+        if advance(self._state, _USAGE) is not self._state:
+            return False  # a usage that changes the state, or may not come now
+        self._seq += 1
+        self._usage = usage_counts(int(m[input_at]), int(m[output_at]), None)
+        self._queue.append(self._usage)
+        return True
+
+    def _learn_counts(self, data: bytes | bytearray, obj: dict[str, Any]) -> None:
+        """Keep the bytes of a usage of the draft's fields alone (read the general way, so
+        valid), its numbers holes, if the pattern reads back the numbers the parser read (a
+        key twice, a negative number: not learned)."""
+        self._counts_budget -= 1
+        pattern, groups = counts_pattern(bytes(data))
+        m = re.fullmatch(pattern, data, re.DOTALL)
+        keys = [key for key in obj if key in _COUNTED]  # in the order of the bytes
+        if groups != 3 or m is None or [int(g) for g in m.groups()] != [obj[k] for k in keys]:
+            return
+        slots = tuple(keys.index(key) + 1 for key in _COUNTED)
+        self._counts = re.compile(pattern, re.DOTALL).fullmatch, slots
 
     # Rule 4, one handler per event type
 

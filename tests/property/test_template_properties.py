@@ -85,6 +85,58 @@ def llmstream(draw: st.DrawFn) -> bytes:
     return b"".join(out)
 
 
+USAGE_ODD = st.sampled_from(
+    [None] * 12 + ["seq", "twice", "negative", "float", "big", "spaced", "extension", "string"]
+)
+
+
+def usage(seq: int, output: int, draw: st.DrawFn) -> bytes:
+    """A usage event (the draft's fields alone, nearly always), perhaps one a pattern learned
+    from another must not read: a wrong number, a key twice, a number JSON or the draft does
+    not allow, other bytes, an extension."""
+    odd = draw(USAGE_ODD)
+    obj: dict[str, Any] = {"v": "1.0", "seq": seq + (odd == "seq"), "type": "usage"}
+    obj.update(input_tokens=draw(st.sampled_from([7, 0, 123456789])), output_tokens=output)
+    if odd in ("negative", "float", "big", "string"):
+        bad: object = {"negative": -3, "float": 2.0, "big": 10**19, "string": "3"}[odd]
+        obj["output_tokens"] = bad
+    if odd == "extension":
+        obj["vendor:svir"] = {"total_tokens": 9}
+    payload = json.dumps(obj, separators=(", ", ": ") if odd == "spaced" else (",", ":"))
+    if odd == "twice":
+        payload = payload[:-1] + ',"output_tokens":5}'
+    return b"event: usage\ndata: " + payload.encode() + b"\n\n"
+
+
+@st.composite
+def counted(draw: st.DrawFn) -> bytes:
+    """LLM-Stream with a usage after deltas (section 5.3: it may come mid-stream), then the
+    block's stop (or an error, after which no usage may come), a usage, and the end, now and
+    then one event out of place."""
+    start = {"v": "1.0", "seq": 0, "type": "stream.start", "model": "m", "created": 1}
+    out = [b"event: stream.start\ndata: " + json.dumps(start).encode() + b"\n\n"]
+    seq = 1
+    for i in range(draw(st.integers(1, 9))):
+        obj = {"v": "1.0", "seq": seq, "type": "content.delta", "index": 0, "role": "assistant"}
+        obj["delta"] = {"text": draw(TEXTS)}
+        out.append(delta(obj, b"content.delta", draw))
+        seq += 1
+        if draw(st.integers(0, 3)):
+            out.append(usage(seq, i + 1, draw))
+            seq += 1
+    stop = {"v": "1.0", "seq": seq, "type": "content.stop", "index": 0, "stop_reason": "end_turn"}
+    if draw(st.integers(0, 4)) == 0:  # an error: no usage may follow it
+        stop = {"v": "1.0", "seq": seq, "type": "error", "code": "overloaded", "message": "x"}
+    name = str(stop["type"]).encode()
+    out.append(b"event: " + name + b"\ndata: " + json.dumps(stop).encode() + b"\n\n")
+    out.append(usage(seq + 1, 99, draw))
+    end = {"v": "1.0", "seq": seq + 2, "type": "stream.end"}
+    out.append(b"event: stream.end\ndata: " + json.dumps(end).encode() + b"\n\n")
+    if draw(st.integers(0, 5)) == 0:
+        out.insert(1, usage(1, 1, draw))  # before the first delta, its number wrong after
+    return b"".join(out)
+
+
 def reads(body: bytes, draw: st.DrawFn) -> list[bytes]:
     how = draw(st.integers(0, 2))
     if how == 0:
@@ -104,3 +156,19 @@ def test_template_runs_decode_alike_however_read(data: st.DataObject) -> None:
     body = data.draw(llmstream() if llm else responses())
     make = LLMStreamDecoder if llm else ResponsesStreamDecoder
     assert outcome(make, reads(body, data.draw)) == outcome(make, [body])
+
+
+def never_counting() -> LLMStreamDecoder:
+    decoder = LLMStreamDecoder()
+    decoder._counts_budget = 0  # every usage the general way
+    return decoder
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_usage_read_by_its_pattern_is_read_as_the_parser_reads_it(data: st.DataObject) -> None:
+    """`LLMStreamDecoder`'s usage pattern (the numbers of the last usage's bytes as holes)
+    changes speed, never the events, the error or the result, however the stream is read."""
+    body = data.draw(counted())
+    pieces = reads(body, data.draw)
+    assert outcome(LLMStreamDecoder, pieces) == outcome(never_counting, [body])

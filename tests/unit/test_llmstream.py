@@ -18,7 +18,9 @@ from svir_proto import (
     StreamFailed,
     TextDelta,
     ToolCall,
+    Usage,
 )
+from svir_proto._template import BUDGET
 from svir_proto.llmstream import (
     ACCEPT_LLM_STREAM,
     MAX_SEQ,
@@ -786,6 +788,37 @@ def test_empty_deltas_bytes_that_change_every_time_and_two_texts() -> None:
     twice = START + delta(1, "a", text="b") + delta(2, "c", text="b")  # two texts
     _, d = by_template(twice)
     assert (d.result.text, d._template) == ("ac", None)
+
+
+def test_a_usage_after_every_delta_is_read_without_the_parser() -> None:
+    """A server that reports usage with every delta (5.3: it MAY come mid-stream): a usage of
+    the draft's fields alone that repeats the last one's bytes but for its numbers is read by
+    a pattern, with the events and result of the general way (the property test holds that
+    for the odd ones); the budget stops the learning of a stream whose usages never repeat."""
+
+    def usage(seq: int, output: int, **more: Any) -> bytes:
+        return ev("usage", seq, input_tokens=12, output_tokens=output, **more)
+
+    body = START + b"".join(delta(1 + 2 * i, "ab") + usage(2 + 2 * i, i + 1) for i in range(4))
+    events, d = by_template(body)
+    counts = [(e.prompt_tokens, e.completion_tokens) for e in events if isinstance(e, Usage)]
+    assert counts == [(12, 1), (12, 2), (12, 3), (12, 4)]
+    assert d.result.usage == Usage(prompt_tokens=12, completion_tokens=4)
+    fast = LLMStreamDecoder()
+    fast.feed(body)
+    fast._loads = None  # type: ignore[assignment]  # any parse would fail now
+    assert fast.feed(usage(9, 123456789)) == [Usage(prompt_tokens=12, completion_tokens=123456789)]
+    wrong = error_by_template(body + usage(9, 5) + usage(11, 6))  # its number is checked
+    assert "expected 10, got 11" in str(wrong)
+    rotating = START + b"".join(usage(1 + i, i, **{f"x{i}": 1}) for i in range(12))
+    _, d = by_template(rotating)
+    assert d._counts is None  # none of them had the draft's fields alone: nothing learned
+    assert d._counts_budget == BUDGET
+    spaced = START + b"".join(  # every other one without spaces
+        usage(1 + i, i).replace(b'": ', b'":' if i % 2 else b'": ') for i in range(12)
+    )
+    _, d = by_template(spaced)
+    assert d._counts_budget == 0  # each learned, none repeated by the next: learning stops
 
 
 def test_a_template_learned_from_data_in_two_lines_never_reads_the_wire() -> None:
