@@ -139,12 +139,32 @@ def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
 def carrying(body: bytes, **options: Any) -> int:
     """The events of a Chat Completions stream (each ending in a blank line) that carry
     something: those the decoder, fed one event at a time, gives an event for (with no
-    ``<think>`` tags to find, for which it holds a ``<`` back). What a relay's watcher counts
-    as progress (`ChatStreamWatcher`'s Rule 2)."""
+    ``<think>`` tags to find, for which it holds a ``<`` back), and before the end marker
+    those whose delta holds a key but ``role`` that is not empty (which the client reads
+    though the decoder gives no event for it). What a relay's watcher counts as progress
+    (`ChatStreamWatcher`'s Rule 2)."""
     from svir_proto.openai import ChatStreamDecoder
 
+    def held(event: bytes) -> bool:
+        try:
+            doc = json.loads(event.split(b"data: ", 1)[1])
+        except (IndexError, ValueError):
+            return False
+        choices = doc.get("choices") if isinstance(doc, dict) else None
+        deltas = [c.get("delta") for c in choices or () if isinstance(c, dict)]
+        return any(
+            key != "role" and value not in ("", None, [], {})
+            for delta in deltas
+            if isinstance(delta, dict)
+            for key, value in delta.items()
+        )
+
     decoder = ChatStreamDecoder(think_tags=False, **options)
-    return sum(bool(decoder.feed(event + b"\n\n")) for event in body.split(b"\n\n")[:-1])
+    count = 0
+    for event in body.split(b"\n\n")[:-1]:
+        done = decoder.result.done
+        count += bool(decoder.feed(event + b"\n\n")) or (not done and held(event))
+    return count
 
 
 def finishes_linearly(code: str, what: str) -> None:

@@ -21,10 +21,12 @@ Rule 1: text and reasoning deltas are not events and are not kept: the client re
     (a raw quote or control character, a bad escape) the decoder's to refuse, as it does.
 Rule 2: every event that carries something is counted (`seen`): its progress. A chunk of
     empty content, or of no choice and nothing else, carries nothing (a keep-alive in the
-    shape of a chunk): it is no progress, as the decoder, which gives no event for it, holds
-    for a translated stream (attack round 31, F3: an upstream sent one every half second and
-    a relayed stream outlived ``--timeout``). An event the decoder reads counts when it gave
-    an event, content or reasoning.
+    shape of a chunk), nor does an event of a type with no meaning here (``ping``): they are
+    no progress, as the decoder, which gives no event for them, holds for a translated stream
+    (attack round 31, F3: an upstream sent one every half second and a relayed stream outlived
+    ``--timeout``). An event the decoder reads counts when it gave an event, content or
+    reasoning, or held a delta with any other key that is not empty (the legacy
+    ``function_call``, ``audio``: the client reads them).
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
 
@@ -123,9 +125,22 @@ class ChatStreamWatcher(ChatStreamDecoder):
             self._repeats += k
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
-        if sse_type is not None and sse_type != "message":
-            self.seen += 1  # an event: error, or one of no meaning here
-        ChatStreamDecoder._on_event(self, sse_type, payload, at)
+        if sse_type is None or sse_type == "message":  # a chunk: `_on_batch` counts it
+            ChatStreamDecoder._on_event(self, sse_type, payload, at)
+            return
+        queued = len(self._queue)  # an error counts; an event of no meaning here (``ping``,
+        ChatStreamDecoder._on_event(self, sse_type, payload, at)  # review of round 32) not
+        self.seen += len(self._queue) != queued
+
+    def _delta(self, delta: dict[str, object], at: int) -> None:
+        # Rule 2: a delta of what the decoder gives no event for (the legacy function_call,
+        # audio) carries something the client reads (review of round 32: a relayed stream
+        # of them was cut at --timeout)
+        for key, value in delta.items():
+            if key != "role" and value not in _NOTHING:
+                self._carried += 1
+                break
+        ChatStreamDecoder._delta(self, delta, at)
 
     def _content(self, content: str, at: int) -> None:
         # Rule 1: the client's to read; nothing is kept, so nothing grows
@@ -133,6 +148,10 @@ class ChatStreamWatcher(ChatStreamDecoder):
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
         self._carried += text != ""
+
+
+_NOTHING: Final[tuple[object, ...]] = ("", None, [], {})
+"""The values of a delta's keys that carry nothing (compared by equality)."""
 
 
 def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:

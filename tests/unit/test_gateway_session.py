@@ -5,7 +5,7 @@ does what each action says) and h11 reads what the client would see."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import h11
 import pytest
@@ -543,22 +543,35 @@ def test_keep_alive_comments_are_not_progress() -> None:
     assert "no progress" in decoder.result.error.message
 
 
-def _chunk(delta: str | None, *, id: str = "c1") -> bytes:
-    """A relayed chunk: ``delta`` as its content, or ``None`` for a chunk of no choice."""
-    choices = [] if delta is None else [{"index": 0, "delta": {"content": delta}}]
+def _chunk(delta: object, *, id: str = "c1") -> bytes:
+    """A relayed chunk: ``delta`` its content (a string), its delta (a dict), or ``None``
+    for a chunk of no choice."""
+    if isinstance(delta, str):
+        delta = {"content": delta}
+    choices = [] if delta is None else [{"index": 0, "delta": delta}]
     doc = {"id": id, "object": "chat.completion.chunk", "created": 1, "model": "m"}
     return b"data: " + json.dumps({**doc, "choices": choices}).encode() + b"\n\n"
 
 
+_PING: Final = "ping"  # an event of a type with no meaning in Chat Completions
+_CARRIED: Final = [
+    "x",
+    {"function_call": {"arguments": '{"a": 1'}},  # the legacy functions' calls
+    {"audio": {"id": "a1", "data": "UklGRg==", "transcript": "hi"}},
+]
+
+
 @pytest.mark.parametrize("per_read", [1, 3])
-@pytest.mark.parametrize("content", ["", None, "x"])
+@pytest.mark.parametrize("content", ["", None, _PING, *_CARRIED])
 def test_a_relayed_chunk_that_carries_nothing_is_no_progress(
-    per_read: int, content: str | None
+    per_read: int, content: object
 ) -> None:
     """Attack round 31, F3: an upstream that sends a chunk of empty content, or of no choice,
-    every few seconds held a relayed stream past ``--timeout``, which a translated one does
-    not outlive; a chunk of content keeps it (the control). After a first chunk of content,
-    so that the watcher learned the envelope the empty ones repeat."""
+    or an ``event: ping`` (the review of round 32), every few seconds held a relayed stream
+    past ``--timeout``, which a translated one does not outlive; a chunk of content keeps it,
+    and so does one of what the decoder gives no event for but the client reads (a legacy
+    function call, audio). After a first chunk of content, so that the watcher learned the
+    envelope the empty ones repeat."""
     d = Driver(progress_timeout=30.0, keepalive=0.0)
     d.send(post(openai_body()))
     d.connect()
@@ -568,11 +581,12 @@ def test_a_relayed_chunk_that_carries_nothing_is_no_progress(
     first = _chunk("Hello")
     d.answer(head + b"%x\r\n%s\r\n" % (len(first), first), now=2.0)
     for t in range(3, 60, 3):
-        body = _chunk(content) * per_read
+        one = b"event: ping\ndata: {}\n\n" if content == _PING else _chunk(content)
+        body = one * per_read
         d.answer(b"%x\r\n%s\r\n" % (len(body), body), now=float(t))
         d.tick(float(t))
     failures = [done.upstream_failure for done in d.done()]
-    assert failures == ([] if content else ["timeout"])
+    assert failures == ([] if content in _CARRIED else ["timeout"])
 
 
 def test_a_waiting_stream_gets_keep_alives_and_then_its_head() -> None:

@@ -96,6 +96,8 @@ def test_a_relay_sees_what_the_decoder_does_but_the_text(body: bytes, size: int)
 
 EMPTY = chunk(b'{"content":""}')
 NO_CHOICE = b'data: {"id":"c1","choices":[]}\n\n'
+PING = b"event: ping\ndata: {}\n\n"  # a type with no meaning here
+LEGACY = chunk(b'{"function_call":{"arguments":"{}"}}')  # no event, but the client reads it
 
 
 @pytest.mark.parametrize(
@@ -104,18 +106,20 @@ NO_CHOICE = b'data: {"id":"c1","choices":[]}\n\n'
         TEXT * 2 + EMPTY * 3 + TEXT + END,  # the learned envelope around content ""
         TEXT * 2 + NO_CHOICE * 3 + TEXT + END,  # a chunk of no choice: the decoder reads it
         TEXT + (EMPTY + NO_CHOICE) * 2 + END,
+        TEXT + (PING + LEGACY) * 2 + END,
     ],
 )
 @pytest.mark.parametrize("size", [0, 1, 7, 100])
 def test_a_chunk_that_carries_nothing_is_not_counted(body: bytes, size: int) -> None:
-    """Rule 2: ``seen`` is a relay's progress (attack round 31, F3), and a chunk of content ""
-    or of no choice is none, in one read (a run of them) and in pieces."""
+    """Rule 2: ``seen`` is a relay's progress (attack round 31, F3), and a chunk of content "",
+    of no choice, or an event of a type with no meaning is none, in one read (a run of them)
+    and in pieces; a delta the decoder gives no event for but the client reads is some."""
     pieces = [body[i : i + size] for i in range(0, len(body), size)] if size else [body]
     w = ChatStreamWatcher(keep_text=False)
     for piece in pieces:
         w.feed(piece)
     w.close()
-    nothing = body.count(EMPTY) + body.count(NO_CHOICE)
+    nothing = body.count(EMPTY) + body.count(NO_CHOICE) + body.count(PING)
     assert w.result.complete
     assert w.seen == body.count(b"\n\n") - nothing == carrying(body)
 
