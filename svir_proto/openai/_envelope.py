@@ -384,9 +384,22 @@ def _counted(
     m = re.fullmatch(pattern, payload[start:stop])
     if m is None or groups != len(leaves) or [int(g) for g in m.groups()] != [n for _, n in leaves]:
         return None  # a key twice, say: the parsed object is not the bytes in order
+    if len(_KEY.findall(payload, start, stop)) != _keys(usage):
+        return None  # a key twice, its first value null (which holds no number to tell)
     paths = [path for path, _ in leaves]
     slots = tuple(paths.index(p) + 1 if p in paths else 0 for p in USAGE_PATHS)
     return start, bytes(payload[stop:]), pattern, slots
+
+
+_KEY: Final = re.compile(rb'"(?:[^"\\]|\\.)*"')
+"""A string: in a usage the hole takes (numbers, ``null`` and objects of them), a key."""
+
+
+def _keys(value: object) -> int:
+    """The keys of a parsed usage object, at every level."""
+    if type(value) is not dict:
+        return 0
+    return len(value) + sum(map(_keys, value.values()))
 
 
 def _leaves(value: object, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], int]] | None:

@@ -379,6 +379,10 @@ def test_a_usage_with_null_details_is_a_hole_too() -> None:
         prompt_tokens=31, completion_tokens=3, total_tokens=34, cached_tokens=7
     )
     assert d.result.text == "ab"
+    twice = b'{"choices":[{"delta":{}}],"usage":{"prompt_tokens":null,"completion_tokens":5,'
+    twice += b'"prompt_tokens":5}}'  # a key twice, its first value null: not learned
+    learned = Envelope.learn(twice, {"delta": {}}, {"prompt_tokens": 5, "completion_tokens": 5})
+    assert learned is None or learned.counts is None
 
 
 def test_the_hot_path_builds_the_events_attrs_builds() -> None:
