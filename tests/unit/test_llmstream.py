@@ -810,6 +810,9 @@ def test_a_usage_after_every_delta_is_read_without_the_parser() -> None:
     assert fast.feed(usage(9, 123456789)) == [Usage(prompt_tokens=12, completion_tokens=123456789)]
     wrong = error_by_template(body + usage(9, 5) + usage(11, 6))  # its number is checked
     assert "expected 10, got 11" in str(wrong)
+    failed = ev("error", 9, code="internal_error", message="m")
+    late = error_by_template(body + failed + usage(10, 5))  # and where it may come
+    assert "cannot receive usage in state FAILED" in str(late)
     rotating = START + b"".join(usage(1 + i, i, **{f"x{i}": 1}) for i in range(12))
     _, d = by_template(rotating)
     assert d._counts is None  # none of them had the draft's fields alone: nothing learned

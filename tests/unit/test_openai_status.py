@@ -39,6 +39,17 @@ def test_authentication_is_decided_from_the_head_alone(status: int) -> None:
     assert not out.failure.retryable
 
 
+@pytest.mark.parametrize("status", [0, 99, 600, 999])
+def test_a_status_outside_100_to_599_is_decided_from_the_head(status: int) -> None:
+    """RFC 9110 15: a status outside 100-599 is invalid, read as a server's error (attack
+    round 31, F5: a 999 upstream reached a Responses client as it came)."""
+    out = head_outcome(status, SSE)
+    assert isinstance(out, RequestFailed)
+    assert out.failure.kind is FailureKind.UNEXPECTED
+    assert out.failure.status == status
+    assert "no HTTP status" in out.failure.message
+
+
 def test_a_success_that_is_not_a_stream() -> None:
     out = failure(200, {"id": "x", "choices": []})
     assert out.failure.kind is FailureKind.NOT_A_STREAM
