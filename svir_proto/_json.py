@@ -36,7 +36,7 @@ from itertools import accumulate
 from types import ModuleType
 from typing import Final, Literal
 
-__all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "string_body", "use"]
+__all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "string_at", "string_body", "use"]
 
 Backend = Literal["orjson", "json"]
 Loads = Callable[[bytes | bytearray | str], object]
@@ -189,9 +189,30 @@ def string_body(quoted: bytes | bytearray) -> str | None:
         value, end = _scanstring(text, 0)
     except ValueError:  # an invalid escape, a control character, no closing quote
         return None
-    if end != len(text) or ("\\u" in text and _SURROGATE.search(value)):
+    if end != len(text) or (not value.isascii() and "\\u" in text and _SURROGATE.search(value)):
         return None  # an unescaped quote ended it early; or a lone surrogate
     return value
+
+
+def string_at(data: bytes | bytearray, opened: int, closed: int) -> str | None:
+    """`string_body` of ``data[opened : closed + 1]``, a string whose quotes are at
+    ``opened - 1`` and ``closed``, read in one pass by orjson when it is the parser: it refuses
+    all that `string_body` refuses (an early quote, a control character, a lone surrogate, bytes
+    that are not UTF-8), and what it refuses `string_body` judges, so both give the same text,
+    the same ``None`` and the same errors.
+
+    Raises:
+        UnicodeDecodeError: the bytes are not UTF-8.
+    """
+    if loads is not _stdlib_loads and opened and data[opened - 1] == 0x22:
+        try:
+            value = loads(data[opened - 1 : closed + 1])
+        except ValueError:
+            pass
+        else:
+            if type(value) is str:
+                return value
+    return string_body(data[opened : closed + 1])
 
 
 def _lone_at(text: str) -> int:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svir_proto import _json
+from svir_proto._jsonbytes import string_text
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from tests.helpers import ROOT
@@ -103,3 +104,44 @@ def test_numbers_read_alike_with_or_without_the_hooks(numbers: list[bytes], pad:
             return ("error", type(exc), str(exc))
 
     assert read(payload) == read(payload.decode())  # text always takes the hooks
+
+
+STRING_PIECES = st.sampled_from(
+    [b"plain words ", b"caf\xc3\xa9 ", b"\xf0\x9f\x99\x82", b"\\n", b"\\t", b'\\"', b"\\\\",
+     b"\\/", b"\\u00e9", b"\\ud83d\\ude00", b"\\ud800", b"\\udc00x", b"\\\\ud800", b'"', b"\x01",
+     b"\xff", b"\xed\xa0\x80", b"\\x41", b"\\", b"x" * 150]
+)  # fmt: skip
+
+
+@given(st.lists(STRING_PIECES, max_size=12), st.booleans())
+def test_a_string_read_from_its_bytes_reads_alike_with_either_backend(
+    pieces: list[bytes], long: bool
+) -> None:
+    """`string_text` (the templates' way to a delta's text) gives, with orjson and with the
+    standard library, the same text or the same refusal (``None``, or UnicodeDecodeError for the
+    general way to judge), and a text only where the parser reads the quoted body as that text
+    under the rules: plain bodies, a call's ``\\"`` bodies and long ones with other escapes,
+    which take different ways."""
+    body = b"".join(pieces) + (b"y" * 200 if long else b"")
+    payload = b'{"content":"' + body + b'"}'
+    opened, closed = 12, len(payload) - 2
+
+    def read() -> object:
+        try:
+            return ("text", string_text(bytearray(payload), opened, closed))
+        except UnicodeDecodeError:
+            return ("not utf-8",)
+
+    outcomes = []
+    for backend in ("orjson", "json") if _json.orjson is not None else ("json",):
+        _json.use(backend)  # type: ignore[arg-type]
+        outcomes.append(read())
+    _json.use("orjson" if _json.orjson is not None else "json")
+    assert all(outcome == outcomes[0] for outcome in outcomes)
+    try:
+        expected: object = _json.canonical(b'"' + body + b'"')
+    except ValueError:  # UnicodeDecodeError included
+        expected = None
+    assert outcomes[0] == ("text", expected) or (
+        expected is None and outcomes[0][1:] in [(None,), ()]
+    )
