@@ -10,8 +10,9 @@ reads it once per block.
 
 Rule 1 (what is learned): a ``content_block_delta`` the decoder has just read the general way
     (`MessagesStreamDecoder`'s hot path: a ``text_delta``, ``thinking_delta`` or
-    ``input_json_delta`` for an open block of its kind) whose piece JSON writes as it is (no
-    escape: `plain`) and is found in its payload between two quotes. The envelope is the
+    ``input_json_delta`` for an open block of its kind) whose piece is found in its payload as
+    JSON writes it, quotes included (`written`: a long piece of code holds escapes, and a
+    stream of them must be learned too). The envelope is the
     payload's bytes up to the piece (``head``, its opening quote included) and from the piece's
     closing quote (``tail``). It is kept only if the payload with another piece in that place
     parses to the same object but for the piece (the probe, `learn`), so the string there is
@@ -38,13 +39,14 @@ This module never does I/O.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
-from .._jsonbytes import NOT_PLAIN, string_text
+from .._jsonbytes import string_text
 from .._template import BUDGET
 
-__all__ = ["BUDGET", "DELTA", "Envelope", "learn", "plain"]
+__all__ = ["BUDGET", "DELTA", "Envelope", "learn", "written"]
 
 DELTA: Final = "content_block_delta"
 _PROBE: Final = "Z"
@@ -89,11 +91,13 @@ class Envelope:
         return None
 
 
-def plain(piece: str) -> bool:
-    """JSON writes ``piece`` as it is, inside its quotes (with or without ``ensure_ascii`` if it
-    is ASCII): the pieces an envelope may be learned from."""
-    raw = piece.encode()
-    return len(raw.translate(None, NOT_PLAIN)) == len(raw)
+def written(piece: str) -> tuple[bytes, ...]:
+    """The ways JSON writes ``piece`` with its quotes: with non-ASCII as it is and as ``\\u``
+    escapes (one way, for an ASCII piece), each with the standard escapes (``\\"``, ``\\n``, ...),
+    as Anthropic's servers and llama.cpp's write it: the bytes an envelope may be learned from."""
+    raw = json.dumps(piece, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    escaped = json.dumps(piece).encode()
+    return (raw,) if raw == escaped else (raw, escaped)
 
 
 def learn(
@@ -102,13 +106,17 @@ def learn(
     key: str,
     loads: Callable[[bytes], object],
 ) -> tuple[bytes, bytes] | None:
-    """The head and tail around the plain piece ``obj["delta"][key]`` in ``payload``, which
-    parsed to ``obj``, if the probe holds (Rule 1); else ``None``."""
+    """The head and tail around the piece ``obj["delta"][key]`` in ``payload``, which parsed to
+    ``obj``, if the piece is written as JSON writes it and the probe holds (Rule 1); else
+    ``None``."""
     delta = obj["delta"]
-    raw = delta[key].encode()
-    at = payload.rfind(b'"' + raw + b'"')
-    if at < 0:
-        return None  # written with escapes (ensure_ascii, say): a later piece may be plain
+    for raw in written(delta[key]):
+        at = payload.rfind(raw)
+        if at >= 0:
+            break
+    else:
+        return None  # written with escapes of the server's own: a later piece may not be
+    raw = raw[1:-1]
     head = bytes(payload[: at + 1])
     tail = bytes(payload[at + 1 + len(raw) :])
     try:

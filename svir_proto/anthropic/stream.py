@@ -82,7 +82,7 @@ from ..events import (
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._envelope import BUDGET, DELTA, Envelope, learn, plain
+from ._envelope import BUDGET, DELTA, Envelope, learn
 from ._wire import STOP_REASONS
 from .status import failure_from_error
 
@@ -277,7 +277,7 @@ class MessagesStreamDecoder(DialectDecoder):
                                 self._add_reasoning(piece, at)
                         if sse_type is not None and sse_type != etype:
                             self._mismatch(sse_type, etype)
-                        if self._envelope is None and self._budget and plain(piece):
+                        if self._envelope is None and self._budget:
                             self._learn(data, obj, hot[1], index, kind)  # type: ignore[arg-type]
                         return
         elif type(etype) is not str:
@@ -471,7 +471,7 @@ class MessagesStreamDecoder(DialectDecoder):
     def _learn(
         self, payload: bytes | bytearray, obj: dict[str, Any], key: str, index: int, kind: int
     ) -> None:
-        """Learn the envelope of a plain piece the hot path just read (_envelope Rule 1)."""
+        """Learn the envelope of a piece the hot path just read (_envelope Rule 1)."""
         found = learn(payload, obj, key, self._loads)
         if found is None:
             self._budget -= 1
@@ -543,7 +543,7 @@ class MessagesStreamDecoder(DialectDecoder):
                 end = size - nclosed
                 raw = payload[nopened:end]
                 try:  # string_text, its common case inline: a piece with nothing escaped
-                    if len(raw.translate(None, NOT_PLAIN)) == len(raw):
+                    if 0x5C not in raw and len(raw.translate(None, NOT_PLAIN)) == len(raw):
                         piece = raw.decode() if end >= nopened else None
                     else:
                         piece = string_text(payload, nopened, end)

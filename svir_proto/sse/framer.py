@@ -378,9 +378,17 @@ class SSEFramer:
             if got is None:
                 return None
         elif buf[:7] == _EVENT:
-            got = self._typed(bytes(buf[:end]))
-            if got is None:
-                return None
+            line = buf.find(b"\n")  # one typed event, LF line ends (a long delta's): its event
+            # line, then its data line up to the blank one (a memchr each), no split
+            if gap == 8 and buf.find(b"\n", line + 1) == end and buf.startswith(_DATA, line + 1):
+                try:
+                    got = [self._types[bytes(buf[:line])]], [buf[line + 7 : end]]
+                except KeyError:
+                    return None
+            else:
+                got = self._typed(bytes(buf[:end]))
+                if got is None:
+                    return None
         else:
             return None
         if n > after and not self._waiting(buf, after, after, gap == 10):

@@ -11,7 +11,7 @@ import pytest
 
 from svir_proto import SvirProtocolError, _json
 from svir_proto.anthropic import MessagesStreamDecoder
-from svir_proto.anthropic._envelope import BUDGET, learn, plain
+from svir_proto.anthropic._envelope import BUDGET, learn, written
 
 START = b'{"type":"message_start","message":{"id":"msg_1","model":"m"}}'
 TEXT = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
@@ -75,13 +75,25 @@ def test_an_envelope_is_learned_from_a_plain_piece_and_read_without_a_parser() -
     assert decoder._envelope is None  # its block is closed
 
 
-def test_plain_pieces() -> None:
-    assert plain("the")
-    assert plain("é 東京")
-    assert plain("")
-    assert not plain('"')
-    assert not plain("\\")
-    assert not plain("\n")
+def test_the_ways_a_piece_is_written() -> None:
+    assert written("the") == (b'"the"',)
+    assert written("é 東京") == ('"é 東京"'.encode(), b'"\\u00e9 \\u6771\\u4eac"')
+    assert written("") == (b'""',)
+    assert written('say "hi"\n\\') == (b'"say \\"hi\\"\\n\\\\"',)
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_an_envelope_is_learned_from_a_piece_with_escapes(lane: str) -> None:
+    """A stream of long pieces of code, each with an escape, learns from its first (before, it
+    learned only from a piece without one, and read every piece of such a stream the general
+    way); a piece written with ``\\u`` escapes teaches it as well."""
+    for first in (b'def f():\\n    return \\"a\\tb\\"', b"caf\\u00e9 \\u6771"):
+        payloads = [START, TEXT, piece(first), piece(b"x = 1\\n"), piece(b"\\\\path"), END]
+        decoder = MessagesStreamDecoder()
+        decoder.feed(b"".join(pieces(payloads[:3], lane)))
+        assert decoder._envelope is not None
+        assert (decoder._envelope.head, decoder._envelope.tail) == (HEAD, b'"}}')
+        same(payloads, lane)
 
 
 @pytest.mark.parametrize("lane", LANES)
@@ -121,8 +133,9 @@ def test_no_envelope_when_the_probe_does_not_hold(backend: str) -> None:
         decoder = same([START, TEXT, mended], "run", errors="replace")
         assert decoder._envelope is None
         assert decoder._budget == BUDGET - 1
-        # written with escapes: nothing to find
-        assert learn(piece(b"\\u00e9"), {"delta": {"text": "é"}}, "text", _json.loads) is None
+        # written with escapes JSON does not write: nothing to find
+        assert learn(piece(b"a\\/b"), {"delta": {"text": "a/b"}}, "text", _json.loads) is None
+        assert learn(piece(b"\\u0061"), {"delta": {"text": "a"}}, "text", _json.loads) is None
     finally:
         _json.use(before)
 
