@@ -382,7 +382,7 @@ class SSEFramer:
             # line, then its data line up to the blank one (a memchr each), no split
             if gap == 8 and buf.find(b"\n", line + 1) == end and buf.startswith(_DATA, line + 1):
                 try:
-                    got = [self._types[bytes(buf[:line])]], [buf[line + 7 : end]]
+                    got = [self._types[bytes(buf[:line])]], [bytes(buf[line + 7 : end])]
                 except KeyError:
                     return None
             else:
