@@ -123,7 +123,8 @@ class DialectDecoder(PullDecoder[Event]):
                     for start, run in runs.items():
                         self._on_batch(at + start, run, framer.gap)
                 elif typed is None:
-                    self._on_batch(at, payloads, framer.gap)
+                    if payloads:  # (none, while a long event is still coming)
+                        self._on_batch(at, payloads, framer.gap)
                 elif isinstance(typed, tuple):  # one typed event: as the general path gives it
                     self._on_event(typed[0], data[typed[1] : typed[2]], at)
                 else:

@@ -15,9 +15,13 @@ Rule 1 (what is learned): a chunk the hot loop of `svir_proto.gemini.stream` has
     (``tail``); the usage's bytes become a pattern in which each number is any JSON integer
     of at most 18 digits (`svir_proto._jsonbytes.counts_pattern`).
 Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``, where the
-    first ``after`` is preceded by one valid JSON string body (`svir_proto._jsonbytes`'s
+    last ``after`` is preceded by one valid JSON string body (`svir_proto._jsonbytes`'s
     reading, its policy on escapes and surrogates included) and followed by bytes the usage's
-    pattern matches whole. JSON's grammar makes such a chunk mean what the learned one meant,
+    pattern matches whole. A short chunk is read by one pattern from the hole on; in a long
+    one, ``after`` is found from the end (its last bytes, past the usage's few), where a pattern
+    would walk the string byte by byte: the last ``after``, for were an earlier one the
+    string's end, the body up to the last would hold its unescaped quote, and not be one
+    string. JSON's grammar makes such a chunk mean what the learned one meant,
     with its own string and counts: its nesting is the learned one's, so no depth check is due.
 Rule 3 (doubt): anything else, or bytes that are not UTF-8, is read the hot loop's or the
     general way, which applies the policy and reports what is wrong and where: the envelope
@@ -40,16 +44,22 @@ __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 
 _USAGE: Final = b'"usageMetadata":'
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
+_KEY: Final = 16
+"""How much of the end of ``after`` is looked for from the end (a longer needle costs the
+search its preparation on every chunk: a chunk's safety ratings are hundreds of bytes); the
+rest's pattern then checks all of it."""
 _STRING: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body up to its closing quote: no quote, backslash or control character but
 in an escape (which `string_text` then checks)."""
+_LONG: Final = 256
+"""A hole this long is found from the end: a pattern walks it a byte at a time, some 5 ns a
+byte, where for a short one the pattern costs less than the search."""
 USAGE: Final = 2
 """The group of `Envelope.rest` that is the usage."""
 _RAW: Final = json.JSONDecoder()
 
-Unpacked = tuple[
-    bytes, int, Callable[[bytes | bytearray, int], "re.Match[bytes] | None"], str, bool
-]
+Match = Callable[[bytes | bytearray, int], "re.Match[bytes] | None"]
+Unpacked = tuple[bytes, int, Match, int, bytes, int, Match, str, bool]
 
 KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringValue":'}
 """What a hit means (`GeminiStreamDecoder._on_batch`), and the key of its hole."""
@@ -58,22 +68,56 @@ KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringVal
 class Envelope:
     """The bytes around a stream's changing string and usage; see the module docstring."""
 
-    __slots__ = ("head", "hits", "kind", "rated", "rest", "unpacked")
+    __slots__ = ("head", "hits", "kind", "rated", "unpacked")
 
-    def __init__(self, kind: str, head: bytes, rest: re.Pattern[bytes]) -> None:
+    def __init__(self, kind: str, head: bytes, after: bytes, rest: bytes, long_at: int) -> None:
         self.kind = kind  # "text", "thought" or "piece"
         self.head = head  # up to the hole string's body
-        self.rest = rest  # the string's body (group 1), then to the end, the usage group 2
         self.rated = False  # the chunk repeats the last quiet safety ratings: one more repeat
         self.hits = 0
-        self.unpacked: Unpacked = (head, len(head), rest.fullmatch, kind, False)
-        """What the decoder's hot loop reads: the head, its length, the rest's fullmatch, the
-        kind and whether it is rated."""
+        key = after[-_KEY:]
+        self.unpacked: Unpacked = (
+            head,
+            len(head),
+            re.compile(_STRING + rest).fullmatch,
+            long_at,
+            key,
+            len(after) - len(key),
+            re.compile(b"()" + rest).fullmatch,
+            kind,
+            False,
+        )
+        """What the decoder's hot loop reads (`read`): the head and its length; the pattern of
+        a short chunk from the hole's body on, and the length from which a chunk is long; the
+        end of ``after`` and how far before it ``after`` begins, and the pattern of a long
+        chunk from the hole's closing quote; the kind and whether it is rated."""
 
     def rate(self) -> None:
         """Each chunk that repeats this envelope repeats the last quiet safety ratings."""
         self.rated = True
-        self.unpacked = (*self.unpacked[:4], True)
+        self.unpacked = (*self.unpacked[:8], True)
+
+    def read(self, payload: bytes | bytearray) -> tuple[str, re.Match[bytes]] | None:
+        """The hole's text and the match of the rest (the usage its group `USAGE`) of a chunk
+        that repeats this envelope (Rule 2), or ``None``; the decoder's hot loop does this
+        inline.
+
+        Raises:
+            UnicodeDecodeError: the hole is not UTF-8 (the general way applies the policy).
+        """
+        head, opened, whole, long_at, key, skip, rest, _, _ = self.unpacked
+        if not payload.startswith(head):
+            return None
+        if len(payload) < long_at:  # one pattern: the hole's body, then the rest
+            m = whole(payload, opened)
+            closed = -1 if m is None else m.end(1)
+        else:  # a long hole: its end found from the end (Rule 2)
+            closed = payload.rfind(key) - skip
+            m = rest(payload, closed) if closed >= opened else None
+        if m is None:
+            return None
+        hole = string_text(payload, opened, closed)
+        return None if hole is None else (hole, m)
 
     @classmethod
     def learn(cls, payload: bytes | bytearray, kind: str) -> Envelope | None:
@@ -99,10 +143,11 @@ class Envelope:
             return None
         if payload[opened] != 0x22 or payload[usage_start] != 0x7B:  # a string, an object
             return None
-        rest = [_STRING, re.escape(bytes(payload[closed:usage_start])), b"("]
-        rest.append(counts_pattern(bytes(payload[usage_start:usage_end]))[0])
+        after = bytes(payload[closed:usage_start])
+        rest = [re.escape(after), b"(", counts_pattern(bytes(payload[usage_start:usage_end]))[0]]
         rest += [b")", re.escape(bytes(payload[usage_end:]))]
-        return cls(kind, bytes(payload[: opened + 1]), re.compile(b"".join(rest)))
+        long_at = len(payload) - (closed - opened - 1) + _LONG
+        return cls(kind, bytes(payload[: opened + 1]), after, b"".join(rest), long_at)
 
 
 def _value(payload: bytes | bytearray, at: int) -> int:

@@ -294,20 +294,24 @@ class GeminiStreamDecoder(DialectDecoder):
         fast = self._finish is None and self._started
         envelope = self._envelope
         if envelope is not None:
-            head, opened, rest, kind, rated = envelope.unpacked
+            head, opened, whole, long_at, key, skip, rest, kind, rated = envelope.unpacked
         at += 6  # where each payload begins
         for payload in payloads:
-            if (  # Rule 2 of `_envelope`, inline
-                envelope is not None
-                and payload.startswith(head)
-                and (m := rest(payload, opened)) is not None
-            ):
-                span = m.group(1)
-                try:  # the string's text (`_envelope.string_text`), its common case inline
-                    if 0x5C not in span:
-                        hole: str | None = span.decode()  # nothing escaped: the bytes are the text
-                    else:
-                        hole = string_text(payload, opened, m.end(1))
+            hole = None
+            if envelope is not None and payload.startswith(head):  # `Envelope.read`, inline
+                try:
+                    if len(payload) < long_at:  # one pattern: the hole's body, then the rest
+                        if (m := whole(payload, opened)) is not None:
+                            span = m[1]  # its common case inline: nothing escaped
+                            hole = (
+                                span.decode()
+                                if 0x5C not in span
+                                else string_text(payload, opened, m.end(1))
+                            )
+                    elif (closed := payload.rfind(key) - skip) >= opened and (
+                        m := rest(payload, closed)
+                    ) is not None:  # a long hole: its end found from the end
+                        hole = string_text(payload, opened, closed)
                 except UnicodeDecodeError:  # the general way applies the policy
                     hole = None
                 if hole is not None:
@@ -415,7 +419,9 @@ class GeminiStreamDecoder(DialectDecoder):
                         self._pending = chunk_usage
                         envelope = self._learn(payload, kind, len(c) == 3)
                         if envelope is not None:
-                            head, opened, rest, kind, rated = envelope.unpacked
+                            head, opened, whole, long_at, key, skip, rest, kind, rated = (
+                                envelope.unpacked
+                            )
                         at += len(payload) + gap
                         continue
             self._chunk(payload, at, obj)

@@ -865,10 +865,19 @@ def _crlf_only(buf: bytearray, start: int) -> bool:
     """Every line end in ``buf[start:]`` is CRLF, so the CRLF lane misses no blank line there.
     A CR at the very end may meet its LF later, unless it ends a blank line: a CR alone ends a
     line (Rule 1), so that event is complete now."""
-    crlf = buf.count(b"\r\n", start)
+    at = start
+    for _ in range(8):  # few line ends (a long event's): each found by a memchr
+        cr = buf.find(b"\r", at)
+        lf = buf.find(b"\n", at)
+        if lf < 0:  # no LF left: no CR either, but one at the very end
+            return cr < 0 or (cr == len(buf) - 1 and not buf.endswith(b"\r\n\r"))
+        if cr < 0 or cr != lf - 1:  # an LF without its CR, or a CR without its LF
+            return False
+        at = lf + 1
+    crlf = buf.count(b"\r\n", at)  # many: counted (a two-byte count walks the buffer)
     return (
-        buf.count(b"\n", start) == crlf
-        and buf.count(b"\r", start) - (buf[-1:] == b"\r") == crlf
+        buf.count(b"\n", at) == crlf
+        and buf.count(b"\r", at) - (buf[-1:] == b"\r") == crlf
         and not buf.endswith(b"\r\n\r")
     )
 

@@ -21,7 +21,7 @@ from svir_proto.sse import (
     SSEFramer,
     SSEItem,
 )
-from svir_proto.sse.framer import RawItem, batch_offsets, typed_offsets
+from svir_proto.sse.framer import RawItem, _crlf_only, batch_offsets, typed_offsets
 from tests.helpers import run, splits
 
 TEXT = st.text(
@@ -412,3 +412,24 @@ def test_items_are_due_at_the_piece_that_completes_their_line(
         else:
             got += decoder.feed(piece)
         assert got == due(received), received
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"data: x", b"\r\n", b"\r", b"\n", b"\r\n\r\n", b"y" * 50]), max_size=40
+    ),
+    st.integers(0, 30),
+)
+def test_crlf_only_finds_what_counting_finds(parts: list[bytes], start: int) -> None:
+    """`_crlf_only` finds the line ends of a long event one by one and counts many: the same
+    answer as counting them, whatever the buffer holds and wherever it starts."""
+    buf = bytearray(b"".join(parts))
+    # (the framer's start is never past the buffer's last CR: it looks again at the last bytes)
+    start = min(start, len(buf) - 1 if buf.endswith(b"\r") else len(buf))
+    crlf = buf.count(b"\r\n", start)
+    expected = (
+        buf.count(b"\n", start) == crlf
+        and buf.count(b"\r", start) - (buf[-1:] == b"\r") == crlf
+        and not buf.endswith(b"\r\n\r")
+    )
+    assert _crlf_only(buf, start) == expected

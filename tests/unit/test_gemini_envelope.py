@@ -282,7 +282,53 @@ def test_an_envelope_is_learned_from_compact_json_too() -> None:
     assert envelope is not None
     assert envelope.head.endswith(b'"text":"')
     later = compact.replace(b'"a"', b'"bc"').replace(b'Count":1,', b'Count":12,')
-    m = envelope.rest.fullmatch(later, len(envelope.head))
-    assert m is not None
+    read = envelope.read(later)
+    assert read is not None
+    hole, m = read
     assert b'"candidatesTokenCount":12,' in m.group(USAGE)
-    assert m.group(1) == b"bc"
+    assert hole == "bc"
+
+
+def test_a_long_hole_is_found_from_the_end() -> None:
+    """The hole's end is the last ``after``: a hole that holds ``after`` itself, escaped, is
+    read whole; one that holds it unescaped (two strings, not one) is no repeat."""
+    compact = json.dumps(chunk({"text": "a"}), separators=(",", ":")).encode()
+    envelope = Envelope.learn(compact, "text")
+    assert envelope is not None
+    after = _after(compact, b'"a"')
+    inner = after.replace(b'"', b'\\"')
+    text = 'x\n"' + after.decode()[1:] + "y" * 300
+    later = compact.replace(b'"a"', b'"x\\n' + inner + b"y" * 300 + b'"')
+    read = envelope.read(later)
+    assert read is not None
+    assert read[0] == text
+    assert envelope.read(compact.replace(b'"a"', b'"x' + after + b"y" * 300 + b'"')) is None
+    assert envelope.read(compact.replace(b'"a"', b'"x\\qy"')) is None  # not a JSON escape
+
+
+def _after(payload: bytes, hole: bytes) -> bytes:
+    """The bytes from the hole's closing quote to the usage object."""
+    closed = payload.index(hole) + len(hole) - 1
+    return payload[closed : payload.index(b"{", payload.index(b'"usageMetadata"'))]
+
+
+def test_the_hot_loop_finds_a_long_hole_from_the_end() -> None:
+    """As `Envelope.read` does: a long text of code whose escapes spell the envelope's bytes
+    after the hole is read on the hot loop, without a parser; one holding them unescaped is not
+    a repeat, and the general way reads it."""
+    events = texts("a", "b")
+    after = _after(events[1], b'"b"')
+    code = 'def f():\n    return "a\\tb"\n' * 20 + after.decode() + " \u00e9"
+    d = learned(events)
+    loads = d._loads
+    d._loads = None  # type: ignore[assignment]  # any parse would fail now
+    assert d.feed(texts("a", "b", code)[2]) == [TextDelta(text=code)]
+    d._loads = loads
+    raw = texts("a", "b", "xyz")[2].replace(b"xyz", b"x" + after + b"y" * 300)  # no JSON now
+    errors = []
+    for parts in ([*events, raw], bytewise(b"".join([*events, raw]))):
+        with pytest.raises(PeerProtocolError) as caught:
+            run(GeminiStreamDecoder(), parts)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    same_as_general([*events, *texts("a", "b", code)[2:], finish()])
