@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 from itertools import accumulate
 from types import ModuleType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 __all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "string_at", "string_body", "use"]
 
@@ -113,24 +113,45 @@ def _plain_numbers(raw: bytes | bytearray) -> bool:
     return _LONG_DIGITS not in mapped and b"e000" not in mapped
 
 
+_UNPARSED: Final = object()
 _scanstring: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*").match  # json.decoder's
 
 
-def too_deep(data: bytes | bytearray | str) -> bool:
+def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
     """Rule 5 for a payload: nested deeper than `MAX_DEPTH`. Cheap for short payloads (no
-    value shorter than 2 * MAX_DEPTH characters can break it), and for long ones: the strings
-    are cut out and the brackets counted in C (a call's arguments, a JSON text in a string,
-    hold thousands of brackets that nest nothing)."""
+    value shorter than 2 * MAX_DEPTH characters can break it), and for long ones: the brackets
+    are counted in C, and only if there are more than `MAX_DEPTH` (a call's arguments, a JSON
+    text or code in a string, hold thousands that nest nothing) is the payload's ``value``, if
+    the caller parsed it, walked a level at a time (its containers, a few per kilobyte of
+    text), or else its strings cut out and its brackets followed."""
     if len(data) <= 2 * MAX_DEPTH:
         return False
     raw = data.encode() if isinstance(data, str) else data
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
+    if value is not _UNPARSED:
+        return _deeper(value)
     brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     if brackets.count(b"[") + brackets.count(b"{") <= MAX_DEPTH:
         return False
     return max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH
+
+
+def _deeper(value: object) -> bool:
+    """``value`` nests deeper than `MAX_DEPTH` (its containers counted a level at a time)."""
+    level: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            return True
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            below += [c for c in children if type(c) is dict or type(c) is list]
+        level = below
+    return False
 
 
 _STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)

@@ -46,6 +46,12 @@ before a decoder stops learning (Rule 5)."""
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
+_LONG: Final = 256
+"""A delta this long (with the bytes after it) is found from the end (`Template.long`); a
+pattern costs a shorter one less than the search."""
+_KEY: Final = 16
+"""How much of the end of the bytes after a delta is looked for from the end (a longer needle
+costs the search its preparation on every event); the pattern then checks them all."""
 
 
 def budget_after(previous: Template | None, budget: int) -> int:
@@ -66,7 +72,10 @@ class Template:
     it begins past the long head.
     """
 
-    __slots__ = ("carrier", "event", "head", "hits", "hot", "line", "match", "numbered", "whole")
+    __slots__ = (
+        "after", "carrier", "event", "head", "hits", "hot", "key", "line", "match", "numbered",
+        "skip", "whole",
+    )  # fmt: skip
 
     def __init__(
         self, head: bytes, mid: bytes, tail: bytes, rest: bytes | None, numbered: bool
@@ -78,6 +87,11 @@ class Template:
         self.head: Final = head
         self.match: Final = re.compile(rule, re.DOTALL).fullmatch
         self.event: Final = re.compile(rule + b"\n\n", re.DOTALL).match  # and its blank line
+        # a long delta's end is found from the event's end (`long`): the last bytes of `tail`
+        # (``skip`` bytes after where it begins), then a pattern for the bytes after the body
+        self.key: Final = tail[-_KEY:]
+        self.skip: Final = len(tail) - len(self.key)
+        self.after: Final = re.compile(re.escape(tail) + padding, re.DOTALL).fullmatch
         self.numbered: Final = numbered
         self.hits = 0
         self.hot: Any = None  # what the decoder keeps with it: the part its deltas are of
@@ -127,6 +141,21 @@ class Template:
             else (b"event: " + name.replace(b"%", b"%%") + b"\ndata: " + self.head)
         )
 
+    def long(self, data: bytes | bytearray, start: int, end: int) -> str | None:
+        """The delta whose body begins at ``start`` in an event's payload that ends at ``end``,
+        found from the end, or ``None`` (Rule 3): for a long delta, which a pattern would walk
+        a byte at a time (some 5 ns a byte) before it reached the bytes after it. The body ends
+        where the last ``tail`` begins: were it an earlier one, the body up to the last would
+        hold an unescaped quote, and not be one string.
+
+        Raises:
+            UnicodeDecodeError: the delta is not UTF-8.
+        """
+        closed = data.rfind(self.key, start, end) - self.skip
+        if closed < start or self.after(data, closed, end) is None:
+            return None
+        return string_text(data, start, closed)
+
     def one(self, data: bytes, seq: int) -> str | None:
         """The delta of ``data`` if it is one whole typed event (`typed`) that repeats this
         template with number ``seq`` (Rule 2), then a blank line with LF line ends; else, or
@@ -138,10 +167,12 @@ class Template:
         opening = whole % seq if self.numbered else whole
         if not data.startswith(opening):
             return None
-        m = self.match(data, len(opening), len(data) - 2)
-        if m is None:
-            return None
         try:
+            if len(data) - len(opening) > _LONG:
+                return self.long(data, len(opening), len(data) - 2)
+            m = self.match(data, len(opening), len(data) - 2)
+            if m is None:
+                return None
             raw = m[1]  # text_of, inline: nearly every delta is plain
             return raw.decode() if 0x5C not in raw else text_of(data, m)
         except UnicodeDecodeError:  # the general way applies the policy
@@ -175,14 +206,20 @@ class Template:
                 start = pos + len(opening)
                 if start > last or not data.startswith(opening, pos):
                     break
-                m = event(data, start)  # (a delta's body holds no LF: it stops at the first)
-                if m is None:
-                    break
-                end = m.end()
+                # (a delta's body holds no LF: the pattern stops at the first; it walks a
+                # long one no further than _LONG bytes)
+                m = event(data, start, start + _LONG)
+                if m is not None:
+                    end = m.end()
+                    raw = m[1]
+                    text = raw.decode() if 0x5C not in raw else text_of(data, m)
+                else:  # a long delta, or none
+                    end = data.find(b"\n", start) + 2
+                    if end < 2 or data[end - 1 : end] != b"\n":
+                        break
+                    text = self.long(data, start, end - 2)
                 if end - pos > limit:
                     break
-                raw = m[1]
-                text = raw.decode() if 0x5C not in raw else text_of(data, m)
                 if text:
                     if len(text) > room:
                         break
@@ -242,23 +279,27 @@ class Template:
                     opening = head % seq
                     if not data.startswith(opening):
                         break
-                    m = match(data, len(opening))
+                    start = len(opening)
                 elif data.startswith(head):
-                    m = match(data, len(head))
+                    start = len(head)
                 else:
                     break
-                if m is None:
-                    break
-                raw = m[1]  # text_of, inline: nearly every delta is plain, or arguments
-                if 0x5C not in raw:
-                    text = raw.decode()
-                elif 0x5C not in (unquoted := raw.replace(b'\\"', b'"')):
-                    text = unquoted.decode()
+                if len(data) - start > _LONG:
+                    found = self.long(data, start, len(data))
                 else:
-                    found = string_text(data, m.start(1), m.end(1))
-                    if found is None:
+                    m = match(data, start)
+                    if m is None:
                         break
-                    text = found
+                    raw = m[1]  # text_of, inline: nearly every delta is plain, or arguments
+                    if 0x5C not in raw:
+                        found = raw.decode()
+                    elif 0x5C not in (unquoted := raw.replace(b'\\"', b'"')):
+                        found = unquoted.decode()
+                    else:
+                        found = string_text(data, m.start(1), m.end(1))
+                if found is None:
+                    break
+                text = found
                 if text:
                     room -= len(text)
                     if room < 0:

@@ -251,7 +251,9 @@ class MessagesStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: _json Rule 5
+            if len(data) > self._deep and _json.too_deep(
+                data, obj
+            ):  # orjson nests deeper: _json Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError("an event's data must be a JSON object", offset=at)

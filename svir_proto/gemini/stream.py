@@ -456,7 +456,7 @@ class GeminiStreamDecoder(DialectDecoder):
                 obj = self._loads(payload)
             except (ValueError, RecursionError):
                 obj = self._canonical(payload, at, "a chunk")
-        if len(payload) > self._deep and _json.too_deep(payload):  # orjson nests deeper
+        if len(payload) > self._deep and _json.too_deep(payload, obj):  # orjson nests deeper
             obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
             raise PeerProtocolError(

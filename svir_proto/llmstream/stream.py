@@ -278,7 +278,7 @@ class LLMStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: Rule 5
+            if len(data) > self._deep and _json.too_deep(data, obj):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:  # Rule 1
             raise PeerProtocolError("an event's data must be one JSON object", offset=at)

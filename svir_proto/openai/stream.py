@@ -219,7 +219,9 @@ class ChatStreamDecoder(DialectDecoder):
         except (ValueError, RecursionError):
             obj = self._canonical(payload, at, "a chunk")
         else:
-            if len(payload) > self._deep and _json.too_deep(payload):  # orjson nests deeper: Rule 5
+            if len(payload) > self._deep and _json.too_deep(
+                payload, obj
+            ):  # orjson nests deeper: Rule 5
                 obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
             raise PeerProtocolError(

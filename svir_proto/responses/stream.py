@@ -432,7 +432,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 return
             obj = self._canonical(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(data):  # orjson nests deeper: Rule 5
+            if len(data) > self._deep and _json.too_deep(data, obj):  # orjson nests deeper: Rule 5
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError(

@@ -177,3 +177,14 @@ def test_rule_5_reads_strings_and_brackets_as_byte_by_byte(opened: int, rest: li
     raw = b"[" * opened + b"".join(rest) + b" " * (2 * MAX_DEPTH)  # past the length cut
     assert too_deep(raw) is _deep_by_bytes(raw)
     assert too_deep(b'"' + raw) is _deep_by_bytes(b'"' + raw)  # all in a string, or most
+
+
+@given(
+    st.integers(MAX_DEPTH - 8, MAX_DEPTH + 8),
+    st.lists(st.sampled_from(['"[[{"', '"a"', "[]", "{}", '{"k":[1]}', '"\\\\["']), max_size=40),
+)
+def test_rule_5_reads_a_parsed_value_as_its_bytes(opened: int, items: list[str]) -> None:
+    """A payload the caller parsed is walked a level at a time: the same answer as its bytes
+    read byte by byte, brackets in strings (code, arguments) counting for nothing."""
+    text = "[" * opened + ",".join(['"' + "[" * 600 + '"', *items]) + "]" * opened
+    assert too_deep(text, json.loads(text)) is _deep_by_bytes(text.encode())

@@ -120,3 +120,34 @@ def test_ahead_runs_the_pattern_on_whole_events_only() -> None:
     t.event = counted  # type: ignore[misc]
     assert t.ahead(whole + begun, 4, 99, 9999) == (["b"], 1, len(whole), True)
     assert len(calls) == 1
+
+
+LONG_CASES = [
+    # a long delta of code: its escapes and a copy of the bytes after it, escaped
+    (b'"' + b'def f():\\n    return \\"a\\tb\\"\\n' * 20 + b'\\",\\"logprobs\\":[]"', True),
+    (b'"' + b"caf\xc3\xa9 " * 100 + b'"', True),
+    (b'"' + b"x" * 400 + b'","logprobs":[],"obfuscation":"Q"' + b"y" * 10 + b'"', False),
+    (b'"' + b"x" * 400 + b"\\q" + b'"', False),  # not a JSON escape
+    (b'"' + b"x" * 400 + b"\\ud800" + b'"', False),  # a lone surrogate
+    (b'"' + b"x" * 400 + b"\xff" + b'"', False),  # not UTF-8
+]
+
+
+@pytest.mark.parametrize(("delta", "text"), LONG_CASES)
+def test_a_long_delta_is_found_from_the_end_on_every_path(delta: bytes, text: bool) -> None:
+    """`read` (a run), `one` and `ahead` find a long delta's end from the event's end
+    (`Template.long`): the text the standard library reads, or ``None`` where it does not read
+    one valid string; the bytes after it, escaped in it, do not end it early."""
+    import json
+
+    t = learned(OPENAI % (3, b'"a"', b"xY1"), 3)
+    t.typed("response.output_text.delta")
+    payload = OPENAI % (4, delta, b"Q")
+    expected = json.loads(delta) if text else None
+    assert t.read(payload, 4) == expected
+    assert t.read(payload[: -len(b'"logprobs":[],"obfuscation":"Q"}')] + b'"x":1}', 4) is None
+    event = b"event: response.output_text.delta\ndata: " + payload + b"\n\n"
+    assert t.one(event, 4) == expected
+    short = b"event: response.output_text.delta\ndata: " + OPENAI % (5, b'"z"', b"") + b"\n\n"
+    got = t.ahead(event + short, 4, 10**6, 10**6)
+    assert got == (([expected, "z"], 2, len(event + short), True) if text else ([], 0, 0, False))
