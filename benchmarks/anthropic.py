@@ -13,6 +13,8 @@ every payload, ``index``, ``delta.type``):
   arguments in small ``input_json_delta`` pieces (Anthropic never interleaves blocks).
 - ``thinking``: extended thinking: a long ``thinking`` block of ``thinking_delta`` pieces and its
   ``signature_delta``, a ``redacted_thinking`` block, then the text.
+- ``long``: the text block in deltas of 200..2000 characters, a tenth of their words code
+  with escapes (the OpenAI benchmark's ``long``).
 - ``llamacpp``: what llama.cpp's ``/v1/messages`` writes: its ``message_start`` (an id and
   usage of its own), a text block of one token per delta, then a ``tool_use`` block (no
   ``input``) whose arguments come a token at a time, quotes escaped (``\"``, ``\":``),
@@ -33,7 +35,7 @@ import random
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.shapes import PIECES, TOKENS
+from benchmarks.shapes import PIECES, TOKENS, long_delta
 from svir_proto import _json
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.events import Completion
@@ -105,6 +107,15 @@ def text(chunks: int, seed: int = 7) -> bytes:
         out.append(_delta(0, {"type": "text_delta", "text": rng.choice(TOKENS)}))
         if i % 500 == 499:
             out.append(_event({"type": "ping"}))
+    return b"".join([*out, _stop(0), *_end("end_turn", chunks)])
+
+
+def long(chunks: int, seed: int = 7) -> bytes:
+    """The text shape with a delta of 200..2000 characters of text and code each."""
+    rng = random.Random(seed)
+    out = [_start(rng), _block(0, {"type": "text", "text": ""})]
+    for _ in range(chunks):
+        out.append(_delta(0, {"type": "text_delta", "text": long_delta(rng)}))
     return b"".join([*out, _stop(0), *_end("end_turn", chunks)])
 
 
@@ -196,6 +207,7 @@ SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     "tools": ("tool_use: 4 blocks of long input_json_delta streams", tools, 1.0),
     "thinking": ("extended thinking with a signature, redacted thinking, text", thinking, 1.0),
     "llamacpp": ("llama.cpp's /v1/messages: text, then a tool call token by token", llamacpp, 1.0),
+    "long": ("text deltas of 200..2000 characters, code with escapes", long, 0.1),
 }
 
 

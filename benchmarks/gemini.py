@@ -15,6 +15,8 @@ Gemini's real keys (``candidates[].content.parts[]``, ``role``, ``index``, a cum
 - ``thinking``: thought summaries (``"thought": true``), then the answer, then the signature
   (a 1 KB ``thoughtSignature``) on an empty final part, as Gemini 3 streams them.
 - ``safety``: gemini-1.5's ``safetyRatings`` (four categories) on every chunk.
+- ``long``: the text shape with one part of 200..2000 characters a chunk, a tenth of its words
+  code with escapes (the OpenAI benchmark's ``long``; Gemini streams sentences, not tokens).
 
 Each is fed in 1460 B pieces, random 1..4096 B pieces and one event per read; svir-proto with
 orjson and with the standard library, against the floor: ``split(b"\\r\\n\\r\\n")`` and
@@ -30,7 +32,7 @@ import random
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.shapes import PIECES, TOKENS
+from benchmarks.shapes import PIECES, TOKENS, long_delta
 from svir_proto import _json
 from svir_proto.events import Completion
 from svir_proto.gemini import GeminiStreamDecoder
@@ -89,6 +91,14 @@ def text(chunks: int, seed: int = 7) -> bytes:
     s = _Stream(seed)
     for _ in range(chunks):
         s.chunk([{"text": s.text(s.rng.randint(1, 4))}])
+    return s.end()
+
+
+def long(chunks: int, seed: int = 7) -> bytes:
+    """The text shape with a part of 200..2000 characters of text and code a chunk."""
+    s = _Stream(seed)
+    for _ in range(chunks):
+        s.chunk([{"text": long_delta(s.rng)}])
     return s.end()
 
 
@@ -151,6 +161,7 @@ SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     "tools": ("parallel calls whole and signed, Vertex AI's streamed arguments", tools, 1.0),
     "thinking": ("thought summaries, the answer, a 1 KB signature", thinking, 1.0),
     "safety": ("gemini-1.5: four safety ratings on every chunk", safety, 1.0),
+    "long": ("text parts of 200..2000 characters, code with escapes", long, 0.1),
 }
 
 

@@ -15,6 +15,8 @@ The shapes, generated from a seed:
   deltas (OpenAI's keys), each closed by ``.done``.
 - ``reasoning``: a reasoning summary streamed in two parts, signed with ``encrypted_content``,
   then the answer's text.
+- ``long``: the text shape in deltas of 200..2000 characters, a tenth of their words code
+  with escapes (the OpenAI benchmark's ``long``); its last events hold the whole answer.
 
 Each is fed in 1460 B pieces, random pieces of 1..4096 B, and one event per read. In one run,
 taking turns in every round:
@@ -40,7 +42,7 @@ import time
 from collections.abc import Callable
 
 from benchmarks._timing import interleaved, table
-from benchmarks.shapes import PIECES, TOKENS
+from benchmarks.shapes import PIECES, TOKENS, long_delta
 from svir_proto import _json
 from svir_proto.events import Completion
 from svir_proto.responses import ResponsesStreamDecoder
@@ -97,7 +99,14 @@ def _pad(rng: random.Random) -> str:
     return "".join(rng.choice("abcdefghijkXYZ0123") for _ in range(rng.randint(1, 15)))
 
 
-def _message(w: _Writer, rng: random.Random, index: int, chunks: int, openai: bool) -> object:
+def _message(
+    w: _Writer,
+    rng: random.Random,
+    index: int,
+    chunks: int,
+    openai: bool,
+    delta: Callable[[random.Random], str] = lambda rng: rng.choice(TOKENS),
+) -> object:
     mid = f"msg_{rng.getrandbits(160):040x}"
     where: dict[str, object] = {"item_id": mid}
     if openai:
@@ -114,7 +123,7 @@ def _message(w: _Writer, rng: random.Random, index: int, chunks: int, openai: bo
     w.ev("response.content_part.added", **where, part=empty)
     text = []
     for _ in range(chunks):
-        token = rng.choice(TOKENS)
+        token = delta(rng)
         text.append(token)
         if openai:
             w.ev(
@@ -142,6 +151,17 @@ def text(chunks: int, seed: int = 7) -> bytes:
     w.ev("response.created", response=_response(rid, "in_progress", [], None))
     w.ev("response.in_progress", response=_response(rid, "in_progress", [], None))
     item = _message(w, rng, 0, chunks, openai=True)
+    w.ev("response.completed", response=_response(rid, "completed", [item], _usage(chunks)))
+    return w.body()
+
+
+def long(chunks: int, seed: int = 7) -> bytes:
+    """The text shape with deltas of 200..2000 characters of text and code."""
+    rng = random.Random(seed)
+    w = _Writer()
+    rid = f"resp_{rng.getrandbits(160):040x}"
+    w.ev("response.created", response=_response(rid, "in_progress", [], None))
+    item = _message(w, rng, 0, chunks, openai=True, delta=long_delta)
     w.ev("response.completed", response=_response(rid, "completed", [item], _usage(chunks)))
     return w.body()
 
@@ -227,6 +247,7 @@ SHAPES: dict[str, tuple[str, Callable[[int], bytes], float]] = {
     "llamacpp": ("text, llama.cpp's event keys", llamacpp, 1.0),
     "tools": ("4 function calls, long argument streams", tools, 1.0),
     "reasoning": ("signed reasoning summary in two parts, then text", reasoning, 1.0),
+    "long": ("text deltas of 200..2000 characters, code with escapes", long, 0.1),
 }
 
 

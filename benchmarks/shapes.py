@@ -164,16 +164,22 @@ def crlf(chunks: int, seed: int = 7) -> bytes:
 CODE = ('\n    return "a\\tb"', " `code`", " if a < b:\n", " C:\\path\\file", '\t{"k": 1}')
 
 
+def long_delta(rng: random.Random) -> str:
+    """A delta of 200..2000 characters, a tenth of its words code with escapes: the ``long``
+    shape's, which the other dialects' benchmarks use too."""
+    size, words = rng.randint(200, 2000), []
+    while size > 0:
+        words.append(rng.choice(CODE) if rng.random() < 0.1 else rng.choice(TOKENS))
+        size -= len(words[-1])
+    return "".join(words)
+
+
 def long(chunks: int, seed: int = 7) -> bytes:
     rng = random.Random(seed)
     head = _head(rng)
     out = [_chunk(head, {"role": "assistant", "content": "", "refusal": None})]
     for _ in range(chunks):
-        size, words = rng.randint(200, 2000), []
-        while size > 0:
-            words.append(rng.choice(CODE) if rng.random() < 0.1 else rng.choice(TOKENS))
-            size -= len(words[-1])
-        out.append(_chunk(head, {"content": "".join(words)}))
+        out.append(_chunk(head, {"content": long_delta(rng)}))
     out.append(_chunk(head, {}, "stop"))
     return b"".join(out + _tail(head, chunks))
 

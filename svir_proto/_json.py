@@ -171,11 +171,19 @@ def canonical(
         json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
     """
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors)  # Rule 3
-    if too_deep(text):
-        raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0)
     plain = len(data) > _SHORT and not isinstance(data, str) and _plain_numbers(data)
-    value = _decode(text, _SCAN_PLAIN if plain else _SCAN)
-    if _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
+    # Rule 5 first: a payload too deep is that error, whatever else is wrong with it; read
+    # from the value when there is one (its containers), from the bytes only when the parse
+    # failed (a pattern over every string: a long answer's text costs it milliseconds)
+    try:
+        value = _decode(text, _SCAN_PLAIN if plain else _SCAN)
+    except (ValueError, RecursionError):
+        if too_deep(data):
+            raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0) from None
+        raise
+    if too_deep(data, value):
+        raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0)
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
         if errors == "replace":
             return _replace_surrogates(value)
         raise JSONPolicyError("a lone surrogate escape is not text", _lone_at(text))

@@ -207,7 +207,7 @@ class Template:
                 if start > last or not data.startswith(opening, pos):
                     break
                 # (a delta's body holds no LF: the pattern stops at the first; it walks a
-                # long one no further than _LONG bytes)
+                # long one no further than _LONG bytes, which `long` then reads)
                 m = event(data, start, start + _LONG)
                 if m is not None:
                     end = m.end()

@@ -462,7 +462,9 @@ class SSEFramer:
                 return False
             if line == n - 1:
                 return True
-            end = end if end > line else buf.find(b"\n", line + 1)  # the data line's end
+            # the data line's end: no LF lies between its beginning and ``start`` (a call that
+            # saw one there closed the lane), so a long line is not searched again
+            end = end if end > line or start > line else buf.find(b"\n", line + 1)
             return end < 0 or (end == n - 1 and buf[line + 1 : line + 7] == b"data: ")
         end = buf.find(b"\r", start)
         if end >= 0:
@@ -476,7 +478,7 @@ class SSEFramer:
                 if not self._known(buf, begin, line):
                     return False
                 if line < n - 2:  # its CRLF is whole, and its next line has begun
-                    end = end if end > line else buf.find(b"\r", line + 2)
+                    end = end if end > line or start > line else buf.find(b"\r", line + 2)
                     if end >= 0 and not (
                         (end == n - 1 or (end == n - 2 and buf[-1] == _LF))
                         and buf[line + 2 : line + 8] == b"data: "
