@@ -124,34 +124,52 @@ def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
     are counted in C, and only if there are more than `MAX_DEPTH` (a call's arguments, a JSON
     text or code in a string, hold thousands that nest nothing) is the payload's ``value``, if
     the caller parsed it, walked a level at a time (its containers, a few per kilobyte of
-    text), or else its strings cut out and its brackets followed."""
+    text; `_deeper`, which may not tell), or else its strings cut out and its brackets
+    followed."""
     if len(data) <= 2 * MAX_DEPTH:
         return False
     raw = data.encode() if isinstance(data, str) else data
-    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+    brackets = raw.count(b"[") + raw.count(b"{")
+    if brackets <= MAX_DEPTH:
         return False
     if value is not _UNPARSED:
-        return _deeper(value)
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    if brackets.count(b"[") + brackets.count(b"{") <= MAX_DEPTH:
+        deeper = _deeper(value, brackets, raw)
+        if deeper is not None:
+            return deeper
+    outside = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if outside.count(b"[") + outside.count(b"{") <= MAX_DEPTH:
         return False
-    return max(accumulate(map(_STEP.__getitem__, brackets))) > MAX_DEPTH
+    return max(accumulate(map(_STEP.__getitem__, outside))) > MAX_DEPTH
 
 
-def _deeper(value: object) -> bool:
-    """``value`` nests deeper than `MAX_DEPTH` (its containers counted a level at a time)."""
+def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None:
+    """Whether ``value``, parsed from ``raw``, which holds ``brackets`` brackets, nests deeper
+    than `MAX_DEPTH`: its containers walked a level at a time, the brackets of its strings
+    counted. ``None`` when the walk cannot tell: a duplicate key's earlier value is in the bytes
+    and not in the value (the last one wins), and the bytes hold enough brackets the walk did
+    not see (as containers, in strings, or as ``\\u`` escapes, which may have written a string's
+    brackets) for such a value, below the value's deepest level, to nest deeper."""
     level: list[Any] = [value] if type(value) is dict or type(value) is list else []
-    depth = 0
+    depth = seen = 0
     while level:
         depth += 1
         if depth > MAX_DEPTH:
             return True
         below: list[Any] = []
         for item in level:
-            children = item.values() if type(item) is dict else item
-            below += [c for c in children if type(c) is dict or type(c) is list]
+            seen += 1
+            for child in item.items() if type(item) is dict else (item,):
+                for c in child:
+                    if type(c) is str:
+                        seen += c.count("[") + c.count("{")
+                    elif type(c) is dict or type(c) is list:
+                        below.append(c)
         level = below
-    return False
+    # what the walk did not see holds at most this many containers, nested at most `depth`
+    # levels down
+    if depth + brackets - seen + raw.count(b"\\u") <= MAX_DEPTH:
+        return False
+    return None
 
 
 _STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)

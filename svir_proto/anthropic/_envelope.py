@@ -119,10 +119,14 @@ def learn(
     raw = raw[1:-1]
     head = bytes(payload[: at + 1])
     tail = bytes(payload[at + 1 + len(raw) :])
+    # a probe other than the piece: were the piece found in another string equal to it, the
+    # probe would change that string, and the object would differ (found by review: a piece
+    # "Z" learned from a later "Z")
+    probe = _PROBE if delta[key] != _PROBE else _PROBE.lower()
     try:
-        probed = loads(head + _PROBE.encode() + tail)
+        probed = loads(head + probe.encode() + tail)
     except ValueError:  # what orjson refuses and the general way mended (a lone surrogate)
         return None
-    if probed != {**obj, "delta": {**delta, key: _PROBE}}:
+    if probed != {**obj, "delta": {**delta, key: probe}}:
         return None
     return head, tail

@@ -170,3 +170,20 @@ def test_an_empty_piece_in_a_run_is_no_event() -> None:
     payloads = [START, TEXT, piece(b"hi"), piece(b""), piece(b"there"), END]
     decoder = same(payloads, "run")
     assert decoder.result.text == "hithere"
+
+
+@pytest.mark.parametrize("lane", LANES)
+def test_a_piece_equal_to_the_probe_is_not_learned_from_another_string(lane: str) -> None:
+    """Found by review: a piece ``Z`` (the probe's own value) with a later ``"Z"`` in the same
+    payload taught an envelope around the later one, and the next pieces read as that field's
+    value. The probe is now another value than the piece."""
+    payloads = [
+        START,
+        TEXT,
+        piece(b"Z")[:-1] + b',"foo":"Z"}',
+        piece(b"Z")[:-1] + b',"foo":"hello"}',
+        piece(b"Z")[:-1] + b',"foo":"world"}',
+        END,
+    ]
+    decoder = same(payloads, lane)
+    assert decoder.result.text == "ZZZ"

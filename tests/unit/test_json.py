@@ -179,12 +179,32 @@ def test_rule_5_reads_strings_and_brackets_as_byte_by_byte(opened: int, rest: li
     assert too_deep(b'"' + raw) is _deep_by_bytes(b'"' + raw)  # all in a string, or most
 
 
+HIDDEN = '{"k":' + "[" * 20 + "]" * 20 + ',"k":1}'
+HIDDEN_DEEP = '{"k":' + "[" * 600 + "]" * 600 + ',"k":"' + "\\u005b" * 600 + '"}'
+"""Values deeper than the parse shows, one with escaped brackets where the hidden ones were."""
+
+
+def test_a_value_hidden_by_a_duplicate_key_is_as_deep_as_its_bytes() -> None:
+    """Found by review: the walk alone read 513..1024 levels behind a duplicate key as
+    shallow, where the bytes (and the standard library past its stack) said too deep."""
+    for text in ('{"a":' + "[" * 513 + "]" * 513 + ',"a":1}', HIDDEN_DEEP):
+        assert too_deep(text, json.loads(text))
+        with pytest.raises(JSONPolicyError, match="nested deeper"):
+            canonical(text)
+
+
 @given(
     st.integers(MAX_DEPTH - 8, MAX_DEPTH + 8),
-    st.lists(st.sampled_from(['"[[{"', '"a"', "[]", "{}", '{"k":[1]}', '"\\\\["']), max_size=40),
+    st.lists(
+        st.sampled_from(
+            ['"[[{"', '"a"', "[]", "{}", '{"k":[1]}', '"\\\\["', '"\\u005b"', HIDDEN, HIDDEN_DEEP]
+        ),
+        max_size=40,
+    ),
 )
 def test_rule_5_reads_a_parsed_value_as_its_bytes(opened: int, items: list[str]) -> None:
     """A payload the caller parsed is walked a level at a time: the same answer as its bytes
-    read byte by byte, brackets in strings (code, arguments) counting for nothing."""
+    read byte by byte, brackets in strings (code, arguments) counting for nothing, and a
+    value a duplicate key hid (the last one wins) counting as its bytes do."""
     text = "[" * opened + ",".join(['"' + "[" * 600 + '"', *items]) + "]" * opened
     assert too_deep(text, json.loads(text)) is _deep_by_bytes(text.encode())
