@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 from itertools import accumulate
 from types import ModuleType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 __all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "string_at", "string_body", "use"]
 
@@ -253,12 +253,9 @@ def string_at(data: bytes | bytearray, opened: int, closed: int) -> str | None:
     """
     if loads is not _stdlib_loads and opened and data[opened - 1] == 0x22:
         try:
-            value = loads(data[opened - 1 : closed + 1])
+            return cast(str, loads(data[opened - 1 : closed + 1]))  # (a quote begins it)
         except ValueError:
             pass
-        else:
-            if type(value) is str:
-                return value
     return string_body(data[opened : closed + 1])
 
 

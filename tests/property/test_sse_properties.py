@@ -433,3 +433,14 @@ def test_crlf_only_finds_what_counting_finds(parts: list[bytes], start: int) -> 
         and not buf.endswith(b"\r\n\r")
     )
     assert _crlf_only(buf, start) == expected
+
+
+def test_crlf_only_counts_many_line_ends() -> None:
+    """Past eight line ends `_crlf_only` counts the rest: CRLF throughout, or one bare LF or CR
+    among many CRLFs, found either way."""
+    many = bytearray(b"data: x\r\n\r\n" * 6)
+    assert _crlf_only(many, 0)
+    assert _crlf_only(many + b"data: y\r", 0)  # a CR at the very end may meet its LF
+    assert not _crlf_only(many + b"data: y\n", 0)
+    assert not _crlf_only(many + b"data: y\r\r\n", 0)
+    assert not _crlf_only(many + b"\r\n\r", 0)  # a CR that ends a blank line

@@ -304,6 +304,10 @@ def test_a_long_hole_is_found_from_the_end() -> None:
     assert read[0] == text
     assert envelope.read(compact.replace(b'"a"', b'"x' + after + b"y" * 300 + b'"')) is None
     assert envelope.read(compact.replace(b'"a"', b'"x\\qy"')) is None  # not a JSON escape
+    assert envelope.read(b"{}" + compact) is None  # another head
+    assert envelope.read(compact.replace(b'"a"', b'"bc"').replace(b'"r1"', b'"r2"')) is None
+    long_other = later.replace(b'"r1"', b'"r2"')  # a long hole, other bytes after it
+    assert envelope.read(long_other) is None
 
 
 def _after(payload: bytes, hole: bytes) -> bytes:
@@ -324,6 +328,8 @@ def test_the_hot_loop_finds_a_long_hole_from_the_end() -> None:
     d._loads = None  # type: ignore[assignment]  # any parse would fail now
     assert d.feed(texts("a", "b", code)[2]) == [TextDelta(text=code)]
     d._loads = loads
+    # a long chunk that ends otherwise (its finish) is read the general way
+    same_as_general([*events, google(chunk({"text": code}, 3, finishReason="STOP"))])
     raw = texts("a", "b", "xyz")[2].replace(b"xyz", b"x" + after + b"y" * 300)  # no JSON now
     errors = []
     for parts in ([*events, raw], bytewise(b"".join([*events, raw]))):

@@ -208,3 +208,31 @@ def test_rule_5_reads_a_parsed_value_as_its_bytes(opened: int, items: list[str])
     value a duplicate key hid (the last one wins) counting as its bytes do."""
     text = "[" * opened + ",".join(['"' + "[" * 600 + '"', *items]) + "]" * opened
     assert too_deep(text, json.loads(text)) is _deep_by_bytes(text.encode())
+
+
+@pytest.mark.parametrize("backend", ["orjson", "json"] if _json.orjson else ["json"])
+def test_a_long_string_read_from_its_bytes_takes_the_way_its_first_escape_says(
+    backend: str,
+) -> None:
+    """`string_text` on a long body: a call's arguments (quotes escaped, nothing else) are
+    unquoted; code whose first escape is another goes to the scanner at once; a quote escaped
+    first and another escape later goes to the scanner too. Each as the parser reads it."""
+    from svir_proto._jsonbytes import string_text
+
+    before = _json.BACKEND
+    _json.use(backend)  # type: ignore[arg-type]
+    try:
+        for body in (
+            b'{\\"city\\": \\"' + b"x" * 300 + b'\\"}',
+            b'def f():\\n    return \\"a\\tb\\"' + b"y" * 300,
+            b'say \\"hi\\"' + b"z" * 300 + b"\\n",
+            b'a \\"' + b"z" * 300 + b'"b',  # an unescaped quote: not one string
+        ):
+            payload = b'{"delta":"' + body + b'"}'
+            try:
+                expected: object = json.loads(b'"' + body + b'"')
+            except ValueError:
+                expected = None
+            assert string_text(payload, 10, len(payload) - 2) == expected
+    finally:
+        _json.use(before)

@@ -149,5 +149,8 @@ def test_a_long_delta_is_found_from_the_end_on_every_path(delta: bytes, text: bo
     event = b"event: response.output_text.delta\ndata: " + payload + b"\n\n"
     assert t.one(event, 4) == expected
     short = b"event: response.output_text.delta\ndata: " + OPENAI % (5, b'"z"', b"") + b"\n\n"
+    # an event whose data goes on over a second line is no delta: the run ends before it
+    lines = event.replace(b'","logprobs"', b'",\ndata: "logprobs"', 1)
+    assert t.ahead(lines + short, 4, 10**6, 10**6) == ([], 0, 0, False)
     got = t.ahead(event + short, 4, 10**6, 10**6)
     assert got == (([expected, "z"], 2, len(event + short), True) if text else ([], 0, 0, False))
