@@ -36,7 +36,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ._jsonbytes import PAD, after_space, padding_hole, string_text, value_end
+from ._jsonbytes import LONG_HOLE, PAD, after_space, from_end, padding_hole, string_text, value_end
 
 __all__: list[str] = []
 
@@ -46,12 +46,6 @@ before a decoder stops learning (Rule 5)."""
 _BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body: runs of what it may hold as it is, between escapes (Rule 3)."""
 _PADDING: Final = rb"[A-Za-z0-9]*"
-_LONG: Final = 256
-"""A delta this long (with the bytes after it) is found from the end (`Template.long`); a
-pattern costs a shorter one less than the search."""
-_KEY: Final = 16
-"""How much of the end of the bytes after a delta is looked for from the end (a longer needle
-costs the search its preparation on every event); the pattern then checks them all."""
 
 
 def budget_after(previous: Template | None, budget: int) -> int:
@@ -87,10 +81,9 @@ class Template:
         self.head: Final = head
         self.match: Final = re.compile(rule, re.DOTALL).fullmatch
         self.event: Final = re.compile(rule + b"\n\n", re.DOTALL).match  # and its blank line
-        # a long delta's end is found from the event's end (`long`): the last bytes of `tail`
-        # (``skip`` bytes after where it begins), then a pattern for the bytes after the body
-        self.key: Final = tail[-_KEY:]
-        self.skip: Final = len(tail) - len(self.key)
+        # a long delta's end is found from the event's end (`long`, `from_end`), then a
+        # pattern for the bytes after the body
+        self.key, self.skip = from_end(tail)
         self.after: Final = re.compile(re.escape(tail) + padding, re.DOTALL).fullmatch
         self.numbered: Final = numbered
         self.hits = 0
@@ -143,10 +136,9 @@ class Template:
 
     def long(self, data: bytes | bytearray, start: int, end: int) -> str | None:
         """The delta whose body begins at ``start`` in an event's payload that ends at ``end``,
-        found from the end, or ``None`` (Rule 3): for a long delta, which a pattern would walk
-        a byte at a time (some 5 ns a byte) before it reached the bytes after it. The body ends
-        where the last ``tail`` begins: were it an earlier one, the body up to the last would
-        hold an unescaped quote, and not be one string.
+        found from the end (`svir_proto._jsonbytes.from_end`), or ``None`` (Rule 3): for a
+        long delta, which a pattern would walk a byte at a time before it reached the bytes
+        after it.
 
         Raises:
             UnicodeDecodeError: the delta is not UTF-8.
@@ -168,7 +160,7 @@ class Template:
         if not data.startswith(opening):
             return None
         try:
-            if len(data) - len(opening) > _LONG:
+            if len(data) - len(opening) > LONG_HOLE:
                 return self.long(data, len(opening), len(data) - 2)
             m = self.match(data, len(opening), len(data) - 2)
             if m is None:
@@ -207,8 +199,8 @@ class Template:
                 if start > last or not data.startswith(opening, pos):
                     break
                 # (a delta's body holds no LF: the pattern stops at the first; it walks a
-                # long one no further than _LONG bytes, which `long` then reads)
-                m = event(data, start, start + _LONG)
+                # long one no further than LONG_HOLE bytes, which `long` then reads)
+                m = event(data, start, start + LONG_HOLE)
                 if m is not None:
                     end = m.end()
                     raw = m[1]
@@ -284,7 +276,7 @@ class Template:
                     start = len(head)
                 else:
                     break
-                if len(data) - start > _LONG:
+                if len(data) - start > LONG_HOLE:
                     found = self.long(data, start, len(data))
                 else:
                     m = match(data, start)

@@ -18,11 +18,10 @@ Rule 2 (what matches): a chunk that begins with ``head`` and ends with ``tail``,
     last ``after`` is preceded by one valid JSON string body (`svir_proto._jsonbytes`'s
     reading, its policy on escapes and surrogates included) and followed by bytes the usage's
     pattern matches whole. A short chunk is read by one pattern from the hole on; in a long
-    one, ``after`` is found from the end (its last bytes, past the usage's few), where a pattern
-    would walk the string byte by byte: the last ``after``, for were an earlier one the
-    string's end, the body up to the last would hold its unescaped quote, and not be one
-    string. JSON's grammar makes such a chunk mean what the learned one meant,
-    with its own string and counts: its nesting is the learned one's, so no depth check is due.
+    one, the last ``after`` is found from the end (`svir_proto._jsonbytes.from_end`), where a
+    pattern would walk the string byte by byte. JSON's grammar makes such a chunk mean what the
+    learned one meant, with its own string and counts: its nesting is the learned one's, so no
+    depth check is due.
 Rule 3 (doubt): anything else, or bytes that are not UTF-8, is read the hot loop's or the
     general way, which applies the policy and reports what is wrong and where: the envelope
     changes speed, never the events, errors or result. The usage is kept as bytes and parsed
@@ -37,23 +36,16 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from .._jsonbytes import counts_pattern, string_text
+from .._jsonbytes import LONG_HOLE, counts_pattern, from_end, string_text
 from .._template import BUDGET
 
 __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
 
 _USAGE: Final = b'"usageMetadata":'
 _SPACE: Final = (b" ", b"\t", b"\n", b"\r")
-_KEY: Final = 16
-"""How much of the end of ``after`` is looked for from the end (a longer needle costs the
-search its preparation on every chunk: a chunk's safety ratings are hundreds of bytes); the
-rest's pattern then checks all of it."""
 _STRING: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)'
 """A JSON string's body up to its closing quote: no quote, backslash or control character but
 in an escape (which `string_text` then checks)."""
-_LONG: Final = 256
-"""A hole this long is found from the end: a pattern walks it a byte at a time, some 5 ns a
-byte, where for a short one the pattern costs less than the search."""
 USAGE: Final = 2
 """The group of `Envelope.rest` that is the usage."""
 _RAW: Final = json.JSONDecoder()
@@ -75,14 +67,14 @@ class Envelope:
         self.head = head  # up to the hole string's body
         self.rated = False  # the chunk repeats the last quiet safety ratings: one more repeat
         self.hits = 0
-        key = after[-_KEY:]
+        key, skip = from_end(after)
         self.unpacked: Unpacked = (
             head,
             len(head),
             re.compile(_STRING + rest).fullmatch,
             long_at,
             key,
-            len(after) - len(key),
+            skip,
             re.compile(b"()" + rest).fullmatch,
             kind,
             False,
@@ -146,7 +138,7 @@ class Envelope:
         after = bytes(payload[closed:usage_start])
         rest = [re.escape(after), b"(", counts_pattern(bytes(payload[usage_start:usage_end]))[0]]
         rest += [b")", re.escape(bytes(payload[usage_end:]))]
-        long_at = len(payload) - (closed - opened - 1) + _LONG
+        long_at = len(payload) - (closed - opened - 1) + LONG_HOLE
         return cls(kind, bytes(payload[: opened + 1]), after, b"".join(rest), long_at)
 
 
