@@ -747,3 +747,20 @@ def test_a_dialects_keep_alives_keep_it_on_the_lanes() -> None:
     with pytest.raises(PeerProtocolError) as info:
         strict.feed(b": \xff\n\n")
     assert info.value.offset == len(chunk % b"a") + 2
+
+
+def test_a_run_of_bare_data_lines_with_an_event_on_two_lines_goes_the_general_way() -> None:
+    """``data:`` with no space (TGI): a read whose run holds an event written on two data
+    lines leaves the lane; the events are those of the same bytes read a byte at a time."""
+    from svir_proto.openai import ChatStreamDecoder
+    from tests.helpers import bytewise, run
+
+    one = b'data:{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    two = b'data:{"id":"c","choices":[{"index":0,\ndata:"delta":{"content":"b"}}]}\n\n'
+    body = one + one + one + two + one + b"data:[DONE]\n\n"
+    reads = [one, one, one + two + one, b"data:[DONE]\n\n"]
+    general = ChatStreamDecoder()
+    expected = run(general, bytewise(body))
+    fast = ChatStreamDecoder()
+    assert run(fast, reads) == expected
+    assert fast.result.text == general.result.text == "aaaba"
