@@ -21,7 +21,7 @@ No I/O here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
@@ -43,6 +43,7 @@ __all__ = [
     "DialectSpec",
     "DialectStreamDecoder",
     "DialectStreamEncoder",
+    "TranslationError",
     "dialect",
     "detect",
     "dialect_of",
@@ -85,6 +86,20 @@ class DialectStreamEncoder(Protocol):
     def encode(self, event: Event) -> bytes: ...
 
 
+class TranslationError(ValueError):
+    """What the target dialect of `translate_request` cannot carry of a request, named where
+    the request's own dialect says it (``$.stop`` of a Chat request to a Responses upstream,
+    which has no stop sequences).
+
+    Attributes:
+        path: where, as `RequestError` names it (``$.`` and the field).
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
 @final
 @attrs.frozen(kw_only=True)
 class DialectSpec:
@@ -116,6 +131,9 @@ class DialectSpec:
         accept: the ``Accept`` header its requests send.
         key_variable: the environment variable its API key is read from by convention.
         sniff: whether a recorded body's first bytes are this dialect's stream.
+        fields: the hub's paths (``parameters.stop_sequences``) that this dialect's requests
+            name otherwise (``stop``), for what another dialect cannot carry of them
+            (`TranslationError`).
     """
 
     name: DialectName
@@ -137,6 +155,7 @@ class DialectSpec:
     `Endpoint` sends it."""
     accept: str = "text/event-stream"
     key_variable: str = "OPENAI_API_KEY"
+    fields: Mapping[str, str] = attrs.field(factory=dict)
 
     def target(self, request: Any, endpoint: Endpoint) -> str:
         """The request's path on ``endpoint`` (Rule 2)."""
@@ -271,6 +290,7 @@ def _chat() -> DialectSpec:
         error_body=status.error_body,
         error_status=status.error_status,
         sniff=lambda head: head.startswith(b"data:"),
+        fields=translate.CHAT_FIELDS,
     )
 
 
@@ -305,6 +325,7 @@ def _messages() -> DialectSpec:
         ],
         sniff=lambda head: b"message_start" in head,
         key_variable="ANTHROPIC_API_KEY",
+        fields=hub.FIELDS,
     )
 
 
@@ -343,6 +364,7 @@ def _responses() -> DialectSpec:
         error_body=status.error_body,
         error_status=status.error_status,
         sniff=lambda head: b'"type":"response.' in head or b"event: response." in head,
+        fields=hub.FIELDS,
     )
 
 
@@ -377,6 +399,7 @@ def _gemini() -> DialectSpec:
         ),
         auth=lambda key: [(endpoint.API_KEY_HEADER, key)],
         key_variable="GEMINI_API_KEY",
+        fields=hub.FIELDS,
     )
 
 
@@ -409,6 +432,10 @@ def _llm_stream() -> DialectSpec:
         error_status=status.error_status,
         sniff=lambda head: head.startswith(b"event: stream.start"),
         accept=negotiate.ACCEPT_LLM_STREAM,
+        fields={  # its request is the hub's
+            f"parameters.{name}": f"parameters.{name}"
+            for name in ("max_tokens", "temperature", "top_p", "stop_sequences")
+        },
     )
 
 
@@ -476,13 +503,15 @@ def detect(body: bytes) -> DialectName:
     return "chat"
 
 
-def translate_request(request: object, to: str) -> Any:
-    """``request`` (of any dialect) as a request of dialect ``to``, through the hub (Rule 4).
+def translate_request(request: object, to: str, *, neutral: LLMRequest | None = None) -> Any:
+    """``request`` (of any dialect) as a request of dialect ``to``, through the hub (Rule 4);
+    ``neutral``: the request's neutral form, when the caller has made it already.
 
     Raises:
         TypeError: ``request`` is not a typed request of a dialect.
         ValueError: no dialect ``to``; or what the target cannot carry (its ``from_hub``), a
             reference to another dialect's server state among it (`svir_proto.hub.stateful`).
+            A `TranslationError` when that is one field the request names (``$.stop``).
     """
     source = dialect_of(request)
     if source is None:
@@ -490,7 +519,8 @@ def translate_request(request: object, to: str) -> Any:
     target = dialect(to)
     if source is target:
         return request
-    neutral = source.to_hub(request)
+    if neutral is None:
+        neutral = source.to_hub(request)
     state = stateful(neutral)
     if state is not None and state[0] != target.name:
         raise ValueError(
@@ -498,4 +528,11 @@ def translate_request(request: object, to: str) -> Any:
             f"or an item only its API has), which a {target.name} upstream cannot; send the "
             "context itself"
         )
-    return target.from_hub(neutral)
+    try:
+        return target.from_hub(neutral)
+    except ValueError as exc:  # its message begins with the hub's path, if one field is at fault
+        where, colon, problem = str(exc).partition(": ")
+        field = source.fields.get(where) if colon else None
+        if field is None:
+            raise
+        raise TranslationError(f"$.{field}", problem) from exc

@@ -90,9 +90,23 @@ from .openai.request import (
     UserMessage,
 )
 
-__all__ = ["LLMStreamToOpenAI", "OpenAIToLLMStream", "llm_to_openai", "openai_to_llm"]
+__all__ = [
+    "CHAT_FIELDS",
+    "LLMStreamToOpenAI",
+    "OpenAIToLLMStream",
+    "llm_to_openai",
+    "openai_to_llm",
+]
 
 OPENAI_EXTENSION: Final = "vendor:openai"
+CHAT_FIELDS: Final = {
+    "parameters.temperature": "temperature",
+    "parameters.top_p": "top_p",
+    "parameters.stop_sequences": "stop",
+    "response_format": "response_format",
+}
+"""Where a Chat request says what the hub's paths name (`DialectSpec.fields`; its maximum is
+``max_tokens`` or ``max_completion_tokens``, whichever it sent)."""
 
 
 # -- requests ---------------------------------------------------------------------------------

@@ -80,9 +80,13 @@ from .request import (
     _tool_out,
 )
 
-__all__ = ["VENDOR", "from_hub", "to_hub"]
+__all__ = ["FIELDS", "VENDOR", "from_hub", "to_hub"]
 
 VENDOR: Final = "vendor:anthropic"
+FIELDS: Final = {
+    f"parameters.{name}": name for name in ("max_tokens", "temperature", "top_p", "stop_sequences")
+}
+"""Where a Messages request says what the hub's paths name (`DialectSpec.fields`)."""
 DEFAULT_MAX_TOKENS: Final = 4096
 """``max_tokens`` for a neutral request without one (the Messages API requires it): the most
 the Anthropic SDK's examples ask for, and more than most answers take."""

@@ -79,7 +79,13 @@ from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner
 from .._pull import PullDecoder
 from ..answer import AnswerFold
-from ..dialects import DialectName, DialectStreamEncoder, dialect, translate_request
+from ..dialects import (
+    DialectName,
+    DialectStreamEncoder,
+    TranslationError,
+    dialect,
+    translate_request,
+)
 from ..errors import AnswerTooLarge, CallerProtocolError, Failure, FailureKind
 from ..events import (
     RequestFailed,
@@ -662,8 +668,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if isinstance(outcome, RequestError):
             self._reject(400, outcome.message, _INVALID, param=outcome.path)
             return
-        if isinstance(outcome, ValueError):
-            self._reject(400, str(outcome), _INVALID)
+        if isinstance(outcome, ValueError):  # what the upstream's dialect cannot carry
+            path = outcome.path if isinstance(outcome, TranslationError) else None
+            self._reject(400, str(outcome), _INVALID, param=path)
             return
         assert isinstance(outcome, tuple)
         hub, upstream, stream, self._asked = outcome
@@ -1204,10 +1211,10 @@ def _prepare(
         hub = spec.to_hub(request)
         if job is not None and not job.wanted:
             return None
-        return hub, translate_request(hub, to), stream, request
+        return hub, translate_request(request, to, neutral=hub), stream, request
     except RequestError as exc:
         return exc
-    except ValueError as exc:
+    except ValueError as exc:  # what ``to`` cannot carry: named as the request names it
         return exc
 
 

@@ -95,12 +95,24 @@ from .request import (
     tool_out,
 )
 
-__all__ = ["VENDOR", "from_hub", "to_hub"]
+__all__ = ["FIELDS", "VENDOR", "from_hub", "to_hub"]
 
 VENDOR: Final = "vendor:gemini"
 _REF: Final = "svir:part"  # in a kept turn: this inline data is the neutral media part N
 _EMPTY_SCHEMA: Final = {"type": "object", "properties": {}}
-_NEUTRAL_GENERATION: Final = ("maxOutputTokens", "temperature", "topP", "stopSequences")
+_PARAMETERS: Final = (
+    ("maxOutputTokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("topP", "top_p"),
+    ("stopSequences", "stop_sequences"),
+)
+"""The ``generationConfig`` keys that are the hub's parameters, and the parameters' names."""
+_NEUTRAL_GENERATION: Final = tuple(key for key, _ in _PARAMETERS)
+FIELDS: Final = {
+    **{f"parameters.{name}": f"generationConfig.{key}" for key, name in _PARAMETERS},
+    "response_format": "generationConfig.responseMimeType",
+}
+"""Where a Gemini request says what the hub's paths name (`DialectSpec.fields`)."""
 _EFFORT_LEVEL: Final = {"xhigh": "high"}
 
 
@@ -563,12 +575,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
     config = request.generation_config
     if config is not None:
         wire = generation_out(config)
-        for key, name in (
-            ("maxOutputTokens", "max_tokens"),
-            ("temperature", "temperature"),
-            ("topP", "top_p"),
-            ("stopSequences", "stop_sequences"),
-        ):
+        for key, name in _PARAMETERS:
             if key in wire:
                 params[name] = wire[key]
         thinking = wire.pop("thinkingConfig", None)

@@ -103,9 +103,16 @@ from .request import (
     _tool,
 )
 
-__all__ = ["RESPONSES_EXTENSION", "from_hub", "to_hub"]
+__all__ = ["FIELDS", "RESPONSES_EXTENSION", "from_hub", "to_hub"]
 
 RESPONSES_EXTENSION: Final = "vendor:responses"
+FIELDS: Final = {
+    "parameters.max_tokens": "max_output_tokens",
+    "parameters.temperature": "temperature",
+    "parameters.top_p": "top_p",
+    "response_format": "text.format",
+}
+"""Where a Responses request says what the hub's paths name (`DialectSpec.fields`)."""
 _CARRIERS: Final = ("summary", "reasoning_text")
 
 

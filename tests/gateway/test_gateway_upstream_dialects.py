@@ -211,7 +211,9 @@ def test_the_sdks_see_the_gateways_refusals_as_their_vendors_would(replay: Repla
             assert refused.value.body["type"] == "invalid_request_error"  # type: ignore[index]
             with pytest.raises(openai.BadRequestError) as refused:
                 client.chat.completions.create(**ask, stream=True, stop=["x"])  # type: ignore[call-overload]
-            assert "stop_sequences" in refused.value.message
+            # named as the client wrote it (client round 30 read the hub's own path)
+            assert refused.value.body["param"] == "$.stop"  # type: ignore[index]
+            assert "$.stop: the Responses API has no stop sequences" in refused.value.message
         root = base.removesuffix("/v1")
         with anthropic.Anthropic(base_url=root, api_key="k", max_retries=0) as client:
             with pytest.raises(anthropic.BadRequestError) as bad:

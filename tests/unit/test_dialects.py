@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from svir_proto import dialects
@@ -109,8 +110,71 @@ def test_requests_translate_through_the_hub() -> None:
     assert dialects.translate_request(MESSAGES, "messages") is MESSAGES
     hub = dialects.translate_request(CHAT, "llm-stream")
     assert isinstance(hub, LLMRequest)
+    made = attrs.evolve(hub, model="made")  # a neutral form the caller made is not made again
+    assert dialects.translate_request(CHAT, "messages", neutral=made).model == "made"
     with pytest.raises(TypeError, match="not a request of any dialect"):
         dialects.translate_request({"model": "m"}, "chat")
+
+
+@pytest.mark.parametrize(
+    ("given", "body", "to", "path", "problem"),
+    [
+        ("chat", {"stop": ["x"]}, "responses", "$.stop", "no stop sequences"),
+        ("chat", {"temperature": 1.5}, "messages", "$.temperature", "above the Messages"),
+        ("chat", {"response_format": {"type": "json_object"}}, "messages", "$.response_format",
+         "no JSON output mode"),
+        ("messages", {"stop_sequences": ["x"]}, "responses", "$.stop_sequences", "no stop"),
+        ("gemini", {"generationConfig": {"stopSequences": ["x"]}}, "responses",
+         "$.generationConfig.stopSequences", "no stop sequences"),
+        ("gemini", {"generationConfig": {"temperature": 2}}, "messages",
+         "$.generationConfig.temperature", "above the Messages"),
+        ("gemini", {"generationConfig": {"responseMimeType": "application/json"}}, "messages",
+         "$.generationConfig.responseMimeType", "no JSON output mode"),
+        ("responses", {"temperature": 1.5}, "messages", "$.temperature", "above the Messages"),
+        ("responses", {"text": {"format": {"type": "json_object"}}}, "messages", "$.text.format",
+         "no JSON output mode"),
+        ("llm-stream", {"parameters": {"stop_sequences": ["x"]}}, "responses",
+         "$.parameters.stop_sequences", "no stop sequences"),
+    ],
+)  # fmt: skip
+def test_what_a_dialect_cannot_carry_is_named_as_the_request_names_it(
+    given: str, body: dict[str, object], to: str, path: str, problem: str
+) -> None:
+    """A client round (stop 30) found a Chat request's ``stop`` to a Responses upstream refused
+    as ``parameters.stop_sequences``, a name the client never wrote."""
+    from svir_proto.gemini import GeminiRequest
+
+    hi = [{"role": "user", "content": "hi"}]
+    base: dict[str, object] = {
+        "chat": {"model": "m", "messages": hi, "stream": True},
+        "messages": {"model": "m", "max_tokens": 8, "messages": hi, "stream": True},
+        "responses": {"model": "m", "input": "hi", "stream": True},
+        "llm-stream": {"version": "1.0", "model": "m", "messages": hi, "stream": True},
+        "gemini": {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    }[given]
+    raw = json.dumps({**base, **body}).encode()  # type: ignore[dict-item]
+    request = (
+        GeminiRequest.parse(raw, model="m")
+        if given == "gemini"
+        else dialects.dialect(given).parse(raw)
+    )
+    with pytest.raises(dialects.TranslationError) as refused:
+        dialects.translate_request(request, to)
+    assert refused.value.path == path
+    assert str(refused.value).startswith(path + ": ")
+    assert problem in str(refused.value)
+    assert isinstance(refused.value.__cause__, ValueError)  # the hub's own words kept
+
+
+def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    raw = json.dumps(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": [image]}]}
+    )
+    with pytest.raises(ValueError, match="cannot go to LLM-Stream") as refused:
+        dialects.translate_request(dialects.dialect("chat").parse(raw.encode()), "llm-stream")
+    assert not isinstance(refused.value, dialects.TranslationError)
+    assert str(refused.value).startswith("messages[0].content[0]: ")
 
 
 def test_the_chat_parser_names_what_is_wrong() -> None:
