@@ -22,10 +22,12 @@ Rule 3: ``toolConfig.functionCallingConfig``: ``mode`` one of ``AUTO``, ``ANY``,
     ``VALIDATED``, each one a declared function.
 Rule 4: ``generationConfig``: ``maxOutputTokens``, ``topK`` and ``candidateCount`` positive
     integers (``4.0`` is one, as proto3's JSON mapping reads it, and as the SDK sends
-    ``topK``); ``temperature`` in 0..2; ``topP`` in 0..1; ``stopSequences`` up to 5 strings;
-    ``responseMimeType`` a string; ``responseSchema`` an object; ``thinkingConfig`` with
-    ``thinkingBudget`` an integer (-1: dynamic, 0: off), ``includeThoughts`` a boolean,
-    ``thinkingLevel`` a string. Unknown keys are kept.
+    ``topK``), ``candidateCount`` 1 (the stream decoder reads candidate 0 only, as a Chat
+    request's ``n`` is 1: the other answers would be lost); ``temperature`` in 0..2;
+    ``topP`` in 0..1; ``stopSequences`` up to 5 strings; ``responseMimeType`` a string;
+    ``responseSchema`` an object; ``thinkingConfig`` with ``thinkingBudget`` an integer (-1:
+    dynamic, 0: off), ``includeThoughts`` a boolean, ``thinkingLevel`` a string.
+    Unknown keys are kept.
 Rule 5: ``safetySettings`` (``category``, ``threshold``) and unknown top-level fields
     (``cachedContent``, ``labels``...) are kept as they came.
 Rule 6: field names may come in the protobuf's own snake case (``system_instruction``,
@@ -796,6 +798,12 @@ def _check_generation(config: object, at: str) -> None:
     for key in ("maxOutputTokens", "topK", "candidateCount"):
         v = config.get(key)
         _need(v is None or _positive(v), f"{at}.{key}", f"a positive integer, not {v!r}")
+    count = config.get("candidateCount")
+    _need(
+        count is None or count == 1,
+        f"{at}.candidateCount",
+        f"must be 1: the stream decoder reads candidate 0 only, not {count!r}",
+    )
     t = config.get("temperature")
     _need(t is None or (_number(t) and 0 <= t <= 2), f"{at}.temperature", f"in 0..2, not {t!r}")
     p = config.get("topP")

@@ -79,6 +79,11 @@ def request(**fields: Any) -> GeminiRequest:
             ValueError,
             r"\$.generationConfig.topP: in 0..1",
         ),
+        (
+            {"generation_config": GeminiGenerationConfig(candidate_count=3)},
+            ValueError,
+            r"\$.generationConfig.candidateCount: must be 1: the stream decoder reads candidate 0",
+        ),
     ],
 )
 def test_bad_values_name_their_field(fields: dict[str, Any], error: type, message: str) -> None:
@@ -365,6 +370,10 @@ def parts_body(*parts: Any) -> bytes:
             T + b'"generationConfig": {"topK": 2.5}}',
             "$.generationConfig.topK",
         ),
+        (  # the decoder reads candidate 0 only: the other answers would be lost (attack F4)
+            T + b'"generationConfig": {"candidateCount": 2}}',
+            "$.generationConfig.candidateCount",
+        ),
         (
             T + b'"generationConfig": {"temperature": "hot"}}',
             "$.generationConfig.temperature",
@@ -410,7 +419,11 @@ def test_the_parser_reads_what_the_api_allows() -> None:
         "systemInstruction": {"parts": [{"text": "s"}]},
         "tools": [{"codeExecution": {}}],
         "toolConfig": {},
-        "generationConfig": {"topK": 4.0, "thinkingConfig": {"thinkingBudget": -1}},
+        "generationConfig": {
+            "topK": 4.0,
+            "candidateCount": 1,
+            "thinkingConfig": {"thinkingBudget": -1},
+        },
     }
     r = GeminiRequest.parse(json.dumps(body), model="m")
     assert r.contents[0].parts[0] == GeminiOtherPart(
