@@ -147,8 +147,8 @@ def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None
     than `MAX_DEPTH`: its containers walked a level at a time, the brackets of its strings
     counted. ``None`` when the walk cannot tell: a duplicate key's earlier value is in the bytes
     and not in the value (the last one wins), and the bytes hold enough brackets the walk did
-    not see (as containers, in strings, or as ``\\u`` escapes, which may have written a string's
-    brackets) for such a value, below the value's deepest level, to nest deeper."""
+    not see (as containers, in strings, or as ``\\u00`` escapes, which may have written a
+    string's brackets) for such a value, below the value's deepest level, to nest deeper."""
     level: list[Any] = [value] if type(value) is dict or type(value) is list else []
     depth = seen = 0
     while level:
@@ -166,8 +166,10 @@ def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None
                         below.append(c)
         level = below
     # what the walk did not see holds at most this many containers, nested at most `depth`
-    # levels down
-    if depth + brackets - seen + raw.count(b"\\u") <= MAX_DEPTH:
+    # levels down (an escape that wrote a string's bracket, "\u005b" or "\u007b", is counted
+    # in ``seen`` but not in ``brackets``: each "\u00" is taken for one; a four-byte count
+    # skips further than "\u", which a text of code holds often)
+    if depth + brackets - seen + raw.count(b"\\u00") <= MAX_DEPTH:
         return False
     return None
 
