@@ -68,7 +68,7 @@ tried past the last whole item (a string or a group the piece cuts, a group nest
 once. Deeper nesting goes a window at a time (`_brackets`)."""
 _STRING_KEYS: Final = frozenset(("model", "request_id", "name"))
 """The last keys of the paths whose strings are kept."""
-_VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage"}
+_VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage", "n"}
 """The last keys of every wanted path."""
 _LONG: Final = b"0"
 """What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number, no fact anywhere."""
@@ -76,13 +76,16 @@ _LONG: Final = b"0"
 
 class RequestScanner:
     """Feed the body's pieces (`feed`), then read `model`, `stream`, `include_usage`,
-    `request_id` (``metadata.request_id``) and `tools` (the declared tool names, in order)."""
+    `request_id` (``metadata.request_id``), `tools` (the declared tool names, in order) and
+    `choices` (``n``: more than one choice asked for, which the relay's watcher cannot
+    follow)."""
 
     def __init__(self) -> None:
         self.model: str | None = None
         self.request_id: str | None = None  # metadata.request_id
         self.stream: bool | None = None
         self.include_usage = False
+        self.choices = False  # n, a number other than 1
         self.tools: list[str] = []
         self.broken = False
         # the container stack: ("{", key) or ("[", index); the path of a value is read off it
@@ -145,6 +148,7 @@ class RequestScanner:
             self.stream = stream is True
         if type(options) is dict:
             self.include_usage = options.get("include_usage") is True
+        self.choices = _choices(doc.get("n"))
         self.tools = names
         self._done = True
         return True
@@ -342,6 +346,8 @@ class RequestScanner:
             self.stream = raw == b"true"
         elif path == ("stream_options", "include_usage"):
             self.include_usage = raw == b"true"
+        elif path == ("n",):
+            self.choices = raw not in (b"1", b"null") and _choices(json.loads(raw))
         elif self._is_tool_name() and len(self.tools) < MAX_TOOLS:
             name = json.loads(raw)
             if isinstance(name, str):
@@ -383,7 +389,7 @@ class _Twice(Exception):
 
 _ABSENT: Final = object()
 _WANTED_KEY: Final = re.compile(
-    rb'"(?:model|stream|stream_options|include_usage|metadata|request_id|tools)"'
+    rb'"(?:model|stream|stream_options|include_usage|metadata|request_id|tools|n)"'
 )
 
 
@@ -396,6 +402,12 @@ def _keys_once(body: bytes) -> bool:
         return False
     found = _WANTED_KEY.findall(body)
     return len(set(found)) == len(found) and b'"tools"' not in found
+
+
+def _choices(n: object) -> bool:
+    """Whether ``n`` asks for other than one choice: a number other than 1 (what is no number
+    is the upstream's to refuse)."""
+    return type(n) in (int, float) and n != 1
 
 
 def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:

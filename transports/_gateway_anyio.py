@@ -261,7 +261,10 @@ class _Client:
         up, self.up = self.up, None
         if up is None:
             return
-        if conn is not None and not up.broken:
+        # pooled only once all the request's bytes are written: the cancel below would cut a
+        # write under way, and the next request would be read as the rest of this one's body
+        # (an upstream may answer before it read the body; attack round 32, F2)
+        if conn is not None and not up.broken and not up.out.items and up.out.since is None:
             up.pooled = True  # its task ends without closing it
             self.server.give(up.stream, conn)
         up.scope.cancel()  # its task closes it, unless pooled

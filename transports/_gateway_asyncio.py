@@ -333,11 +333,17 @@ class _Client(asyncio.Protocol):
         if up is None:
             return
         up.owner = None
-        if reuse is not None and not up.lost and up.transport is not None:
-            up.transport.resume_reading()
+        transport = up.transport
+        if (
+            reuse is not None
+            and not up.lost
+            and transport is not None
+            and not transport.get_write_buffer_size()  # the request's bytes are all written
+        ):  # (else the next request would wait behind what this one's upstream did not read)
+            transport.resume_reading()
             self.server.give(up, reuse)
-        elif up.transport is not None:
-            up.transport.abort()  # cancelled or broken: nothing more is read or written
+        elif transport is not None:
+            transport.abort()  # cancelled or broken: nothing more is read or written
         self.resume_reading("upstream")
 
     def _work(self, run: object) -> None:

@@ -819,7 +819,11 @@ def _check_image(source: object, p: str) -> None:
         return
     _need(kind == "base64", f"{p}.type", f"must be base64, url or file, not {kind!r}")
     mt = source.get("media_type")
-    _need(mt in IMAGE_TYPES, f"{p}.media_type", f"must be one of {sorted(IMAGE_TYPES)}, not {mt!r}")
+    _need(  # (a list or an object is not hashable: no TypeError from the set)
+        isinstance(mt, str) and mt in IMAGE_TYPES,
+        f"{p}.media_type",
+        f"must be one of {sorted(IMAGE_TYPES)}, not {mt!r}",
+    )
     data = source.get("data")
     _need(isinstance(data, str), f"{p}.data", "base64 data is required")
     try:

@@ -634,6 +634,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     self._queue.append(Prepare(run=self._preparing))
                 return
             facts = RequestScanner.whole(body)
+            if facts.choices:
+                self._one_choice()
+                return
             self._learn(facts)
             self.streaming_request = facts.stream is True
             self.request_id = request_id(facts.request_id) or self._header_id or self.state.new_id()
@@ -647,12 +650,23 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             scanner = self._scanner
             assert scanner is not None
             assert self._pass is not None
+            if scanner.choices:  # sent upstream, but not ended: the upstream's is cancelled
+                self._one_choice()
+                return
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
             self._pass.declared_tools = self._declared
             self._pass.include_usage = scanner.include_usage
             self._mode = "forwarded"
             self._queue.append(ForwardEnd())
+
+    def _one_choice(self) -> None:
+        """Refuse a relayed request for more than one choice, before its answer: the relay's
+        watcher (the Chat decoder) follows one choice, and would cut the answer at the first
+        chunk of another (attack round 32, F3), as a translated request is refused at once."""
+        self.request_id = self.request_id or self._header_id or self.state.new_id()
+        message = "n must be 1: more than one choice is not supported by this gateway"
+        self._reject(400, message, _INVALID, param="$.n")
 
     def _learn(self, scanner: RequestScanner) -> None:
         self._model = scanner.model or ""
@@ -1216,6 +1230,8 @@ def _prepare(
         return exc
     except ValueError as exc:  # what ``to`` cannot carry: named as the request names it
         return exc
+    except TypeError as exc:  # a value of a type no check foresaw: the request's fault still
+        return ValueError(f"the request is not valid: {exc}")  # (attack round 32, F1)
 
 
 def _counter() -> Callable[[], str]:

@@ -5,6 +5,7 @@ its body's end waits for the upstream's (session Rule 1)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -148,5 +149,157 @@ def test_a_drain_whose_last_chunk_never_comes_is_closed_at_its_deadline(
             (sock,) = upstream.served
             sock.settimeout(10)
             assert sock.recv(1) == b""  # the gateway closed that connection
+        finally:
+            future.cancel()
+
+
+class EarlyUpstream:
+    """Answers each request as soon as its head came, before reading its body (which HTTP
+    allows, RFC 9112 9.3), and reads the body only once told (`read_bodies`); then serves the
+    next request on the same connection. Its sockets take little at a time (a small receive
+    buffer), so that a large body is still being written while its answer is read. Records
+    each connection's request lines, and whether the gateway closed it."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.port = self.listener.getsockname()[1]
+        self.read_bodies = threading.Event()
+        self.lines: list[list[bytes]] = []  # per connection
+        self.closed: list[bool] = []  # per connection: the gateway closed it
+        self.socks: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self.socks.append(sock)
+            self.lines.append([])
+            self.closed.append(False)
+            serve = threading.Thread(target=self._serve, args=(sock, len(self.lines) - 1))
+            serve.daemon = True
+            serve.start()
+
+    def _serve(self, sock: socket.socket, i: int) -> None:
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = sock.recv(65536)
+                    if not data:
+                        self.closed[i] = True
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                self.lines[i].append(head.split(b"\r\n", 1)[0])
+                length = next(
+                    (int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
+                     if h.lower().startswith(b"content-length:")), 0,
+                )  # fmt: skip
+                sock.sendall(HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(EVENT), EVENT))
+                if length > 65536:
+                    self.read_bodies.wait(30)
+                while len(buf) < length:
+                    data = sock.recv(65536)
+                    if not data:
+                        self.closed[i] = True
+                        return
+                    buf += data
+                buf = buf[length:]
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self.read_bodies.set()
+        self.listener.close()
+        for sock in self.socks:
+            sock.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def early() -> Iterator[EarlyUpstream]:
+    up = EarlyUpstream()
+    try:
+        yield up
+    finally:
+        up.close()
+
+
+def post(port: int, path: bytes, body: bytes, until: bytes, timeout: float = 30) -> bytes:
+    """One request on a new connection, read until ``until`` comes or the gateway closes."""
+    head = b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" % path
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        got = b""
+        while until not in got:
+            data = sock.recv(65536)
+            if not data:
+                break
+            got += data
+    return got
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_connection_whose_request_is_still_being_written_is_not_pooled(
+    early: EarlyUpstream, backend: str
+) -> None:
+    """Attack round 32 (F2): on trio, a connection went to the pool while the translated
+    request's 8 MiB were still being written (the upstream had answered first); the pooling
+    cancelled the write, and the next request was read by the upstream as the rest of that
+    body. A connection is pooled only once all its request's bytes are written."""
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{early.port}"))
+    big = {"model": "m", "max_tokens": 8, "stream": True,
+           "messages": [{"role": "user", "content": "x" * (8 << 20)}]}  # fmt: skip
+    with anyio.from_thread.start_blocking_portal(backend=backend) as portal:
+        future, port = portal.start_task(server.serve, "127.0.0.1", 0)
+        try:
+            got = post(port, b"/v1/messages", json.dumps(big).encode(), b"message_stop")
+            assert got.startswith(b"HTTP/1.1 200 "), got[:300]
+            assert b"message_stop" in got, got[-300:]
+            wait(lambda: not server._impl.clients and server.state.streams == 0)
+            assert not server._impl.pool  # its body was still being written: closed
+            wait(lambda: True in early.closed)
+            early.read_bodies.set()
+            again = post(port, b"/v1/chat/completions", BODY, b"data: [DONE]\n\n", timeout=10)
+            assert again.startswith(b"HTTP/1.1 200 "), again[:300]
+            assert EVENT[:40] in again, again[:300]
+            served = [lines for lines in early.lines if any(b"POST" in x for x in lines)]
+            assert [len(x) for x in served] == [1, 1]  # each request on its own connection
+        finally:
+            future.cancel()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_passed_through_request_for_two_choices_is_refused_and_its_upstream_closed(
+    early: EarlyUpstream, backend: str
+) -> None:
+    """Attack round 32 (F3): a relayed request for ``n`` choices past the bound of a body held
+    whole goes upstream as it comes; its ``n``, found at its end, refuses it, and the
+    connection the upstream answered it on is closed, never given to the next request."""
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{early.port}"))
+    early.read_bodies.set()
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "x" * 100_000}], "stream": True,
+         "n": 2}
+    ).encode()  # fmt: skip
+    with anyio.from_thread.start_blocking_portal(backend=backend) as portal:
+        future, port = portal.start_task(server.serve, "127.0.0.1", 0)
+        try:
+            got = post(port, b"/v1/chat/completions", body, b"}}")
+            assert got.startswith(b"HTTP/1.1 400 "), got[:300]
+            assert b'"param": "$.n"' in got, got
+            wait(lambda: not server._impl.clients and server.state.streams == 0)
+            assert not server._impl.pool
+            again = post(port, b"/v1/chat/completions", BODY, b"data: [DONE]\n\n", timeout=10)
+            assert again.startswith(b"HTTP/1.1 200 "), again[:300]
+            assert EVENT[:40] in again, again[:300]
+            assert server.state.connections <= 1
         finally:
             future.cancel()

@@ -452,6 +452,11 @@ HOSTILE_BODIES: dict[str, Callable[[str], bytes]] = {
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "%%%"}},
         {"type": "input_image", "image_url": "data:;base64,==="},
         {"type": "image_url", "image_url": {"url": 5}}]}]),
+    # a value no check foresaw the type of: a list is not hashable (attack round 32, F1)
+    "unhashable": lambda c: body_for(c, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": [], "data": "AAAA"}},
+        {"type": "input_image", "image_url": [], "detail": {}},
+        {"type": "image_url", "image_url": {"url": [], "detail": []}}]}]),
 }  # fmt: skip
 
 

@@ -22,7 +22,9 @@ JUNK: st.SearchStrategy[Any] = st.recursive(
 @st.composite
 def requests(draw: st.DrawFn) -> dict[str, Any]:
     doc: dict[str, Any] = {}
-    keys = draw(st.permutations(["model", "messages", "stream", "stream_options", "tools", "x"]))
+    keys = draw(
+        st.permutations(["model", "messages", "stream", "stream_options", "tools", "n", "x"])
+    )
     for key in keys:
         if key == "model":
             doc["model"] = draw(TEXT)
@@ -37,6 +39,8 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
                 {"type": "function", "function": {"name": draw(TEXT), "parameters": draw(JUNK)}}
                 for _ in range(draw(st.integers(0, 3)))
             ]
+        elif key == "n" and draw(st.booleans()):
+            doc["n"] = draw(st.sampled_from([1, 2, 0, 1.0, None, True, "2", [2]]) | st.integers())
         elif key == "x":
             doc["x"] = draw(JUNK)
     return doc
@@ -56,6 +60,8 @@ def test_the_facts_equal_json_loads_however_split(
     assert scanner.stream == (doc.get("stream") is True if "stream" in doc else None)
     assert scanner.include_usage == bool(doc.get("stream_options", {}).get("include_usage"))
     assert scanner.tools == [t["function"]["name"] for t in doc.get("tools", [])]
+    n = doc.get("n")
+    assert scanner.choices == (type(n) in (int, float) and n != 1)
 
 
 @given(st.binary(max_size=200), st.data())
@@ -83,6 +89,7 @@ def facts(scanner: RequestScanner) -> tuple[object, ...]:
         scanner.stream,
         scanner.include_usage,
         scanner.tools,
+        scanner.choices,
         scanner.broken,
     )
 
@@ -94,7 +101,7 @@ def scanned(body: bytes) -> RequestScanner:
 
 
 NAMES = st.sampled_from(["model", "stream", "tools", "function", "name", "metadata",
-                         "request_id", "stream_options", "include_usage", "x"])  # fmt: skip
+                         "request_id", "stream_options", "include_usage", "n", "x"])  # fmt: skip
 LONG = st.text(min_size=15, max_size=300) | st.text(alphabet='\n"\\é\U0001f600', max_size=60)
 VALUES: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT | LONG,
@@ -144,7 +151,7 @@ def test_a_plain_small_body_is_parsed_at_once() -> None:
     )
     scanner = RequestScanner()
     assert scanner._parse(body)
-    assert facts(scanner) == ("m", "r", True, True, ["f"], False)
+    assert facts(scanner) == ("m", "r", True, True, ["f"], False, False)
     assert not RequestScanner()._parse(b'{"model":"m","model":"n"}')  # the scanner's turn
     assert not RequestScanner()._parse(b'{"model":"' + b"m" * 300 + b'"}')
 
@@ -177,7 +184,7 @@ def test_a_long_skipped_container_of_any_nesting_is_followed_to_its_end(
         scanner = RequestScanner()
         for piece in pieces:
             scanner.feed(piece)
-        assert facts(scanner) == ("m", None, True, False, ["f"], False)
+        assert facts(scanner) == ("m", None, True, False, ["f"], False, False)
         assert scanner._done
 
 
@@ -192,4 +199,4 @@ def test_containers_the_scanner_descends_have_a_bound_on_their_members() -> None
     tools = b'{"tools":[' + b"{}," * MAX_MEMBERS + b'{"function":{"name":"f"}}],"model":"m"}'
     assert scanned(tools).broken
     fits = b'{"model":"m",' + b'"a":1,' * (MAX_MEMBERS - 2) + b'"stream":true}'
-    assert facts(scanned(fits)) == ("m", None, True, False, [], False)
+    assert facts(scanned(fits)) == ("m", None, True, False, [], False, False)

@@ -162,6 +162,11 @@ BAD = [
         "image/bmp",
         "$.messages[0].content[1].source.media_type",
     ),
+    (  # not hashable: no TypeError (attack round 32, F1)
+        ["messages", 0, "content", 1, "source", "media_type"],
+        ["image/png"],
+        "$.messages[0].content[1].source.media_type",
+    ),
     (["messages", 0, "content", 1, "source", "data"], None, "$.messages[0].content[1].source.data"),
     (
         ["messages", 0, "content", 1, "source", "data"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 
 from svir_proto.gateway import (
@@ -452,6 +453,64 @@ def test_a_preparation_stops_between_its_steps_once_its_client_left(after: int) 
     assert job.reads == after
     done = _prepare(_messages(3), "messages", "chat")
     assert isinstance(done, tuple)
+
+
+def test_a_type_no_check_foresaw_is_a_refusal_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attack round 32 (F1): a list where a checker tested membership in a set raised a
+    TypeError out of the parse, and the client's connection was reset without an answer."""
+    from svir_proto import dialects
+
+    def unforeseen(body: bytes) -> tuple[object, bool]:
+        raise TypeError("unhashable type: 'list'")
+
+    spec = dialects.dialect("messages")
+    monkeypatch.setitem(dialects._BUILT, "messages", attrs.evolve(spec, read=unforeseen))
+    refusal = _prepare(_messages(1), "messages", "chat")
+    assert isinstance(refusal, ValueError)
+    assert str(refusal) == "the request is not valid: unhashable type: 'list'"
+    gw = conn()
+    (reply,) = gw.feed(_post_messages(_messages(1)))
+    assert isinstance(reply, Reply)
+    status, _, body = response(reply.data)
+    assert status == 400
+    assert json.loads(body)["error"]["message"].endswith("unhashable type: 'list'")
+
+
+@pytest.mark.parametrize("n", [2, 0, 1.5, 10**30])
+@pytest.mark.parametrize("size", ["held", "passed"])
+def test_a_relayed_request_for_more_than_one_choice_is_refused(n: object, size: str) -> None:
+    """Attack round 32 (F3): the relay's watcher follows one choice, and cut the answer of an
+    OpenAI upstream at the first chunk of choice 1; it is refused at once, as a translated
+    request is: before it goes upstream when the body is held, and before its end (the
+    connection then closes, and the upstream's with it) when the body is passed through."""
+    pad = "x" * (70_000 if size == "passed" else 0)
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "hi" + pad}], "stream": True,
+         "n": n}
+    ).encode()  # fmt: skip
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(body)}", body=body,
+    )  # fmt: skip
+    gw = conn()
+    out = gw.feed(data)
+    reply = out[-1]
+    assert isinstance(reply, Reply)
+    assert not any(type(e).__name__ == "ForwardEnd" for e in out)
+    assert [type(e).__name__ for e in out[:1]] == (["Forward"] if size == "passed" else ["Reply"])
+    assert reply.close is (size == "passed")
+    status, _, got = response(reply.data)
+    assert status == 400
+    error = json.loads(got)["error"]
+    assert error["param"] == "$.n"
+    assert error["message"].startswith("n must be 1")
+    one = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(BODY) + 7}", body=BODY[:-1] + b', "n": 1}',
+    )  # fmt: skip
+    assert type(conn().feed(one)[0]).__name__ == "Forward"  # one choice: relayed
 
 
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
