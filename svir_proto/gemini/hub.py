@@ -34,9 +34,11 @@ Gemini to the hub:
 The hub to Gemini (``from_hub``) does not carry, and lists here rather than raising: a
 message's ``name`` (Gemini has no participants); ``metadata`` (``request_id``);
 ``parallel_tool_calls``; parameters Gemini has no field for; reasoning blocks another dialect
-signed (Gemini refuses other signatures), and the reasoning ``summary`` style (only that
-thoughts are included); system messages after the first turn go into ``systemInstruction``;
-an assistant message with nothing in it is left out (a turn needs a part).
+signed (Gemini refuses other signatures: the first call of a turn that has none of Gemini's
+carries `FOREIGN_SIGNATURE` instead, which Gemini 3 requires), and the reasoning ``summary``
+style (only that thoughts are included); system messages after the first turn go into
+``systemInstruction``; an assistant message with nothing in it is left out (a turn needs a
+part).
 A tool result with media parts, or whose call names no function, raises `ValueError` naming
 the message. A system instruction with inline data from memory or disk makes ``to_hub`` raise
 `ValueError` (the hub has no media in system messages).
@@ -108,6 +110,10 @@ _PARAMETERS: Final = (
 )
 """The ``generationConfig`` keys that are the hub's parameters, and the parameters' names."""
 _NEUTRAL_GENERATION: Final = tuple(key for key, _ in _PARAMETERS)
+FOREIGN_SIGNATURE: Final = "skip_thought_signature_validator"
+"""The ``thoughtSignature`` Google documents for a call Gemini did not sign as it stands (a
+turn of another vendor's, or one whose signature no other dialect could carry back): Gemini 3
+refuses a step whose first call has no signature."""
 FIELDS: Final = {
     **{f"parameters.{name}": f"generationConfig.{key}" for key, name in _PARAMETERS},
     "response_format": "generationConfig.responseMimeType",
@@ -487,6 +493,9 @@ def _model_content(m: LLMMessage) -> GeminiContent:
     with_ids = _ours(m.extensions).get("ids") is not False
     parts = list(model_parts("", calls, message_reasoning(m), with_ids=with_ids))
     at = next((i for i, p in enumerate(parts) if isinstance(p, GeminiFunctionCall)), len(parts))
+    first = parts[at] if at < len(parts) else None
+    if isinstance(first, GeminiFunctionCall) and first.thought_signature is None:
+        parts[at] = attrs.evolve(first, thought_signature=FOREIGN_SIGNATURE)
     body: list[GeminiPart] = []
     if isinstance(m.content, str):
         if m.content:

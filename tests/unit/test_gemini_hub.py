@@ -362,6 +362,42 @@ def test_results_and_turns_without_ids_and_their_grouping() -> None:
     assert from_hub(LLMRequest.parse(h.body().read())) == r
 
 
+def test_the_first_call_of_a_turn_gemini_did_not_sign_carries_the_documented_signature() -> None:
+    """Client round 32 (F1): a tool loop of another dialect's client through a Gemini upstream
+    sent turn 2 with calls and no ``thoughtSignature``, which Gemini 3 refuses (400): the first
+    call of each such turn carries the signature Google documents for calls it did not sign;
+    a call Gemini signed keeps its own, and a later call of the turn none."""
+    calls = [
+        LLMToolCall(id="a", name="f", arguments="{}"),
+        LLMToolCall(id="b", name="f", arguments="{}"),
+    ]
+    own = hub.message_extensions(
+        reasoning=[ReasoningBlock(text="", signature="gem", carrier="thought", item_id="a")]
+    )
+    foreign = hub.message_extensions(
+        reasoning=[ReasoningBlock(text="why", signature="ant", carrier="thinking")]
+    )
+    turns = [
+        LLMMessage(role="user", content="q"),
+        LLMMessage(role="assistant", content="", tool_calls=calls),
+        LLMMessage(role="tool", content="1", tool_call_id="a", name="f"),
+        LLMMessage(role="tool", content="2", tool_call_id="b", name="f"),
+        LLMMessage(role="assistant", content="", tool_calls=calls[:1], extensions=foreign),
+        LLMMessage(role="tool", content="1", tool_call_id="a", name="f"),
+        LLMMessage(role="assistant", content="", tool_calls=calls, extensions=own),
+        LLMMessage(role="tool", content="1", tool_call_id="a", name="f"),
+    ]
+    r = from_hub(LLMRequest(model="m", messages=turns))
+    signed = [
+        [p.thought_signature for p in c.parts if isinstance(p, GeminiFunctionCall)]
+        for c in r.contents
+        if c.role == "model"
+    ]
+    skip = "skip_thought_signature_validator"
+    assert signed == [[skip, None], [skip], ["gem", None]]
+    assert r.document()["contents"][1]["parts"][0]["thoughtSignature"] == skip
+
+
 def test_an_openai_request_through_the_hub_to_gemini() -> None:
     chat = ChatRequest(
         model="gpt",
