@@ -237,8 +237,10 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         if m.role == "system":
             theirs = m.extensions.get(OPENAI_EXTENSION)
             developer = isinstance(theirs, dict) and theirs.get("role") == "developer"
-            messages.append(
-                SystemMessage(content=m.text, role="developer" if developer else "system")
+            messages.append(  # blocks apart (client round 32: "French.Keep it short.")
+                SystemMessage(
+                    content="\n".join(m.texts), role="developer" if developer else "system"
+                )
             )
         elif m.role == "user":
             if isinstance(m.content, str):

@@ -628,7 +628,7 @@ def from_hub(request: LLMRequest) -> GeminiRequest:
         system_instruction = content_in(dict(kept))
     elif system:
         system_instruction = GeminiContent(
-            role=None, parts=[GeminiText(text=m.text) for m in system]
+            role=None, parts=[GeminiText(text=t) for m in system for t in m.texts]
         )
     names: dict[str, str] = {}
     contents = []

@@ -183,10 +183,19 @@ class LLMMessage:
 
     @property
     def text(self) -> str:
-        """The message's text: the string, or its text parts joined."""
+        """The message's text: the string, or its text parts joined (an answer's pieces)."""
         if isinstance(self.content, str):
             return self.content
         return "".join(p.text for p in self.content or () if isinstance(p, LLMTextPart))
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The message's text parts apart (the string as one): instructions given in blocks
+        (Anthropic's ``system``) are kept apart where a dialect can, and joined by a line end
+        where it cannot, never glued."""
+        if isinstance(self.content, str):
+            return (self.content,)
+        return tuple(p.text for p in self.content or () if isinstance(p, LLMTextPart))
 
 
 @final

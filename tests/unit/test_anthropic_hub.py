@@ -315,3 +315,32 @@ def test_crash_a_turn_of_unknown_blocks_only() -> None:
     hub = to_hub(request)
     assert [(m.role, m.content) for m in hub.messages] == [("user", "")]
     assert from_hub(hub) == request
+
+
+def test_system_blocks_stay_apart_in_every_dialect() -> None:
+    """Client round 32 (F4): two ``system`` blocks (a client that marks part of its prompt
+    for caching sends two) reached a Chat upstream as "in French.Keep it short.", glued."""
+    from svir_proto.dialects import translate_request
+
+    body = {
+        "model": "m", "max_tokens": 8, "stream": True,
+        "system": [
+            {"type": "text", "text": "Always answer in French."},
+            {"type": "text", "text": "Keep it short.", "cache_control": {"type": "ephemeral"}},
+        ],
+        "messages": [{"role": "user", "content": "hi"}],
+    }  # fmt: skip
+    request = MessagesRequest.parse(json.dumps(body).encode())
+    chat = translate_request(request, "chat")
+    assert chat.messages[0].content == "Always answer in French.\nKeep it short."
+    gemini = translate_request(request, "gemini")
+    assert [p.text for p in gemini.system_instruction.parts] == [
+        "Always answer in French.",
+        "Keep it short.",
+    ]
+    responses = repr(translate_request(request, "responses"))
+    assert "'Always answer in French.'" in responses  # (its own items: kept apart)
+    assert "'Keep it short.'" in responses
+    (system,) = [m for m in translate_request(request, "llm-stream").messages if m.role == "system"]
+    assert system.texts == ("Always answer in French.", "Keep it short.")
+    assert LLMMessage(role="system", content="one").texts == ("one",)
