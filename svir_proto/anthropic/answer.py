@@ -60,7 +60,9 @@ def message(result: Completion, *, message_id: str, model: str) -> bytes | Failu
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": None if finished is None else stop_reason_of(finished),
+        "stop_reason": (
+            None if finished is None else stop_reason_of(finished, refused=bool(result.refusal))
+        ),
         "stop_sequence": None,
         "usage": usage_object(result.usage or Usage(), start=True),
     }

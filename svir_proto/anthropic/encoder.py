@@ -31,7 +31,8 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
     closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
-    ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER; OTHER is its raw
+    ``tool_use``, ``refusal`` for STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER, and ``refusal``
+    for a STOP after refusal text, an OpenAI ``refusal``, written as text; OTHER is its raw
     value, Anthropic's or not: ``end_turn`` would make a turn that failed or paused upstream
     (Gemini's ``MALFORMED_FUNCTION_CALL``) look finished, and a client reads an unknown
     ``stop_reason`` as what it is) and the final usage, then ``message_stop``.
@@ -93,13 +94,15 @@ _TEXT_DELTA: Final = (
 )
 
 
-def stop_reason_of(finished: Finished) -> str:
-    """The ``stop_reason`` for a finish (Rule 4)."""
+def stop_reason_of(finished: Finished, *, refused: bool = False) -> str:
+    """The ``stop_reason`` for a finish (Rule 4); ``refused``: the answer was a refusal (an
+    OpenAI ``refusal``), which Anthropic says by ``refusal``, not by the text alone."""
     if STOP_REASONS.get(finished.raw) is finished.reason:
         return finished.raw
     if finished.reason is FinishReason.OTHER and finished.raw:
         return finished.raw  # not end_turn: a failed or paused turn would look finished
-    return STOP_OF[finished.reason]
+    reason = STOP_OF[finished.reason]
+    return "refusal" if refused and reason == "end_turn" else reason
 
 
 def usage_object(usage: Usage, *, start: bool = False) -> dict[str, Any]:
@@ -177,6 +180,7 @@ class MessagesStreamEncoder:
         self._open_call: _Call | None = None
         self._calls: dict[int, _Call] = {}
         self._finish: Finished | None = None
+        self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
 
     def _lose(self, what: str) -> None:
@@ -312,7 +316,9 @@ class MessagesStreamEncoder:
         if usage is None:
             self._lose("usage: the upstream gave none, so message_delta says 0 output tokens")
         delta = {
-            "stop_reason": None if finish is None else stop_reason_of(finish),
+            "stop_reason": (
+                None if finish is None else stop_reason_of(finish, refused=self._refused)
+            ),
             "stop_sequence": None,
         }
         out += self._event(
@@ -330,7 +336,11 @@ class MessagesStreamEncoder:
             return out if out or not self._identified else self._begin()
         out = self._begin() + out
         delta = {
-            "stop_reason": None if self._finish is None else stop_reason_of(self._finish),
+            "stop_reason": (
+                None
+                if self._finish is None
+                else stop_reason_of(self._finish, refused=self._refused)
+            ),
             "stop_sequence": None,
         }
         usage = usage_object(self._usage or Usage())
@@ -388,7 +398,8 @@ class MessagesStreamEncoder:
                 self._finish = event
                 return b""
             case RefusalDelta():
-                self._lose("refusal text: written as text (Anthropic refuses by stop_reason)")
+                self._lose("refusal text: written as text, the turn's stop_reason refusal")
+                self._refused = self._refused or bool(event.text)
                 return self._begin() + self._text(event.text)
             case FilterVerdict():
                 self._lose("content-filter verdicts")

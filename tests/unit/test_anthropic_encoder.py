@@ -179,7 +179,7 @@ def test_what_cannot_be_carried_is_listed() -> None:
     assert enc.lost == [
         "a tool call's name continued after its block opened",
         "tool-call arguments that came after their call's block was closed",
-        "refusal text: written as text (Anthropic refuses by stop_reason)",
+        "refusal text: written as text, the turn's stop_reason refusal",
         "content-filter verdicts",
     ]
     d = MessagesStreamDecoder()
@@ -188,6 +188,27 @@ def test_what_cannot_be_carried_is_listed() -> None:
     assert d.result.usage == events[7]
     assert d.result.finish_reason is None
     assert wire(body)[-2]["usage"]["vendor:svir"] == {"total_tokens": 7}
+
+
+@pytest.mark.parametrize("refusal", ["", "I can't help with that."])
+def test_a_refusal_ends_the_turn_as_a_refusal(refusal: str) -> None:
+    """Client round 32 (F5): an OpenAI refusal reached an Anthropic client as text with
+    ``end_turn``; Anthropic says a refusal by ``stop_reason``, in the stream and whole."""
+    from svir_proto.anthropic.answer import message
+    from svir_proto.events import Completion, Finished, FinishReason
+
+    finish = Finished(reason=FinishReason.STOP, raw="stop")
+    events = [StreamStarted(response_id="r", model="m"), RefusalDelta(text=refusal), finish, END]
+    body, _ = encode(events)
+    reason = "refusal" if refusal else "end_turn"
+    delta = next(e for e in wire(body) if e["type"] == "message_delta")
+    assert delta["delta"]["stop_reason"] == reason
+    done = Completion(refusal=refusal, finish_reason=FinishReason.STOP, finish_raw="stop")
+    whole = json.loads(message(done, message_id="m", model="m"))
+    assert whole["stop_reason"] == reason
+    length = Finished(reason=FinishReason.LENGTH, raw="length")
+    body, _ = encode([*events[:2], length, END])
+    assert "max_tokens" in body.decode()  # cut short: what it is, refusal or not
 
 
 def test_a_usage_known_at_once_goes_in_message_start() -> None:
