@@ -764,3 +764,27 @@ def test_a_run_of_bare_data_lines_with_an_event_on_two_lines_goes_the_general_wa
     fast = ChatStreamDecoder()
     assert run(fast, reads) == expected
     assert fast.result.text == general.result.text == "aaaba"
+
+
+def test_a_run_with_comments_read_from_a_bytearray_gives_each_event_its_offset() -> None:
+    """A piece that is not ``bytes`` (a bytearray or memoryview, as some transports give) goes
+    the general way, whose framer frames the runs between comments on the lane
+    (`SSEFramer.frame`): the events are those of the same bytes read a byte at a time, and an
+    error names its offset alike."""
+    from svir_proto.openai import ChatStreamDecoder
+    from tests.helpers import bytewise, run
+
+    chunk = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n'
+    body = chunk % b"a" + b": ping\n\n" + chunk % b"b" + chunk % b"c" + b": ping\n\n"
+    body += chunk % b"d"
+    general = ChatStreamDecoder()
+    expected = run(general, bytewise(body))
+    framed = ChatStreamDecoder()
+    assert run(framed, [bytearray(body[:40]), bytearray(body[40:])]) == expected
+    assert framed.result.text == general.result.text == "abcd"
+    bad = body + b": ping\n\n" + chunk.replace(b"{", b"[", 1) % b"e"
+    with pytest.raises(PeerProtocolError) as framed_error:  # (after the events before it)
+        run(ChatStreamDecoder(), [bytearray(bad)])
+    with pytest.raises(PeerProtocolError) as bytewise_error:
+        run(ChatStreamDecoder(), bytewise(bad))
+    assert framed_error.value.offset == bytewise_error.value.offset == len(body) + 8 + 6 + 5
