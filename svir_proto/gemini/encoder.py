@@ -15,11 +15,12 @@ Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` 
     `ToolCall` completes (LLM-Stream's, which has no pieces) goes out then. A call that never
     became whole is not sent (a client would execute it): listed. Holding a call costs memory
     with its arguments, which the format demands (Gemini has no argument deltas).
-Rule 3: a `ReasoningSignature` whose ``item_id`` names a call not yet written rides on that
-    call's part as ``thoughtSignature`` (so the client sends it back with it, as Gemini
-    requires): the decoders give it right after the call's delta, which is why a whole call
-    waits for the next event. Any other is an empty text part carrying it, as Gemini streams
-    one.
+Rule 3: a `ReasoningSignature` of Gemini's whose ``item_id`` names a call not yet written
+    rides on that call's part as ``thoughtSignature`` (so the client sends it back with it, as
+    Gemini requires): `GeminiStreamDecoder` gives it right before the call's delta, and a
+    decoder may give it right after, which is why a whole call waits for the next event; one
+    whose call never comes goes out at the end. Any other is an empty text part carrying it,
+    as Gemini streams one.
 Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` writes when
     the upstream's stream was complete: ``finishReason`` (the raw value when it is
     Gemini's own, else the normal form's) and ``usageMetadata`` with the thoughts taken out of
@@ -175,10 +176,11 @@ class GeminiStreamEncoder:
             return b""
         if (
             type(event) is ReasoningSignature
-            and event.item_id in self._ids
+            and event.item_id is not None
+            and event.item_id not in self._written
             and event.carrier == CARRIER
             and not event.redacted
-        ):  # Rule 3: it goes out with its call
+        ):  # Rule 3: it goes out with its call (held till the end if that never comes)
             self._signatures[event.item_id] = event.signature
             return self._flush()
         return self._flush() + self._encode(event)

@@ -631,7 +631,7 @@ class ResponsesStreamEncoder:
                 self._size -= sum(len(e.text) for e in held)  # counted again as written
                 out = self._start()
                 if isinstance(event, ReasoningSignature):
-                    out += self._open_item("reasoning", event.item_id)
+                    out += self._open_item("reasoning", _own_id(event))
                 for e in held:
                     out += self._encode(e)
                 return out + self._encode(event)
@@ -657,10 +657,10 @@ class ResponsesStreamEncoder:
                 out = self._start()
                 item = self._open
                 if item is None or item.kind != "reasoning" or item.signature is not None:
-                    out += self._open_item("reasoning", event.item_id)
+                    out += self._open_item("reasoning", _own_id(event))
                     item = self._open
                     assert item is not None
-                elif event.item_id and event.item_id != item.id:
+                elif _own_id(event) and event.item_id != item.id:
                     self._note(
                         "reasoning item ids are this encoder's own once their reasoning was "
                         "written: the upstream's id comes with its signature, at the end"
@@ -700,3 +700,15 @@ def _part(kind: str, text: str) -> dict[str, Any]:
     if kind == "r":
         return {"type": "refusal", "refusal": text}
     return {"type": "reasoning_text", "text": text}
+
+
+_OWN_CARRIERS: Final = ("summary", "reasoning_text")
+"""The carriers of the Responses API's own reasoning, whose signature's ``item_id`` is the
+reasoning item's id."""
+
+
+def _own_id(signature: ReasoningSignature) -> str | None:
+    """The reasoning item's id a signature names, if it is the Responses API's own: another
+    dialect's ``item_id`` names something else (Gemini's, the call the signature is on), and
+    an item named so would share its id with that call (client round 32)."""
+    return signature.item_id if signature.carrier in _OWN_CARRIERS else None

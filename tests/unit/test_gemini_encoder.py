@@ -127,6 +127,22 @@ def test_a_signature_that_follows_its_call_rides_on_it() -> None:
     ]
 
 
+def test_a_signature_before_its_call_rides_on_it_and_one_whose_call_never_comes_ends() -> None:
+    """`GeminiStreamDecoder` gives a call's signature before the call (client round 32); one
+    whose call never comes goes out at the end, an empty text part carrying it."""
+    out, _ = encode(
+        ReasoningSignature(signature="s", carrier="thought", item_id="a"),
+        ToolCallDelta(index=0, id="a", name="f", arguments="{}"),
+        ReasoningSignature(signature="lone", carrier="thought", item_id="never"),
+        STOP,
+        ToolCall(index=0, id="a", name="f", arguments="{}"),
+        END,
+    )
+    got = [p for c in out for p in parts(c)]
+    assert got[0] == {"functionCall": {"id": "a", "name": "f", "args": {}}, "thoughtSignature": "s"}
+    assert {"text": "", "thoughtSignature": "lone"} in got[1:]
+
+
 def test_whole_calls_without_pieces_and_calls_never_whole() -> None:
     out, encoder = encode(
         ToolCall(index=0, id="x", name="f", arguments='"not an object"'),

@@ -718,3 +718,39 @@ def test_the_objects_partial_paths_build_count_against_the_size_bound() -> None:
     with pytest.raises(PeerProtocolError) as caught:
         decode(sse(chunk({"functionCall": fc})), max_result_size=bound // 2)
     assert caught.value.limit == "max_result_size"
+
+
+def test_a_signed_call_reaches_other_dialects_as_one_signed_block_before_it() -> None:
+    """Client round 32 (F3): Gemini's thought summary then two calls, the first signed, reached
+    an Anthropic client as a thinking block with an empty signature, the call, then a thinking
+    block of only the signature after the call it signs; and a Responses client as a reasoning
+    item whose id was that call's id. The signature now comes before its call."""
+    from svir_proto.dialects import dialect
+    from tests.helpers import CONFORMANCE
+
+    body = (CONFORMANCE / "gemini" / "parallel-calls-ids.sse").read_bytes()
+    decoder = GeminiStreamDecoder()
+    events = run(decoder, [body])
+    signature = decoder.result.reasoning_blocks[0].signature
+    messages = dialect("messages").encoder("m", "msg_1", 0)
+    out = b"".join(messages.encode(e) for e in events).decode()
+    blocks = [
+        json.loads(line[6:])
+        for line in out.splitlines()
+        if line.startswith("data: ") and '"content_block_start"' in line
+    ]
+    assert [b["content_block"]["type"] for b in blocks] == ["thinking", "tool_use", "tool_use"]
+    assert out.index(signature) < out.index('"tool_use"')  # its signature_delta, then the call
+    assert out.count('"signature_delta"') == 1
+    responses = dialect("responses").encoder("m", "resp_1", 0)
+    out = b"".join(responses.encode(e) for e in events).decode()
+    done = [
+        json.loads(line[6:])["item"]
+        for line in out.splitlines()
+        if line.startswith("data: ") and '"response.output_item.done"' in line
+    ]
+    ids = [item["id"] for item in done]
+    assert len(set(ids)) == len(ids)
+    assert [item["type"] for item in done] == ["reasoning", "function_call", "function_call"]
+    assert done[0]["encrypted_content"] == signature
+    assert not {item.get("call_id") for item in done} & set(ids)
