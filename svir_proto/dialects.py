@@ -523,10 +523,17 @@ def translate_request(request: object, to: str, *, neutral: LLMRequest | None = 
         neutral = source.to_hub(request)
     state = stateful(neutral)
     if state is not None and state[0] != target.name:
+        hint = (
+            " (a client that refers to its earlier answers' items, thinking them stored, sends "
+            "them whole when it asks with store false: the AI SDK's Responses provider, "
+            "providerOptions.openai.store)"
+            if state[0] == "responses"
+            else ""
+        )
         raise ValueError(
             f"{', '.join(state[1])}: only a {state[0]} server can read this (what it keeps, "
             f"or an item only its API has), which a {target.name} upstream cannot; send the "
-            "context itself"
+            f"context itself{hint}"
         )
     try:
         return target.from_hub(neutral)
