@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from . import _json
 from ._pull import PullDecoder
+from ._signatures import CARRIED, uncarried
 from .errors import PeerProtocolError
 from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
@@ -371,7 +372,14 @@ class DialectDecoder(PullDecoder[Event]):
         """A signature closes the block of reasoning since the last one: a dialect that signs
         its reasoning appends each piece to ``_block`` as well, and calls this for each
         `ReasoningSignature`, which is queued. Without ``keep_text`` the block's text is not
-        kept: its `ReasoningBlock` has the signature and an empty text."""
+        kept: its `ReasoningBlock` has the signature and an empty text. A signature another
+        dialect carried (`svir_proto.hub.carried_signature`) is its own vendor's again."""
+        if signature.signature.startswith(CARRIED) and not signature.redacted:
+            own = uncarried(signature.signature)
+            if own is not None:
+                signature = ReasoningSignature(
+                    signature=own.signature, carrier=own.carrier, item_id=own.item_id
+                )
         self._grow(len(signature.signature), at)
         text = "" if signature.redacted else "".join(self._block)
         self._block.clear()

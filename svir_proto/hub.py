@@ -43,6 +43,13 @@ key                      value
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
 ``vendor:gemini``): read by that dialect's ``from_hub`` only.
 
+A signature of one vendor's reasoning written in another dialect's signature field (Gemini's
+``thoughtSignature`` as an Anthropic ``thinking`` block's ``signature``, an Anthropic signature
+as a Responses item's ``encrypted_content``) goes out as `carried_signature`: the carrier, the
+item it signs and the signature, so that, sent back by the client, it is read as the reasoning
+of its own vendor (`uncarried`) and goes back to that vendor whole, on what it signed (a
+Gemini call), not dropped as another vendor's (client round 32).
+
 This module holds values and pure functions: no I/O.
 """
 
@@ -51,12 +58,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
+from ._signatures import CARRIED, carried_signature, uncarried
 from .events import REASONING_CARRIERS, ReasoningBlock
 from .llmstream.request import LLMMessage, LLMRequest
 
 __all__ = [
+    "CARRIED",
     "HUB_EXTENSION",
     "HubToolChoice",
+    "carried_signature",
     "hub_options",
     "message_extensions",
     "message_is_error",
@@ -66,6 +76,7 @@ __all__ = [
     "response_format",
     "stateful",
     "tool_choice",
+    "uncarried",
 ]
 
 HUB_EXTENSION: Final = "vendor:svir"

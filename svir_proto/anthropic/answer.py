@@ -20,7 +20,7 @@ from .._json import canonical, dumps
 from ..answer import finished_of, unsigned_reasoning
 from ..errors import Failure
 from ..events import Completion, Usage
-from .encoder import an_object, not_an_object, stop_reason_of, usage_object
+from .encoder import an_object, not_an_object, signed, stop_reason_of, usage_object
 
 __all__ = ["message"]
 
@@ -33,7 +33,11 @@ def message(result: Completion, *, message_id: str, model: str) -> bytes | Failu
             content.append({"type": "redacted_thinking", "data": block.signature})
         else:
             content.append(
-                {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                {
+                    "type": "thinking",
+                    "thinking": block.text,
+                    "signature": signed(block.signature, block.carrier, block.item_id),
+                }
             )
     tail = unsigned_reasoning(result)
     if tail:

@@ -50,6 +50,7 @@ from ..hub import (
     reasoning_options,
     response_format,
     tool_choice,
+    uncarried,
 )
 from ..llmstream.request import (
     LLMMediaPart,
@@ -139,7 +140,10 @@ def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
         if isinstance(b, ToolUseBlock)
     ]
     reasoning = [
-        ReasoningBlock(text=b.thinking, signature=b.signature, carrier="thinking")
+        (
+            uncarried(b.signature, b.thinking)  # another vendor's, carried (`encoder.signed`)
+            or ReasoningBlock(text=b.thinking, signature=b.signature, carrier="thinking")
+        )
         if isinstance(b, ThinkingBlock)
         else ReasoningBlock(text="", signature=b.data, carrier="thinking", redacted=True)
         for b in content

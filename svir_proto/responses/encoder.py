@@ -52,6 +52,7 @@ from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
 from .._names import name_settled
 from .._pieces import Pieces
+from .._signatures import carried_signature
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
     Event,
@@ -665,8 +666,13 @@ class ResponsesStreamEncoder:
                         "reasoning item ids are this encoder's own once their reasoning was "
                         "written: the upstream's id comes with its signature, at the end"
                     )
-                self._grow(len(event.signature))
-                item.signature = event.signature
+                signature = (  # another vendor's is carried (`svir_proto.hub`)
+                    event.signature
+                    if event.carrier in _OWN_CARRIERS
+                    else carried_signature(event.signature, event.carrier, event.item_id)
+                )
+                self._grow(len(signature))
+                item.signature = signature
                 return out + self._close_open()
             case RefusalDelta():
                 return self._start() + self._piece("r", event.text) if event.text else b""

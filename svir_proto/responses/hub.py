@@ -56,6 +56,7 @@ from ..hub import (
     reasoning_options,
     response_format,
     tool_choice,
+    uncarried,
 )
 from ..llmstream.request import (
     LLMMediaPart,
@@ -388,9 +389,11 @@ def _neutral_turn(
                 "reasoning_text" if item.content and not item.summary else "summary"
             )
             shown = item.summary if carrier == "summary" else item.content
+            said = "\n\n".join(shown)
             blocks.append(
-                ReasoningBlock(
-                    text="\n\n".join(shown),
+                uncarried(item.encrypted_content or "", said)  # another vendor's, carried
+                or ReasoningBlock(
+                    text=said,
                     signature=item.encrypted_content or "",
                     carrier=carrier,
                     item_id=item.id,

@@ -726,6 +726,7 @@ def test_a_signed_call_reaches_other_dialects_as_one_signed_block_before_it() ->
     block of only the signature after the call it signs; and a Responses client as a reasoning
     item whose id was that call's id. The signature now comes before its call."""
     from svir_proto.dialects import dialect
+    from svir_proto.hub import carried_signature
     from tests.helpers import CONFORMANCE
 
     body = (CONFORMANCE / "gemini" / "parallel-calls-ids.sse").read_bytes()
@@ -742,6 +743,7 @@ def test_a_signed_call_reaches_other_dialects_as_one_signed_block_before_it() ->
     assert [b["content_block"]["type"] for b in blocks] == ["thinking", "tool_use", "tool_use"]
     assert out.index(signature) < out.index('"tool_use"')  # its signature_delta, then the call
     assert out.count('"signature_delta"') == 1
+    assert carried_signature(signature, "thought", "fc-a1") in out
     responses = dialect("responses").encoder("m", "resp_1", 0)
     out = b"".join(responses.encode(e) for e in events).decode()
     done = [
@@ -752,5 +754,59 @@ def test_a_signed_call_reaches_other_dialects_as_one_signed_block_before_it() ->
     ids = [item["id"] for item in done]
     assert len(set(ids)) == len(ids)
     assert [item["type"] for item in done] == ["reasoning", "function_call", "function_call"]
-    assert done[0]["encrypted_content"] == signature
+    assert done[0]["encrypted_content"] == carried_signature(signature, "thought", "fc-a1")
     assert not {item.get("call_id") for item in done} & set(ids)
+
+
+def test_a_gemini_signature_a_client_of_another_dialect_sends_back_goes_back_on_its_call() -> None:
+    """Client round 32 (F1): Gemini's signature reached an Anthropic client as a thinking
+    block's signature and a Responses client as encrypted_content, and, sent back, was dropped
+    as another vendor's: Gemini 3 refuses the next turn without it. Carried with its carrier
+    and its call (`svir_proto.hub.carried_signature`), it goes back on the call it signed."""
+    from svir_proto.anthropic import MessagesRequest
+    from svir_proto.dialects import dialect, translate_request
+    from svir_proto.responses import ResponsesRequest
+    from tests.helpers import CONFORMANCE
+
+    body = (CONFORMANCE / "gemini" / "parallel-calls-ids.sse").read_bytes()
+    decoder = GeminiStreamDecoder()
+    events = run(decoder, [body])
+    signature = decoder.result.reasoning_blocks[0].signature
+    # the Anthropic client's next request: the answer's blocks as it read them, then results
+    answer = json.loads(dialect("messages").answer(decoder.result, "m", "msg_1", 0))
+    results = [
+        {"type": "tool_result", "tool_use_id": b["id"], "content": "sunny"}
+        for b in answer["content"]
+        if b["type"] == "tool_use"
+    ]
+    turn = {
+        "model": "m", "max_tokens": 64, "stream": True,
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": answer["content"]},
+            {"role": "user", "content": results},
+        ],
+    }  # fmt: skip
+    gemini = translate_request(MessagesRequest.parse(json.dumps(turn).encode()), "gemini")
+    model = gemini.document()["contents"][1]["parts"]
+    calls = [p for p in model if "functionCall" in p]
+    assert calls[0]["thoughtSignature"] == signature  # its own, not the stand-in
+    assert calls[0]["functionCall"]["id"] == "fc-a1"
+    assert "thoughtSignature" not in calls[1]
+    assert {"text": "Checking both cities.", "thought": True} in model
+    # the Responses client's: the output items as it read them, then the outputs
+    encoder = dialect("responses").encoder("m", "resp_1", 0)
+    out = b"".join(encoder.encode(e) for e in events).decode()
+    completed = next(
+        json.loads(line[6:]) for line in out.splitlines() if '"response.completed"' in line
+    )
+    items = completed["response"]["output"]
+    outputs = [
+        {"type": "function_call_output", "call_id": i["call_id"], "output": "sunny"}
+        for i in items
+        if i["type"] == "function_call"
+    ]
+    again = {"model": "m", "input": [{"role": "user", "content": "weather?"}, *items, *outputs]}
+    gemini = translate_request(ResponsesRequest.parse(json.dumps(again)), "gemini")
+    calls = [p for p in gemini.document()["contents"][1]["parts"] if "functionCall" in p]
+    assert calls[0]["thoughtSignature"] == signature

@@ -1,0 +1,48 @@
+"""Signatures of one vendor's reasoning carried in another dialect's signature field: how they
+are written and read back (`svir_proto.hub` says why). A leaf module: the decoders' common
+base (`svir_proto._dialect`) reads them back, and the hub and the encoders write them. No I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Final
+
+from .events import REASONING_CARRIERS, ReasoningBlock
+
+__all__ = ["CARRIED", "carried_signature", "uncarried"]
+
+CARRIED: Final = "svir1."
+"""How a `carried_signature` begins: no vendor's signature does (theirs are base64)."""
+_TAG: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def carried_signature(signature: str, carrier: str, item_id: str | None) -> str:
+    """A signature of reasoning ``carrier`` carries (signing ``item_id``, if any) as a dialect
+    whose own reasoning another vendor signs writes it: ``svir1.CARRIER.ITEM.SIGNATURE``, ITEM
+    the item's id in URL-safe base64 without padding (empty: none); read back by `uncarried`."""
+    tag = base64.urlsafe_b64encode((item_id or "").encode()).decode().rstrip("=")
+    return f"{CARRIED}{carrier}.{tag}.{signature}"
+
+
+def uncarried(signature: str, text: str = "") -> ReasoningBlock | None:
+    """The reasoning block of a `carried_signature` a client sent back (with the reasoning's
+    ``text``), or ``None`` when ``signature`` is not one: the dialect's own."""
+    if not signature.startswith(CARRIED):
+        return None
+    carrier, dot, rest = signature[len(CARRIED) :].partition(".")
+    tag, dot2, own = rest.partition(".")
+    if not (dot and dot2 and own) or carrier not in REASONING_CARRIERS or not _TAG.fullmatch(tag):
+        return None
+    try:
+        item = base64.urlsafe_b64decode(tag + "=" * (-len(tag) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):  # (a ValueError: not base64, not UTF-8)
+        return None
+    return ReasoningBlock(
+        text=text,
+        signature=own,
+        carrier=carrier,  # type: ignore[arg-type]  # checked against the carriers above
+        item_id=item or None,
+    )
