@@ -17,10 +17,10 @@ Rule 3 (parts, in order): ``text`` is a `TextDelta`; ``text`` with ``"thought": 
     part included, which Gemini streams to carry one) is a `ReasoningSignature` after the
     part's own event, closing the reasoning since the last one (`Completion.reasoning_blocks`).
     On a ``functionCall`` part its ``item_id`` is the call's id, so the signature goes back on
-    that call, and it comes before the call's event (a whole call's): the reasoning it closes
-    came before the call, and an encoder ends its block with the signature before the call
-    (an Anthropic client's ``thinking`` block, signed, then the ``tool_use``: client round
-    32). Other parts (``inlineData``, ``executableCode``, ...) have no event: noted.
+    that call, and it comes before the call's first event (on the part that opens it): the
+    reasoning it closes came before the call, and an encoder ends its block with the signature
+    before the call (an Anthropic client's ``thinking`` block, signed, then the ``tool_use``:
+    client round 32). Other parts (``inlineData``, ``executableCode``, ...) have no event: noted.
 Rule 4 (function calls): a ``functionCall`` part is one whole call, given as one
     `ToolCallDelta` (its ``args`` as compact JSON); its id is Gemini's ``id``, or, when it has
     none, ``RESPONSEID-N`` (the last ``responseId`` seen; ``call-N`` before any), N its index
@@ -611,6 +611,9 @@ class GeminiStreamDecoder(DialectDecoder):
         if streamed is None and (partial is not None or more):  # a streamed call opens
             n = len(self._calls.calls)
             call_id = call_id or self._call_id(n)
+            if signature is not None:  # before the call, as a whole call's (Rule 3)
+                self._signed(signature, call_id, at)
+                signature = None
             self._tool_delta(n, call_id, name, "", at)
             streamed = self._streamed = PartialCall(n)
             self._streamed_id = call_id

@@ -299,6 +299,30 @@ def test_partial_arguments_build_the_call_by_path() -> None:
     }
 
 
+def test_a_streamed_calls_signature_comes_before_it_a_later_ones_after() -> None:
+    """Rule 3: the signature on the part that opens a streamed call (Vertex AI's partial
+    arguments) comes before the call's first delta, as a whole call's does; one on a later
+    part of it, after what that part gave."""
+    opening = {
+        "functionCall": {"name": "f", "id": "v1", "willContinue": True, "partialArgs": []},
+        "thoughtSignature": "open",
+    }
+    closing = {"functionCall": {"partialArgs": []}, "thoughtSignature": "late"}
+    events, d = decode(sse(chunk(opening), chunk(closing), chunk(finish="STOP")))
+    kinds = [
+        (type(e).__name__, getattr(e, "signature", None))
+        for e in events
+        if isinstance(e, (ToolCallDelta, ReasoningSignature))
+    ]
+    assert kinds == [
+        ("ReasoningSignature", "open"),
+        ("ToolCallDelta", None),
+        ("ToolCallDelta", None),
+        ("ReasoningSignature", "late"),
+    ]
+    assert [b.item_id for b in d.result.reasoning_blocks] == ["v1", "v1"]
+
+
 @pytest.mark.parametrize(
     ("arg", "message"),
     [
