@@ -321,3 +321,44 @@ def test_fuzz_crash_chunk_footer_named_by_the_reads() -> None:
     messages = {error(wire[:at], wire[at:]) for at in range(len(wire) + 1)}
     assert len(messages) == 1
     assert "b'1' where b'\\r' belongs" in messages.pop()
+
+
+def test_fuzz_crash_max_output_tokens_beyond_64_bits() -> None:
+    """fuzz/corpus/gemini_request/crash-max-output-tokens-beyond-64-bits: ``maxOutputTokens``
+    801867440737095516160 reads as a float (`svir_proto._json` Rule 2), which proto3 takes for
+    an integer, as it takes ``4.0`` (request Rule 4); `to_hub` passed the float on and the
+    hub's request, which wants an integer, raised. An integral float is the integer now."""
+    from svir_proto.gemini import GeminiRequest
+    from svir_proto.gemini.hub import to_hub
+
+    for value in (b"4.0", b"801867440737095516160"):
+        body = b'{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"maxOutputTokens":%s}}'
+        request = GeminiRequest.parse(body % value, model="m")
+        assert to_hub(request).parameters["max_tokens"] == int(float(value))
+    budget = b'{"contents":[{"parts":[{"text":"x"}]}],"generationConfig":{"thinkingConfig":'
+    budget += b'{"thinkingBudget":2048.0,"includeThoughts":true}}}'
+    hub = to_hub(GeminiRequest.parse(budget, model="m"))
+    assert hub.extensions["vendor:svir"]["reasoning"]["budget_tokens"] == 2048
+    assert type(hub.extensions["vendor:svir"]["reasoning"]["budget_tokens"]) is int
+    load(FUZZ / "fuzz_gemini_request.py").test_one_input(
+        (FUZZ / "corpus" / "gemini_request" / "crash-max-output-tokens-beyond-64-bits").read_bytes()
+    )
+
+
+def test_fuzz_crash_a_request_read_after_the_client_paused() -> None:
+    """fuzz/corpus/gateway_session/crash-a-request-read-after-the-client-paused: the client's
+    socket filled once an answer was whole (the session holds a slot for it until the client
+    reads it), and a pipelined request that a read already under way brought in was admitted
+    beside it: two slots for one client, which the harness's invariant (one) called a leak.
+    It is bounded (the transport reads nothing more until the client resumes; the new
+    upstream starts paused, and the client loses it after send_timeout), and every slot comes
+    back: the invariant is two now, and what the client leaves is checked to be nothing."""
+    harness = load(FUZZ / "fuzz_gateway_session.py")
+    seed = FUZZ / "corpus" / "gateway_session" / "crash-a-request-read-after-the-client-paused"
+    driver = harness.Driver()
+    peak = 0
+    for op, payload in harness.steps(seed.read_bytes()):
+        driver.step(op, payload)
+        peak = max(peak, driver.state.streams)
+    assert peak == 2  # what the old invariant refused
+    driver.finish()  # nothing held once the client goes

@@ -34,11 +34,11 @@ Gemini to the hub:
 The hub to Gemini (``from_hub``) does not carry, and lists here rather than raising: a
 message's ``name`` (Gemini has no participants); ``metadata`` (``request_id``);
 ``parallel_tool_calls``; parameters Gemini has no field for; reasoning blocks another dialect
-signed (Gemini refuses other signatures: the first call of a turn that has none of Gemini's
-carries `FOREIGN_SIGNATURE` instead, which Gemini 3 requires), and the reasoning ``summary``
-style (only that thoughts are included); system messages after the first turn go into
-``systemInstruction``; an assistant message with nothing in it is left out (a turn needs a
-part).
+signed (Gemini refuses other signatures: the first call of a turn, when Gemini did not sign
+it, carries the stand-in Google documents, `_FOREIGN_SIGNATURE`, as Gemini 3 requires), and
+the reasoning ``summary`` style (only that thoughts are included); system messages after the
+first turn go into ``systemInstruction``; an assistant message with nothing in it is left out
+(a turn needs a part).
 A tool result with media parts, or whose call names no function, raises `ValueError` naming
 the message. A system instruction with inline data from memory or disk makes ``to_hub`` raise
 `ValueError` (the hub has no media in system messages).
@@ -97,7 +97,7 @@ from .request import (
     tool_out,
 )
 
-__all__ = ["FIELDS", "VENDOR", "from_hub", "to_hub"]
+__all__ = ["VENDOR", "from_hub", "to_hub"]
 
 VENDOR: Final = "vendor:gemini"
 _REF: Final = "svir:part"  # in a kept turn: this inline data is the neutral media part N
@@ -110,7 +110,7 @@ _PARAMETERS: Final = (
 )
 """The ``generationConfig`` keys that are the hub's parameters, and the parameters' names."""
 _NEUTRAL_GENERATION: Final = tuple(key for key, _ in _PARAMETERS)
-FOREIGN_SIGNATURE: Final = "skip_thought_signature_validator"
+_FOREIGN_SIGNATURE: Final = "skip_thought_signature_validator"
 """The ``thoughtSignature`` Google documents for a call Gemini did not sign as it stands (a
 turn of another vendor's, or one whose signature no other dialect could carry back): Gemini 3
 refuses a step whose first call has no signature."""
@@ -273,12 +273,18 @@ def _choice_wire(choice: Any) -> object:
 # -- reasoning options ----------------------------------------------------------------------
 
 
+def _count(value: Any) -> Any:
+    """A count as the hub has it: proto3 reads ``4.0`` as 4 (the request's Rule 4; a number
+    past 64 bits reads as a float, `svir_proto._json` Rule 2); the hub wants the integer."""
+    return int(value) if type(value) is float else value
+
+
 def _reasoning_in(t: GeminiThinkingConfig | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if t is None:
         return out
     if t.thinking_budget is not None:
-        out["budget_tokens"] = t.thinking_budget
+        out["budget_tokens"] = _count(t.thinking_budget)
     if t.thinking_level is not None:
         out["effort"] = t.thinking_level.lower()
     if t.include_thoughts:
@@ -495,7 +501,7 @@ def _model_content(m: LLMMessage) -> GeminiContent:
     at = next((i for i, p in enumerate(parts) if isinstance(p, GeminiFunctionCall)), len(parts))
     first = parts[at] if at < len(parts) else None
     if isinstance(first, GeminiFunctionCall) and first.thought_signature is None:
-        parts[at] = attrs.evolve(first, thought_signature=FOREIGN_SIGNATURE)
+        parts[at] = attrs.evolve(first, thought_signature=_FOREIGN_SIGNATURE)
     body: list[GeminiPart] = []
     if isinstance(m.content, str):
         if m.content:
@@ -586,7 +592,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
         wire = generation_out(config)
         for key, name in _PARAMETERS:
             if key in wire:
-                params[name] = wire[key]
+                params[name] = _count(wire[key]) if name == "max_tokens" else wire[key]
         thinking = wire.pop("thinkingConfig", None)
         reasoning = _reasoning_in(config.thinking_config)
         if _reasoning_out(reasoning) != config.thinking_config:
