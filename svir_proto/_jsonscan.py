@@ -23,8 +23,9 @@ Rule 4 (a whole body, `RequestScanner.whole`): one parse by ``json`` (in C) give
     level is an object, no object with a key twice (the scanner would see both), nesting within
     `MAX_DEPTH`, fewer commas than `MAX_MEMBERS`, and every string the scanner would keep (the
     keys of the first four levels, the values at the wanted paths) short enough that
-    `MAX_VALUE` cannot cut it. Any other body is scanned (Rules 1 to 3): the facts are the
-    scanner's either way, ten times sooner for a small request.
+    `MAX_VALUE` cannot cut it, and ``n`` absent, null or the integer 1 (any other is judged by
+    its text). Any other body is scanned (Rules 1 to 3): the facts are the scanner's either
+    way, ten times sooner for a small request.
 
 This module never does I/O.
 """
@@ -71,7 +72,8 @@ _STRING_KEYS: Final = frozenset(("model", "request_id", "name"))
 _VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage", "n"}
 """The last keys of every wanted path."""
 _LONG: Final = b"0"
-"""What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number, no fact anywhere."""
+"""What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number; ``n`` so long asks for
+other than one choice, however the pieces cut it."""
 
 
 class RequestScanner:
@@ -85,7 +87,7 @@ class RequestScanner:
         self.request_id: str | None = None  # metadata.request_id
         self.stream: bool | None = None
         self.include_usage = False
-        self.choices = False  # n, a number other than 1
+        self.choices = False  # n asks for other than one choice: a number not 1, or long
         self.tools: list[str] = []
         self.broken = False
         # the container stack: ("{", key) or ("[", index); the path of a value is read off it
@@ -148,7 +150,9 @@ class RequestScanner:
             self.stream = stream is True
         if type(options) is dict:
             self.include_usage = options.get("include_usage") is True
-        self.choices = _choices(doc.get("n"))
+        n = doc.get("n")
+        if not (n is None or (type(n) is int and n == 1)):  # its text decides: the scan reads it
+            return False
         self.tools = names
         self._done = True
         return True
@@ -346,7 +350,8 @@ class RequestScanner:
             self.stream = raw == b"true"
         elif path == ("stream_options", "include_usage"):
             self.include_usage = raw == b"true"
-        elif path == ("n",):
+        elif path == ("n",):  # a number past MAX_VALUE is one, whatever cut it (Rule 2)
+            raw = _LONG if len(raw) > MAX_VALUE else raw
             self.choices = raw not in (b"1", b"null") and _choices(json.loads(raw))
         elif self._is_tool_name() and len(self.tools) < MAX_TOOLS:
             name = json.loads(raw)
@@ -405,8 +410,8 @@ def _keys_once(body: bytes) -> bool:
 
 
 def _choices(n: object) -> bool:
-    """Whether ``n`` asks for other than one choice: a number other than 1 (what is no number
-    is the upstream's to refuse)."""
+    """Whether ``n``, read from at most `MAX_VALUE` bytes, asks for other than one choice: a
+    number other than 1 (what is no number is the upstream's to refuse)."""
     return type(n) in (int, float) and n != 1
 
 

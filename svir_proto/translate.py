@@ -90,13 +90,7 @@ from .openai.request import (
     UserMessage,
 )
 
-__all__ = [
-    "CHAT_FIELDS",
-    "LLMStreamToOpenAI",
-    "OpenAIToLLMStream",
-    "llm_to_openai",
-    "openai_to_llm",
-]
+__all__ = ["LLMStreamToOpenAI", "OpenAIToLLMStream", "llm_to_openai", "openai_to_llm"]
 
 OPENAI_EXTENSION: Final = "vendor:openai"
 CHAT_FIELDS: Final = {

@@ -107,10 +107,11 @@ def stop_reason_of(finished: Finished, *, refused: bool = False) -> str:
     """The ``stop_reason`` for a finish (Rule 4); ``refused``: the answer was a refusal (an
     OpenAI ``refusal``), which Anthropic says by ``refusal``, not by the text alone."""
     if STOP_REASONS.get(finished.raw) is finished.reason:
-        return finished.raw
-    if finished.reason is FinishReason.OTHER and finished.raw:
+        reason = finished.raw
+    elif finished.reason is FinishReason.OTHER and finished.raw:
         return finished.raw  # not end_turn: a failed or paused turn would look finished
-    reason = STOP_OF[finished.reason]
+    else:
+        reason = STOP_OF[finished.reason]
     return "refusal" if refused and reason == "end_turn" else reason
 
 

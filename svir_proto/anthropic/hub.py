@@ -81,7 +81,7 @@ from .request import (
     _tool_out,
 )
 
-__all__ = ["FIELDS", "VENDOR", "from_hub", "to_hub"]
+__all__ = ["VENDOR", "from_hub", "to_hub"]
 
 VENDOR: Final = "vendor:anthropic"
 FIELDS: Final = {
@@ -426,10 +426,8 @@ def from_hub(
     system: Any = None
     if len(systems) == 1 and isinstance(systems[0].content, str):
         system = systems[0].content
-    elif len(systems) == 1:
-        system = [TextBlock(text=p.text) for p in systems[0].content or ()]  # type: ignore[union-attr]
-    elif systems:
-        system = [TextBlock(text=m.text) for m in systems]
+    elif systems:  # a block for each text part of each, never glued
+        system = [TextBlock(text=t) for m in systems for t in m.texts]
     if "system" in vendor:
         raw = vendor["system"]
         system = raw if isinstance(raw, str) or raw is None else [_text_block(b) for b in raw]

@@ -634,7 +634,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     self._queue.append(Prepare(run=self._preparing))
                 return
             facts = RequestScanner.whole(body)
-            if facts.choices:
+            if facts.choices and self._ingress == "openai":
                 self._one_choice()
                 return
             self._learn(facts)
@@ -650,9 +650,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             scanner = self._scanner
             assert scanner is not None
             assert self._pass is not None
-            if scanner.choices:  # sent upstream, but not ended: the upstream's is cancelled
-                self._one_choice()
-                return
+            if scanner.choices and self._ingress == "openai" and not self._head_sent:
+                self._one_choice()  # sent upstream, not ended: the upstream's is cancelled
+                return  # (an answer begun before the body ended goes on: its watcher cuts it)
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
             self._pass.declared_tools = self._declared
@@ -661,9 +661,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._queue.append(ForwardEnd())
 
     def _one_choice(self) -> None:
-        """Refuse a relayed request for more than one choice, before its answer: the relay's
-        watcher (the Chat decoder) follows one choice, and would cut the answer at the first
-        chunk of another (attack round 32, F3), as a translated request is refused at once."""
+        """Refuse a relayed Chat request for more than one choice, before its answer: the
+        relay's watcher (the Chat decoder) follows one choice, and would cut the answer at the
+        first chunk of another (attack round 32, F3), as a translated request is refused at
+        once. An upstream that began answering a passed-through body before its end is not
+        answered twice (review of stop 32): that answer goes on, and its watcher cuts it at
+        the first chunk of another choice."""
         self.request_id = self.request_id or self._header_id or self.state.new_id()
         message = "n must be 1: more than one choice is not supported by this gateway"
         self._reject(400, message, _INVALID, param="$.n")

@@ -270,7 +270,8 @@ class GeminiStreamEncoder:
 
     def _flush(self) -> bytes:
         """The whole calls whose turn it is (in index order), each one event after it became
-        whole (so that the signature the decoders give next rides on it)."""
+        whole (so that a signature a decoder gives right after it still rides on it; one
+        given before it is held already, Rule 3)."""
         out = []
         while self._next in self._whole:
             out.append(self._call(self._whole.pop(self._next)))

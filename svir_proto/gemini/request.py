@@ -786,8 +786,12 @@ def _check_tool_config(config: object, at: str, names: set[str]) -> None:
     p = f"{where}.allowedFunctionNames"
     _need(isinstance(allowed, list), p, "must be an array of names")
     _need(mode in ("ANY", "VALIDATED"), p, "is allowed only with mode ANY or VALIDATED")
-    for i, name in enumerate(allowed):
-        _need(name in names, f"{p}[{i}]", f"{name!r} is not a declared function")
+    for i, name in enumerate(allowed):  # (a list is not hashable: no TypeError from the set)
+        _need(
+            isinstance(name, str) and name in names,
+            f"{p}[{i}]",
+            f"{name!r} is not a declared function",
+        )
 
 
 def _check_generation(config: object, at: str) -> None:

@@ -37,6 +37,9 @@ from ..openai._failures import failure_from_error_object
 __all__ = ["RESPONSES_PATH"]
 
 RESPONSES_PATH: Final = "/v1/responses"
+CARRIERS: Final = ("summary", "reasoning_text")
+"""The carriers of the Responses API's own reasoning: a reasoning item's summary and its
+content; a signature of another is another vendor's (`svir_proto.hub`, carried)."""
 """Where a Responses request goes (``POST``), below the server's base URL without ``/v1``."""
 
 INCOMPLETE: Final = {

@@ -70,7 +70,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
-from ._wire import REASON_OF, error_code, usage_out
+from ._wire import CARRIERS, REASON_OF, error_code, usage_out
 from .request import KNOWN, ResponsesRequest
 
 __all__ = ["ResponsesStreamEncoder"]
@@ -668,7 +668,7 @@ class ResponsesStreamEncoder:
                     )
                 signature = (  # another vendor's is carried (`svir_proto.hub`)
                     event.signature
-                    if event.carrier in _OWN_CARRIERS
+                    if event.carrier in CARRIERS
                     else carried_signature(event.signature, event.carrier, event.item_id)
                 )
                 self._grow(len(signature))
@@ -708,13 +708,8 @@ def _part(kind: str, text: str) -> dict[str, Any]:
     return {"type": "reasoning_text", "text": text}
 
 
-_OWN_CARRIERS: Final = ("summary", "reasoning_text")
-"""The carriers of the Responses API's own reasoning, whose signature's ``item_id`` is the
-reasoning item's id."""
-
-
 def _own_id(signature: ReasoningSignature) -> str | None:
     """The reasoning item's id a signature names, if it is the Responses API's own: another
     dialect's ``item_id`` names something else (Gemini's, the call the signature is on), and
     an item named so would share its id with that call (client round 32)."""
-    return signature.item_id if signature.carrier in _OWN_CARRIERS else None
+    return signature.item_id if signature.carrier in CARRIERS else None

@@ -81,6 +81,7 @@ from ._checks import (
     check_part,
     check_tool,
 )
+from ._wire import CARRIERS
 from .request import (
     FunctionCall,
     FunctionCallOutput,
@@ -104,7 +105,7 @@ from .request import (
     _tool,
 )
 
-__all__ = ["FIELDS", "RESPONSES_EXTENSION", "from_hub", "to_hub"]
+__all__ = ["RESPONSES_EXTENSION", "from_hub", "to_hub"]
 
 RESPONSES_EXTENSION: Final = "vendor:responses"
 FIELDS: Final = {
@@ -114,7 +115,6 @@ FIELDS: Final = {
     "response_format": "text.format",
 }
 """Where a Responses request says what the hub's paths name (`DialectSpec.fields`)."""
-_CARRIERS: Final = ("summary", "reasoning_text")
 
 
 # -- to the hub ----------------------------------------------------------------------------
@@ -653,7 +653,7 @@ def _assistant_items(m: LLMMessage, record: Mapping[str, Any], notes: list[str])
                 return again
     items: list[Item] = []
     for block in blocks:
-        if block.carrier not in _CARRIERS:
+        if block.carrier not in CARRIERS:
             notes.append(
                 f"reasoning signed by another vendor ({block.carrier}) cannot be sent to the "
                 "Responses API: not sent"

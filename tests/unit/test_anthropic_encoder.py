@@ -195,6 +195,7 @@ def test_a_refusal_ends_the_turn_as_a_refusal(refusal: str) -> None:
     """Client round 32 (F5): an OpenAI refusal reached an Anthropic client as text with
     ``end_turn``; Anthropic says a refusal by ``stop_reason``, in the stream and whole."""
     from svir_proto.anthropic.answer import message
+    from svir_proto.anthropic.encoder import stop_reason_of
     from svir_proto.events import Completion, Finished, FinishReason
 
     finish = Finished(reason=FinishReason.STOP, raw="stop")
@@ -206,6 +207,9 @@ def test_a_refusal_ends_the_turn_as_a_refusal(refusal: str) -> None:
     done = Completion(refusal=refusal, finish_reason=FinishReason.STOP, finish_raw="stop")
     whole = json.loads(message(done, message_id="m", model="m"))
     assert whole["stop_reason"] == reason
+    ended = Finished(reason=FinishReason.STOP, raw="end_turn")  # Anthropic's own word
+    assert stop_reason_of(ended, refused=True) == "refusal"
+    assert stop_reason_of(ended) == "end_turn"
     length = Finished(reason=FinishReason.LENGTH, raw="length")
     body, _ = encode([*events[:2], length, END])
     assert "max_tokens" in body.decode()  # cut short: what it is, refusal or not

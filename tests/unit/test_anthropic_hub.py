@@ -344,3 +344,13 @@ def test_system_blocks_stay_apart_in_every_dialect() -> None:
     (system,) = [m for m in translate_request(request, "llm-stream").messages if m.role == "system"]
     assert system.texts == ("Always answer in French.", "Keep it short.")
     assert LLMMessage(role="system", content="one").texts == ("one",)
+    # to a Messages upstream: a block for each text of each system message (the review)
+    hub = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="system", content=[LLMTextPart(text="A."), LLMTextPart(text="B.")]),
+            LLMMessage(role="system", content="C."),
+            LLMMessage(role="user", content="hi"),
+        ],
+    )
+    assert [b.text for b in translate_request(hub, "messages").system] == ["A.", "B.", "C."]

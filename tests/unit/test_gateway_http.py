@@ -513,6 +513,21 @@ def test_a_relayed_request_for_more_than_one_choice_is_refused(n: object, size: 
     assert type(conn().feed(one)[0]).__name__ == "Forward"  # one choice: relayed
 
 
+def test_n_is_refused_of_chat_clients_only() -> None:
+    """The review of stop 32: ``n`` is no field of the Messages API, whose relayed requests
+    were refused for it too."""
+    body = json.dumps(
+        {"model": "m", "max_tokens": 8, "stream": True, "n": 2,
+         "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()  # fmt: skip
+    data = raw(
+        "POST /v1/messages HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(body)}", body=body,
+    )  # fmt: skip
+    (forward,) = conn(upstream_dialect="messages").feed(data)
+    assert isinstance(forward, Forward)
+
+
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
 def test_a_request_id_from_the_header(mode: str) -> None:
     gw = conn()

@@ -1635,3 +1635,35 @@ def test_a_whole_answer_the_client_does_not_take_holds_a_stream_slot() -> None:
     assert state.streams == 1
     d.send(b"", 6.0)  # the client leaves: its slot comes back
     assert state.streams == 0
+
+
+def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
+    """The review of stop 32: a passed-through ``n: 2`` request whose upstream began answering
+    before the client's body ended was refused at the body's end with a second head, and the
+    session raised. That answer now goes on (its watcher cuts it at another choice's chunk);
+    nothing is answered twice, and the session never raises."""
+    config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test"))
+    state = GatewayState(config, new_id=lambda: "id")
+    session = GatewaySession(state, 0.0)
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "x" * 70_000}], "stream": True,
+         "n": 2}
+    ).encode()  # fmt: skip
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    session.client_data(head + body[:-10], 0.1)
+    session.upstream_connected(0.2)
+    chunk = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+    answer = session.upstream_data(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        + b"%x\r\n%s\r\n" % (len(chunk), chunk),
+        0.3,
+    )
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert session.client_data(body[-10:], 0.4) == b""  # no second head
+    other = b'data: {"id":"c","choices":[{"index":1,"delta":{"content":"yo"}}]}\n\n'
+    cut = session.upstream_data(b"%x\r\n%s\r\n" % (len(other), other), 0.5)
+    assert b"only one choice" in cut  # the watcher's cut, in the stream
+    assert not session.closed or state.streams == 0

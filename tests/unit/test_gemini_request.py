@@ -370,6 +370,11 @@ def parts_body(*parts: Any) -> bytes:
             T + b'"generationConfig": {"topK": 2.5}}',
             "$.generationConfig.topK",
         ),
+        (  # not hashable: no TypeError (the review of stop 32)
+            T + b'"tools": [{"functionDeclarations": [{"name": "f"}]}], "toolConfig": '
+            b'{"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [[]]}}}',
+            "$.toolConfig.functionCallingConfig.allowedFunctionNames[0]",
+        ),
         (  # the decoder reads candidate 0 only: the other answers would be lost (attack F4)
             T + b'"generationConfig": {"candidateCount": 2}}',
             "$.generationConfig.candidateCount",

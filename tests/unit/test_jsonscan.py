@@ -172,3 +172,29 @@ def test_a_key_written_with_escapes_is_read_as_its_text() -> None:
     for pieces in ([body], bytewise(body)):
         s = scan(pieces)
         assert (s.model, s.stream) == ("m1", True)
+
+
+@pytest.mark.parametrize(
+    ("n", "choices"),
+    [
+        (b"1", False),
+        (b"null", False),
+        (b"1.0", False),
+        (b"2", True),
+        (b"1." + b"0" * 300, True),  # past MAX_VALUE: other than one, however it is cut
+        (b"1" + b"0" * 300 + b"e-300", True),
+        (b"1" + b"0" * 5000, True),  # past Python's digits for int(): no parse, no break
+        (b'"2"', False),  # no number: the upstream's to refuse
+        (b"[2]", False),
+    ],
+)
+def test_n_is_the_same_fact_however_the_body_is_cut(n: bytes, choices: bool) -> None:
+    """The review of stop 32 found a long ``n`` read whole in one piece and as a stand-in
+    across two, and a 5000-digit one break the scan (losing ``stream`` after it)."""
+    body = b'{"model":"m","n":' + n + b',"stream":true}'
+    cuts = [
+        RequestScanner.whole(body),
+        scan([body]),
+        scan([body[i : i + 1] for i in range(len(body))]),
+    ]
+    assert [(s.choices, s.stream, s.broken) for s in cuts] == [(choices, True, False)] * 3
