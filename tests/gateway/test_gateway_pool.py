@@ -30,20 +30,19 @@ REQUEST = (
 )
 
 
-class Upstream:
-    """Answers each request with its whole stream, and the body's last chunk only once told
-    (`release`); counts the connections that brought a request (the readiness probe's
-    ``GET`` is not answered)."""
+class Listener:
+    """An upstream on loopback: each connection it accepts is served (`_serve`, with its
+    number) in a thread of its own; `close` ends it all."""
 
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, receive_buffer: int | None = None) -> None:
+        self.listener = socket.socket()
+        if receive_buffer is not None:  # (inherited by the connections it accepts)
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
         self.port = self.listener.getsockname()[1]
-        self.accepted = 0
-        self.release = threading.Semaphore(0)
         self.socks: list[socket.socket] = []
-        self.served: list[socket.socket] = []  # those that brought a request
         self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
 
     def _accept(self) -> None:
         while True:
@@ -52,9 +51,37 @@ class Upstream:
             except OSError:
                 return
             self.socks.append(sock)
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+            self._opened()
+            serve = threading.Thread(target=self._serve, args=(sock, len(self.socks) - 1))
+            serve.daemon = True
+            serve.start()
 
-    def _serve(self, sock: socket.socket) -> None:
+    def _opened(self) -> None:
+        """A connection was accepted (before it is served)."""
+
+    def _serve(self, sock: socket.socket, i: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.listener.close()
+        for sock in self.socks:
+            sock.close()
+        self.thread.join(5)
+
+
+class Upstream(Listener):
+    """Answers each request with its whole stream, and the body's last chunk only once told
+    (`release`); counts the connections that brought a request (the readiness probe's
+    ``GET`` is not answered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepted = 0
+        self.release = threading.Semaphore(0)
+        self.served: list[socket.socket] = []  # those that brought a request
+        self.thread.start()
+
+    def _serve(self, sock: socket.socket, i: int) -> None:
         buf = b""
         counted = False
         try:
@@ -76,12 +103,9 @@ class Upstream:
             return
 
     def close(self) -> None:
-        self.listener.close()
         for _ in range(8):
             self.release.release()
-        for sock in self.socks:
-            sock.close()
-        self.thread.join(5)
+        super().close()
 
 
 @pytest.fixture
@@ -153,7 +177,7 @@ def test_a_drain_whose_last_chunk_never_comes_is_closed_at_its_deadline(
             future.cancel()
 
 
-class EarlyUpstream:
+class EarlyUpstream(Listener):
     """Answers each request as soon as its head came, before reading its body (which HTTP
     allows, RFC 9112 9.3), and reads the body only once told (`read_bodies`); then serves the
     next request on the same connection. Its sockets take little at a time (a small receive
@@ -161,30 +185,15 @@ class EarlyUpstream:
     each connection's request lines, and whether the gateway closed it."""
 
     def __init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen()
-        self.port = self.listener.getsockname()[1]
+        super().__init__(receive_buffer=65536)
         self.read_bodies = threading.Event()
         self.lines: list[list[bytes]] = []  # per connection
         self.closed: list[bool] = []  # per connection: the gateway closed it
-        self.socks: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            self.socks.append(sock)
-            self.lines.append([])
-            self.closed.append(False)
-            serve = threading.Thread(target=self._serve, args=(sock, len(self.lines) - 1))
-            serve.daemon = True
-            serve.start()
+    def _opened(self) -> None:
+        self.lines.append([])
+        self.closed.append(False)
 
     def _serve(self, sock: socket.socket, i: int) -> None:
         buf = b""
@@ -217,10 +226,7 @@ class EarlyUpstream:
 
     def close(self) -> None:
         self.read_bodies.set()
-        self.listener.close()
-        for sock in self.socks:
-            sock.close()
-        self.thread.join(5)
+        super().close()
 
 
 @pytest.fixture
@@ -278,13 +284,13 @@ def test_a_connection_whose_request_is_still_being_written_is_not_pooled(
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_passed_through_request_for_two_choices_is_refused_and_its_upstream_closed(
-    early: EarlyUpstream, backend: str
+    upstream: Upstream, backend: str
 ) -> None:
     """Attack round 32 (F3): a relayed request for ``n`` choices past the bound of a body held
-    whole goes upstream as it comes; its ``n``, found at its end, refuses it, and the
-    connection the upstream answered it on is closed, never given to the next request."""
-    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{early.port}"))
-    early.read_bodies.set()
+    whole goes upstream as it comes; its ``n``, found at its end, refuses it (the upstream
+    answers once it has the whole body: after the refusal), and the connection is closed,
+    never given to the next request."""
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{upstream.port}"))
     body = json.dumps(
         {"model": "m", "messages": [{"role": "user", "content": "x" * 100_000}], "stream": True,
          "n": 2}
