@@ -37,6 +37,8 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from ._json import canonical
+
 __all__: list[str] = []
 
 MAX_VALUE: Final = 256
@@ -67,7 +69,7 @@ times), in one C-level match. One way only: each alternative begins with its own
 string ends at its first quote that no backslash escapes; a match gives back only what it
 tried past the last whole item (a string or a group the piece cuts, a group nested deeper),
 once. Deeper nesting goes a window at a time (`_brackets`)."""
-_STRING_KEYS: Final = frozenset(("model", "request_id", "name"))
+_STRING_KEYS: Final = frozenset(("model", "request_id", "name", "n"))
 """The last keys of the paths whose strings are kept."""
 _VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage", "n"}
 """The last keys of every wanted path."""
@@ -329,7 +331,9 @@ class RequestScanner:
         stack = self._stack
         if not stack or stack[-1][1] not in _STRING_KEYS:  # at once, for nearly every value
             return False
-        return self._path() in (("model",), ("metadata", "request_id")) or self._is_tool_name()
+        return self._path() in (("model",), ("metadata", "request_id"), ("n",)) or (
+            self._is_tool_name()
+        )
 
     def _is_tool_name(self) -> bool:
         path = self._path()
@@ -409,9 +413,27 @@ def _keys_once(body: bytes) -> bool:
     return len(set(found)) == len(found) and b'"tools"' not in found
 
 
+def parsed_choices(body: bytes) -> bool:
+    """`RequestScanner.choices` of a whole body the scan could not read to ``n`` (`broken`: a
+    thousand members or deep nesting before it; attack round 33), from one parse by the rules
+    (`svir_proto._json.canonical`); ``False`` for a body that is not JSON (the upstream's to
+    refuse)."""
+    try:
+        doc = canonical(body)
+    except (ValueError, RecursionError):
+        return False
+    return _choices(doc.get("n")) if type(doc) is dict else False
+
+
 def _choices(n: object) -> bool:
     """Whether ``n``, read from at most `MAX_VALUE` bytes, asks for other than one choice: a
-    number other than 1 (what is no number is the upstream's to refuse)."""
+    number other than 1, or a string of one (a lenient server reads ``"2"`` as 2: vLLM's
+    pydantic; attack round 33); anything else is the upstream's to refuse."""
+    if type(n) is str:
+        try:
+            n = float(n)
+        except ValueError:
+            return False
     return type(n) in (int, float) and n != 1
 
 

@@ -76,7 +76,7 @@ from urllib.parse import unquote
 import attrs
 
 from .._http1 import BadHead, RequestHead
-from .._jsonscan import RequestScanner
+from .._jsonscan import RequestScanner, parsed_choices
 from .._pull import PullDecoder
 from ..answer import AnswerFold
 from ..dialects import (
@@ -634,7 +634,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     self._queue.append(Prepare(run=self._preparing))
                 return
             facts = RequestScanner.whole(body)
-            if facts.choices and self._ingress == "openai":
+            choices = facts.choices or (facts.broken and parsed_choices(body))
+            if choices and self._ingress == "openai":
                 self._one_choice()
                 return
             self._learn(facts)

@@ -336,6 +336,8 @@ class GatewaySession:
                 out.append(event.data)
                 self._done(now)
                 if event.close or not conn.reusable:
+                    if self._upstream in ("connecting", "sending", "streaming"):
+                        self._release(reuse=False)  # a refusal of what went up: it is over
                     self._close()
                 else:
                     self._new_cycle(now)

@@ -513,6 +513,37 @@ def test_a_relayed_request_for_more_than_one_choice_is_refused(n: object, size: 
     assert type(conn().feed(one)[0]).__name__ == "Forward"  # one choice: relayed
 
 
+@pytest.mark.parametrize("before", ["members", "depth"])
+def test_n_after_what_the_scan_cannot_read_is_refused_from_a_parse(before: str) -> None:
+    """Attack round 33 (F3): a thousand members, or a value nested deeper than the scan
+    follows, before ``n`` stopped the scan, and the request went up with its two choices. A
+    held body the scan cannot read is parsed for its ``n``."""
+    doc: dict[str, object] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    if before == "members":
+        doc.update({f"x{i}": i for i in range(1100)})
+    else:
+        doc["x"] = json.loads("[" * 80 + "]" * 80)
+    doc.update({"stream": True, "n": 2})
+    body = json.dumps(doc).encode()
+    assert len(body) < 64 * 1024  # held whole
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(body)}", body=body,
+    )  # fmt: skip
+    (reply,) = conn().feed(data)
+    assert isinstance(reply, Reply)
+    status, _, got = response(reply.data)
+    assert status == 400
+    assert json.loads(got)["error"]["param"] == "$.n"
+    doc["n"] = 1
+    one = json.dumps(doc).encode()
+    data = raw(
+        "POST /v1/chat/completions HTTP/1.1", "Host: gw", "Content-Type: application/json",
+        f"Content-Length: {len(one)}", body=one,
+    )  # fmt: skip
+    assert isinstance(conn().feed(data)[0], Forward)
+
+
 def test_n_is_refused_of_chat_clients_only() -> None:
     """The review of stop 32: ``n`` is no field of the Messages API, whose relayed requests
     were refused for it too."""

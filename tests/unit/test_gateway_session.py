@@ -1667,3 +1667,29 @@ def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
     cut = session.upstream_data(b"%x\r\n%s\r\n" % (len(other), other), 0.5)
     assert b"only one choice" in cut  # the watcher's cut, in the stream
     assert not session.closed or state.streams == 0
+
+
+def test_a_refusal_of_a_passed_through_body_lets_its_upstream_go() -> None:
+    """Attack round 33 (F5): a passed-through ``n: 2`` request refused at its body's end closed
+    the client, but the upstream connection, which had the whole request, was held (asyncio
+    read and dropped the answer until the client went). It is released, never to the pool."""
+    config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test"))
+    state = GatewayState(config, new_id=lambda: "id")
+    session = GatewaySession(state, 0.0)
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "x" * 70_000}], "stream": True,
+         "n": 2}
+    ).encode()  # fmt: skip
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    session.client_data(head + body[:-10], 0.1)
+    session.upstream_connected(0.2)
+    session.actions.clear()
+    refused = session.client_data(body[-10:], 0.3)
+    assert refused.startswith(b"HTTP/1.1 400 ")
+    kinds = [type(a).__name__ for a in session.actions]
+    assert Release(connection=None) in session.actions, kinds
+    assert kinds.index("Release") < kinds.index("Close")
+    assert state.streams == 0

@@ -184,7 +184,9 @@ def test_a_key_written_with_escapes_is_read_as_its_text() -> None:
         (b"1." + b"0" * 300, True),  # past MAX_VALUE: other than one, however it is cut
         (b"1" + b"0" * 300 + b"e-300", True),
         (b"1" + b"0" * 5000, True),  # past Python's digits for int(): no parse, no break
-        (b'"2"', False),  # no number: the upstream's to refuse
+        (b'"2"', True),  # a string of one, which vLLM reads as 2 (attack round 33)
+        (b'" 1 "', False),
+        (b'"two"', False),  # no number: the upstream's to refuse
         (b"[2]", False),
     ],
 )
@@ -198,3 +200,15 @@ def test_n_is_the_same_fact_however_the_body_is_cut(n: bytes, choices: bool) -> 
         scan([body[i : i + 1] for i in range(len(body))]),
     ]
     assert [(s.choices, s.stream, s.broken) for s in cuts] == [(choices, True, False)] * 3
+
+
+def test_a_body_the_scan_cannot_read_is_parsed_for_its_n() -> None:
+    from svir_proto._jsonscan import parsed_choices
+
+    members = b'{"model":"m",' + b'"a":1,' * 1100 + b'"n":2}'
+    assert scan([members]).broken
+    assert not scan([members]).choices
+    assert parsed_choices(members)
+    assert not parsed_choices(members.replace(b'"n":2', b'"n":1'))
+    assert not parsed_choices(b'{"n":2')  # not JSON: the upstream's to refuse
+    assert not parsed_choices(b"[2]")
