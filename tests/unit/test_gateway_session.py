@@ -1637,11 +1637,9 @@ def test_a_whole_answer_the_client_does_not_take_holds_a_stream_slot() -> None:
     assert state.streams == 0
 
 
-def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
-    """The review of stop 32: a passed-through ``n: 2`` request whose upstream began answering
-    before the client's body ended was refused at the body's end with a second head, and the
-    session raised. That answer now goes on (its watcher cuts it at another choice's chunk);
-    nothing is answered twice, and the session never raises."""
+def _two_choices_all_but_its_end() -> tuple[GatewaySession, GatewayState, bytes]:
+    """A session with a Chat request for two choices passed through (its body past the bound
+    of one held) but for its last bytes, which it returns, and its upstream connected."""
     config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test"))
     state = GatewayState(config, new_id=lambda: "id")
     session = GatewaySession(state, 0.0)
@@ -1655,6 +1653,15 @@ def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
     ).encode()
     session.client_data(head + body[:-10], 0.1)
     session.upstream_connected(0.2)
+    return session, state, body[-10:]
+
+
+def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
+    """The review of stop 32: a passed-through ``n: 2`` request whose upstream began answering
+    before the client's body ended was refused at the body's end with a second head, and the
+    session raised. That answer now goes on (its watcher cuts it at another choice's chunk);
+    nothing is answered twice, and the session never raises."""
+    session, state, rest = _two_choices_all_but_its_end()
     chunk = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
     answer = session.upstream_data(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -1662,7 +1669,7 @@ def test_an_answer_begun_before_a_two_choice_body_ended_goes_on() -> None:
         0.3,
     )
     assert answer.startswith(b"HTTP/1.1 200 ")
-    assert session.client_data(body[-10:], 0.4) == b""  # no second head
+    assert session.client_data(rest, 0.4) == b""  # no second head
     other = b'data: {"id":"c","choices":[{"index":1,"delta":{"content":"yo"}}]}\n\n'
     cut = session.upstream_data(b"%x\r\n%s\r\n" % (len(other), other), 0.5)
     assert b"only one choice" in cut  # the watcher's cut, in the stream
@@ -1673,21 +1680,9 @@ def test_a_refusal_of_a_passed_through_body_lets_its_upstream_go() -> None:
     """Attack round 33 (F5): a passed-through ``n: 2`` request refused at its body's end closed
     the client, but the upstream connection, which had the whole request, was held (asyncio
     read and dropped the answer until the client went). It is released, never to the pool."""
-    config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test"))
-    state = GatewayState(config, new_id=lambda: "id")
-    session = GatewaySession(state, 0.0)
-    body = json.dumps(
-        {"model": "m", "messages": [{"role": "user", "content": "x" * 70_000}], "stream": True,
-         "n": 2}
-    ).encode()  # fmt: skip
-    head = (
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    session.client_data(head + body[:-10], 0.1)
-    session.upstream_connected(0.2)
+    session, state, rest = _two_choices_all_but_its_end()
     session.actions.clear()
-    refused = session.client_data(body[-10:], 0.3)
+    refused = session.client_data(rest, 0.3)
     assert refused.startswith(b"HTTP/1.1 400 ")
     kinds = [type(a).__name__ for a in session.actions]
     assert Release(connection=None) in session.actions, kinds
