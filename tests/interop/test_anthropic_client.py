@@ -244,7 +244,8 @@ def test_the_sdk_reads_what_our_encoder_writes(server: str, path: Path, decoder:
             calls = [(i, a) for i, _, a in calls]  # type: ignore[misc]
             expected = [(i, a) for i, _, a in expected]  # type: ignore[misc]
         assert calls == expected
-        assert message.stop_reason == stop_reason_of(_finished(result))
+        refused = bool(result.refusal)  # a refusal ends its turn as one (client round 32)
+        assert message.stop_reason == stop_reason_of(_finished(result), refused=refused)
     usage = result.usage
     if usage is not None and (result.complete or usage.prompt_tokens is not None):
         u = message.usage
