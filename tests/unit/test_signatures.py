@@ -76,5 +76,22 @@ def test_a_decoder_reads_a_carried_signature_as_its_vendors() -> None:
         "fc-1",
     )
     own = ReasoningSignature(signature="ant", carrier="thinking")
-    body = b"".join(MessagesStreamEncoder().encode(e) for e in [events[0], own, events[-1]])
+    encoder = MessagesStreamEncoder()
+    body = b"".join(encoder.encode(e) for e in [events[0], own, events[-1]])
     assert b'"signature":"ant"' in body  # Anthropic's own goes as it is
+
+
+def test_a_signature_that_only_looks_carried_is_the_dialects_own() -> None:
+    """A peer's signature that begins as a carried one but is not one (`uncarried` reads
+    nothing from it) is kept as it came, of the dialect's own carrier."""
+    from svir_proto.anthropic import MessagesStreamDecoder, MessagesStreamEncoder
+    from svir_proto.events import StreamEnded, StreamStarted
+
+    odd = ReasoningSignature(signature="svir1.nobody.x.sig", carrier="thinking")
+    events = [StreamStarted(response_id="r", model="m"), odd, StreamEnded(complete=True, done=True)]
+    encoder = MessagesStreamEncoder()
+    body = b"".join(encoder.encode(e) for e in events)
+    decoder = MessagesStreamDecoder()
+    assert odd in decoder.feed(body) + decoder.close()
+    (block,) = decoder.result.reasoning_blocks
+    assert (block.signature, block.carrier) == ("svir1.nobody.x.sig", "thinking")
