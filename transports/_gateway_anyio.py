@@ -468,6 +468,9 @@ class Server:
         return None
 
     def give(self, stream: anyio.abc.ByteStream, conn: ClientConnection) -> None:
+        if not self.state.config.pool_size:  # no pool: every request has its own connection
+            self.discard(stream)
+            return
         if len(self.pool) >= self.state.config.pool_size:
             self.discard(self.pool.popleft()[0])
         self.pool.append((stream, conn, time.monotonic()))

@@ -452,6 +452,9 @@ class Server:
         return None
 
     def give(self, up: _Upstream, conn: ClientConnection) -> None:
+        if not self.state.config.pool_size:  # no pool: every request has its own connection
+            self.drop(up)
+            return
         if len(self.pool) >= self.state.config.pool_size:
             self.drop(self.pool.popleft())
         up.conn = conn

@@ -19,7 +19,7 @@ from ..gateway._http import LOOPBACK_HOSTS
 from ..gateway.config import GatewayConfig
 from ..openai.endpoint import Endpoint
 
-__all__ = ["add_parser", "gateway"]
+__all__ = ["add_parser", "config_of", "gateway"]
 
 UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini")
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
@@ -94,6 +94,26 @@ def add_parser(sub: Any) -> None:
         default=d.max_head_size,
         help="bytes of a request head (431 past it)",
     )
+    limits.add_argument(
+        "--hold-below",
+        type=int,
+        default=d.hold_below,
+        help="bytes of a relayed request body held whole (and sent again on a closed kept-alive "
+        "upstream connection); a longer one streams through on a new connection",
+    )
+    limits.add_argument(
+        "--pool-size",
+        type=int,
+        default=d.pool_size,
+        help="idle upstream connections kept for reuse (0: a new connection for every request, "
+        "for an upstream not trusted to answer only what it is asked)",
+    )
+    limits.add_argument(
+        "--drain-limit",
+        type=int,
+        default=d.drain_limit,
+        help="bytes read after a whole answer to reach its body's end and keep its connection",
+    )
     times = g.add_argument_group("deadlines (seconds)")
     times.add_argument(
         "--timeout",
@@ -140,6 +160,8 @@ def add_parser(sub: Any) -> None:
     )
     times.add_argument("--connect-timeout", type=float, default=d.connect_timeout,
                        help="to reach the upstream")  # fmt: skip
+    times.add_argument("--pool-idle", type=float, default=d.pool_idle,
+                       help="an idle upstream connection is kept this long")  # fmt: skip
 
 
 def token_of(args: Any, err: TextIO) -> str | None:
@@ -162,43 +184,52 @@ def token_of(args: Any, err: TextIO) -> str | None:
     return None
 
 
+def config_of(args: Any, err: TextIO) -> tuple[GatewayConfig, str, int]:
+    """The gateway's configuration and the address it listens on, from its options; a
+    ValueError or OSError says which option is wrong."""
+    spec = dialect(args.upstream_dialect)  # its package is installed
+    key = args.upstream_key or os.environ.get(spec.key_variable) or None
+    upstream = Endpoint.parse(args.upstream, key)
+    host, _, port = args.listen.rpartition(":")
+    if not host or not (port.isascii() and port.isdigit()):
+        raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")
+    host = host.strip("[]")
+    token = token_of(args, err)
+    allowed = None
+    if token is None:
+        allowed = frozenset({*LOOPBACK_HOSTS, host.lower(), *(h.lower() for h in args.allow_host)})
+    config = GatewayConfig(
+        upstream=upstream,
+        upstream_dialect=args.upstream_dialect,
+        token=token,
+        allowed_hosts=allowed,
+        public_metrics=args.public_metrics,
+        max_streams=args.max_streams,
+        max_answer=args.max_answer,
+        max_connections=args.max_connections,
+        max_body=args.max_body,
+        max_buffered=args.max_buffered,
+        max_head_size=args.max_head,
+        progress_timeout=args.timeout,
+        keepalive=args.keepalive,
+        head_timeout=args.head_timeout,
+        body_timeout=args.body_timeout,
+        body_rate=args.body_rate,
+        idle_timeout=args.idle_timeout,
+        send_timeout=args.send_timeout,
+        connect_timeout=args.connect_timeout,
+        hold_below=args.hold_below,
+        drain_limit=args.drain_limit,
+        pool_size=args.pool_size,
+        pool_idle=args.pool_idle,
+    )
+    return config, host, int(port)
+
+
 def gateway(args: Any, err: TextIO = sys.stderr) -> int:
     """Run the gateway until SIGTERM or Ctrl-C; returns the exit status."""
     try:
-        spec = dialect(args.upstream_dialect)  # its package is installed
-        key = args.upstream_key or os.environ.get(spec.key_variable) or None
-        upstream = Endpoint.parse(args.upstream, key)
-        host, _, port = args.listen.rpartition(":")
-        if not host or not (port.isascii() and port.isdigit()):
-            raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")
-        host = host.strip("[]")
-        token = token_of(args, err)
-        allowed = None
-        if token is None:
-            allowed = frozenset(
-                {*LOOPBACK_HOSTS, host.lower(), *(h.lower() for h in args.allow_host)}
-            )
-        config = GatewayConfig(
-            upstream=upstream,
-            upstream_dialect=args.upstream_dialect,
-            token=token,
-            allowed_hosts=allowed,
-            public_metrics=args.public_metrics,
-            max_streams=args.max_streams,
-            max_answer=args.max_answer,
-            max_connections=args.max_connections,
-            max_body=args.max_body,
-            max_buffered=args.max_buffered,
-            max_head_size=args.max_head,
-            progress_timeout=args.timeout,
-            keepalive=args.keepalive,
-            head_timeout=args.head_timeout,
-            body_timeout=args.body_timeout,
-            body_rate=args.body_rate,
-            idle_timeout=args.idle_timeout,
-            send_timeout=args.send_timeout,
-            connect_timeout=args.connect_timeout,
-        )
+        config, host, port = config_of(args, err)
     except (ValueError, OSError) as exc:
         err.write(f"svir: {exc}\n")
         return 2
@@ -217,4 +248,4 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
     # garbage: the collector's full passes no longer walk it while streams are served
     gc.collect()
     gc.freeze()
-    return serve_forever(server, host, int(port), args.backend)
+    return serve_forever(server, host, port, args.backend)

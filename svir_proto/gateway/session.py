@@ -49,8 +49,12 @@ Rule 6 (upstream connections): a request whose body the gateway holds (or built)
     turns out closed before any byte of the answer; a request whose body streams through from
     its client always gets a new one. A kept-alive connection that sent bytes after its last
     answer (an answer to no request, junk) is treated as a closed one: it is not pooled when
-    they came before it went back (`ClientConnection.reusable`), and when they come later they
-    are the next request's first bytes, which fail, and the request is sent again.
+    they came before it went back (`ClientConnection.reusable`), and the server does not take
+    it from the pool when they came while it was there. Bytes that come once the next request
+    is on it are read as that request's answer: bytes that are no answer fail, and the request
+    is sent again; a whole HTTP answer among them is taken for the request's (HTTP/1.1 cannot
+    tell them apart: every proxy that keeps connections alive shares this), and the answers
+    on that connection shift by one (attack 33). ``pool_size=0`` is for such an upstream.
     A connection goes back to the pool only after a whole answer to a whole request; after a
     failure or a cancel it is closed. A whole answer whose body has not ended yet (the
     upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and

@@ -160,6 +160,27 @@ def test_a_client_that_leaves_before_the_upstreams_last_chunk(
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_pool_of_size_zero_keeps_no_connection(upstream: Upstream, backend: str) -> None:
+    """``--pool-size 0``, for an upstream not trusted to answer only what it is asked (attack
+    33, F4): every request gets a connection of its own, closed after its answer."""
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{upstream.port}"), pool_size=0)
+    with anyio.from_thread.start_blocking_portal(backend=backend) as portal:
+        future, port = portal.start_task(server.serve, "127.0.0.1", 0)
+        try:
+            for i in range(3):
+                assert EVENT in ask(port)
+                upstream.release.release()
+                wait(lambda: not server._impl.clients and server.state.streams == 0)
+                assert not server._impl.pool
+                sock = upstream.served[i]
+                sock.settimeout(10)
+                assert sock.recv(1) == b""  # the gateway closed it
+            assert upstream.accepted == 3
+        finally:
+            future.cancel()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_drain_whose_last_chunk_never_comes_is_closed_at_its_deadline(
     upstream: Upstream, backend: str
 ) -> None:

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT
 
 
@@ -198,3 +200,34 @@ def test_decode_tells_each_vendors_dialect() -> None:
         "tests/conformance/anthropic/anthropic-parallel-tool-use.sse",
     )
     assert "complete: True" not in wrong.stdout
+
+
+def test_every_bound_and_deadline_of_the_gateway_is_an_option() -> None:
+    """``svir gateway`` says every `GatewayConfig` bound and deadline is an option: the pool's
+    were not (an operator with an upstream not trusted to answer only what it is asked could
+    not turn the pool off). Each option is given a value other than its default, and the
+    configuration built from them holds every one."""
+    import io
+
+    import attrs
+
+    from svir_proto.cli import parser
+    from svir_proto.cli.gateway import config_of
+    from svir_proto.gateway.config import GatewayConfig
+
+    named = {"max_head_size": "--max-head", "progress_timeout": "--timeout"}
+    given = ["gateway", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:8788"]
+    expected: dict[str, object] = {}
+    for field in attrs.fields(GatewayConfig):
+        if field.type not in ("int", "float") or field.name == "upstream":
+            continue
+        value = field.default + 3 if field.type == "int" else field.default + 0.5
+        given += [named.get(field.name, "--" + field.name.replace("_", "-")), str(value)]
+        expected[field.name] = value
+    assert {"pool_size", "pool_idle", "drain_limit", "hold_below", "max_streams"} <= set(expected)
+    config, host, port = config_of(parser().parse_args(given), io.StringIO())
+    assert {name: getattr(config, name) for name in expected} == expected
+    assert (host, port) == ("127.0.0.1", 8788)
+    refused = parser().parse_args([*given[:3], "--pool-size", "-1"])
+    with pytest.raises(ValueError, match="pool_size"):
+        config_of(refused, io.StringIO())
