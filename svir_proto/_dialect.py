@@ -92,15 +92,15 @@ class DialectDecoder(PullDecoder[Event]):
             # data begins and ends), or the types of a run of them
             typed: tuple[str, int, int] | list[str] | None = None
             runs: Runs | None = None
+            if data[0] == 58 and fast and framer.comment(data):  # ":": a keep-alive, read alone
+                self._skipped += len(data)  # nothing to read
+                return []
             end = framer.whole(data) if fast else 0
             if end:  # counted into the framer's offsets when it is next used
                 shift = framer.shift  # "data:" and no space: see `SSEFramer.shift`
                 at = framer._base + self._skipped - shift
                 self._skipped += len(data)
                 payloads: Sequence[bytes | bytearray] = [data[6 - shift : end]]
-            elif fast and data[:1] == b":" and framer.comment(data):
-                self._skipped += len(data)  # a keep-alive: nothing to read
-                return []
             elif fast and (typed := framer.whole_typed(data)) is not None:
                 at = framer._base + self._skipped + typed[1]  # where its data begins
                 self._skipped += len(data)
@@ -121,8 +121,8 @@ class DialectDecoder(PullDecoder[Event]):
                     payloads = got  # type: ignore[assignment]
             try:
                 if runs is not None:
-                    for start, run in runs.items():
-                        self._on_batch(at + start, run, framer.gap)
+                    for start, (run, stride) in runs.items():
+                        self._on_batch(at + start, run, stride)
                 elif typed is None:
                     if payloads:  # (none, while a long event is still coming)
                         self._on_batch(at, payloads, framer.gap)

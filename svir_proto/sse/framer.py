@@ -116,8 +116,9 @@ RawComment = tuple[str, int]
 RawBatch = tuple[int, list[bytearray], str, int]
 """A run of events that were each exactly ``data: <payload>`` and a blank line, all of type
 ``message`` with no retry: (offset of the first event, the payloads, the last event id, the
-bytes around each payload: 8 with LF line ends, 10 with CRLF). Event k begins at the first's
-offset plus ``len(payload) + gap`` for each payload before it."""
+bytes around each payload: 8 with LF line ends, 10 with CRLF, more when the same comment
+follows each event: `_pinged`). Event k begins at the first's offset plus ``len(payload) +
+gap`` for each payload before it."""
 RawTyped = tuple[int, list[str], list[bytes], str, int]
 """A run of events that were each exactly ``event: NAME``, ``data: <payload>`` and a blank line,
 NAME non-empty printable ASCII (so as long in characters as in bytes), with no retry: (offset of
@@ -128,9 +129,11 @@ bytes after that."""
 RawItem = RawEvent | RawComment | RawBatch | RawTyped
 
 
-Runs = dict[int, list[bytearray]]
+Runs = dict[int, tuple[list[bytearray], int]]
 """Runs of simple events with comments between them, for a `SSEFramer.quiet` framer: each
-run's offset from where the first begins, to its payloads (as a `RawBatch`'s)."""
+run's offset from where the first begins, to its payloads (as a `RawBatch`'s) and the bytes
+between one payload and the next (a `RawBatch`'s gap, plus the comment between each two events
+in a run of `_pinged` events)."""
 
 
 Taken = list[bytearray] | tuple[list[str], list[bytes]] | Runs
@@ -256,11 +259,14 @@ class SSEFramer:
         for the UTF-8 policy) and within the size bound: the express's test for a keep-alive,
         used as `whole` is. Its bytes are counted with `skip`."""
         n = len(data)
-        if data[:1] != b":" or n > self.max_event_size or not self.quiet or not data.isascii():
-            return False
         if self.gap < 10:
-            return data.find(b"\n") == n - 2 and data[-1] == _LF and _CR not in data
-        return data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
+            if data.find(b"\n") != n - 2 or data[-1] != _LF or _CR in data:
+                return False
+        elif not (
+            data.find(b"\n") == n - 3 and data.find(b"\r") == n - 4 and data[-3:] == b"\n\r\n"
+        ):
+            return False
+        return data[0] == 0x3A and self.quiet and data.isascii() and n <= self.max_event_size
 
     def whole_typed(self, data: bytes) -> tuple[str, int, int] | None:
         """If ``data`` is exactly one typed event with the lane's line ends (``event: NAME``,
@@ -370,11 +376,12 @@ class SSEFramer:
             # joined, which costs less than counting them in the buffer.
             joined = b"".join(payloads)
             if (_LF in joined or (gap != 8 and _CR in joined)) and (
-                not self.quiet or (got := _runs(buf, end, blank)) is None
+                not self.quiet
+                or (got := _pinged(buf, end, blank, gap) or _runs(buf, end, blank)) is None
             ):
                 return None
         elif buf[:1] == b":" and self.quiet:
-            got = _runs(buf, end, blank)
+            got = _pinged(buf, end, blank, gap) or _runs(buf, end, blank)
             if got is None:
                 return None
         elif buf[:7] == _EVENT:
@@ -509,8 +516,8 @@ class SSEFramer:
                     types, payloads = got
                     out.append((at, types, payloads, self.last_event_id, (self.gap - 6) // 2))
                 elif type(got) is dict:
-                    for start, run in got.items():
-                        out.append((at + start, run, self.last_event_id, self.gap))
+                    for start, (run, stride) in got.items():
+                        out.append((at + start, run, self.last_event_id, stride))
                 elif got:
                     out.append((at - self.shift, got, self.last_event_id, self.gap))  # type: ignore[arg-type]
                 return
@@ -850,10 +857,12 @@ def _runs(buf: bytearray, end: int, blank: bytes) -> Runs | None:
     runs: Runs = {}
     payloads: list[bytearray] | None = None
     pos = 0
+    gap = len(blank) + 6
     for block in blocks:
         if block[:6] == b"data: ":
             if payloads is None:
-                payloads = runs[pos] = []
+                payloads = []
+                runs[pos] = (payloads, gap)
             payloads.append(block[6:])
         elif block[:1] == b":" and block.isascii():
             payloads = None
@@ -861,6 +870,38 @@ def _runs(buf: bytearray, end: int, blank: bytes) -> Runs | None:
             return None
         pos += len(block) + len(blank)
     return runs
+
+
+def _pinged(buf: bytearray, end: int, blank: bytes, gap: int) -> Runs | None:
+    """``buf[:end]`` as one run if it is simple events, each but perhaps the last followed by
+    one comment, the same every time (a server that pings after every event), else ``None``:
+    its events are then a constant stride apart, so one `RawBatch` with that stride holds them
+    (the `_runs` of such a stream are an event each). A split at the ping and the next event's
+    head takes them at once; a payload left holding a line end had no ping after it, or two."""
+    start = 0
+    if buf[:1] == b":":  # a read that begins with the ping of an event read before
+        start = buf.find(blank, 0, end) + len(blank)
+        head = buf[: start - len(blank)]
+        if start < len(blank) or buf[start : start + 6] != b"data: " or not _comment(head):
+            return None
+    at = buf.find(blank, start + 6, end)  # the first event's end: its ping follows
+    stop = buf.find(blank, at + len(blank), end) if at > 0 else -1
+    ping = buf[at : end if stop < 0 else stop]  # the blank line, then the comment's line
+    if at < 0 or not _comment(ping[len(blank) :]):
+        return None
+    payloads = buf[start + 6 : end].split(ping + blank + b"data: ")
+    last = payloads[-1]
+    if last.endswith(ping):
+        payloads[-1] = last[: -len(ping)]
+    joined = b"".join(payloads)
+    if b"\n" in joined or b"\r" in joined:
+        return None
+    return {start: (payloads, gap + len(ping))}
+
+
+def _comment(line: bytearray) -> bool:
+    """``line`` is one comment's line, ASCII (nothing for the UTF-8 policy to change)."""
+    return line[:1] == b":" and b"\n" not in line and b"\r" not in line and line.isascii()
 
 
 def _crlf_only(buf: bytearray, start: int) -> bool:

@@ -355,7 +355,14 @@ def pinged_pieces(draw: st.DrawFn) -> list[bytes]:
     kinds = st.sampled_from(
         [main] * 4 + ["simple", "empty", "comment", "invalid", "invalid comment", "nospace"]
     )
+    if draw(st.booleans()):  # the same keep-alive after each event (a run: `_pinged`), or not
+        kinds = st.sampled_from(["simple"] * 12 + ["empty", "comment", "invalid", "two lines"])
     events = [LIVE_EVENTS[draw(kinds)](draw(TEXT), eol) for _ in range(draw(st.integers(0, 20)))]
+    if draw(st.booleans()):
+        text = draw(st.sampled_from(["keep-alive", "keep-alive", "", "ü", "a:b", "x\ry", "x\ny"]))
+        ping = LIVE_EVENTS["comment"](text, eol)
+        times = st.sampled_from([1] * 12 + [0, 2])
+        events = [part for event in events for part in [event] + [ping] * draw(times)]
     if draw(st.booleans()):
         return events  # one per piece: a live stream's reads (the express)
     body = b"".join(events)
