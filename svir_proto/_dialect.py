@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from . import _json
+from ._notes import Notes
 from ._pull import PullDecoder
 from ._signatures import CARRIED, uncarried
 from .errors import PeerProtocolError
@@ -41,6 +42,11 @@ AHEAD: Final = 4096
 """The most a dialect's template (`DialectDecoder._ahead`) takes of the piece of an event the
 framer holds: a longer one (a delta tens of kB long) is left to the lane, so that no read
 copies it again."""
+
+BLOCK: Final = 64
+"""What a reasoning block weighs against ``max_result_size`` beyond its signature and item id,
+in characters: about the object that holds it (attack 34: empty redacted blocks weighed nothing,
+and a million of them held 170 MB)."""
 
 DEEP: Final = 2 * _json.MAX_DEPTH
 """Payloads longer than this may nest too deeply (`_json` Rule 5): only they are checked."""
@@ -78,6 +84,7 @@ class DialectDecoder(PullDecoder[Event]):
         self._skipped = 0  # bytes the express took that the framer has not counted yet
         self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
+        self._problems = Notes()  # said once each, bounded (`_notes`)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`PullDecoder.feed`, with the fast lanes while nothing is pending (``_fast``): the
@@ -347,6 +354,10 @@ class DialectDecoder(PullDecoder[Event]):
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise json_error(payload, at, exc, what) from exc
 
+    def _note(self, problem: str) -> None:
+        """A problem worth saying once, however often it happens (`Notes`)."""
+        self._problems.append(problem)
+
     def _grow(self, n: int, at: int | None) -> None:
         self._size += n
         if self._size > self._max_result:
@@ -380,7 +391,7 @@ class DialectDecoder(PullDecoder[Event]):
                 signature = ReasoningSignature(
                     signature=own.signature, carrier=own.carrier, item_id=own.item_id
                 )
-        self._grow(len(signature.signature), at)
+        self._grow(BLOCK + len(signature.signature) + len(signature.item_id or ""), at)
         text = "" if signature.redacted else "".join(self._block)
         self._block.clear()
         self._blocks.append(

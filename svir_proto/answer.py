@@ -19,7 +19,8 @@ Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send u
 Rule 4 (the end): `StreamFailed` is the answer's ``error``, `StreamEnded` its end: ``done``
     when the stream ended with its marker, else a cut. Nothing after the end is read.
 Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal, arguments and
-    signatures are kept (a content-filter verdict weighs `VERDICT`); past it,
+    signatures are kept, and the ids and names of tool calls (a content-filter verdict
+    weighs `VERDICT`, a reasoning block `svir_proto._dialect.BLOCK` beyond its signature); past it,
     `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
     comes at about its size, however the upstream cut it (`svir_proto._pieces`).
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
-from ._dialect import DEFAULT_MAX_RESULT_SIZE
+from ._dialect import BLOCK, DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
 from .errors import AnswerTooLarge, Failure
 from .events import (
@@ -126,7 +127,8 @@ class AnswerFold:
                 self._tail.append(event.text)
                 self._carrier = self._carrier or event.carrier
             case ReasoningSignature():
-                self._grow(len(event.signature))  # held too: a redacted block is only this
+                # held too (a redacted block is only this), with the block that holds it
+                self._grow(BLOCK + len(event.signature) + len(event.item_id or ""))
                 text = "" if event.redacted else self._tail.text()
                 self._blocks.append(
                     ReasoningBlock(
@@ -144,7 +146,7 @@ class AnswerFold:
                 self._grow(len(event.text))
                 self._refusal.append(event.text)
             case ToolCall():
-                self._grow(len(event.arguments))
+                self._grow(len(event.arguments) + len(event.id) + len(event.name))
                 self._calls.append(event)
             case Finished():
                 self._finish = event

@@ -183,7 +183,6 @@ class MessagesStreamDecoder(DialectDecoder):
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._done = False
         self._ignored = 0
-        self._problems: list[str] = []
         self._envelope: Envelope | None = None  # the open block's (see _envelope)
         self._budget = BUDGET  # envelopes that may still fail to be learned in a row
         self.message_id: str | None = None
@@ -225,10 +224,6 @@ class MessagesStreamDecoder(DialectDecoder):
             and self._failure is None
             and self._deferred is None
         )
-
-    def _note(self, problem: str) -> None:
-        if problem not in self._problems:
-            self._problems.append(problem)
 
     # -- one SSE event -----------------------------------------------------------------------
 
@@ -367,6 +362,7 @@ class MessagesStreamDecoder(DialectDecoder):
             if type(call_id) is not str or type(name) is not str:
                 raise PeerProtocolError("a tool_use block needs an id and a name", offset=at)
             number = len(self._calls.calls)
+            self._grow(len(call_id) + len(name), at)  # held until the end, as arguments are
             self._queue.append(self._calls.apply(number, call_id, name, None, at))
             self._tools[index] = number
             start = block.get("input")

@@ -195,7 +195,6 @@ class GeminiStreamDecoder(DialectDecoder):
         self._failure: Failure | None = None
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._done = False
-        self._problems: list[str] = []
 
     # -- the result ------------------------------------------------------------------------
 
@@ -253,10 +252,6 @@ class GeminiStreamDecoder(DialectDecoder):
             assert isinstance(usage, dict)
             self._usage_raw = usage
         self._usage = None
-
-    def _note(self, problem: str) -> None:
-        if problem not in self._problems:
-            self._problems.append(problem)
 
     # -- one SSE event -----------------------------------------------------------------------
 
@@ -648,7 +643,7 @@ class GeminiStreamDecoder(DialectDecoder):
         self, index: int, call_id: str | None, name: str | None, arguments: str, at: int
     ) -> None:
         delta: ToolCallDelta = self._calls.apply(index, call_id, name, arguments, at)
-        self._grow(len(delta.arguments) + len(delta.name or ""), at)
+        self._grow(len(delta.arguments) + len(delta.name or "") + len(delta.id or ""), at)
         self._queue.append(delta)
 
     # -- Rules 5 to 8 --------------------------------------------------------------------------

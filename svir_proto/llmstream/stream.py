@@ -97,7 +97,8 @@ class LLMStreamDecoder(DialectDecoder):
     Args:
         declared_tools: the tools the request declared (section 8.2); ``None``: not checked.
         max_event_size: bytes one SSE event may take.
-        max_result_size: characters of text, reasoning and arguments the result may hold.
+        max_result_size: characters of text, reasoning, signatures and tool calls the result may
+            hold (a reasoning block weighs `svir_proto._dialect.BLOCK` too).
         keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
             are still events, but neither kept, so ``result.text``, ``result.reasoning``,
             ``result.refusal`` and the text of each of ``result.reasoning_blocks`` are empty,
@@ -135,7 +136,6 @@ class LLMStreamDecoder(DialectDecoder):
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
         self._failure: Failure | None = None
-        self._problems: list[str] = []
         self.model: str | None = None
         self.request_id: str | None = None
         self._template: Template | None = None  # the last content.delta's bytes
@@ -306,9 +306,7 @@ class LLMStreamDecoder(DialectDecoder):
             raise PeerProtocolError(f"type {type_!r} does not match the SSE {shown}", offset=at)
         self._seq += 1
         if type_ not in EVENT_TYPES:  # Rule 5
-            note = f"ignored events of unknown type {type_!r}"
-            if note not in self._problems:
-                self._problems.append(note)
+            self._note(f"ignored events of unknown type {type_!r}")
             return
         nxt = advance(self._state, type_)  # Rule 3
         if nxt is None:
@@ -443,7 +441,7 @@ class LLMStreamDecoder(DialectDecoder):
         if call_id in self._ids:
             raise PeerProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
         self._ids.add(call_id)
-        self._grow(len(arguments), at)
+        self._grow(len(arguments) + len(call_id) + len(name), at)
         declared = None if self._declared is None else name in self._declared
         if declared is False:
             self._problems.append(

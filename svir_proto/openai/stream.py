@@ -152,7 +152,6 @@ class ChatStreamDecoder(DialectDecoder):
         self._tool_calls: tuple[ToolCall, ...] = ()
         self._done = False
         self._ignored = 0
-        self._problems: list[str] = []
 
     # -- the result ------------------------------------------------------------------------
 
@@ -419,7 +418,7 @@ class ChatStreamDecoder(DialectDecoder):
                 self._tool_delta(self._calls.piece(raw, at), at)
 
     def _tool_delta(self, call: ToolCallDelta, at: int) -> None:
-        self._grow(len(call.arguments) + len(call.name or ""), at)
+        self._grow(len(call.arguments) + len(call.name or "") + len(call.id or ""), at)
         self._queue.append(call)
 
     def _content(self, content: str, at: int) -> None:

@@ -78,6 +78,7 @@ from zlib import crc32
 
 from .. import _json
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._notes import MAX_NOTE
 from .._pieces import Pieces
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, PeerProtocolError
@@ -111,7 +112,9 @@ Each counts `ITEM_SIZE` against ``max_result_size`` too, so empty items cannot f
 ITEM_SIZE: Final = 256
 """What an output item counts against ``max_result_size``, in characters: about what it holds."""
 MAX_IGNORED_TYPES: Final = 64
-"""Distinct ignored event type names kept in ``ignored_types``; more are ignored unnamed."""
+"""Distinct ignored event type names kept in ``ignored_types``; more are ignored unnamed, as
+is a name longer than `svir_proto._notes.MAX_NOTE` (attack 34: a peer's names may be
+megabytes long)."""
 SEPARATOR: Final = "\n\n"
 """Joins the summary or reasoning parts of one reasoning item (Rule 3)."""
 DELTA_KEY: Final = b'"delta":'
@@ -233,8 +236,6 @@ class ResponsesStreamDecoder(DialectDecoder):
         self._ended = False  # the end event came
         self._open_cut = False  # it came with a call still open: a cut (`_finished`)
         self._ignored = 0
-        self._problems: list[str] = []
-        self._notes: set[str] = set()  # the problems noted once
         self.ignored_types: set[str] = set()
         """The event types this stream sent that were ignored (Rule 7), at most
         `MAX_IGNORED_TYPES` of them."""
@@ -287,12 +288,6 @@ class ResponsesStreamDecoder(DialectDecoder):
             and self._failure is None
             and self._deferred is None  # a stream that broke the protocol is never whole
         )
-
-    def _note(self, problem: str) -> None:
-        """A problem worth saying once, however often it happens."""
-        if problem not in self._notes:
-            self._notes.add(problem)
-            self._problems.append(problem)
 
     # -- one SSE event -----------------------------------------------------------------------
 
@@ -493,7 +488,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             return
         handler = _HANDLERS.get(etype)
         if handler is None:  # Rule 7
-            if len(self.ignored_types) < MAX_IGNORED_TYPES:
+            if len(self.ignored_types) < MAX_IGNORED_TYPES and len(etype) <= MAX_NOTE:
                 self.ignored_types.add(etype)
             return
         handler(self, obj, at)
@@ -576,7 +571,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             raise PeerProtocolError(f"output item {index} was added twice", offset=at)
         if index is None and item_id in self._by_id:
             raise PeerProtocolError(f"output item {item_id!r} was added twice", offset=at)
-        self._grow(ITEM_SIZE, at)
+        self._grow(ITEM_SIZE + len(item_id or ""), at)
         self._start()
         rec = _Item(kind, item_id)
         if index is not None:
@@ -727,7 +722,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 self._note("a tool call's name changes between events: the first is kept")
         if new_id is not None or new_name is not None:
             delta = self._calls.apply(rec.call, new_id, new_name, None, at)
-            self._grow(len(delta.name or ""), at)
+            self._grow(len(delta.name or "") + len(delta.id or ""), at)
             self._queue.append(delta)
         arguments = item.get("arguments")
         if type(arguments) is str:

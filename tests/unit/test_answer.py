@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from svir_proto import dialects
+from svir_proto._dialect import BLOCK
 from svir_proto.answer import AnswerFold, replay, unsigned_reasoning
 from svir_proto.errors import AnswerTooLarge, Failure, FailureKind
 from svir_proto.events import (
@@ -93,7 +94,7 @@ def test_enough_recordings_of_every_dialect() -> None:
 
 
 def test_the_identity_the_answer_and_the_bound() -> None:
-    fold = AnswerFold(response_id="ours", model="m", created=5, max_size=10)
+    fold = AnswerFold(response_id="ours", model="m", created=5, max_size=BLOCK + 10)
     fold.add(StreamStarted(response_id="theirs", model="", created=None))
     fold.add(StreamStarted(response_id="later", model="x", created=9))  # the first one counts
     assert (fold.response_id, fold.model, fold.created) == ("theirs", "m", 5)
@@ -107,7 +108,7 @@ def test_the_identity_the_answer_and_the_bound() -> None:
     assert unsigned_reasoning(result) == "r2"
     assert not result.closed
     assert not result.complete
-    with pytest.raises(AnswerTooLarge, match="10 characters"):
+    with pytest.raises(AnswerTooLarge, match=f"{BLOCK + 10} characters"):
         fold.add(TextDelta(text="0123"))
     assert fold.error is None
     fold.add(StreamEnded(complete=True, done=True))  # nothing after the bound is kept

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto import _json
+from svir_proto._dialect import BLOCK
 from svir_proto.anthropic import MAX_OPEN_BLOCKS, MessagesStreamDecoder
 from svir_proto.errors import FailureKind, PeerProtocolError
 from svir_proto.events import (
@@ -398,19 +399,19 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 810 characters of text and thinking pass a bound of 50,
     # which still counts the signature and the arguments
-    kept, relay = relayed(MessagesStreamDecoder, _answer(40), mode, max_result_size=50)
+    kept, relay = relayed(MessagesStreamDecoder, _answer(40), mode, max_result_size=BLOCK + 50)
     assert kept.text == "0123456789" + "".join(f"{i:010d}" for i in range(40))  # as before
     assert [(b.text, b.signature) for b in kept.reasoning_blocks] == [(kept.reasoning, "sig")]
     assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
     assert relay.tool_calls[0].arguments == '{"a": 1}'
     with pytest.raises(PeerProtocolError) as caught:  # the same bound keeps the text
-        decode(_answer(40), max_result_size=50)
+        decode(_answer(40), max_result_size=BLOCK + 50)
     assert caught.value.limit == "max_result_size"
 
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = MessagesStreamDecoder(keep_text=False, max_result_size=10)  # sig and 7 of 8
+    d = MessagesStreamDecoder(keep_text=False, max_result_size=BLOCK + 10)  # sig and 7 of 8
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(40)))
     assert caught.value.limit == "max_result_size"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto import NEED_DATA, PeerProtocolError, ToolCallError
+from svir_proto._dialect import BLOCK
 from svir_proto.events import (
     FilterVerdict,
     Finished,
@@ -652,17 +653,17 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 800 characters of text and thoughts pass a bound of 50,
     # which still counts the signature and the arguments
-    kept, relay = relayed(GeminiStreamDecoder, _answer(40), mode, max_result_size=50)
+    kept, relay = relayed(GeminiStreamDecoder, _answer(40), mode, max_result_size=BLOCK + 50)
     assert kept.text == "".join(f"{i:010d}" for i in range(40))  # as before
     assert [(b.text, b.signature) for b in kept.reasoning_blocks] == [(kept.reasoning, "sig")]
     assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
     assert relay.tool_calls[0].parse_arguments().value == {"a": "xyz"}
-    assert error_of(_answer(40), max_result_size=50).limit == "max_result_size"  # kept: bound
+    assert error_of(_answer(40), max_result_size=BLOCK + 50).limit == "max_result_size"  # kept
 
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = GeminiStreamDecoder(keep_text=False, max_result_size=12)
+    d = GeminiStreamDecoder(keep_text=False, max_result_size=BLOCK + 12)
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(40)))
     assert caught.value.limit == "max_result_size"

@@ -20,6 +20,7 @@ from svir_proto import (
     ToolCall,
     Usage,
 )
+from svir_proto._dialect import BLOCK
 from svir_proto._template import BUDGET
 from svir_proto.llmstream import (
     ACCEPT_LLM_STREAM,
@@ -292,18 +293,18 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 450 characters of text, reasoning and refusal pass a
     # bound of 20, which still counts the signature and the arguments
-    kept, relay = relayed(LLMStreamDecoder, _answer(40), mode, max_result_size=20)
+    kept, relay = relayed(LLMStreamDecoder, _answer(40), mode, max_result_size=BLOCK + 20)
     assert kept.text == "".join(f"{i:010d}" for i in range(40))  # as before
     assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
     assert relay.tool_calls[0].arguments == '{"a": 1}'
     with pytest.raises(PeerProtocolError) as caught:
-        decode(_answer(40), max_result_size=20)
+        decode(_answer(40), max_result_size=BLOCK + 20)
     assert caught.value.limit == "max_result_size"
 
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = LLMStreamDecoder(keep_text=False, max_result_size=10)
+    d = LLMStreamDecoder(keep_text=False, max_result_size=BLOCK + 10)
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(40)))
     assert caught.value.limit == "max_result_size"

@@ -20,6 +20,7 @@ from svir_proto import (
     ToolCall,
     ToolCallDelta,
 )
+from svir_proto._dialect import BLOCK
 from svir_proto.openai import ToolCallError
 from svir_proto.responses import ResponsesStreamDecoder
 from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
@@ -256,10 +257,12 @@ def test_other_item_types_are_noted_once() -> None:
 
 
 def test_unknown_event_types_are_named_and_bounded() -> None:
-    raw = body(CREATED, *(ev(f"response.future_{i}.thing") for i in range(70)), COMPLETED)
+    long = ev("response.future_" + "x" * 10_000)  # (attack 34: names a megabyte long)
+    raw = body(CREATED, long, *(ev(f"response.future_{i}.thing") for i in range(70)), COMPLETED)
     _, d = decode(raw)
     assert d.result.complete
     assert len(d.ignored_types) == 64
+    assert "response.future_0.thing" in d.ignored_types  # the long one is ignored unnamed
 
 
 def test_output_items_are_bounded() -> None:
@@ -541,7 +544,7 @@ def test_the_fast_path_counts_the_result_exactly(how: str) -> None:
         parts = [raw[: -sum(map(len, deltas))], *deltas]
     else:
         parts = [raw[i : i + 700] for i in range(0, len(raw), 700)]
-    exact = ITEM + 40 * 5
+    exact = ITEM + len("msg_1") + 40 * 5  # the item, its id, the text
     d = ResponsesStreamDecoder(max_result_size=exact)
     run(d, parts)
     assert d.result.text == "abcde" * 40
@@ -957,7 +960,7 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 4000 characters of text, reasoning and refusal pass a
     # bound that still counts the items, the signature and the arguments
-    bound = 3 * ITEM + 20
+    bound = 3 * ITEM + BLOCK + 20 + 40  # (the items' ids, the call's id and name: 40)
     kept, relay = relayed(ResponsesStreamDecoder, _answer(100), mode, max_result_size=bound)
     assert kept.text == "".join(f"{i:010d}" for i in range(100))  # as before
     assert kept.refusal == kept.text + "!"
@@ -970,7 +973,7 @@ def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> No
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = ResponsesStreamDecoder(keep_text=False, max_result_size=3 * ITEM + 10)
+    d = ResponsesStreamDecoder(keep_text=False, max_result_size=3 * ITEM + BLOCK + 10)
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(100)))
     assert caught.value.limit == "max_result_size"
