@@ -87,7 +87,7 @@ def test_one_character_gemini_signatures_weigh_a_block_each() -> None:
     parts = [{"thoughtSignature": "a"}] * 500
     chunk = {"candidates": [{"content": {"parts": parts, "role": "model"}, "index": 0}]}
     body = b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n"
-    d = GeminiStreamDecoder(keep_text=False, max_result_size=100 * (BLOCK + 1))
+    d = GeminiStreamDecoder(keep_text=False, max_result_size=2_000)  # 500 characters in all
     with pytest.raises(PeerProtocolError) as caught:
         run(d, [body])
     assert caught.value.limit == "max_result_size"
