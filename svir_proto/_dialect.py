@@ -91,8 +91,13 @@ class DialectDecoder(PullDecoder[Event]):
         express takes a piece that is exactly one simple or typed event (`SSEFramer.whole`,
         `SSEFramer.whole_typed`; a live stream's every read) past the framer's buffer, and the
         lane frames the run of simple or typed events a piece completes in one call
-        (`SSEFramer.take`); the dialect reads them at once (``_on_batch``, ``_on_typed``)."""
+        (`SSEFramer.take`); the dialect reads them at once (``_on_batch``, ``_on_typed``).
+        A read in the middle of an event the lane holds (``_fast`` is ``False``: a long one,
+        in several reads) that ends no line completes nothing and makes nothing due: it is
+        only held (`SSEFramer.goes_on`)."""
         fast = self._fast
+        if fast is False and type(data) is bytes and data and self._framer.goes_on(data):
+            return []
         if fast is not None and type(data) is bytes and data:
             framer = self._framer
             # typed: None for simple events; one typed event (the express: its type, where its

@@ -198,15 +198,17 @@ class Template:
                 start = pos + len(opening)
                 if start > last or not data.startswith(opening, pos):
                     break
-                # (a delta's body holds no LF: the pattern stops at the first; it walks a
-                # long one no further than LONG_HOLE bytes, which `long` then reads)
-                m = event(data, start, start + LONG_HOLE)
+                # (a delta's body holds no LF: the pattern stops at the first; a line longer
+                # than LONG_HOLE it could not match, and `long` reads it: the pattern is not
+                # tried on it, its failure would walk LONG_HOLE bytes)
+                line = data.find(b"\n", start)
+                m = event(data, start, start + LONG_HOLE) if line - start < LONG_HOLE else None
                 if m is not None:
                     end = m.end()
                     raw = m[1]
                     text = raw.decode() if 0x5C not in raw else text_of(data, m)
                 else:  # a long delta, or none
-                    end = data.find(b"\n", start) + 2
+                    end = line + 2
                     if end < 2 or data[end - 1 : end] != b"\n":
                         break
                     text = self.long(data, start, end - 2)

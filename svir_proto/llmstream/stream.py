@@ -191,7 +191,7 @@ class LLMStreamDecoder(DialectDecoder):
         template = self._template
         if (
             template is not None  # (only while streaming: `_general`)
-            and self._fast is not None
+            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and type(data) is bytes
             and self._framer.gap == 8
             and self._seq < MAX_SEQ

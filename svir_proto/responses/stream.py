@@ -301,7 +301,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         template = self._template
         if (
             template is not None
-            and self._fast is not None
+            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and type(data) is bytes
             and self._framer.gap == 8
             and (seq := self._numbering(template)) is not None

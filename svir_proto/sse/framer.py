@@ -310,6 +310,18 @@ class SSEFramer:
         refuses its NAME; then the next read goes the general way, with the same items."""
         self._buf += piece
 
+    def goes_on(self, data: bytes) -> bool:
+        """While `lane` is open and the buffer holds the beginning of an event (a long one, in
+        several reads): keep ``data`` and say so if it ends no line (no LF, no CR) and keeps
+        within the size bound. Such a read completes nothing and makes nothing due, whatever
+        the buffer holds: `take` judges it all once a line ends (`_scan` is where it reads on
+        from, each byte once). ``False``: nothing was done."""
+        buf = self._buf
+        if b"\n" in data or b"\r" in data or len(buf) + len(data) > self.max_event_size:
+            return False
+        buf += data
+        return True
+
     def take(self, data: bytes) -> Taken | None:
         """`receive` non-empty ``data`` and, while `lane` is open, frame what it completes at
         once: the fast lane of `frame`.

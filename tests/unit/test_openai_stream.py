@@ -592,3 +592,29 @@ def test_without_keep_text_the_text_is_neither_kept_nor_bounded() -> None:
     kept.feed(body)  # the events before the error; the error is kept for the next call
     assert isinstance(kept.error, PeerProtocolError)
     assert "max_result_size" in str(kept.error)
+
+
+def test_a_long_event_in_many_reads_is_held_until_a_line_ends() -> None:
+    """A read in the middle of an event the lane holds, that ends no line, is only held
+    (`SSEFramer.goes_on`): the events, the offsets of errors and the size bound are as when
+    the body comes whole; an empty read still ends the body (the stream was cut)."""
+    first = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    long = b'data: {"choices":[{"index":0,"delta":{"content":"' + b"x" * 5000 + b'"}}]}\n\n'
+    body = first + long + b"data: [DONE]\n\n"
+    whole, d = decode(body)
+    pieces = [first + long[:7], *(long[i : i + 100] for i in range(7, len(long), 100))]
+    held = ChatStreamDecoder()
+    got = [e for p in [*pieces, b"data: [DONE]\n\n"] for e in held.feed(p)] + held.close()
+    assert got == whole
+    assert held.result == d.result
+    # past the size bound in the middle of the event: the same error, at the same offset
+    with pytest.raises(PeerProtocolError) as at_once:
+        run(ChatStreamDecoder(max_event_size=1000), [body])
+    small = ChatStreamDecoder(max_event_size=1000)
+    with pytest.raises(PeerProtocolError) as in_reads:
+        run(small, pieces)
+    assert (in_reads.value.offset, in_reads.value.limit) == (at_once.value.offset, "max_event_size")
+    cut = ChatStreamDecoder()
+    for p in pieces[:10]:
+        cut.feed(p)
+    assert cut.feed(b"")[-1] == StreamEnded(complete=False, done=False)
