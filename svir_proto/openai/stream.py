@@ -423,7 +423,14 @@ class ChatStreamDecoder(DialectDecoder):
 
     def _content(self, content: str, at: int) -> None:
         think = self._think
-        if think is None or (not think.inside and not think.held and "<" not in content):
+        if (
+            think is None
+            or (  # no marker, and no end that may begin one (`ThinkSplitter`)
+                not think.inside
+                and not think.held
+                and ("<" not in content or ("<think>" not in content and "<" not in content[-6:]))
+            )
+        ):
             self._size += len(content) * self._weight
             if self._size > self._max_result:
                 self._grow(0, at)  # raises
