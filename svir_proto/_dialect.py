@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from . import _json
+from . import _weights as weights
 from ._notes import Notes
 from ._pull import PullDecoder
 from ._signatures import CARRIED, uncarried
@@ -42,11 +43,6 @@ AHEAD: Final = 4096
 """The most a dialect's template (`DialectDecoder._ahead`) takes of the piece of an event the
 framer holds: a longer one (a delta tens of kB long) is left to the lane, so that no read
 copies it again."""
-
-BLOCK: Final = 64
-"""What a reasoning block weighs against ``max_result_size`` beyond its signature and item id,
-in characters: about the object that holds it (attack 34: empty redacted blocks weighed nothing,
-and a million of them held 170 MB)."""
 
 DEEP: Final = 2 * _json.MAX_DEPTH
 """Payloads longer than this may nest too deeply (`_json` Rule 5): only they are checked."""
@@ -104,7 +100,7 @@ class DialectDecoder(PullDecoder[Event]):
             # data begins and ends), or the types of a run of them
             typed: tuple[str, int, int] | list[str] | None = None
             runs: Runs | None = None
-            if data[0] == 58 and fast and framer.comment(data):  # ":": a keep-alive, read alone
+            if data[0] == 0x3A and fast and framer.comment(data):  # ":": a keep-alive, read alone
                 self._skipped += len(data)  # nothing to read
                 return []
             end = framer.whole(data) if fast else 0
@@ -396,7 +392,7 @@ class DialectDecoder(PullDecoder[Event]):
                 signature = ReasoningSignature(
                     signature=own.signature, carrier=own.carrier, item_id=own.item_id
                 )
-        self._grow(BLOCK + len(signature.signature) + len(signature.item_id or ""), at)
+        self._grow(weights.BLOCK + len(signature.signature) + len(signature.item_id or ""), at)
         text = "" if signature.redacted else "".join(self._block)
         self._block.clear()
         self._blocks.append(

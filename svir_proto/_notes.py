@@ -7,8 +7,9 @@ megabyte each held 300 MB). So:
 
 Rule 1: a note is said once, however often it happens (a set answers whether it was said).
 Rule 2: a note is cut to `MAX_NOTE` characters, an ellipsis ending it.
-Rule 3: at most `MAX_NOTES` notes are kept; past them one last note counts the rest (each time
-    one was not kept), so that no problem goes unsaid.
+Rule 3: at most `MAX_NOTES` notes are kept; past them one last note counts the problems that
+    were not noted (each time one came: past the bound nothing is remembered, so a repeat
+    counts again), so that none goes unsaid.
 
 This module never does I/O.
 """
@@ -41,7 +42,7 @@ class Notes(list[str]):
             super().append(note)
             return
         self._more += 1
-        more = f"{self._more} more problem notes were not kept (at most {MAX_NOTES} are)"
+        more = f"{self._more} more problems were not noted (at most {MAX_NOTES} notes are kept)"
         if self._more == 1:
             super().append(more)
         else:

@@ -19,8 +19,8 @@ Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send u
 Rule 4 (the end): `StreamFailed` is the answer's ``error``, `StreamEnded` its end: ``done``
     when the stream ended with its marker, else a cut. Nothing after the end is read.
 Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal, arguments and
-    signatures are kept, and the ids and names of tool calls (a content-filter verdict
-    weighs `VERDICT`, a reasoning block `svir_proto._dialect.BLOCK` beyond its signature); past it,
+    signatures are kept, and the ids and names of tool calls and reasoning blocks' item ids,
+    each verdict, block and call weighing a fixed amount too (`svir_proto._weights`); past it,
     `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
     comes at about its size, however the upstream cut it (`svir_proto._pieces`).
 
@@ -30,10 +30,10 @@ No I/O here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Final
 
-from ._dialect import BLOCK, DEFAULT_MAX_RESULT_SIZE
+from ._dialect import DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
+from ._weights import BLOCK, CALL, VERDICT, verdict
 from .errors import AnswerTooLarge, Failure
 from .events import (
     Completion,
@@ -55,10 +55,6 @@ from .events import (
 )
 
 __all__ = ["VERDICT", "AnswerFold", "finished_of", "replay", "unsigned_reasoning"]
-
-VERDICT: Final = 256
-"""What a content-filter verdict weighs against ``max_size``, in characters: about what it
-holds (its categories' results)."""
 
 
 class AnswerFold:
@@ -146,14 +142,14 @@ class AnswerFold:
                 self._grow(len(event.text))
                 self._refusal.append(event.text)
             case ToolCall():
-                self._grow(len(event.arguments) + len(event.id) + len(event.name))
+                self._grow(CALL + len(event.arguments) + len(event.id) + len(event.name))
                 self._calls.append(event)
             case Finished():
                 self._finish = event
             case Usage():
                 self._usage = event
             case FilterVerdict():
-                self._grow(VERDICT)  # held too: each verdict weighs as much
+                self._grow(verdict(event))  # held too (`svir_proto._weights`)
                 self._verdicts.append(event)
             case StreamStarted() if not self._identified:
                 self._identified = True

@@ -14,6 +14,8 @@ import os
 import sys
 from typing import Any, Final, TextIO
 
+import attrs
+
 from ..dialects import dialect
 from ..gateway._http import LOOPBACK_HOSTS
 from ..gateway.config import GatewayConfig
@@ -198,7 +200,24 @@ def config_of(args: Any, err: TextIO) -> tuple[GatewayConfig, str, int]:
     allowed = None
     if token is None:
         allowed = frozenset({*LOOPBACK_HOSTS, host.lower(), *(h.lower() for h in args.allow_host)})
-    config = GatewayConfig(
+    try:
+        config = _config(args, upstream, token, allowed)
+    except ValueError as exc:  # it names a field: say the option
+        field, _, rest = str(exc).partition(" ")
+        if field not in attrs.fields_dict(GatewayConfig):
+            raise
+        raise ValueError(f"{_OPTIONS.get(field, '--' + field.replace('_', '-'))} {rest}") from exc
+    return config, host, int(port)
+
+
+_OPTIONS: Final = {"max_head_size": "--max-head", "progress_timeout": "--timeout"}
+"""The options whose names are not their `GatewayConfig` field's."""
+
+
+def _config(
+    args: Any, upstream: Endpoint, token: str | None, allowed: frozenset[str] | None
+) -> GatewayConfig:
+    return GatewayConfig(
         upstream=upstream,
         upstream_dialect=args.upstream_dialect,
         token=token,
@@ -223,7 +242,6 @@ def config_of(args: Any, err: TextIO) -> tuple[GatewayConfig, str, int]:
         pool_size=args.pool_size,
         pool_idle=args.pool_idle,
     )
-    return config, host, int(port)
 
 
 def gateway(args: Any, err: TextIO = sys.stderr) -> int:

@@ -66,6 +66,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
+from .. import _weights as weights
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
@@ -84,7 +85,6 @@ from ..events import (
     text_delta,
 )
 from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
-from ..openai.stream import VERDICT_SIZE
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
 from ._envelope import BUDGET, USAGE, Envelope, string_text
@@ -650,7 +650,7 @@ class GeminiStreamDecoder(DialectDecoder):
 
     def _on_finish(self, reason: FinishReason, raw: str) -> None:
         if self._finish is not None:
-            self._problems.append(f"a second finishReason {raw!r} after {self._finish.raw!r}")
+            self._note(f"a second finishReason {raw!r} after {self._finish.raw!r}")
             return
         self._finish = Finished(reason=reason, raw=raw)
         self._queue.append(self._finish)
@@ -693,7 +693,7 @@ class GeminiStreamDecoder(DialectDecoder):
             self._quiet_verdict = None if verdict.detected else verdict
 
     def _verdict(self, verdict: FilterVerdict) -> None:
-        self._grow(VERDICT_SIZE, None)
+        self._grow(weights.verdict(verdict), None)
         self._verdicts.append(verdict)
         self._queue.append(verdict)
 
@@ -723,11 +723,11 @@ class GeminiStreamDecoder(DialectDecoder):
         if self._usage_raw is not None and self._usage_raw is not self._usage_sent:
             self._send_usage()
         if self._cut:
-            self._problems.append("the body ended inside an event")
+            self._note("the body ended inside an event")
         elif finish is None and self._failure is None:
-            self._problems.append("the body ended without a finishReason")
+            self._note("the body ended without a finishReason")
         if self._streamed is not None:
-            self._problems.append("the body ended inside a streamed function call")
+            self._note("the body ended inside a streamed function call")
         if self._complete():
             try:
                 self._tool_calls = self._calls.finish(self._declared)
@@ -740,10 +740,10 @@ class GeminiStreamDecoder(DialectDecoder):
                 FinishReason.TOOL_CALLS,
                 FinishReason.LENGTH,
             ):
-                self._problems.append(f"function calls arrived with finishReason {finish.raw!r}")
+                self._note(f"function calls arrived with finishReason {finish.raw!r}")
             for call in self._tool_calls:
                 if call.declared is False:
-                    self._problems.append(
+                    self._note(
                         f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
                     )
         self._terminate(done=self._done)

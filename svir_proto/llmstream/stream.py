@@ -41,6 +41,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 from .. import _json
+from .. import _weights as weights
 from .._deprecated import renamed
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._jsonbytes import counts_pattern
@@ -64,6 +65,7 @@ from ..events import (
     text_delta,
     usage_counts,
 )
+from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
 from ._wire import (
@@ -97,8 +99,9 @@ class LLMStreamDecoder(DialectDecoder):
     Args:
         declared_tools: the tools the request declared (section 8.2); ``None``: not checked.
         max_event_size: bytes one SSE event may take.
+        max_tool_calls: tool calls one response may make.
         max_result_size: characters of text, reasoning, signatures and tool calls the result may
-            hold (a reasoning block weighs `svir_proto._dialect.BLOCK` too).
+            hold (each block, call and verdict weighs a fixed amount too: `svir_proto._weights`).
         keep_text: keep the text, reasoning and refusal in ``result`` (``False``: the deltas
             are still events, but neither kept, so ``result.text``, ``result.reasoning``,
             ``result.refusal`` and the text of each of ``result.reasoning_blocks`` are empty,
@@ -112,6 +115,7 @@ class LLMStreamDecoder(DialectDecoder):
         *,
         declared_tools: Collection[str] | None = None,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         max_result_size: int = DEFAULT_MAX_RESULT_SIZE,
         keep_text: bool = True,
         errors: Errors = "strict",
@@ -123,6 +127,7 @@ class LLMStreamDecoder(DialectDecoder):
             errors=errors,
         )
         self._declared = None if declared_tools is None else frozenset(declared_tools)
+        self._max_tool_calls = max_tool_calls
         self._state = State.IDLE
         self._seq = 0
         self._stopped: set[int] = set()
@@ -191,8 +196,8 @@ class LLMStreamDecoder(DialectDecoder):
         template = self._template
         if (
             template is not None  # (only while streaming: `_general`)
-            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and type(data) is bytes
+            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and self._framer.gap == 8
             and self._seq < MAX_SEQ
         ):
@@ -411,16 +416,19 @@ class LLMStreamDecoder(DialectDecoder):
             self._queue.append(RefusalDelta(text=refused))
         verdict = verdict_in(ext.get("filter"))
         if verdict is not None:
+            self._grow(weights.verdict(verdict), at)
             self._verdicts.append(verdict)
             self._queue.append(verdict)
 
     def _on_stop(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         index = _field(obj, "index", int, at)
         reason = _field(obj, "stop_reason", str, at)
-        self._stopped.add(index)
+        if index not in self._stopped:  # a block ends once (Rule 3): each is held
+            self._grow(weights.PART, at)
+            self._stopped.add(index)
         self._template = None  # a block's deltas may not follow its stop: each is checked
         if reason not in STOP_REASONS:
-            self._problems.append(f"unknown stop_reason {reason!r}")
+            self._note(f"unknown stop_reason {reason!r}")
         normal = STOP_REASONS.get(reason, FinishReason.OTHER)
         raw = ext.get("finish")
         if isinstance(raw, str):  # a svir peer's own finish reason, and its normal form
@@ -440,13 +448,18 @@ class LLMStreamDecoder(DialectDecoder):
             raise PeerProtocolError("tool.call needs a non-empty id and name", offset=at)
         if call_id in self._ids:
             raise PeerProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
+        if len(self._calls) >= self._max_tool_calls:
+            raise PeerProtocolError(
+                f"more than max_tool_calls ({self._max_tool_calls}) tool calls",
+                offset=at,
+                limit="max_tool_calls",
+                limit_value=self._max_tool_calls,
+            )
         self._ids.add(call_id)
-        self._grow(len(arguments) + len(call_id) + len(name), at)
+        self._grow(weights.CALL + len(arguments) + len(call_id) + len(name), at)
         declared = None if self._declared is None else name in self._declared
         if declared is False:
-            self._problems.append(
-                f"tool call {call_id!r} calls {name!r}, not declared by the request"
-            )
+            self._note(f"tool call {call_id!r} calls {name!r}, not declared by the request")
         call = ToolCall(index=index, id=call_id, name=name, arguments=arguments, declared=declared)
         self._calls.append(call)
         self._queue.append(call)
@@ -473,7 +486,7 @@ class LLMStreamDecoder(DialectDecoder):
         with contextlib.suppress(ValueError):  # a svir peer's finer kind, if it is one we know
             kind = FailureKind(ext.get("kind", kind.value))
         if code not in ERROR_CODES:
-            self._problems.append(f"unknown error code {code!r}")
+            self._note(f"unknown error code {code!r}")
         # a svir peer says which code the failure had, null included; others have only theirs
         peer_code = ext.get("code", code)
         failure = Failure(
@@ -485,12 +498,12 @@ class LLMStreamDecoder(DialectDecoder):
     def _on_end(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         self._state = State.ENDED  # so that result and StreamEnded agree
         if self._finish is None and self._failure is None:
-            self._problems.append("stream.end came without a content.stop")
+            self._note("stream.end came without a content.stop")
         self._terminate(done=True)
 
     def _on_body_end(self) -> None:
         if self._state is not State.ENDED:
-            self._problems.append("the body ended before stream.end")
+            self._note("the body ended before stream.end")
             self._terminate(done=False)
 
 

@@ -34,6 +34,7 @@ from collections.abc import Collection, Sequence
 from typing import Final, Literal
 
 from .. import _json
+from .. import _weights as weights
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
@@ -78,9 +79,6 @@ _READ_FINISH: Final = {
     "eos_token": FinishReason.STOP,
 }
 _DONE: Final = b"[DONE]"
-VERDICT_SIZE: Final = 256
-"""What a kept `FilterVerdict` counts against ``max_result_size``, in characters: about the
-memory it holds, so a stream of verdicts that all differ cannot grow without bound."""
 _IN_STREAM: Final = FailureKind.SERVER_ERROR  # an error inside a 200 stream, unless recognised
 
 
@@ -137,6 +135,7 @@ class ChatStreamDecoder(DialectDecoder):
         # what the stream has said so far
         self._id = ""
         self._started = False
+        self._id_changed = False  # "chunk id changed" was noted
         self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
         self._reasoning = self._kept()
         self._carrier: ReasoningCarrier | None = None
@@ -362,8 +361,9 @@ class ChatStreamDecoder(DialectDecoder):
                     created=created if type(created) is int and created > 0 else None,
                 )
             )
-        elif cid and self._id and not any(p.startswith("chunk id changed") for p in self._problems):
-            self._problems.append(f"chunk id changed from {self._id!r} to {cid!r}")
+        elif cid and self._id and not self._id_changed:
+            self._id_changed = True
+            self._note(f"chunk id changed from {self._id!r} to {cid!r}")
 
     def _choice(self, choice: object, at: int) -> None:
         if type(choice) is not dict:
@@ -469,7 +469,7 @@ class ChatStreamDecoder(DialectDecoder):
         if not isinstance(raw, str):
             raise PeerProtocolError(f"finish_reason must be a string, not {raw!r}", offset=at)
         if self._finish is not None:  # Rule 4
-            self._problems.append(f"a second finish_reason {raw!r} after {self._finish.raw!r}")
+            self._note(f"a second finish_reason {raw!r} after {self._finish.raw!r}")
             return
         self._flush_think()
         self._finish = Finished(reason=_READ_FINISH.get(raw, FinishReason.OTHER), raw=raw)
@@ -543,7 +543,7 @@ class ChatStreamDecoder(DialectDecoder):
                 r.filtered or r.detected or (r.severity not in (None, "safe")) for r in results
             ),
         )
-        self._grow(VERDICT_SIZE, None)
+        self._grow(weights.verdict(verdict), None)
         self._verdicts.append(verdict)
         self._queue.append(verdict)
         return verdict
@@ -560,27 +560,27 @@ class ChatStreamDecoder(DialectDecoder):
             self._queue.extend(self._tool_calls)
             has_calls = bool(self._tool_calls)
             if has_calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
-                self._problems.append(f"tool calls arrived with finish_reason {finish.raw!r}")
+                self._note(f"tool calls arrived with finish_reason {finish.raw!r}")
             if not has_calls and finish.reason is FinishReason.TOOL_CALLS:
-                self._problems.append("finish_reason 'tool_calls' without any tool call")
+                self._note("finish_reason 'tool_calls' without any tool call")
             for call in self._tool_calls:
                 if call.declared is False:
-                    self._problems.append(
+                    self._note(
                         f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
                     )
         elif finish is None and self._failure is None:
-            self._problems.append("[DONE] came without a finish_reason")
+            self._note("[DONE] came without a finish_reason")
         self._terminate(done=True)
 
     def _on_body_end(self) -> None:
         if not self._done:
             self._flush_think()
             if self._finish is not None:
-                self._problems.append("the body ended after the finish chunk but before [DONE]")
+                self._note("the body ended after the finish chunk but before [DONE]")
             self._terminate(done=False)
 
     def _after_end(self, exc: PeerProtocolError) -> bool:
-        self._problems.append(f"after [DONE]: {exc}")  # noted once; what follows is not read
+        self._note(f"after [DONE]: {exc}")  # noted once; what follows is not read
         return True
 
 

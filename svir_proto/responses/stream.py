@@ -77,6 +77,7 @@ from typing import Any, Final
 from zlib import crc32
 
 from .. import _json
+from .. import _weights as weights
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
 from .._notes import MAX_NOTE
 from .._pieces import Pieces
@@ -301,8 +302,8 @@ class ResponsesStreamDecoder(DialectDecoder):
         template = self._template
         if (
             template is not None
-            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and type(data) is bytes
+            and (self._fast or (self._fast is False and b"\n" in data))  # (else none ends)
             and self._framer.gap == 8
             and (seq := self._numbering(template)) is not None
         ):
@@ -483,7 +484,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 else:
                     pieces = rec.parts.get(key)
                     if pieces is None:
-                        pieces = rec.parts[key] = self._part()
+                        pieces = rec.parts[key] = self._part(at)
                 self._learn(data, seq, (rec, key, pieces), sse_type)
             return
         handler = _HANDLERS.get(etype)
@@ -777,11 +778,13 @@ class ResponsesStreamDecoder(DialectDecoder):
         rec.has_text = True
         pieces = rec.parts.get(key)
         if pieces is None:
-            pieces = rec.parts[key] = self._part()
+            pieces = rec.parts[key] = self._part(at)
         pieces.append(text)
 
-    def _part(self) -> list[str] | _Tally:
-        """Where a part's deltas are kept: a list, or without ``keep_text`` a `_Tally`."""
+    def _part(self, at: int) -> list[str] | _Tally:
+        """Where a part's deltas are kept: a list, or without ``keep_text`` a `_Tally`; it
+        weighs `svir_proto._weights.PART` either way (a peer chooses how many parts)."""
+        self._grow(weights.PART, at)
         return [] if self._keep_text else _Tally()
 
     def _arguments(self, rec: _Item, text: str, at: int) -> None:
@@ -870,7 +873,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         open_calls = [r.id or str(i) for i, r in enumerate(self._items)
                       if r.kind == "function_call" and not r.done]  # fmt: skip
         if open_calls and self._failure is None:  # their arguments never ended: a cut
-            self._problems.append(
+            self._note(
                 f"the response ended with function_call items never done: {open_calls}: their "
                 "arguments may not be whole, so the stream is a cut"
             )
@@ -888,7 +891,7 @@ class ResponsesStreamDecoder(DialectDecoder):
             self._queue.extend(calls)
             for call in calls:
                 if call.declared is False:
-                    self._problems.append(
+                    self._note(
                         f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
                     )
         self._end(done=True)
@@ -921,11 +924,11 @@ class ResponsesStreamDecoder(DialectDecoder):
             if self._errored:  # Rule 6: its server ended it with the error
                 self._end(done=True)
                 return
-            self._problems.append("the body ended before response.completed")
+            self._note("the body ended before response.completed")
             self._terminate(done=False)
 
     def _after_end(self, exc: PeerProtocolError) -> bool:
-        self._problems.append(f"after the end of the response: {exc}")
+        self._note(f"after the end of the response: {exc}")
         return True
 
 

@@ -40,7 +40,10 @@ offsets and verdicts: the property tests check the lanes against the general pat
 general path against a plain model of the algorithm, and the fuzz targets feed each body whole,
 byte by byte and flushed. A dialect decoder, which reads no comment, makes its framer `quiet`:
 then a piece that is one comment (a keep-alive) is taken by the express, and simple events with
-comments between them by the lane (`Runs`), so that a server's pings keep a stream on its lane.
+comments between them by the lane (`Runs`), so that a server's pings keep a stream on its lane;
+a run whose every event is followed by the same comment is one batch, its events a constant
+stride apart (`_pinged`). While the lane holds the beginning of an event, a read that ends no
+line (the middle of a long event) is only held (`SSEFramer.goes_on`): it makes nothing due.
 Servers on axum (Hugging Face's TGI) write ``data:`` with no space: simple events with LF line
 ends have a lane of that form too, which the general way opens when the last data line it
 applied had no space (`SSEFramer.shift`).
@@ -132,8 +135,8 @@ RawItem = RawEvent | RawComment | RawBatch | RawTyped
 Runs = dict[int, tuple[list[bytearray], int]]
 """Runs of simple events with comments between them, for a `SSEFramer.quiet` framer: each
 run's offset from where the first begins, to its payloads (as a `RawBatch`'s) and the bytes
-between one payload and the next (a `RawBatch`'s gap, plus the comment between each two events
-in a run of `_pinged` events)."""
+between one payload and the next (a `RawBatch`'s gap; in a run of `_pinged` events, plus the
+comment's line and the blank line after it, between each two)."""
 
 
 Taken = list[bytearray] | tuple[list[str], list[bytes]] | Runs
@@ -311,11 +314,12 @@ class SSEFramer:
         self._buf += piece
 
     def goes_on(self, data: bytes) -> bool:
-        """While `lane` is open and the buffer holds the beginning of an event (a long one, in
-        several reads): keep ``data`` and say so if it ends no line (no LF, no CR) and keeps
-        within the size bound. Such a read completes nothing and makes nothing due, whatever
-        the buffer holds: `take` judges it all once a line ends (`_scan` is where it reads on
-        from, each byte once). ``False``: nothing was done."""
+        """For a decoder's ``feed`` while the lane holds the beginning of an event (a long one,
+        in several reads; the caller knows it: its ``_fast`` is ``False``): keep ``data`` and
+        say so if it ends no line (no LF, no CR) and keeps within the size bound. Such a read
+        completes nothing and makes nothing due, whatever the buffer holds: `take` judges it
+        all once a line ends (`_scan` is where it reads on from, each byte once). ``False``:
+        nothing was done."""
         buf = self._buf
         if b"\n" in data or b"\r" in data or len(buf) + len(data) > self.max_event_size:
             return False
@@ -892,14 +896,18 @@ def _pinged(buf: bytearray, end: int, blank: bytes, gap: int) -> Runs | None:
     head takes them at once; a payload left holding a line end had no ping after it, or two."""
     start = 0
     if buf[:1] == b":":  # a read that begins with the ping of an event read before
-        start = buf.find(blank, 0, end) + len(blank)
-        head = buf[: start - len(blank)]
-        if start < len(blank) or buf[start : start + 6] != b"data: " or not _comment(head):
+        first = buf.find(blank, 0, end)  # that ping's end, where the first event begins
+        if first < 0 or not _comment(buf[:first]):
+            return None
+        start = first + len(blank)
+        if buf[start : start + 6] != b"data: ":
             return None
     at = buf.find(blank, start + 6, end)  # the first event's end: its ping follows
-    stop = buf.find(blank, at + len(blank), end) if at > 0 else -1
+    if at < 0:
+        return None
+    stop = buf.find(blank, at + len(blank), end)  # the ping's end, or the run's
     ping = buf[at : end if stop < 0 else stop]  # the blank line, then the comment's line
-    if at < 0 or not _comment(ping[len(blank) :]):
+    if not _comment(ping[len(blank) :]):
         return None
     payloads = buf[start + 6 : end].split(ping + blank + b"data: ")
     last = payloads[-1]

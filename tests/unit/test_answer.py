@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from svir_proto import dialects
-from svir_proto._dialect import BLOCK
+from svir_proto._weights import BLOCK
 from svir_proto.answer import AnswerFold, replay, unsigned_reasoning
 from svir_proto.errors import AnswerTooLarge, Failure, FailureKind
 from svir_proto.events import (

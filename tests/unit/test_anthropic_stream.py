@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto import _json
-from svir_proto._dialect import BLOCK
+from svir_proto._weights import BLOCK
 from svir_proto.anthropic import MAX_OPEN_BLOCKS, MessagesStreamDecoder
 from svir_proto.errors import FailureKind, PeerProtocolError
 from svir_proto.events import (

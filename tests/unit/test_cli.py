@@ -229,5 +229,5 @@ def test_every_bound_and_deadline_of_the_gateway_is_an_option() -> None:
     assert {name: getattr(config, name) for name in expected} == expected
     assert (host, port) == ("127.0.0.1", 8788)
     refused = parser().parse_args([*given[:3], "--pool-size", "-1"])
-    with pytest.raises(ValueError, match="pool_size"):
+    with pytest.raises(ValueError, match=r"^--pool-size must be"):
         config_of(refused, io.StringIO())

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto import NEED_DATA, PeerProtocolError, ToolCallError
-from svir_proto._dialect import BLOCK
+from svir_proto._weights import BLOCK
 from svir_proto.events import (
     FilterVerdict,
     Finished,

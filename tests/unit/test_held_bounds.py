@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from svir_proto._dialect import BLOCK
 from svir_proto._notes import MAX_NOTE, MAX_NOTES, Notes
+from svir_proto._weights import BLOCK, CALL
 from svir_proto.answer import AnswerFold
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.errors import AnswerTooLarge, PeerProtocolError
-from svir_proto.events import ReasoningSignature, ToolCall
+from svir_proto.events import FilterVerdict, ReasoningSignature, ToolCall
 from svir_proto.gemini import GeminiStreamDecoder
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
@@ -32,7 +32,7 @@ def test_notes_are_said_once_cut_and_counted_past_their_bound() -> None:
         notes.append(f"note {i}")
     assert len(notes) == MAX_NOTES + 1
     assert notes[MAX_NOTES - 1] == f"note {MAX_NOTES - 3}"  # the first 64, in order
-    assert notes[-1] == f"12 more problem notes were not kept (at most {MAX_NOTES} are)"
+    assert notes[-1] == f"12 more problems were not noted (at most {MAX_NOTES} notes are kept)"
 
 
 def anthropic(*events: dict[str, Any]) -> bytes:
@@ -52,7 +52,9 @@ def test_distinct_unknown_events_keep_a_bounded_list_of_notes() -> None:
     problems = d.result.problems
     assert len(problems) == MAX_NOTES + 1
     assert max(map(len, problems)) <= MAX_NOTE
-    assert problems[-1].endswith(f"more problem notes were not kept (at most {MAX_NOTES} are)")
+    assert problems[-1].endswith(
+        f"more problems were not noted (at most {MAX_NOTES} notes are kept)"
+    )
     assert int(problems[-1].split()[0]) >= 20_003 - MAX_NOTES  # (and the stream's end's)
 
 
@@ -125,3 +127,79 @@ def test_a_whole_answer_weighs_blocks_ids_and_names() -> None:
     fold = AnswerFold(response_id="r", model="m", created=1, max_size=1_000)
     with pytest.raises(AnswerTooLarge):
         fold.add(ToolCall(index=0, id="i" * 600, name="n" * 600, arguments="{}", declared=None))
+
+
+def llm(seq: int, type_: str, **fields: Any) -> bytes:
+    obj = {"v": "1.0", "seq": seq, "type": type_, **fields}
+    return f"event: {type_}\ndata: {json.dumps(obj)}\n\n".encode()
+
+
+def test_a_verdict_weighs_what_it_names() -> None:
+    """A content-filter verdict weighed a fixed 256 however long its categories were (the
+    review of stop 33: 30 verdicts held 5.3 MB under a bound of 10,000), and LLM-Stream's
+    nothing at all: each now weighs its strings too, in every decoder and in a whole answer."""
+    name = "c" * 5_000
+    found = {name: {"filtered": False, "severity": "safe"}}
+    choice = {"index": 0, "delta": {"content": "a"}, "content_filter_results": found}
+    chunk = {"id": "c", "choices": [choice]}
+    chat = b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    with pytest.raises(PeerProtocolError) as caught:
+        run(ChatStreamDecoder(keep_text=False, max_result_size=4_000), [chat])
+    assert caught.value.limit == "max_result_size"
+    events = run(ChatStreamDecoder(keep_text=False), [chat])
+    verdict = next(e for e in events if isinstance(e, FilterVerdict))
+    fold = AnswerFold(response_id="r", model="m", created=1, max_size=4_000)
+    with pytest.raises(AnswerTooLarge):
+        fold.add(verdict)
+    start = llm(0, "stream.start", model="m", created=1)
+    filtered = {"vendor:svir": {"filter": {"scope": "completion", "results": [{"category": "h"}]}}}
+    deltas = b"".join(
+        llm(i + 1, "content.delta", index=0, role="assistant", delta={"text": ""}, **filtered)
+        for i in range(100)
+    )
+    with pytest.raises(PeerProtocolError) as caught:
+        run(LLMStreamDecoder(keep_text=False, max_result_size=10_000), [start + deltas])
+    assert caught.value.limit == "max_result_size"
+
+
+def test_llm_stream_calls_and_blocks_are_counted_and_weighed() -> None:
+    """LLM-Stream kept every ``tool.call`` and every block stopped, at a few characters each
+    (the review of stop 33: 178,316 calls, 43 MB, under a bound of a million)."""
+    start = llm(0, "stream.start", model="m", created=1)
+    calls = b"".join(
+        llm(i + 1, "tool.call", index=i, id=f"c{i}", name="f", arguments="") for i in range(200)
+    )
+    with pytest.raises(PeerProtocolError) as caught:
+        run(LLMStreamDecoder(), [start + calls])
+    assert (caught.value.limit, caught.value.limit_value) == ("max_tool_calls", 128)
+    with pytest.raises(PeerProtocolError) as caught:
+        run(LLMStreamDecoder(max_result_size=100 * CALL), [start + calls])
+    assert caught.value.limit == "max_result_size"
+    stops = b"".join(
+        llm(i + 1, "content.stop", index=i, stop_reason="end_turn") for i in range(200)
+    )
+    with pytest.raises(PeerProtocolError) as caught:
+        run(LLMStreamDecoder(keep_text=False, max_result_size=10_000), [start + stops])
+    assert caught.value.limit == "max_result_size"
+
+
+def test_responses_parts_weigh_without_the_text() -> None:
+    """Each new ``content_index`` opened a part a relay's decoder (``keep_text=False``) never
+    charged (the review of stop 33: 21.8 MB held for 257 characters charged)."""
+    from svir_proto.responses import ResponsesStreamDecoder
+
+    def ev(seq: int, type_: str, **fields: Any) -> bytes:
+        obj = {"type": type_, "sequence_number": seq, **fields}
+        return f"event: {type_}\ndata: {json.dumps(obj)}\n\n".encode()
+
+    item = {"id": "m", "type": "message", "role": "assistant", "content": []}
+    body = ev(0, "response.created", response={"id": "r"})
+    body += ev(1, "response.output_item.added", output_index=0, item=item)
+    body += b"".join(
+        ev(i + 2, "response.output_text.delta", item_id="m", output_index=0, content_index=i,
+           delta="x")
+        for i in range(300)
+    )  # fmt: skip
+    with pytest.raises(PeerProtocolError) as caught:
+        run(ResponsesStreamDecoder(keep_text=False, max_result_size=10_000), [body])
+    assert caught.value.limit == "max_result_size"

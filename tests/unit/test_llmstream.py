@@ -20,8 +20,8 @@ from svir_proto import (
     ToolCall,
     Usage,
 )
-from svir_proto._dialect import BLOCK
 from svir_proto._template import BUDGET
+from svir_proto._weights import BLOCK, CALL, PART
 from svir_proto.llmstream import (
     ACCEPT_LLM_STREAM,
     MAX_SEQ,
@@ -293,18 +293,20 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 450 characters of text, reasoning and refusal pass a
     # bound of 20, which still counts the signature and the arguments
-    kept, relay = relayed(LLMStreamDecoder, _answer(40), mode, max_result_size=BLOCK + 20)
+    bound = BLOCK + CALL + 3 * PART + 20  # a block, a call, the blocks stopped
+    kept, relay = relayed(LLMStreamDecoder, _answer(40), mode, max_result_size=bound)
     assert kept.text == "".join(f"{i:010d}" for i in range(40))  # as before
     assert [(b.text, b.signature) for b in relay.reasoning_blocks] == [("", "sig")]
     assert relay.tool_calls[0].arguments == '{"a": 1}'
     with pytest.raises(PeerProtocolError) as caught:
-        decode(_answer(40), max_result_size=BLOCK + 20)
+        decode(_answer(40), max_result_size=bound)
     assert caught.value.limit == "max_result_size"
 
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = LLMStreamDecoder(keep_text=False, max_result_size=BLOCK + 10)
+    # the block and its signature, the call, its id and name, and 7 of its arguments' 8
+    d = LLMStreamDecoder(keep_text=False, max_result_size=BLOCK + 3 + CALL + 2 + 7)
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(40)))
     assert caught.value.limit == "max_result_size"

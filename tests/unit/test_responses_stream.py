@@ -20,7 +20,7 @@ from svir_proto import (
     ToolCall,
     ToolCallDelta,
 )
-from svir_proto._dialect import BLOCK
+from svir_proto._weights import BLOCK, PART
 from svir_proto.openai import ToolCallError
 from svir_proto.responses import ResponsesStreamDecoder
 from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
@@ -544,7 +544,7 @@ def test_the_fast_path_counts_the_result_exactly(how: str) -> None:
         parts = [raw[: -sum(map(len, deltas))], *deltas]
     else:
         parts = [raw[i : i + 700] for i in range(0, len(raw), 700)]
-    exact = ITEM + len("msg_1") + 40 * 5  # the item, its id, the text
+    exact = ITEM + len("msg_1") + PART + 40 * 5  # the item, its id, its part, the text
     d = ResponsesStreamDecoder(max_result_size=exact)
     run(d, parts)
     assert d.result.text == "abcde" * 40
@@ -960,7 +960,7 @@ def _answer(n: int) -> bytes:
 def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> None:
     # a relay passes the deltas on: 4000 characters of text, reasoning and refusal pass a
     # bound that still counts the items, the signature and the arguments
-    bound = 3 * ITEM + BLOCK + 20 + 40  # (the items' ids, the call's id and name: 40)
+    bound = 3 * ITEM + BLOCK + 4 * PART + 20 + 40  # (the items' ids, the call's id and name)
     kept, relay = relayed(ResponsesStreamDecoder, _answer(100), mode, max_result_size=bound)
     assert kept.text == "".join(f"{i:010d}" for i in range(100))  # as before
     assert kept.refusal == kept.text + "!"
@@ -973,7 +973,7 @@ def test_without_keep_text_the_text_is_neither_kept_nor_bounded(mode: str) -> No
 
 @pytest.mark.parametrize("mode", FEEDS)
 def test_without_keep_text_the_arguments_are_still_bounded(mode: str) -> None:
-    d = ResponsesStreamDecoder(keep_text=False, max_result_size=3 * ITEM + BLOCK + 10)
+    d = ResponsesStreamDecoder(keep_text=False, max_result_size=3 * ITEM + BLOCK + 4 * PART + 10)
     with pytest.raises(PeerProtocolError) as caught:
         run(d, feed_as(mode, _answer(100)))
     assert caught.value.limit == "max_result_size"
