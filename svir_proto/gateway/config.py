@@ -63,12 +63,14 @@ class GatewayConfig:
             head (408; nginx ``client_header_timeout`` 60 s).
         body_timeout: silence between two reads of a request body (408; nginx
             ``client_body_timeout`` 60 s).
-        body_rate: bytes a second that a body held whole (a share of ``max_buffered``) must
-            come at, beyond ``body_timeout``, once another request was refused for want of the
-            budget: it must then be whole ``body_timeout`` plus its length over this after its
-            head began, else 408 and its share is given back (Apache's ``mod_reqtimeout``
-            ``MinRate``), so that bodies trickled a byte at a time cannot hold the shared
-            budget for ever, while a slow client keeps its time when nobody waits.
+        body_rate: bytes a second that a body must come at, beyond ``body_timeout``, once
+            another connection or request was refused for want of what a body being read
+            holds (a descriptor, a connection or stream slot, a share of ``max_buffered``): it
+            must then be whole ``body_timeout`` plus its length (a chunked one's: what came of
+            it) over this after its head began, else 408 and what it held is given back
+            (Apache's ``mod_reqtimeout`` ``MinRate``), so that bodies trickled a byte at a time
+            cannot hold the gateway's slots or budget for ever, while a slow client keeps its
+            time when nobody waits.
         idle_timeout: a kept-alive connection with no request (closed; nginx
             ``keepalive_timeout`` 75 s).
         send_timeout: a client that reads nothing of its answer for this long loses it, and its

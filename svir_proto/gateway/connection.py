@@ -317,6 +317,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._covered = 0  # bytes of its body that the budget covers (its length, once known)
         self._cost = 0  # what translating its body builds, as far as it came (`_estimate`)
         self._dropped = 0  # bytes of a body read and dropped (a GET's), up to ``max_body``
+        self._length: int | None = None  # the body's Content-Length (None: chunked, or none)
+        self._got = 0  # bytes of the body read so far, whatever becomes of them
         self._estimate: BodyCost | None = None  # a body to translate's, made at its first piece
         self._preparing: _Preparation | None = None  # its body, being prepared off the loop
         self._slot = False  # this request holds a stream slot
@@ -354,6 +356,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """The length of the body this request holds of the budget (its Content-Length, or
         what came of a chunked one), 0 when it holds none: for its whole-body deadline."""
         return self._covered if self._held else 0
+
+    @property
+    def body_length(self) -> int:
+        """The length of the body being read: its Content-Length, or what came of a chunked
+        one: for its rate deadline (the session's Rule 3)."""
+        return self._got if self._length is None else self._length
 
     @property
     def backlog(self) -> int:
@@ -477,7 +485,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._header_id = request_id(headers.get("x-request-id"))
         if local:  # answered once its body (a GET's means nothing) is read and dropped
             length = headers.get("content-length")
-            if length is not None and int(length) > cfg.max_body:
+            self._length = None if length is None else int(length)
+            if self._length is not None and self._length > cfg.max_body:
                 return self._too_large()
             self._mode = "local"
             self._local = target[1:]
@@ -498,6 +507,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         cfg = self.config
         length_field = headers.get("content-length")
         length = int(length_field) if length_field is not None else None  # h11 checked digits
+        self._length = length
         if length is not None and length > cfg.max_body:
             return self._too_large()
         dialect: ClientDialect | None
@@ -576,6 +586,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._reject(503, message, "overloaded", close=True, headers=[("Retry-After", "1")])
 
     def _data(self, data: bytes) -> None:
+        self._got += len(data)
         if self._mode == "held":
             cfg = self.config
             size = len(self._body) + len(data)

@@ -26,8 +26,8 @@ Rule 2 (isolation): whatever a peer sends, a session only ever raises for its ow
     request with an error in the client's dialect. An answer framed both by Content-Length
     and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
-    the connection), a body with no silence over ``body_timeout`` (and one held whole, a share
-    of the body budget, once another request was refused for want of it: whole within
+    the connection), a body with no silence over ``body_timeout`` (and, once another
+    connection or request was refused for want of what a body being read holds, whole within
     ``body_timeout`` plus its length over ``body_rate`` from its head's first byte), an idle
     kept-alive connection within ``idle_timeout``: else 408 or a close. An upstream with no
     progress for ``progress_timeout`` ends the stream with an error and the end marker, however
@@ -270,7 +270,7 @@ class GatewaySession:
         state.metrics.connections_total += 1
         self._since = now  # when the client's current phase began (for its deadline)
         self._began = now  # when the current request's head began (its body's rate runs so)
-        self._refusals = state.metrics.refused["buffered"]  # refusals for want of the budget
+        self._refusals = self._scarcity()  # when the current request began
         self._start = now  # when the current request began
         self._recorded = False  # the current request's `Done` went out
         self._served = False  # a request was answered on this connection (it is kept alive)
@@ -316,7 +316,7 @@ class GatewaySession:
             return self._cancel(now)
         if before == "idle" and data:
             self._since = self._began = now  # the head's first byte: its deadline runs from here
-            self._refusals = self.state.metrics.refused["buffered"]
+            self._refusals = self._scarcity()
         return self._pump(now)
 
     def _pump(self, now: float) -> bytes:
@@ -857,7 +857,7 @@ class GatewaySession:
         self._forward = None
         self._recorded = False
         self._since = self._began = now
-        self._refusals = self.state.metrics.refused["buffered"]
+        self._refusals = self._scarcity()
         self._partial.clear()
         self._steady = None
         self._body_at = 0
@@ -979,15 +979,23 @@ class GatewaySession:
 
     def _body_due(self) -> float:
         """Rule 3: a body's deadline is its silence (``body_timeout`` from its last read) and,
-        once another request was refused for want of the budget while this one holds a share
-        of it, its rate (whole by ``body_timeout`` plus its length over ``body_rate`` from its
-        head's first byte): a slow client keeps its time while nobody waits for its share."""
+        once another connection or request was refused for want of what a body being read
+        holds (a connection, a stream slot, a share of the budget: `_scarcity`), its rate
+        (whole by ``body_timeout`` plus its length over ``body_rate`` from its head's first
+        byte; a chunked body's length is what came of it): a slow client keeps its time while
+        nobody waits for what it holds (attack 35: bodies trickled a byte at a time held every
+        stream slot, and the connections of local requests, for ever)."""
         cfg = self.config
         due = self._since + cfg.body_timeout
-        held = self.conn.held_length
-        if held and self.state.metrics.refused["buffered"] != self._refusals:
-            due = min(due, self._began + cfg.body_timeout + held / cfg.body_rate)
+        if self._scarcity() != self._refusals:
+            due = min(due, self._began + cfg.body_timeout + self.conn.body_length / cfg.body_rate)
         return due
+
+    def _scarcity(self) -> int:
+        """Connections and requests refused so far for want of what a body being read holds:
+        descriptors, connection and stream slots, the body budget."""
+        refused = self.state.metrics.refused
+        return refused["accept"] + refused["connections"] + refused["streams"] + refused["buffered"]
 
     def tick(self, now: float) -> bytes:
         """A deadline may have passed (Rules 3 and 4): act on it."""

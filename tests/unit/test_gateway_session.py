@@ -746,6 +746,54 @@ def test_a_held_body_trickled_is_408_by_its_rate_and_gives_its_share_back() -> N
     assert passed.session.deadline == pytest.approx(6.0)
 
 
+def test_any_body_trickled_is_408_by_its_rate_once_others_wait_for_what_it_holds() -> None:
+    """Attack 35, F1: the rate deadline held only for a body that holds a share of the budget,
+    and only once the budget was refused; bodies trickled a byte at a time held every stream
+    slot (and a passed-through one its upstream connection) for ever, and bodies on local
+    requests every connection slot. Any body being read now keeps its rate once a connection
+    or request was refused for want of a connection, a stream slot or the budget."""
+    whole = post(openai_body())
+    length = len(openai_body())
+    start = len(whole) - length
+    due = 1.0 + 5.0 + length / 100.0
+    for options in ({}, {"hold_below": 10}):  # held whole, and passed through
+        d = Driver(body_timeout=5.0, body_rate=100.0, max_streams=1, **options)
+        d.send(whole[: start + 1], now=1.0)
+        if options:
+            d.connect(now=1.0)
+        assert d.session.deadline == pytest.approx(6.0)  # nobody waits: silence only
+        other = GatewaySession(d.state, 2.0)  # a request refused for want of a stream slot
+        ((status, _, _, _),) = read(other.client_data(post(openai_body()), 2.0))
+        assert status == 503
+        d.send(whole[start + 1 : start + 2], now=4.0)
+        assert due < 9.0
+        assert d.session.deadline == pytest.approx(due)  # before silence's
+        d.tick(due)
+        ((status, _, _, _),) = read(d.client)
+        assert status == 408, options
+        assert d.state.streams == 0
+        if options:
+            assert None in d.released  # its upstream connection is closed
+    # a body on a local request, on a connection: the same once a connection was refused
+    d = Driver(body_timeout=5.0, body_rate=10.0)
+    d.send(b"GET /healthz HTTP/1.1\r\nHost: gw\r\nContent-Length: 20\r\n\r\nx", now=1.0)
+    assert d.session.deadline == pytest.approx(6.0)
+    d.state.metrics.refused["connections"] += 1  # (the server counts them)
+    d.send(b"x", now=4.0)
+    assert d.session.deadline == pytest.approx(1.0 + 5.0 + 20 / 10.0)
+    # a chunked body's length is what came of it: a trickle falls behind the rate
+    d = Driver(body_timeout=5.0, body_rate=10.0)
+    head = (
+        post(openai_body())
+        .split(b"\r\n\r\n", 1)[0]
+        .replace(b"Content-Length: %d" % length, b"Transfer-Encoding: chunked")
+    )
+    d.send(head + b"\r\n\r\n1\r\n{\r\n", now=1.0)
+    d.state.metrics.refused["streams"] += 1
+    d.send(b"1\r\n \r\n", now=4.0)
+    assert d.session.deadline == pytest.approx(1.0 + 5.0 + 2 / 10.0)
+
+
 def test_a_large_body_that_stops_coming_after_the_answer_began_is_cut() -> None:
     d = Driver(body_timeout=5.0, hold_below=10)
     whole = post(openai_body())
