@@ -33,6 +33,9 @@ HIGH_WATER: Final = 64 * 1024  # asyncio's default write-buffer limits
 LOW_WATER: Final = 16 * 1024
 RETRY: Final = 1.0  # asyncio's ACCEPT_RETRY_DELAY
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+"""The errors of an accept that ran out of something (descriptors, memory): waited out, for
+`RETRY`, on every backend (so that what streams free meanwhile goes to the upstream connections
+of the clients already accepted, not to new ones: attack 35, F2)."""
 _GONE: Final = (BlockingIOError, InterruptedError)
 
 

@@ -16,7 +16,6 @@ off and goes on when descriptors run out (as trio's ``serve_listeners``).
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import socket
 import ssl
@@ -44,6 +43,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
+from ._asyncio_socket import CAPACITY, RETRY
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
@@ -61,7 +61,6 @@ other way too: past it in an upstream's outbox, the client is not read until it 
 passed through to an upstream that does not read it is not held)."""
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
-CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 
 
 class _Outbox:
@@ -403,12 +402,13 @@ class Server:
             except (OSError, anyio.BrokenResourceError) as exc:
                 # out of descriptors (anyio on trio says so as a BrokenResourceError from the
                 # OSError, which ended this loop: the process lived on with no listener):
-                # wait, then accept again
+                # wait, as asyncio does (`CAPACITY`), then accept again
                 cause = exc if isinstance(exc, OSError) else exc.__cause__
-                if getattr(cause, "errno", None) not in CAPACITY:
+                short = getattr(cause, "errno", None) in CAPACITY
+                if not short:
                     log.warning("accept failed: %r", cause or exc)
                 self.state.metrics.refused["accept"] += 1
-                await anyio.sleep(backoff)
+                await anyio.sleep(RETRY if short else backoff)
                 backoff = min(backoff * 2, 1.0)
                 continue
             backoff = 0.01
@@ -449,14 +449,19 @@ class Server:
 
     async def connect(self) -> anyio.abc.ByteStream:
         ep = self.state.config.upstream
-        with anyio.fail_after(self.state.config.connect_timeout):
-            if ep.scheme == "https":
-                return await anyio.connect_tcp(
-                    ep.host, ep.port, tls=True,
-                    ssl_context=self.ssl_context or ssl.create_default_context(),
-                    tls_hostname=ep.host, tls_standard_compatible=False,
-                )  # fmt: skip
-            return await anyio.connect_tcp(ep.host, ep.port)
+        try:
+            with anyio.fail_after(self.state.config.connect_timeout):
+                if ep.scheme == "https":
+                    return await anyio.connect_tcp(
+                        ep.host, ep.port, tls=True,
+                        ssl_context=self.ssl_context or ssl.create_default_context(),
+                        tls_hostname=ep.host, tls_standard_compatible=False,
+                    )  # fmt: skip
+                return await anyio.connect_tcp(ep.host, ep.port)
+        except OSError as exc:  # anyio's "All connection attempts failed": say the one that did,
+            if isinstance(exc.__cause__, OSError):  # as asyncio does ("Too many open files")
+                raise exc.__cause__ from None
+            raise
 
     def take(self) -> tuple[anyio.abc.ByteStream, ClientConnection] | None:
         now = time.monotonic()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import ssl
 import time
@@ -44,6 +43,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
+from ._asyncio_socket import CAPACITY
 
 __all__: list[str] = []
 
@@ -54,8 +54,6 @@ with unread bytes makes the kernel reset it, and the reset can destroy an answer
 (a 401 sent before the body came). nginx's ``lingering_close`` does the same."""
 LINGER_BYTES: Final = 1024 * 1024
 SWEEP: Final = 0.25
-CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-"""The errors of an accept that ran out of something (descriptors, memory): waited out."""
 CAPACITY_LOG_EVERY: Final = 10.0
 """Seconds between two log lines saying accepting is paused (asyncio reports it once for each
 connection waiting in the backlog, with a traceback: thousands a second)."""

@@ -330,3 +330,22 @@ def test_a_passed_through_request_for_two_choices_is_refused_and_its_upstream_cl
             assert server.state.connections <= 1
         finally:
             future.cancel()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_an_unreachable_upstream_is_a_502_that_says_why(backend: str) -> None:
+    """Attack 35, F2: trio said only anyio's "All connection attempts failed" where asyncio
+    said "Too many open files": both say the error that failed the connection."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port_of_nothing = closed.getsockname()[1]
+    closed.close()  # nothing listens there: refused
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{port_of_nothing}"))
+    with anyio.from_thread.start_blocking_portal(backend=backend) as portal:
+        future, port = portal.start_task(server.serve, "127.0.0.1", 0)
+        try:
+            got = post(port, b"/v1/chat/completions", BODY, b"}}", timeout=30)
+            assert got.startswith(b"HTTP/1.1 502 "), got[:300]
+            assert b"the gateway cannot reach its upstream: [Errno 111] " in got, got
+        finally:
+            future.cancel()
