@@ -138,7 +138,9 @@ def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
 
 def carrying(body: bytes, **options: Any) -> int:
     """The events of a Chat Completions stream (each ending in a blank line) that carry
-    something: those the decoder, fed one event at a time, gives an event for (with no
+    something: those the decoder, fed one event at a time, gives an event for that is progress
+    (`svir_proto._progress`: not the usage it gave last, nor a piece of a call that carries
+    nothing) (with no
     ``<think>`` tags to find, for which it holds a ``<`` back), and before the end marker
     those whose delta holds a key but ``role`` that is not empty (which the client reads
     though the decoder gives no event for it). What a relay's watcher counts as progress
@@ -159,11 +161,20 @@ def carrying(body: bytes, **options: Any) -> int:
             for key, value in delta.items()
         )
 
+    from svir_proto._progress import news
+    from svir_proto.events import Usage
+
     decoder = ChatStreamDecoder(think_tags=False, **options)
     count = 0
+    usage = None  # the last one: the same again is no progress (nor an empty piece of a call)
     for event in body.split(b"\n\n")[:-1]:
         done = decoder.result.done
-        count += bool(decoder.feed(event + b"\n\n")) or (not done and held(event))
+        moved = False
+        events = decoder.feed(event + b"\n\n")
+        for given in events:
+            moved = moved or news(given, usage)
+            usage = given if type(given) is Usage else usage
+        count += moved or (not events and not done and held(event))
     return count
 
 

@@ -74,10 +74,11 @@ from typing import Final, Literal, final
 
 import attrs
 
+from .._progress import news
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
 from ..errors import FailureKind, SvirProtocolError
-from ..events import RequestFailed, ResponseStarted, StreamEnded
+from ..events import RequestFailed, ResponseStarted, StreamEnded, Usage
 from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai._toolcalls import ToolCallError
 from ..openai.status import MAX_ERROR_BODY, body_outcome
@@ -251,6 +252,7 @@ class GatewaySession:
         "_unsent_size",
         "_up",
         "_upstream",
+        "_usage",
         "_watch",
         "actions",
         "closed",
@@ -286,6 +288,7 @@ class GatewaySession:
         self._pooled = False  # the upstream connection came from the pool
         self._answered = False  # a byte of the upstream's answer came
         self._progress = now
+        self._usage: Usage | None = None  # the last usage the upstream gave (`_news`)
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
         self._unread = False  # an answer made whole waits in the client's socket: a slot
@@ -437,6 +440,7 @@ class GatewaySession:
         self._start = now
         self._answered = False
         self._progress = now
+        self._usage = None
         self._sent = now  # keep-alives count from the request
         request = forward.request
         held = not isinstance(request, PassThrough) or forward.body is not None or (
@@ -561,6 +565,15 @@ class GatewaySession:
             return b""  # Rule 6: a kept-alive connection that spoke out of turn
         return self._fed(up, events, error, seen, now)
 
+    def _news(self, events: list[ExchangeEvent]) -> bool:
+        """Rule 3: whether a read's events are progress (`svir_proto._progress`)."""
+        moved = False
+        for event in events:
+            moved = moved or news(event, self._usage)
+            if type(event) is Usage:
+                self._usage = event
+        return moved
+
     def _fed(
         self,
         up: ClientConnection,
@@ -577,7 +590,7 @@ class GatewaySession:
         if seen:
             self.conn.events_forwarded += seen
             self._progress = now
-        elif len(events) > 1 or (events and type(events[0]) is not ResponseStarted):
+        elif events and self._news(events):
             self._progress = now
         if any(type(e) is ResponseStarted and _framed_twice(e.headers) for e in events):
             return self._broken(  # Rule 2: what may smuggle a response is not passed on

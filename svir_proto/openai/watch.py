@@ -24,9 +24,10 @@ Rule 2: every event that carries something is counted (`seen`): its progress. A 
     shape of a chunk), nor does an event of a type with no meaning here (``ping``): they are
     no progress, as the decoder, which gives no event for them, holds for a translated stream
     (attack round 31, F3: an upstream sent one every half second and a relayed stream outlived
-    ``--timeout``). An event the decoder reads counts when it gave an event, content or
-    reasoning, or held a delta with any other key that is not empty (the legacy
-    ``function_call``, ``audio``: the client reads them).
+    ``--timeout``). An event the decoder reads counts when it gave an event that is progress
+    (`svir_proto._progress`: a usage it gave last, or a piece of a call that carries nothing,
+    is not), content or reasoning, or held a delta with any other key that is not empty (the
+    legacy ``function_call``, ``audio``: the client reads them).
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
 
@@ -40,6 +41,7 @@ from operator import indexOf, methodcaller
 from typing import Final
 
 from .._jsonbytes import NOT_PLAIN
+from .._progress import news
 from ..events import ReasoningCarrier
 from ._envelope import NO_FILTERS, Envelope
 from .stream import ChatStreamDecoder
@@ -113,9 +115,11 @@ class ChatStreamWatcher(ChatStreamDecoder):
         decode = ChatStreamDecoder._on_batch
         queue = self._queue
         for payload in payloads:
-            queued, carried = len(queue), self._carried
+            queued, carried, usage = len(queue), self._carried, self._usage
             decode(self, at, (payload,), gap)
-            self.seen += len(queue) != queued or self._carried != carried
+            self.seen += self._carried != carried or (
+                len(queue) != queued and any(news(e, usage) for e in queue[queued:])
+            )
             at += len(payload) + gap
 
     def _repeated(self, envelope: Envelope, k: int) -> None:
@@ -137,7 +141,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
         # audio) carries something the client reads (review of round 32: a relayed stream
         # of them was cut at --timeout)
         for key, value in delta.items():
-            if key != "role" and value not in _NOTHING:
+            if key not in _READ and value not in _NOTHING:
                 self._carried += 1
                 break
         ChatStreamDecoder._delta(self, delta, at)
@@ -150,6 +154,10 @@ class ChatStreamWatcher(ChatStreamDecoder):
         self._carried += text != ""
 
 
+_READ: Final = frozenset(
+    ("role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
+)
+"""The keys of a delta the decoder reads: what they carry counts as its events (`_progress`)."""
 _NOTHING: Final[tuple[object, ...]] = ("", None, [], {})
 """The values of a delta's keys that carry nothing (compared by equality)."""
 

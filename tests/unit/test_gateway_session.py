@@ -589,6 +589,47 @@ def test_a_relayed_chunk_that_carries_nothing_is_no_progress(
     assert failures == ([] if content in _CARRIED else ["timeout"])
 
 
+def _usage_chunk(completion: int) -> bytes:
+    usage = {"prompt_tokens": 1, "completion_tokens": completion, "total_tokens": 1 + completion}
+    doc = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return b"data: " + json.dumps({**doc, "choices": [], "usage": usage}).encode() + b"\n\n"
+
+
+_OPENED: Final = {"tool_calls": [{"index": 0, "id": "t", "type": "function",
+                                  "function": {"name": "f", "arguments": ""}}]}  # fmt: skip
+_EMPTY_PIECE: Final = {"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}
+
+
+@pytest.mark.parametrize("client", ["relayed", "translated"])
+@pytest.mark.parametrize("shape", ["usage", "piece", "new usage"])
+def test_a_keep_alive_in_the_shape_of_usage_or_an_empty_piece_is_no_progress(
+    client: str, shape: str
+) -> None:
+    """Attack 35, F3: a chunk of no choice whose usage is the last one again, and an empty
+    piece of a call's arguments, held a stream past ``--timeout``, relayed or translated (any
+    event counted): they are no progress (`svir_proto._progress`); a usage that changes is."""
+    d = Driver(progress_timeout=30.0, keepalive=0.0)
+    if client == "relayed":
+        d.send(post(openai_body()))
+    else:
+        d.send(post(LLM, media="application/llm-request+json"))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    first = _chunk("Hello") + (_chunk(_OPENED) if shape == "piece" else b"")
+    d.answer(head + b"%x\r\n%s\r\n" % (len(first), first), now=2.0)
+    for t in range(3, 60, 3):
+        if shape == "piece":
+            one = _chunk(_EMPTY_PIECE)
+        else:
+            one = _usage_chunk(t if shape == "new usage" else 0)
+        d.answer(b"%x\r\n%s\r\n" % (len(one), one), now=float(t))
+        d.tick(float(t))
+    failures = [done.upstream_failure for done in d.done()]
+    assert failures == ([] if shape == "new usage" else ["timeout"])
+
+
 def test_a_waiting_stream_gets_keep_alives_and_then_its_head() -> None:
     d = Driver(keepalive=5.0)
     d.send(post(openai_body()))

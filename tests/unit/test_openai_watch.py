@@ -98,6 +98,11 @@ EMPTY = chunk(b'{"content":""}')
 NO_CHOICE = b'data: {"id":"c1","choices":[]}\n\n'
 PING = b"event: ping\ndata: {}\n\n"  # a type with no meaning here
 LEGACY = chunk(b'{"function_call":{"arguments":"{}"}}')  # no event, but the client reads it
+COUNTS = b'"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}\n\n'
+USAGE = b'data: {"id":"c1","choices":[],' + COUNTS % (1, 2)  # the same again: a keep-alive
+USAGE_AGAIN = b'data: {"id":"c1","choices":[],' + COUNTS % (2, 3)
+CALL = b'{"tool_calls":[{"index":0,"id":"t","type":"function","function":{"name":"f"%s}}]}'
+EMPTY_PIECE = chunk(b'{"tool_calls":[{"index":0,"function":{"arguments":""}}]}')  # nothing
 
 
 @pytest.mark.parametrize(
@@ -107,6 +112,7 @@ LEGACY = chunk(b'{"function_call":{"arguments":"{}"}}')  # no event, but the cli
         TEXT * 2 + NO_CHOICE * 3 + TEXT + END,  # a chunk of no choice: the decoder reads it
         TEXT + (EMPTY + NO_CHOICE) * 2 + END,
         TEXT + (PING + LEGACY) * 2 + END,
+        TEXT + USAGE * 3 + TEXT + USAGE_AGAIN * 2 + chunk(CALL % b"") + EMPTY_PIECE * 3 + END,
     ],
 )
 @pytest.mark.parametrize("size", [0, 1, 7, 100])
@@ -120,6 +126,8 @@ def test_a_chunk_that_carries_nothing_is_not_counted(body: bytes, size: int) -> 
         w.feed(piece)
     w.close()
     nothing = body.count(EMPTY) + body.count(NO_CHOICE) + body.count(PING)
+    nothing += max(body.count(USAGE) - 1, 0) + max(body.count(USAGE_AGAIN) - 1, 0)
+    nothing += body.count(EMPTY_PIECE)
     assert w.result.complete
     assert w.seen == body.count(b"\n\n") - nothing == carrying(body)
 
