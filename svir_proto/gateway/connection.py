@@ -250,6 +250,14 @@ GatewayEvent = (
     Reply | Interim | LocalRequest | Forward | Prepare | ForwardBody | ForwardEnd | ClientClosed
 )
 
+_CUT: Final = Failure(
+    kind=FailureKind.TRANSIENT,
+    message="the upstream's stream was cut before its end",
+    code="upstream_cut",
+    status=502,
+)
+"""A stream cut before any of it went to the client: answered with this status."""
+
 
 class GatewayConnection(PullDecoder[GatewayEvent]):
     """One client connection; see the module docstring's rules.
@@ -850,6 +858,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     continue
                 else:
                     if not self._head_sent:
+                        if type(event) is StreamEnded and not event.complete:
+                            # a stream cut before its first event (an empty body): nothing of
+                            # it went out, so a status, as for a whole answer (attack 35, F4)
+                            return b"".join(out) + self._failed(_CUT, now)
                         out.append(self._stream_head())
                     pending.append(self._encode(event, now))
                     encode = self._encoder(now).encode
@@ -894,13 +906,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if result.error is not None:
             return self._failed(result.error, now)
         if not result.done:
-            failure = Failure(
-                kind=FailureKind.TRANSIENT,
-                message="the upstream's stream was cut before its end",
-                code="upstream_cut",
-                status=502,
-            )
-            return self._failed(failure, now)
+            return self._failed(_CUT, now)
         spec = dialect(_WIRE[self.dialect or "openai"])
         assert spec.answer is not None
         rid = fold.response_id or self.request_id or ""

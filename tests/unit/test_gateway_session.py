@@ -630,6 +630,26 @@ def test_a_keep_alive_in_the_shape_of_usage_or_an_empty_piece_is_no_progress(
     assert failures == ([] if shape == "new usage" else ["timeout"])
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\nContent-Type: text/event-stream\r\n\r\n",
+    ],
+)
+def test_a_stream_cut_before_its_first_event_is_a_status(answer: bytes) -> None:
+    """Attack 35, F4: an empty stream (a 200 of no bytes, a 204 that says event-stream) went
+    to a translated streaming client as a 200 head and then a broken connection: nothing of
+    it had gone out, so it is a 502 in the client's dialect, as for a whole answer."""
+    d = Driver()
+    d.send(post(LLM, media="application/llm-request+json"))
+    d.connect()
+    d.answer(answer, now=2.0)
+    ((status, _, body, ended),) = read(d.client)
+    assert (status, ended) == (502, True)
+    assert b"cut before its end" in body or b"not_a_stream" in body, body
+
+
 def test_a_waiting_stream_gets_keep_alives_and_then_its_head() -> None:
     d = Driver(keepalive=5.0)
     d.send(post(openai_body()))
