@@ -65,7 +65,7 @@ from ..events import (
     text_delta,
     usage_counts,
 )
-from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
+from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, too_many_calls
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._lifecycle import EVENT_TYPES, State, advance, refusal
 from ._wire import (
@@ -449,12 +449,7 @@ class LLMStreamDecoder(DialectDecoder):
         if call_id in self._ids:
             raise PeerProtocolError(f"tool.call id {call_id!r} was already used", offset=at)
         if len(self._calls) >= self._max_tool_calls:
-            raise PeerProtocolError(
-                f"more than max_tool_calls ({self._max_tool_calls}) tool calls",
-                offset=at,
-                limit="max_tool_calls",
-                limit_value=self._max_tool_calls,
-            )
+            raise too_many_calls(self._max_tool_calls, at)
         self._ids.add(call_id)
         self._grow(weights.CALL + len(arguments) + len(call_id) + len(name), at)
         declared = None if self._declared is None else name in self._declared

@@ -149,12 +149,7 @@ class ToolCallAssembler:
                 offset=at,
             )
         if len(self.calls) >= self.max_tool_calls:
-            raise PeerProtocolError(
-                f"more than max_tool_calls ({self.max_tool_calls}) tool calls",
-                offset=at,
-                limit="max_tool_calls",
-                limit_value=self.max_tool_calls,
-            )
+            raise too_many_calls(self.max_tool_calls, at)
         call = _Call(len(self.calls), index if index is not None else len(self.calls))
         self.calls.append(call)
         self._by_index[call.wire_index] = call
@@ -205,6 +200,16 @@ class ToolCallAssembler:
                 )
             )
         return tuple(out)
+
+
+def too_many_calls(limit: int, at: int) -> PeerProtocolError:
+    """The error of a response that makes more than ``limit`` (``max_tool_calls``) calls."""
+    return PeerProtocolError(
+        f"more than max_tool_calls ({limit}) tool calls",
+        offset=at,
+        limit="max_tool_calls",
+        limit_value=limit,
+    )
 
 
 def _gaps(wire: list[int], most: int = 8) -> str:
