@@ -360,12 +360,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return "answer"
 
     @property
-    def held_length(self) -> int:
-        """The length of the body this request holds of the budget (its Content-Length, or
-        what came of a chunked one), 0 when it holds none: for its whole-body deadline."""
-        return self._covered if self._held else 0
-
-    @property
     def body_length(self) -> int:
         """The length of the body being read: its Content-Length, or what came of a chunked
         one: for its rate deadline (the session's Rule 3)."""
