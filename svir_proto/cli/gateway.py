@@ -14,8 +14,6 @@ import os
 import sys
 from typing import Any, Final, TextIO
 
-import attrs
-
 from ..dialects import dialect
 from ..gateway._http import LOOPBACK_HOSTS
 from ..gateway.config import GatewayConfig
@@ -202,10 +200,8 @@ def config_of(args: Any, err: TextIO) -> tuple[GatewayConfig, str, int]:
         allowed = frozenset({*LOOPBACK_HOSTS, host.lower(), *(h.lower() for h in args.allow_host)})
     try:
         config = _config(args, upstream, token, allowed)
-    except ValueError as exc:  # it names a field: say the option
+    except ValueError as exc:  # it begins with the field's name: say the option's
         field, _, rest = str(exc).partition(" ")
-        if field not in attrs.fields_dict(GatewayConfig):
-            raise
         raise ValueError(f"{_OPTIONS.get(field, '--' + field.replace('_', '-'))} {rest}") from exc
     return config, host, int(port)
 
