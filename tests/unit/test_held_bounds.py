@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from svir_proto._notes import MAX_NOTE, MAX_NOTES, Notes
-from svir_proto._weights import BLOCK, CALL
+from svir_proto._weights import BLOCK, CALL, PART
 from svir_proto.answer import AnswerFold
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.errors import AnswerTooLarge, PeerProtocolError
@@ -181,6 +181,10 @@ def test_llm_stream_calls_and_blocks_are_counted_and_weighed() -> None:
     with pytest.raises(PeerProtocolError) as caught:
         run(LLMStreamDecoder(keep_text=False, max_result_size=10_000), [start + stops])
     assert caught.value.limit == "max_result_size"
+    again = b"".join(llm(i + 1, "content.stop", index=0, stop_reason="end_turn") for i in range(5))
+    stopped = LLMStreamDecoder(keep_text=False, max_result_size=PART)  # a block weighs once
+    run(stopped, [start + again + llm(6, "stream.end")])
+    assert stopped.result.complete
 
 
 def test_responses_parts_weigh_without_the_text() -> None:
