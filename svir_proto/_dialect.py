@@ -390,7 +390,10 @@ class DialectDecoder(PullDecoder[Event]):
             own = uncarried(signature.signature)
             if own is not None:
                 signature = ReasoningSignature(
-                    signature=own.signature, carrier=own.carrier, item_id=own.item_id
+                    signature=own.signature,
+                    carrier=own.carrier,
+                    redacted=own.redacted,
+                    item_id=own.item_id,
                 )
         self._grow(weights.BLOCK + len(signature.signature) + len(signature.item_id or ""), at)
         text = "" if signature.redacted else "".join(self._block)

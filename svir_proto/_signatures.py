@@ -16,23 +16,32 @@ __all__ = ["CARRIED", "carried_signature", "uncarried"]
 
 CARRIED: Final = "svir1."
 """How a `carried_signature` begins: no vendor's signature does (theirs are base64)."""
+REDACTED: Final = "+redacted"
+"""After the carrier of a redacted block's data (Anthropic's ``redacted_thinking``), which goes
+back as such a block, never as a signature (audit 36: a signature of redacted data is refused)."""
 _TAG: Final = re.compile(r"[A-Za-z0-9_-]*")
 
 
-def carried_signature(signature: str, carrier: str, item_id: str | None) -> str:
+def carried_signature(
+    signature: str, carrier: str, item_id: str | None, *, redacted: bool = False
+) -> str:
     """A signature of reasoning ``carrier`` carries (signing ``item_id``, if any) as a dialect
     whose own reasoning another vendor signs writes it: ``svir1.CARRIER.ITEM.SIGNATURE``, ITEM
-    the item's id in URL-safe base64 without padding (empty: none); read back by `uncarried`."""
+    the item's id in URL-safe base64 without padding (empty: none), CARRIER followed by
+    `REDACTED` for a redacted block's data; read back by `uncarried`."""
     tag = base64.urlsafe_b64encode((item_id or "").encode()).decode().rstrip("=")
-    return f"{CARRIED}{carrier}.{tag}.{signature}"
+    return f"{CARRIED}{carrier}{REDACTED if redacted else ''}.{tag}.{signature}"
 
 
 def uncarried(signature: str, text: str = "") -> ReasoningBlock | None:
     """The reasoning block of a `carried_signature` a client sent back (with the reasoning's
-    ``text``), or ``None`` when ``signature`` is not one: the dialect's own."""
+    ``text``; none for a redacted block), or ``None`` when ``signature`` is not one: the
+    dialect's own."""
     if not signature.startswith(CARRIED):
         return None
     carrier, dot, rest = signature[len(CARRIED) :].partition(".")
+    redacted = carrier.endswith(REDACTED)
+    carrier = carrier.removesuffix(REDACTED)
     tag, dot2, own = rest.partition(".")
     if not (dot and dot2 and own) or carrier not in REASONING_CARRIERS or not _TAG.fullmatch(tag):
         return None
@@ -41,8 +50,9 @@ def uncarried(signature: str, text: str = "") -> ReasoningBlock | None:
     except (binascii.Error, UnicodeDecodeError):  # (a ValueError: not base64, not UTF-8)
         return None
     return ReasoningBlock(
-        text=text,
+        text="" if redacted else text,
         signature=own,
         carrier=carrier,  # type: ignore[arg-type]  # checked against the carriers above
+        redacted=redacted,
         item_id=item or None,
     )

@@ -669,7 +669,9 @@ class ResponsesStreamEncoder:
                 signature = (  # another vendor's is carried (`svir_proto.hub`)
                     event.signature
                     if event.carrier in CARRIERS
-                    else carried_signature(event.signature, event.carrier, event.item_id)
+                    else carried_signature(
+                        event.signature, event.carrier, event.item_id, redacted=event.redacted
+                    )
                 )
                 self._grow(len(signature))
                 item.signature = signature

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -95,3 +97,63 @@ def test_a_signature_that_only_looks_carried_is_the_dialects_own() -> None:
     assert odd in decoder.feed(body) + decoder.close()
     (block,) = decoder.result.reasoning_blocks
     assert (block.signature, block.carrier) == ("svir1.nobody.x.sig", "thinking")
+
+
+@given(st.text(min_size=1), st.none() | ID)
+def test_a_redacted_blocks_data_comes_back_redacted(signature: str, item_id: str | None) -> None:
+    carried = carried_signature(signature, "thinking", item_id, redacted=True)
+    assert carried != carried_signature(signature, "thinking", item_id)
+    assert uncarried(carried, "shown") == ReasoningBlock(
+        text="",  # a redacted block has no text
+        signature=signature,
+        carrier="thinking",
+        redacted=True,
+        item_id=item_id,
+    )
+
+
+def test_a_redacted_block_goes_back_to_anthropic_as_one_through_a_responses_client() -> None:
+    """Audit 36: an Anthropic answer with a signed and a redacted thinking block, written for a
+    Responses client, whose output items come back in its next turn: the redacted block goes to
+    Anthropic as a ``redacted_thinking`` block, never as a thinking block signed by its data
+    (which Anthropic refuses), in order beside the signed one; and a svir client of such a
+    stream reads the redacted block as its vendor's."""
+    from svir_proto.dialects import translate_request
+    from svir_proto.events import ReasoningDelta, StreamEnded, StreamStarted, ToolCall
+    from svir_proto.responses import ResponsesRequest, ResponsesStreamDecoder
+    from svir_proto.responses.encoder import ResponsesStreamEncoder
+
+    events = [
+        StreamStarted(response_id="msg_1", model="claude"),
+        ReasoningDelta(text="plan", carrier="thinking"),
+        ReasoningSignature(signature="SIG-A", carrier="thinking"),
+        ReasoningSignature(signature="DATA-1", carrier="thinking", redacted=True),
+        ToolCall(index=0, id="toolu_1", name="get_weather", arguments='{"city":"Vienna"}'),
+        StreamEnded(complete=True, done=True),
+    ]
+    encoder = ResponsesStreamEncoder()
+    body = b"".join(encoder.encode(e) for e in events)
+    decoder = ResponsesStreamDecoder()
+    decoder.feed(body)
+    decoder.close()
+    assert [(b.signature, b.redacted, b.text) for b in decoder.result.reasoning_blocks] == [
+        ("SIG-A", False, "plan"),
+        ("DATA-1", True, ""),
+    ]
+    output = [
+        json.loads(line[6:])["item"]
+        for line in body.split(b"\n")
+        if line.startswith(b"data: ") and b'"response.output_item.done"' in line
+    ]
+    turn = {
+        "model": "claude",
+        "stream": True,
+        "store": False,
+        "input": [{"role": "user", "content": "weather?"}, *output],
+    }
+    sent = translate_request(ResponsesRequest.parse(json.dumps(turn)), "messages")
+    (assistant,) = [m for m in sent.to_document()["messages"] if m["role"] == "assistant"]
+    assert assistant["content"][:2] == [
+        {"type": "thinking", "thinking": "plan", "signature": "SIG-A"},
+        {"type": "redacted_thinking", "data": "DATA-1"},
+    ]
