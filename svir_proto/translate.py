@@ -224,7 +224,8 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     """An `LLMRequest` as an OpenAI request (usage is always asked for).
 
     Raises:
-        ValueError: a part the OpenAI dialect cannot carry (audio, a non-text document).
+        ValueError: a part the OpenAI dialect cannot carry (audio, a non-text document; in a
+            tool message, anything but text).
     """
     messages: list[Message] = []
     for i, m in enumerate(request.messages):
@@ -270,6 +271,12 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
             )
             messages.append(AssistantMessage(content=m.text or None, tool_calls=calls))
         else:
+            for j, p in enumerate(m.content if isinstance(m.content, tuple) else ()):
+                if not isinstance(p, LLMTextPart):  # (audit 36: an image went nowhere)
+                    raise ValueError(
+                        f"messages[{i}].content[{j}]: an OpenAI tool message carries text "
+                        f"only, not {p.type} ({p.media_type})"
+                    )
             messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=m.text))
     vendor = request.extensions.get(OPENAI_EXTENSION)
     vendor = vendor if isinstance(vendor, dict) else {}
@@ -305,7 +312,9 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
             )
     params = request.parameters
     cap = params.get("max_tokens")
-    completion_cap = vendor.get("max_completion_tokens") is True
+    # OpenAI's reasoning models refuse max_tokens (audit 36); a server that takes an effort
+    # takes the newer name too (llama.cpp, vLLM)
+    completion_cap = vendor.get("max_completion_tokens") is True or effort is not None
     stops = params.get("stop_sequences")
     extra = vendor.get("extra_body")
     return ChatRequest(

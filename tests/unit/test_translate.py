@@ -5,10 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 
 from svir_proto import ToolCall
-from svir_proto.llmstream import LLMMediaPart, LLMMessage, LLMRequest, LLMStreamDecoder, LLMTextPart
+from svir_proto.llmstream import (
+    LLMMediaPart,
+    LLMMessage,
+    LLMRequest,
+    LLMStreamDecoder,
+    LLMTextPart,
+    LLMToolCall,
+)
 from svir_proto.openai import (
     AssistantMessage,
     ChatRequest,
@@ -95,6 +103,32 @@ def test_parts_the_openai_dialect_cannot_carry() -> None:
         ValueError, match=r"content\[1\]: the OpenAI dialect cannot carry a audio part"
     ):
         llm_to_openai(audio)
+    shot = LLMMediaPart(type="image", media_type="image/png", raw=b"\x89PNG")
+    tool = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(role="user", content="take a screenshot"),
+            LLMMessage(
+                role="assistant",
+                content=None,
+                tool_calls=(LLMToolCall(id="t1", name="shot", arguments="{}"),),
+            ),
+            LLMMessage(role="tool", tool_call_id="t1", content=(LLMTextPart(text="see"), shot)),
+        ],
+    )
+    with pytest.raises(  # audit 36: only the text went, the image nowhere, and 200
+        ValueError, match=r"messages\[2\]\.content\[1\]: an OpenAI tool message carries text only"
+    ):
+        llm_to_openai(tool)
+    said = attrs.evolve(
+        tool,
+        messages=[
+            *tool.messages[:2],
+            attrs.evolve(tool.messages[2], content=(LLMTextPart(text="see"),)),
+        ],
+    )
+    (*_, result) = llm_to_openai(said).messages
+    assert (result.tool_call_id, result.content) == ("t1", "see")
 
 
 def translate(name: str) -> tuple[bytes, ChatStreamDecoder]:
@@ -279,7 +313,7 @@ def test_llm_stream_events_back_to_openai_bytes() -> None:
 
 
 def test_the_new_request_fields_travel_to_llm_stream_and_back() -> None:
-    from svir_proto.hub import parallel_tool_calls
+    from svir_proto.hub import hub_options, parallel_tool_calls
     from svir_proto.openai import ImagePart, SystemMessage
 
     request = ChatRequest(
@@ -309,6 +343,18 @@ def test_the_new_request_fields_travel_to_llm_stream_and_back() -> None:
         openai_to_llm(attrs_evolve(request, max_completion_tokens=None, max_tokens=7))
     )
     assert (capped.max_tokens, capped.max_completion_tokens) == (7, None)
+    thinking = LLMRequest(  # another dialect's request for reasoning: OpenAI's reasoning
+        model="o4-mini",  # models refuse max_tokens (audit 36)
+        messages=[LLMMessage(role="user", content="x")],
+        parameters={"max_tokens": 500},
+        extensions=hub_options(reasoning={"effort": "high"}),
+    )
+    sent = llm_to_openai(thinking)
+    assert (sent.max_tokens, sent.max_completion_tokens, sent.reasoning_effort) == (
+        None,
+        500,
+        "high",
+    )
     with pytest.raises(ValueError, match=r"messages\[0\].content\[0\]: an image by URL"):
         openai_to_llm(
             ChatRequest(
