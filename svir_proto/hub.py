@@ -66,7 +66,9 @@ __all__ = [
     "CARRIED",
     "HUB_EXTENSION",
     "HubToolChoice",
+    "EFFORT_BUDGETS",
     "carried_signature",
+    "effort_for",
     "hub_options",
     "message_extensions",
     "message_is_error",
@@ -135,6 +137,27 @@ def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
     """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
     value = _ours(request.extensions).get("reasoning")
     return value if isinstance(value, Mapping) else {}
+
+
+EFFORT_BUDGETS: Final = {"minimal": 1024, "low": 1024, "medium": 2048, "high": 4096, "xhigh": 8192}
+"""The thinking budget in tokens that an effort asks for, for a dialect that takes a budget
+only (Anthropic's ``thinking.budget_tokens``, whose least is 1024), and the other way for one
+that takes an effort only (OpenAI's): the budgets LiteLLM gives the efforts."""
+
+
+def effort_for(options: Mapping[str, Any]) -> str | None:
+    """The effort neutral reasoning options ask for: their ``effort``, else that of their
+    ``budget_tokens`` (up to 1024 low, up to 2048 medium, more high; 0, none; a negative
+    budget, Gemini's "as the model sees fit", none said); ``None`` when they ask none."""
+    effort = options.get("effort")
+    if isinstance(effort, str):
+        return effort
+    budget = options.get("budget_tokens")
+    if type(budget) is not int or budget < 0:
+        return None
+    if budget == 0:
+        return "none"
+    return "low" if budget <= 1024 else "medium" if budget <= 2048 else "high"
 
 
 def response_format(request: LLMRequest) -> Mapping[str, Any] | None:

@@ -56,6 +56,7 @@ from .events import (
 )
 from .hub import (
     HubToolChoice,
+    effort_for,
     hub_options,
     parallel_tool_calls,
     reasoning_options,
@@ -291,9 +292,9 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         choice = NamedToolChoice(neutral[1]) if isinstance(neutral, tuple) else neutral
     effort = vendor.get("reasoning_effort")
     if effort is None:
-        effort = reasoning_options(request).get("effort")
+        effort = effort_for(reasoning_options(request))  # a budget as its effort (audit 36)
         if effort not in REASONING_EFFORTS:
-            effort = None  # an effort OpenAI does not take (a budget has no field: not sent)
+            effort = None  # an effort OpenAI does not take
     fmt_raw = vendor.get("response_format")
     if fmt_raw is None:  # another dialect's request: the hub's neutral format
         fmt_raw = response_format(request)

@@ -25,7 +25,10 @@ kept whole (its bytes are not JSON): a `ValueError` names it.
 Not carried to Anthropic by `from_hub` (listed here, as `svir_proto.hub` asks): signed
 reasoning of another carrier (the Responses API's, Gemini's: Anthropic would reject their
 signatures) is not sent; system messages after the first turn join the top-level ``system``;
-a reasoning ``effort`` or ``summary`` without ``budget_tokens``; parameters the Messages API
+a ``summary``; an ``effort`` without ``budget_tokens`` where the API would refuse its budget
+(`svir_proto.hub.EFFORT_BUDGETS`, at most half of ``max_tokens``, which counts the thinking;
+with no ``max_tokens``, the default answer's on top): under 1024 tokens, or beside a
+``temperature`` other than 1; parameters the Messages API
 has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
 not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
@@ -42,6 +45,7 @@ from .._json import canonical, dumps
 from ..body import Base64Bytes, Segment
 from ..events import ReasoningBlock
 from ..hub import (
+    EFFORT_BUDGETS,
     hub_options,
     message_extensions,
     message_is_error,
@@ -89,6 +93,8 @@ FIELDS: Final = {
 }
 """Where a Messages request says what the hub's paths name (`DialectSpec.fields`)."""
 DEFAULT_MAX_TOKENS: Final = 4096
+_LEAST_BUDGET: Final = 1024
+"""The least ``thinking.budget_tokens`` the Messages API takes."""
 """``max_tokens`` for a neutral request without one (the Messages API requires it): the most
 the Anthropic SDK's examples ask for, and more than most answers take."""
 
@@ -223,7 +229,9 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
     thinking = request.thinking
     reasoning = None
     if thinking is not None and thinking.type == "enabled" and not thinking.extra:
-        reasoning = {"budget_tokens": thinking.budget_tokens}
+        # Anthropic shows its thinking: a summary, in the other dialects' words (Gemini's
+        # includeThoughts; audit 36: no thoughts came back)
+        reasoning = {"budget_tokens": thinking.budget_tokens, "summary": "auto"}
     elif thinking is not None:
         vendor["thinking"] = {
             "type": thinking.type,
@@ -452,9 +460,24 @@ def from_hub(
     temperature = params.get("temperature")
     if temperature is not None and temperature > 1:
         raise ValueError(f"parameters.temperature: {temperature} is above the Messages API's 1")
-    budget = reasoning_options(request).get("budget_tokens")
+    max_tokens = params.get("max_tokens")
+    options = reasoning_options(request)
+    budget = options.get("budget_tokens")
+    effort = options.get("effort")
+    if type(budget) is not int and effort in EFFORT_BUDGETS and temperature in (None, 1):
+        # an effort as its budget (audit 36), when the API would take it: no temperature but 1
+        # beside it, and at least 1024 tokens, below max_tokens, which counts the thinking:
+        # half of the client's, or the default answer's on top
+        budget = EFFORT_BUDGETS[effort]
+        if isinstance(max_tokens, int):
+            budget = min(budget, max_tokens // 2)
+        else:
+            max_tokens = default_max_tokens + budget
+        budget = budget if budget >= _LEAST_BUDGET else None
+    if not isinstance(max_tokens, int):
+        max_tokens = default_max_tokens
     thinking = None
-    if isinstance(budget, int) and not isinstance(budget, bool):
+    if type(budget) is int:
         thinking = Thinking(type="enabled", budget_tokens=budget)
     if "thinking" in vendor:
         raw = vendor["thinking"]
@@ -463,10 +486,9 @@ def from_hub(
             budget_tokens=raw.get("budget_tokens"),
             extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
         )
-    max_tokens = params.get("max_tokens")
     return MessagesRequest(
         model=request.model,
-        max_tokens=max_tokens if isinstance(max_tokens, int) else default_max_tokens,
+        max_tokens=max_tokens,
         messages=messages,
         system=system,
         tools=tools,

@@ -28,7 +28,8 @@ out and says in ``lost`` (pass a list): parameters with no Responses field (unkn
 stop sequences, which would change the answer, are refused), a tool result's ``is_error``
 mark, reasoning signed by another vendor (Anthropic's ``thinking``, Gemini's ``thought``:
 OpenAI cannot verify it),
-``reasoning.budget_tokens`` and an effort it does not know, audio parts, and metadata that is
+an effort it does not know (a ``budget_tokens`` goes as its effort: `svir_proto.hub.effort_for`),
+audio parts, and metadata that is
 not short strings (the API takes 16 pairs of strings). Other dialects' records
 (``vendor:anthropic``...) are not read.
 
@@ -48,6 +49,7 @@ from typing import Any, Final
 from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
     HubToolChoice,
+    effort_for,
     hub_options,
     message_extensions,
     message_is_error,
@@ -473,15 +475,13 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         choice = OtherChoice(data=raw_choice)
     options = reasoning_options(request)
     reasoning = None
-    effort, summary = options.get("effort"), options.get("summary")
+    effort, summary = effort_for(options), options.get("summary")  # a budget as its effort
     if effort is not None and effort not in REASONING_EFFORTS:
         notes.append(f"reasoning effort {effort!r} is not one the Responses API takes: not sent")
         effort = None
     if summary is not None and summary not in SUMMARIES:
         notes.append(f"reasoning summary {summary!r} is not one the Responses API takes: not sent")
         summary = None
-    if "budget_tokens" in options:
-        notes.append("reasoning budget_tokens has no field in the Responses API: not sent")
     extra = top.get("reasoning_extra")
     if effort is not None or summary is not None or isinstance(extra, dict) or "reasoning" in top:
         reasoning = ReasoningConfig(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,10 +173,11 @@ def test_a_neutral_request_from_another_dialect() -> None:
         ),
     )
     request = from_hub(hub, default_max_tokens=77)
-    assert request.max_tokens == 77
+    # an effort as its budget (audit 36: dropped), with the default answer on top of it
+    assert request.max_tokens == 77 + 4096
+    assert request.thinking == Thinking(type="enabled", budget_tokens=4096)
     assert request.system == (TextBlock(text="one"), TextBlock(text="two"))
     assert request.tool_choice == ToolChoice(type="tool", name="f", disable_parallel_tool_use=False)
-    assert request.thinking is None
     assistant = request.messages[1]
     assert [type(b).__name__ for b in assistant.content] == [
         "RedactedThinkingBlock",
@@ -354,3 +356,70 @@ def test_system_blocks_stay_apart_in_every_dialect() -> None:
         ],
     )
     assert [b.text for b in translate_request(hub, "messages").system] == ["A.", "B.", "C."]
+
+
+@pytest.mark.parametrize(
+    ("effort", "parameters", "thinking", "max_tokens"),
+    [
+        ("low", {}, 1024, 4096 + 1024),  # no cap asked: the default answer on top
+        ("medium", {"max_tokens": 10_000}, 2048, 10_000),
+        ("xhigh", {"max_tokens": 10_000}, 5000, 10_000),  # at most half of the cap
+        ("high", {"max_tokens": 2000}, None, 2000),  # half is under the API's least budget
+        ("high", {"temperature": 0.5}, None, 4096),  # thinking takes no temperature but 1
+        ("high", {"temperature": 1}, 4096, 4096 + 4096),
+        ("none", {}, None, 4096),
+        ("extreme", {}, None, 4096),  # no effort any dialect has
+    ],
+)
+def test_an_effort_asks_anthropic_for_thinking_where_the_api_takes_it(
+    effort: str, parameters: dict[str, Any], thinking: int | None, max_tokens: int
+) -> None:
+    """Audit 36: an OpenAI client's ``reasoning_effort`` went to Anthropic as nothing."""
+    hub = LLMRequest(
+        model="m",
+        messages=[LLMMessage(role="user", content="hi")],
+        parameters=parameters,
+        extensions=hub_options(reasoning={"effort": effort}),
+    )
+    request = from_hub(hub)
+    assert request.max_tokens == max_tokens
+    assert request.thinking == (
+        None if thinking is None else Thinking(type="enabled", budget_tokens=thinking)
+    )
+
+
+def test_thinking_is_a_budget_and_a_summary_to_the_other_dialects() -> None:
+    """Anthropic shows its thinking: in the hub, its budget with a summary, so that Gemini is
+    asked for its thoughts (``includeThoughts``; audit 36: none came back) and OpenAI for the
+    budget's effort."""
+    from svir_proto.gemini.hub import from_hub as to_gemini
+    from svir_proto.hub import effort_for, reasoning_options
+    from svir_proto.translate import llm_to_openai
+
+    request = MessagesRequest(
+        model="m",
+        max_tokens=4000,
+        messages=[Message(role="user", content="hi")],
+        thinking=Thinking(type="enabled", budget_tokens=2048),
+    )
+    hub = to_hub(request)
+    assert reasoning_options(hub) == {"budget_tokens": 2048, "summary": "auto"}
+    config = to_gemini(hub).generation_config
+    assert config is not None
+    assert config.thinking_config is not None
+    assert (config.thinking_config.thinking_budget, config.thinking_config.include_thoughts) == (
+        2048,
+        True,
+    )
+    assert llm_to_openai(hub).reasoning_effort == "medium"
+    assert [effort_for({"budget_tokens": n}) for n in (-1, 0, 1024, 1025, 2048, 2049)] == [
+        None,
+        "none",
+        "low",
+        "medium",
+        "medium",
+        "high",
+    ]
+    assert effort_for({"budget_tokens": True}) is None  # not a count
+    assert effort_for({"effort": "low", "budget_tokens": 9000}) == "low"  # said, not guessed
+    assert effort_for({}) is None

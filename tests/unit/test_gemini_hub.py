@@ -137,8 +137,8 @@ def test_a_conversation_to_the_hub_says_it_the_neutral_way() -> None:
     assert vendor["generationConfig"] == {"topK": 5}
     assert from_hub(h) == r
     # and on to OpenAI: what a chat upstream is sent
-    chat = llm_to_openai(h)
-    assert chat.max_tokens == 50
+    chat = llm_to_openai(h)  # a reasoning request: its effort, and the cap reasoning
+    assert (chat.max_completion_tokens, chat.reasoning_effort) == (50, "low")  # models take
     assert [type(m).__name__ for m in chat.messages] == [
         "SystemMessage",
         "UserMessage",

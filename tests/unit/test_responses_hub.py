@@ -325,10 +325,11 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
         "parameters.top_k has no field in the Responses API: not sent",
         "reasoning effort 'max' is not one the Responses API takes: not sent",
         "reasoning summary 'always' is not one the Responses API takes: not sent",
-        "reasoning budget_tokens has no field in the Responses API: not sent",
         "metadata['user_id'] is not a short string pair: not sent",
     ]
     r.body().read()  # a request the API takes
+    budget = attrs.evolve(h, extensions=hub.hub_options(reasoning={"budget_tokens": 3000}))
+    assert from_hub(budget).reasoning == ReasoningConfig(effort="high")  # (audit 36: lost)
     stops = attrs.evolve(h, parameters={"max_tokens": 10, "stop_sequences": ["\n"]})
     with pytest.raises(ValueError, match=r"parameters\.stop_sequences"):
         from_hub(stops)  # the answer would go on past them: refused, not dropped
