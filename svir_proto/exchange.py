@@ -683,6 +683,11 @@ class Exchange:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
         decoder: DialectStreamDecoder
+        # a relay passes the bytes on as they came: text that is not UTF-8, or a lone surrogate
+        # escape, is its client's to judge, who may join it to the next chunk's (a surrogate
+        # pair split by a server that cuts text in UTF-16 units; audit 36: the relay wrote its
+        # own error in the upstream's stream), so its decoder reads such text as U+FFFD
+        errors: Errors = "replace" if self._relay else self._errors
         if self._spec is not None:
             assert not isinstance(request, ModelsRequest)
             decoder = self._spec.new_decoder(
@@ -691,7 +696,7 @@ class Exchange:
                 max_result_size=self._max_result_size,
                 max_tool_calls=self._max_tool_calls,
                 keep_text=self._keep_text,
-                errors=self._errors,
+                errors=errors,
             )
         elif isinstance(request, (ChatRequest, PassThrough)):
             if isinstance(request, ChatRequest):
@@ -712,7 +717,7 @@ class Exchange:
                 max_tool_calls=self._max_tool_calls,
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
-                errors=self._errors,
+                errors=errors,
             )
         else:
             assert isinstance(request, LLMRequest), request
@@ -721,7 +726,7 @@ class Exchange:
                 max_event_size=self._max_event_size,
                 max_result_size=self._max_result_size,
                 keep_text=self._keep_text,
-                errors=self._errors,
+                errors=errors,
             )
         self._decoder = decoder
         self._phase = "stream"

@@ -327,6 +327,29 @@ def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream()
     assert "protocol" in decoder.result.error.message
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        (b"A\\ud83d", b"\\ude00B"),  # a pair a server cut in UTF-16 units, in two chunks
+        (b"caf\xc3", b"\xa9!"),  # a character a server cut in bytes (not UTF-8 either way)
+    ],
+)
+def test_text_a_relay_does_not_read_goes_on_as_it_came(text: tuple[bytes, bytes]) -> None:
+    """Audit 36: a surrogate pair split across two chunks (valid JSON, which a JavaScript
+    client joins) ended a relayed stream with the gateway's own error in the upstream's bytes.
+    A relay's watcher does not read text: its client judges it."""
+    body = b"".join(
+        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"' + t + b'"}}]}\n\n'
+        for t in text
+    )
+    body += b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    body += b"data: [DONE]\n\n"
+    d = relayed(body)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, got, ended) == (200, body, True)  # byte for byte
+    assert d.done()[0].outcome == "ok"
+
+
 def test_bad_http_from_the_upstream() -> None:
     d = Driver()
     d.send(post(openai_body()))
