@@ -28,7 +28,8 @@ signatures) is not sent; system messages after the first turn join the top-level
 a ``summary``; an ``effort`` without ``budget_tokens`` where the API would refuse its budget
 (`svir_proto.hub.EFFORT_BUDGETS`, at most half of ``max_tokens``, which counts the thinking;
 with no ``max_tokens``, the default answer's on top): under 1024 tokens, or beside a
-``temperature`` other than 1; parameters the Messages API
+``temperature`` other than 1, or after a turn of tools with no thinking block of its own (the API
+requires one then); parameters the Messages API
 has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
 not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
@@ -38,7 +39,7 @@ no JSON output mode).
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .._json import canonical, dumps
@@ -401,6 +402,18 @@ def _assistant_in(m: LLMMessage, where: str) -> Message:
     return Message(role="assistant", content=blocks)
 
 
+def _thinking_may_go_on(messages: Sequence[LLMMessage]) -> bool:
+    """Whether the Messages API takes a request with thinking on for these messages: with it,
+    the last assistant turn, when it called tools, must begin with its thinking block, which a
+    client of a dialect with no field for it (Chat) cannot send back."""
+    last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+    return (
+        last is None
+        or not last.tool_calls
+        or any(b.carrier == "thinking" for b in message_reasoning(last))
+    )
+
+
 def from_hub(
     request: LLMRequest, *, default_max_tokens: int = DEFAULT_MAX_TOKENS
 ) -> MessagesRequest:
@@ -464,10 +477,16 @@ def from_hub(
     options = reasoning_options(request)
     budget = options.get("budget_tokens")
     effort = options.get("effort")
-    if type(budget) is not int and effort in EFFORT_BUDGETS and temperature in (None, 1):
+    if (
+        type(budget) is not int
+        and effort in EFFORT_BUDGETS
+        and temperature in (None, 1)
+        and _thinking_may_go_on(request.messages)
+    ):
         # an effort as its budget (audit 36), when the API would take it: no temperature but 1
-        # beside it, and at least 1024 tokens, below max_tokens, which counts the thinking:
-        # half of the client's, or the default answer's on top
+        # beside it, a turn of tools that began with thinking, and at least 1024 tokens, below
+        # max_tokens, which counts the thinking: half of the client's, or the default
+        # answer's on top
         budget = EFFORT_BUDGETS[effort]
         if isinstance(max_tokens, int):
             budget = min(budget, max_tokens // 2)

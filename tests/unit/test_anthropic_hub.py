@@ -388,6 +388,39 @@ def test_an_effort_asks_anthropic_for_thinking_where_the_api_takes_it(
     )
 
 
+def test_an_effort_does_not_turn_thinking_on_after_tools_called_without_it() -> None:
+    """The Messages API refuses thinking after an assistant turn that called tools without a
+    thinking block first: a Chat client never has one to send back. An explicit budget is the
+    client's to give; an effort only turns thinking on where the turn can go on."""
+    from svir_proto.events import ReasoningBlock
+
+    call = LLMToolCall(id="t1", name="f", arguments="{}")
+    turns = [
+        LLMMessage(role="user", content="weather?"),
+        LLMMessage(role="assistant", content=None, tool_calls=[call]),
+        LLMMessage(role="tool", content="sunny", tool_call_id="t1"),
+    ]
+    effort = hub_options(reasoning={"effort": "high"})
+    hub = LLMRequest(model="m", messages=turns, extensions=effort)
+    assert from_hub(hub).thinking is None
+    signed = message_extensions(
+        reasoning=[ReasoningBlock(text="hm", signature="s", carrier="thinking")]
+    )
+    turns[1] = LLMMessage(role="assistant", content=None, tool_calls=[call], extensions=signed)
+    hub = LLMRequest(model="m", messages=turns, extensions=effort)
+    assert from_hub(hub).thinking == Thinking(type="enabled", budget_tokens=4096)
+    said = LLMRequest(
+        model="m",
+        messages=[
+            *turns[:1],
+            LLMMessage(role="assistant", content="hi"),
+            LLMMessage(role="user", content="more"),
+        ],
+        extensions=effort,
+    )
+    assert from_hub(said).thinking == Thinking(type="enabled", budget_tokens=4096)
+
+
 def test_thinking_is_a_budget_and_a_summary_to_the_other_dialects() -> None:
     """Anthropic shows its thinking: in the hub, its budget with a summary, so that Gemini is
     asked for its thoughts (``includeThoughts``; audit 36: none came back) and OpenAI for the
