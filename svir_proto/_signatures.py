@@ -12,7 +12,14 @@ from typing import Final
 
 from .events import REASONING_CARRIERS, ReasoningBlock
 
-__all__ = ["CARRIED", "carried_signature", "uncarried"]
+__all__ = [
+    "CARRIED",
+    "carried_signature",
+    "from_thinking_block",
+    "thinking_block",
+    "thinking_signature",
+    "uncarried",
+]
 
 CARRIED: Final = "svir1."
 """How a `carried_signature` begins: no vendor's signature does (theirs are base64)."""
@@ -55,4 +62,37 @@ def uncarried(signature: str, text: str = "") -> ReasoningBlock | None:
         carrier=carrier,  # type: ignore[arg-type]  # checked against the carriers above
         redacted=redacted,
         item_id=item or None,
+    )
+
+
+def thinking_signature(signature: str, carrier: str, item_id: str | None) -> str:
+    """A thinking block's ``signature`` for a signature of ``carrier``: Anthropic's own as it
+    is, another vendor's carried, so that a client that sends it back sends it to its vendor
+    (Gemini's, on the call it signed)."""
+    return signature if carrier == "thinking" else carried_signature(signature, carrier, item_id)
+
+
+def thinking_block(block: ReasoningBlock) -> dict[str, str]:
+    """``block`` as the ``thinking_blocks`` entry of a Chat Completions message (LiteLLM's
+    field, which Anthropic's blocks have, for a dialect with none): ``thinking`` with its text
+    and signature, or ``redacted_thinking`` with its data; read back by `from_thinking_block`."""
+    if block.redacted:
+        data = block.signature
+        if block.carrier != "thinking":
+            data = carried_signature(data, block.carrier, block.item_id, redacted=True)
+        return {"type": "redacted_thinking", "data": data}
+    signature = thinking_signature(block.signature, block.carrier, block.item_id)
+    return {"type": "thinking", "thinking": block.text, "signature": signature}
+
+
+def from_thinking_block(kind: str, text: str, signature: str) -> ReasoningBlock:
+    """The reasoning block of a ``thinking_blocks`` entry a client sent back: ``kind``
+    ``thinking`` (``text`` and ``signature``) or ``redacted_thinking`` (``signature``: its
+    data); another vendor's signature, carried, is that vendor's again."""
+    if kind == "redacted_thinking":
+        return uncarried(signature) or ReasoningBlock(
+            text="", signature=signature, carrier="thinking", redacted=True
+        )
+    return uncarried(signature, text) or ReasoningBlock(
+        text=text, signature=signature, carrier="thinking"
     )

@@ -58,6 +58,7 @@ from .hub import (
     HubToolChoice,
     effort_for,
     hub_options,
+    message_extensions,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -152,6 +153,7 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
                     role="assistant",
                     content=m.content if m.content is not None or calls else "",
                     tool_calls=calls,
+                    extensions=message_extensions(reasoning=m.thinking_blocks),
                 )
             )
         else:

@@ -17,28 +17,18 @@ from __future__ import annotations
 from typing import Any
 
 from .._json import canonical, dumps
+from .._signatures import thinking_block
 from ..answer import finished_of, unsigned_reasoning
 from ..errors import Failure
 from ..events import Completion, Usage
-from .encoder import an_object, not_an_object, signed, stop_reason_of, usage_object
+from .encoder import an_object, not_an_object, stop_reason_of, usage_object
 
 __all__ = ["message"]
 
 
 def message(result: Completion, *, message_id: str, model: str) -> bytes | Failure:
     """The ``message`` object for ``result``, as JSON; or the failure that it cannot be."""
-    content: list[dict[str, Any]] = []
-    for block in result.reasoning_blocks:
-        if block.redacted:
-            content.append({"type": "redacted_thinking", "data": block.signature})
-        else:
-            content.append(
-                {
-                    "type": "thinking",
-                    "thinking": block.text,
-                    "signature": signed(block.signature, block.carrier, block.item_id),
-                }
-            )
+    content: list[dict[str, Any]] = [thinking_block(b) for b in result.reasoning_blocks]
     tail = unsigned_reasoning(result)
     if tail:
         content.append({"type": "thinking", "thinking": tail, "signature": ""})

@@ -58,7 +58,7 @@ from typing import Any, Final
 from .._json import canonical, dumps
 from .._names import name_settled
 from .._pieces import Pieces
-from .._signatures import carried_signature
+from .._signatures import thinking_signature
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -85,7 +85,6 @@ __all__ = [
     "an_object",
     "not_an_object",
     "stop_reason_of",
-    "signed",
     "usage_object",
 ]
 
@@ -94,13 +93,6 @@ _TEXT_DELTA: Final = (
     b',"delta":{"type":"text_delta","text":',
     b"}}\n\n",
 )
-
-
-def signed(signature: str, carrier: str, item_id: str | None) -> str:
-    """A thinking block's ``signature`` for a signature of ``carrier``: Anthropic's own as it
-    is, another vendor's carried (`svir_proto.hub.carried_signature`), so that a client that
-    sends it back sends it to its vendor (Gemini's, on the call it signed)."""
-    return signature if carrier == "thinking" else carried_signature(signature, carrier, item_id)
 
 
 def stop_reason_of(finished: Finished, *, refused: bool = False) -> str:
@@ -381,7 +373,7 @@ class MessagesStreamEncoder:
                 return out + self._close()
             case ReasoningSignature():
                 out = self._thinking()
-                signature = signed(event.signature, event.carrier, event.item_id)
+                signature = thinking_signature(event.signature, event.carrier, event.item_id)
                 out += self._delta({"type": "signature_delta", "signature": signature})
                 return out + self._close()
             case ToolCallDelta():

@@ -43,8 +43,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from .._signatures import from_thinking_block
 from ..body import Base64Bytes, Segment
-from ..events import ReasoningBlock
 from ..hub import (
     EFFORT_BUDGETS,
     hub_options,
@@ -55,7 +55,6 @@ from ..hub import (
     reasoning_options,
     response_format,
     tool_choice,
-    uncarried,
 )
 from ..llmstream.request import (
     LLMMediaPart,
@@ -146,13 +145,10 @@ def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
         for b in content
         if isinstance(b, ToolUseBlock)
     ]
-    reasoning = [
-        (
-            uncarried(b.signature, b.thinking)  # another vendor's, carried (`encoder.signed`)
-            or ReasoningBlock(text=b.thinking, signature=b.signature, carrier="thinking")
-        )
+    reasoning = [  # another vendor's signature, carried, is its own again
+        from_thinking_block("thinking", b.thinking, b.signature)
         if isinstance(b, ThinkingBlock)
-        else ReasoningBlock(text="", signature=b.data, carrier="thinking", redacted=True)
+        else from_thinking_block("redacted_thinking", "", b.data)
         for b in content
         if isinstance(b, (ThinkingBlock, RedactedThinkingBlock))
     ]

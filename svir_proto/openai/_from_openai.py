@@ -6,7 +6,7 @@ Rule 1: every key the request types is read and checked where it stands; a value
 Rule 2: a top-level key the request does not type goes to ``extra_body`` unchanged, so a
     server's own options pass through; a key *inside* a message, a part or a tool that has no
     place in the typed request (a message's ``name``, an audio part, a legacy
-    ``function_call``) is an error, never dropped.
+    ``function_call``) is an error, never dropped, unless it holds nothing (``null``, empty).
 Rule 3: ``stream`` may be absent or true: a `ChatRequest` always streams.
 
 No I/O: an image comes from a ``data:`` URL in the dict, or stays a URL for the server.
@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..events import ReasoningCarrier, ToolCall
+from .._signatures import from_thinking_block
+from ..events import ReasoningBlock, ReasoningCarrier, ToolCall
 from .parts import ImagePart, Part, TextPart
 from .request import (
     TYPED_FIELDS,
@@ -47,7 +48,9 @@ def _need(cond: bool, path: str, problem: str) -> None:
 
 
 def _keys(obj: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
-    extra = sorted(set(obj) - set(allowed))
+    # a key whose value is null or empty holds nothing to lose: openai-python's messages
+    # write ``"audio": null, "annotations": []`` (an answer's message sent back as it came)
+    extra = sorted(k for k in set(obj) - set(allowed) if obj[k] not in (None, [], {}, ""))
     _need(not extra, path, f"{', '.join(map(repr, extra))} cannot be carried (it would be lost)")
 
 
@@ -168,7 +171,8 @@ def _part(part: object, path: str) -> Part:
 
 
 def _assistant(m: Mapping[str, Any], path: str) -> AssistantMessage:
-    _keys(m, ("role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal"), path)
+    known = ("role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal")
+    _keys(m, (*known, "thinking_blocks"), path)
     _need(m.get("refusal") is None, f"{path}.refusal", "a refusal cannot be sent back")
     content = m.get("content")
     text = None if content is None else _text(content, f"{path}.content")
@@ -195,8 +199,34 @@ def _assistant(m: Mapping[str, Any], path: str) -> AssistantMessage:
         if m.get(key) is not None:
             _need(carrier is None, f"{path}.{key}", "reasoning under one key only")
             reasoning, carrier = _str(m[key], f"{path}.{key}"), key
+    blocks = [
+        _thinking_block(b, f"{path}.thinking_blocks[{i}]")
+        for i, b in enumerate(_list(m.get("thinking_blocks") or [], f"{path}.thinking_blocks"))
+    ]
     return AssistantMessage(
-        content=text, tool_calls=calls, reasoning=reasoning, reasoning_carrier=carrier
+        content=text,
+        tool_calls=calls,
+        reasoning=reasoning,
+        reasoning_carrier=carrier,
+        thinking_blocks=blocks,
+    )
+
+
+def _thinking_block(b: object, path: str) -> ReasoningBlock:
+    """A ``thinking_blocks`` entry (`svir_proto.openai.encoder` writes them): ``thinking``
+    with its text and signature, or ``redacted_thinking`` with its data; ``index``, which a
+    client that merged stream deltas keeps, says nothing here."""
+    b = _object(b, path)
+    kind = b.get("type")
+    if kind == "redacted_thinking":
+        _keys(b, ("type", "data", "index"), path)
+        return from_thinking_block(kind, "", _str(b.get("data"), f"{path}.data", empty=False))
+    _need(kind == "thinking", f"{path}.type", f"thinking or redacted_thinking, not {kind!r}")
+    _keys(b, ("type", "thinking", "signature", "index"), path)
+    return from_thinking_block(
+        "thinking",
+        _str(b.get("thinking", ""), f"{path}.thinking"),
+        _str(b.get("signature"), f"{path}.signature", empty=False),
     )
 
 

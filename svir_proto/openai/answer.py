@@ -6,7 +6,8 @@ The object is what OpenAI returns, with the stream encoder's mappings (`encoder`
 its message has ``content`` (``null`` when there is no text but a refusal or tool calls, as
 OpenAI writes it), ``refusal``, the reasoning under the key it came in (``reasoning`` or
 ``reasoning_content``), and ``tool_calls`` when there are any; ``finish_reason`` as the stream
-writes it (``null`` with no finish); ``usage`` when the upstream gave it. Azure's content-filter
+writes it (``null`` with no finish); signed reasoning in ``thinking_blocks``, as the stream
+writes it (`encoder`); ``usage`` when the upstream gave it. Azure's content-filter
 verdicts go where Azure puts them: the prompt's in ``prompt_filter_results``, the answer's last
 in the choice's ``content_filter_results``. No I/O here.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._json import dumps
+from .._signatures import thinking_block
 from ..answer import finished_of
 from ..events import Completion
 from .encoder import filter_results, finish_value, reasoning_key, usage_object
@@ -34,6 +36,8 @@ def chat_completion(result: Completion, *, response_id: str, model: str, created
     }
     if result.reasoning:
         message[reasoning_key(result.reasoning_carrier)] = result.reasoning
+    if result.reasoning_blocks:
+        message["thinking_blocks"] = [thinking_block(b) for b in result.reasoning_blocks]
     if result.tool_calls:
         message["tool_calls"] = [
             {

@@ -6,8 +6,17 @@ One event gives at most one chunk. Reasoning goes out under the key it came in, 
 needed). A whole `ToolCall` goes out as one piece with its id, name and arguments; with
 ``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
-decoder emits at the end are not sent again. A
-`StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it), and the last
+decoder emits at the end are not sent again.
+
+Signed reasoning (a `ReasoningSignature`: Anthropic's, Gemini's, the Responses API's) goes out as
+LiteLLM writes Anthropic's, in a ``thinking_blocks`` delta when its block ends: the block's text
+and signature (another vendor's carried, `svir_proto._signatures.thinking_block`), or a
+``redacted_thinking`` block's data, each entry with its ``index`` among them (so that a client
+that merges deltas, openai-python's ``stream()``, keeps them apart); a client sends them back in
+the assistant message's ``thinking_blocks``. The reasoning of a block is held until then, up to
+``max_output_size`` characters (a block longer than that goes out without its entry).
+
+A `StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it), and the last
 chunk of the answer: only the usage and the end follow it. `StreamEnded` writes ``[DONE]`` when
 the stream ended with its marker or an error; a cut stays a cut.
 """
@@ -17,14 +26,18 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
+from .._signatures import thinking_block
 from ..events import (
     Event,
     FilterVerdict,
     Finished,
     FinishReason,
+    ReasoningBlock,
     ReasoningCarrier,
     ReasoningDelta,
+    ReasoningSignature,
     RefusalDelta,
     StreamEnded,
     StreamFailed,
@@ -113,6 +126,8 @@ class ChatStreamEncoder:
             request with ``stream_options.include_usage``: a client that did not ask reads
             every chunk's ``choices[0]`` (openai-python's own README loop), and an upstream
             of another dialect sends usage unasked.
+        max_output_size: characters of a block of signed reasoning held to write its
+            ``thinking_blocks`` entry (see the module).
     """
 
     def __init__(
@@ -123,12 +138,17 @@ class ChatStreamEncoder:
         created: int = 0,
         tool_call_deltas: bool = False,
         usage: bool = True,
+        max_output_size: int = DEFAULT_MAX_RESULT_SIZE,
     ):
         self.response_id = response_id
         self.model = model
         self.created = created
         self.tool_call_deltas = tool_call_deltas
         self.usage = usage
+        self.max_output_size = max_output_size
+        self._thought: list[str] = []  # the reasoning of the block its signature will end
+        self._thought_size = 0  # its characters; beyond max_output_size, not held
+        self._signed = 0  # thinking_blocks entries written
         self.done = False
         """``[DONE]`` was written: the stream ended with its marker."""
         self._failed = False
@@ -167,6 +187,27 @@ class ChatStreamEncoder:
     def _delta(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         return self._chunk([{"index": 0, "delta": delta, "finish_reason": finish}])
 
+    def _thinking_block(self, signature: ReasoningSignature) -> bytes:
+        """The ``thinking_blocks`` delta of the block ``signature`` ends (see the module): a
+        redacted block has no text, and the reasoning before it is the next block's."""
+        whole = self._thought_size <= self.max_output_size
+        text = "" if signature.redacted else "".join(self._thought)
+        if not signature.redacted:
+            self._thought.clear()
+            self._thought_size = 0
+        if not whole and not signature.redacted:
+            return b""  # its text was not held: an entry without it would not verify
+        block = ReasoningBlock(
+            text=text,
+            signature=signature.signature,
+            carrier=signature.carrier,
+            redacted=signature.redacted,
+            item_id=signature.item_id,
+        )
+        entry = {"index": self._signed, **thinking_block(block)}
+        self._signed += 1
+        return self._delta({"thinking_blocks": [entry]})
+
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (``b""`` for events with no chunk: ToolCallDelta and the
         HTTP-level events)."""
@@ -185,7 +226,12 @@ class ChatStreamEncoder:
             case TextDelta():
                 return self._text(event.text)
             case ReasoningDelta():
+                self._thought_size += len(event.text)
+                if self._thought_size <= self.max_output_size:
+                    self._thought.append(event.text)
                 return self._delta({reasoning_key(event.carrier): event.text})
+            case ReasoningSignature():
+                return self._thinking_block(event)
             case RefusalDelta():
                 return self._delta({"refusal": event.text})
             case ToolCallDelta() if self.tool_call_deltas:

@@ -30,6 +30,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from .._signatures import thinking_block
 from ..body import (
     DEFAULT_PIECE_SIZE,
     Base64Bytes,
@@ -40,7 +41,7 @@ from ..body import (
     Segment,
     encode_document,
 )
-from ..events import Completion, ReasoningCarrier, ToolCall
+from ..events import Completion, ReasoningBlock, ReasoningCarrier, ToolCall
 from .parts import ImagePart, Part, TextFile, TextPart, content_parts
 
 __all__ = [
@@ -90,16 +91,24 @@ def _calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return tuple(value)
 
 
+def _blocks(value: Iterable[ReasoningBlock]) -> tuple[ReasoningBlock, ...]:
+    return tuple(value)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class AssistantMessage:
     """An earlier answer: its text, its tool calls, and its reasoning under the key it came in
-    (``reasoning_carrier``; ``"think"`` reasoning is never sent back, wire reference 4)."""
+    (``reasoning_carrier``; ``"think"`` reasoning is never sent back, wire reference 4); its
+    signed reasoning, ``thinking_blocks`` (LiteLLM's field, which a gateway in front of
+    Anthropic or Gemini writes: `svir_proto.openai.encoder`), to go back to the vendor that
+    signed it."""
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_calls)
     reasoning: str | None = None
     reasoning_carrier: ReasoningCarrier | None = None
+    thinking_blocks: tuple[ReasoningBlock, ...] = attrs.field(default=(), converter=_blocks)
 
     def __attrs_post_init__(self) -> None:
         for i, call in enumerate(self.tool_calls):
@@ -107,6 +116,9 @@ class AssistantMessage:
                 raise TypeError(f"tool_calls[{i}] must be a ToolCall, not {call!r}")
         if self.reasoning is not None and self.reasoning_carrier is None:
             raise ValueError("reasoning needs reasoning_carrier: the key it arrived in")
+        for i, block in enumerate(self.thinking_blocks):
+            if not isinstance(block, ReasoningBlock):
+                raise TypeError(f"thinking_blocks[{i}] must be a ReasoningBlock, not {block!r}")
 
     @classmethod
     def from_completion(cls, completion: Completion) -> AssistantMessage:
@@ -458,6 +470,8 @@ def _message(m: Message, marks: Placeholders) -> dict[str, Any]:
         ]
     if m.reasoning is not None and m.reasoning_carrier in ("reasoning_content", "reasoning"):
         out[m.reasoning_carrier] = m.reasoning
+    if m.thinking_blocks:
+        out["thinking_blocks"] = [thinking_block(b) for b in m.thinking_blocks]
     return out
 
 

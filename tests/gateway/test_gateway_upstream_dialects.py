@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from svir_proto import dialects
+from svir_proto import hub as hub_module
 from svir_proto.events import Completion, FinishReason
 from svir_proto.llmstream import LLMMessage, LLMRequest, LLMTool
 from svir_proto.transports.blocking import stream_chat
@@ -254,3 +255,65 @@ def test_a_responses_answer_past_max_answer_ends_with_the_failure(replay: Replay
         assert "max_output_size (5 characters)" in failed
         again = client.responses.create(model="m", input="hi", stream=True)
         assert next(iter(again)).type == "response.created"  # the gateway serves on
+
+
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [("anthropic", "anthropic-redacted-thinking"), ("gemini", "function-call-2.5")],
+)
+def test_an_openai_client_sends_signed_reasoning_back_to_its_vendor(
+    replay: ReplayServer, folder: str, name: str
+) -> None:
+    """An OpenAI client has no field for signed reasoning: the gateway writes it as LiteLLM
+    writes Anthropic's, ``thinking_blocks`` (another vendor's signature carried), in the stream
+    and in the whole answer alike; sent back in the next turn's assistant message, it goes to
+    the vendor that signed it as its own (Anthropic's thinking and redacted blocks, in order;
+    Gemini's signature on the call it signed). Before, it was dropped: Anthropic refuses a turn
+    of tools with thinking on and no thinking block, and Gemini got only a stand-in."""
+    from svir_proto.openai import ChatRequest
+
+    want = expected(folder, name)
+    assert want.reasoning_blocks
+    upstream = replay.base("replay", name, "chunked")
+    request = dialects.translate_request(hub(folder, name), "chat")
+    doc = json.loads(request.body().read())
+    doc.pop("stream", None)
+    doc.pop("stream_options", None)
+    with (
+        gateway(upstream, upstream_dialect=UPSTREAM[folder]) as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        with client.chat.completions.stream(**doc) as s:
+            streamed = s.get_final_completion().choices[0].message.to_dict()
+        whole = client.chat.completions.create(**doc).choices[0].message.to_dict()
+    for message in (streamed, whole):
+        blocks = [{k: v for k, v in b.items() if k != "index"} for b in message["thinking_blocks"]]
+        assert blocks == [
+            {"type": "redacted_thinking", "data": b.signature}
+            if b.redacted
+            else {
+                "type": "thinking",
+                "thinking": b.text,
+                "signature": b.signature
+                if b.carrier == "thinking"
+                else hub_module.carried_signature(b.signature, b.carrier, b.item_id),
+            }
+            for b in want.reasoning_blocks
+        ]
+        turn = {
+            **doc,
+            "messages": [*doc["messages"], message, *answers(message)],
+            "stream": True,
+        }
+        sent = dialects.translate_request(ChatRequest.from_openai(turn), UPSTREAM[folder])
+        got = dialects.dialect(UPSTREAM[folder]).to_hub(sent)
+        (assistant,) = [m for m in got.messages if m.role == "assistant"]
+        assert hub_module.message_reasoning(assistant) == tuple(want.reasoning_blocks)
+
+
+def answers(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results of ``message``'s calls, as a client sends them in its next turn."""
+    return [
+        {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}
+        for call in message.get("tool_calls") or []
+    ]

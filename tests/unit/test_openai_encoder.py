@@ -12,6 +12,7 @@ from svir_proto import (
     Finished,
     FinishReason,
     ReasoningDelta,
+    ReasoningSignature,
     RefusalDelta,
     ResponseStarted,
     StreamEnded,
@@ -22,6 +23,7 @@ from svir_proto import (
     ToolCallDelta,
     Usage,
 )
+from svir_proto.hub import carried_signature
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.openai.encoder import ChatStreamEncoder
 from tests.helpers import run
@@ -147,3 +149,61 @@ def test_after_an_error_only_the_usage_and_the_end_are_written() -> None:
     assert (r.text, r.error, r.finish_reason) == ("a", failure, None)
     assert r.usage == Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4)
     assert body.endswith(b"data: [DONE]\n\n")
+
+
+def thinking_blocks(body: bytes) -> list[dict[str, Any]]:
+    return [
+        entry
+        for line in body.split(b"\n")
+        if line.startswith(b"data: {")
+        for choice in json.loads(line[6:])["choices"]
+        for entry in choice.get("delta", {}).get("thinking_blocks", [])
+    ]
+
+
+def test_signed_reasoning_goes_out_in_thinking_blocks_when_its_block_ends() -> None:
+    """Each signed block's whole text and signature, at its signature, numbered; a redacted
+    block's data, the reasoning before it left to the next block (as `AnswerFold` holds it);
+    the reasoning stays where it was (``reasoning_content``), read by our decoder as before."""
+    events = [
+        StreamStarted(response_id="chatcmpl-1", model="m"),
+        ReasoningDelta(text="a", carrier="thinking"),
+        ReasoningSignature(signature="RED", carrier="thinking", redacted=True),
+        ReasoningDelta(text="b", carrier="thinking"),
+        ReasoningSignature(signature="S1", carrier="thinking"),
+        ReasoningDelta(text="c", carrier="thought"),
+        ReasoningSignature(signature="G", carrier="thought", item_id="fc-1"),
+        TextDelta(text="hi"),
+        StreamEnded(complete=True, done=True),
+    ]
+    body, result = through(ChatStreamEncoder(), events)
+    assert thinking_blocks(body) == [
+        {"index": 0, "type": "redacted_thinking", "data": "RED"},
+        {"index": 1, "type": "thinking", "thinking": "ab", "signature": "S1"},
+        {
+            "index": 2,
+            "type": "thinking",
+            "thinking": "c",
+            "signature": carried_signature("G", "thought", "fc-1"),
+        },
+    ]
+    assert (result.reasoning, result.text) == ("abc", "hi")
+
+
+def test_a_block_longer_than_the_bound_goes_out_without_its_entry() -> None:
+    """The text of a block is held only up to ``max_output_size``: one longer (an upstream that
+    reasons on and on) is not held, and has no entry (one without its text would not verify);
+    the next block is held again."""
+    enc = ChatStreamEncoder(max_output_size=5)
+    events = [
+        ReasoningDelta(text="abc", carrier="thinking"),
+        ReasoningDelta(text="def", carrier="thinking"),
+        ReasoningSignature(signature="S1", carrier="thinking"),
+        ReasoningDelta(text="12345", carrier="thinking"),
+        ReasoningSignature(signature="S2", carrier="thinking"),
+    ]
+    body = b"".join(enc.encode(e) for e in events)
+    assert thinking_blocks(body) == [
+        {"index": 0, "type": "thinking", "thinking": "12345", "signature": "S2"}
+    ]
+    assert enc._thought == []  # nothing held after its block

@@ -617,8 +617,75 @@ def with_message(message: object) -> dict[str, Any]:
             "text, json_object or json_schema",
         ),
         ({**minimal_dict(), "n": 2}, "n must be 1"),
+        (
+            with_message({"role": "user", "content": "x", "name": "bob", "audio": None}),
+            "'name' cannot be carried",  # (and only it: a null holds nothing)
+        ),
+        (with_message({"role": "assistant", "thinking_blocks": "x"}), "thinking_blocks: an array"),
+        (
+            with_message({"role": "assistant", "thinking_blocks": [{"type": "text"}]}),
+            r"thinking_blocks\[0\].type: thinking or redacted_thinking, not 'text'",
+        ),
+        (
+            with_message({"role": "assistant", "thinking_blocks": [{"type": "thinking"}]}),
+            r"thinking_blocks\[0\].signature: a non-empty string",
+        ),
+        (
+            with_message({"role": "assistant", "thinking_blocks": [{"type": "redacted_thinking"}]}),
+            r"thinking_blocks\[0\].data: a non-empty string",
+        ),
+        (
+            with_message(
+                {
+                    "role": "assistant",
+                    "thinking_blocks": [{"type": "thinking", "signature": "s", "cache": 1}],
+                }
+            ),
+            r"thinking_blocks\[0\]: 'cache' cannot be carried",
+        ),
     ],
 )
 def test_from_openai_names_what_it_cannot_carry(params: Any, match: str) -> None:
     with pytest.raises((ValueError, TypeError), match=match):
         ChatRequest.from_openai(params)
+
+
+def test_from_openai_reads_an_answers_message_sent_back_as_it_came() -> None:
+    """openai-python's message of an answer, sent back whole in the next turn: its null and
+    empty keys hold nothing, and its signed reasoning (``thinking_blocks``, which the gateway
+    writes) goes back to the vendor that signed it (`svir_proto._signatures`)."""
+    from svir_proto.events import ReasoningBlock
+    from svir_proto.hub import carried_signature
+
+    gemini = carried_signature("GSIG", "thought", "fc-1")
+    message = {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "audio": None,
+        "function_call": None,
+        "annotations": [],
+        "tool_calls": [
+            {"id": "fc-1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+        "thinking_blocks": [
+            {"index": 0, "type": "redacted_thinking", "data": "DATA"},
+            {"index": 1, "type": "thinking", "thinking": "hm", "signature": "SIG"},
+            {"type": "thinking", "signature": gemini},
+        ],
+    }
+    (sent,) = ChatRequest.from_openai(with_message(message)).messages
+    assert isinstance(sent, AssistantMessage)
+    assert sent.thinking_blocks == (
+        ReasoningBlock(text="", signature="DATA", carrier="thinking", redacted=True),
+        ReasoningBlock(text="hm", signature="SIG", carrier="thinking"),
+        ReasoningBlock(text="", signature="GSIG", carrier="thought", item_id="fc-1"),
+    )
+    doc = json.loads(ChatRequest(model="m", messages=[sent]).body().read())
+    assert doc["messages"][0]["thinking_blocks"] == [
+        {"type": "redacted_thinking", "data": "DATA"},
+        {"type": "thinking", "thinking": "hm", "signature": "SIG"},
+        {"type": "thinking", "thinking": "", "signature": gemini},
+    ]
+    with pytest.raises(TypeError, match=r"thinking_blocks\[0\] must be a ReasoningBlock"):
+        AssistantMessage(thinking_blocks=["SIG"])  # type: ignore[list-item]
