@@ -67,6 +67,7 @@ __all__ = [
     "HUB_EXTENSION",
     "HubToolChoice",
     "EFFORT_BUDGETS",
+    "SAMPLING",
     "carried_signature",
     "effort_for",
     "hub_options",
@@ -76,6 +77,7 @@ __all__ = [
     "parallel_tool_calls",
     "reasoning_options",
     "response_format",
+    "sampling",
     "stateful",
     "tool_choice",
     "uncarried",
@@ -137,6 +139,27 @@ def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
     """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
     value = _ours(request.extensions).get("reasoning")
     return value if isinstance(value, Mapping) else {}
+
+
+SAMPLING: Final = {
+    "seed": int,
+    "top_k": int,
+    "presence_penalty": float,
+    "frequency_penalty": float,
+}
+"""The parameters beside the draft's four (which it allows: "Vendors MAY define additional
+parameters") that more than one dialect has a field for, under these names in the request's
+``parameters``, and the type of their values (an int is a float too)."""
+
+
+def sampling(request: LLMRequest) -> dict[str, Any]:
+    """The request's `SAMPLING` parameters whose values are of their type (others: none)."""
+    out: dict[str, Any] = {}
+    for name, kind in SAMPLING.items():
+        value = request.parameters.get(name)
+        if isinstance(value, kind if kind is int else (int, float)) and type(value) is not bool:
+            out[name] = value
+    return out
 
 
 EFFORT_BUDGETS: Final = {"minimal": 1024, "low": 1024, "medium": 2048, "high": 4096, "xhigh": 8192}

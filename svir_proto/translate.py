@@ -24,13 +24,16 @@ Rule 5: events that come before the upstream said who it is (Azure's prompt verd
 Request fields: ``top_p`` and ``stop`` are the draft's ``parameters.top_p`` and
 ``parameters.stop_sequences``; ``max_completion_tokens`` is its ``max_tokens`` (and is noted, so
 that it comes back under its own name); ``parallel_tool_calls`` is the hub's (`svir_proto.hub`).
-The fields with no place in the draft travel in ``extensions["vendor:openai"]``
-(``tool_choice``, ``response_format``, ``reasoning_effort``, ``seed``, ``user``,
-``extra_body``), and a ``developer`` message's role in that message's own extensions;
+``seed`` and ``extra_body``'s ``top_k`` and penalties are the hub's sampling parameters
+(`svir_proto.hub.SAMPLING`: another dialect's request gives the penalties and the seed, never
+``top_k``, which OpenAI refuses). The fields with no place in the draft travel in
+``extensions["vendor:openai"]`` (``tool_choice``, ``response_format``, ``reasoning_effort``,
+``user``, ``extra_body``), and a ``developer`` message's role in that message's own extensions;
 ``tool_choice``, ``reasoning_effort`` and a JSON ``response_format`` also as the hub's neutral
 options, which every dialect reads (and which `llm_to_openai` reads from another dialect's
 request). Lost on
-the way to LLM-Stream, and only these: assistant reasoning (no field in the draft), an image's
+the way to LLM-Stream, and only these: assistant reasoning text (no field in the draft; signed
+``thinking_blocks`` go as the message's reasoning blocks), an image's
 ``detail`` and a tool's ``strict`` (no field either). An image given by URL cannot go at all
 (the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
 text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
@@ -62,6 +65,7 @@ from .hub import (
     parallel_tool_calls,
     reasoning_options,
     response_format,
+    sampling,
     tool_choice,
 )
 from .llmstream._lifecycle import State
@@ -171,6 +175,11 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         params["top_p"] = request.top_p
     if request.stop:
         params["stop_sequences"] = list(request.stop)
+    if request.seed is not None:
+        params["seed"] = request.seed
+    for name in ("top_k", "presence_penalty", "frequency_penalty"):  # servers' own (vLLM's)
+        if name in request.extra_body:  # or OpenAI's untyped options: the hub's (`SAMPLING`)
+            params[name] = request.extra_body[name]
     choice = request.tool_choice
     if choice is not None:
         vendor["tool_choice"] = (
@@ -190,9 +199,8 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         }
     if request.reasoning_effort is not None:
         vendor["reasoning_effort"] = request.reasoning_effort
-    for key in ("seed", "user"):
-        if getattr(request, key) is not None:
-            vendor[key] = getattr(request, key)
+    if request.user is not None:
+        vendor["user"] = request.user
     if request.extra_body:
         vendor["extra_body"] = dict(request.extra_body)
     neutral: HubToolChoice | None = None  # the hub's too: every dialect reads it (attack 28)
@@ -320,6 +328,11 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     completion_cap = vendor.get("max_completion_tokens") is True or effort is not None
     stops = params.get("stop_sequences")
     extra = vendor.get("extra_body")
+    chosen = sampling(request)
+    if not isinstance(extra, dict):  # another dialect's request: OpenAI's penalties (its top_k
+        extra = {  # would be refused by OpenAI)
+            k: chosen[k] for k in ("presence_penalty", "frequency_penalty") if k in chosen
+        }
     return ChatRequest(
         model=request.model,
         messages=messages,
@@ -330,10 +343,10 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         temperature=params.get("temperature"),
         top_p=params.get("top_p"),
         stop=stops if isinstance(stops, list) else None,
-        seed=vendor.get("seed"),
+        seed=chosen.get("seed"),
         user=vendor.get("user"),
         parallel_tool_calls=parallel_tool_calls(request),
-        extra_body=extra if isinstance(extra, dict) else None,
+        extra_body=extra or None,
         response_format=fmt,
         include_usage=True,
         reasoning_effort=effort,

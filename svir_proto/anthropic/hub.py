@@ -7,17 +7,18 @@ text and base64 images (images from disk stay paths, streamed while sending) to 
 before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``input`` as JSON
 ``arguments``) and ``thinking``/``redacted_thinking`` blocks (the ``reasoning`` message
 extension, carrier ``thinking``); ``tools``; ``max_tokens``, ``temperature``, ``top_p``,
-``stop_sequences`` as parameters; ``tool_choice`` (``any`` is ``required``) and
+``stop_sequences`` and ``top_k`` (`svir_proto.hub.SAMPLING`) as parameters; ``tool_choice``
+(``any`` is ``required``) and
 ``disable_parallel_tool_use`` (``parallel_tool_calls``) and ``thinking.budget_tokens`` under
 ``vendor:svir``. Everything else goes under ``vendor:anthropic``, read by `from_hub` only:
-``top_k``, ``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
+``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
 not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
 field as it was (``system`` with ``cache_control``, server tools, the messages when a block
 has no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
 blocks out of the usual order).
 
 Not carried to other dialects by `to_hub` (they are kept for Anthropic under
-``vendor:anthropic`` only): ``top_k``, ``metadata.user_id``, ``url``/``file`` images and other
+``vendor:anthropic`` only): ``metadata.user_id``, ``url``/``file`` images and other
 blocks without a neutral form, ``cache_control``, server tools, a disabled or adaptive
 ``thinking``. A message whose blocks have no neutral form and hold an image from disk cannot be
 kept whole (its bytes are not JSON): a `ValueError` names it.
@@ -54,6 +55,7 @@ from ..hub import (
     parallel_tool_calls,
     reasoning_options,
     response_format,
+    sampling,
     tool_choice,
 )
 from ..llmstream.request import (
@@ -236,7 +238,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             **thinking.extra,
         }
     if request.top_k is not None:
-        vendor["top_k"] = request.top_k
+        parameters["top_k"] = request.top_k  # the hub's (`SAMPLING`)
     if request.metadata:
         vendor["metadata"] = dict(request.metadata)
     if not request.stream:
@@ -511,7 +513,7 @@ def from_hub(
         stop_sequences=params.get("stop_sequences") or (),
         temperature=temperature,
         top_p=params.get("top_p"),
-        top_k=vendor.get("top_k"),
+        top_k=sampling(request).get("top_k"),
         metadata=vendor.get("metadata") or {},
         thinking=thinking,
         stream=vendor.get("stream", True),

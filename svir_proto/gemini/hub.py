@@ -15,14 +15,15 @@ Gemini to the hub:
   when that string is all it holds, else its JSON. Calls and responses without Gemini ids
   (Gemini 2.5 sends none) get ``gemini-TURN-PART`` ids, responses matched to calls by name.
 - ``maxOutputTokens``, ``temperature``, ``topP``, ``stopSequences``: the draft's parameters;
-  ``toolConfig``: the neutral tool choice (``AUTO`` auto, ``NONE`` none, ``ANY`` required,
-  or the one function it allows); ``thinkingConfig``: the neutral reasoning
-  (``thinkingBudget`` is ``budget_tokens``, ``thinkingLevel`` ``effort``,
+  ``topK``, ``seed``, ``presencePenalty``, ``frequencyPenalty``: the hub's sampling parameters
+  (`svir_proto.hub.SAMPLING`); ``toolConfig``: the neutral tool choice (``AUTO`` auto,
+  ``NONE`` none, ``ANY`` required, or the one function it allows); ``thinkingConfig``: the
+  neutral reasoning (``thinkingBudget`` is ``budget_tokens``, ``thinkingLevel`` ``effort``,
   ``includeThoughts`` ``summary`` "auto"); function declarations: the draft's tools, Gemini's
   ``parameters`` Schema turned into JSON Schema (lower-case types) when there is no
   ``parametersJsonSchema``.
 - Under ``vendor:gemini`` (`VENDOR`), read by ``from_hub`` only: the rest of
-  ``generationConfig`` (``topK``, ``candidateCount``, ``responseMimeType``,
+  ``generationConfig`` (``candidateCount``, ``responseMimeType``,
   ``responseSchema``...), ``safetySettings``, the other top-level fields, ``stream`` when
   false; and the exact Gemini form of whatever the neutral fields do not say exactly (a turn
   with file data or thoughts left unsigned, parts in another order, calls without ids, a
@@ -56,7 +57,7 @@ import attrs
 
 from .._json import canonical
 from ..events import ReasoningBlock, ToolCall
-from ..hub import hub_options, message_extensions, message_is_error, message_reasoning
+from ..hub import hub_options, message_extensions, message_is_error, message_reasoning, sampling
 from ..hub import reasoning_options as neutral_reasoning
 from ..hub import response_format as neutral_format
 from ..hub import tool_choice as neutral_choice
@@ -108,8 +109,15 @@ _PARAMETERS: Final = (
     ("topP", "top_p"),
     ("stopSequences", "stop_sequences"),
 )
-"""The ``generationConfig`` keys that are the hub's parameters, and the parameters' names."""
-_NEUTRAL_GENERATION: Final = tuple(key for key, _ in _PARAMETERS)
+"""The ``generationConfig`` keys that are the draft's parameters, and the parameters' names."""
+_SAMPLING: Final = (
+    ("topK", "top_k"),
+    ("seed", "seed"),
+    ("presencePenalty", "presence_penalty"),
+    ("frequencyPenalty", "frequency_penalty"),
+)
+"""The ``generationConfig`` keys that are the hub's sampling parameters (`SAMPLING`)."""
+_NEUTRAL_GENERATION: Final = tuple(key for key, _ in _PARAMETERS + _SAMPLING)
 _FOREIGN_SIGNATURE: Final = "skip_thought_signature_validator"
 """The ``thoughtSignature`` Google documents for a call Gemini did not sign as it stands (a
 turn of another vendor's, or one whose signature no other dialect could carry back): Gemini 3
@@ -590,7 +598,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
     config = request.generation_config
     if config is not None:
         wire = generation_out(config)
-        for key, name in _PARAMETERS:
+        for key, name in _PARAMETERS + _SAMPLING:
             if key in wire:
                 params[name] = _count(wire[key]) if name == "max_tokens" else wire[key]
         thinking = wire.pop("thinkingConfig", None)
@@ -702,6 +710,10 @@ def _generation(request: LLMRequest, vendor: Mapping[str, Any]) -> GeminiGenerat
     fmt = neutral_format(request)
     if fmt is not None and not (isinstance(rest, Mapping) and "responseMimeType" in rest):
         rest = {**(rest if isinstance(rest, Mapping) else {}), **_format_out(fmt)}
+    chosen = sampling(request)
+    if chosen:  # (over what a Gemini request kept: the neutral values are the ones that hold)
+        given = {key: chosen[name] for key, name in _SAMPLING if name in chosen}
+        rest = {**(rest if isinstance(rest, Mapping) else {}), **given}
     values = {
         "max_output_tokens": params.get("max_tokens"),
         "temperature": params.get("temperature"),

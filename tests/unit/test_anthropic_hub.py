@@ -112,7 +112,8 @@ def test_what_has_no_neutral_form_travels_under_vendor_anthropic() -> None:
     request = MessagesRequest.parse(json.dumps(FULL))
     hub = to_hub(request)
     vendor = hub.extensions["vendor:anthropic"]
-    assert set(vendor) == {"top_k", "metadata", "extra", "tools", "messages"}
+    assert set(vendor) == {"metadata", "extra", "tools", "messages"}
+    assert hub.parameters["top_k"] == request.top_k  # the hub's, which Gemini has too
     assert from_hub(hub) == request
     other = MessagesRequest.parse(
         json.dumps({**FULL, "thinking": {"type": "adaptive"}, "stream": False})

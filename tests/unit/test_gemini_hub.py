@@ -124,6 +124,7 @@ def test_a_conversation_to_the_hub_says_it_the_neutral_way() -> None:
         "temperature": 0.2,
         "top_p": 0.9,
         "stop_sequences": ["END"],
+        "top_k": 5,  # the hub's (`SAMPLING`), which Anthropic has too
     }
     assert hub.tool_choice(h) == ("name", "get_weather")
     assert hub.reasoning_options(h) == {"budget_tokens": 100, "effort": "low", "summary": "auto"}
@@ -134,7 +135,7 @@ def test_a_conversation_to_the_hub_says_it_the_neutral_way() -> None:
     assert schema["properties"]["more"]["additionalProperties"] == {"type": "number"}
     assert schema["properties"]["any"] == {"type": "array", "items": True, "not": {"type": "null"}}
     vendor = h.extensions[VENDOR]
-    assert vendor["generationConfig"] == {"topK": 5}
+    assert vendor["generationConfig"] == {}
     assert from_hub(h) == r
     # and on to OpenAI: what a chat upstream is sent
     chat = llm_to_openai(h)  # a reasoning request: its effort, and the cap reasoning

@@ -248,3 +248,32 @@ def test_json_output_reaches_every_dialect_that_has_it_and_is_refused_by_the_oth
     assert (
         hub.response_format(openai_to_llm(ChatRequest(model="m", messages=chat.messages))) is None
     )
+
+
+def test_sampling_parameters_reach_every_dialect_that_has_them() -> None:
+    """Audit 36: a Chat client's seed and penalties went to Gemini as nothing, and Anthropic's
+    ``top_k`` to Gemini. They are the hub's (`SAMPLING`): each dialect with a field for one
+    writes it, and OpenAI is never sent ``top_k``, which it refuses."""
+    from svir_proto.dialects import dialect, translate_request
+    from svir_proto.openai import ChatRequest, UserMessage
+
+    chat = ChatRequest(
+        model="m",
+        messages=[UserMessage(content="hi")],
+        seed=7,
+        extra_body={"presence_penalty": 0.5, "frequency_penalty": -1, "top_k": 40, "min_p": 0.1},
+    )
+    gemini = translate_request(chat, "gemini")
+    config = json.loads(gemini.body().read())["generationConfig"]
+    assert config == {"seed": 7, "presencePenalty": 0.5, "frequencyPenalty": -1, "topK": 40}
+    assert translate_request(chat, "messages").top_k == 40
+    back = translate_request(dialect("gemini").to_hub(gemini), "chat")
+    assert (back.seed, back.extra_body) == (7, {"presence_penalty": 0.5, "frequency_penalty": -1})
+    odd = LLMRequest(  # an LLM-Stream client's, of the wrong types: not sent
+        model="m",
+        messages=[LLMMessage(role="user", content="hi")],
+        parameters={"seed": "7", "top_k": 1.5, "presence_penalty": True, "frequency_penalty": 1},
+    )
+    assert hub.sampling(odd) == {"frequency_penalty": 1}
+    assert translate_request(odd, "chat").extra_body == {"frequency_penalty": 1}
+    assert translate_request(odd, "messages").top_k is None

@@ -328,11 +328,16 @@ def test_the_new_request_fields_travel_to_llm_stream_and_back() -> None:
         extra_body={"top_k": 20},
     )
     hub = openai_to_llm(request)
-    assert hub.parameters == {"max_tokens": 50, "top_p": 0.5, "stop_sequences": ["END", "STOP"]}
+    assert hub.parameters == {
+        "max_tokens": 50,
+        "top_p": 0.5,
+        "stop_sequences": ["END", "STOP"],
+        "seed": 3,  # the hub's sampling parameters (`SAMPLING`), which Gemini has too
+        "top_k": 20,
+    }
     assert parallel_tool_calls(hub) is False
     assert hub.extensions["vendor:openai"] == {
         "max_completion_tokens": True,
-        "seed": 3,
         "user": "u",
         "extra_body": {"top_k": 20},
     }
