@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from svir_proto.errors import SvirError
 from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
-from svir_proto.gateway.session import Connect, Release, Work
+from svir_proto.gateway.session import Connect, More, Release, Work
 from svir_proto.openai import Endpoint
 
 OPS = (
@@ -40,6 +40,7 @@ OPS = (
     "advance",
     "work",
     "shutdown",
+    "more",  # (last: the corpus's seeds keep their ops)
 )
 CARRY = frozenset({"client", "upstream", "advance"})
 CONFIG = GatewayConfig(
@@ -100,6 +101,7 @@ class Driver:
         self.connected = False
         self.pool: list[object] = []
         self.work: list[Work] = []
+        self.more = 0  # `More` asked, not yet acted on
 
     def call(self, name: str, *args: object) -> None:
         try:
@@ -123,6 +125,8 @@ class Driver:
                     self.pool.append(action.connection)
             elif isinstance(action, Work):
                 self.work.append(action)
+            elif isinstance(action, More):
+                self.more += 1
 
     def check(self) -> None:
         deadline = self.session.deadline
@@ -185,10 +189,17 @@ class Driver:
         elif op == "shutdown":
             self.state.stopping = True
             self.call("shutdown", self.now)
+        elif op == "more" and self.more:
+            self.more -= 1
+            self.call("client_more", self.now)
 
     def finish(self) -> None:
-        """The client goes: nothing may stay held."""
+        """The client goes: nothing may stay held (its pipelined requests answered first, in
+        the loop's turns)."""
         self.call("client_data", b"", self.now)
+        while self.more:
+            self.more -= 1
+            self.call("client_more", self.now)
         assert self.session.closed, "the session outlived its client"
         state = self.state
         assert state.streams == 0, f"a stream slot left held: {state.streams}"

@@ -11,8 +11,10 @@ Rule 2: an integer outside the 64-bit range (-2^63 to 2^64-1) reads as a float, 
 Rule 3: JSON on the wire is UTF-8 (RFC 8259 section 8.1): a BOM, UTF-16 or UTF-32 is an error.
     (The standard library detects and accepts them.)
 Rule 4: a lone surrogate, escaped (``"\\ud800"``) or encoded, is an error with its offset, like
-    invalid UTF-8; with ``errors="replace"`` it becomes U+FFFD, like invalid UTF-8. No text that
-    cannot be encoded as UTF-8 leaves a decoder. (The standard library keeps it.)
+    invalid UTF-8; with ``errors="replace"`` it becomes U+FFFD, like invalid UTF-8, and with
+    ``errors="surrogates"`` an escaped one does while invalid UTF-8 is still an error (a relay's
+    policy: an escaped lone surrogate is valid JSON). No text that cannot be encoded as UTF-8
+    leaves a decoder. (The standard library keeps it.)
 Rule 5: nesting deeper than `MAX_DEPTH` (512) is an error. (The standard library's limit
     depends on the Python stack, orjson's is 1024.)
 Duplicate keys agree already: the last one wins in both.
@@ -182,7 +184,7 @@ _STEP: Final = [1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256)
 
 
 def canonical(
-    data: bytes | bytearray | str, *, errors: Literal["strict", "replace"] = "strict"
+    data: bytes | bytearray | str, *, errors: Literal["strict", "replace", "surrogates"] = "strict"
 ) -> object:
     """Parse by the rules with the standard library: the reference both backends follow.
 
@@ -190,7 +192,8 @@ def canonical(
         UnicodeDecodeError: the bytes are not UTF-8 (strict).
         json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
     """
-    text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors)  # Rule 3
+    codec = "replace" if errors == "replace" else "strict"  # ("surrogates": strict for bytes)
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", codec)  # Rule 3
     plain = len(data) > _SHORT and not isinstance(data, str) and _plain_numbers(data)
     # Rule 5 first: a payload too deep is that error, whatever else is wrong with it; read
     # from the value when there is one (its containers), from the bytes only when the parse
@@ -204,7 +207,7 @@ def canonical(
     if too_deep(data, value):
         raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0)
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
-        if errors == "replace":
+        if errors != "strict":
             return _replace_surrogates(value)
         raise JSONPolicyError("a lone surrogate escape is not text", _lone_at(text))
     return value

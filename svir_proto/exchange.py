@@ -683,11 +683,11 @@ class Exchange:
         """Start decoding a stream; with a probe, replay the bytes it held."""
         request = self.request
         decoder: DialectStreamDecoder
-        # a relay passes the bytes on as they came: text that is not UTF-8, or a lone surrogate
-        # escape, is its client's to judge, who may join it to the next chunk's (a surrogate
-        # pair split by a server that cuts text in UTF-16 units; audit 36: the relay wrote its
-        # own error in the upstream's stream), so its decoder reads such text as U+FFFD
-        errors: Errors = "replace" if self._relay else self._errors
+        # a relay passes the bytes on as they came: a lone surrogate escape (valid JSON) is its
+        # client's to join to the next chunk's (a pair split by a server that cuts text in
+        # UTF-16 units; audit 36: the relay wrote its own error in the upstream's stream);
+        # bytes that are not UTF-8 are not JSON text, and still fail
+        errors: Errors = "surrogates" if self._relay and self._errors == "strict" else self._errors
         if self._spec is not None:
             assert not isinstance(request, ModelsRequest)
             decoder = self._spec.new_decoder(

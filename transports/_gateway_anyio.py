@@ -35,6 +35,7 @@ from ..gateway.session import (
     Connect,
     Done,
     GatewaySession,
+    More,
     PauseClient,
     PauseUpstream,
     Release,
@@ -131,6 +132,8 @@ class _Client:
                         self.act()
                         if not data:
                             break
+                while self.session.pipelined:  # the client closed its side: its pipelined
+                    await anyio.sleep(0)  # requests are answered first (`_more`'s turns)
                 await self._close_soon()
                 up = self.up
                 if up is not None and self.session.draining:  # it reads its body's end, then
@@ -206,6 +209,9 @@ class _Client:
             elif kind is Work:
                 assert self.tg is not None
                 self.tg.start_soon(self._work, action.run)  # type: ignore[union-attr]
+            elif kind is More:  # after the other connections' turn
+                assert self.tg is not None
+                self.tg.start_soon(self._more)
             elif kind is Close:
                 self.reading.set()  # the reader sees the session closed and ends
                 limit = self.server.state.config.send_timeout + LINGER
@@ -226,6 +232,10 @@ class _Client:
             dropped = 0
             while dropped < LINGER_BYTES:
                 dropped += len(await self.stream.receive(READ))
+
+    async def _more(self) -> None:
+        self.out.put(self.session.client_more(time.monotonic()))
+        self.act()
 
     async def _work(self, run: Callable[[], object]) -> None:
         try:  # a thread is not cancelled: a cancel comes once ``run`` is over

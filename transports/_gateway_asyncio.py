@@ -35,6 +35,7 @@ from ..gateway.session import (
     Connect,
     Done,
     GatewaySession,
+    More,
     PauseClient,
     PauseUpstream,
     Release,
@@ -266,10 +267,19 @@ class _Client(asyncio.Protocol):
                 self.resume_reading("session")
             elif kind is Work:
                 self._work(action.run)  # type: ignore[union-attr]
+            elif kind is More:  # after the other connections' turn
+                asyncio.get_running_loop().call_soon(self._more)
             elif kind is Close:
                 self._close()
             elif kind is Done:
                 self.server.done(action)  # type: ignore[arg-type]
+
+    def _more(self) -> None:
+        try:  # (a client gone by now: its closed session answers nothing)
+            self.write(self.session.client_more(_now()))
+            self.act()
+        except Exception as exc:
+            self.fail(exc)
 
     def _connect(self, fresh: bool) -> None:
         pooled = None if fresh else self.server.take()

@@ -80,6 +80,12 @@ def add_parser(sub: Any) -> None:
         help="client connections at once; past it 503 and closed at once",
     )
     limits.add_argument(
+        "--max-requests",
+        type=int,
+        default=d.max_requests,
+        help="requests one client connection may make (the last answer closes it)",
+    )
+    limits.add_argument(
         "--max-body", type=int, default=d.max_body, help="bytes of a request body (413 past it)"
     )
     limits.add_argument(
@@ -222,6 +228,7 @@ def _config(
         max_streams=args.max_streams,
         max_answer=args.max_answer,
         max_connections=args.max_connections,
+        max_requests=args.max_requests,
         max_body=args.max_body,
         max_buffered=args.max_buffered,
         max_head_size=args.max_head,

@@ -12,7 +12,9 @@ Rule 1 (a request, RFC 9112 6.3): empty lines before it ignored (2.2; counted wi
     Content-Length, else none. The connection closing inside a head or a body is a bad request
     (400), at its idle start a close.
 Rule 2 (keep-alive, RFC 9112 9.3): an HTTP/1.1 request without ``Connection: close`` keeps the
-    connection; after any other, or after an answer that says ``close``, nothing more is read.
+    connection, unless it is the connection's ``max_requests``-th (nginx's
+    ``keepalive_requests``); after any other, or after an answer that says ``close``, nothing
+    more is read.
     Bytes that follow a whole request wait (a pipelined request): `held` counts them.
 Rule 3 (``Expect: 100-continue``, RFC 9110 10.1.1): an HTTP/1.1 request that asks it waits for
     ``100 Continue`` until its answer begins or its body does.
@@ -57,8 +59,10 @@ Ours = Literal["idle", "body", "done", "failed"]
 class ServerSide:
     """One client connection's HTTP/1.1; see the module docstring."""
 
-    def __init__(self, max_head_size: int) -> None:
+    def __init__(self, max_head_size: int, max_requests: int = 100) -> None:
         self.max_head_size = max_head_size
+        self.max_requests = max_requests
+        self.requests = 0  # heads read on this connection (Rule 2: the last says close)
         self.theirs: Theirs = "idle"
         self.ours: Ours = "idle"
         self.version: str | None = None  # the last request's HTTP version
@@ -158,7 +162,12 @@ class ServerSide:
         self.version = version
         self.method = request.method
         modern = version >= "1.1"
-        self.keep_alive = modern and not has_token(fields, index, "connection", "close")
+        self.requests += 1
+        self.keep_alive = (
+            modern
+            and self.requests < self.max_requests
+            and not has_token(fields, index, "connection", "close")
+        )
         self.waiting_100 = modern and has_token(fields, index, "expect", "100-continue")
         self.theirs = "body"
         if "transfer-encoding" in index:

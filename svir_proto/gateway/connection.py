@@ -298,7 +298,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             config = attrs.evolve(config, **shortcuts)
         self.config: Final = config
         self.state: Final = state if state is not None else GatewayState(config, new_id=_counter())
-        self._side = ServerSide(config.max_head_size)
+        self._side = ServerSide(config.max_head_size, config.max_requests)
         self._reset()
 
     def _reset(self) -> None:

@@ -99,7 +99,9 @@ __all__ = [
     "Close",
     "Connect",
     "Done",
+    "PIPELINED",
     "GatewaySession",
+    "More",
     "PauseClient",
     "PauseUpstream",
     "Release",
@@ -111,6 +113,11 @@ __all__ = [
 ]
 
 _NO_WATCH: Final[tuple[Exchange, ChatStreamWatcher | None]] = (None, None)  # type: ignore[assignment]
+PIPELINED: Final = 16
+"""Requests of one client the gateway answers itself (``/healthz``, ``/metrics``, refusals) in
+one go: the rest of what it pipelined waits for `More`, and for the client to take what it was
+given (attack 36, F1: 256 KiB of pipelined ``GET /healthz`` on each of 100 connections held
+the event loop for seconds, and every other client's stream with it)."""
 _UNSENT_LIMIT: Final = 1024 * 1024
 """Bytes of a client's body held for an upstream connection still being opened: past it the
 client is not read until the connection is there (Rule 5)."""
@@ -178,6 +185,13 @@ class Work:
 
 @final
 @attrs.frozen
+class More:
+    """Call `GatewaySession.client_more` soon, once the loop has let other connections have
+    their turn: requests the client pipelined wait for their answers (`PIPELINED`)."""
+
+
+@final
+@attrs.frozen
 class Close:
     """Close the client connection once what was written to it is sent."""
 
@@ -206,6 +220,7 @@ SessionAction = (
     | PauseClient
     | ResumeClient
     | Work
+    | More
     | Close
     | Done
 )
@@ -228,10 +243,12 @@ class GatewaySession:
         "_client_held",
         "_drain_by",
         "_drained",
+        "_eof",
         "_forward",
         "_late",
         "_late_head",
         "_late_size",
+        "_more",
         "_partial",
         "_paused_since",
         "_pooled",
@@ -293,6 +310,8 @@ class GatewaySession:
         self._paused_since: float | None = None  # the client's socket is full since
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
+        self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
+        self._eof = False  # the client closed its side
         self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
@@ -317,16 +336,42 @@ class GatewaySession:
             conn.receive_data(data)
         except SvirProtocolError:  # bytes after the client's own EOF
             return self._cancel(now)
+        if not data:
+            self._eof = True
+            if self._more:  # its pipelined requests are answered, whether it reads or not
+                self.actions.append(More())
         if before == "idle" and data:
             self._since = self._began = now  # the head's first byte: its deadline runs from here
             self._refusals = self._scarcity()
         return self._pump(now)
 
+    @property
+    def pipelined(self) -> bool:
+        """Requests the client pipelined wait for `client_more`."""
+        return self._more and not self.closed
+
+    def client_more(self, now: float) -> bytes:
+        """Answer what the client pipelined (`More`), unless it does not take its answers:
+        then once it does (`client_resumed`), or once it closed its side (it may be gone:
+        what is written to it then is dropped, and what it sent is all there is)."""
+        if not self._more or self.closed or (self._paused_since is not None and not self._eof):
+            return b""
+        self._more = False
+        self._hold_client("pipelined", False)
+        return self._pump(now)
+
     def _pump(self, now: float) -> bytes:
-        """Act on every event the client's bytes completed."""
+        """Act on every event the client's bytes completed (the gateway's own answers to
+        pipelined requests `PIPELINED` at a time)."""
         conn = self.conn
         out: list[bytes] = []
+        answered = 0
         while not self.closed:
+            if answered == PIPELINED:  # the rest after the others' turn (`More`)
+                self._more = True
+                self._hold_client("pipelined", True)
+                self.actions.append(More())
+                break
             event = conn.next_event()
             if event is NEED_DATA:
                 break
@@ -341,6 +386,7 @@ class GatewaySession:
                 out.append(event.data)
             elif type(event) is Reply:  # then the loop reads a pipelined request, if any
                 out.append(event.data)
+                answered += 1
                 self._done(now)
                 if event.close or not conn.reusable:
                     if self._upstream in ("connecting", "sending", "streaming"):
@@ -350,6 +396,7 @@ class GatewaySession:
                     self._new_cycle(now)
             elif type(event) is LocalRequest:
                 self._start = now
+                answered += 1
                 out.append(self._local(event.name))
                 self._done(now)
                 self._new_cycle(now)
@@ -400,6 +447,8 @@ class GatewaySession:
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
             self._taken()
+            if self._more:  # pipelined requests waited for the client to take its answers
+                self.actions.append(More())
 
     def _taken(self) -> None:
         """The client took the answer that waited in its socket (or is gone): its slot back."""
@@ -407,7 +456,9 @@ class GatewaySession:
             self._unread = False
             self.state.release_stream()
 
-    def _hold_client(self, why: Literal["full", "unsent", "backlog"], hold: bool) -> None:
+    def _hold_client(
+        self, why: Literal["full", "unsent", "backlog", "pipelined"], hold: bool
+    ) -> None:
         """Stop reading the client while any reason holds it (`PauseClient`, `ResumeClient`)."""
         holds = self._client_held
         before = bool(holds)

@@ -103,7 +103,8 @@ class ChatStreamDecoder(DialectDecoder):
         max_result_size: characters the result may accumulate.
         errors: invalid UTF-8 and lone surrogates in a chunk: ``"strict"`` (a
             `PeerProtocolError` with the offset) or ``"replace"`` (U+FFFD), whatever the JSON
-            parser (see `svir_proto._json`).
+            parser, or ``"surrogates"`` (U+FFFD for an escaped lone surrogate only; see
+            `svir_proto._json`).
 
     Events come with the pull API (``receive_data``/``next_event``, ``feed``/``close``); the
     whole picture is ``result``, at any time.

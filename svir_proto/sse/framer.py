@@ -95,7 +95,11 @@ Anthropic's Messages API 8; a stream with more still takes the lane, checking th
 time."""
 _MAX_TYPE_LINE: Final = 128  # longer ``event:`` lines are checked each time, not remembered
 
-Errors = Literal["strict", "replace"]
+Errors = Literal["strict", "replace", "surrogates"]
+"""What a decoder does with invalid UTF-8 and lone surrogates: ``"strict"`` an error,
+``"replace"`` U+FFFD; ``"surrogates"`` an error for bytes that are not UTF-8 (not JSON text) and
+U+FFFD for an escaped lone surrogate in a JSON string (valid JSON, RFC 8259 section 8.2: what
+JavaScript writes of text it cut in UTF-16 units), for a relay that passes the bytes on."""
 
 
 @final
@@ -178,10 +182,12 @@ class SSEFramer:
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE, errors: Errors = "strict"):
         if type(max_event_size) is not int or max_event_size < 1:
             raise ValueError(f"max_event_size must be a positive int, not {max_event_size!r}")
-        if errors not in ("strict", "replace"):
-            raise ValueError(f"errors must be 'strict' or 'replace', not {errors!r}")
+        if errors not in ("strict", "replace", "surrogates"):
+            raise ValueError(f"errors must be 'strict', 'replace' or 'surrogates', not {errors!r}")
         self.max_event_size: Final = max_event_size
-        self.errors: Final[Errors] = errors
+        self.errors: Final[Literal["strict", "replace"]] = (
+            "replace" if errors == "replace" else "strict"  # (surrogates are JSON's: strict)
+        )
         self.retry: int | None = None
         self.last_event_id = ""
         self.end: EndOfStream | None = None

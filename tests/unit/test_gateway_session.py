@@ -12,12 +12,14 @@ import pytest
 
 from svir_proto.connection import ClientConnection
 from svir_proto.gateway import (
+    PIPELINED,
     Close,
     Connect,
     Done,
     GatewayConfig,
     GatewaySession,
     GatewayState,
+    More,
     PauseClient,
     PauseUpstream,
     Release,
@@ -86,6 +88,7 @@ class Driver:
         self.connecting = False
         self.released: list[ClientConnection | None] = []
         self.work: list[Work] = []
+        self.more = 0  # `More` actions not yet acted on
 
     def run(self, data: bytes) -> None:
         self.client += data
@@ -101,7 +104,19 @@ class Driver:
                 self.closed = True
             elif isinstance(action, Work):
                 self.work.append(action)
+            elif isinstance(action, More):
+                self.more += 1
         self.session.actions.clear()
+
+    def pipelined(self, now: float = 1.0) -> int:
+        """Call `client_more` while the session asks (`More`), as a server's loop does on
+        its next turn; how many times."""
+        turns = 0
+        while self.more:
+            self.more -= 1
+            turns += 1
+            self.run(self.session.client_more(now))
+        return turns
 
     def send(self, data: bytes, now: float = 1.0) -> None:
         self.run(self.session.client_data(data, now))
@@ -327,17 +342,12 @@ def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream()
     assert "protocol" in decoder.result.error.message
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        (b"A\\ud83d", b"\\ude00B"),  # a pair a server cut in UTF-16 units, in two chunks
-        (b"caf\xc3", b"\xa9!"),  # a character a server cut in bytes (not UTF-8 either way)
-    ],
-)
-def test_text_a_relay_does_not_read_goes_on_as_it_came(text: tuple[bytes, bytes]) -> None:
-    """Audit 36: a surrogate pair split across two chunks (valid JSON, which a JavaScript
-    client joins) ended a relayed stream with the gateway's own error in the upstream's bytes.
-    A relay's watcher does not read text: its client judges it."""
+def test_a_surrogate_pair_split_across_two_relayed_chunks_goes_on_as_it_came() -> None:
+    """Audit 36: a surrogate pair a server cut in UTF-16 units, in two chunks (valid JSON,
+    which a JavaScript client joins) ended a relayed stream with the gateway's own error in
+    the upstream's bytes. Bytes that are not UTF-8 are not JSON: they still fail (the hostile
+    battery's ``invalid-utf8``)."""
+    text = (b"A\\ud83d", b"\\ude00B")
     body = b"".join(
         b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"' + t + b'"}}]}\n\n'
         for t in text
@@ -1611,10 +1621,59 @@ def test_thousands_of_pipelined_requests_in_one_read_are_answered_in_a_loop() ->
     """Attack 26 (fuzz seed ``crash-a-thousand-pipelined-local-requests-recurse``): every
     answer the session made itself began the next request's cycle by calling the pump again,
     so 1,500 pipelined ``GET /healthz`` in one read raised RecursionError out of the session."""
-    d = Driver()
+    d = Driver(max_requests=1500)
     d.send(get("/healthz") * 1500)
+    d.pipelined()
+    assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 1500
+    assert d.closed  # the last the connection may make (`max_requests`)
+    d = Driver(max_requests=1501)
+    d.send(get("/healthz") * 1500)
+    d.pipelined()
     assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 1500
     assert not d.closed
+
+
+def test_a_connection_makes_at_most_max_requests() -> None:
+    """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
+    answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
+    (nginx's ``keepalive_requests``)."""
+    d = Driver(max_requests=3)
+    d.send(get("/healthz") * 2)
+    assert not d.closed
+    d.send(get("/healthz") + post(openai_body()))
+    answers = read(d.client, "GET")
+    assert [a[0] for a in answers] == [200, 200, 200]
+    assert [a[1].get("connection") for a in answers] == [None, None, "close"]
+    assert d.closed
+    assert not d.connecting  # the POST after it was never read
+
+
+def test_pipelined_requests_the_gateway_answers_are_answered_a_few_at_a_time() -> None:
+    """Attack 36, F1: 256 KiB of pipelined ``GET /healthz`` were all answered in one call, on
+    100 connections at once: every other client's stream stood still for seconds. The session
+    answers `PIPELINED` at a time, stops reading the client and asks for `More` (the loop lets
+    the others have their turn first), and waits while the client does not take what it was
+    given."""
+    d = Driver()
+    d.send(get("/healthz") * 50)
+    assert d.client.count(b"HTTP/1.1 ") == PIPELINED
+    assert d.kinds()[-2:] == ["PauseClient", "More"]
+    d.more -= 1
+    d.run(d.session.client_more(1.0))  # the loop's next turn
+    assert d.client.count(b"HTTP/1.1 ") == 2 * PIPELINED
+    d.session.client_paused(1.0)  # the client takes nothing more: nothing more is answered
+    assert d.pipelined() == 1
+    assert d.client.count(b"HTTP/1.1 ") == 2 * PIPELINED
+    d.session.client_resumed(1.0)
+    d.run(b"")
+    assert d.more == 1  # once it does
+    assert d.pipelined() == 2
+    assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 50
+    holds = [k for k in d.kinds() if k in ("PauseClient", "ResumeClient")]
+    assert holds[-1] == "ResumeClient"  # read again
+    assert d.session.client_more(1.0) == b""  # nothing waits
+    d.send(post(openai_body()))  # and the connection goes on
+    assert d.connecting
 
 
 @pytest.mark.parametrize("split", [False, True])

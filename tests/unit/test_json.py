@@ -57,6 +57,22 @@ def test_rule_4_pairs_and_escaped_backslashes_are_text() -> None:
     assert canonical(b'"\xff"', errors="replace") == "\ufffd"
 
 
+def test_rule_4_a_relays_policy_replaces_escapes_and_refuses_bytes() -> None:
+    """``errors="surrogates"``: an escaped lone surrogate is valid JSON (a relay passes it on
+    for its client to join), bytes that are not UTF-8 are not JSON text."""
+    assert canonical(b'["A\\ud83d", "\\ude00B"]', errors="surrogates") == ["A\ufffd", "\ufffdB"]
+    with pytest.raises(UnicodeDecodeError):
+        canonical(b'"caf\xc3"', errors="surrogates")
+    from svir_proto.errors import PeerProtocolError
+    from svir_proto.openai import ChatStreamDecoder
+
+    d = ChatStreamDecoder(errors="surrogates")
+    d.feed(b'data: {"choices":[{"index":0,"delta":{"content":"A\\ud83d"}}]}\n\n')
+    with pytest.raises(PeerProtocolError, match="invalid UTF-8"):
+        d.feed(b'data: {"choices":[{"index":0,"delta":{"content":"\xc3"}}]}\n\n')
+    assert d.result.text == "A\ufffd"
+
+
 def test_rule_5_nesting() -> None:
     ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
     assert not too_deep(ok)
