@@ -249,6 +249,7 @@ class GatewaySession:
         "_late_head",
         "_late_size",
         "_more",
+        "_own",
         "_partial",
         "_paused_since",
         "_pooled",
@@ -312,6 +313,7 @@ class GatewaySession:
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
         self._eof = False  # the client closed its side
+        self._own = False  # the last answer was the gateway's own (no upstream's)
         self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
@@ -387,6 +389,7 @@ class GatewaySession:
             elif type(event) is Reply:  # then the loop reads a pipelined request, if any
                 out.append(event.data)
                 answered += 1
+                self._own = True
                 self._done(now)
                 if event.close or not conn.reusable:
                     if self._upstream in ("connecting", "sending", "streaming"):
@@ -397,6 +400,7 @@ class GatewaySession:
             elif type(event) is LocalRequest:
                 self._start = now
                 answered += 1
+                self._own = True
                 out.append(self._local(event.name))
                 self._done(now)
                 self._new_cycle(now)
@@ -432,11 +436,14 @@ class GatewaySession:
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(PauseUpstream())
             self._hold_client("full", True)
-            if not self.conn.holds_stream and not self.closed:
+            if not self.conn.holds_stream and not self.closed and not self._own:
                 # an answer made whole (a whole answer: the upstream was read to its end
                 # whatever the client read) waits in the client's socket: it holds a stream
                 # slot until the client takes it, as a stream it does not read holds its own,
-                # so that --max-streams bounds what such answers hold too (Rule 5)
+                # so that --max-streams bounds what such answers hold too (Rule 5); not the
+                # gateway's own answers (`_own`, attack 36 F4: connections that pipelined
+                # /metrics and read nothing held every slot, and no stream could begin), which
+                # it gives a few at a time, and no more while the client takes none (`More`)
                 self._unread = True
                 self.state.streams += 1
 
@@ -488,6 +495,7 @@ class GatewaySession:
 
     def _begin(self, forward: Forward, now: float) -> None:
         self._forward = forward
+        self._own = False
         self._start = now
         self._answered = False
         self._progress = now

@@ -1633,6 +1633,29 @@ def test_thousands_of_pipelined_requests_in_one_read_are_answered_in_a_loop() ->
     assert not d.closed
 
 
+def test_the_gateways_own_answers_waiting_in_a_full_socket_hold_no_stream_slot() -> None:
+    """Attack 36, F4: connections that pipelined ``/metrics`` and read nothing were each
+    counted a stream once full (Rule 5's slot for an upstream's whole answer waiting to be
+    read): as many as ``--max-streams`` refused every stream. The gateway's own answers hold
+    none (they go a few at a time, and none while the client takes none); an upstream's whole
+    answer still does."""
+    d = Driver(max_streams=1)
+    d.send(get("/healthz") * 40)
+    d.session.client_paused(1.0)
+    assert d.state.streams == 0
+    d.run(b"")
+    assert d.pipelined() == 1  # asked again, and nothing answered while it takes nothing
+    assert d.client.count(b"HTTP/1.1 200") == PIPELINED
+    d.session.client_resumed(1.0)
+    d.run(b"")
+    d.pipelined()
+    d.send(post(openai_body(stream=False)))  # then an upstream's whole answer
+    d.connect()
+    d.answer(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    d.session.client_paused(3.0)
+    assert d.state.streams == 1  # waits in the socket: it holds its slot (Rule 5)
+
+
 def test_a_connection_makes_at_most_max_requests() -> None:
     """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
     answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
