@@ -651,6 +651,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if choices and self._ingress == "openai":
                 self._one_choice()
                 return
+            if facts.stream is not True and self._streams_only():
+                return
             self._learn(facts)
             self.streaming_request = facts.stream is True
             self.request_id = request_id(facts.request_id) or self._header_id or self.state.new_id()
@@ -667,12 +669,26 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if scanner.choices and self._ingress == "openai" and not self._head_sent:
                 self._one_choice()  # sent upstream, not ended: the upstream's is cancelled
                 return  # (an answer begun before the body ended goes on: its watcher cuts it)
+            if scanner.stream is not True and not self._head_sent and self._streams_only():
+                return  # (likewise)
             self._learn(scanner)
             self.streaming_request = scanner.stream is True
             self._pass.declared_tools = self._declared
             self._pass.include_usage = scanner.include_usage
             self._mode = "forwarded"
             self._queue.append(ForwardEnd())
+
+    def _streams_only(self) -> bool:
+        """Refuse a request that asks for no stream when the answer it asks for is one (an
+        LLM-Stream answer, in ``Accept``: there is no whole one), before its answer, as a
+        translated request is refused (`prepared`); attack 36, F3: it went upstream, and the
+        upstream's whole answer was a 502 that blamed it. Whether it refused."""
+        if dialect(_WIRE[self.dialect or "openai"]).answer is not None:
+            return False
+        self.request_id = self.request_id or self._header_id or self.state.new_id()
+        message = 'the answer asked for is an LLM-Stream stream: send "stream": true'
+        self._reject(400, message, _INVALID, param="$.stream")
+        return True
 
     def _one_choice(self) -> None:
         """Refuse a relayed Chat request for more than one choice, before its answer: the
@@ -707,10 +723,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         hub, upstream, stream, self._asked = outcome
         assert isinstance(hub, LLMRequest)
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
-        if not stream and dialect(_WIRE[self.dialect or "openai"]).answer is None:
-            # an LLM-Stream answer (asked in Accept) is a stream: there is no whole one
-            message = 'the answer asked for is an LLM-Stream stream: send "stream": true'
-            self._reject(400, message, _INVALID, param="$.stream")
+        if not stream and self._streams_only():
             return
         self.streaming_request = stream
         if not stream:  # Rule 2: the upstream streams, the client gets the whole answer

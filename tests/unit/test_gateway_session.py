@@ -1656,6 +1656,32 @@ def test_the_gateways_own_answers_waiting_in_a_full_socket_hold_no_stream_slot()
     assert d.state.streams == 1  # waits in the socket: it holds its slot (Rule 5)
 
 
+@pytest.mark.parametrize("passed", [False, True])
+def test_an_llm_stream_answer_to_a_request_for_no_stream_is_refused_before_it_goes(
+    passed: bool,
+) -> None:
+    """Attack 36, F3: an OpenAI body that asks for no stream with an LLM-Stream answer in
+    ``Accept`` went upstream, and the upstream's whole answer was a 502 that blamed it. It is
+    400 naming ``$.stream``, as a translated request is; ``passed``: a body past
+    ``hold_below``, already on its way: its upstream request is cancelled."""
+    d = Driver(hold_below=64)
+    accept = 'text/event-stream; profile="llm-stream-1.0"'
+    body = openai_body(stream=False, user="u" * (100 if passed else 1))
+    whole = post(body, Accept=accept)
+    if passed:
+        d.send(whole[:-10])
+        d.connect()
+        assert d.upstream.count(b"POST ") == 1  # on its way
+        d.send(whole[-10:])
+        assert d.released == [None]  # cancelled: not pooled
+    else:
+        d.send(whole)
+        assert d.upstream.count(b"POST ") == 0
+    ((status, _, said, _),) = read(d.client)
+    assert status == 400
+    assert json.loads(said)["error"]["param"] == "$.stream"
+
+
 def test_a_connection_makes_at_most_max_requests() -> None:
     """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
     answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
