@@ -80,6 +80,13 @@ def add_parser(sub: Any) -> None:
         help="client connections at once; past it 503 and closed at once",
     )
     limits.add_argument(
+        "--max-event",
+        type=int,
+        default=d.max_event,
+        help="bytes of one event of the upstream's stream (held until it is whole: twice by a "
+        "relay)",
+    )
+    limits.add_argument(
         "--max-requests",
         type=int,
         default=d.max_requests,
@@ -242,6 +249,7 @@ def _config(
         connect_timeout=args.connect_timeout,
         hold_below=args.hold_below,
         drain_limit=args.drain_limit,
+        max_event=args.max_event,
         pool_size=args.pool_size,
         pool_idle=args.pool_idle,
     )

@@ -22,6 +22,7 @@ from typing import Final, Literal, final
 import attrs
 
 from ..openai.endpoint import Endpoint
+from ..sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = ["DEFAULT_MAX_BODY", "GatewayConfig", "GatewayState", "Metrics", "Readiness"]
 
@@ -99,6 +100,12 @@ class GatewayConfig:
             about 500,000 tokens, several times any model's longest answer; it is held at
             about its size (1 to 4 bytes a character, however the upstream cut it), and
             writing it at the end briefly takes some 10 times that.
+        max_event: bytes of one event of the upstream's stream (the stream ends with an error
+            past it): an event not yet whole is held until it is, by the upstream's decoder,
+            and by a relay a second time (only whole events go on to its client), so that
+            streams at once may hold up to twice this each (attack 36, F2: 30 relayed streams
+            of an endless 8 MiB event held 490 MB). 8 MiB: a Responses upstream's last events
+            carry the whole answer, up to ``max_answer`` characters of 1 to 4 bytes.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.
@@ -126,6 +133,7 @@ class GatewayConfig:
     progress_timeout: float = 300.0
     keepalive: float = 15.0
     drain_limit: int = 64 * 1024
+    max_event: int = DEFAULT_MAX_EVENT_SIZE
     max_answer: int = 2 * 1024 * 1024
     pool_size: int = 64
     pool_idle: float = 4.0
@@ -133,7 +141,7 @@ class GatewayConfig:
     def __attrs_post_init__(self) -> None:
         for name in (
             "max_head_size", "max_body", "max_buffered", "max_streams", "max_answer",
-            "max_requests",
+            "max_requests", "max_event",
         ):  # fmt: skip
             value = getattr(self, name)
             if type(value) is not int or value < 1:

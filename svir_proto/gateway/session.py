@@ -534,6 +534,7 @@ class GatewaySession:
                 self.config.upstream,
                 keep_text=False,  # what it passes on is not kept: only the calls' arguments
                 max_result_size=self.config.max_answer,  # which it assembles, and holds
+                max_event_size=self.config.max_event,
                 text_runs=True,
             )
         )

@@ -1682,6 +1682,31 @@ def test_an_llm_stream_answer_to_a_request_for_no_stream_is_refused_before_it_go
     assert json.loads(said)["error"]["param"] == "$.stream"
 
 
+@pytest.mark.parametrize("media", ["application/json", LLM_MEDIA])
+def test_an_upstream_event_past_max_event_ends_the_stream(media: str) -> None:
+    """Attack 36, F2: an event that never ends is held until it does (twice by a relay): an
+    option bounds it (``--max-event``), past which the stream ends with an error, what came
+    before it passed on, nothing of it."""
+    d = Driver(max_event=4096)
+    d.send(post(openai_body() if media != LLM_MEDIA else LLM, media=media))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    first = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+    endless = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"' + b"x" * 3000
+    d.answer(head + b"%x\r\n%s\r\n" % (len(first), first))
+    for _ in range(3):
+        d.answer(b"%x\r\n%s\r\n" % (len(endless), endless), now=3.0)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert b"x" * 100 not in got
+    assert b"max_event_size" in got
+    assert b"hi" in got
+    (done,) = d.done()
+    assert done.outcome != "ok"
+
+
 def test_a_connection_makes_at_most_max_requests() -> None:
     """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
     answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
