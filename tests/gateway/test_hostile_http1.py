@@ -566,6 +566,21 @@ def test_thousands_of_pipelined_health_checks_in_one_write(gw: Gateway) -> None:
     healthy(gw)
 
 
+def test_pipelined_health_checks_then_a_half_close_are_all_answered(gw: Gateway) -> None:
+    """Attack 36, F1: the gateway answers pipelined requests a few at a time (`PIPELINED`);
+    a client that closes its side after pipelining them still gets every answer (it may read
+    on), then the close."""
+    import socket
+
+    with Raw(gw) as r:
+        r.send(G * 40)
+        r.sock.shutdown(socket.SHUT_WR)
+        r.read(30, until=lambda got: got.count(HEALTHY) >= 40)
+        assert r.got.count(HEALTHY) == 40
+        assert r.closed_by_peer()
+    healthy(gw)
+
+
 def test_sans_io_a_thousand_pipelined_health_checks_do_not_recurse() -> None:
     """Attack 26's find, fixed this stop: Sans-IO: 1,000 pipelined `GET /healthz` in one
     `client_data` raise RecursionError out of `GatewaySession` (its Rule 2: it raises only

@@ -1745,6 +1745,15 @@ def test_pipelined_requests_the_gateway_answers_are_answered_a_few_at_a_time() -
     assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 50
     holds = [k for k in d.kinds() if k in ("PauseClient", "ResumeClient")]
     assert holds[-1] == "ResumeClient"  # read again
+    eof = Driver()  # a client that closed its side after pipelining, and takes nothing: its
+    eof.send(get("/healthz") * 40)  # answers go on (it may read on, or be gone), then the close
+    eof.session.client_paused(1.0)
+    eof.send(b"")
+    assert eof.more  # though it takes nothing
+    eof.pipelined()
+    assert eof.client.count(b"HTTP/1.1 200 OK\r\n") == 40
+    assert eof.closed
+    assert not eof.session.pipelined
     assert d.session.client_more(1.0) == b""  # nothing waits
     d.send(post(openai_body()))  # and the connection goes on
     assert d.connecting

@@ -157,3 +157,19 @@ def test_a_redacted_block_goes_back_to_anthropic_as_one_through_a_responses_clie
         {"type": "thinking", "thinking": "plan", "signature": "SIG-A"},
         {"type": "redacted_thinking", "data": "DATA-1"},
     ]
+
+
+def test_a_redacted_block_of_another_carrier_comes_back_as_its_own() -> None:
+    """A ``thinking_blocks`` entry (`thinking_block`) of a redacted block another vendor's
+    carrier holds (LLM-Stream carries the flag for any): its data carried, read back whole."""
+    from svir_proto._signatures import from_thinking_block, thinking_block
+
+    block = ReasoningBlock(
+        text="", signature="DATA", carrier="summary", redacted=True, item_id="rs_1"
+    )
+    entry = thinking_block(block)
+    assert entry["type"] == "redacted_thinking"
+    assert from_thinking_block(entry["type"], "", entry["data"]) == block
+    own = ReasoningBlock(text="", signature="DATA", carrier="thinking", redacted=True)
+    assert thinking_block(own) == {"type": "redacted_thinking", "data": "DATA"}
+    assert from_thinking_block("redacted_thinking", "", "DATA") == own
