@@ -157,6 +157,8 @@ def sampling(request: LLMRequest) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, kind in SAMPLING.items():
         value = request.parameters.get(name)
+        if kind is int and type(value) is float and value.is_integer():
+            value = int(value)  # (Gemini's topK, written 40.0)
         if isinstance(value, kind if kind is int else (int, float)) and type(value) is not bool:
             out[name] = value
     return out
@@ -170,16 +172,14 @@ that takes an effort only (OpenAI's): the budgets LiteLLM gives the efforts."""
 
 def effort_for(options: Mapping[str, Any]) -> str | None:
     """The effort neutral reasoning options ask for: their ``effort``, else that of their
-    ``budget_tokens`` (up to 1024 low, up to 2048 medium, more high; 0, none; a negative
-    budget, Gemini's "as the model sees fit", none said); ``None`` when they ask none."""
+    ``budget_tokens`` (up to 1024 low, up to 2048 medium, more high; 0, no thinking, or a
+    negative budget, Gemini's "as the model sees fit": none said); ``None`` when they ask none."""
     effort = options.get("effort")
     if isinstance(effort, str):
         return effort
     budget = options.get("budget_tokens")
-    if type(budget) is not int or budget < 0:
-        return None
-    if budget == 0:
-        return "none"
+    if type(budget) is not int or budget <= 0:  # (0: no thinking, which needs no effort: one
+        return None  # sent to a model that does not reason is refused; review 36)
     return "low" if budget <= 1024 else "medium" if budget <= 2048 else "high"
 
 

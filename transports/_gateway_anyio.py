@@ -132,8 +132,6 @@ class _Client:
                         self.act()
                         if not data:
                             break
-                while self.session.pipelined:  # the client closed its side: its pipelined
-                    await anyio.sleep(0)  # requests are answered first (`_more`'s turns)
                 await self._close_soon()
                 up = self.up
                 if up is not None and self.session.draining:  # it reads its body's end, then

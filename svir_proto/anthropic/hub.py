@@ -28,9 +28,10 @@ reasoning of another carrier (the Responses API's, Gemini's: Anthropic would rej
 signatures) is not sent; system messages after the first turn join the top-level ``system``;
 a ``summary``; an ``effort`` without ``budget_tokens`` where the API would refuse its budget
 (`svir_proto.hub.EFFORT_BUDGETS`, at most half of ``max_tokens``, which counts the thinking;
-with no ``max_tokens``, the default answer's on top): under 1024 tokens, or beside a
-``temperature`` other than 1, or after a turn of tools with no thinking block of its own (the API
-requires one then); parameters the Messages API
+with no ``max_tokens``, the default answer's on top): under 1024 tokens, beside a
+``temperature`` other than 1, a ``top_p`` under 0.95, a ``top_k`` or a forced tool choice, or
+after a turn of tools with no thinking block of its own (the API requires one then); parameters
+the Messages API
 has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
 not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
@@ -95,10 +96,12 @@ FIELDS: Final = {
 }
 """Where a Messages request says what the hub's paths name (`DialectSpec.fields`)."""
 DEFAULT_MAX_TOKENS: Final = 4096
-_LEAST_BUDGET: Final = 1024
-"""The least ``thinking.budget_tokens`` the Messages API takes."""
 """``max_tokens`` for a neutral request without one (the Messages API requires it): the most
 the Anthropic SDK's examples ask for, and more than most answers take."""
+_LEAST_BUDGET: Final = 1024
+"""The least ``thinking.budget_tokens`` the Messages API takes."""
+_LEAST_TOP_P: Final = 0.95
+"""The least ``top_p`` the Messages API takes beside thinking."""
 
 # -- to the hub -------------------------------------------------------------------------------
 
@@ -475,16 +478,20 @@ def from_hub(
     options = reasoning_options(request)
     budget = options.get("budget_tokens")
     effort = options.get("effort")
+    top_p = params.get("top_p")
     if (
         type(budget) is not int
         and effort in EFFORT_BUDGETS
         and temperature in (None, 1)
+        and (top_p is None or top_p >= _LEAST_TOP_P)
+        and "top_k" not in sampling(request)
+        and tool_choice(request) in (None, "auto", "none")
         and _thinking_may_go_on(request.messages)
     ):
-        # an effort as its budget (audit 36), when the API would take it: no temperature but 1
-        # beside it, a turn of tools that began with thinking, and at least 1024 tokens, below
-        # max_tokens, which counts the thinking: half of the client's, or the default
-        # answer's on top
+        # an effort as its budget (audit 36), when the API would take it (review 36): no
+        # temperature but 1, no top_p under 0.95 nor top_k beside it, no tool forced, a turn
+        # of tools that began with thinking, and at least 1024 tokens, below max_tokens,
+        # which counts the thinking: half of the client's, or the default answer's on top
         budget = EFFORT_BUDGETS[effort]
         if isinstance(max_tokens, int):
             budget = min(budget, max_tokens // 2)

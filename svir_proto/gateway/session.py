@@ -243,7 +243,6 @@ class GatewaySession:
         "_client_held",
         "_drain_by",
         "_drained",
-        "_eof",
         "_forward",
         "_late",
         "_late_head",
@@ -312,8 +311,8 @@ class GatewaySession:
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
-        self._eof = False  # the client closed its side
-        self._own = False  # the last answer was the gateway's own (no upstream's)
+        self._own = True  # no upstream's answer was written to this client: what may wait in
+        # its socket is the gateway's own answers only
         self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
@@ -333,34 +332,31 @@ class GatewaySession:
         conn = self.conn
         if not data and conn.phase == "answer":
             return self._cancel(now)  # h11 holds an EOF while it waits for the answer
+        if not data and self._more:  # gone, or half-closed (the servers cannot tell): what it
+            # pipelined is not answered, and it ends now (review 36: a gone client's session,
+            # answering on, was never closed)
+            self._more = False
+            return self._cancel(now)
         before = conn.phase
         try:
             conn.receive_data(data)
         except SvirProtocolError:  # bytes after the client's own EOF
             return self._cancel(now)
-        if not data:
-            self._eof = True
-            if self._more:  # its pipelined requests are answered, whether it reads or not
-                self.actions.append(More())
         if before == "idle" and data:
             self._since = self._began = now  # the head's first byte: its deadline runs from here
             self._refusals = self._scarcity()
         return self._pump(now)
 
-    @property
-    def pipelined(self) -> bool:
-        """Requests the client pipelined wait for `client_more`."""
-        return self._more and not self.closed
-
     def client_more(self, now: float) -> bytes:
         """Answer what the client pipelined (`More`), unless it does not take its answers:
-        then once it does (`client_resumed`), or once it closed its side (it may be gone:
-        what is written to it then is dropped, and what it sent is all there is)."""
-        if not self._more or self.closed or (self._paused_since is not None and not self._eof):
+        then once it does (`client_resumed`)."""
+        if not self._more or self.closed or self._paused_since is not None:
             return b""
         self._more = False
-        self._hold_client("pipelined", False)
-        return self._pump(now)
+        out = self._pump(now)  # (the client stays unread while its requests wait: a resume
+        if not self._more:  # and a pause at once woke anyio's reader; review 36)
+            self._hold_client("pipelined", False)
+        return out
 
     def _pump(self, now: float) -> bytes:
         """Act on every event the client's bytes completed (the gateway's own answers to
@@ -389,7 +385,6 @@ class GatewaySession:
             elif type(event) is Reply:  # then the loop reads a pipelined request, if any
                 out.append(event.data)
                 answered += 1
-                self._own = True
                 self._done(now)
                 if event.close or not conn.reusable:
                     if self._upstream in ("connecting", "sending", "streaming"):
@@ -400,7 +395,6 @@ class GatewaySession:
             elif type(event) is LocalRequest:
                 self._start = now
                 answered += 1
-                self._own = True
                 out.append(self._local(event.name))
                 self._done(now)
                 self._new_cycle(now)
@@ -1027,7 +1021,9 @@ class GatewaySession:
             return self._drain_by if self._upstream == "draining" else float("inf")
         cfg = self.config
         phase = self.conn.phase
-        if phase == "idle":
+        if self._more:  # pipelined requests, whole, wait for their turn: no head is late
+            due = float("inf")  # (review 36: a slow reader's got a 408), the send timeout runs
+        elif phase == "idle":
             due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
         elif phase == "head":
             due = self._since + cfg.head_timeout

@@ -14,7 +14,8 @@ and signature (another vendor's carried, `svir_proto._signatures.thinking_block`
 ``redacted_thinking`` block's data, each entry with its ``index`` among them (so that a client
 that merges deltas, openai-python's ``stream()``, keeps them apart); a client sends them back in
 the assistant message's ``thinking_blocks``. The reasoning of a block is held until then, up to
-``max_output_size`` characters (a block longer than that goes out without its entry).
+``max_output_size`` characters (a block longer than that goes out without its entry; the
+gateway sets ``--max-answer``), and only of the carriers vendors sign.
 
 A `StreamFailed` is an ``{"error": ...}`` chunk (as vLLM and llama.cpp send it), and the last
 chunk of the answer: only the usage and the end follow it. `StreamEnded` writes ``[DONE]`` when
@@ -51,6 +52,9 @@ from .stream import _FINISH
 
 __all__ = ["ChatStreamEncoder", "filter_results", "finish_value", "reasoning_key", "usage_object"]
 
+_SIGNED: Final = frozenset({"thinking", "summary", "reasoning_text", "thought"})
+"""The carriers of reasoning a vendor signs (Anthropic's, the Responses API's, Gemini's): only
+theirs is held for a ``thinking_blocks`` entry."""
 _AFTER_AN_ERROR: Final = (Usage, StreamEnded)
 """What is still written after a `StreamFailed`: the count of what was spent, and the end."""
 
@@ -226,9 +230,10 @@ class ChatStreamEncoder:
             case TextDelta():
                 return self._text(event.text)
             case ReasoningDelta():
-                self._thought_size += len(event.text)
-                if self._thought_size <= self.max_output_size:
-                    self._thought.append(event.text)
+                if event.carrier in _SIGNED:  # held for its block's entry (nothing else is)
+                    self._thought_size += len(event.text)
+                    if self._thought_size <= self.max_output_size:
+                        self._thought.append(event.text)
                 return self._delta({reasoning_key(event.carrier): event.text})
             case ReasoningSignature():
                 return self._thinking_block(event)

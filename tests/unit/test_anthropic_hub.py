@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from svir_proto.anthropic import (
@@ -174,9 +175,9 @@ def test_a_neutral_request_from_another_dialect() -> None:
         ),
     )
     request = from_hub(hub, default_max_tokens=77)
-    # an effort as its budget (audit 36: dropped), with the default answer on top of it
-    assert request.max_tokens == 77 + 4096
-    assert request.thinking == Thinking(type="enabled", budget_tokens=4096)
+    # an effort is no thinking beside a forced tool choice, which the API refuses with it
+    assert request.max_tokens == 77
+    assert request.thinking is None
     assert request.system == (TextBlock(text="one"), TextBlock(text="two"))
     assert request.tool_choice == ToolChoice(type="tool", name="f", disable_parallel_tool_use=False)
     assistant = request.messages[1]
@@ -368,6 +369,9 @@ def test_system_blocks_stay_apart_in_every_dialect() -> None:
         ("high", {"max_tokens": 2000}, None, 2000),  # half is under the API's least budget
         ("high", {"temperature": 0.5}, None, 4096),  # thinking takes no temperature but 1
         ("high", {"temperature": 1}, 4096, 4096 + 4096),
+        ("high", {"top_p": 0.9}, None, 4096),  # nor a top_p under 0.95 (review 36)
+        ("high", {"top_p": 0.95}, 4096, 4096 + 4096),
+        ("high", {"top_k": 40}, None, 4096),  # nor any top_k
         ("none", {}, None, 4096),
         ("extreme", {}, None, 4096),  # no effort any dialect has
     ],
@@ -387,6 +391,11 @@ def test_an_effort_asks_anthropic_for_thinking_where_the_api_takes_it(
     assert request.thinking == (
         None if thinking is None else Thinking(type="enabled", budget_tokens=thinking)
     )
+    for choice, on in (("required", False), ("auto", True)):
+        chosen = attrs.evolve(  # a forced tool choice takes no thinking (review 36)
+            hub, extensions=hub_options(reasoning={"effort": effort}, tool_choice=choice)
+        )
+        assert (from_hub(chosen).thinking is not None) == (on and thinking is not None)
 
 
 def test_an_effort_does_not_turn_thinking_on_after_tools_called_without_it() -> None:
@@ -448,7 +457,7 @@ def test_thinking_is_a_budget_and_a_summary_to_the_other_dialects() -> None:
     assert llm_to_openai(hub).reasoning_effort == "medium"
     assert [effort_for({"budget_tokens": n}) for n in (-1, 0, 1024, 1025, 2048, 2049)] == [
         None,
-        "none",
+        None,  # no thinking: no effort (one sent to a model that does not reason is refused)
         "low",
         "medium",
         "medium",

@@ -1652,6 +1652,7 @@ def test_the_gateways_own_answers_waiting_in_a_full_socket_hold_no_stream_slot()
     d.send(post(openai_body(stream=False)))  # then an upstream's whole answer
     d.connect()
     d.answer(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    d.send(get("/healthz"))  # (and one of the gateway's own after it: review 36)
     d.session.client_paused(3.0)
     assert d.state.streams == 1  # waits in the socket: it holds its slot (Rule 5)
 
@@ -1745,18 +1746,37 @@ def test_pipelined_requests_the_gateway_answers_are_answered_a_few_at_a_time() -
     assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 50
     holds = [k for k in d.kinds() if k in ("PauseClient", "ResumeClient")]
     assert holds[-1] == "ResumeClient"  # read again
-    eof = Driver()  # a client that closed its side after pipelining, and takes nothing: its
-    eof.send(get("/healthz") * 40)  # answers go on (it may read on, or be gone), then the close
-    eof.session.client_paused(1.0)
-    eof.send(b"")
-    assert eof.more  # though it takes nothing
-    eof.pipelined()
-    assert eof.client.count(b"HTTP/1.1 200 OK\r\n") == 40
-    assert eof.closed
-    assert not eof.session.pipelined
     assert d.session.client_more(1.0) == b""  # nothing waits
     d.send(post(openai_body()))  # and the connection goes on
     assert d.connecting
+    eof = Driver()  # a client that closed its side (or is gone: the servers cannot tell) while
+    eof.send(get("/healthz") * 40)  # its requests wait: the rest is not answered, it ends now
+    eof.send(b"")  # (review 36: a gone client's session answered on, and was never closed)
+    assert eof.closed
+    assert eof.state.connections == 0
+    assert eof.pipelined() == 1  # (the turn asked before: nothing)
+    assert eof.client.count(b"HTTP/1.1 200 OK\r\n") == PIPELINED
+
+
+def test_pipelined_requests_that_wait_their_turn_are_not_late() -> None:
+    """Review 36: while requests the client pipelined wait for their turn (`More`), a client
+    that reads slowly got 408 (their heads came whole, long ago); the send timeout is what
+    runs for a client that takes nothing."""
+    d = Driver(head_timeout=1.0, send_timeout=30.0)
+    d.send(get("/healthz") * 40, now=1.0)
+    d.session.client_paused(1.0)
+    d.tick(5.0)
+    assert not d.closed
+    d.session.client_resumed(6.0)
+    d.run(b"")
+    d.pipelined(6.0)
+    assert d.client.count(b"HTTP/1.1 200 OK\r\n") == 40
+    assert b" 408 " not in d.client
+    d = Driver(head_timeout=1.0, send_timeout=30.0)
+    d.send(get("/healthz") * 40, now=1.0)
+    d.session.client_paused(1.0)
+    d.tick(31.0)
+    assert d.closed  # it took nothing for --send-timeout
 
 
 @pytest.mark.parametrize("split", [False, True])

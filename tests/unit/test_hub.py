@@ -275,5 +275,9 @@ def test_sampling_parameters_reach_every_dialect_that_has_them() -> None:
         parameters={"seed": "7", "top_k": 1.5, "presence_penalty": True, "frequency_penalty": 1},
     )
     assert hub.sampling(odd) == {"frequency_penalty": 1}
+    written = LLMRequest(  # Gemini's topK as JSON may write it: 40.0
+        model="m", messages=[LLMMessage(role="user", content="hi")], parameters={"top_k": 40.0}
+    )
+    assert hub.sampling(written) == {"top_k": 40}
     assert translate_request(odd, "chat").extra_body == {"frequency_penalty": 1}
     assert translate_request(odd, "messages").top_k is None

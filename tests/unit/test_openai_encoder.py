@@ -207,3 +207,13 @@ def test_a_block_longer_than_the_bound_goes_out_without_its_entry() -> None:
         {"index": 0, "type": "thinking", "thinking": "12345", "signature": "S2"}
     ]
     assert enc._thought == []  # nothing held after its block
+
+
+def test_reasoning_no_vendor_signs_is_not_held() -> None:
+    """Only the reasoning of a carrier a vendor signs waits for its ``thinking_blocks`` entry:
+    a Chat or LLM-Stream upstream's (``reasoning_content``) never gets one, and would be held
+    to the stream's end (review 36)."""
+    enc = ChatStreamEncoder()
+    enc.encode(ReasoningDelta(text="abc", carrier="reasoning_content"))
+    enc.encode(ReasoningDelta(text="def", carrier="thinking"))
+    assert enc._thought == ["def"]
