@@ -1665,7 +1665,7 @@ def test_an_llm_stream_answer_to_a_request_for_no_stream_is_refused_before_it_go
     ``Accept`` went upstream, and the upstream's whole answer was a 502 that blamed it. It is
     400 naming ``$.stream``, as a translated request is; ``passed``: a body past
     ``hold_below``, already on its way: its upstream request is cancelled."""
-    d = Driver(hold_below=64)
+    d = Driver(hold_below=64 if passed else 64 * 1024)  # passed through, or held whole
     accept = 'text/event-stream; profile="llm-stream-1.0"'
     body = openai_body(stream=False, user="u" * (100 if passed else 1))
     whole = post(body, Accept=accept)
