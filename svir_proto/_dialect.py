@@ -396,17 +396,8 @@ class DialectDecoder(PullDecoder[Event]):
                     item_id=own.item_id,
                 )
         self._grow(weights.BLOCK + len(signature.signature) + len(signature.item_id or ""), at)
-        text = "" if signature.redacted else "".join(self._block)
+        self._blocks.append(ReasoningBlock.closed_by(signature, "".join(self._block)))
         self._block.clear()
-        self._blocks.append(
-            ReasoningBlock(
-                text=text,
-                signature=signature.signature,
-                carrier=signature.carrier,
-                redacted=signature.redacted,
-                item_id=signature.item_id,
-            )
-        )
         self._queue.append(signature)
 
     def _terminate(self, *, done: bool) -> None:

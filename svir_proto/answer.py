@@ -126,15 +126,7 @@ class AnswerFold:
                 # held too (a redacted block is only this), with the block that holds it
                 self._grow(BLOCK + len(event.signature) + len(event.item_id or ""))
                 text = "" if event.redacted else self._tail.text()
-                self._blocks.append(
-                    ReasoningBlock(
-                        text=text,
-                        signature=event.signature,
-                        carrier=event.carrier,
-                        redacted=event.redacted,
-                        item_id=event.item_id,
-                    )
-                )
+                self._blocks.append(ReasoningBlock.closed_by(event, text))
                 if not event.redacted:  # a redacted block has no text: the tail is not its
                     self._tail = Pieces()
                 self._carrier = self._carrier or event.carrier

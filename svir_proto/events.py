@@ -335,6 +335,18 @@ class ReasoningBlock:
     redacted: bool = False
     item_id: str | None = None
 
+    @classmethod
+    def closed_by(cls, signature: ReasoningSignature, text: str) -> ReasoningBlock:
+        """The block ``signature`` closes, of the reasoning ``text`` before it (none kept when
+        it is redacted)."""
+        return cls(
+            text="" if signature.redacted else text,
+            signature=signature.signature,
+            carrier=signature.carrier,
+            redacted=signature.redacted,
+            item_id=signature.item_id,
+        )
+
 
 @final
 @attrs.frozen(kw_only=True)

@@ -201,14 +201,7 @@ class ChatStreamEncoder:
             self._thought_size = 0
         if not whole and not signature.redacted:
             return b""  # its text was not held: an entry without it would not verify
-        block = ReasoningBlock(
-            text=text,
-            signature=signature.signature,
-            carrier=signature.carrier,
-            redacted=signature.redacted,
-            item_id=signature.item_id,
-        )
-        entry = {"index": self._signed, **thinking_block(block)}
+        entry = {"index": self._signed, **thinking_block(ReasoningBlock.closed_by(signature, text))}
         self._signed += 1
         return self._delta({"thinking_blocks": [entry]})
 
