@@ -37,7 +37,8 @@ key                      value
                          ``{"text", "signature", "carrier", "redacted"?, "item_id"?}``
                          (`ReasoningBlock`), to send back unchanged to the dialect that signed it
 ``is_error``             ``true`` on a tool message whose result is an error (Anthropic's
-                         ``tool_result.is_error``)
+                         ``tool_result.is_error``); a dialect with no such mark sends the
+                         result as `error_result`
 =======================  ===========================================================================
 
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
@@ -55,6 +56,7 @@ This module holds values and pure functions: no I/O.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -72,6 +74,7 @@ __all__ = [
     "effort_for",
     "hub_options",
     "message_extensions",
+    "error_result",
     "message_is_error",
     "message_reasoning",
     "parallel_tool_calls",
@@ -251,6 +254,14 @@ def message_reasoning(message: LLMMessage) -> tuple[ReasoningBlock, ...]:
 def message_is_error(message: LLMMessage) -> bool:
     """A tool message whose result is an error."""
     return _ours(message.extensions).get("is_error") is True
+
+
+def error_result(text: str) -> str:
+    """A failed tool's result as text for a dialect with no error mark (Chat's ``tool``
+    message, a Responses ``function_call_output``): ``{"error": TEXT}``, the form Gemini's
+    ``functionResponse`` gives a failure, so that the model reads a failure, not a result
+    (audit 36: "timeout" read as what the tool returned)."""
+    return json.dumps({"error": text}, ensure_ascii=False)
 
 
 def _block_out(block: ReasoningBlock) -> dict[str, Any]:

@@ -60,8 +60,10 @@ from .events import (
 from .hub import (
     HubToolChoice,
     effort_for,
+    error_result,
     hub_options,
     message_extensions,
+    message_is_error,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -288,7 +290,8 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
                         f"messages[{i}].content[{j}]: an OpenAI tool message carries text "
                         f"only, not {p.type} ({p.media_type})"
                     )
-            messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=m.text))
+            text = error_result(m.text) if message_is_error(m) else m.text
+            messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=text))
     vendor = request.extensions.get(OPENAI_EXTENSION)
     vendor = vendor if isinstance(vendor, dict) else {}
     tools = [

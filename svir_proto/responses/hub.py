@@ -25,8 +25,8 @@ travels under ``vendor:responses``, on the request and on each message, so that
 message whose text or calls were changed is rebuilt from the neutral fields), so a request
 from another dialect is read from its neutral fields alone. What it cannot carry, it leaves
 out and says in ``lost`` (pass a list): parameters with no Responses field (unknown ones;
-stop sequences, which would change the answer, are refused), a tool result's ``is_error``
-mark, reasoning signed by another vendor (Anthropic's ``thinking``, Gemini's ``thought``:
+stop sequences, which would change the answer, are refused), the ``is_error`` mark of a
+tool result that is not text (a text one goes as `svir_proto.hub.error_result`), reasoning signed by another vendor (Anthropic's ``thinking``, Gemini's ``thought``:
 OpenAI cannot verify it),
 an effort it does not know (a ``budget_tokens`` goes as its effort: `svir_proto.hub.effort_for`),
 audio parts, and metadata that is
@@ -50,6 +50,7 @@ from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
     HubToolChoice,
     effort_for,
+    error_result,
     hub_options,
     message_extensions,
     message_is_error,
@@ -540,9 +541,13 @@ def _user_item(m: LLMMessage, record: Mapping[str, Any], i: int, notes: list[str
     fields = _item_fields(record)
     if m.role == "tool":
         if message_is_error(m):
-            notes.append(
-                f"messages[{i}]: a tool result's is_error mark has no field in the Responses API"
-            )
+            if isinstance(parts, str):
+                parts = error_result(parts)
+            else:
+                notes.append(
+                    f"messages[{i}]: a tool result's is_error mark has no field in the "
+                    "Responses API, and its result is not text"
+                )
         return FunctionCallOutput(call_id=m.tool_call_id or "", output=parts, **fields)
     role = m.role
     if role == "system" and record.get("role") == "developer":

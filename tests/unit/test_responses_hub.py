@@ -312,7 +312,7 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
     assert user.content[3].file_data == "data:application/pdf;base64,JVBERg=="
     assert reasoning == ReasoningItem(id="rs_9", summary=["a", "b"], encrypted_content="enc")
     assert call == FunctionCall(call_id="t1", name="f", arguments="{}")
-    assert output == FunctionCallOutput(call_id="t1", output="boom")
+    assert output == FunctionCallOutput(call_id="t1", output='{"error": "boom"}')  # (audit 36)
     assert answer == InputMessage(role="assistant", content=[OutputText(text="done")])
     assert r.tool_choice == FunctionChoice("f")
     assert (r.max_output_tokens, r.reasoning, r.metadata) == (10, None, {"ok": "yes"})
@@ -320,7 +320,6 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
         "messages[1].content[4]: a audio part (audio/wav) has no form in the Responses API",
         "reasoning signed by another vendor (thinking) cannot be sent to the Responses API: "
         "not sent",
-        "messages[3]: a tool result's is_error mark has no field in the Responses API",
         "parameters.stop_sequences has no field in the Responses API: not sent",
         "parameters.top_k has no field in the Responses API: not sent",
         "reasoning effort 'max' is not one the Responses API takes: not sent",
@@ -350,6 +349,28 @@ def test_a_reasoning_text_block_and_a_named_choice_that_is_not_declared() -> Non
         from_hub(h)
     r = from_hub(attrs.evolve(h, extensions={}))
     assert r.input[0] == ReasoningItem(content=["raw"])
+
+
+def test_a_failed_tool_result_that_is_not_text_is_said_lost() -> None:
+    shot = LLMMediaPart(type="image", media_type="image/png", raw=PNG)
+    h = LLMRequest(
+        model="m",
+        messages=[
+            LLMMessage(
+                role="tool",
+                content=(LLMTextPart(text="crashed"), shot),
+                tool_call_id="t1",
+                extensions=hub.message_extensions(is_error=True),
+            )
+        ],
+    )
+    lost: list[str] = []
+    (output,) = from_hub(h, lost=lost).input
+    assert [type(p).__name__ for p in output.output] == ["InputText", "InputImage"]
+    assert lost == [
+        "messages[0]: a tool result's is_error mark has no field in the Responses API, "
+        "and its result is not text"
+    ]
 
 
 def test_the_rarer_records_and_a_sidecar_that_lies() -> None:

@@ -9,6 +9,7 @@ import attrs
 import pytest
 
 from svir_proto import ToolCall
+from svir_proto.hub import message_extensions
 from svir_proto.llmstream import (
     LLMMediaPart,
     LLMMessage,
@@ -129,6 +130,15 @@ def test_parts_the_openai_dialect_cannot_carry() -> None:
     )
     (*_, result) = llm_to_openai(said).messages
     assert (result.tool_call_id, result.content) == ("t1", "see")
+    failed = attrs.evolve(  # audit 36: a failure was read as what the tool returned
+        said,
+        messages=[
+            *said.messages[:2],
+            attrs.evolve(said.messages[2], extensions=message_extensions(is_error=True)),
+        ],
+    )
+    (*_, result) = llm_to_openai(failed).messages
+    assert json.loads(result.content) == {"error": "see"}
 
 
 def translate(name: str) -> tuple[bytes, ChatStreamDecoder]:
