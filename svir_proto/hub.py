@@ -20,6 +20,8 @@ key                      value
                          "summary": "auto"|"concise"|"detailed"}``, each optional
 ``response_format``      JSON output: ``{"type": "json_object"}``, or ``{"type": "json_schema",
                          "name": NAME, "schema": {...}, "strict": BOOL}``
+``service``              the `SERVICE` options: ``{"user": ID, "store": BOOL, ...}``
+``strict_tools``         the names of the tools held to their schema (`strict_tools`)
 ``stop``                 (none: stop sequences are the draft's ``parameters.stop_sequences``)
 ``stateful``             ``{"dialect": NAME, "paths": [PATH, ...]}``: where the request refers to
                          state the server of dialect NAME keeps (a Responses request's
@@ -81,7 +83,11 @@ __all__ = [
     "reasoning_options",
     "response_format",
     "sampling",
+    "service",
+    "service_of",
+    "SERVICE",
     "stateful",
+    "strict_tools",
     "tool_choice",
     "uncarried",
 ]
@@ -103,6 +109,8 @@ def hub_options(
     reasoning: Mapping[str, Any] | None = None,
     stateful: tuple[str, list[str]] | None = None,
     response_format: Mapping[str, Any] | None = None,
+    service: Mapping[str, Any] | None = None,
+    strict_tools: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The neutral options as a request's ``extensions`` (empty when none is set): merge them
     into `LLMRequest.extensions` with the vendor's own keys. ``stateful``: the dialect and
@@ -120,6 +128,11 @@ def hub_options(
         ours["parallel_tool_calls"] = parallel_tool_calls
     if reasoning:
         ours["reasoning"] = dict(reasoning)
+    if service:
+        ours["service"] = dict(service)
+    strict = list(strict_tools)
+    if strict:
+        ours["strict_tools"] = strict
     return {HUB_EXTENSION: ours} if ours else {}
 
 
@@ -165,6 +178,47 @@ def sampling(request: LLMRequest) -> dict[str, Any]:
         if isinstance(value, kind if kind is int else (int, float)) and type(value) is not bool:
             out[name] = value
     return out
+
+
+SERVICE: Final = {
+    "user": str,
+    "store": bool,
+    "service_tier": str,
+    "prompt_cache_key": str,
+    "safety_identifier": str,
+    "verbosity": str,
+}
+"""How the provider is to serve the request, beside what the model is to write, that more than
+one dialect has a field for: the end user's id (Chat's and Responses' ``user``, Anthropic's
+``metadata.user_id``), whether the answer is stored, the tier that serves it, its prompt
+cache's key, the id a provider's safety checks know the user by, and how wordy the answer
+is (Chat's ``verbosity``, Responses' ``text.verbosity``): under the hub's ``service`` key, with
+the type of each value (audit 36: they were dropped between the two OpenAI dialects)."""
+
+
+def service(request: LLMRequest) -> dict[str, Any]:
+    """The request's `SERVICE` options whose values are of their type (others: none)."""
+    value = _ours(request.extensions).get("service")
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: value[k] for k, kind in SERVICE.items() if isinstance(value.get(k), kind)}
+
+
+def service_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The `SERVICE` options among a dialect's own fields of the same names (``user``...)."""
+    return {k: values[k] for k, kind in SERVICE.items() if isinstance(values.get(k), kind)}
+
+
+def strict_tools(request: LLMRequest) -> frozenset[str]:
+    """The names of the tools whose arguments the request holds to their schema (Chat's and
+    Responses' ``strict: true``). A dialect whose tools are strict unless said otherwise (the
+    Responses API) is told ``strict: false`` for every other tool."""
+    value = _ours(request.extensions).get("strict_tools")
+    return (
+        frozenset(v for v in value if isinstance(v, str))
+        if isinstance(value, list)
+        else frozenset()
+    )
 
 
 EFFORT_BUDGETS: Final = {"minimal": 1024, "low": 1024, "medium": 2048, "high": 4096, "xhigh": 8192}

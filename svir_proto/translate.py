@@ -28,13 +28,16 @@ that it comes back under its own name); ``parallel_tool_calls`` is the hub's (`s
 (`svir_proto.hub.SAMPLING`: another dialect's request gives the penalties and the seed, never
 ``top_k``, which OpenAI refuses). The fields with no place in the draft travel in
 ``extensions["vendor:openai"]`` (``tool_choice``, ``response_format``, ``reasoning_effort``,
-``user``, ``extra_body``), and a ``developer`` message's role in that message's own extensions;
-``tool_choice``, ``reasoning_effort`` and a JSON ``response_format`` also as the hub's neutral
-options, which every dialect reads (and which `llm_to_openai` reads from another dialect's
-request). Lost on
-the way to LLM-Stream, and only these: assistant reasoning text (no field in the draft; signed
-``thinking_blocks`` go as the message's reasoning blocks), an image's
-``detail`` and a tool's ``strict`` (no field either). An image given by URL cannot go at all
+``user``, ``extra_body``), and a ``developer`` message's role in that message's own extensions
+(another dialect's developer message comes as ``system``, which OpenAI reads the same and
+every local server knows); ``tool_choice``, ``reasoning_effort`` and a JSON
+``response_format`` also as the hub's neutral options, which every dialect reads (and which
+`llm_to_openai` reads from another dialect's request), and so are ``user``, ``extra_body``'s
+``store``, ``service_tier``, ``prompt_cache_key``, ``safety_identifier`` and ``verbosity``
+(`svir_proto.hub.SERVICE`) and the names of the ``strict`` tools (`svir_proto.hub.strict_tools`).
+Lost on the way to LLM-Stream, and only these: assistant reasoning text (no field in the
+draft; signed ``thinking_blocks`` go as the message's reasoning blocks) and an image's
+``detail`` (no field either). An image given by URL cannot go at all
 (the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
 text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
 audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` raises
@@ -68,6 +71,9 @@ from .hub import (
     reasoning_options,
     response_format,
     sampling,
+    service,
+    service_of,
+    strict_tools,
     tool_choice,
 )
 from .llmstream._lifecycle import State
@@ -217,6 +223,8 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         parallel_tool_calls=request.parallel_tool_calls,
         reasoning={"effort": effort} if effort is not None else None,
         response_format=None if fmt_out is None or fmt_out["type"] == "text" else fmt_out,
+        service=service_of({**request.extra_body, "user": request.user}),
+        strict_tools=[t.name for t in request.tools if t.strict],
     )
     if vendor:
         extensions[OPENAI_EXTENSION] = vendor
@@ -294,8 +302,15 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
             messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=text))
     vendor = request.extensions.get(OPENAI_EXTENSION)
     vendor = vendor if isinstance(vendor, dict) else {}
+    strict = strict_tools(request)
     tools = [
-        Tool(name=t.name, description=t.description, parameters=t.parameters) for t in request.tools
+        Tool(
+            name=t.name,
+            description=t.description,
+            parameters=t.parameters,
+            strict=t.name in strict,
+        )
+        for t in request.tools
     ]
     choice: Any = vendor.get("tool_choice")
     if isinstance(choice, dict):
@@ -332,10 +347,12 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     stops = params.get("stop_sequences")
     extra = vendor.get("extra_body")
     chosen = sampling(request)
+    served = service(request)
+    user = vendor.get("user", served.pop("user", None))
     if not isinstance(extra, dict):  # another dialect's request: OpenAI's penalties (its top_k
-        extra = {  # would be refused by OpenAI)
+        extra = {  # would be refused by OpenAI), and how it is to be served
             k: chosen[k] for k in ("presence_penalty", "frequency_penalty") if k in chosen
-        }
+        } | served
     return ChatRequest(
         model=request.model,
         messages=messages,
@@ -347,7 +364,7 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         top_p=params.get("top_p"),
         stop=stops if isinstance(stops, list) else None,
         seed=chosen.get("seed"),
-        user=vendor.get("user"),
+        user=user,
         parallel_tool_calls=parallel_tool_calls(request),
         extra_body=extra or None,
         response_format=fmt,

@@ -17,8 +17,10 @@ field as it was (``system`` with ``cache_control``, server tools, the messages w
 has no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
 blocks out of the usual order).
 
+``metadata.user_id`` is the hub's end user (`svir_proto.hub.SERVICE`), both ways.
+
 Not carried to other dialects by `to_hub` (they are kept for Anthropic under
-``vendor:anthropic`` only): ``metadata.user_id``, ``url``/``file`` images and other
+``vendor:anthropic`` only): ``url``/``file`` images and other
 blocks without a neutral form, ``cache_control``, server tools, a disabled or adaptive
 ``thinking``. A message whose blocks have no neutral form and hold an image from disk cannot be
 kept whole (its bytes are not JSON): a `ValueError` names it.
@@ -32,7 +34,8 @@ with no ``max_tokens``, the default answer's on top): under 1024 tokens, beside 
 ``temperature`` other than 1, a ``top_p`` under 0.95, a ``top_k`` or a forced tool choice, or
 after a turn of tools with no thinking block of its own (the API requires one then); parameters
 the Messages API
-has no field for (``seed``, penalties, ...). What cannot be carried and would change the answer
+has no field for (``seed``, penalties, ...), and the `svir_proto.hub.SERVICE` options but the
+end user. What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
 not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
 no JSON output mode).
@@ -57,6 +60,8 @@ from ..hub import (
     reasoning_options,
     response_format,
     sampling,
+    service,
+    service_of,
     tool_choice,
 )
 from ..llmstream.request import (
@@ -257,7 +262,10 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
         ],
         parameters=parameters,
         extensions=hub_options(
-            tool_choice=hub_choice, parallel_tool_calls=parallel, reasoning=reasoning
+            tool_choice=hub_choice,
+            parallel_tool_calls=parallel,
+            reasoning=reasoning,
+            service=service_of({"user": request.metadata.get("user_id")}),
         ),
     )
     back = from_hub(hub)  # what the neutral form gives back; keep whatever it does not
@@ -521,11 +529,17 @@ def from_hub(
         temperature=temperature,
         top_p=params.get("top_p"),
         top_k=sampling(request).get("top_k"),
-        metadata=vendor.get("metadata") or {},
+        metadata=vendor.get("metadata") or _metadata(service(request)),
         thinking=thinking,
         stream=vendor.get("stream", True),
         extra=vendor.get("extra") or {},
     )
+
+
+def _metadata(served: Mapping[str, Any]) -> dict[str, Any]:
+    """The end user, the one `svir_proto.hub.SERVICE` option the Messages API has a field for."""
+    user = served.get("user")
+    return {} if user is None else {"user_id": user}
 
 
 def _choice_from_hub(request: LLMRequest) -> ToolChoice | None:

@@ -32,14 +32,15 @@ Gemini to the hub:
   ``from_hub(to_hub(r)) == r`` for every request, and an edited message is rebuilt from what
   it says now.
 
-The hub to Gemini (``from_hub``) does not carry, and lists here rather than raising: a
-message's ``name`` (Gemini has no participants); ``metadata`` (``request_id``);
-``parallel_tool_calls``; parameters Gemini has no field for; reasoning blocks another dialect
-signed (Gemini refuses other signatures: the first call of a turn, when Gemini did not sign
-it, carries the stand-in Google documents, `_FOREIGN_SIGNATURE`, as Gemini 3 requires), and
-the reasoning ``summary`` style (only that thoughts are included); system messages after the
-first turn go into ``systemInstruction``; an assistant message with nothing in it is left out
-(a turn needs a part).
+The hub to Gemini (``from_hub``) does not carry, and lists here rather than raising: a message's
+``name`` (Gemini has no participants); ``metadata`` (``request_id``); ``parallel_tool_calls``;
+parameters Gemini has no field for; the `svir_proto.hub.SERVICE` options (the end user, storage,
+service tier...) and tools held ``strict``; reasoning blocks another dialect signed (Gemini
+refuses other signatures: the first call of a turn, when Gemini did not sign it, carries the
+stand-in Google documents, `_FOREIGN_SIGNATURE`, as Gemini 3 requires), and the reasoning
+``summary`` style (only that thoughts are included); system messages after the first turn go
+into ``systemInstruction``; an assistant message with nothing in it is left out (a turn needs a
+part).
 A tool result with media parts, or whose call names no function, raises `ValueError` naming
 the message. A system instruction with inline data from memory or disk makes ``to_hub`` raise
 `ValueError` (the hub has no media in system messages).

@@ -152,7 +152,9 @@ def usage_in(raw: object) -> Usage | None:
 
 def usage_out(u: Usage) -> dict[str, Any]:
     """A `Usage` as ``response.usage``. The API always sends every count, so one the upstream
-    did not report is written as 0; ``cache_write_tokens`` only when it is known."""
+    did not report is written as 0; ``cache_write_tokens`` only when it is known. (Not
+    ``null`` for "unknown", audit 36: the openai SDK's types require integers there, and a
+    client that validates the answer refuses it.)"""
     prompt = u.prompt_tokens or 0
     completion = u.completion_tokens or 0
     inputs: dict[str, int] = {"cached_tokens": u.cached_tokens or 0}

@@ -25,12 +25,14 @@ travels under ``vendor:responses``, on the request and on each message, so that
 message whose text or calls were changed is rebuilt from the neutral fields), so a request
 from another dialect is read from its neutral fields alone. What it cannot carry, it leaves
 out and says in ``lost`` (pass a list): parameters with no Responses field (unknown ones;
-stop sequences, which would change the answer, are refused), the ``is_error`` mark of a
-tool result that is not text (a text one goes as `svir_proto.hub.error_result`), reasoning signed by another vendor (Anthropic's ``thinking``, Gemini's ``thought``:
-OpenAI cannot verify it),
-an effort it does not know (a ``budget_tokens`` goes as its effort: `svir_proto.hub.effort_for`),
-audio parts, and metadata that is
-not short strings (the API takes 16 pairs of strings). Other dialects' records
+stop sequences, which would change the answer, are refused), the ``is_error`` mark of a tool
+result that is not text (a text one goes as `svir_proto.hub.error_result`), reasoning signed
+by another vendor (Anthropic's ``thinking``, Gemini's ``thought``: OpenAI cannot verify it),
+an effort it does not know (a ``budget_tokens`` goes as its effort:
+`svir_proto.hub.effort_for`), audio parts, and metadata that is not short strings (the API
+takes 16 pairs of strings). A function tool always says whether it is ``strict`` (the hub's
+`svir_proto.hub.strict_tools`), since the API holds one that does not to its schema, but
+for one of a Responses request that did not say. Other dialects' records
 (``vendor:anthropic``...) are not read.
 
 Not carried from this dialect to the others (they find it under ``vendor:responses`` only):
@@ -58,6 +60,9 @@ from ..hub import (
     parallel_tool_calls,
     reasoning_options,
     response_format,
+    service,
+    service_of,
+    strict_tools,
     tool_choice,
     uncarried,
 )
@@ -179,6 +184,9 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
     record: dict[str, Any] = {}
     if any(not _plain_tool(t) for t in request.tools):
         record["tools"] = [t._document() for t in request.tools]
+    unsaid = [t.name for t in request.tools if isinstance(t, FunctionTool) and t.strict is None]
+    if unsaid:  # the API's default, strict: no other dialect's tools have it
+        record["strict_unsaid"] = unsaid
     choice: HubToolChoice | None = None
     if isinstance(request.tool_choice, FunctionChoice):
         choice = ("name", request.tool_choice.name)
@@ -214,6 +222,14 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         stateful=("responses", _stateful(request)),
         response_format=_json_format(request.text),
         reasoning=reasoning or None,
+        service=service_of(
+            {
+                **request.extra,
+                "store": request.store,
+                "verbosity": (request.text or {}).get("verbosity"),
+            }
+        ),
+        strict_tools=[t.name for t in request.tools if isinstance(t, FunctionTool) and t.strict],
     )
     if record:
         extensions[RESPONSES_EXTENSION] = record
@@ -448,8 +464,16 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
                 "request without them"
             )
         notes.append(f"parameters.{key} has no field in the Responses API: not sent")
+    strict = strict_tools(request)
+    unsaid = top.get("strict_unsaid")
+    unsaid = unsaid if isinstance(unsaid, list) else []
     tools: list[FunctionTool | OtherTool] = [
-        FunctionTool(name=t.name, description=t.description, parameters=dict(t.parameters))
+        FunctionTool(
+            name=t.name,
+            description=t.description,
+            parameters=dict(t.parameters),
+            strict=_strict(t.name, strict, unsaid),
+        )
         for t in request.tools
     ]
     raw_tools = top.get("tools")
@@ -504,6 +528,14 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     store, previous, text = top.get("store"), top.get("previous_response_id"), top.get("text")
     include = top.get("include")
     extra_fields = top.get("extra")
+    served = service(request)
+    if not top:  # another dialect's request: how it is to be served, from the hub
+        store = served.pop("store", None)
+        verbosity = served.pop("verbosity", None)
+        text = _text_out(response_format(request))
+        if verbosity is not None:
+            text = (text or {}) | {"verbosity": verbosity}
+        extra_fields = served
     return ResponsesRequest(
         model=request.model,
         input=inputs,
@@ -523,6 +555,15 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         stream=top.get("stream") is not False,
         extra=extra_fields if isinstance(extra_fields, dict) else {},
     )
+
+
+def _strict(name: str, strict: frozenset[str], unsaid: list[Any]) -> bool | None:
+    """A function tool's ``strict``: said for every tool (the API holds a tool that does not
+    say to its schema, audit 36, and no other dialect's tools are), but for one of a Responses
+    request that did not say (``strict_unsaid``)."""
+    if name in strict:
+        return True
+    return None if name in unsaid else False
 
 
 def _item_fields(record: Mapping[str, Any]) -> dict[str, Any]:

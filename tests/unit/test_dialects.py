@@ -166,6 +166,84 @@ def test_what_a_dialect_cannot_carry_is_named_as_the_request_names_it(
     assert isinstance(refused.value.__cause__, ValueError)  # the hub's own words kept
 
 
+def _wire(request: object) -> dict[str, object]:
+    body = request.body()  # type: ignore[attr-defined]
+    doc: dict[str, object] = json.loads(body.read())
+    return doc
+
+
+def _parsed(given: str, doc: dict[str, object]) -> object:
+    return dialects.dialect(given).parse(json.dumps({**doc, "stream": True}).encode())
+
+
+def test_how_a_request_is_served_and_its_strict_tools_cross_dialects() -> None:
+    """Audit 36: ``user``, ``store``, the service tier, the prompt cache's key, the safety id,
+    the verbosity and a tool's ``strict`` were dropped between the dialects that have them;
+    and the Responses API holds a tool that does not say ``strict`` to its schema, which no
+    other dialect's tool was."""
+    hi = [{"role": "user", "content": "hi"}]
+    served = {
+        "user": "u-1",
+        "store": False,
+        "service_tier": "flex",
+        "prompt_cache_key": "k",
+        "safety_identifier": "s",
+    }
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    loose = {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}
+    tool["function"]["strict"] = True  # type: ignore[index]
+    chat = _parsed(
+        "chat",
+        {"model": "m", "messages": hi, **served, "verbosity": "low", "tools": [tool, loose]},
+    )
+    out = _wire(dialects.translate_request(chat, "responses"))
+    assert {k: out.get(k) for k in served} == served
+    assert out["text"] == {"verbosity": "low"}
+    assert [(t["name"], t["strict"]) for t in out["tools"]] == [("f", True), ("g", False)]  # type: ignore[attr-defined,index]
+    assert _wire(dialects.translate_request(chat, "messages"))["metadata"] == {"user_id": "u-1"}
+    back = _wire(dialects.translate_request(dialects.translate_request(chat, "llm-stream"), "chat"))
+    assert {k: back.get(k) for k in served} == served  # through LLM-Stream and back
+    assert [t["function"].get("strict") for t in back["tools"]] == [True, None]  # type: ignore[attr-defined,index]
+
+    responses = _parsed(
+        "responses",
+        {
+            "model": "m",
+            "input": "hi",
+            **served,
+            "text": {"verbosity": "high"},
+            "tools": [
+                {"type": "function", "name": "f", "parameters": {}, "strict": True},
+                {"type": "function", "name": "g", "parameters": {}},  # strict, by the API
+            ],
+        },
+    )
+    out = _wire(dialects.translate_request(responses, "chat"))
+    assert {k: out.get(k) for k in served} == served
+    assert out["verbosity"] == "high"
+    assert [t["function"].get("strict") for t in out["tools"]] == [True, None]  # type: ignore[attr-defined,index]
+    neutral = dialects.translate_request(responses, "llm-stream")
+    again = _wire(dialects.translate_request(neutral, "responses"))  # as it was
+    assert [t.get("strict") for t in again["tools"]] == [True, None]  # type: ignore[attr-defined]
+
+    messages = _parsed(
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 8,
+            "messages": hi,
+            "metadata": {"user_id": "u-2"},
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+        },
+    )
+    out = _wire(dialects.translate_request(messages, "responses"))
+    assert out["user"] == "u-2"
+    assert [t["strict"] for t in out["tools"]] == [False]  # type: ignore[attr-defined]
+    assert _wire(dialects.translate_request(messages, "chat"))["user"] == "u-2"
+    gemini = _wire(dialects.translate_request(chat, "gemini"))
+    assert not set(served) & set(gemini)  # nowhere to go (the hub's docstring says so)
+
+
 def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:
     image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
     raw = json.dumps(

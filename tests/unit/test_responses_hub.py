@@ -93,7 +93,8 @@ def test_a_plain_conversation_is_neutral_with_no_records() -> None:
     assert hub.parallel_tool_calls(h) is True
     assert hub.reasoning_options(h) == {"effort": "low", "summary": "concise"}
     assert h.metadata == {"user": "u"}
-    assert RESPONSES_EXTENSION not in h.extensions
+    # a tool that does not say is strict (the API's default), which no other dialect's is
+    assert h.extensions[RESPONSES_EXTENSION] == {"strict_unsaid": ["get_weather"]}
 
 
 def test_what_has_no_neutral_form_travels_in_records(tmp_path: Path) -> None:
@@ -251,7 +252,7 @@ def test_malformed_records_are_not_trusted() -> None:
         (InputText(text="b"),),
         (OutputText(text="c"),),
     ]
-    assert back.tools == (FunctionTool(name="f", description="", parameters={}),)
+    assert back.tools == (FunctionTool(name="f", description="", parameters={}, strict=False),)
     assert (back.tool_choice, back.include, back.text, back.store) == (None, ("x",), None, None)
 
 
