@@ -53,7 +53,9 @@ class GatewayConfig:
         max_body: bytes of a request body (413 before a byte of it is read).
         max_buffered: bytes of request bodies held whole at once, across all clients (503 past
             it): bodies are held to be translated, or while they are small; a body to translate
-            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends.
+            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends. A
+            relayed event that is not whole yet holds twice its length (the relay's copy and
+            its watcher's): one that does not fit ends its answer with an error.
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
@@ -194,7 +196,7 @@ class Metrics:
             "# TYPE svir_gateway_connections_total counter",
             f"svir_gateway_connections_total {self.connections_total}",
             "# HELP svir_gateway_buffered_bytes Bytes of request bodies held whole now (with what "
-            "parsing those to translate builds).",
+            "parsing those to translate builds), and of relayed events not whole yet (twice).",
             "# TYPE svir_gateway_buffered_bytes gauge",
             f"svir_gateway_buffered_bytes {state.buffered}",
             "# HELP svir_gateway_refused_total Connections and requests refused, by reason.",

@@ -26,6 +26,8 @@ Scenarios (``ARG`` in seconds unless said):
 - ``bad-chunk``, ``chunk-overflow``: a chunk size that is not hex; one of 2^80.
 - ``huge-head:KIB``: a head of that many KiB. ``many-headers:N``: ``N`` small header fields.
 - ``endless-event``: ``data: aaaa...`` with no line end, 64 KiB a write, until the gateway goes.
+  ``partial-event:KIB``: the head, one whole event, then ``KIB`` KiB of an event that never
+  ends, then nothing until the gateway goes.
 - ``flood:N``: ``N`` events as fast as the socket takes them.
 - ``status:CODE``: an error in OpenAI's shape (429 and 503 with ``Retry-After: 7``).
 - ``json``: a non-stream ``chat.completion`` answer (also what ``ok`` gives to ``stream`` false).
@@ -76,7 +78,7 @@ KNOWN: Final = frozenset(
         "chunk-overflow", "huge-head", "many-headers", "endless-event", "flood", "status",
         "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
         "done-then-more", "html", "no-done", "stall-forever", "big-json", "head-only-close",
-        "both-framing-json", "short-json", "big-text", "fin-after", "early",
+        "both-framing-json", "short-json", "big-text", "fin-after", "early", "partial-event",
     }
 )  # fmt: skip
 
@@ -473,6 +475,14 @@ class _Conn:
         piece = chunk(b"a" * 65536)
         while seen.bytes_sent < 1024 * 1024 * 1024:
             self.send(piece)
+        return False
+
+    def _partial_event(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        opening = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"'
+        self.send(SSE_HEAD + chunk(events[1]) + chunk(opening))
+        for _ in range(int(args[0]) // 64):
+            self.send(chunk(b"a" * 65536))
+        self.wait_gone()
         return False
 
     def _flood(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:

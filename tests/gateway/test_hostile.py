@@ -1178,6 +1178,36 @@ def test_the_body_budget_is_shared_and_given_back(up: HostileUpstream) -> None:
             healthy(g)
 
 
+def test_upstream_events_that_never_end_hold_the_budget_not_more(up: HostileUpstream) -> None:
+    """Attack 36, F2: an upstream event that never ends was held twice a relayed stream (16
+    MiB), by no option: 30 such streams took 490 MB. Now it holds ``--max-buffered``: eight
+    streams that each begin a 3 MiB event and go quiet hold at most that, the rest end at once
+    with an error (not at ``--timeout``), and all of it is given back when they leave."""
+    for backend in BACKENDS:
+        with gateway(up.base, backend, max_buffered=str(8 * 1024 * 1024)) as g:
+            before = g.rss_mb()
+            clients = [Raw(g) for _ in range(8)]
+            try:
+                for r in clients:
+                    r.send(post(openai_body(tag("partial-event:3072"))))
+                refused = 0
+                for r in clients:  # (the one or two that fit, 6 MiB each, end when they stall)
+                    r.read(30, until=lambda got: b"data: [DONE]" in got)
+                    assert b"data: [DONE]" in r.got, r.tail(400)
+                    refused += b"longer than the gateway can hold now" in r.got
+                    assert b"a" * 100 not in r.got  # nothing of the event that never ended
+                    assert g.metrics()["svir_gateway_buffered_bytes"] <= 8 * 1024 * 1024
+                assert refused >= 6, refused
+                assert g.rss_mb() - before < 64
+                assert _health_status(g) == 200
+            finally:
+                for r in clients:
+                    r.close()
+            nothing_held(g)
+            assert wait_until(lambda: g.metrics()["svir_gateway_buffered_bytes"] == 0, 10)
+            healthy(g)
+
+
 def test_a_chunked_body_growing_past_the_budget_is_refused(up: HostileUpstream) -> None:
     for backend in BACKENDS:
         with gateway(up.base, backend, max_buffered="500000", body_timeout="30") as g:

@@ -1708,6 +1708,58 @@ def test_an_upstream_event_past_max_event_ends_the_stream(media: str) -> None:
     assert done.outcome != "ok"
 
 
+@pytest.mark.parametrize("split", ["grows", "completes"])
+def test_a_relayed_event_not_whole_yet_holds_the_budget(split: str) -> None:
+    """Attack 36, F2: a relay holds an event that is not whole yet twice (its own copy and its
+    watcher's), 16 MiB a stream by default, 4 GB across streams, bounded by no option. It is
+    held against ``--max-buffered``: given back once the event is whole, and past the budget
+    the answer ends with an error, what came before it passed on. ``split``: the event that
+    does not fit grows read by read, or begins in the read that completes another one."""
+    d = Driver(max_buffered=20_000)
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    first = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+    opening = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"'
+    d.answer(head + chunk(first) + chunk(opening + b"a" * 3000))
+    assert d.state.buffered == 2 * (len(opening) + 3000)  # held, twice
+    d.answer(chunk(b'"}}]}\n\n'))
+    assert d.state.buffered == 0  # whole: gone on, given back
+    if split == "grows":
+        d.answer(chunk(opening + b"x" * 6000))
+        assert d.state.buffered > 12_000
+        d.answer(chunk(b"x" * 6000))  # past the budget
+    else:
+        d.answer(chunk(opening + b"b" * 10))
+        d.answer(chunk(b'"}}]}\n\n' + opening + b"x" * 12_000))
+    assert d.state.buffered == 0
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got.startswith(first + opening + b"a" * 3000 + b'"}}]}\n\n')
+    assert b"x" * 100 not in got
+    assert b"longer than the gateway can hold now" in got
+    assert (b"b" * 10 in got) == (split == "completes")  # the whole event before it went on
+    (done,) = d.done()
+    assert done.outcome != "ok"
+
+
+def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(sse_response(b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x')[:-7])
+    assert d.state.buffered > 0
+    d.run(d.session.client_data(b"", 3.0))  # it closed
+    assert d.closed
+    assert d.state.buffered == 0
+
+
 def test_a_connection_makes_at_most_max_requests() -> None:
     """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
     answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
