@@ -1173,7 +1173,10 @@ def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
 
 def _last_boundary(data: bytes) -> int:
     """Where the last whole SSE event of ``data`` ends: after its last blank line (WHATWG: LF,
-    CRLF and CR line ends), or 0."""
+    CRLF and CR line ends), or 0. A blank line that ends ``data`` with LF CR is not yet known
+    whole: it is a CRLF one, split, when the next read begins with its LF, which would begin
+    the next piece the client is sent, where a keep-alive or an error of ours could split it
+    (a stream of CR line ends only ends its events with CR CR: those go at once)."""
     i = data.rfind(b"\n\n")
     end = i + 2 if i >= 0 else 0
     if b"\r" in data:
@@ -1181,4 +1184,6 @@ def _last_boundary(data: bytes) -> int:
             j = data.rfind(blank)
             if j >= 0:
                 end = max(end, j + len(blank))
+        if end == len(data) and data.endswith(b"\n\r"):
+            return _last_boundary(data[:-1])
     return end

@@ -272,6 +272,25 @@ def test_every_line_end_ends_an_event(ending: bytes) -> None:
     assert got == event
 
 
+def test_a_crlf_blank_line_split_before_its_lf_waits_for_it() -> None:
+    """A read that ends ``\\r\\n\\r`` may end an event (CR is a line end) or hold the first
+    half of a CRLF: the relay waits for the next byte, so that the LF is never the first byte
+    of the client's next piece, after something of ours (found by the relay's property test)."""
+    event = b'data: {"choices":[{"delta":{"content":"a"}}]}\r\n\r\n'
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect()
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    d.answer(head + b"%x\r\n%s\r\n" % (len(event) - 1, event[:-1]))
+    ((_, _, got, _),) = read(d.client)
+    assert got == b""
+    d.answer(b"%x\r\n%s\r\n" % (len(event), b"\n" + event[:-1]))
+    ((_, _, got, _),) = read(d.client)
+    assert got == event
+
+
 def test_a_cut_upstream_stays_a_cut_for_the_client() -> None:
     d = Driver()
     d.send(post(openai_body()))
