@@ -113,7 +113,10 @@ class DialectSpec:
         parse: a request body read into the typed request, for the server side.
         read: a request body read into the typed request and whether it asks for a stream,
             for a server that also answers one that does not (with `answer`).
-        to_hub, from_hub: the dialect's adapters to and from the neutral request.
+        to_hub, from_hub: the dialect's adapters to and from the neutral request;
+            ``from_hub(request, lost=None)``: ``lost``, a list that receives a sentence for
+            each thing the dialect has no field for (what it does not carry and does not
+            refuse, listed by its docstring).
         decoder: makes the stream decoder for a request (its declared tools) and the options.
         encoder: makes the stream encoder: ``encoder(model, response_id, created,
             declared_tools=None, request=None)`` (the names of the tools the request declared:
@@ -142,7 +145,7 @@ class DialectSpec:
     parse: Callable[[bytes], Any]
     read: Callable[[bytes], tuple[Any, bool]]
     to_hub: Callable[[Any], LLMRequest]
-    from_hub: Callable[[LLMRequest], Any]
+    from_hub: Callable[..., Any]
     decoder: Callable[..., DialectStreamDecoder]
     encoder: Callable[..., DialectStreamEncoder]
     body_outcome: Callable[..., RequestFailed]
@@ -422,7 +425,7 @@ def _llm_stream() -> DialectSpec:
         parse=request.LLMRequest.parse,
         read=lambda body: (request.LLMRequest.parse(body), True),  # the draft only streams
         to_hub=lambda r: r,
-        from_hub=lambda r: r,
+        from_hub=lambda r, lost=None: r,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
             translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
@@ -503,9 +506,16 @@ def detect(body: bytes) -> DialectName:
     return "chat"
 
 
-def translate_request(request: object, to: str, *, neutral: LLMRequest | None = None) -> Any:
+def translate_request(
+    request: object,
+    to: str,
+    *,
+    neutral: LLMRequest | None = None,
+    lost: list[str] | None = None,
+) -> Any:
     """``request`` (of any dialect) as a request of dialect ``to``, through the hub (Rule 4);
-    ``neutral``: the request's neutral form, when the caller has made it already.
+    ``neutral``: the request's neutral form, when the caller has made it already; ``lost``: a
+    list that receives a sentence for each thing ``to`` has no field for (its ``from_hub``).
 
     Raises:
         TypeError: ``request`` is not a typed request of a dialect.
@@ -536,7 +546,7 @@ def translate_request(request: object, to: str, *, neutral: LLMRequest | None = 
             f"context itself{hint}"
         )
     try:
-        return target.from_hub(neutral)
+        return target.from_hub(neutral, lost=lost)
     except ValueError as exc:  # its message begins with the hub's path, if one field is at fault
         where, colon, problem = str(exc).partition(": ")
         field = source.fields.get(where) if colon else None

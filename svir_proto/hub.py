@@ -79,6 +79,7 @@ __all__ = [
     "error_result",
     "message_is_error",
     "message_reasoning",
+    "not_carried",
     "parallel_tool_calls",
     "reasoning_options",
     "response_format",
@@ -209,6 +210,9 @@ def service_of(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: values[k] for k, kind in SERVICE.items() if isinstance(values.get(k), kind)}
 
 
+_SERVICE_OF: Final = service  # (`not_carried` has a parameter of that name)
+
+
 def strict_tools(request: LLMRequest) -> frozenset[str]:
     """The names of the tools whose arguments the request holds to their schema (Chat's and
     Responses' ``strict: true``). A dialect whose tools are strict unless said otherwise (the
@@ -219,6 +223,47 @@ def strict_tools(request: LLMRequest) -> frozenset[str]:
         if isinstance(value, list)
         else frozenset()
     )
+
+
+def not_carried(
+    request: LLMRequest,
+    api: str,
+    *,
+    parameters: Iterable[str],
+    service: Iterable[str] = (),
+    strict: bool = False,
+    metadata: Iterable[str] = (),
+    carriers: Iterable[str] | None = None,
+) -> list[str]:
+    """What a target dialect (``api``: "the Messages API") has no field for among the
+    request's options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
+    ``parameters``, `SERVICE` options but ``service``, the tools held ``strict`` unless it
+    has that, metadata but ``metadata`` (and
+    ``request_id``, which goes as the ``X-Request-Id`` header), and, given ``carriers``, the
+    messages whose signed reasoning has other carriers (another vendor's, which it refuses)."""
+    out = []
+    if carriers is not None:
+        theirs = set(carriers)
+        out += [
+            f"messages[{i}]: reasoning another vendor signed: not sent"
+            for i, m in enumerate(request.messages)
+            if any(b.carrier not in theirs for b in message_reasoning(m))
+        ]
+    out += [
+        f"parameters.{key} has no field in {api}: not sent"
+        for key in sorted(set(request.parameters) - set(parameters))
+    ]
+    out += [
+        f"{key} has no field in {api}: not sent"
+        for key in sorted(set(_SERVICE_OF(request)) - set(service))
+    ]
+    if not strict and strict_tools(request):
+        out.append(f"tools held strict to their schema: {api} has no such mark")
+    out += [
+        f"metadata.{key} has no field in {api}: not sent"
+        for key in sorted(set(request.metadata) - {"request_id", *metadata})
+    ]
+    return out
 
 
 EFFORT_BUDGETS: Final = {"minimal": 1024, "low": 1024, "medium": 2048, "high": 4096, "xhigh": 8192}

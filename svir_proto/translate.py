@@ -61,12 +61,15 @@ from .events import (
     Usage,
 )
 from .hub import (
+    SERVICE,
     HubToolChoice,
     effort_for,
     error_result,
     hub_options,
     message_extensions,
     message_is_error,
+    message_reasoning,
+    not_carried,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -241,13 +244,28 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
     )
 
 
-def llm_to_openai(request: LLMRequest) -> ChatRequest:
-    """An `LLMRequest` as an OpenAI request (usage is always asked for).
+_CHAT_PARAMETERS: Final = (
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop_sequences",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+)
+"""The neutral parameters another dialect's request gives a Chat request (not ``top_k``, which
+OpenAI refuses)."""
+
+
+def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> ChatRequest:
+    """An `LLMRequest` as an OpenAI request (usage is always asked for); ``lost``, a list that
+    receives a sentence for each thing not carried (the module docstring says which).
 
     Raises:
         ValueError: a part the OpenAI dialect cannot carry (audio, a non-text document; in a
             tool message, anything but text).
     """
+    notes: list[str] = [] if lost is None else lost
     messages: list[Message] = []
     for i, m in enumerate(request.messages):
         if m.role == "system":
@@ -290,6 +308,8 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
                 ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)
                 for k, c in enumerate(m.tool_calls)
             )
+            if message_reasoning(m):
+                notes.append(f"messages[{i}]: signed reasoning is not sent to a Chat upstream")
             messages.append(AssistantMessage(content=m.text or None, tool_calls=calls))
         else:
             for j, p in enumerate(m.content if isinstance(m.content, tuple) else ()):
@@ -321,8 +341,9 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
     effort = vendor.get("reasoning_effort")
     if effort is None:
         effort = effort_for(reasoning_options(request))  # a budget as its effort (audit 36)
-        if effort not in REASONING_EFFORTS:
-            effort = None  # an effort OpenAI does not take
+        if effort is not None and effort not in REASONING_EFFORTS:
+            notes.append(f"reasoning effort {effort!r} is not one OpenAI takes: not sent")
+            effort = None
     fmt_raw = vendor.get("response_format")
     if fmt_raw is None:  # another dialect's request: the hub's neutral format
         fmt_raw = response_format(request)
@@ -353,6 +374,9 @@ def llm_to_openai(request: LLMRequest) -> ChatRequest:
         extra = {  # would be refused by OpenAI), and how it is to be served
             k: chosen[k] for k in ("presence_penalty", "frequency_penalty") if k in chosen
         } | served
+        notes += not_carried(
+            request, "the Chat API", parameters=_CHAT_PARAMETERS, service=SERVICE, strict=True
+        )
     return ChatRequest(
         model=request.model,
         messages=messages,

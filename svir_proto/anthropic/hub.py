@@ -56,6 +56,7 @@ from ..hub import (
     message_extensions,
     message_is_error,
     message_reasoning,
+    not_carried,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -424,13 +425,17 @@ def _thinking_may_go_on(messages: Sequence[LLMMessage]) -> bool:
 
 
 def from_hub(
-    request: LLMRequest, *, default_max_tokens: int = DEFAULT_MAX_TOKENS
+    request: LLMRequest,
+    *,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    lost: list[str] | None = None,
 ) -> MessagesRequest:
     """The Messages API request for a neutral request (see the module docstring for what
     does not carry).
 
     Args:
         default_max_tokens: ``max_tokens`` when the request sets none (it is required here).
+        lost: a list that receives a sentence for each thing not carried.
 
     Raises:
         ValueError: something that would change the answer cannot be carried; it is named.
@@ -517,6 +522,19 @@ def from_hub(
             type=raw["type"],
             budget_tokens=raw.get("budget_tokens"),
             extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
+        )
+    if lost is not None:
+        if thinking is None and isinstance(effort, str):
+            lost.append(
+                f"reasoning effort {effort!r}: the Messages API would refuse its thinking "
+                "budget beside these options: not sent"
+            )
+        lost += not_carried(
+            request,
+            "the Messages API",
+            parameters=("max_tokens", "temperature", "top_p", "stop_sequences", "top_k"),
+            service=("user",),
+            carriers=("thinking",),
         )
     return MessagesRequest(
         model=request.model,

@@ -63,6 +63,9 @@ Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Reque
     the gateway's: a relayed one has the upstream's) and echoed on ``stream.start`` and
     ``stream.end``; an id that could not be a header line as it is is not taken (`_http` Rule
     4).
+Rule 8 (what a translation loses, ARCHITECTURE "Dialects"): what the upstream's dialect has no
+    field for, and does not refuse (its ``from_hub``'s ``lost``), is said on the answer, a
+    ``Svir-Lost`` header field each (`MAX_LOST` at most), so that nothing is dropped silently.
 
 It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
 """
@@ -341,6 +344,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._out: DialectStreamEncoder | None = None  # the answer's encoder, once it is encoded
         self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
         self._asked: object = None  # the client's typed request, once translated
+        self._lost: list[str] = []  # what its translation could not carry (`Svir-Lost`)
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -720,7 +724,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._reject(400, str(outcome), _INVALID, param=path)
             return
         assert isinstance(outcome, tuple)
-        hub, upstream, stream, self._asked = outcome
+        hub, upstream, stream, self._asked, self._lost = outcome
         assert isinstance(hub, LLMRequest)
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
         if not stream and self._streams_only():
@@ -969,9 +973,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         reads)."""
         if self.request_id is None:
             return []
+        ids = [("X-Request-Id", self.request_id)]
         if self._path_kind == "messages":
-            return [("X-Request-Id", self.request_id), ("request-id", self.request_id)]
-        return [("X-Request-Id", self.request_id)]
+            ids.append(("request-id", self.request_id))
+        return ids + [("Svir-Lost", note) for note in self._lost]
 
     def _stream_head(
         self, status: int = 200, headers: list[tuple[str, str]] | None = None
@@ -1183,6 +1188,19 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._dirty = True
 
 
+MAX_LOST: Final = 16
+"""`Svir-Lost` header fields an answer has at most (the last says how many more there were)."""
+
+
+def _header_values(notes: list[str]) -> list[str]:
+    """What a translation could not carry as ``Svir-Lost`` header values: visible ASCII (the
+    rest as ``?``; a metadata key may be any text), 256 characters each, `MAX_LOST` of them."""
+    out = ["".join(c if " " <= c <= "~" else "?" for c in note[:256]) for note in notes[:MAX_LOST]]
+    if len(notes) > MAX_LOST:
+        out[-1] = f"and {len(notes) - MAX_LOST + 1} more"
+    return out
+
+
 def _origin(target: str) -> tuple[str, str | None]:
     """A request target's path (no query) and, for the absolute form, its authority (RFC 9112
     3.2.2: a server MUST accept it, and takes the host from it, not from ``Host``)."""
@@ -1253,7 +1271,9 @@ def _prepare(
         hub = spec.to_hub(request)
         if job is not None and not job.wanted:
             return None
-        return hub, translate_request(request, to, neutral=hub), stream, request
+        lost: list[str] = []
+        upstream = translate_request(request, to, neutral=hub, lost=lost)
+        return hub, upstream, stream, request, _header_values(lost)
     except RequestError as exc:
         return exc
     except ValueError as exc:  # what ``to`` cannot carry: named as the request names it

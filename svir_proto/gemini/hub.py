@@ -58,7 +58,16 @@ import attrs
 
 from .._json import canonical
 from ..events import ReasoningBlock, ToolCall
-from ..hub import hub_options, message_extensions, message_is_error, message_reasoning, sampling
+from ..hub import (
+    SAMPLING,
+    hub_options,
+    message_extensions,
+    message_is_error,
+    message_reasoning,
+    not_carried,
+    parallel_tool_calls,
+    sampling,
+)
 from ..hub import reasoning_options as neutral_reasoning
 from ..hub import response_format as neutral_format
 from ..hub import tool_choice as neutral_choice
@@ -628,8 +637,9 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
     )
 
 
-def from_hub(request: LLMRequest) -> GeminiRequest:
-    """The neutral request as a Gemini request (the module docstring says what does not carry).
+def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> GeminiRequest:
+    """The neutral request as a Gemini request (the module docstring says what does not carry);
+    ``lost``, a list that receives a sentence for each thing not carried.
 
     Raises:
         ValueError: a tool result with media, or whose call names no function; a value Gemini
@@ -666,6 +676,15 @@ def from_hub(request: LLMRequest) -> GeminiRequest:
         tool_config: GeminiToolConfig | None = tool_config_in(dict(kept_config))
     else:
         tool_config = _choice_out(choice)
+    if lost is not None:
+        lost += not_carried(
+            request,
+            "the Gemini API",
+            parameters=("max_tokens", "temperature", "top_p", "stop_sequences", *SAMPLING),
+            carriers=(CARRIER,),
+        )
+        if parallel_tool_calls(request) is not None:
+            lost.append("parallel_tool_calls has no field in the Gemini API: not sent")
     return GeminiRequest(
         model=request.model,
         contents=contents,

@@ -244,6 +244,90 @@ def test_how_a_request_is_served_and_its_strict_tools_cross_dialects() -> None:
     assert not set(served) & set(gemini)  # nowhere to go (the hub's docstring says so)
 
 
+def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
+    """Audit 36: ARCHITECTURE asks that what a target has no field for is "listed as lost,
+    never silently dropped"; only the Responses adapter listed anything, and the gateway passed
+    no list. Every ``from_hub`` fills ``lost``, and `translate_request` passes it."""
+    hi = [{"role": "user", "content": "hi"}]
+    tool = {"type": "function", "function": {"name": "f", "parameters": {}, "strict": True}}
+    chat = _parsed(
+        "chat",
+        {
+            "model": "m",
+            "messages": hi,
+            "seed": 3,
+            "store": True,
+            "user": "u",
+            "tools": [tool],
+            "parallel_tool_calls": False,
+        },
+    )
+
+    def lost(request: object, to: str) -> list[str]:
+        said: list[str] = []
+        dialects.translate_request(request, to, lost=said)
+        return said
+
+    assert lost(chat, "messages") == [
+        "parameters.seed has no field in the Messages API: not sent",
+        "store has no field in the Messages API: not sent",
+        "tools held strict to their schema: the Messages API has no such mark",
+    ]
+    assert lost(chat, "gemini") == [
+        "store has no field in the Gemini API: not sent",
+        "user has no field in the Gemini API: not sent",
+        "tools held strict to their schema: the Gemini API has no such mark",
+        "parallel_tool_calls has no field in the Gemini API: not sent",
+    ]
+    assert lost(chat, "responses") == [
+        "parameters.seed has no field in the Responses API: not sent"
+    ]
+    assert lost(chat, "llm-stream") == []
+    assert lost(chat, "chat") == []  # not translated
+    signed = _parsed(
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 8,
+            "top_k": 5,
+            "temperature": 0.5,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "messages": [
+                *hi,
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "text", "text": "a"},
+                ]},
+                {"role": "user", "content": "more"},
+            ],
+        },
+    )  # fmt: skip
+    assert lost(signed, "chat") == [
+        "messages[1]: signed reasoning is not sent to a Chat upstream",
+        "parameters.top_k has no field in the Chat API: not sent",
+    ]
+    assert lost(signed, "gemini") == ["messages[1]: reasoning another vendor signed: not sent"]
+    effort = _parsed("chat", {"model": "m", "messages": hi, "reasoning_effort": "high",
+                              "temperature": 0.2, "metadata": {"k": "v"}})  # fmt: skip
+    assert lost(effort, "messages") == [
+        "reasoning effort 'high': the Messages API would refuse its thinking budget beside these "
+        "options: not sent"
+    ]
+    odd = dialects.translate_request(
+        _parsed("messages", {"model": "m", "max_tokens": 8, "messages": hi}), "llm-stream"
+    )
+    odd = attrs.evolve(
+        odd,
+        metadata={"request_id": "r", "trace": "t"},
+        extensions={**odd.extensions, "vendor:svir": {"reasoning": {"effort": "turbo"}}},
+    )
+    assert lost(odd, "chat") == [
+        "reasoning effort 'turbo' is not one OpenAI takes: not sent",
+        "metadata.trace has no field in the Chat API: not sent",
+    ]
+    assert lost(odd, "messages")[-1] == "metadata.trace has no field in the Messages API: not sent"
+
+
 def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:
     image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
     raw = json.dumps(

@@ -1779,6 +1779,42 @@ def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
     assert d.state.buffered == 0
 
 
+def test_what_a_translation_loses_is_said_on_the_answer() -> None:
+    """ARCHITECTURE: what a target dialect has no field for is "listed as lost, never silently
+    dropped" (audit 36: the gateway passed no list): a ``Svir-Lost`` header field each, on the
+    translated answer only, and not on the next request's."""
+    sse = (CONFORMANCE / "openai" / "usage-then-null.sse").read_bytes()
+    d = Driver()  # a Chat upstream: a Messages client is translated
+    body = json.dumps({"model": "m", "max_tokens": 8, "stream": True, "top_k": 3,
+                       "metadata": {"user_id": "u"},
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    d.send(post(body).replace(b"/v1/chat/completions", b"/v1/messages"))
+    d.connect()
+    d.answer(sse_response(sse))
+    ((status, _, _, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    head = bytes(d.client).split(b"\r\n\r\n", 1)[0]
+    assert b"\r\nSvir-Lost: parameters.top_k has no field in the Chat API: not sent" in head
+    assert head.count(b"Svir-Lost") == 1  # the end user is carried (the Chat API's user)
+    assert b'"user":"u"' in d.upstream
+    d.released.clear()
+    d.client.clear()
+    d.send(post(openai_body()))  # the next request, relayed: nothing lost
+    d.connect()
+    d.answer(sse_response(sse))
+    assert b"Svir-Lost" not in bytes(d.client)
+
+
+def test_lost_notes_are_header_values_and_bounded() -> None:
+    from svir_proto.gateway.connection import MAX_LOST, _header_values
+
+    assert _header_values(["metadata.caf\u00e9\r\n: x"]) == ["metadata.caf???: x"]
+    many = _header_values([f"n{i}" for i in range(40)])
+    assert len(many) == MAX_LOST
+    assert many[-1] == f"and {40 - MAX_LOST + 1} more"
+    assert len(_header_values(["x" * 1000])[0]) == 256
+
+
 def test_a_connection_makes_at_most_max_requests() -> None:
     """Attack 36, F1: a client may pipeline thousands of requests and read no answer. The
     answer to its ``max_requests``-th says ``Connection: close``, and nothing after it is read
