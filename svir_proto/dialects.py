@@ -159,6 +159,9 @@ class DialectSpec:
     accept: str = "text/event-stream"
     key_variable: str = "OPENAI_API_KEY"
     fields: Mapping[str, str] = attrs.field(factory=dict)
+    unread: Callable[[LLMRequest], list[str]] = lambda request: []
+    """What the dialect's ``to_hub`` kept for its own API only (under its vendor key), a
+    sentence each: lost on the way to another dialect but LLM-Stream, which carries it."""
 
     def target(self, request: Any, endpoint: Endpoint) -> str:
         """The request's path on ``endpoint`` (Rule 2)."""
@@ -275,6 +278,7 @@ def _chat() -> DialectSpec:
         parse=_parse_chat,
         read=_read_chat,
         to_hub=translate.openai_to_llm,
+        unread=translate.openai_unread,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
@@ -307,6 +311,7 @@ def _messages() -> DialectSpec:
         parse=request.MessagesRequest.parse,
         read=_streams(request.MessagesRequest.parse),
         to_hub=hub.to_hub,
+        unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
@@ -343,6 +348,7 @@ def _responses() -> DialectSpec:
         parse=request.ResponsesRequest.parse,
         read=_streams(request.ResponsesRequest.parse),
         to_hub=hub.to_hub,
+        unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
@@ -389,6 +395,7 @@ def _gemini() -> DialectSpec:
         parse=_parse_gemini,
         read=lambda body: (_parse_gemini(body), True),
         to_hub=hub.to_hub,
+        unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
@@ -546,10 +553,13 @@ def translate_request(
             f"context itself{hint}"
         )
     try:
-        return target.from_hub(neutral, lost=lost)
+        translated = target.from_hub(neutral, lost=lost)
     except ValueError as exc:  # its message begins with the hub's path, if one field is at fault
         where, colon, problem = str(exc).partition(": ")
         field = source.fields.get(where) if colon else None
         if field is None:
             raise
         raise TranslationError(f"$.{field}", problem) from exc
+    if lost is not None and target.name != "llm-stream":
+        lost += source.unread(neutral)
+    return translated

@@ -80,6 +80,7 @@ __all__ = [
     "message_is_error",
     "message_reasoning",
     "not_carried",
+    "own_fields",
     "parallel_tool_calls",
     "reasoning_options",
     "response_format",
@@ -264,6 +265,12 @@ def not_carried(
         for key in sorted(set(request.metadata) - {"request_id", *metadata})
     ]
     return out
+
+
+def own_fields(api: str, keys: Iterable[str]) -> list[str]:
+    """The sentences of a dialect's ``unread``: the fields of its requests that only it reads
+    (kept under its vendor key), not sent to another dialect."""
+    return [f"{key}: a field of {api} only: not sent" for key in sorted(keys)]
 
 
 EFFORT_BUDGETS: Final = {"minimal": 1024, "low": 1024, "medium": 2048, "high": 4096, "xhigh": 8192}

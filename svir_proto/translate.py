@@ -61,6 +61,7 @@ from .events import (
     Usage,
 )
 from .hub import (
+    SAMPLING,
     SERVICE,
     HubToolChoice,
     effort_for,
@@ -70,6 +71,7 @@ from .hub import (
     message_is_error,
     message_reasoning,
     not_carried,
+    own_fields,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -242,6 +244,17 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         metadata={"request_id": request_id} if request_id is not None else {},
         extensions=extensions,
     )
+
+
+def openai_unread(request: LLMRequest) -> list[str]:
+    """What `openai_to_llm` kept for the Chat API only, a sentence each: the request's fields
+    beside the typed ones (``extra_body``: ``logprobs``, ``logit_bias``, ``metadata``...) but
+    the hub's (`svir_proto.hub.SAMPLING`, `svir_proto.hub.SERVICE`)."""
+    vendor = request.extensions.get(OPENAI_EXTENSION)
+    extra = vendor.get("extra_body") if isinstance(vendor, dict) else None
+    if not isinstance(extra, dict):
+        return []
+    return own_fields("the Chat API", set(extra) - set(SAMPLING) - set(SERVICE))
 
 
 _CHAT_PARAMETERS: Final = (

@@ -57,6 +57,7 @@ from ..hub import (
     message_is_error,
     message_reasoning,
     not_carried,
+    own_fields,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -552,6 +553,24 @@ def from_hub(
         stream=vendor.get("stream", True),
         extra=vendor.get("extra") or {},
     )
+
+
+def unread(request: LLMRequest) -> list[str]:
+    """What `to_hub` kept for the Messages API only, a sentence each: unknown fields, metadata
+    but the end user, and a ``thinking`` that is not ``enabled`` (``adaptive``...)."""
+    vendor = request.extensions.get(VENDOR)
+    if not isinstance(vendor, Mapping):
+        return []
+    keys: set[str] = set()
+    for name in ("extra", "metadata"):
+        value = vendor.get(name)
+        if isinstance(value, Mapping):
+            keys |= {k if name == "extra" else f"metadata.{k}" for k in value} - {
+                "metadata.user_id"
+            }
+    if "thinking" in vendor:
+        keys.add("thinking")
+    return own_fields("the Messages API", keys)
 
 
 def _metadata(served: Mapping[str, Any]) -> dict[str, Any]:

@@ -65,6 +65,7 @@ from ..hub import (
     message_is_error,
     message_reasoning,
     not_carried,
+    own_fields,
     parallel_tool_calls,
     sampling,
 )
@@ -171,6 +172,23 @@ def _fingerprint(messages: Iterable[LLMMessage]) -> str:
         calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
         plain.append([m.role, content, m.name, m.tool_call_id, calls, ext])
     return _hash(plain)
+
+
+def unread(request: LLMRequest) -> list[str]:
+    """What `to_hub` kept for the Gemini API only, a sentence each: ``safetySettings``, unknown
+    fields, and the ``generationConfig`` keys the hub has no field for (``candidateCount``...)."""
+    vendor = _ours(request.extensions)
+    keys: set[str] = set()
+    if vendor.get("safetySettings"):
+        keys.add("safetySettings")
+    extra = vendor.get("extra")
+    if isinstance(extra, Mapping):
+        keys |= set(extra)
+    rest = vendor.get("generationConfig")
+    if isinstance(rest, Mapping):
+        carried = {key for key, _ in _SAMPLING} | {"responseMimeType", "responseSchema"}
+        keys |= {f"generationConfig.{k}" for k in set(rest) - carried - {"responseJsonSchema"}}
+    return own_fields("the Gemini API", keys)
 
 
 def _ours(ext: Mapping[str, Any]) -> Mapping[str, Any]:

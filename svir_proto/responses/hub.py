@@ -50,6 +50,7 @@ from typing import Any, Final
 
 from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
+    SERVICE,
     HubToolChoice,
     effort_for,
     error_result,
@@ -57,6 +58,7 @@ from ..hub import (
     message_extensions,
     message_is_error,
     message_reasoning,
+    own_fields,
     parallel_tool_calls,
     reasoning_options,
     response_format,
@@ -422,6 +424,23 @@ def _neutral_turn(
 
 
 # -- from the hub --------------------------------------------------------------------------
+
+
+def unread(request: LLMRequest) -> list[str]:
+    """What `to_hub` kept for the Responses API only, a sentence each: the request's unknown
+    fields (but the hub's `svir_proto.hub.SERVICE`), ``include``, and ``text`` options but its
+    format and verbosity."""
+    record = _record(request.extensions)
+    keys: set[str] = set()
+    extra = record.get("extra")
+    if isinstance(extra, Mapping):
+        keys |= set(extra) - set(SERVICE)
+    if record.get("include"):
+        keys.add("include")
+    text = record.get("text")
+    if isinstance(text, Mapping):
+        keys |= {f"text.{k}" for k in set(text) - {"format", "verbosity"}}
+    return own_fields("the Responses API", keys)
 
 
 def _record(extensions: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -311,7 +311,8 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
                               "temperature": 0.2, "metadata": {"k": "v"}})  # fmt: skip
     assert lost(effort, "messages") == [
         "reasoning effort 'high': the Messages API would refuse its thinking budget beside these "
-        "options: not sent"
+        "options: not sent",
+        "metadata: a field of the Chat API only: not sent",
     ]
     odd = dialects.translate_request(
         _parsed("messages", {"model": "m", "max_tokens": 8, "messages": hi}), "llm-stream"
@@ -326,6 +327,72 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
         "metadata.trace has no field in the Chat API: not sent",
     ]
     assert lost(odd, "messages")[-1] == "metadata.trace has no field in the Messages API: not sent"
+
+
+def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
+    """Audit 36: a Chat client's ``logprobs`` reached other upstreams as nothing, no one told.
+    What a ``to_hub`` keeps for its own API only (`DialectSpec.unread`) is listed as lost on the
+    way to another dialect, never to LLM-Stream, which carries it."""
+    from svir_proto.gemini import GeminiRequest
+
+    def lost(request: object, to: str) -> list[str]:
+        said: list[str] = []
+        dialects.translate_request(request, to, lost=said)
+        return said
+
+    hi = [{"role": "user", "content": "hi"}]
+    chat = _parsed("chat", {"model": "m", "messages": hi, "logprobs": True, "top_k": 4})
+    assert lost(chat, "messages") == ["logprobs: a field of the Chat API only: not sent"]
+    assert lost(chat, "llm-stream") == []
+    responses = _parsed(
+        "responses",
+        {
+            "model": "m",
+            "input": "hi",
+            "include": ["message.output_text.logprobs"],
+            "top_logprobs": 2,
+            "user": "u",  # the hub's: carried
+            "text": {"verbosity": "low", "odd": 1},
+        },
+    )
+    assert lost(responses, "chat") == [
+        "include: a field of the Responses API only: not sent",
+        "text.odd: a field of the Responses API only: not sent",
+        "top_logprobs: a field of the Responses API only: not sent",
+    ]
+    messages = _parsed(
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": hi,
+            "metadata": {"user_id": "u", "k": "v"},
+            "thinking": {"type": "adaptive"},
+            "container": "x",
+        },
+    )
+    assert lost(messages, "chat") == [
+        "container: a field of the Messages API only: not sent",
+        "metadata.k: a field of the Messages API only: not sent",
+        "thinking: a field of the Messages API only: not sent",
+    ]
+    gemini = GeminiRequest.parse(
+        json.dumps(
+            {
+                "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                "safetySettings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "OFF"}],
+                "generationConfig": {"candidateCount": 1, "seed": 3, "topK": 2},
+                "cachedContent": "c",
+            }
+        ).encode(),
+        model="m",
+    )
+    assert lost(gemini, "messages") == [
+        "parameters.seed has no field in the Messages API: not sent",
+        "cachedContent: a field of the Gemini API only: not sent",
+        "generationConfig.candidateCount: a field of the Gemini API only: not sent",
+        "safetySettings: a field of the Gemini API only: not sent",
+    ]
 
 
 def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:
