@@ -130,6 +130,31 @@ def test_the_chunks_name_the_model_asked_for_when_the_upstream_names_none(
     assert {c.model for c in chunks} == {hub("responses", "whole-items-no-deltas").model}
 
 
+def test_an_openai_client_reads_what_the_translation_lost(replay: ReplayServer) -> None:
+    """What the upstream's dialect has no field for reaches the client as ``Svir-Lost`` header
+    fields, which the openai package gives raw (ARCHITECTURE: listed as lost, never dropped
+    silently); a relayed answer has none."""
+    upstream = replay.base("replay", "function-call-2.5", "chunked")
+    with (
+        gateway(upstream, upstream_dialect="gemini") as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        raw = client.chat.completions.with_raw_response.create(
+            model="m",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            seed=7,  # Gemini has a field for it: carried
+            store=True,
+            logprobs=True,
+        )
+        lost = raw.http_response.headers.get_list("svir-lost")
+        list(raw.parse())
+    assert lost == [
+        "store has no field in the Gemini API: not sent",
+        "logprobs: a field of the Chat API only: not sent",
+    ]
+
+
 @pytest.mark.parametrize(("folder", "name"), CASES)
 def test_an_anthropic_client_of_a_vendor_upstream(
     replay: ReplayServer, folder: str, name: str
