@@ -14,6 +14,14 @@ Rule 2: padding (OpenAI's ``obfuscation``) is a value of ASCII letters and digit
 Rule 3: counts (a usage object's, which change on every chunk) are holes too: each number of
     the learned value, outside its strings, becomes a group that takes any JSON integer of at
     most 18 digits (`counts_pattern`; `svir_proto._json` Rule 2 reads longer ones as floats).
+Rule 4: a template is learned from at most `MAX_LEARNED` bytes around its holes: a pattern
+    made of a peer's bytes costs about a millisecond and 18 KiB to compile for each KiB, and
+    stays in ``re``'s cache (attack 37: a 7 MB key in a usage stalled the loop 22 s and kept
+    hundreds of MB). Real envelopes are a few hundred bytes.
+Rule 5: a pattern that repeats a group for each escape of a string keeps a frame of about 130
+    bytes for each, so one is applied to bytes with at most `MAX_ESCAPES` backslashes
+    (`few_escapes`); others are read the general way (attack 37: 3.5 million escaped newlines
+    in one chunk took 610 MB).
 
 This module never does I/O.
 """
@@ -29,9 +37,12 @@ from ._json import string_at
 __all__ = [
     "NOT_PLAIN",
     "LONG_HOLE",
+    "MAX_ESCAPES",
+    "MAX_LEARNED",
     "PAD",
     "after_space",
     "counts_pattern",
+    "few_escapes",
     "from_end",
     "is_padding",
     "padding_hole",
@@ -56,6 +67,11 @@ LONG_HOLE: Final = 256
 pattern walks a string a byte at a time, some 5 ns a byte, where for a shorter one the pattern
 costs less than the search."""
 _KEY: Final = 16
+MAX_ESCAPES: Final = 4096
+"""Backslashes in the bytes a pattern that repeats a group per escape is applied to (Rule 5)."""
+MAX_LEARNED: Final = 2048
+"""Bytes of a payload's envelope (what is not its holes' values) a template is learned from
+at most (Rule 4)."""
 
 
 def string_text(payload: bytes | bytearray, opened: int, closed: int) -> str | None:
@@ -126,6 +142,13 @@ def value_end(payload: bytes | bytearray, start: int) -> int | None:
     except ValueError:  # UnicodeDecodeError included
         return None
     return start + len(text[first:last].encode())
+
+
+def few_escapes(data: bytes | bytearray, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``data[start:end]`` may be given to a pattern that repeats a group per escape
+    (Rule 5): short, or with at most `MAX_ESCAPES` backslashes."""
+    stop = len(data) if end is None else end
+    return stop - start <= 2 * MAX_ESCAPES or data.count(b"\\", start, stop) <= MAX_ESCAPES
 
 
 def counts_pattern(value: bytes) -> tuple[bytes, int]:

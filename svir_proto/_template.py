@@ -36,7 +36,16 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ._jsonbytes import LONG_HOLE, PAD, after_space, from_end, padding_hole, string_text, value_end
+from ._jsonbytes import (
+    LONG_HOLE,
+    MAX_LEARNED,
+    PAD,
+    after_space,
+    from_end,
+    padding_hole,
+    string_text,
+    value_end,
+)
 
 __all__: list[str] = []
 
@@ -105,6 +114,8 @@ class Template:
         start = after_space(payload, at + len(key))  # the opening quote, if a string's
         end = value_end(payload, start) if payload[start : start + 1] == b'"' else None
         if end is None:  # not a string, or not UTF-8: the general way applied the policy
+            return None
+        if len(payload) - (end - start) > MAX_LEARNED:  # `svir_proto._jsonbytes` Rule 4
             return None
         head, tail = bytes(payload[: start + 1]), bytes(payload[end - 1 :])
         mid = b""

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from .._jsonbytes import LONG_HOLE, counts_pattern, from_end, string_text
+from .._jsonbytes import LONG_HOLE, MAX_LEARNED, counts_pattern, from_end, string_text
 from .._template import BUDGET
 
 __all__ = ["BUDGET", "USAGE", "Envelope", "string_text"]
@@ -134,6 +134,8 @@ class Envelope:
         except (ValueError, IndexError):  # not UTF-8 included: the general way's policy
             return None
         if payload[opened] != 0x22 or payload[usage_start] != 0x7B:  # a string, an object
+            return None
+        if len(payload) - (closed - opened) > MAX_LEARNED:  # `svir_proto._jsonbytes` Rule 4
             return None
         after = bytes(payload[closed:usage_start])
         rest = [re.escape(after), b"(", counts_pattern(bytes(payload[usage_start:usage_end]))[0]]

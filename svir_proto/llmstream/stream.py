@@ -44,7 +44,7 @@ from .. import _json
 from .. import _weights as weights
 from .._deprecated import renamed
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
-from .._jsonbytes import counts_pattern
+from .._jsonbytes import MAX_LEARNED, counts_pattern
 from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
@@ -349,6 +349,8 @@ class LLMStreamDecoder(DialectDecoder):
         valid), its numbers holes, if the pattern reads back the numbers the parser read (a
         key twice, a negative number: not learned)."""
         self._counts_budget -= 1
+        if len(data) > MAX_LEARNED:  # `svir_proto._jsonbytes` Rule 4
+            return
         pattern, groups = counts_pattern(bytes(data))
         m = re.fullmatch(pattern, data, re.DOTALL)
         keys = [key for key in obj if key in _COUNTED]  # in the order of the bytes

@@ -37,9 +37,11 @@ from typing import Final
 
 from .._json import string_body
 from .._jsonbytes import (
+    MAX_LEARNED,
     PAD,
     after_space,
     counts_pattern,
+    few_escapes,
     is_padding,
     padding_hole,
     string_text,
@@ -54,7 +56,9 @@ _DELTA: Final = b'"delta":'
 _CONTENT: Final = b'{"content":"'
 _CONTENT_SPACED: Final = b'{"content": "'  # Python's default separators (mlx-lm)
 _CONTENT_END: Final = b'"}'
-_STRING_BODY: Final = rb'((?:[^"\\\x00-\x1f]|\\.)*)"'  # what a string may hold, then its quote
+_STRING_BODY: Final = rb'([^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*)"'
+"""What a string may hold, then its quote: runs between escapes (a pattern keeps a frame for
+each repetition: one per escape, not one per byte, attack 37)."""
 _PLAIN_DELTA: Final = re.compile(
     rb'\{"(?:(reasoning_content|reasoning)":"'
     + _STRING_BODY
@@ -172,8 +176,8 @@ class Envelope:
             return None
         start = after_space(payload, at + len(_DELTA))  # Python's default separators, too
         end = value_end(payload, start)
-        if end is None:  # not UTF-8: the general way applied the policy
-            return None
+        if end is None or len(payload) - (end - start) > MAX_LEARNED:  # not UTF-8 (the
+            return None  # general way applied the policy); too long to learn (Rule 4 there)
         head, tail = bytes(payload[:start]), bytes(payload[end:])
         head, head_rest = padding_hole(head)
         tail, tail_rest = padding_hole(tail)
@@ -272,7 +276,8 @@ class Envelope:
         # usage holds it)
         opened = self.content_opened
         head = self.head
-        if payload.startswith(opened):
+        few = few_escapes(payload)  # else no pattern: `svir_proto._jsonbytes` Rule 5
+        if few and payload.startswith(opened):
             m = self.content_counts(payload, len(opened))
             if m is not None:
                 self.matched = m
@@ -283,7 +288,7 @@ class Envelope:
                 return (len(head), m.end(1) + 2) if text is None else text
         elif not payload.startswith(head):
             return None
-        else:
+        elif few:
             m = self.plain_counts(payload, len(head))
             if m is not None:
                 self.matched = m
@@ -450,6 +455,8 @@ def plain_delta(payload: bytes | bytearray, start: int, end: int) -> Read:
     Raises:
         UnicodeDecodeError: the text is not UTF-8 (the general way applies the policy).
     """
+    if not few_escapes(payload, start, end):  # (`svir_proto._jsonbytes` Rule 5)
+        return None
     m = _PLAIN_DELTA.fullmatch(payload, start, end)
     return None if m is None else _plain_of(payload, m)
 

@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
-from .._jsonbytes import NOT_PLAIN
+from .._jsonbytes import NOT_PLAIN, few_escapes
 from ..events import text_run
 from ._envelope import NO_FILTERS, Envelope
 from .stream import ChatStreamDecoder
@@ -67,9 +67,18 @@ _Match = Callable[[bytes | bytearray], "re.Match[bytes] | None"]
 
 def _as_dumped(plain: bytes) -> tuple[_Match, _Match]:
     """``fullmatch`` of a body that is what `_json.dumps` writes (runs of ``plain`` bytes
-    between its escapes), and of such bodies joined with LF."""
+    between its escapes), and of such bodies joined with LF; ``None`` for bodies with too many
+    escapes to match (`svir_proto._jsonbytes` Rule 5), which are decoded."""
     body = plain + b"*(?:" + _ESCAPE + plain + b"*)*"
-    return re.compile(body).fullmatch, re.compile(body + b"(?:\n" + body + b")*").fullmatch
+    one, joined = re.compile(body).fullmatch, re.compile(body + b"(?:\n" + body + b")*").fullmatch
+
+    def dumped(data: bytes | bytearray) -> re.Match[bytes] | None:
+        return one(data) if few_escapes(data) else None
+
+    def all_dumped(data: bytes | bytearray) -> re.Match[bytes] | None:
+        return joined(data) if few_escapes(data) else None
+
+    return dumped, all_dumped
 
 
 _DUMPED: Final = _as_dumped(rb'[^"\\\x00-\x1f]')
