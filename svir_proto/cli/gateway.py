@@ -87,6 +87,14 @@ def add_parser(sub: Any) -> None:
         "relay)",
     )
     limits.add_argument(
+        "--max-partial",
+        type=int,
+        default=d.max_partial,
+        help="bytes of relayed upstream events not whole yet held at once, all streams together "
+        "(twice each, past 128 KiB a stream); a stream whose event does not fit ends with an "
+        "error",
+    )
+    limits.add_argument(
         "--max-requests",
         type=int,
         default=d.max_requests,
@@ -250,6 +258,7 @@ def _config(
         hold_below=args.hold_below,
         drain_limit=args.drain_limit,
         max_event=args.max_event,
+        max_partial=args.max_partial,
         pool_size=args.pool_size,
         pool_idle=args.pool_idle,
     )

@@ -24,9 +24,19 @@ import attrs
 from ..openai.endpoint import Endpoint
 from ..sse import DEFAULT_MAX_EVENT_SIZE
 
-__all__ = ["DEFAULT_MAX_BODY", "GatewayConfig", "GatewayState", "Metrics", "Readiness"]
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "PARTIAL_ALLOWANCE",
+    "GatewayConfig",
+    "GatewayState",
+    "Metrics",
+    "Readiness",
+]
 
 DEFAULT_MAX_BODY: Final = 32 * 1024 * 1024
+PARTIAL_ALLOWANCE: Final = 128 * 1024
+"""What each relayed stream holds of its event not whole yet (twice its length) before it takes
+of ``max_partial``: an event of up to 64 KiB, what nearly every event is, is never refused."""
 """Bytes a request body may take (32 MiB): a few full-size photos as base64, the most a chat
 turn carries; OpenAI's own limit for a request is of that order (nginx's
 ``client_max_body_size`` defaults to 1 MiB, for web forms)."""
@@ -53,9 +63,7 @@ class GatewayConfig:
         max_body: bytes of a request body (413 before a byte of it is read).
         max_buffered: bytes of request bodies held whole at once, across all clients (503 past
             it): bodies are held to be translated, or while they are small; a body to translate
-            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends. A
-            relayed event that is not whole yet holds twice its length (the relay's copy and
-            its watcher's): one that does not fit ends its answer with an error.
+            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends.
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
@@ -108,6 +116,12 @@ class GatewayConfig:
             streams at once may hold up to twice this each (attack 36, F2: 30 relayed streams
             of an endless 8 MiB event held 490 MB). 8 MiB: a Responses upstream's last events
             carry the whole answer, up to ``max_answer`` characters of 1 to 4 bytes.
+        max_partial: bytes of relayed upstream events not whole yet, held at once across all
+            streams: twice the length of each (the relay's copy and its watcher's), past the
+            first `PARTIAL_ALLOWANCE` of each stream's, which is never refused; a stream whose
+            event does not fit ends with an error (attack 36 F2: 16 MiB a stream, by no
+            option). Apart from ``max_buffered``, so that what clients' bodies hold never ends
+            a stream (review 37).
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.
@@ -136,6 +150,7 @@ class GatewayConfig:
     keepalive: float = 15.0
     drain_limit: int = 64 * 1024
     max_event: int = DEFAULT_MAX_EVENT_SIZE
+    max_partial: int = 256 * 1024 * 1024
     max_answer: int = 2 * 1024 * 1024
     pool_size: int = 64
     pool_idle: float = 4.0
@@ -143,7 +158,7 @@ class GatewayConfig:
     def __attrs_post_init__(self) -> None:
         for name in (
             "max_head_size", "max_body", "max_buffered", "max_streams", "max_answer",
-            "max_requests", "max_event",
+            "max_requests", "max_event", "max_partial",
         ):  # fmt: skip
             value = getattr(self, name)
             if type(value) is not int or value < 1:
@@ -196,9 +211,13 @@ class Metrics:
             "# TYPE svir_gateway_connections_total counter",
             f"svir_gateway_connections_total {self.connections_total}",
             "# HELP svir_gateway_buffered_bytes Bytes of request bodies held whole now (with what "
-            "parsing those to translate builds), and of relayed events not whole yet (twice).",
+            "parsing those to translate builds).",
             "# TYPE svir_gateway_buffered_bytes gauge",
             f"svir_gateway_buffered_bytes {state.buffered}",
+            "# HELP svir_gateway_partial_bytes Bytes of relayed events not whole yet held now "
+            "(twice), past each stream's allowance.",
+            "# TYPE svir_gateway_partial_bytes gauge",
+            f"svir_gateway_partial_bytes {state.partial}",
             "# HELP svir_gateway_refused_total Connections and requests refused, by reason.",
             "# TYPE svir_gateway_refused_total counter",
             *(
@@ -274,6 +293,7 @@ class GatewayState:
         self.streams = 0
         self.connections = 0
         self.buffered = 0
+        self.partial = 0  # of `GatewayConfig.max_partial`
         self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
 
@@ -296,3 +316,14 @@ class GatewayState:
 
     def unhold(self, n: int) -> None:
         self.buffered -= n
+
+    def hold_partial(self, n: int) -> bool:
+        """Take ``n`` bytes of the budget of relayed events not whole yet
+        (`GatewayConfig.max_partial`), if it has them."""
+        if self.partial + n > self.config.max_partial:
+            return False
+        self.partial += n
+        return True
+
+    def unhold_partial(self, n: int) -> None:
+        self.partial -= n

@@ -83,7 +83,7 @@ from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai._toolcalls import ToolCallError
 from ..openai.status import MAX_ERROR_BODY, body_outcome
 from ..openai.watch import ChatStreamWatcher
-from .config import GatewayState
+from .config import PARTIAL_ALLOWANCE, GatewayState
 from .connection import (
     Forward,
     ForwardBody,
@@ -779,7 +779,9 @@ class GatewaySession:
             self._body_at += cut
             if cut:
                 out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
-            if (self._partial or self._partial_held) and not self._hold_partial():
+            if error is not None:  # what broke the protocol goes nowhere (`_broken` follows)
+                self._drop_partial()
+            elif (self._partial or self._partial_held) and not self._hold_partial():
                 return b"".join(out) + self._too_long(now)
         else:
             out += [conn.relay_data(piece) for piece in relayed]
@@ -800,7 +802,8 @@ class GatewaySession:
             # blank line may begin), so that an event in a thousand reads costs its length
             edge = bytes(held[-3:])
             cut = _last_boundary(edge + data) - len(edge)
-            if cut <= 0:  # still inside the event
+            if cut < 0:  # still inside the event (0: the held bytes are whole, LF CR ending
+                # them, and the new ones begin the next)
                 held += data
                 return b"" if self._hold_partial() else self._too_long(now)
             held += data[:cut]
@@ -821,31 +824,35 @@ class GatewaySession:
         return self.conn.relay_data(data)
 
     def _hold_partial(self) -> bool:
-        """Hold the relayed event that is not whole yet against ``max_buffered``, twice (the
-        watcher's framer holds it too), so that what upstreams' long events hold across all
-        streams has the one bound (attack 36 F2: 16 MiB a stream, 4 GB in all); ``False``
-        when the budget has not the room."""
-        want = 2 * len(self._partial)
+        """Hold the relayed event that is not whole yet against ``max_partial``: twice its
+        length (the watcher's framer holds it too), past `PARTIAL_ALLOWANCE`, so that what
+        upstreams' long events hold across all streams has a bound (attack 36 F2: 16 MiB a
+        stream, 4 GB in all); ``False`` when the budget has not the room."""
+        want = max(0, 2 * len(self._partial) - PARTIAL_ALLOWANCE)
         grow = want - self._partial_held
-        if grow > 0 and not self.state.hold(grow):
+        if grow > 0 and not self.state.hold_partial(grow):
             return False
         if grow < 0:
-            self.state.unhold(-grow)
+            self.state.unhold_partial(-grow)
         self._partial_held = want
         return True
 
     def _drop_partial(self) -> None:
         self._partial.clear()
         if self._partial_held:
-            self.state.unhold(self._partial_held)
+            self.state.unhold_partial(self._partial_held)
             self._partial_held = 0
 
     def _too_long(self, now: float) -> bytes:
         """The upstream's unfinished event does not fit what the gateway may hold now: the
-        answer ends with an error (what came before it went on)."""
+        answer ends with an error (what came before it went on); after its end marker, the
+        body is cut there, as past ``drain_limit`` (nothing of ours follows the marker)."""
         self._drop_partial()
+        if self._trail_by is not None:
+            return self._end_trail(now, complete=False)
         return self._broken(
-            "the upstream's event is longer than the gateway can hold now (--max-buffered)", now
+            "the gateway has no room now for the rest of the upstream's event (--max-partial)",
+            now,
         )
 
     def _trail(self, up: ClientConnection, read: int, now: float, *, broke: bool) -> bytes:
@@ -860,6 +867,8 @@ class GatewaySession:
         relayed.clear()
         self._drained += read
         out = [self._relay_more([data], now)] if data else []
+        if self._trail_by is None:  # it ended there (`_too_long`)
+            return b"".join(out)
         if broke or not up.finishing or self._drained > self.config.drain_limit:
             out.append(self._end_trail(now, complete=not broke))
         return b"".join(out)

@@ -1180,11 +1180,11 @@ def test_the_body_budget_is_shared_and_given_back(up: HostileUpstream) -> None:
 
 def test_upstream_events_that_never_end_hold_the_budget_not_more(up: HostileUpstream) -> None:
     """Attack 36, F2: an upstream event that never ends was held twice a relayed stream (16
-    MiB), by no option: 30 such streams took 490 MB. Now it holds ``--max-buffered``: eight
+    MiB), by no option: 30 such streams took 490 MB. Now it holds ``--max-partial``: eight
     streams that each begin a 3 MiB event and go quiet hold at most that, the rest end at once
     with an error (not at ``--timeout``), and all of it is given back when they leave."""
     for backend in BACKENDS:
-        with gateway(up.base, backend, max_buffered=str(8 * 1024 * 1024)) as g:
+        with gateway(up.base, backend, max_partial=str(8 * 1024 * 1024)) as g:
             before = g.rss_mb()
             clients = [Raw(g) for _ in range(8)]
             try:
@@ -1194,9 +1194,9 @@ def test_upstream_events_that_never_end_hold_the_budget_not_more(up: HostileUpst
                 for r in clients:  # (the one or two that fit, 6 MiB each, end when they stall)
                     r.read(30, until=lambda got: b"data: [DONE]" in got)
                     assert b"data: [DONE]" in r.got, r.tail(400)
-                    refused += b"longer than the gateway can hold now" in r.got
+                    refused += b"no room now for the rest of the upstream" in r.got
                     assert b"a" * 100 not in r.got  # nothing of the event that never ended
-                    assert g.metrics()["svir_gateway_buffered_bytes"] <= 8 * 1024 * 1024
+                    assert g.metrics()["svir_gateway_partial_bytes"] <= 8 * 1024 * 1024
                 assert refused >= 6, refused
                 assert g.rss_mb() - before < 64
                 assert _health_status(g) == 200
@@ -1204,7 +1204,7 @@ def test_upstream_events_that_never_end_hold_the_budget_not_more(up: HostileUpst
                 for r in clients:
                     r.close()
             nothing_held(g)
-            assert wait_until(lambda: g.metrics()["svir_gateway_buffered_bytes"] == 0, 10)
+            assert wait_until(lambda: g.metrics()["svir_gateway_partial_bytes"] == 0, 10)
             healthy(g)
 
 

@@ -29,6 +29,7 @@ from svir_proto.gateway import (
     Work,
 )
 from svir_proto.gateway._cost import BodyCost
+from svir_proto.gateway.config import PARTIAL_ALLOWANCE
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, Endpoint
 from tests.helpers import CONFORMANCE
@@ -1727,56 +1728,141 @@ def test_an_upstream_event_past_max_event_ends_the_stream(media: str) -> None:
     assert done.outcome != "ok"
 
 
+OPENING = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"'
+CLOSING = b'"}}]}\n\n'
+FIRST = OPENING + b"hi" + CLOSING
+
+
+def streaming(**options: Any) -> Driver:
+    d = Driver(**options)
+    d.send(post(openai_body()))
+    d.connect()
+    d.answer(HEAD + chunk(FIRST))
+    return d
+
+
 @pytest.mark.parametrize("split", ["grows", "completes"])
 def test_a_relayed_event_not_whole_yet_holds_the_budget(split: str) -> None:
     """Attack 36, F2: a relay holds an event that is not whole yet twice (its own copy and its
-    watcher's), 16 MiB a stream by default, 4 GB across streams, bounded by no option. It is
-    held against ``--max-buffered``: given back once the event is whole, and past the budget
-    the answer ends with an error, what came before it passed on. ``split``: the event that
-    does not fit grows read by read, or begins in the read that completes another one."""
-    d = Driver(max_buffered=20_000)
-    d.send(post(openai_body()))
-    d.connect()
-    head = (
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
-    )
-
-    def chunk(data: bytes) -> bytes:
-        return b"%x\r\n%s\r\n" % (len(data), data)
-
-    first = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
-    opening = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"'
-    d.answer(head + chunk(first) + chunk(opening + b"a" * 3000))
-    assert d.state.buffered == 2 * (len(opening) + 3000)  # held, twice
-    d.answer(chunk(b'"}}]}\n\n'))
-    assert d.state.buffered == 0  # whole: gone on, given back
+    watcher's), 16 MiB a stream by default, 4 GB across streams, bounded by no option. Past
+    each stream's allowance (64 KiB of event), it is held against ``--max-partial``: given
+    back once the event is whole, and past the budget the answer ends with an error, what
+    came before it passed on. ``split``: the event that does not fit grows read by read, or
+    begins in the read that completes another one."""
+    d = streaming(max_partial=300_000)
+    d.answer(chunk(OPENING + b"a" * 99_942))  # 100,000 bytes of event
+    assert d.state.partial == 2 * 100_000 - PARTIAL_ALLOWANCE  # held, twice, past the allowance
+    d.answer(chunk(CLOSING))
+    assert d.state.partial == 0  # whole: gone on, given back
     if split == "grows":
-        d.answer(chunk(opening + b"x" * 6000))
-        assert d.state.buffered > 12_000
-        d.answer(chunk(b"x" * 6000))  # past the budget
+        d.answer(chunk(OPENING + b"x" * 150_000))
+        assert d.state.partial > 0
+        d.answer(chunk(b"x" * 100_000))  # past the budget
     else:
-        d.answer(chunk(opening + b"b" * 10))
-        d.answer(chunk(b'"}}]}\n\n' + opening + b"x" * 12_000))
-    assert d.state.buffered == 0
+        d.answer(chunk(OPENING + b"b" * 10))
+        d.answer(chunk(CLOSING + OPENING + b"x" * 250_000))
+    assert d.state.partial == 0
     ((status, _, got, ended),) = read(d.client)
     assert (status, ended) == (200, True)
-    assert got.startswith(first + opening + b"a" * 3000 + b'"}}]}\n\n')
+    assert got.startswith(FIRST + OPENING + b"a" * 99_942 + CLOSING)
     assert b"x" * 100 not in got
-    assert b"longer than the gateway can hold now" in got
+    assert b"no room now for the rest of the upstream's event" in got
     assert (b"b" * 10 in got) == (split == "completes")  # the whole event before it went on
     (done,) = d.done()
     assert done.outcome != "ok"
 
 
+def test_a_short_event_is_never_refused_and_bodies_take_nothing_from_events() -> None:
+    """Review 37: held against ``--max-buffered``, which a client's body reserves as its head
+    comes, every stream whose read ended inside an event (nearly every read) ended as soon as
+    head-only clients filled it. The events have their own budget, and up to 64 KiB of an
+    event is never refused, however full it is."""
+    d = streaming(max_partial=1000, max_buffered=1000)
+    d.state.buffered = d.state.partial = 1000  # both full (other clients, other streams)
+    d.answer(chunk(OPENING + b"a" * 60_000))
+    d.answer(chunk(CLOSING + TEXT) + b"0\r\n\r\n")
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got == FIRST + OPENING + b"a" * 60_000 + CLOSING + TEXT
+    assert d.state.partial == 1000
+
+
 def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
-    d = Driver()
-    d.send(post(openai_body()))
-    d.connect()
-    d.answer(sse_response(b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x')[:-7])
-    assert d.state.buffered > 0
+    d = streaming()
+    d.answer(chunk(OPENING + b"x" * 100_000))
+    assert d.state.partial > 0
     d.run(d.session.client_data(b"", 3.0))  # it closed
     assert d.closed
-    assert d.state.buffered == 0
+    assert d.state.partial == 0
+
+
+def test_another_dialects_relay_gives_the_budget_back_once_whole() -> None:
+    """Review 37: a relay with no watcher (a Messages, Responses or Gemini upstream) holds its
+    events on another path (`_relay`); the budget comes back there too."""
+    d = Driver(upstream_dialect="messages")
+    body = json.dumps({"model": "m", "max_tokens": 8, "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    d.send(post(body).replace(b"/v1/chat/completions", b"/v1/messages"))
+    d.connect()
+
+    def event(name: str, doc: dict[str, Any]) -> bytes:
+        return b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(doc).encode())
+
+    message = {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [],
+               "usage": {"input_tokens": 1, "output_tokens": 0}}  # fmt: skip
+    start = event("message_start", {"type": "message_start", "message": message})
+    text = {"type": "text", "text": ""}
+    block = event("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": text})  # fmt: skip
+    piece = {"type": "text_delta", "text": "Z"}
+    delta = event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                          "delta": piece})  # fmt: skip
+    delta = delta[: delta.index(b'Z"')]
+    d.answer(HEAD + chunk(start + block + delta + b"y" * 100_000))
+    assert d.state.partial == 2 * (len(delta) + 100_000) - PARTIAL_ALLOWANCE
+    d.answer(chunk(b'"}}\n\n'))
+    assert d.state.partial == 0
+
+
+def test_an_upstream_that_breaks_the_protocol_mid_event_holds_nothing_and_says_so() -> None:
+    """Review 37: the bytes that broke the protocol, and all after them, were held against the
+    budget (and, when they did not fit, blamed on it) although nothing of them goes on."""
+    d = streaming(max_partial=1000)
+    d.state.partial = 1000
+    d.answer(chunk(b"data: {not json}\n\n" + OPENING + b"z" * 100_000))
+    assert d.state.partial == 1000
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    assert b"broke the protocol" in got
+    assert b"no room now" not in got
+
+
+def test_an_event_past_the_budget_after_the_end_marker_cuts_the_body_there() -> None:
+    """Review 37: after the upstream's ``[DONE]``, its body going on (Rule 1: relayed as it
+    came), an event that did not fit wrote the gateway's own error and a second ``[DONE]``;
+    when the same read ended the body, the session raised. The body is cut there, as past
+    ``drain_limit``, and nothing of ours follows the marker."""
+    for last in (b"", b"0\r\n\r\n"):
+        d = streaming(max_partial=1000, drain_limit=10_000_000)
+        d.state.partial = 1000
+        d.answer(chunk(b"data: [DONE]\n\n"))
+        d.answer(chunk(OPENING + b"q" * 100_000) + last)
+        ((status, _, got, ended),) = read(d.client)
+        assert status == 200
+        assert got == FIRST + b"data: [DONE]\n\n"
+        assert not ended  # a cut, as the drain limit's
+        assert d.state.partial == 1000
+
+
+def test_a_whole_event_ending_lf_cr_goes_once_the_next_byte_is_not_lf() -> None:
+    """Review 37: held until the next byte says whether its CR begins a CRLF, an event ending
+    LF CR then waited for the next boundary when that byte began another event."""
+    d = streaming()
+    event = OPENING + b"cr" + b'"}}]}\n\r'
+    d.answer(chunk(event))
+    assert read(d.client)[0][2] == FIRST
+    d.answer(chunk(OPENING + b"next"))
+    assert read(d.client)[0][2] == FIRST + event
 
 
 def test_what_a_translation_loses_is_said_on_the_answer() -> None:
