@@ -64,8 +64,10 @@ Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Reque
     ``stream.end``; an id that could not be a header line as it is is not taken (`_http` Rule
     4).
 Rule 8 (what a translation loses, ARCHITECTURE "Dialects"): what the upstream's dialect has no
-    field for, and does not refuse (its ``from_hub``'s ``lost``), is said on the answer, a
-    ``Svir-Lost`` header field each (`MAX_LOST` at most), so that nothing is dropped silently.
+    field for, and does not refuse (its ``from_hub``'s ``lost``, and the client's dialect's
+    own fields: `svir_proto.dialects.DialectSpec.unread`), is said on the answer, a
+    ``Svir-Lost`` header field each, an RFC 9651 string (`MAX_LOST` at most), so that nothing
+    is dropped silently.
 
 It never does I/O and reads no clock: the server passes ``now`` where a timestamp is needed.
 """
@@ -968,9 +970,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._out
 
     def _ids(self) -> list[tuple[str, str]]:
-        """The request id's headers on an answer the gateway makes (Rule 7): ``X-Request-Id``,
-        and Anthropic's ``request-id`` too for a client of its dialect (which the anthropic SDK
-        reads)."""
+        """The request's own headers on an answer the gateway makes: its id's (Rule 7),
+        ``X-Request-Id`` first, and Anthropic's ``request-id`` too for a client of its dialect
+        (which the anthropic SDK reads); then what its translation lost (Rule 8)."""
         if self.request_id is None:
             return []
         ids = [("X-Request-Id", self.request_id)]
@@ -1193,11 +1195,17 @@ MAX_LOST: Final = 16
 
 
 def _header_values(notes: list[str]) -> list[str]:
-    """What a translation could not carry as ``Svir-Lost`` header values: visible ASCII (the
-    rest as ``?``; a metadata key may be any text), 256 characters each, `MAX_LOST` of them."""
-    out = ["".join(c if " " <= c <= "~" else "?" for c in note[:256]) for note in notes[:MAX_LOST]]
+    """What a translation could not carry as ``Svir-Lost`` field values: each an RFC 9651
+    string (quoted, ``"`` and ``\\`` escaped), so that a client that joins the fields with
+    ", " (httpx, fetch: RFC 9110 5.3) can split them again (review 37); visible ASCII only
+    (the rest as ``?``: a metadata key may be any text), 256 characters of each note,
+    `MAX_LOST` of them."""
     if len(notes) > MAX_LOST:
-        out[-1] = f"and {len(notes) - MAX_LOST + 1} more"
+        notes = [*notes[: MAX_LOST - 1], f"and {len(notes) - MAX_LOST + 1} more"]
+    out = []
+    for note in notes:
+        text = "".join(c if " " <= c <= "~" else "?" for c in note[:256])
+        out.append('"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
     return out
 
 
@@ -1261,7 +1269,8 @@ def _prepare(
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
     ``(the neutral request, the upstream's request, whether the client asked for a stream,
-    the client's request)``, or the error that refuses it. Pure: safe to run in a worker
+    the client's request, the Svir-Lost values of what the translation lost)``, or the error
+    that refuses it. Pure: safe to run in a worker
     thread; between its steps it stops (``None``) once ``job``'s client left."""
     spec = dialect(given)
     try:

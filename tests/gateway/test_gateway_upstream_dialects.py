@@ -148,11 +148,13 @@ def test_an_openai_client_reads_what_the_translation_lost(replay: ReplayServer) 
             logprobs=True,
         )
         lost = raw.http_response.headers.get_list("svir-lost")
+        joined = raw.http_response.headers["svir-lost"]  # (the fields joined with ", ")
         list(raw.parse())
     assert lost == [
-        "store has no field in the Gemini API: not sent",
-        "logprobs: a field of the Chat API only: not sent",
+        '"store has no field in the Gemini API: not sent"',
+        '"logprobs: a field of the Chat API only: not sent"',
     ]
+    assert json.loads(f"[{joined}]") == [json.loads(v) for v in lost]  # split again
 
 
 @pytest.mark.parametrize(("folder", "name"), CASES)
