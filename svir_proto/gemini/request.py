@@ -85,9 +85,21 @@ __all__ = [
 FUNCTION_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}")
 MODES: Final = ("AUTO", "ANY", "NONE", "VALIDATED", "MODE_UNSPECIFIED")
 MAX_STOP_SEQUENCES: Final = 5
-_B64: Final = "[A-Za-z0-9+/_-]"
-BASE64: Final = re.compile(rf"(?:{_B64}{{4}})*(?:{_B64}{{2}}(?:==)?|{_B64}{{3}}=?)?")
-"""Base64 as proto3's JSON mapping reads ``bytes``: standard or URL-safe, padded or not."""
+_B64: Final = re.compile("[A-Za-z0-9+/_-]*")
+
+
+def is_base64(text: str) -> bool:
+    """Base64 as proto3's JSON mapping reads ``bytes``: standard or URL-safe, padded or not:
+    its letters, then as much padding as its last group lacks, or none. (A pattern of groups
+    of four kept a frame for each: 990 MB for a 30 MB image, attack 37.)"""
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    if _B64.fullmatch(body) is None:
+        return False
+    rest = len(body) % 4
+    return (pad == 0 and rest != 1) or (pad == 4 - rest and rest in (2, 3))
+
+
 _DATA_KEYS: Final = ("text", "inlineData", "fileData", "functionCall", "functionResponse")
 _OTHER_DATA: Final = (
     "executableCode",
@@ -668,7 +680,7 @@ def _check_part(p: object, at: str) -> None:
             "/" in blob["mimeType"], f"{where}.mimeType", f"{blob['mimeType']!r} is not a MIME type"
         )
         _string(blob, "data", where, required=True)
-        _need(bool(BASE64.fullmatch(blob["data"])), f"{where}.data", "must be base64")
+        _need(is_base64(blob["data"]), f"{where}.data", "must be base64")
     elif "fileData" in p:
         file = p["fileData"]
         where = f"{at}.fileData"

@@ -80,7 +80,6 @@ from ..llmstream.request import (
 from ..llmstream.request import Part as LLMPart
 from ..openai.parts import ImagePart
 from ._checks import (
-    DATA_URL,
     INPUT_PARTS,
     MAX_METADATA,
     MAX_METADATA_KEY,
@@ -90,6 +89,7 @@ from ._checks import (
     check_item,
     check_part,
     check_tool,
+    data_url,
 )
 from ._wire import CARRIERS
 from .request import (
@@ -322,8 +322,7 @@ def _neutral_part(part: Part) -> tuple[LLMPart | None, dict[str, Any]]:
 
 
 def _data_url(url: str | None) -> tuple[str, str] | None:
-    m = DATA_URL.fullmatch(url or "")
-    return None if m is None else (m.group(1), m.group(2))
+    return data_url(url or "")
 
 
 def _content(

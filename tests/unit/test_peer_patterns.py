@@ -144,3 +144,48 @@ def test_a_long_plain_delta_beside_a_usage_is_matched_without_a_frame_a_byte(key
     used = peak(lambda: events.extend(d.feed(long)))
     assert used < 8_000_000, used
     assert "".join(e.text for e in events if hasattr(e, "text")) == "x" * 400_000
+
+
+def test_the_checks_of_a_requests_bytes_keep_no_frame_per_piece() -> None:
+    """Attack 37: a pattern that repeats a group keeps a frame for each repetition. A 30 MB
+    base64 image to a Gemini upstream took 990 MB (groups of four), a data URL of 7.5 million
+    parameters 1.8 GB, a payload whose depth is checked 570 MB for 5 million escapes, and a
+    lone surrogate after 3.9 million backslashes 300 MB. Each is read the same way now, at
+    about its size."""
+    from svir_proto._json import _lone_at, too_deep
+    from svir_proto.gemini.request import is_base64
+    from svir_proto.responses._checks import MAX_DATA_PARAMETERS, data_url
+
+    image = "QUJD" * 250_000
+    assert peak(lambda: is_base64(image)) < 4_000_000  # (about its size: 30 MB before)
+    assert is_base64(image + "QQ==")
+    assert not is_base64(image + "Q")
+    many = "data:image/png" + ";a=b" * 100_000 + ";base64,QUJD"
+    assert peak(lambda: data_url(many)) < 4_000_000
+    assert data_url(many) is None  # past MAX_DATA_PARAMETERS
+    some = "data:image/png" + ";a=b" * MAX_DATA_PARAMETERS + ";base64,QUJD"
+    assert data_url(some) == ("image/png", "QUJD")
+    deep = b"[" * 600 + b'"' + b"\\n" * 500_000 + b'"' + b"]" * 600
+    assert peak(lambda: too_deep(deep)) < 8_000_000
+    assert too_deep(deep)
+    lone = "\\" * 1_000_001 + "ud800"  # an odd run: its last backslash begins the escape
+    assert peak(lambda: _lone_at(lone)) < 4_000_000
+    assert _lone_at(lone) == 1_000_000
+    assert _lone_at("\\" * 1_000_000 + "ud800") == 0  # an even run: no escape at all
+
+
+def test_the_brackets_outside_strings_are_the_same_either_way() -> None:
+    """Past `_FEW_ESCAPES`, `too_deep` reads the strings without a pattern: for JSON (where a
+    backslash stands in a string only), the brackets outside them are the same."""
+    import random
+
+    from svir_proto import _json
+
+    rng = random.Random(7)
+    pieces = ["[", "]", "{", "}", "\\", '"', "a", "\\\\", '\\"', "[\\"]
+    for _ in range(50):
+        value = [["".join(rng.choices(pieces, k=40)) for _ in range(3)] for _ in range(120)]
+        raw = json.dumps(value).encode()
+        assert raw.count(b"\\") > _json._FEW_ESCAPES
+        reference = _json._STRING.sub(b"", raw).translate(None, _json._NOT_BRACKETS)
+        assert _json._outside_strings(raw) == reference
