@@ -898,6 +898,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         and at the stream's end the whole answer goes out, or the failure."""
         fold = self._whole
         assert fold is not None
+        if fold is _ANSWERED:  # (nothing after the end is read)
+            return b""
         for event in events:
             if isinstance(event, RequestFailed):
                 return self._failed(event.failure, now)
@@ -910,7 +912,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 failure = Failure(kind=FailureKind.UNEXPECTED, message=str(exc), code="too_large")
                 return self._failed(attrs.evolve(failure, status=502), now)
             if fold.ended is not None:
-                return self._answer(fold, now)
+                self._whole = _ANSWERED  # what it holds goes (attack 37 F8: a whole answer that
+                return self._answer(fold, now)  # waited for its client held it twice more)
         return b""
 
     def _answer(self, fold: AnswerFold, now: int) -> bytes:
@@ -1189,6 +1192,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._terminated = False
         self._dirty = True
 
+
+_ANSWERED: Final = AnswerFold(max_size=1)
+"""`GatewayConnection._whole` once the whole answer is made: its fold, which holds the answer's
+text again, is let go while the answer waits for its client."""
 
 MAX_LOST: Final = 16
 """`Svir-Lost` header fields an answer has at most (the last says how many more there were)."""

@@ -2104,6 +2104,30 @@ def test_the_arguments_the_upstreams_decoder_holds_are_bounded_by_max_answer() -
     assert got == event + again  # within the bound: relayed as it came
 
 
+def test_a_whole_answer_lets_its_fold_go_once_made() -> None:
+    """Attack 37, F8: a whole answer waiting for a client that reads nothing held its fold
+    too (the answer's text again: 2.6 to 3 times the body for each such client, until
+    ``--send-timeout``). Once the answer is made, the fold goes, and nothing more is read."""
+    import gc
+    import weakref
+
+    body = json.dumps({"model": "m", "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    sse = (CONFORMANCE / "openai" / "usage-then-null.sse").read_bytes()
+    d = Driver()  # a Chat upstream: the Messages client is translated
+    closing = post(body, Connection="close")  # its connection closes once it is answered
+    d.send(closing.replace(b"/v1/chat/completions", b"/v1/messages"))
+    d.connect()
+    fold = weakref.ref(d.session.conn._whole)
+    d.answer(sse_response(sse))
+    ((status, _, _, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert d.closed  # (and its answer waits for the client to take it, the session with it)
+    gc.collect()
+    assert fold() is None
+    assert d.session.conn._gather([], 0) == b""  # (nothing after the end is read)
+
+
 def test_a_whole_answer_the_client_does_not_take_holds_a_stream_slot() -> None:
     """A whole answer is read from the upstream to its end whatever the client reads, then
     written at once: 40 clients that read nothing were all admitted under --max-streams 4,
