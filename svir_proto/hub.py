@@ -64,7 +64,7 @@ from typing import Any, Final, Literal
 
 from ._signatures import CARRIED, carried_signature, uncarried
 from .events import REASONING_CARRIERS, ReasoningBlock
-from .llmstream.request import LLMMessage, LLMRequest
+from .llmstream.request import LLMMessage, LLMRequest, LLMTextPart
 
 __all__ = [
     "CARRIED",
@@ -77,6 +77,7 @@ __all__ = [
     "hub_options",
     "message_extensions",
     "error_result",
+    "error_text",
     "message_is_error",
     "message_reasoning",
     "not_carried",
@@ -211,9 +212,6 @@ def service_of(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: values[k] for k, kind in SERVICE.items() if isinstance(values.get(k), kind)}
 
 
-_SERVICE_OF: Final = service  # (`not_carried` has a parameter of that name)
-
-
 def strict_tools(request: LLMRequest) -> frozenset[str]:
     """The names of the tools whose arguments the request holds to their schema (Chat's and
     Responses' ``strict: true``). A dialect whose tools are strict unless said otherwise (the
@@ -226,22 +224,28 @@ def strict_tools(request: LLMRequest) -> frozenset[str]:
     )
 
 
+_ASKS_NOTHING: Final = {"store": (False,), "service_tier": ("auto", "default")}
+"""`SERVICE` values that ask for what a dialect without the field does anyway (no storing, the
+usual tier): not said lost (review 37: Codex and the AI SDK send ``store: false`` always)."""
+
+
 def not_carried(
     request: LLMRequest,
     api: str,
     *,
     parameters: Iterable[str],
-    service: Iterable[str] = (),
+    served: Iterable[str] = (),
     strict: bool = False,
     metadata: Iterable[str] = (),
     carriers: Iterable[str] | None = None,
 ) -> list[str]:
-    """What a target dialect (``api``: "the Messages API") has no field for among the
-    request's options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
-    ``parameters``, `SERVICE` options but ``service``, the tools held ``strict`` unless it
-    has that, metadata but ``metadata`` (and
-    ``request_id``, which goes as the ``X-Request-Id`` header), and, given ``carriers``, the
-    messages whose signed reasoning has other carriers (another vendor's, which it refuses)."""
+    """What a target dialect (``api``: "the Messages API") does not carry of the request's
+    options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
+    ``parameters``; `SERVICE` options but ``served`` (but values that ask for nothing a
+    dialect without them does not do); the tools held ``strict`` unless it has that; metadata
+    but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and,
+    given ``carriers``, each message with signed reasoning of another carrier (another
+    vendor's, which it refuses)."""
     out = []
     if carriers is not None:
         theirs = set(carriers)
@@ -254,14 +258,16 @@ def not_carried(
         f"parameters.{key} has no field in {api}: not sent"
         for key in sorted(set(request.parameters) - set(parameters))
     ]
+    options = service(request)
     out += [
-        f"{key} has no field in {api}: not sent"
-        for key in sorted(set(_SERVICE_OF(request)) - set(service))
+        f"{key} is not sent to {api}"
+        for key in sorted(set(options) - set(served))
+        if options[key] not in _ASKS_NOTHING.get(key, ())
     ]
     if not strict and strict_tools(request):
         out.append(f"tools held strict to their schema: {api} has no such mark")
     out += [
-        f"metadata.{key} has no field in {api}: not sent"
+        f"metadata.{key} is not sent to {api}"
         for key in sorted(set(request.metadata) - {"request_id", *metadata})
     ]
     return out
@@ -360,6 +366,18 @@ def message_reasoning(message: LLMMessage) -> tuple[ReasoningBlock, ...]:
 def message_is_error(message: LLMMessage) -> bool:
     """A tool message whose result is an error."""
     return _ours(message.extensions).get("is_error") is True
+
+
+def error_text(message: LLMMessage) -> str | None:
+    """A failed tool's result as text for a dialect with no error mark (`error_result`), when
+    ``message`` is one and its result is text (a string, or text parts only: Anthropic's
+    clients send blocks); else ``None``."""
+    if not message_is_error(message):
+        return None
+    content = message.content
+    if isinstance(content, tuple) and not all(isinstance(p, LLMTextPart) for p in content):
+        return None
+    return error_result(message.text)
 
 
 def error_result(text: str) -> str:

@@ -65,11 +65,9 @@ from .hub import (
     SERVICE,
     HubToolChoice,
     effort_for,
-    error_result,
+    error_text,
     hub_options,
     message_extensions,
-    message_is_error,
-    message_reasoning,
     not_carried,
     own_fields,
     parallel_tool_calls,
@@ -241,9 +239,20 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
             for t in request.tools
         ],
         parameters=params,
-        metadata={"request_id": request_id} if request_id is not None else {},
+        metadata=_metadata(request.extra_body.get("metadata"), request_id),
         extensions=extensions,
     )
+
+
+def _metadata(given: object, request_id: str | None) -> dict[str, Any]:
+    """A Chat request's ``metadata`` (string pairs, which the Responses API has too) as the
+    draft's, with the request's id."""
+    out: dict[str, Any] = {}
+    if isinstance(given, dict) and all(isinstance(v, str) for v in given.values()):
+        out.update(given)
+    if request_id is not None:
+        out["request_id"] = request_id
+    return out
 
 
 def openai_unread(request: LLMRequest) -> list[str]:
@@ -254,7 +263,10 @@ def openai_unread(request: LLMRequest) -> list[str]:
     extra = vendor.get("extra_body") if isinstance(vendor, dict) else None
     if not isinstance(extra, dict):
         return []
-    return own_fields("the Chat API", set(extra) - set(SAMPLING) - set(SERVICE))
+    keys = set(extra) - set(SAMPLING) - set(SERVICE)
+    if request.metadata.keys() - {"request_id"} or extra.get("metadata") == {}:
+        keys.discard("metadata")  # the draft's (`_metadata`)
+    return own_fields("the Chat API", keys)
 
 
 _CHAT_PARAMETERS: Final = (
@@ -272,7 +284,9 @@ OpenAI refuses)."""
 
 def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> ChatRequest:
     """An `LLMRequest` as an OpenAI request (usage is always asked for); ``lost``, a list that
-    receives a sentence for each thing not carried (the module docstring says which).
+    receives a sentence for each thing not carried: signed reasoning (no field in the Chat
+    API), and of another dialect's request parameters but `_CHAT_PARAMETERS`, an effort
+    OpenAI does not take, and metadata (`svir_proto.hub.not_carried`).
 
     Raises:
         ValueError: a part the OpenAI dialect cannot carry (audio, a non-text document; in a
@@ -321,8 +335,6 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                 ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)
                 for k, c in enumerate(m.tool_calls)
             )
-            if message_reasoning(m):
-                notes.append(f"messages[{i}]: signed reasoning is not sent to a Chat upstream")
             messages.append(AssistantMessage(content=m.text or None, tool_calls=calls))
         else:
             for j, p in enumerate(m.content if isinstance(m.content, tuple) else ()):
@@ -331,7 +343,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         f"messages[{i}].content[{j}]: an OpenAI tool message carries text "
                         f"only, not {p.type} ({p.media_type})"
                     )
-            text = error_result(m.text) if message_is_error(m) else m.text
+            text = error_text(m) or m.text  # (media raised above)
             messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=text))
     vendor = request.extensions.get(OPENAI_EXTENSION)
     vendor = vendor if isinstance(vendor, dict) else {}
@@ -383,13 +395,20 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
     chosen = sampling(request)
     served = service(request)
     user = vendor.get("user", served.pop("user", None))
-    if not isinstance(extra, dict):  # another dialect's request: OpenAI's penalties (its top_k
-        extra = {  # would be refused by OpenAI), and how it is to be served
+    foreign = not isinstance(extra, dict)
+    if foreign:  # another dialect's request: OpenAI's penalties (its top_k would be refused
+        extra = {  # by OpenAI), and how it is to be served
             k: chosen[k] for k in ("presence_penalty", "frequency_penalty") if k in chosen
         } | served
-        notes += not_carried(
-            request, "the Chat API", parameters=_CHAT_PARAMETERS, service=SERVICE, strict=True
-        )
+    notes += not_carried(  # (a Chat request's own: only its signed reasoning, nowhere to go)
+        request,
+        "the Chat API",
+        parameters=_CHAT_PARAMETERS if foreign else params,
+        served=SERVICE,
+        strict=True,
+        metadata=() if foreign else request.metadata,
+        carriers=(),
+    )
     return ChatRequest(
         model=request.model,
         messages=messages,

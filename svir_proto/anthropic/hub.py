@@ -258,9 +258,10 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
     hub = LLMRequest(
         model=request.model,
         messages=messages,
-        tools=[
+        tools=[  # (a server tool, ``web_search_20250305``..., is the API's: under the vendor's)
             LLMTool(name=t.name, description=t.description or "", parameters=t.input_schema or {})
             for t in request.tools
+            if t.extra.get("type", "custom") == "custom"
         ],
         parameters=parameters,
         extensions=hub_options(
@@ -525,16 +526,18 @@ def from_hub(
             extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
         )
     if lost is not None:
-        if thinking is None and isinstance(effort, str):
+        if thinking is None and effort in EFFORT_BUDGETS:
             lost.append(
                 f"reasoning effort {effort!r}: the Messages API would refuse its thinking "
                 "budget beside these options: not sent"
             )
+        elif thinking is None and isinstance(effort, str) and effort != "none":
+            lost.append(f"reasoning effort {effort!r} has no thinking budget: not sent")
         lost += not_carried(
             request,
             "the Messages API",
             parameters=("max_tokens", "temperature", "top_p", "stop_sequences", "top_k"),
-            service=("user",),
+            served=("user",),
             carriers=("thinking",),
         )
     return MessagesRequest(
@@ -555,22 +558,34 @@ def from_hub(
     )
 
 
+_KEPT_WHOLE: Final = (
+    ("system", "cache_control"),
+    ("tools", "server tools, cache_control"),
+    ("messages", "cache_control, images by URL or file, documents, other blocks"),
+)
+
+
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Messages API only, a sentence each: unknown fields, metadata
-    but the end user, and a ``thinking`` that is not ``enabled`` (``adaptive``...)."""
+    but the end user, a ``thinking`` that is not ``enabled`` (``adaptive``...), and the fields
+    kept whole for what has no neutral form (`_KEPT_WHOLE`)."""
     vendor = request.extensions.get(VENDOR)
     if not isinstance(vendor, Mapping):
         return []
     keys: set[str] = set()
-    for name in ("extra", "metadata"):
-        value = vendor.get(name)
-        if isinstance(value, Mapping):
-            keys |= {k if name == "extra" else f"metadata.{k}" for k in value} - {
-                "metadata.user_id"
-            }
-    if "thinking" in vendor:
-        keys.add("thinking")
-    return own_fields("the Messages API", keys)
+    extra, metadata = vendor.get("extra"), vendor.get("metadata")
+    if isinstance(extra, Mapping):
+        keys |= set(extra)
+    if isinstance(metadata, Mapping):
+        keys |= {f"metadata.{k}" for k in metadata if k != "user_id"}
+    keys |= {"thinking"} & set(vendor)
+    out = own_fields("the Messages API", keys)
+    out += [  # kept whole, for what the neutral form does not say
+        f"{field}: what the Messages API alone reads of it ({what}): not sent"
+        for field, what in _KEPT_WHOLE
+        if field in vendor
+    ]
+    return out
 
 
 def _metadata(served: Mapping[str, Any]) -> dict[str, Any]:

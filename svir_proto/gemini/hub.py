@@ -701,7 +701,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> GeminiReq
             parameters=("max_tokens", "temperature", "top_p", "stop_sequences", *SAMPLING),
             carriers=(CARRIER,),
         )
-        if parallel_tool_calls(request) is not None:
+        if parallel_tool_calls(request) is False:  # (calls in parallel: Gemini's way)
             lost.append("parallel_tool_calls has no field in the Gemini API: not sent")
     return GeminiRequest(
         model=request.model,

@@ -4,11 +4,13 @@ Rule 1: a content-filter rejection is never retried: the prompt's evaluation is 
 Rule 2: nothing is retried once the answer has begun (``generated``): a retry would generate
     it again; the caller decides.
 Rule 3: a strict server's 400/422 to a request carrying the optional ``stream_options`` or
-    ``reasoning_effort`` is retried at once without the ones it carried (the reason names them):
-    nothing was generated. Only a rejection that can be about them is: one that names one of
-    them, that complains of an unknown field, or that says nothing at all (an empty body, a
-    422 whose body the error reader found no message in). A 400 that says something else (an
-    unknown model, a bad message) stands.
+    ``reasoning_effort``, ``user`` or, in ``extra_body``, the hub's `svir_proto.hub.SERVICE`
+    options (``store``, ``service_tier``...: what a request translated from the Responses API
+    carries), is retried at once without the ones it carried (the reason names them): nothing
+    was generated. Only a rejection that can be about them is: one that names one of them, that
+    complains of an unknown field, or that says nothing at all (an empty body, a 422 whose
+    body the error reader found no message in). A 400 that says something else (an unknown
+    model, a bad message) stands.
 Rule 4: LM Studio's rejections of a named ``tool_choice`` and of ``json_object``, recognised by
     their messages, are retried at once with the nearest form it accepts.
 Rule 5: rate limits, timeouts, overload and transient failures are retried after
@@ -38,6 +40,8 @@ _UNKNOWN_FIELD: Final = re.compile(
     re.IGNORECASE,
 )
 _SAYS_NOTHING: Final = ("without a message", "with an empty body")
+_SERVED: Final = ("store", "service_tier", "prompt_cache_key", "safety_identifier", "verbosity")
+"""The hub's `svir_proto.hub.SERVICE` options a Chat request carries in ``extra_body``."""
 
 _WAIT: Final = frozenset(
     {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.OVERLOADED, FailureKind.TRANSIENT}
@@ -99,14 +103,24 @@ def plan_retry(
             for name, carried in (
                 ("stream_options", request.include_usage),
                 ("reasoning_effort", request.reasoning_effort is not None),
+                ("user", request.user is not None),
             )
             if carried
         ]
-        if sent and _about_optional_fields(message):  # Rule 3
+        served = [name for name in _SERVED if name in request.extra_body]
+        if (sent or served) and _about_optional_fields(message, [*sent, *served]):  # Rule 3
+            rest = {k: v for k, v in request.extra_body.items() if k not in _SERVED}
             return RetryPlan(
-                request=attrs.evolve(request, include_usage=False, reasoning_effort=None),
+                request=attrs.evolve(
+                    request,
+                    include_usage=False,
+                    reasoning_effort=None,
+                    user=None,
+                    extra_body=rest,
+                ),
                 delay=0.0,
-                reason="a strict server rejected the request: sent without " + " and ".join(sent),
+                reason="a strict server rejected the request: sent without "
+                + " and ".join([*sent, *served]),
             )
         return None
     delay = retry_delay(failure, attempt=attempt, base_delay=base_delay, max_delay=max_delay)
@@ -115,11 +129,11 @@ def plan_retry(
     return RetryPlan(request=request, delay=delay, reason=f"{failure.kind.value}: retry")
 
 
-def _about_optional_fields(message: str) -> bool:
-    """Rule 3: whether a rejection can be about ``stream_options`` or ``reasoning_effort``."""
+def _about_optional_fields(message: str, names: list[str]) -> bool:
+    """Rule 3: whether a rejection can be about the optional fields ``names``."""
     text = message.lower()
     return (
-        any(name in text for name in ("stream_options", "include_usage", "reasoning_effort"))
+        any(name in text for name in (*names, "include_usage"))
         or _UNKNOWN_FIELD.search(message) is not None
         or any(words in text for words in _SAYS_NOTHING)
     )

@@ -53,7 +53,7 @@ from ..hub import (
     SERVICE,
     HubToolChoice,
     effort_for,
-    error_result,
+    error_text,
     hub_options,
     message_extensions,
     message_is_error,
@@ -427,8 +427,8 @@ def _neutral_turn(
 
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Responses API only, a sentence each: the request's unknown
-    fields (but the hub's `svir_proto.hub.SERVICE`), ``include``, and ``text`` options but its
-    format and verbosity."""
+    fields (but the hub's `svir_proto.hub.SERVICE`), ``include``, ``text`` options but its
+    format and verbosity, and the API's own tools (``web_search``...)."""
     record = _record(request.extensions)
     keys: set[str] = set()
     extra = record.get("extra")
@@ -439,6 +439,13 @@ def unread(request: LLMRequest) -> list[str]:
     text = record.get("text")
     if isinstance(text, Mapping):
         keys |= {f"text.{k}" for k in set(text) - {"format", "verbosity"}}
+    tools = record.get("tools")
+    kinds = sorted(
+        {str(t.get("type")) for t in tools if isinstance(t, Mapping)} - {"function"}
+        if isinstance(tools, list)
+        else set()
+    )
+    keys |= {f"tools ({', '.join(kinds)})"} if kinds else set()
     return own_fields("the Responses API", keys)
 
 
@@ -600,8 +607,9 @@ def _user_item(m: LLMMessage, record: Mapping[str, Any], i: int, notes: list[str
     fields = _item_fields(record)
     if m.role == "tool":
         if message_is_error(m):
-            if isinstance(parts, str):
-                parts = error_result(parts)
+            failed = error_text(m)
+            if failed is not None:
+                parts = failed
             else:
                 notes.append(
                     f"messages[{i}]: a tool result's is_error mark has no field in the "

@@ -270,15 +270,21 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
 
     assert lost(chat, "messages") == [
         "parameters.seed has no field in the Messages API: not sent",
-        "store has no field in the Messages API: not sent",
+        "store is not sent to the Messages API",
         "tools held strict to their schema: the Messages API has no such mark",
     ]
     assert lost(chat, "gemini") == [
-        "store has no field in the Gemini API: not sent",
-        "user has no field in the Gemini API: not sent",
+        "store is not sent to the Gemini API",
+        "user is not sent to the Gemini API",
         "tools held strict to their schema: the Gemini API has no such mark",
         "parallel_tool_calls has no field in the Gemini API: not sent",
     ]
+    usual = _parsed(  # what a dialect without the field does anyway: nothing to say (review 37)
+        "chat",
+        {"model": "m", "messages": hi, "store": False, "service_tier": "auto",
+         "parallel_tool_calls": True, "reasoning_effort": "none"},
+    )  # fmt: skip
+    assert lost(usual, "messages") == lost(usual, "gemini") == []
     assert lost(chat, "responses") == [
         "parameters.seed has no field in the Responses API: not sent"
     ]
@@ -303,7 +309,7 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
         },
     )  # fmt: skip
     assert lost(signed, "chat") == [
-        "messages[1]: signed reasoning is not sent to a Chat upstream",
+        "messages[1]: reasoning another vendor signed: not sent",
         "parameters.top_k has no field in the Chat API: not sent",
     ]
     assert lost(signed, "gemini") == ["messages[1]: reasoning another vendor signed: not sent"]
@@ -312,7 +318,7 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
     assert lost(effort, "messages") == [
         "reasoning effort 'high': the Messages API would refuse its thinking budget beside these "
         "options: not sent",
-        "metadata: a field of the Chat API only: not sent",
+        "metadata.k is not sent to the Messages API",  # (the Responses API has it: carried)
     ]
     odd = dialects.translate_request(
         _parsed("messages", {"model": "m", "max_tokens": 8, "messages": hi}), "llm-stream"
@@ -324,9 +330,12 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
     )
     assert lost(odd, "chat") == [
         "reasoning effort 'turbo' is not one OpenAI takes: not sent",
-        "metadata.trace has no field in the Chat API: not sent",
+        "metadata.trace is not sent to the Chat API",
     ]
-    assert lost(odd, "messages")[-1] == "metadata.trace has no field in the Messages API: not sent"
+    assert lost(odd, "messages") == [
+        "reasoning effort 'turbo' has no thinking budget: not sent",
+        "metadata.trace is not sent to the Messages API",
+    ]
 
 
 def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
@@ -353,11 +362,13 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
             "top_logprobs": 2,
             "user": "u",  # the hub's: carried
             "text": {"verbosity": "low", "odd": 1},
+            "tools": [{"type": "web_search"}, {"type": "function", "name": "f", "parameters": {}}],
         },
     )
     assert lost(responses, "chat") == [
         "include: a field of the Responses API only: not sent",
         "text.odd: a field of the Responses API only: not sent",
+        "tools (web_search): a field of the Responses API only: not sent",
         "top_logprobs: a field of the Responses API only: not sent",
     ]
     messages = _parsed(
@@ -393,6 +404,51 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         "generationConfig.candidateCount: a field of the Gemini API only: not sent",
         "safetySettings: a field of the Gemini API only: not sent",
     ]
+
+
+def test_an_anthropic_request_s_own_tools_and_blocks_are_said_and_not_functions() -> None:
+    """Review 37: a server tool (``web_search_20250305``) reached a Chat upstream as a function
+    with an empty schema; ``cache_control`` and what else only the Messages API reads went
+    with no note. A failed tool result of text blocks (as Anthropic's clients send it) lost
+    its failure on the way to the Responses API."""
+    hi = [{"role": "user", "content": "hi"}]
+    messages = _parsed(
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 8,
+            "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+            "tools": [
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
+                {"name": "f", "input_schema": {"type": "object"}},
+            ],
+            "messages": [
+                *hi,
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                     "content": [{"type": "text", "text": "timeout"}]},
+                ]},
+            ],
+        },
+    )  # fmt: skip
+    said: list[str] = []
+    chat = _wire(dialects.translate_request(messages, "chat", lost=said))
+    assert [t["function"]["name"] for t in chat["tools"]] == ["f"]  # type: ignore[index]
+    assert said == [
+        "system: what the Messages API alone reads of it (cache_control): not sent",
+        "tools: what the Messages API alone reads of it (server tools, cache_control): not sent",
+    ]
+    responses = _wire(dialects.translate_request(messages, "responses"))
+    (output,) = [i for i in responses["input"] if i.get("type") == "function_call_output"]  # type: ignore[union-attr]
+    assert json.loads(output["output"]) == {"error": "timeout"}
+    assert json.loads(chat["messages"][-1]["content"]) == {"error": "timeout"}  # type: ignore[index]
+    back = dialects.translate_request(
+        dialects.translate_request(messages, "llm-stream"), "messages"
+    )
+    assert _wire(back)["tools"][0]["type"] == "web_search_20250305"  # type: ignore[index]
 
 
 def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:

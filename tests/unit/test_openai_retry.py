@@ -41,6 +41,22 @@ def test_strict_server_rejection_drops_the_optional_fields() -> None:
     assert plan_retry(plain, fail(FailureKind.REJECTED)) is None  # nothing left to drop
 
 
+def test_how_a_translated_request_is_served_is_optional_too() -> None:
+    """Review 37: a request translated from the Responses API carries ``store``,
+    ``prompt_cache_key`` (and ``user``...), which a strict server may refuse."""
+    served = ChatRequest(
+        model="m",
+        messages=[UserMessage(content="x")],
+        user="u",
+        extra_body={"store": False, "prompt_cache_key": "k", "top_k": 4},
+    )
+    plan = plan_retry(served, fail(FailureKind.REJECTED, "Unrecognized request argument: store"))
+    assert plan is not None
+    assert (plan.request.user, dict(plan.request.extra_body)) == (None, {"top_k": 4})
+    assert plan.reason.endswith("sent without user and store and prompt_cache_key")
+    assert plan_retry(served, fail(FailureKind.REJECTED, "model m does not exist")) is None
+
+
 def test_lm_studio_rejections_get_the_nearest_form() -> None:
     named = ChatRequest(
         model="m",
