@@ -168,9 +168,12 @@ def body_outcome(
     if default is FailureKind.NOT_A_STREAM:
         kind = default  # Rule 2: a success that is not a stream, whatever the body says
         media = _media_type(h) or "no content type"
-        failure = Failure(
+        said = failure.message
+        if isinstance(parsed, dict) and "error" not in parsed:  # (attack 37: "an error
+            said = "a whole answer, not the stream asked for"
+        failure = Failure(  # without a message", said of an answer the server sent whole)
             kind=kind,
-            message=f"expected text/event-stream, got {media}: {failure.message}"[:500],
+            message=f"expected text/event-stream, got {media}: {said}"[:500],
             code=failure.code,
             status=status,
         )

@@ -54,6 +54,10 @@ def test_a_success_that_is_not_a_stream() -> None:
     out = failure(200, {"id": "x", "choices": []})
     assert out.failure.kind is FailureKind.NOT_A_STREAM
     assert "application/json" in out.failure.message
+    assert "a whole answer, not the stream asked for" in out.failure.message  # (attack 37:
+    assert "error" not in out.failure.message  # "an error without a message", of no error)
+    said = failure(200, {"error": {"message": "no streams here"}})
+    assert said.failure.message.endswith("application/json: no streams here")
 
 
 @pytest.mark.parametrize(
