@@ -11,7 +11,8 @@ Rule 2 (blocks): ``content_block_start`` opens block ``index`` (each index great
     earlier one), ``content_block_delta`` adds to an open block, ``content_block_stop`` closes
     it; a delta or stop for a block that is not open, or a delta of the wrong kind for its
     block (``text_delta`` in a ``tool_use`` block), is a `PeerProtocolError`. At most
-    `MAX_OPEN_BLOCKS` are open at once.
+    `MAX_OPEN_BLOCKS` are open at once, and one ``text`` and one ``thinking`` block among them
+    (text of two would interleave, in no order a client could put back).
 Rule 3 (what blocks carry): ``text`` (``text_delta``) is `TextDelta`; ``thinking``
     (``thinking_delta``) is `ReasoningDelta` with carrier ``thinking``, and its
     ``signature_delta`` a `ReasoningSignature` that closes the signed block
@@ -336,6 +337,14 @@ class MessagesStreamDecoder(DialectDecoder):
             )
         self._last = index
         kind = _KINDS.get(btype, _OTHER)
+        if kind in (_TEXT, _THINKING):
+            other = next((i for i, k in self._open.items() if k == kind), None)
+            if other is not None:  # (attack 37: "A", "B" read as "BA", as they came)
+                raise PeerProtocolError(
+                    f"a {btype} block ({index}) opened while block {other}, of that kind too, is "
+                    "open: their text would interleave",
+                    offset=at,
+                )
         if btype == "redacted_thinking":
             data = block.get("data")
             if type(data) is not str:

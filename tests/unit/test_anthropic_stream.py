@@ -142,10 +142,23 @@ def test_what_breaks_the_protocol_is_an_error_whole_and_bytewise(
 
 
 def test_too_many_open_blocks() -> None:
-    body = START + b"".join(block(i, {"type": "text"}) for i in range(MAX_OPEN_BLOCKS + 1))
+    tool = {"type": "tool_use", "id": "t", "name": "f"}
+    body = START + b"".join(block(i, {**tool, "id": f"t{i}"}) for i in range(MAX_OPEN_BLOCKS + 1))
     with pytest.raises(PeerProtocolError) as caught:
         decode(body)
     assert (caught.value.limit, caught.value.limit_value) == ("max_open_blocks", MAX_OPEN_BLOCKS)
+
+
+@pytest.mark.parametrize("kind", ["text", "thinking"])
+def test_two_open_blocks_of_text_would_interleave(kind: str) -> None:
+    """Attack 37, F6: text blocks 0 and 1 both open, their deltas "B", "A", "B2" were one text
+    "BAB2", where the Messages API reads "A" then "BB2". Anthropic opens one block at a time;
+    a second text (or thinking) block while one is open is refused, naming both."""
+    body = START + block(0, {"type": kind}) + block(1, {"type": kind})
+    with pytest.raises(PeerProtocolError, match=rf"a {kind} block \(1\) opened while block 0"):
+        decode(body)
+    closed = START + block(0, {"type": kind}) + stop(0) + block(1, {"type": kind})
+    decode(closed + stop(1) + STOP)  # one after the other: as Anthropic sends them
 
 
 @pytest.mark.parametrize("where", ["hot", "start", "reasoning", "tool"])
