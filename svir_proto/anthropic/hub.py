@@ -47,6 +47,8 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import attrs
+
 from .._json import canonical, dumps
 from .._signatures import from_thinking_block
 from ..body import Base64Bytes, Segment
@@ -229,12 +231,20 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
     choice = request.tool_choice
     hub_choice: Any = None
     parallel = None
+    server = {t.name for t in request.tools if t.extra.get("type", "custom") != "custom"}
+    if server:  # the API's own tools (``web_search_20250305``...): kept whole, no functions
+        vendor["tools"] = [_tool_out(t) for t in request.tools]
     if choice is not None:
         hub_choice = {"auto": "auto", "any": "required", "none": "none"}.get(choice.type)
         if choice.type == "tool":
             hub_choice = ("name", choice.name)
         if choice.disable_parallel_tool_use is not None:
             parallel = not choice.disable_parallel_tool_use
+        if (choice.type == "tool" and choice.name in server) or (
+            choice.type == "any" and len(server) == len(request.tools)
+        ):  # a server tool's: no other dialect has it (review 38)
+            hub_choice = None
+            vendor["tool_choice"] = {k: v for k, v in attrs.asdict(choice).items() if v is not None}
     thinking = request.thinking
     reasoning = None
     if thinking is not None and thinking.type == "enabled" and not thinking.extra:
@@ -271,7 +281,10 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             service=service_of({"user": request.metadata.get("user_id")}),
         ),
     )
-    back = from_hub(hub)  # what the neutral form gives back; keep whatever it does not
+    kept = {k: vendor[k] for k in ("tools", "tool_choice") if k in vendor}
+    back = from_hub(  # what the neutral form gives back (and the server tools); keep the rest
+        attrs.evolve(hub, extensions={**hub.extensions, VENDOR: kept}) if kept else hub
+    )
     if back.system != request.system:
         vendor["system"] = (
             request.system
@@ -485,6 +498,13 @@ def from_hub(
             for t in vendor["tools"]
         ]
     choice = _choice_from_hub(request)
+    raw_choice = vendor.get("tool_choice")
+    if isinstance(raw_choice, Mapping) and raw_choice.get("type") in ("tool", "any"):
+        choice = ToolChoice(
+            type=raw_choice["type"],
+            name=raw_choice.get("name"),
+            disable_parallel_tool_use=raw_choice.get("disable_parallel_tool_use"),
+        )
     params = request.parameters
     temperature = params.get("temperature")
     if temperature is not None and temperature > 1:
@@ -558,17 +578,16 @@ def from_hub(
     )
 
 
-_KEPT_WHOLE: Final = (
-    ("system", "cache_control"),
-    ("tools", "server tools, cache_control"),
-    ("messages", "cache_control, images by URL or file, documents, other blocks"),
+_NEUTRAL_BLOCKS: Final = frozenset(
+    ("text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking")
 )
 
 
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Messages API only, a sentence each: unknown fields, metadata
-    but the end user, a ``thinking`` that is not ``enabled`` (``adaptive``...), and the fields
-    kept whole for what has no neutral form (`_KEPT_WHOLE`)."""
+    but the end user, a ``thinking`` that is not ``enabled`` (``adaptive``...), a tool choice
+    of a server tool, and, in what was kept whole, server tools, ``cache_control`` and blocks
+    with no neutral form (not the form alone: text blocks are text)."""
     vendor = request.extensions.get(VENDOR)
     if not isinstance(vendor, Mapping):
         return []
@@ -578,14 +597,36 @@ def unread(request: LLMRequest) -> list[str]:
         keys |= set(extra)
     if isinstance(metadata, Mapping):
         keys |= {f"metadata.{k}" for k in metadata if k != "user_id"}
-    keys |= {"thinking"} & set(vendor)
-    out = own_fields("the Messages API", keys)
-    out += [  # kept whole, for what the neutral form does not say
-        f"{field}: what the Messages API alone reads of it ({what}): not sent"
-        for field, what in _KEPT_WHOLE
-        if field in vendor
-    ]
-    return out
+    keys |= {"thinking", "tool_choice"} & set(vendor)
+    tools = vendor.get("tools")
+    if isinstance(tools, list):
+        kinds = {t.get("type", "custom") for t in tools if isinstance(t, Mapping)} - {"custom"}
+        keys |= {f"tools ({k})" for k in kinds if isinstance(k, str)}
+        keys |= {"tools[].cache_control"} if _marked(tools) else set()
+    keys |= {"system[].cache_control"} if _marked(vendor.get("system")) else set()
+    messages = vendor.get("messages")
+    if isinstance(messages, list):
+        blocks = [
+            b
+            for m in messages
+            if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+            for b in m["content"]
+            if isinstance(b, Mapping)
+        ]
+        keys |= {"messages[].cache_control"} if _marked(blocks) else set()
+        keys |= {
+            f"messages[].content ({t})"
+            for t in {b.get("type") for b in blocks} - _NEUTRAL_BLOCKS
+            if isinstance(t, str)
+        }
+    return own_fields("the Messages API", keys)
+
+
+def _marked(blocks: object) -> bool:
+    """Whether a kept list of blocks or tools has a ``cache_control`` among them."""
+    return isinstance(blocks, list) and any(
+        isinstance(b, Mapping) and "cache_control" in b for b in blocks
+    )
 
 
 def _metadata(served: Mapping[str, Any]) -> dict[str, Any]:

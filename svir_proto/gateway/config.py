@@ -34,12 +34,13 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BODY: Final = 32 * 1024 * 1024
-PARTIAL_ALLOWANCE: Final = 128 * 1024
-"""What each relayed stream holds of its event not whole yet (twice its length) before it takes
-of ``max_partial``: an event of up to 64 KiB, what nearly every event is, is never refused."""
 """Bytes a request body may take (32 MiB): a few full-size photos as base64, the most a chat
 turn carries; OpenAI's own limit for a request is of that order (nginx's
 ``client_max_body_size`` defaults to 1 MiB, for web forms)."""
+PARTIAL_ALLOWANCE: Final = 128 * 1024
+"""What each relayed stream holds of its event not whole yet (twice its length) before it takes
+of ``max_partial``: an event of up to 64 KiB, what nearly every event is, is never refused
+(nginx's ``proxy_buffer_size``, what it holds of a response's start, is 4 or 8 KiB)."""
 
 UpstreamDialect = Literal["chat", "messages", "responses", "gemini"]
 
@@ -121,7 +122,8 @@ class GatewayConfig:
             first `PARTIAL_ALLOWANCE` of each stream's, which is never refused; a stream whose
             event does not fit ends with an error (attack 36 F2: 16 MiB a stream, by no
             option). Apart from ``max_buffered``, so that what clients' bodies hold never ends
-            a stream (review 37).
+            a stream (review 37). 256 MiB, as ``max_buffered``: room for 16 streams at once of
+            the longest event ``max_event`` allows, where nearly every event is under 64 KiB.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.

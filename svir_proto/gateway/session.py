@@ -315,7 +315,7 @@ class GatewaySession:
         self._own = True  # no upstream's answer was written to this client: what may wait in
         # its socket is the gateway's own answers only
         self._partial = bytearray()  # a relayed event not whole yet (Rule 4)
-        self._partial_held = 0  # of ``max_buffered``, for it (`_hold_partial`)
+        self._partial_held = 0  # of ``max_partial``, for it (`_hold_partial`)
         self._steady: ClientConnection | None = None  # its answer is a relayed stream, begun
         self._watch: tuple[Exchange, ChatStreamWatcher | None] = _NO_WATCH  # its, once begun
         self._late: list[bytes] = []  # a failure's body after a keep-alive sent the head

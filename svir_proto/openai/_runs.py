@@ -203,8 +203,10 @@ class ChatStreamRuns(ChatStreamDecoder):
             or (self._all_dumped(joined) is not None and joined.count(b"\n") == k - 1)
         ) and _utf8(joined):
             return joined, k
-        dumped = self._dumped
-        k = next(j for j, b in enumerate(bodies[:k]) if dumped(b) is None or not _utf8(b))
+        dumped = self._dumped  # (each may pass alone where their escapes together are too
+        k = next(  # many to match at once: `few_escapes`; review 38)
+            (j for j, b in enumerate(bodies[:k]) if dumped(b) is None or not _utf8(b)), k
+        )
         return b"\n".join(bodies[:k]), k
 
 

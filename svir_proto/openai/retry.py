@@ -4,13 +4,13 @@ Rule 1: a content-filter rejection is never retried: the prompt's evaluation is 
 Rule 2: nothing is retried once the answer has begun (``generated``): a retry would generate
     it again; the caller decides.
 Rule 3: a strict server's 400/422 to a request carrying the optional ``stream_options`` or
-    ``reasoning_effort``, ``user`` or, in ``extra_body``, the hub's `svir_proto.hub.SERVICE`
-    options (``store``, ``service_tier``...: what a request translated from the Responses API
+    ``reasoning_effort`` or, in ``extra_body``, the hub's `svir_proto.hub.SERVICE` options
+    (``store``, ``service_tier``...: what a request translated from the Responses API
     carries), is retried at once without the ones it carried (the reason names them): nothing
-    was generated. Only a rejection that can be about them is: one that names one of them, that
-    complains of an unknown field, or that says nothing at all (an empty body, a 422 whose
-    body the error reader found no message in). A 400 that says something else (an unknown
-    model, a bad message) stands.
+    was generated. Only a rejection that can be about them is: one that names one of them (as
+    a word), that complains of an unknown field, or that says nothing at all (an empty body, a
+    422 whose body the error reader found no message in). A 400 that says something else (an
+    unknown model, a bad message) stands.
 Rule 4: LM Studio's rejections of a named ``tool_choice`` and of ``json_object``, recognised by
     their messages, are retried at once with the nearest form it accepts.
 Rule 5: rate limits, timeouts, overload and transient failures are retried after
@@ -41,7 +41,8 @@ _UNKNOWN_FIELD: Final = re.compile(
 )
 _SAYS_NOTHING: Final = ("without a message", "with an empty body")
 _SERVED: Final = ("store", "service_tier", "prompt_cache_key", "safety_identifier", "verbosity")
-"""The hub's `svir_proto.hub.SERVICE` options a Chat request carries in ``extra_body``."""
+"""The hub's `svir_proto.hub.SERVICE` options a Chat request carries in ``extra_body`` (not
+``user``, a field of its own, which a rejection of a "user message" would seem to name)."""
 
 _WAIT: Final = frozenset(
     {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.OVERLOADED, FailureKind.TRANSIENT}
@@ -103,7 +104,6 @@ def plan_retry(
             for name, carried in (
                 ("stream_options", request.include_usage),
                 ("reasoning_effort", request.reasoning_effort is not None),
-                ("user", request.user is not None),
             )
             if carried
         ]
@@ -112,11 +112,7 @@ def plan_retry(
             rest = {k: v for k, v in request.extra_body.items() if k not in _SERVED}
             return RetryPlan(
                 request=attrs.evolve(
-                    request,
-                    include_usage=False,
-                    reasoning_effort=None,
-                    user=None,
-                    extra_body=rest,
+                    request, include_usage=False, reasoning_effort=None, extra_body=rest
                 ),
                 delay=0.0,
                 reason="a strict server rejected the request: sent without "
@@ -133,7 +129,7 @@ def _about_optional_fields(message: str, names: list[str]) -> bool:
     """Rule 3: whether a rejection can be about the optional fields ``names``."""
     text = message.lower()
     return (
-        any(name in text for name in (*names, "include_usage"))
+        any(re.search(rf"\b{name}\b", text) for name in (*names, "include_usage"))
         or _UNKNOWN_FIELD.search(message) is not None
         or any(words in text for words in _SAYS_NOTHING)
     )

@@ -438,8 +438,8 @@ def test_an_anthropic_request_s_own_tools_and_blocks_are_said_and_not_functions(
     chat = _wire(dialects.translate_request(messages, "chat", lost=said))
     assert [t["function"]["name"] for t in chat["tools"]] == ["f"]  # type: ignore[index]
     assert said == [
-        "system: what the Messages API alone reads of it (cache_control): not sent",
-        "tools: what the Messages API alone reads of it (server tools, cache_control): not sent",
+        "system[].cache_control: a field of the Messages API only: not sent",
+        "tools (web_search_20250305): a field of the Messages API only: not sent",
     ]
     responses = _wire(dialects.translate_request(messages, "responses"))
     (output,) = [i for i in responses["input"] if i.get("type") == "function_call_output"]  # type: ignore[union-attr]
@@ -449,6 +449,36 @@ def test_an_anthropic_request_s_own_tools_and_blocks_are_said_and_not_functions(
         dialects.translate_request(messages, "llm-stream"), "messages"
     )
     assert _wire(back)["tools"][0]["type"] == "web_search_20250305"  # type: ignore[index]
+    web = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    for choice, tools in (  # a server tool's choice: the API's own too (review 38)
+        ({"type": "tool", "name": "web_search"}, [web, {"name": "f", "input_schema": {}}]),
+        ({"type": "any"}, [web]),
+    ):
+        forced = _parsed("messages", {"model": "m", "max_tokens": 8, "messages": hi,
+                                      "tools": tools, "tool_choice": choice})  # fmt: skip
+        through = dialects.translate_request(
+            dialects.translate_request(forced, "llm-stream"), "messages"
+        )
+        assert _wire(through) == _wire(forced)
+        said = []
+        chat = _wire(dialects.translate_request(forced, "chat", lost=said))
+        assert "tool_choice" not in chat
+        assert "tool_choice: a field of the Messages API only: not sent" in said
+    plain = _parsed(  # text blocks, a custom tool, an empty result: nothing lost (review 38)
+        "messages",
+        {"model": "m", "max_tokens": 8,
+         "tools": [{"type": "custom", "name": "f", "input_schema": {"type": "object"}}],
+         "messages": [
+             *hi,
+             {"role": "assistant", "content": [{"type": "text", "text": "a"},
+                                               {"type": "tool_use", "id": "t", "name": "f",
+                                                "input": {}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+         ]},
+    )  # fmt: skip
+    said = []
+    dialects.translate_request(plain, "chat", lost=said)
+    assert said == []
 
 
 def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:

@@ -43,7 +43,8 @@ def test_strict_server_rejection_drops_the_optional_fields() -> None:
 
 def test_how_a_translated_request_is_served_is_optional_too() -> None:
     """Review 37: a request translated from the Responses API carries ``store``,
-    ``prompt_cache_key`` (and ``user``...), which a strict server may refuse."""
+    ``prompt_cache_key``..., which a strict server may refuse; a rejection that names them only
+    inside a word, or names a user message, stands (review 38)."""
     served = ChatRequest(
         model="m",
         messages=[UserMessage(content="x")],
@@ -52,9 +53,11 @@ def test_how_a_translated_request_is_served_is_optional_too() -> None:
     )
     plan = plan_retry(served, fail(FailureKind.REJECTED, "Unrecognized request argument: store"))
     assert plan is not None
-    assert (plan.request.user, dict(plan.request.extra_body)) == (None, {"top_k": 4})
-    assert plan.reason.endswith("sent without user and store and prompt_cache_key")
+    assert (plan.request.user, dict(plan.request.extra_body)) == ("u", {"top_k": 4})
+    assert plan.reason.endswith("sent without store and prompt_cache_key")
     assert plan_retry(served, fail(FailureKind.REJECTED, "model m does not exist")) is None
+    for said in ("the last message must be a user message", "cannot restore the session"):
+        assert plan_retry(served, fail(FailureKind.REJECTED, said)) is None
 
 
 def test_lm_studio_rejections_get_the_nearest_form() -> None:

@@ -189,3 +189,30 @@ def test_the_brackets_outside_strings_are_the_same_either_way() -> None:
         assert raw.count(b"\\") > _json._FEW_ESCAPES
         reference = _json._STRING.sub(b"", raw).translate(None, _json._NOT_BRACKETS)
         assert _json._outside_strings(raw) == reference
+
+
+def test_many_small_chunks_whose_escapes_pass_the_bound_together() -> None:
+    """Review 38: a read of 80 chunks of code, each under the bound, their escapes over it
+    together: the joined check gave up, every chunk passed alone, and finding the first that
+    did not raised StopIteration out of the decoder. They are one run, read as the decoder
+    without runs reads them."""
+    opening = b"".join(
+        b"data: " + chat(delta) + b"\n\n"
+        for delta in ({"role": "assistant", "content": ""}, {"content": "a"}, {"content": "b"})
+    )
+    code = [b"data: " + chat({"content": f'x = "{i}"\n\ty\\\n' * 20}) + b"\n\n" for i in range(80)]
+    read = b"".join(code)
+    assert read.count(b"\\") > MAX_ESCAPES
+    texts = []
+    for decoder in (ChatStreamRuns(keep_text=False), ChatStreamDecoder(keep_text=False)):
+        decoder.feed(opening)
+        events = decoder.feed(read)
+        texts.append(
+            "".join(
+                e.text if hasattr(e, "text") else "".join(x.text for x in e.deltas())
+                for e in events
+                if type(e).__name__ in ("TextDelta", "TextRun")
+            )
+        )
+    assert texts[0] == texts[1]
+    assert texts[0].count("\t") == 80 * 20
