@@ -151,7 +151,7 @@ def test_an_openai_client_reads_what_the_translation_lost(replay: ReplayServer) 
         joined = raw.http_response.headers["svir-lost"]  # (the fields joined with ", ")
         list(raw.parse())
     assert lost == [
-        '"store has no field in the Gemini API: not sent"',
+        '"store is not sent to the Gemini API"',
         '"logprobs: a field of the Chat API only: not sent"',
     ]
     assert json.loads(f"[{joined}]") == [json.loads(v) for v in lost]  # split again
