@@ -237,23 +237,21 @@ def not_carried(
     served: Iterable[str] = (),
     strict: bool = False,
     metadata: Iterable[str] = (),
-    carriers: Iterable[str] | None = None,
+    carriers: Iterable[str] = (),
 ) -> list[str]:
     """What a target dialect (``api``: "the Messages API") does not carry of the request's
     options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
     ``parameters``; `SERVICE` options but ``served`` (but values that ask for nothing a
     dialect without them does not do); the tools held ``strict`` unless it has that; metadata
-    but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and,
-    given ``carriers``, each message with signed reasoning of another carrier (another
-    vendor's, which it refuses)."""
-    out = []
-    if carriers is not None:
-        theirs = set(carriers)
-        out += [
-            f"messages[{i}]: reasoning another vendor signed: not sent"
-            for i, m in enumerate(request.messages)
-            if any(b.carrier not in theirs for b in message_reasoning(m))
-        ]
+    but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and
+    each message with signed reasoning of a carrier but ``carriers`` (another vendor's, which
+    it refuses; none: the target carries none)."""
+    theirs = set(carriers)
+    out = [
+        f"messages[{i}]: reasoning another vendor signed: not sent"
+        for i, m in enumerate(request.messages)
+        if any(b.carrier not in theirs for b in message_reasoning(m))
+    ]
     out += [
         f"parameters.{key} has no field in {api}: not sent"
         for key in sorted(set(request.parameters) - set(parameters))

@@ -398,6 +398,11 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         ).encode(),
         model="m",
     )
+    plain = GeminiRequest.parse(
+        json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode(),
+        model="m",
+    )
+    assert lost(plain, "messages") == []
     assert lost(gemini, "messages") == [
         "parameters.seed has no field in the Messages API: not sent",
         "cachedContent: a field of the Gemini API only: not sent",

@@ -1823,6 +1823,15 @@ def test_another_dialects_relay_gives_the_budget_back_once_whole() -> None:
     assert d.state.partial == 2 * (len(delta) + 100_000) - PARTIAL_ALLOWANCE
     d.answer(chunk(b'"}}\n\n'))
     assert d.state.partial == 0
+    d.state.partial = d.state.config.max_partial  # the others' events took it all
+    whole = delta + b'x"}}\n\n'  # a read that brings an event (`_relay`), then one too long
+    d.answer(chunk(whole + delta + b"z" * 100_000))
+    assert d.state.partial == d.state.config.max_partial
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    assert b"z" * 100 not in got
+    assert got.count(whole) == 1  # what came before it went on
+    assert b"no room now for the rest of the upstream's event" in got
 
 
 def test_an_upstream_that_breaks_the_protocol_mid_event_holds_nothing_and_says_so() -> None:

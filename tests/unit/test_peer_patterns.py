@@ -216,3 +216,20 @@ def test_many_small_chunks_whose_escapes_pass_the_bound_together() -> None:
         )
     assert texts[0] == texts[1]
     assert texts[0].count("\t") == 80 * 20
+
+
+def test_a_plain_delta_of_many_escapes_is_read_the_general_way() -> None:
+    from svir_proto.openai._envelope import plain_delta
+
+    few = b'{"reasoning_content":"' + b"\\n" * 10 + b'"}'
+    assert plain_delta(few, 0, len(few)) == ("reasoning_content", "\n" * 10)
+    many = b'{"reasoning_content":"' + b"\\n" * (MAX_ESCAPES + 1) + b'"}'
+    assert plain_delta(many, 0, len(many)) is None  # (`_jsonbytes` Rule 5)
+
+
+def test_a_data_url_parameter_needs_its_value() -> None:
+    from svir_proto.responses._checks import data_url
+
+    assert data_url("data:image/png;charset=x;base64,QUJD") == ("image/png", "QUJD")
+    assert data_url("data:image/png;charset;base64,QUJD") is None
+    assert data_url("data:image/png;=x;base64,QUJD") is None
