@@ -202,9 +202,7 @@ the type of each value (audit 36: they were dropped between the two OpenAI diale
 def service(request: LLMRequest) -> dict[str, Any]:
     """The request's `SERVICE` options whose values are of their type (others: none)."""
     value = _ours(request.extensions).get("service")
-    if not isinstance(value, Mapping):
-        return {}
-    return {k: value[k] for k, kind in SERVICE.items() if isinstance(value.get(k), kind)}
+    return service_of(value) if isinstance(value, Mapping) else {}
 
 
 def service_of(values: Mapping[str, Any]) -> dict[str, Any]:

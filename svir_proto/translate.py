@@ -46,7 +46,7 @@ audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` r
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from .events import (
     Event,
@@ -247,9 +247,7 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
 def _metadata(given: object, request_id: str | None) -> dict[str, Any]:
     """A Chat request's ``metadata`` (string pairs, which the Responses API has too) as the
     draft's, with the request's id."""
-    out: dict[str, Any] = {}
-    if isinstance(given, dict) and all(isinstance(v, str) for v in given.values()):
-        out.update(given)
+    out: dict[str, Any] = dict(given) if _string_pairs(given) else {}
     if request_id is not None:
         out["request_id"] = request_id
     return out
@@ -264,9 +262,14 @@ def openai_unread(request: LLMRequest) -> list[str]:
     if not isinstance(extra, dict):
         return []
     keys = set(extra) - set(SAMPLING) - set(SERVICE)
-    if request.metadata.keys() - {"request_id"} or extra.get("metadata") == {}:
+    if _string_pairs(extra.get("metadata")):
         keys.discard("metadata")  # the draft's (`_metadata`)
     return own_fields("the Chat API", keys)
+
+
+def _string_pairs(value: object) -> TypeGuard[dict[str, str]]:
+    """A Chat request's ``metadata`` that the draft's carries: string pairs."""
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
 _CHAT_PARAMETERS: Final = (

@@ -231,7 +231,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
     choice = request.tool_choice
     hub_choice: Any = None
     parallel = None
-    server = {t.name for t in request.tools if t.extra.get("type", "custom") != "custom"}
+    server = {t.name for t in request.tools if _server_tool(t)}
     if server:  # the API's own tools (``web_search_20250305``...): kept whole, no functions
         vendor["tools"] = [_tool_out(t) for t in request.tools]
     if choice is not None:
@@ -271,7 +271,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
         tools=[  # (a server tool, ``web_search_20250305``..., is the API's: under the vendor's)
             LLMTool(name=t.name, description=t.description or "", parameters=t.input_schema or {})
             for t in request.tools
-            if t.extra.get("type", "custom") == "custom"
+            if not _server_tool(t)
         ],
         parameters=parameters,
         extensions=hub_options(
@@ -620,6 +620,12 @@ def unread(request: LLMRequest) -> list[str]:
             if isinstance(t, str)
         }
     return own_fields("the Messages API", keys)
+
+
+def _server_tool(tool: Tool) -> bool:
+    """A tool the Messages API runs itself (``web_search_20250305``...): no other dialect's."""
+    kind: object = tool.extra.get("type", "custom")
+    return kind != "custom"
 
 
 def _marked(blocks: object) -> bool:
