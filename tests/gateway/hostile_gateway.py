@@ -74,8 +74,9 @@ class Gateway:
                 continue
             flag = name if name.startswith("--") else "--" + name.replace("_", "-")
             argv += [flag] if value == "" else [flag, value]
-        self.log = Path(tempfile.mkstemp(prefix=f"svir-gw-{backend}-", suffix=".log")[1])
-        self._log_file = self.log.open("wb")
+        fd, name = tempfile.mkstemp(prefix=f"svir-gw-{backend}-", suffix=".log")
+        self.log = Path(name)
+        self._log_file = os.fdopen(fd, "wb")
 
         def limit() -> None:  # in the child only: the test's own limits stay
             if nofile is not None:
@@ -123,6 +124,7 @@ class Gateway:
             self.proc.kill()
         self.proc.wait()
         self._log_file.close()
+        self.log.unlink(missing_ok=True)
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
