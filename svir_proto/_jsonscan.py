@@ -5,8 +5,10 @@ images is never held whole), yet it needs to know the model, whether ``stream`` 
 whether usage was asked for, and which tools were declared (draft section 8.2).
 `RequestScanner` tokenises the pieces and keeps only the values at those paths:
 
-Rule 1: strings are skipped with C-level searches for the next quote or backslash, so a
-    megabyte of base64 costs a few scans, not a loop per byte; so are runs of blanks, and
+Rule 1: strings are skipped with C-level searches for the next quote, so a megabyte of base64
+    or of escapes costs a few scans, not a loop per byte or per escape: each piece is first
+    read with its escapes that could hide a quote or a backslash spelled as plain bytes
+    (`_unescaped`: the same length, in two C-level passes); so are runs of blanks, and
     every container no wanted path goes through (``messages``, say): its depth is followed in
     C-level matches (`_FLAT`, `_brackets`), so that thirty megabytes of any shape cost it a
     second or two, not a Python step per value (attack 27: forty seconds of the event loop).
@@ -47,12 +49,11 @@ MAX_DEPTH: Final = 64
 MAX_MEMBERS: Final = 1024
 """Members of an object, or elements of an array, that the scanner descends into (the top
 level, ``stream_options``, ``metadata``, ``tools`` and each tool): a request has a few dozen."""
-_STRING_END: Final = re.compile(rb'["\\]')
 _SCALAR: Final = re.compile(rb"[^\s,:\]}]*")
 _SPACE: Final = b" \t\r\n"
 _SPACES: Final = re.compile(rb"[ \t\r\n]*")
 _NESTING: Final = re.compile(rb'["\[\]{}]')
-_ITEM: Final = rb'[^"\[\]{}]|"(?:[^"\\]|\\.)*"'
+_ITEM: Final = rb'[^"\[\]{}]|"[^"]*"'
 
 
 def _nested(item: bytes, levels: int) -> bytes:
@@ -66,9 +67,9 @@ _FLAT: Final = re.compile(rb"(?:%s)*" % _nested(_ITEM, 3), re.DOTALL)
 """A skipped container's bytes that leave its depth as it was (Rule 1): scalars, whole
 strings, and whole objects and arrays of those three levels deep (``{"a":[1]},`` a million
 times), in one C-level match. One way only: each alternative begins with its own byte, and a
-string ends at its first quote that no backslash escapes; a match gives back only what it
-tried past the last whole item (a string or a group the piece cuts, a group nested deeper),
-once. Deeper nesting goes a window at a time (`_brackets`)."""
+string ends at its first quote (read `_unescaped`: no escape hides one); a match gives back
+only what it tried past the last whole item (a string or a group the piece cuts, a group nested
+deeper), once. Deeper nesting goes a window at a time (`_brackets`)."""
 _STRING_KEYS: Final = frozenset(("model", "request_id", "name", "n"))
 """The last keys of the paths whose strings are kept."""
 _VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage", "n"}
@@ -170,15 +171,16 @@ class RequestScanner:
     def _feed(self, data: bytes) -> None:
         pos = 0
         n = len(data)
+        text = _unescaped(data, self._escape)  # the piece's structure; a kept string's are data's
         while pos < n:
             if self._in_string:
-                pos = self._string_part(data, pos)
+                pos = self._string_part(data, text, pos)
                 continue
             if self._skipped:
-                pos = self._skip(data, pos)
+                pos = self._skip(text, pos)
                 continue
             if self._scalar:
-                m = _SCALAR.match(data, pos)
+                m = _SCALAR.match(text, pos)
                 assert m is not None
                 self._hold(m.group())
                 pos = m.end()
@@ -186,9 +188,9 @@ class RequestScanner:
                     self._value(bytes(self._scalar) if len(self._scalar) <= MAX_VALUE else _LONG)
                     self._scalar.clear()
                 continue
-            c = data[pos]
+            c = text[pos]
             if c in _SPACE:
-                pos = _SPACES.match(data, pos).end()  # type: ignore[union-attr]
+                pos = _SPACES.match(text, pos).end()  # type: ignore[union-attr]
             elif c == 0x22:  # '"'
                 self._in_string = True
                 self._string = bytearray() if self._wanted(string=True) else None
@@ -221,7 +223,7 @@ class RequestScanner:
                     raise ValueError("too many members")
                 pos += 1
             else:
-                m = _SCALAR.match(data, pos)
+                m = _SCALAR.match(text, pos)
                 assert m is not None
                 if m.end() < n:
                     self._value(m.group())
@@ -287,22 +289,20 @@ class RequestScanner:
             return len(path) <= 2 or (len(path) == 3 and path[2] == "function")
         return len(path) == 1 and path[0] in ("stream_options", "metadata")
 
-    def _string_part(self, data: bytes, pos: int) -> int:
-        n = len(data)
-        if self._escape:  # the character after a backslash, in the previous piece
+    def _string_part(self, data: bytes, text: bytes, pos: int) -> int:
+        """The string's bytes from ``pos`` (``text``: the piece `_unescaped`): to its first
+        quote, which ends it, or to the piece's end (a backslash there escapes the next
+        piece's first byte)."""
+        if self._escape:  # the byte after a backslash, in the previous piece
             self._escape = False
             self._keep(data[pos : pos + 1])
             return pos + 1
-        m = _STRING_END.search(data, pos)
-        end = m.start() if m is not None else n
+        end = text.find(b'"', pos)
+        if end < 0:
+            self._keep(data[pos:])
+            self._escape = text.endswith(b"\\")
+            return len(data)
         self._keep(data[pos:end])
-        if m is None:
-            return n
-        if data[end] == 0x5C:  # a backslash: keep it and what it escapes
-            self._keep(data[end : end + 2])
-            if end + 1 >= n:
-                self._escape = True
-            return end + 2
         self._in_string = False
         text = self._string
         self._string = None
@@ -365,9 +365,27 @@ class RequestScanner:
 
 _WINDOW: Final = 4096
 """Bytes of a skipped container that `_brackets` takes at once (its whole strings taken out)."""
-_STRINGS: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_WHOLE: Final = re.compile(rb'(?:[^"]|"(?:[^"\\]|\\.)*")*', re.DOTALL)
-"""Bytes up to a string the window cuts (one way only, as `_FLAT`)."""
+_STRINGS: Final = re.compile(rb'"[^"]*"')
+_WHOLE: Final = re.compile(rb'[^"]*(?:"[^"]*"[^"]*)*')
+"""Bytes up to a string the window cuts (one way only, as `_FLAT`; a repetition a string)."""
+_PLAIN_ESCAPE: Final = b"__"
+
+
+def _unescaped(data: bytes, escaped: bool) -> bytes:
+    """``data`` with each escape that could hide a quote or a backslash from a search,
+    ``\\\\`` and ``\\"``, spelled as two plain bytes (and its first byte too, if ``escaped``:
+    a backslash ending the previous piece escapes it). Backslashes pair from the start of
+    their run, as JSON reads them; what is left of one escapes the byte after it. The same
+    length as ``data``, so that a position in one is the same in the other, and a quote in it
+    begins or ends a string (Rule 1)."""
+    if 0x5C not in data:
+        return data
+    head = b""
+    if escaped:
+        head, data = b"_", data[1:]
+    return head + data.replace(b"\\\\", _PLAIN_ESCAPE).replace(b'\\"', _PLAIN_ESCAPE)
+
+
 _PARENS: Final = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from svir_proto._jsonscan import MAX_MEMBERS, MAX_VALUE, RequestScanner
 from tests.helpers import splits
 
-TEXT = st.text(max_size=30)
+TEXT = st.text(max_size=30) | st.text('\\"\n{}[],:a', max_size=30)  # escapes: runs of them
 JUNK: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),

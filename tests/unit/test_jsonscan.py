@@ -212,3 +212,51 @@ def test_a_body_the_scan_cannot_read_is_parsed_for_its_n() -> None:
     assert not parsed_choices(members.replace(b'"n":2', b'"n":1'))
     assert not parsed_choices(b'{"n":2')  # not JSON: the upstream's to refuse
     assert not parsed_choices(b"[2]")
+
+
+@pytest.mark.parametrize("where", ["skipped", "read"])
+def test_a_string_of_escapes_costs_a_few_steps_a_piece_and_little_memory(where: str) -> None:
+    """Attack round 37 (F5): a relayed body of escapes (``"\\n"`` fifteen million times) cost
+    seven seconds of CPU, a Python step per escape, and a skipped container's string cost its
+    match some 120 bytes a byte (30 MB for a 256 KiB read). A string is now a search for its
+    quote in the piece with its escapes spelled plain (`_unescaped`), at any place: in a
+    container the scan skips (``messages``) or in a value it reads past (a top-level key)."""
+    import tracemalloc
+
+    escapes = b'\\n\\"\\\\' * 100_000  # 600 KB: a newline, a quote, a backslash, as escapes
+    if where == "skipped":
+        body = b'{"messages":[{"content":"' + escapes + b'"}],"model":"m","stream":true}'
+    else:
+        body = b'{"x":"' + escapes + b'","model":"m","stream":true}'
+    pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)]
+    calls = 0
+    part = RequestScanner._string_part
+
+    def counted(self: RequestScanner, *args: object) -> int:
+        nonlocal calls
+        calls += 1
+        return part(self, *args)  # type: ignore[arg-type]
+
+    s = RequestScanner()
+    s._string_part = counted.__get__(s)  # type: ignore[method-assign]
+    tracemalloc.start()
+    try:
+        for piece in pieces:
+            s.feed(piece)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (s.model, s.stream, s.broken) == ("m", True, False)
+    assert calls <= 3 * len(pieces), f"{calls} steps for {len(pieces)} pieces"
+    assert peak < 8 * 65536, f"{peak} bytes at the most for pieces of 64 KiB"
+
+
+@pytest.mark.parametrize("cut", range(1, 12))
+def test_a_backslash_run_across_pieces_escapes_as_one_run(cut: int) -> None:
+    """Backslashes pair from the start of their run, whichever piece each is in: an odd run
+    ending a piece escapes the next piece's first byte, a quote or a backslash."""
+    body = b'{"x":"a\\\\\\\\\\"\\\\","model":"m\\\\\\"","stream":true}'
+    assert json.loads(body) == {"x": 'a\\\\"\\', "model": 'm\\"', "stream": True}
+    for pieces in ([body[:cut], body[cut:]], [body[:cut], body[cut : cut + 1], body[cut + 1 :]]):
+        s = scan(pieces)
+        assert (s.model, s.stream, s.broken) == ('m\\"', True, False), pieces
