@@ -304,18 +304,18 @@ class RequestScanner:
             return len(data)
         self._keep(data[pos:end])
         self._in_string = False
-        text = self._string
+        kept = self._string
         self._string = None
         if self._expect_key:
-            assert text is not None  # a key of the four levels the stack holds: kept
-            if 0x5C in text:  # escapes: the parser reads them
-                key = json.loads(b'"' + bytes(text) + b'"')
+            assert kept is not None  # a key of the four levels the stack holds: kept
+            if 0x5C in kept:  # escapes: the parser reads them
+                key = json.loads(b'"' + bytes(kept) + b'"')
             else:  # as it is: a name that is not UTF-8 is no wanted name either way
-                key = text.decode("utf-8", "replace")
+                key = kept.decode("utf-8", "replace")
             self._stack[-1][1] = key
             self._expect_key = False
-        elif text is not None:
-            self._value(b'"' + bytes(text) + b'"')
+        elif kept is not None:
+            self._value(b'"' + bytes(kept) + b'"')
         return end + 1
 
     def _keep(self, piece: bytes) -> None:
