@@ -82,6 +82,11 @@ class DialectDecoder(PullDecoder[Event]):
         self._blocks: list[ReasoningBlock] = []
         self._problems = Notes()  # said once each, bounded (`_notes`)
 
+    @property
+    def pending(self) -> int:
+        """Bytes of the event not whole yet that it holds (`SSEFramer.pending`)."""
+        return self._framer.pending
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """`PullDecoder.feed`, with the fast lanes while nothing is pending (``_fast``): the
         express takes a piece that is exactly one simple or typed event (`SSEFramer.whole`,

@@ -446,6 +446,12 @@ class Exchange:
         return None if self._decoder is None else self._decoder.error
 
     @property
+    def pending(self) -> int:
+        """Bytes of the stream's event not whole yet that its decoder holds (up to its
+        ``max_event_size``); 0 for an answer that is no stream."""
+        return 0 if self._decoder is None else self._decoder.pending
+
+    @property
     def events_seen(self) -> int:
         """Events a relayed stream has carried so far (Rule 8: the watcher counts them)."""
         decoder = self._decoder

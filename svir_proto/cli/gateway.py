@@ -90,9 +90,9 @@ def add_parser(sub: Any) -> None:
         "--max-partial",
         type=int,
         default=d.max_partial,
-        help="bytes of relayed upstream events not whole yet held at once, all streams together "
-        "(twice each, past 128 KiB a stream); a stream whose event does not fit ends with an "
-        "error",
+        help="bytes of upstream events not whole yet held at once, all streams together "
+        "(twice each relayed one, past 128 KiB a stream); a stream whose event does not fit "
+        "ends with an error",
     )
     limits.add_argument(
         "--max-requests",

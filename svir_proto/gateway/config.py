@@ -117,13 +117,15 @@ class GatewayConfig:
             streams at once may hold up to twice this each (attack 36, F2: 30 relayed streams
             of an endless 8 MiB event held 490 MB). 8 MiB: a Responses upstream's last events
             carry the whole answer, up to ``max_answer`` characters of 1 to 4 bytes.
-        max_partial: bytes of relayed upstream events not whole yet, held at once across all
-            streams: twice the length of each (the relay's copy and its watcher's), past the
-            first `PARTIAL_ALLOWANCE` of each stream's, which is never refused; a stream whose
-            event does not fit ends with an error (attack 36 F2: 16 MiB a stream, by no
-            option). Apart from ``max_buffered``, so that what clients' bodies hold never ends
-            a stream (review 37). 256 MiB, as ``max_buffered``: room for 16 streams at once of
-            the longest event ``max_event`` allows, where nearly every event is under 64 KiB.
+        max_partial: bytes of upstream events not whole yet, held at once across all streams:
+            twice the length of each relayed one (the relay's copy and its watcher's), once
+            each translated one (its decoder's), past the first `PARTIAL_ALLOWANCE` of each
+            stream's, which is never refused; a stream whose event does not fit ends with an
+            error (attack 36 F2: 16 MiB a relayed stream, by no option; attack 37: 8 MiB a
+            translated one). Apart from ``max_buffered``, so that what clients' bodies hold
+            never ends a stream (review 37). 256 MiB, as ``max_buffered``: room for 16 streams
+            at once of the longest event ``max_event`` allows, where nearly every event is under
+            64 KiB.
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.

@@ -660,8 +660,14 @@ class GatewaySession:
             # follows its marker (Rule 1); its connection is not read past it
             return self._relayed(up, [*events, StreamEnded(complete=False, done=True)], now, None)
         out = self._relayed(up, events, now, error)
-        if error is not None and not self.closed and self._up is up:  # (else its answer ended)
+        if self.closed or self._up is not up:  # its answer ended
+            return out
+        if error is not None:
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
+        if not (isinstance(request, PassThrough) and request.relay) and self.conn.outcome is None:
+            held = exchange.pending  # a translated stream's event not whole yet, in its decoder
+            if (held > PARTIAL_ALLOWANCE or self._partial_held) and not self._hold_unfinished(held):
+                return out + self._too_long(now)
         return out
 
     def _upstream_end(self, now: float, broke: str | None) -> bytes:
@@ -825,10 +831,15 @@ class GatewaySession:
 
     def _hold_partial(self) -> bool:
         """Hold the relayed event that is not whole yet against ``max_partial``: twice its
-        length (the watcher's framer holds it too), past `PARTIAL_ALLOWANCE`, so that what
-        upstreams' long events hold across all streams has a bound (attack 36 F2: 16 MiB a
-        stream, 4 GB in all); ``False`` when the budget has not the room."""
-        want = max(0, 2 * len(self._partial) - PARTIAL_ALLOWANCE)
+        length (the watcher's framer holds it too); see `_hold_unfinished`."""
+        return self._hold_unfinished(2 * len(self._partial))
+
+    def _hold_unfinished(self, size: int) -> bool:
+        """Hold ``size`` bytes of the upstream's event not whole yet against ``max_partial``,
+        past `PARTIAL_ALLOWANCE`, so that what upstreams' long events hold across all streams
+        has a bound (attack 36 F2: 16 MiB a relayed stream, 4 GB in all; 8 MiB a translated
+        one, in its decoder); ``False`` when the budget has not the room."""
+        want = max(0, size - PARTIAL_ALLOWANCE)
         grow = want - self._partial_held
         if grow > 0 and not self.state.hold_partial(grow):
             return False

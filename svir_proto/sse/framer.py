@@ -523,6 +523,12 @@ class SSEFramer:
             return False
         return True
 
+    @property
+    def pending(self) -> int:
+        """Bytes of the event not whole yet that it holds (those ``max_event_size`` bounds):
+        what a server counts against what all its streams may hold at once."""
+        return max(0, self._base + len(self._buf) - self._event_start)
+
     def frame(self, out: list[RawItem]) -> None:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
 

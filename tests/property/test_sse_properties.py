@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import PeerProtocolError
+from svir_proto import NEED_DATA, PeerProtocolError
 from svir_proto._dialect import DialectDecoder
 from svir_proto._pull import PullDecoder
 from svir_proto.sse import (
@@ -451,3 +451,46 @@ def test_crlf_only_counts_many_line_ends() -> None:
     assert not _crlf_only(many + b"data: y\n", 0)
     assert not _crlf_only(many + b"data: y\r\r\n", 0)
     assert not _crlf_only(many + b"\r\n\r", 0)  # a CR that ends a blank line
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def unfinished(prefix: bytes) -> int:
+    """Bytes of ``prefix`` after its last blank line: the event not whole yet."""
+    start = line = 0
+    for m in _LINE_END.finditer(prefix):
+        if m.start() == line:  # an empty line: the event before it is whole
+            start = m.end()
+        line = m.end()
+    return len(prefix) - start
+
+
+@given(live_pieces(), st.data())
+def test_what_a_decoder_holds_of_an_unfinished_event_is_its_length(
+    pieces: list[bytes], data: st.DataObject
+) -> None:
+    """`DialectDecoder.pending` (what a gateway holds against ``--max-partial`` for a
+    translated stream) is the length of the event not whole yet, on every path: the express,
+    the lanes and the general way. A CR ending a read may end a line or begin a CRLF."""
+    pull = data.draw(st.lists(st.booleans(), min_size=len(pieces), max_size=len(pieces)))
+    decoder = Recorder()
+    prefix = b""
+    for piece, pulled in zip(pieces, pull, strict=True):
+        try:
+            if pulled:
+                decoder.receive_data(piece)
+                while decoder.next_event() is not NEED_DATA:
+                    pass
+            else:
+                decoder.feed(piece)
+        except PeerProtocolError:
+            return
+        if decoder.error is not None:  # deferred: the events before it came first
+            return
+        prefix += piece
+        want = unfinished(prefix)
+        if prefix.endswith(b"\r"):
+            assert want - 1 <= decoder.pending <= want + 1, (prefix, decoder.pending)
+        else:
+            assert decoder.pending == want, (prefix, decoder.pending)

@@ -1797,6 +1797,27 @@ def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
     assert d.state.partial == 0
 
 
+def messages_event(name: str, doc: dict[str, Any]) -> bytes:
+    return b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(doc).encode())
+
+
+MESSAGE = {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [],
+           "usage": {"input_tokens": 1, "output_tokens": 0}}  # fmt: skip
+MESSAGES_OPENING = messages_event(
+    "message_start", {"type": "message_start", "message": MESSAGE}
+) + messages_event(
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
+"""A Messages stream's first events, to its text block's start."""
+_DELTA = messages_event(
+    "content_block_delta",
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Z"}},
+)
+MESSAGES_DELTA = _DELTA[: _DELTA.index(b'Z"')]
+"""A Messages text delta up to its text: the text, then ``"}}`` and a blank line, end it."""
+
+
 def test_another_dialects_relay_gives_the_budget_back_once_whole() -> None:
     """Review 37: a relay with no watcher (a Messages, Responses or Gemini upstream) holds its
     events on another path (`_relay`); the budget comes back there too."""
@@ -1805,21 +1826,8 @@ def test_another_dialects_relay_gives_the_budget_back_once_whole() -> None:
                        "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
     d.send(post(body).replace(b"/v1/chat/completions", b"/v1/messages"))
     d.connect()
-
-    def event(name: str, doc: dict[str, Any]) -> bytes:
-        return b"event: %s\ndata: %s\n\n" % (name.encode(), json.dumps(doc).encode())
-
-    message = {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [],
-               "usage": {"input_tokens": 1, "output_tokens": 0}}  # fmt: skip
-    start = event("message_start", {"type": "message_start", "message": message})
-    text = {"type": "text", "text": ""}
-    block = event("content_block_start", {"type": "content_block_start", "index": 0,
-                                          "content_block": text})  # fmt: skip
-    piece = {"type": "text_delta", "text": "Z"}
-    delta = event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                          "delta": piece})  # fmt: skip
-    delta = delta[: delta.index(b'Z"')]
-    d.answer(HEAD + chunk(start + block + delta + b"y" * 100_000))
+    delta = MESSAGES_DELTA
+    d.answer(HEAD + chunk(MESSAGES_OPENING + delta + b"y" * 100_000))
     assert d.state.partial == 2 * (len(delta) + 100_000) - PARTIAL_ALLOWANCE
     d.answer(chunk(b'"}}\n\n'))
     assert d.state.partial == 0
@@ -1832,6 +1840,35 @@ def test_another_dialects_relay_gives_the_budget_back_once_whole() -> None:
     assert b"z" * 100 not in got
     assert got.count(whole) == 1  # what came before it went on
     assert b"no room now for the rest of the upstream's event" in got
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_translated_streams_unfinished_event_holds_the_budget(whole: bool) -> None:
+    """Attack 37: a translated stream's event not whole yet is held by its decoder, up to
+    ``--max-event`` (8 MiB) a stream, and was held against no budget. Past the allowance it
+    is held against ``--max-partial``, once (no relay holds a copy): given back once whole,
+    and past the budget the answer ends with an error. ``whole``: the client asked for no
+    stream (its answer is written once the stream ends)."""
+    d = Driver(upstream_dialect="messages", max_partial=300_000)
+    d.send(post(openai_body(stream=not whole)))  # a Chat client: translated
+    d.connect()
+    d.answer(HEAD + chunk(MESSAGES_OPENING + MESSAGES_DELTA + b"y" * 200_000))
+    assert d.state.partial == len(MESSAGES_DELTA) + 200_000 - PARTIAL_ALLOWANCE
+    d.answer(chunk(b'"}}\n\n'))
+    assert d.state.partial == 0  # whole: given back
+    d.answer(chunk(MESSAGES_DELTA + b"z" * 300_000))
+    d.answer(chunk(b"z" * 200_000))  # past the budget
+    assert d.state.partial == 0
+    ((status, _, got, ended),) = read(d.client)
+    assert b"no room now for the rest of the upstream's event" in got
+    assert b"z" * 100 not in got
+    if whole:
+        assert status == 502
+    else:
+        assert (status, ended) == (200, True)
+        assert got.count(b"y" * 200_000) == 1  # what came before it went on
+    (done,) = d.done()
+    assert done.outcome != "ok"
 
 
 def test_an_upstream_that_breaks_the_protocol_mid_event_holds_nothing_and_says_so() -> None:
