@@ -12,6 +12,8 @@ id upstream as ``X-Request-Id``):
   dialects.
 - ``anthropic-bad-json``: an Anthropic stream, a text delta, then an event that is not JSON.
 - ``anthropic-forever``: an Anthropic stream's start, then a ``ping`` every 0.2 s, for ever.
+- ``anthropic-partial:KIB``: an Anthropic stream's start, then ``KIB`` KiB of a text delta
+  that never ends, until the gateway goes.
 - ``chat-bad-json``: an OpenAI stream, a text delta, then an event that is not JSON.
 - ``chat-split``: the recorded llama.cpp stream, one byte a write (TCP_NODELAY).
 - ``no-read``: the request's head is read, then nothing (not its body) until the gateway goes.
@@ -42,7 +44,8 @@ DONE: Final = b"data: [DONE]\n\n"
 MINE: Final = frozenset(
     {
         "tool-index", "tool-args", "anthropic-text", "responses-text", "gemini-text",
-        "anthropic-bad-json", "anthropic-forever", "chat-bad-json", "chat-split", "no-read",
+        "anthropic-bad-json", "anthropic-forever", "anthropic-partial", "chat-bad-json",
+        "chat-split", "no-read",
     }
 )  # fmt: skip
 
@@ -212,6 +215,15 @@ class _HubConn(_Conn):
         while True:
             self.send(chunk(sse({"type": "ping"}, "ping")))
             self.wait_gone(0.2)
+
+    def _anthropic_partial(self, args: list[str]) -> bool:
+        delta = anthropic_delta("a")
+        self.send(SSE_HEAD + b"".join(chunk(e) for e in anthropic_start()))
+        self.send(chunk(delta[: delta.index(b'"a"') + 2]))  # its text's opening quote, and "a"
+        for _ in range(int(args[0]) // 64):
+            self.send(chunk(b"a" * 65536))
+        self.wait_gone()
+        return False
 
     def _chat_bad_json(self, args: list[str]) -> bool:
         return self._stream_of(

@@ -42,6 +42,7 @@ from tests.gateway.hostile_gateway import (
     llm_body,
     nothing_held,
     openai_body,
+    post,
     request,
     responses,
     wait_until,
@@ -609,6 +610,41 @@ def test_a_messages_upstream_that_never_ends_is_cut_at_the_progress_deadline(
         assert b"no progress" in body, body[-300:]
         assert up.find(rid).gone.wait(20), "the upstream connection was left open"
         nothing_held(g)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_translated_events_that_never_end_hold_the_budget_not_more(
+    up: HubUpstream, backend: str
+) -> None:
+    """Attack 37: a translated stream's event not whole yet is held by its decoder, up to
+    ``--max-event`` a stream (8 MiB), and was held against no budget (``--max-partial`` was
+    the relays'). Eight Chat clients of a Messages upstream that each begins a 3 MiB event
+    and goes quiet hold at most the budget: the rest end at once with an error (not at
+    ``--timeout``), and all of it is given back when they leave."""
+    with bounded(
+        up.base, backend, upstream_dialect="messages", max_partial=str(8 * 1024 * 1024)
+    ) as g:
+        clients = [Raw(g) for _ in range(8)]
+        try:
+            for r in clients:
+                rid = tag("anthropic-partial:3072")
+                r.send(post(body_for("openai"), extra=f"X-Request-Id: {rid}\r\n"))
+            refused = 0
+            for r in clients:  # (the two that fit end at --timeout, when they stall)
+                r.read(30, until=lambda got: b"data: [DONE]" in got)
+                assert b"data: [DONE]" in r.got, r.tail(400)
+                refused += b"no room now for the rest of the upstream" in r.got
+                assert b"a" * 100 not in r.got  # nothing of the event that never ended
+                assert g.metrics()["svir_gateway_partial_bytes"] <= 8 * 1024 * 1024
+            assert refused >= 5, refused
+        finally:
+            for r in clients:
+                r.close()
+        nothing_held(g)
+        assert wait_until(lambda: g.metrics()["svir_gateway_partial_bytes"] == 0, 10)
+        status, _, body = ask(g, "openai", body_for("openai"), tag("anthropic-text:1"))
+        assert status == 200
+        assert ended_in_dialect("openai", body), body[-300:]
 
 
 @pytest.mark.parametrize(
