@@ -41,6 +41,9 @@ key                      value
 ``is_error``             ``true`` on a tool message whose result is an error (Anthropic's
                          ``tool_result.is_error``); a dialect with no such mark sends the
                          result as `error_result`
+``image_detail``         how closely the model is to look at each image that says so:
+                         ``{"INDEX": "low"|"high"|"auto"}``, by the image's index among the
+                         message's parts (OpenAI's ``detail``, Chat's and the Responses API's)
 =======================  ===========================================================================
 
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
@@ -76,6 +79,7 @@ __all__ = [
     "effort_for",
     "hub_options",
     "message_extensions",
+    "message_image_detail",
     "error_result",
     "error_text",
     "message_is_error",
@@ -236,6 +240,7 @@ def not_carried(
     strict: bool = False,
     metadata: Iterable[str] = (),
     carriers: Iterable[str] = (),
+    image_detail: bool = False,
 ) -> list[str]:
     """What a target dialect (``api``: "the Messages API") does not carry of the request's
     options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
@@ -243,13 +248,22 @@ def not_carried(
     dialect without them does not do); the tools held ``strict`` unless it has that; metadata
     but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and
     each message with signed reasoning of a carrier but ``carriers`` (another vendor's, which
-    it refuses; none: the target carries none)."""
+    it refuses; none: the target carries none); and images' ``detail`` unless it has that
+    (but ``auto``, which asks for nothing)."""
     theirs = set(carriers)
     out = [
         f"messages[{i}]: reasoning another vendor signed: not sent"
         for i, m in enumerate(request.messages)
         if any(b.carrier not in theirs for b in message_reasoning(m))
     ]
+    if not image_detail:
+        out += [
+            f"messages[{i}].content[{at}]: an image's detail ({detail!r}) has no field in "
+            f"{api}: not sent"
+            for i, m in enumerate(request.messages)
+            for at, detail in sorted(message_image_detail(m).items())
+            if detail != "auto"
+        ]
     out += [
         f"parameters.{key} has no field in {api}: not sent"
         for key in sorted(set(request.parameters) - set(parameters))
@@ -318,7 +332,10 @@ def stateful(request: LLMRequest) -> tuple[str, tuple[str, ...]] | None:
 
 
 def message_extensions(
-    *, reasoning: Iterable[ReasoningBlock] = (), is_error: bool = False
+    *,
+    reasoning: Iterable[ReasoningBlock] = (),
+    is_error: bool = False,
+    image_detail: Mapping[int, str] | None = None,
 ) -> dict[str, Any]:
     """A message's neutral ``extensions`` (empty when there is nothing to carry)."""
     ours: dict[str, Any] = {}
@@ -327,7 +344,26 @@ def message_extensions(
         ours["reasoning"] = blocks
     if is_error:
         ours["is_error"] = True
+    if image_detail:
+        ours["image_detail"] = {str(at): detail for at, detail in image_detail.items()}
     return {HUB_EXTENSION: ours} if ours else {}
+
+
+_IMAGE_DETAILS: Final = ("low", "high", "auto")
+"""What an image's ``detail`` may be (`message_image_detail`)."""
+
+
+def message_image_detail(message: LLMMessage) -> dict[int, str]:
+    """The ``detail`` of each image of the message that says it, by its index among the
+    message's parts; what is malformed is skipped."""
+    raw = _ours(message.extensions).get("image_detail")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        int(at): detail
+        for at, detail in raw.items()
+        if isinstance(at, str) and at.isdigit() and detail in _IMAGE_DETAILS
+    }
 
 
 def message_reasoning(message: LLMMessage) -> tuple[ReasoningBlock, ...]:

@@ -36,8 +36,8 @@ every local server knows); ``tool_choice``, ``reasoning_effort`` and a JSON
 ``store``, ``service_tier``, ``prompt_cache_key``, ``safety_identifier`` and ``verbosity``
 (`svir_proto.hub.SERVICE`) and the names of the ``strict`` tools (`svir_proto.hub.strict_tools`).
 Lost on the way to LLM-Stream, and only these: assistant reasoning text (no field in the
-draft; signed ``thinking_blocks`` go as the message's reasoning blocks) and an image's
-``detail`` (no field either). An image given by URL cannot go at all
+draft; signed ``thinking_blocks`` go as the message's reasoning blocks). An image's ``detail``
+is the hub's (`svir_proto.hub.message_image_detail`). An image given by URL cannot go at all
 (the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
 text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
 audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` raises
@@ -68,6 +68,7 @@ from .hub import (
     error_text,
     hub_options,
     message_extensions,
+    message_image_detail,
     not_carried,
     own_fields,
     parallel_tool_calls,
@@ -132,6 +133,7 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
             messages.append(LLMMessage(role="system", content=m.content, extensions=ext))
         elif isinstance(m, UserMessage):
             parts: list[Part] = []
+            details: dict[int, str] = {}
             for j, p in enumerate(m.content):
                 if isinstance(p, TextPart):
                     parts.append(LLMTextPart(text=p.text))
@@ -147,18 +149,21 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
                         f"messages[{i}].content[{j}]: an image by URL cannot go to LLM-Stream, "
                         "which carries images as data (draft 4.3)"
                     )
-                elif p.path is not None:
-                    parts.append(LLMMediaPart(type="image", media_type=p.media_type, path=p.path))
                 else:
+                    if p.detail is not None:
+                        details[len(parts)] = p.detail
                     parts.append(
-                        LLMMediaPart(type="image", media_type=p.media_type, raw=p.data or b"")
+                        LLMMediaPart(type="image", media_type=p.media_type, path=p.path)
+                        if p.path is not None
+                        else LLMMediaPart(type="image", media_type=p.media_type, raw=p.data or b"")
                     )
             content: str | tuple[Part, ...] = (
                 parts[0].text
                 if len(parts) == 1 and isinstance(parts[0], LLMTextPart)
                 else tuple(parts)
             )
-            messages.append(LLMMessage(role="user", content=content))
+            extensions = message_extensions(image_detail=details)
+            messages.append(LLMMessage(role="user", content=content, extensions=extensions))
         elif isinstance(m, AssistantMessage):
             calls = tuple(
                 LLMToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in m.tool_calls
@@ -311,14 +316,16 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                 messages.append(UserMessage(content=m.content))
                 continue
             parts: list[TextPart | ImagePart | TextFile] = []
+            details = message_image_detail(m)
             for j, p in enumerate(m.content or ()):
                 if isinstance(p, LLMTextPart):
                     parts.append(TextPart(text=p.text))
                 elif p.type == "image":
+                    detail: Any = details.get(j)
                     parts.append(
-                        ImagePart.from_path(p.path, p.media_type)
+                        ImagePart.from_path(p.path, p.media_type, detail=detail)
                         if p.path
-                        else ImagePart.from_bytes(p.decoded(), p.media_type)
+                        else ImagePart.from_bytes(p.decoded(), p.media_type, detail=detail)
                     )
                 elif p.type == "document" and p.media_type.startswith("text/"):
                     if p.path is not None:
@@ -411,6 +418,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
         strict=True,
         metadata=() if foreign else request.metadata,
         carriers=(),
+        image_detail=True,
     )
     return ChatRequest(
         model=request.model,

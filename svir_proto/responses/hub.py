@@ -56,6 +56,7 @@ from ..hub import (
     error_text,
     hub_options,
     message_extensions,
+    message_image_detail,
     message_is_error,
     message_reasoning,
     own_fields,
@@ -293,10 +294,8 @@ def _neutral_part(part: Part) -> tuple[LLMPart | None, dict[str, Any]]:
     """A part's neutral form, if it has one, and what it has besides (its sidecar)."""
     if isinstance(part, InputText):  # (output text is an assistant's: its turn is a record)
         return LLMTextPart(text=part.text), dict(part.extra)
-    if isinstance(part, InputImage):
+    if isinstance(part, InputImage):  # (its detail is the hub's: `_content`)
         extra = dict(part.extra)
-        if part.detail is not None:
-            extra["detail"] = part.detail
         if part.image is not None:
             image = part.image
             if image.path is not None:
@@ -327,13 +326,15 @@ def _data_url(url: str | None) -> tuple[str, str] | None:
 
 def _content(
     content: str | tuple[Part, ...],
-) -> tuple[str | tuple[LLMPart, ...], Any]:
+) -> tuple[str | tuple[LLMPart, ...], Any, dict[int, str]]:
     """Neutral content and its sidecar: ``None`` when the neutral form is exact; else, per
-    original part, the neutral part's index (with what it had besides) or the part whole."""
+    original part, the neutral part's index (with what it had besides) or the part whole;
+    and the images' ``detail``, by their neutral index (`svir_proto.hub.message_extensions`)."""
     if isinstance(content, str):
-        return content, None
+        return content, None, {}
     parts: list[LLMPart] = []
     sidecar: list[Any] = []
+    details: dict[int, str] = {}
     exact = True
     for p in content:
         neutral, extra = _neutral_part(p)
@@ -345,9 +346,11 @@ def _content(
             if extra:
                 entry["extra"] = extra
                 exact = False
+            if isinstance(p, InputImage) and p.detail is not None:
+                details[len(parts)] = p.detail
             sidecar.append(entry)
             parts.append(neutral)
-    return tuple(parts), None if exact else sidecar
+    return tuple(parts), None if exact else sidecar, details
 
 
 def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
@@ -359,13 +362,16 @@ def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
     if item.extra:
         record["extra"] = dict(item.extra)
     original = item.output if isinstance(item, FunctionCallOutput) else item.content
-    content, sidecar = _content(original)
+    content, sidecar, details = _content(original)
     if sidecar is not None or content == ():
         record["parts"] = sidecar or []  # an empty array stays one, not a string
-    extensions = {RESPONSES_EXTENSION: record} if record else {}
+    hub = message_extensions(image_detail=details)
     if isinstance(item, FunctionCallOutput):
         return LLMMessage(
-            role="tool", content=content or "", tool_call_id=item.call_id, extensions=extensions
+            role="tool",
+            content=content or "",
+            tool_call_id=item.call_id,
+            extensions={**hub, RESPONSES_EXTENSION: record} if record else hub,
         )
     if item.role == "developer":
         record["role"] = "developer"
@@ -374,7 +380,7 @@ def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
     return LLMMessage(
         role="user" if item.role == "user" else "system",
         content=content or "",
-        extensions={RESPONSES_EXTENSION: record} if record else {},
+        extensions={**hub, RESPONSES_EXTENSION: record} if record else hub,
     )
 
 
@@ -629,6 +635,7 @@ def _parts_back(
     m: LLMMessage, sidecar: object, where: str, notes: list[str]
 ) -> str | tuple[Part, ...]:
     """A message's parts: through its sidecar while it agrees with the neutral content."""
+    details = message_image_detail(m)
     content = m.content
     neutral = content if isinstance(content, tuple) else ()
     if isinstance(sidecar, list) and (neutral or content == ""):
@@ -650,6 +657,7 @@ def _parts_back(
                         dict(extra) if isinstance(extra, dict) else {},  # popped from: a copy
                         f"{where}.content[{entry['at']}]",
                         notes,
+                        details.get(entry["at"]),
                     )
                     if back is not None:
                         out.append(back)
@@ -658,7 +666,7 @@ def _parts_back(
         return content if isinstance(content, str) else ""
     out = []
     for j, p in enumerate(neutral):
-        back = _part_back(p, {}, f"{where}.content[{j}]", notes)
+        back = _part_back(p, {}, f"{where}.content[{j}]", notes, details.get(j))
         if back is not None:
             out.append(back)
     return tuple(out)
@@ -677,11 +685,12 @@ def _raw_part_ok(entry: object) -> bool:
     return True
 
 
-def _part_back(p: LLMPart, extra: dict[str, Any], where: str, notes: list[str]) -> Part | None:
+def _part_back(
+    p: LLMPart, extra: dict[str, Any], where: str, notes: list[str], detail: Any = None
+) -> Part | None:
     if isinstance(p, LLMTextPart):
         return InputText(text=p.text, extra=extra)
     if p.type == "image":
-        detail = extra.pop("detail", None)
         if p.path is not None:
             return InputImage(
                 image=ImagePart.from_path(p.path, p.media_type), detail=detail, extra=extra

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -409,6 +410,78 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         "generationConfig.candidateCount: a field of the Gemini API only: not sent",
         "safetySettings: a field of the Gemini API only: not sent",
     ]
+
+
+PNG = "data:image/png;base64,iVBORw0KGgo="
+
+
+@pytest.mark.parametrize("source", ["chat", "responses"])
+def test_an_images_detail_crosses_between_openai_dialects_and_is_said_lost_elsewhere(
+    source: str,
+) -> None:
+    """Audit 36: an image's ``detail`` (how closely the model looks, and what it costs) went
+    from Chat to the Responses API as nothing, and back, with no note. It is the hub's now
+    (`svir_proto.hub.message_image_detail`): the two OpenAI dialects carry it, the others say
+    it is lost (but ``auto``, which asks for nothing), and LLM-Stream keeps it."""
+    from svir_proto.hub import message_image_detail
+
+    if source == "chat":
+        content: list[dict[str, Any]] = [
+            {"type": "text", "text": "hi"},
+            {"type": "image_url", "image_url": {"url": PNG, "detail": "high"}},
+            {"type": "image_url", "image_url": {"url": PNG, "detail": "auto"}},
+            {"type": "image_url", "image_url": {"url": PNG}},
+        ]
+        request = _parsed(
+            "chat", {"model": "m", "messages": [{"role": "user", "content": content}]}
+        )
+    else:
+        content = [
+            {"type": "input_text", "text": "hi"},
+            {"type": "input_image", "image_url": PNG, "detail": "high"},
+            {"type": "input_image", "image_url": PNG, "detail": "auto"},
+            {"type": "input_image", "image_url": PNG},
+        ]
+        request = _parsed(
+            "responses", {"model": "m", "input": [{"role": "user", "content": content}]}
+        )
+    neutral = dialects.dialect(source).to_hub(request)
+    assert message_image_detail(neutral.messages[0]) == {1: "high", 2: "auto"}
+    other = "responses" if source == "chat" else "chat"
+    said: list[str] = []
+    body = json.loads(b"".join(dialects.translate_request(request, other, lost=said).body()))
+    assert said == []
+    if other == "chat":
+        parts = body["messages"][0]["content"]
+        assert [p.get("image_url", {}).get("detail") for p in parts] == [None, "high", "auto", None]
+    else:
+        parts = body["input"][0]["content"]
+        assert [p.get("detail") for p in parts] == [None, "high", "auto", None]
+    for target, api in (("messages", "the Messages API"), ("gemini", "the Gemini API")):
+        said = []
+        dialects.translate_request(request, target, lost=said)
+        assert said == [
+            f"messages[0].content[1]: an image's detail ('high') has no field in {api}: not sent"
+        ]
+    said = []
+    llm = dialects.translate_request(request, "llm-stream", lost=said)
+    assert said == []
+    assert message_image_detail(llm.messages[0]) == {1: "high", 2: "auto"}
+
+
+def test_a_malformed_image_detail_is_read_as_none() -> None:
+    from svir_proto.hub import HUB_EXTENSION, message_image_detail
+
+    odd = {"1": "high", "x": "low", "2": "sharp", "3": 4, "-1": "low"}
+    message = LLMMessage(
+        role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": odd}}
+    )
+    assert message_image_detail(message) == {1: "high"}
+    for raw in (None, [], "high"):
+        message = LLMMessage(
+            role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": raw}}
+        )
+        assert message_image_detail(message) == {}
 
 
 def test_an_anthropic_request_s_own_tools_and_blocks_are_said_and_not_functions() -> None:
