@@ -830,9 +830,12 @@ class GatewaySession:
         return self.conn.relay_data(data)
 
     def _hold_partial(self) -> bool:
-        """Hold the relayed event that is not whole yet against ``max_partial``: twice its
-        length (the watcher's framer holds it too); see `_hold_unfinished`."""
-        return self._hold_unfinished(2 * len(self._partial))
+        """Hold the relayed event that is not whole yet against ``max_partial``: its length,
+        and what the decoder that watches it holds of it (its bytes, and `LINE_COST` a data
+        line: attack 38); see `_hold_unfinished`."""
+        up = self._up
+        assert up is not None and up.exchange is not None  # (a relay under way)
+        return self._hold_unfinished(len(self._partial) + up.exchange.pending)
 
     def _hold_unfinished(self, size: int) -> bool:
         """Hold ``size`` bytes of the upstream's event not whole yet against ``max_partial``,

@@ -17,9 +17,11 @@ Rule 6: at the end of the body an unterminated line and an undispatched event ar
     and `EndOfStream` says so (``incomplete``).
 
 Bounds and cost: everything since the last blank line (the event being assembled, comments and
-an unterminated line included) is bounded by ``max_event_size``; past it a
-`PeerProtocolError` names the limit, at the offset where that event began, however the input
-was split. Each byte is scanned a constant number of times: N bytes in K pieces cost O(N + K).
+an unterminated line included) is bounded by ``max_event_size``, and each data line of the event
+after its first counts `LINE_COST` bytes more (what holding it costs besides its bytes: an event
+of short lines held ten times its length, attack 38); past it a `PeerProtocolError` names the
+limit, at the offset where that event began, however the input was split. Each byte is scanned
+a constant number of times: N bytes in K pieces cost O(N + K).
 
 Speed: two fast lanes take what LLM servers send: simple events (one ``data: `` line) and
 typed events (one ``event: NAME`` line, NAME printable ASCII, then one ``data: `` line), all with
@@ -75,6 +77,12 @@ DEFAULT_MAX_EVENT_SIZE: Final = 8 * 1024 * 1024
 decoder with a default bound, uses 1 MiB; an LLM-Stream ``tool.call`` carries a call's whole
 arguments in one event, and a tool that writes a file can pass hundreds of KB, so we allow more."""
 
+LINE_COST: Final = 80
+"""Bytes each data line of an event but its first counts against ``max_event_size`` besides its
+own (`SSEFramer.pending` says them too): the event holds it as a string, a list entry and an
+offset until its blank line, some 50 to 80 bytes besides its value (a line ``data`` alone is 5
+bytes on the wire): an event of short lines is held at 0.6 to 1 times what it counts. An event
+of one data line, nearly every event, counts its bytes only."""
 _MAX_RETRY_DIGITS: Final = 18  # fits an int64; longer values are ignored like non-digits
 _NONE: Final = sys.maxsize  # "no such byte in the buffer" for the cached line-end positions
 _BOM: Final = b"\xef\xbb\xbf"
@@ -525,9 +533,15 @@ class SSEFramer:
 
     @property
     def pending(self) -> int:
-        """Bytes of the event not whole yet that it holds (those ``max_event_size`` bounds):
-        what a server counts against what all its streams may hold at once."""
-        return max(0, self._base + len(self._buf) - self._event_start)
+        """Bytes of the event not whole yet that it holds, its data lines after the first at
+        `LINE_COST` more each (what ``max_event_size`` bounds): what a server counts against
+        what all its streams may hold at once."""
+        return max(0, self._base + len(self._buf) - self._event_start) + self._lines_cost()
+
+    def _lines_cost(self) -> int:
+        """What the event's data lines but its first count besides their bytes."""
+        lines = len(self._data)
+        return LINE_COST * (lines - 1) if lines > 1 else 0
 
     def frame(self, out: list[RawItem]) -> None:
         """Append every item the buffer completes to ``out``; at the end of body set ``end``.
@@ -623,7 +637,7 @@ class SSEFramer:
             base = self._base = base + last + 1
             n = len(buf)
         self._scan = base + n - 1 if n else base
-        if base + n - self._event_start > self.max_event_size:
+        if base + n - self._event_start + self._lines_cost() > self.max_event_size:
             self._overflow(buf, out)
 
     def _frame_lines(self, out: list[RawItem]) -> None:
@@ -785,7 +799,7 @@ class SSEFramer:
         data = self._data
         data_at = self._data_at
         limit = self.max_event_size
-        limit_at = self._event_start + limit
+        limit_at = self._event_start + limit - self._lines_cost()  # (lines of an earlier read)
         for line in lines:
             nxt = at + len(line) + 1
             if not line:  # Rule 5: dispatch
@@ -816,8 +830,13 @@ class SSEFramer:
                     data_at.append(at + 6)
                     self._fields = True
                     self._bare = False
+                    if len(data) > 1:
+                        limit_at -= LINE_COST
                 else:
+                    before = len(data)
                     self._field(line, at, out)
+                    if len(data) > max(before, 1):  # a data line, not the event's first
+                        limit_at -= LINE_COST
             at = nxt
 
     def _field(self, line: bytes, at: int, out: list[RawItem]) -> None:
@@ -848,7 +867,7 @@ class SSEFramer:
             self.retry = self._retry_here = int(value)
 
     def _check_size(self, upto: int) -> None:
-        if upto - self._event_start > self.max_event_size:
+        if upto - self._event_start + self._lines_cost() > self.max_event_size:
             raise PeerProtocolError(
                 f"an event is larger than max_event_size ({self.max_event_size} bytes)",
                 offset=self._event_start,

@@ -97,6 +97,53 @@ def test_max_event_size_verdict_does_not_depend_on_split(piece: int) -> None:
             assert run(d, pieces)[-2] == ev("x" * 40)
 
 
+def test_each_data_line_after_an_events_first_counts_against_the_bound() -> None:
+    """Attack 38: an event of short data lines (``data`` alone: 5 bytes) was held at some ten
+    times its length (a string, a list entry and an offset a line), past what
+    ``max_event_size`` and a gateway's ``--max-partial`` (`SSEFramer.pending`) counted. Each
+    data line but the first counts `LINE_COST` bytes more; an event of one line, its bytes."""
+    from svir_proto.sse.framer import LINE_COST, SSEFramer
+
+    lines = b"data\n" * 10  # 50 bytes, 10 data lines
+    held = 50 + 9 * LINE_COST
+    for piece in (1, 7, len(lines)):
+        framer = SSEFramer(max_event_size=held + 5)  # room for the blank line
+        out: list[object] = []
+        for i in range(0, len(lines), piece):
+            framer.receive(lines[i : i + piece])
+            framer.frame(out)  # type: ignore[arg-type]
+        assert framer.pending == held
+        framer.receive(b"\n")
+        framer.frame(out)  # type: ignore[arg-type]
+        assert len(out) == 1
+        assert framer.pending == 0
+        tight = SSEDecoder(max_event_size=held - 1)
+        with pytest.raises(PeerProtocolError) as info:
+            run(tight, [lines[i : i + piece] for i in range(0, len(lines), piece)] + [b"\n"])
+        assert info.value.limit == "max_event_size"
+    one = SSEDecoder(max_event_size=len(b"data: " + b"x" * 40 + b"\n"))
+    assert run(one, [b"data: " + b"x" * 40 + b"\n\n"])[0] == ev("x" * 40)
+
+
+def test_an_event_of_short_lines_is_held_near_what_the_bound_counts() -> None:
+    import tracemalloc
+
+    from svir_proto.sse.framer import SSEFramer
+
+    framer = SSEFramer()
+    out: list[object] = []
+    piece = b"data\n" * 10_000
+    tracemalloc.start()
+    try:
+        for _ in range(9):  # 90,000 lines: 0.45 MB on the wire, 7.6 MB counted
+            framer.receive(piece)
+            framer.frame(out)  # type: ignore[arg-type]
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert held < 1.5 * framer.pending, (held, framer.pending)
+
+
 def test_unterminated_huge_line_is_bounded() -> None:
     d = SSEDecoder(max_event_size=1000)
     for _ in range(10):
@@ -234,7 +281,7 @@ def _best_of(n: int, fn: Callable[[], object]) -> float:
 
 
 def _one_event(size: int, piece: int, line_end: bytes = b"\n") -> Callable[[], object]:
-    line = b"data: " + b"x" * 58 + line_end
+    line = b"data: " + b"x" * 250 + line_end  # (short lines count LINE_COST each: 80 bytes)
     body = line * (size // len(line)) + line_end
 
     def go() -> object:
