@@ -1871,6 +1871,30 @@ def test_a_translated_streams_unfinished_event_holds_the_budget(whole: bool) -> 
     assert done.outcome != "ok"
 
 
+@pytest.mark.parametrize("translated", [False, True])
+def test_an_event_of_short_lines_holds_the_budget_at_what_it_costs(translated: bool) -> None:
+    """Attack 38, F1: an event of 5-byte ``data`` lines was held at ten times its length by
+    the decoder that reads it, and charged its length: 8 streams held 527-655 MB under a 64
+    MiB budget. Each data line after an event's first counts `LINE_COST` more, in the bound
+    and in the charge: 20,000 lines (100 KB on the wire) do not fit a budget of 1 MB."""
+    from svir_proto.sse.framer import LINE_COST
+
+    d = Driver(upstream_dialect="messages" if translated else "chat", max_partial=1_000_000)
+    d.send(post(openai_body()))
+    d.connect()
+    lines = b"data\n" * 10_000
+    if translated:
+        d.answer(HEAD + chunk(MESSAGES_OPENING + b"event: content_block_delta\n" + lines))
+    else:
+        d.answer(HEAD + chunk(FIRST + lines))
+    assert d.state.partial >= 9_999 * LINE_COST - PARTIAL_ALLOWANCE
+    d.answer(chunk(lines))  # 20,000 lines: 1.6 MB counted
+    assert d.state.partial == 0
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert b"no room now for the rest of the upstream's event" in got
+
+
 def test_an_upstream_that_breaks_the_protocol_mid_event_holds_nothing_and_says_so() -> None:
     """Review 37: the bytes that broke the protocol, and all after them, were held against the
     budget (and, when they did not fit, blamed on it) although nothing of them goes on."""
