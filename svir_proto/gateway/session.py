@@ -833,8 +833,10 @@ class GatewaySession:
         """Hold the relayed event that is not whole yet against ``max_partial``: its length,
         and what the decoder that watches it holds of it (its bytes, and `LINE_COST` a data
         line: attack 38); see `_hold_unfinished`."""
-        exchange = None if self._up is None else self._up.exchange
-        assert exchange is not None  # (a relay under way)
+        up = self._up
+        assert up is not None  # (a relay under way)
+        exchange = up.exchange
+        assert exchange is not None
         return self._hold_unfinished(len(self._partial) + exchange.pending)
 
     def _hold_unfinished(self, size: int) -> bool:
