@@ -12,10 +12,12 @@ Rule 1: strings are skipped with C-level searches for the next quote, so a megab
     every container no wanted path goes through (``messages``, say): its depth is followed in
     C-level matches (`_FLAT`, `_brackets`), so that thirty megabytes of any shape cost it a
     second or two, not a Python step per value (attack 27: forty seconds of the event loop).
-Rule 2: a value is kept only at a wanted path, and at most `MAX_VALUE` bytes of it, and at most
-    `MAX_TOOLS` tool names; nesting is bounded by `MAX_DEPTH`, and the containers the scanner
-    descends into by `MAX_MEMBERS` members each (past either, it stops: Rule 3; thirty
-    megabytes of top-level members cost a Python step each). Everything else is skipped. A
+Rule 2: a value is kept only at a wanted path, and only a string of at most `MAX_VALUE` bytes
+    (no wanted key is longer, and a model or tool name that long is no fact: a cut could split
+    a character or an escape, attack 38), and at most `MAX_TOOLS` tool names; nesting is
+    bounded by `MAX_DEPTH`, and the containers the scanner descends into by `MAX_MEMBERS`
+    members each (past either, it stops: Rule 3; thirty megabytes of top-level members cost a
+    Python step each). Everything else is skipped. A
     number or literal longer than `MAX_VALUE` (none that long is ``true`` or a string) is held
     as no more than that, whatever its length across pieces.
 Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
@@ -51,6 +53,9 @@ MAX_MEMBERS: Final = 1024
 level, ``stream_options``, ``metadata``, ``tools`` and each tool): a request has a few dozen."""
 _SCALAR: Final = re.compile(rb"[^\s,:\]}]*")
 _SPACE: Final = b" \t\r\n"
+_BOM: Final = b"\xef\xbb\xbf"
+"""A body's UTF-8 byte order mark, which Python's ``json.loads`` of bytes, and so vLLM, and
+llama.cpp's parser skip (RFC 8259 section 8.1: a parser may ignore it)."""
 _SPACES: Final = re.compile(rb"[ \t\r\n]*")
 _NESTING: Final = re.compile(rb'["\[\]{}]')
 _ITEM: Final = rb'[^"\[\]{}]|"[^"]*"'
@@ -74,6 +79,8 @@ _STRING_KEYS: Final = frozenset(("model", "request_id", "name", "n"))
 """The last keys of the paths whose strings are kept."""
 _VALUE_KEYS: Final = _STRING_KEYS | {"stream", "include_usage", "n"}
 """The last keys of every wanted path."""
+_LONG_KEY: Final = "\x00long"
+"""The key of a member whose key is longer than `MAX_VALUE`: no wanted path goes through it."""
 _LONG: Final = b"0"
 """What a scalar longer than `MAX_VALUE` stands as (Rule 2): a number; ``n`` so long asks for
 other than one choice, however the pieces cut it."""
@@ -99,6 +106,7 @@ class RequestScanner:
         self._in_string = False
         self._string: bytearray | None = None  # the string being kept, if it is kept
         self._escape = False
+        self._cut = False  # the string being kept is longer than MAX_VALUE
         self._scalar = bytearray()  # a number or literal not yet ended
         self._skipped = 0  # the depth of the container being skipped (Rule 1), if any
         self._done = False
@@ -116,6 +124,7 @@ class RequestScanner:
         its end without a doubt; ``False`` (nothing set) if it is not."""
         if body.count(b",") >= MAX_MEMBERS:  # a container may have more: the scan says
             return False
+        body = body[3:] if body.startswith(_BOM) else body
         try:
             text = body.decode()
             if _keys_once(body):  # no object can hold a wanted key twice: no hook needed
@@ -191,6 +200,8 @@ class RequestScanner:
             c = text[pos]
             if c in _SPACE:
                 pos = _SPACES.match(text, pos).end()  # type: ignore[union-attr]
+            elif c in _BOM and not self._stack:  # before the body: read past, as the upstream does
+                pos += 1
             elif c == 0x22:  # '"'
                 self._in_string = True
                 self._string = bytearray() if self._wanted(string=True) else None
@@ -306,6 +317,12 @@ class RequestScanner:
         self._in_string = False
         kept = self._string
         self._string = None
+        if self._cut:  # longer than MAX_VALUE: no wanted key, and a value not kept (Rule 2)
+            self._cut = False
+            if self._expect_key:
+                self._stack[-1][1] = _LONG_KEY
+                self._expect_key = False
+            return end + 1
         if self._expect_key:
             assert kept is not None  # a key of the four levels the stack holds: kept
             if 0x5C in kept:  # escapes: the parser reads them
@@ -319,8 +336,12 @@ class RequestScanner:
         return end + 1
 
     def _keep(self, piece: bytes) -> None:
-        if self._string is not None and len(self._string) < MAX_VALUE:
-            self._string += piece[: MAX_VALUE - len(self._string)]
+        kept = self._string
+        if kept is not None:
+            room = MAX_VALUE - len(kept)
+            if len(piece) > room:
+                self._cut = True  # (a cut may split a character or an escape: not read)
+            kept += piece[:room]
 
     def _path(self) -> tuple[object, ...]:
         return tuple(level[1] for level in self._stack)
@@ -437,7 +458,7 @@ def parsed_choices(body: bytes) -> bool:
     (`svir_proto._json.canonical`); ``False`` for a body that is not JSON (the upstream's to
     refuse)."""
     try:
-        doc = canonical(body)
+        doc = canonical(body[3:] if body.startswith(_BOM) else body)
     except (ValueError, RecursionError):
         return False
     return _choices(doc.get("n")) if type(doc) is dict else False

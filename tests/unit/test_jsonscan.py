@@ -49,10 +49,18 @@ def test_a_broken_body_keeps_what_was_found() -> None:
     assert scan([b"}{"]).broken
 
 
-def test_long_values_are_cut_to_the_bound() -> None:
-    s = scan([b'{"model": "' + b"m" * (MAX_VALUE + 50) + b'"}'])
-    assert s.model is not None
-    assert len(s.model) == MAX_VALUE
+def test_values_past_the_bound_are_not_kept_and_the_scan_goes_on() -> None:
+    """Attack 38, F2: a kept string was cut at `MAX_VALUE` and parsed: a cut inside a UTF-8
+    character or an escape was no JSON, the scan stopped (``broken``), and every fact after it
+    was lost (``n`` 3 relayed, ``stream`` read as no stream). A string that long is no fact,
+    and a key that long no wanted key; the scan goes on past both."""
+    for long in (b"m" * (MAX_VALUE + 50), b"a" * (MAX_VALUE - 1) + "é".encode(),
+                 b"a" * (MAX_VALUE - 1) + b'\\"' + b"b" * 20):  # fmt: skip
+        body = b'{"model": "' + long + b'", "' + long + b'": 1, "stream": true, "n": 3}'
+        assert json.loads(body)["n"] == 3
+        for pieces in ([body], bytewise(body)):
+            s = scan(pieces)
+            assert (s.model, s.stream, s.choices, s.broken) == (None, True, True, False)
 
 
 def test_scalars_split_across_pieces() -> None:
@@ -260,3 +268,16 @@ def test_a_backslash_run_across_pieces_escapes_as_one_run(cut: int) -> None:
     for pieces in ([body[:cut], body[cut:]], [body[:cut], body[cut : cut + 1], body[cut + 1 :]]):
         s = scan(pieces)
         assert (s.model, s.stream, s.broken) == ('m\\"', True, False), pieces
+
+
+def test_a_body_beginning_with_a_byte_order_mark_is_read_past_it() -> None:
+    """Attack 38, F3: Python's ``json.loads`` of bytes (vLLM's), and llama.cpp's parser, read a
+    body that begins with a UTF-8 BOM; the scanner stopped at it, and ``n`` 3 was relayed."""
+    from svir_proto._jsonscan import parsed_choices
+
+    body = b"\xef\xbb\xbf" + json.dumps({"model": "m", "stream": True, "n": 3}).encode()
+    assert json.loads(body)["n"] == 3
+    for s in (RequestScanner.whole(body), scan(bytewise(body)), scan([body[:2], body[2:]])):
+        assert (s.model, s.stream, s.choices, s.broken) == ("m", True, True, False)
+    assert parsed_choices(body)
+    assert scan([b'{"model": "m"}\xef']).model == "m"  # (after the body: not read)
