@@ -19,9 +19,16 @@ JUNK: st.SearchStrategy[Any] = st.recursive(
 )
 
 
+EXTRA = st.dictionaries(  # members no wanted path goes through, read past in C (`_MEMBERS`)
+    st.sampled_from(["a", "nn", "models", "n ", "Name", "x\\y", 'q"', "é", "type", "strict"]),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    max_size=4,
+)
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
+    doc: dict[str, Any] = dict(draw(EXTRA))
     keys = draw(
         st.permutations(["model", "messages", "stream", "stream_options", "tools", "n", "x"])
     )
@@ -36,7 +43,11 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
             doc["stream_options"] = {"include_usage": draw(st.booleans()), "x": draw(JUNK)}
         elif key == "tools" and draw(st.booleans()):
             doc["tools"] = [
-                {"type": "function", "function": {"name": draw(TEXT), "parameters": draw(JUNK)}}
+                {
+                    **draw(EXTRA),
+                    "type": "function",
+                    "function": {**draw(EXTRA), "name": draw(TEXT), "parameters": draw(JUNK)},
+                }
                 for _ in range(draw(st.integers(0, 3)))
             ]
         elif key == "n" and draw(st.booleans()):
@@ -193,12 +204,14 @@ def test_a_long_skipped_container_of_any_nesting_is_followed_to_its_end(
 def test_containers_the_scanner_descends_have_a_bound_on_their_members() -> None:
     """`MAX_MEMBERS`: past it the scan stops (Rule 3), the facts before it stay, and a whole
     body with as many commas is scanned, not parsed, so that both ways agree."""
-    many = b'{"model":"m",' + b'"a":1,' * MAX_MEMBERS + b'"stream":true}'
+    many = b'{"model":"m",' + b'"a":{},' * MAX_MEMBERS + b'"stream":true}'
     scanner = RequestScanner()
     scanner.feed(many)
     assert (scanner.model, scanner.stream, scanner.broken) == ("m", None, True)
     assert facts(RequestScanner.whole(many)) == facts(scanner)
     tools = b'{"tools":[' + b"{}," * MAX_MEMBERS + b'{"function":{"name":"f"}}],"model":"m"}'
     assert scanned(tools).broken
-    fits = b'{"model":"m",' + b'"a":1,' * (MAX_MEMBERS - 2) + b'"stream":true}'
+    fits = b'{"model":"m",' + b'"a":{},' * (MAX_MEMBERS - 2) + b'"stream":true}'
     assert facts(scanned(fits)) == ("m", None, True, False, [], False, False)
+    plain = b'{"model":"m",' + b'"a":1,"b":"x",' * MAX_MEMBERS + b'"stream":true}'
+    assert facts(scanned(plain)) == facts(scanned(fits))  # (read past in C: not counted)

@@ -213,7 +213,7 @@ def test_n_is_the_same_fact_however_the_body_is_cut(n: bytes, choices: bool) -> 
 def test_a_body_the_scan_cannot_read_is_parsed_for_its_n() -> None:
     from svir_proto._jsonscan import parsed_choices
 
-    members = b'{"model":"m",' + b'"a":1,' * 1100 + b'"n":2}'
+    members = b'{"model":"m",' + b'"a":[],' * 1100 + b'"n":2}'
     assert scan([members]).broken
     assert not scan([members]).choices
     assert parsed_choices(members)
@@ -281,3 +281,37 @@ def test_a_body_beginning_with_a_byte_order_mark_is_read_past_it() -> None:
         assert (s.model, s.stream, s.choices, s.broken) == ("m", True, True, False)
     assert parsed_choices(body)
     assert scan([b'{"model": "m"}\xef']).model == "m"  # (after the body: not read)
+
+
+def test_members_no_fact_is_in_are_read_past_at_once_and_not_counted() -> None:
+    """Attack 38, F4 and F2: every member of the objects the scan goes into (the top level,
+    each tool, each function) cost a Python step or more, and past `MAX_MEMBERS` the scan
+    stopped: 31 MB of tools of a thousand members each cost 12 s of CPU, and 1,100 options
+    before ``n`` hid it (``n`` 3 relayed). A run of members whose keys are no wanted path's
+    and whose values are strings or scalars is one C-level match now."""
+    from svir_proto._jsonscan import MAX_MEMBERS
+
+    members = ",".join(f'"k{i}": {i}, "s{i}": "a,b"' for i in range(MAX_MEMBERS)).encode()
+    function = b'{"description": "d", ' + members + b', "name": "get"}'
+    tool = b'{"type": "function", ' + members + b', "function": ' + function + b"}"
+    body = b'{"model": "m", ' + members + b', "tools": [' + b", ".join([tool] * 20) + b'], "n": 3}'
+    calls = 0
+    part = RequestScanner._string_part
+
+    def counted(self: RequestScanner, *args: object) -> int:
+        nonlocal calls
+        calls += 1
+        return part(self, *args)  # type: ignore[arg-type]
+
+    s = RequestScanner()
+    s._string_part = counted.__get__(s)  # type: ignore[method-assign]
+    pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)]
+    for piece in pieces:
+        s.feed(piece)
+    assert (s.model, s.tools, s.choices, s.broken) == ("m", ["get"] * 20, True, False)
+    assert calls < 20 * 10 + 4 * len(pieces), calls  # a few keys a tool, not a member each
+    assert facts_of(RequestScanner.whole(body)) == facts_of(s)
+
+
+def facts_of(s: RequestScanner) -> tuple[object, ...]:
+    return (s.model, s.stream, s.tools, s.choices, s.broken)
