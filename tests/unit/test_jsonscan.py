@@ -222,6 +222,20 @@ def test_a_body_the_scan_cannot_read_is_parsed_for_its_n() -> None:
     assert not parsed_choices(b"[2]")
 
 
+def counted() -> tuple[RequestScanner, list[int]]:
+    """A scanner, and the count of its strings' parts read so far (a Python step each)."""
+    s = RequestScanner()
+    calls = [0]
+    part = s._string_part
+
+    def step(data: bytes, text: bytes, pos: int) -> int:
+        calls[0] += 1
+        return part(data, text, pos)
+
+    s._string_part = step  # type: ignore[method-assign]
+    return s, calls
+
+
 @pytest.mark.parametrize("where", ["skipped", "read"])
 def test_a_string_of_escapes_costs_a_few_steps_a_piece_and_little_memory(where: str) -> None:
     """Attack round 37 (F5): a relayed body of escapes (``"\\n"`` fifteen million times) cost
@@ -237,16 +251,7 @@ def test_a_string_of_escapes_costs_a_few_steps_a_piece_and_little_memory(where: 
     else:
         body = b'{"x":"' + escapes + b'","model":"m","stream":true}'
     pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)]
-    calls = 0
-    part = RequestScanner._string_part
-
-    def counted(self: RequestScanner, *args: object) -> int:
-        nonlocal calls
-        calls += 1
-        return part(self, *args)  # type: ignore[arg-type]
-
-    s = RequestScanner()
-    s._string_part = counted.__get__(s)  # type: ignore[method-assign]
+    s, calls = counted()
     tracemalloc.start()
     try:
         for piece in pieces:
@@ -255,7 +260,7 @@ def test_a_string_of_escapes_costs_a_few_steps_a_piece_and_little_memory(where: 
     finally:
         tracemalloc.stop()
     assert (s.model, s.stream, s.broken) == ("m", True, False)
-    assert calls <= 3 * len(pieces), f"{calls} steps for {len(pieces)} pieces"
+    assert calls[0] <= 3 * len(pieces), f"{calls[0]} steps for {len(pieces)} pieces"
     assert peak < 8 * 65536, f"{peak} bytes at the most for pieces of 64 KiB"
 
 
@@ -295,21 +300,12 @@ def test_members_no_fact_is_in_are_read_past_at_once_and_not_counted() -> None:
     function = b'{"description": "d", ' + members + b', "name": "get"}'
     tool = b'{"type": "function", ' + members + b', "function": ' + function + b"}"
     body = b'{"model": "m", ' + members + b', "tools": [' + b", ".join([tool] * 20) + b'], "n": 3}'
-    calls = 0
-    part = RequestScanner._string_part
-
-    def counted(self: RequestScanner, *args: object) -> int:
-        nonlocal calls
-        calls += 1
-        return part(self, *args)  # type: ignore[arg-type]
-
-    s = RequestScanner()
-    s._string_part = counted.__get__(s)  # type: ignore[method-assign]
+    s, calls = counted()
     pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)]
     for piece in pieces:
         s.feed(piece)
     assert (s.model, s.tools, s.choices, s.broken) == ("m", ["get"] * 20, True, False)
-    assert calls < 20 * 10 + 4 * len(pieces), calls  # a few keys a tool, not a member each
+    assert calls[0] < 20 * 10 + 4 * len(pieces), calls  # a few keys a tool, not a member each
     assert facts_of(RequestScanner.whole(body)) == facts_of(s)
 
 
