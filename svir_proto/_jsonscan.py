@@ -15,9 +15,9 @@ Rule 1: strings are skipped with C-level searches for the next quote, so a megab
 Rule 2: a value is kept only at a wanted path, and only a string of at most `MAX_VALUE` bytes
     (no wanted key is longer, and a model or tool name that long is no fact: a cut could split
     a character or an escape, attack 38), and at most `MAX_TOOLS` tool names; nesting is
-    bounded by `MAX_DEPTH`, and the containers the scanner descends into by `MAX_MEMBERS`
-    members each (past either, it stops: Rule 3; thirty megabytes of top-level members cost a
-    Python step each). Everything else is skipped. A
+    bounded by `SKIPPED_DEPTH` (more than any upstream's parser takes), and the containers the
+    scanner descends into by `MAX_MEMBERS` members each (past either, it stops: Rule 3; thirty
+    megabytes of top-level members cost a Python step each). Everything else is skipped. A
     number or literal longer than `MAX_VALUE` (none that long is ``true`` or a string) is held
     as no more than that, whatever its length across pieces.
 Rule 3: the scanner does not judge the JSON (the upstream does): on bytes that cannot be JSON it
@@ -39,6 +39,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from itertools import accumulate, count
+from operator import sub
 from typing import Final
 
 from ._json import canonical
@@ -48,6 +50,11 @@ __all__: list[str] = []
 MAX_VALUE: Final = 256
 MAX_TOOLS: Final = 128
 MAX_DEPTH: Final = 64
+"""Nesting of a whole body parsed at once (Rule 4); deeper, it is scanned."""
+SKIPPED_DEPTH: Final = 1024
+"""Nesting the scan follows in a container it skips (Rule 1): past it the scan stops (Rule 3).
+Python's ``json`` (vLLM's) stops short of 1,000 levels, orjson at 1,024: a body nested deeper
+is refused upstream anyway (attack 38: 70 levels stopped it)."""
 MAX_MEMBERS: Final = 1024
 """Members of an object, or elements of an array, that the scanner descends into (the top
 level, ``stream_options``, ``metadata``, ``tools`` and each tool): a request has a few dozen."""
@@ -116,6 +123,7 @@ class RequestScanner:
         self._string: bytearray | None = None  # the string being kept, if it is kept
         self._escape = False
         self._cut = False  # the string being kept is longer than MAX_VALUE
+        self._opening: bytes | None = b""  # the body's first bytes, while a BOM may begin it
         self._scalar = bytearray()  # a number or literal not yet ended
         self._skipped = 0  # the depth of the container being skipped (Rule 1), if any
         self._done = False
@@ -181,6 +189,14 @@ class RequestScanner:
     def feed(self, data: bytes) -> None:
         if self.broken or self._done or not data:
             return
+        if self._opening is not None:  # the body's first bytes: a BOM there is read past
+            data = self._opening + data
+            if len(data) < len(_BOM) and _BOM.startswith(data):
+                self._opening = data
+                return
+            self._opening = None
+            if data.startswith(_BOM):
+                data = data[len(_BOM) :]
         try:
             self._feed(data)
         except (ValueError, IndexError, UnicodeDecodeError, RecursionError):
@@ -209,8 +225,6 @@ class RequestScanner:
             c = text[pos]
             if c in _SPACE:
                 pos = _SPACES.match(text, pos).end()  # type: ignore[union-attr]
-            elif c in _BOM and not self._stack:  # before the body: read past, as the upstream does
-                pos += 1
             elif c == 0x22:  # '"'
                 if self._expect_key:  # members no wanted path goes through, at once (Rule 1)
                     end = _MEMBERS.match(text, pos, min(n, pos + _WINDOW)).end()  # type: ignore[union-attr]
@@ -267,7 +281,7 @@ class RequestScanner:
         string the piece cuts); past its end, the scanner reads on."""
         n = len(data)
         depth = self._skipped
-        limit = MAX_DEPTH - len(self._stack)
+        limit = SKIPPED_DEPTH - len(self._stack)
         search = _NESTING.search
         flat = _FLAT.match
         whole = _WHOLE.match
@@ -336,6 +350,8 @@ class RequestScanner:
             if self._expect_key:
                 self._stack[-1][1] = _LONG_KEY
                 self._expect_key = False
+            elif self._path() == ("n",):  # a string of a number that long: other than one
+                self._value(_LONG)  # (vLLM's pydantic reads "000...2" as 2: review 39)
             return end + 1
         if self._expect_key:
             assert kept is not None  # a key of the four levels the stack holds: kept
@@ -430,12 +446,13 @@ def _brackets(window: bytes, depth: int, limit: int) -> int | None:
     it surely neither ends in it nor nests past ``limit``; else ``None`` (a bracket at a time
     then). Every pair that opens and closes in it is taken out, a level per pass, in C: what is
     left is closers, then openers; the container ends in the window only if the closers reach
-    its depth, and the window nests no deeper than its openers and its passes on top."""
+    its depth, and the window nests no deeper than its openers and its passes on top. Past
+    `_PASSES` passes (a window nested deeper than that), each bracket's level, in C."""
     shape = window.translate(_PARENS, _NOT_BRACKETS)
     passes = 0
     while b"()" in shape:
-        if passes == limit:
-            return None
+        if passes == _PASSES:
+            return _levels(shape, depth, limit)
         shape = shape.replace(b"()", b"")
         passes += 1
     closers = len(shape) - len(shape.lstrip(b")"))
@@ -443,6 +460,19 @@ def _brackets(window: bytes, depth: int, limit: int) -> int | None:
     if closers >= depth or depth + openers + passes > limit:
         return None
     return depth - closers + openers
+
+
+_PASSES: Final = 16
+_OPENERS: Final = bytes.maketrans(b"()", b"\x02\x00")
+
+
+def _levels(shape: bytes, depth: int, limit: int) -> int | None:
+    """`_brackets` for a window nested deep: ``shape`` its brackets as parentheses; the level
+    after each is twice the openers up to it less its count, in C (`accumulate`, `map`)."""
+    levels: list[int] = list(map(sub, accumulate(shape.translate(_OPENERS)), count(1)))
+    if depth + min(levels) <= 0 or depth + max(levels) > limit:
+        return None
+    return depth + levels[-1]
 
 
 class _Twice(Exception):

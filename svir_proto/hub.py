@@ -42,8 +42,9 @@ key                      value
                          ``tool_result.is_error``); a dialect with no such mark sends the
                          result as `error_result`
 ``image_detail``         how closely the model is to look at each image that says so:
-                         ``{"INDEX": "low"|"high"|"auto"}``, by the image's index among the
-                         message's parts (OpenAI's ``detail``, Chat's and the Responses API's)
+                         ``{"INDEX": "low"|"high"|"auto"|...}``, by the image's index among
+                         the message's parts (OpenAI's ``detail``, Chat's and the Responses
+                         API's; the Chat API takes these three only)
 =======================  ===========================================================================
 
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
@@ -349,10 +350,6 @@ def message_extensions(
     return {HUB_EXTENSION: ours} if ours else {}
 
 
-_IMAGE_DETAILS: Final = ("low", "high", "auto")
-"""What an image's ``detail`` may be (`message_image_detail`)."""
-
-
 def message_image_detail(message: LLMMessage) -> dict[int, str]:
     """The ``detail`` of each image of the message that says it, by its index among the
     message's parts; what is malformed is skipped."""
@@ -362,7 +359,7 @@ def message_image_detail(message: LLMMessage) -> dict[int, str]:
     return {
         int(at): detail
         for at, detail in raw.items()
-        if isinstance(at, str) and at.isdigit() and detail in _IMAGE_DETAILS
+        if isinstance(at, str) and at.isdigit() and isinstance(detail, str) and detail
     }
 
 

@@ -46,7 +46,7 @@ audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` r
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, TypeGuard, get_args
 
 from .events import (
     Event,
@@ -92,7 +92,7 @@ from .llmstream.request import (
     Part,
 )
 from .openai.encoder import ChatStreamEncoder
-from .openai.parts import ImagePart, TextFile, TextPart
+from .openai.parts import ImageDetail, ImagePart, TextFile, TextPart
 from .openai.request import (
     REASONING_EFFORTS,
     AssistantMessage,
@@ -322,6 +322,12 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                     parts.append(TextPart(text=p.text))
                 elif p.type == "image":
                     detail: Any = details.get(j)
+                    if detail not in (None, *get_args(ImageDetail)):
+                        notes.append(
+                            f"messages[{i}].content[{j}]: an image's detail ({detail!r}) is not "
+                            "one the Chat API takes: not sent"
+                        )
+                        detail = None
                     parts.append(
                         ImagePart.from_path(p.path, p.media_type, detail=detail)
                         if p.path

@@ -38,9 +38,11 @@ DEFAULT_MAX_BODY: Final = 32 * 1024 * 1024
 turn carries; OpenAI's own limit for a request is of that order (nginx's
 ``client_max_body_size`` defaults to 1 MiB, for web forms)."""
 PARTIAL_ALLOWANCE: Final = 128 * 1024
-"""What each relayed stream holds of its event not whole yet (twice its length) before it takes
-of ``max_partial``: an event of up to 64 KiB, what nearly every event is, is never refused
-(nginx's ``proxy_buffer_size``, what it holds of a response's start, is 4 or 8 KiB)."""
+"""What each stream holds of its event not whole yet before it takes of ``max_partial``: a
+relay holds it twice (its copy, and its watcher's), a translation once (its decoder's), and a
+decoder counts `svir_proto.sse.framer.LINE_COST` for each data line after the event's first;
+an event of up to 64 KiB, what nearly every event is, is never refused (nginx's
+``proxy_buffer_size``, what it holds of a response's start, is 4 or 8 KiB)."""
 
 UpstreamDialect = Literal["chat", "messages", "responses", "gemini"]
 
@@ -119,8 +121,9 @@ class GatewayConfig:
             carry the whole answer, up to ``max_answer`` characters of 1 to 4 bytes.
         max_partial: bytes of upstream events not whole yet, held at once across all streams:
             twice the length of each relayed one (the relay's copy and its watcher's), once
-            each translated one (its decoder's), past the first `PARTIAL_ALLOWANCE` of each
-            stream's, which is never refused; a stream whose event does not fit ends with an
+            each translated one (its decoder's), a decoder's data lines after an event's first
+            at `svir_proto.sse.framer.LINE_COST` more each, past the first `PARTIAL_ALLOWANCE`
+            of each stream's, which is never refused; a stream whose event does not fit ends with an
             error (attack 36 F2: 16 MiB a relayed stream, by no option; attack 37: 8 MiB a
             translated one). Apart from ``max_buffered``, so that what clients' bodies hold
             never ends a stream (review 37). 256 MiB, as ``max_buffered``: room for 16 streams

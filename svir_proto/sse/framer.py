@@ -835,7 +835,7 @@ class SSEFramer:
                 else:
                     before = len(data)
                     self._field(line, at, out)
-                    if len(data) > max(before, 1):  # a data line, not the event's first
+                    if len(data) > before >= 1:  # a data line, not the event's first
                         limit_at -= LINE_COST
             at = nxt
 

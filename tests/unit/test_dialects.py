@@ -469,14 +469,28 @@ def test_an_images_detail_crosses_between_openai_dialects_and_is_said_lost_elsew
     assert message_image_detail(llm.messages[0]) == {1: "high", 2: "auto"}
 
 
+def test_a_detail_the_chat_api_does_not_take_is_said_lost_there() -> None:
+    """Review 39: a Responses image's detail other than the three the Chat API takes (a newer
+    one) went nowhere with no note; to Chat it is said, to the Messages API too."""
+    content = [{"type": "input_image", "image_url": PNG, "detail": "original"}]
+    request = _parsed("responses", {"model": "m", "input": [{"role": "user", "content": content}]})
+    for target, said in (
+        ("chat", "an image's detail ('original') is not one the Chat API takes: not sent"),
+        ("messages", "an image's detail ('original') has no field in the Messages API: not sent"),
+    ):
+        lost: list[str] = []
+        dialects.translate_request(request, target, lost=lost)
+        assert lost == [f"messages[0].content[0]: {said}"]
+
+
 def test_a_malformed_image_detail_is_read_as_none() -> None:
     from svir_proto.hub import HUB_EXTENSION, message_image_detail
 
-    odd = {"1": "high", "x": "low", "2": "sharp", "3": 4, "-1": "low"}
+    odd = {"1": "high", "x": "low", "2": "original", "3": 4, "-1": "low", "4": ""}
     message = LLMMessage(
         role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": odd}}
     )
-    assert message_image_detail(message) == {1: "high"}
+    assert message_image_detail(message) == {1: "high", 2: "original"}
     for raw in (None, [], "high"):
         message = LLMMessage(
             role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": raw}}

@@ -41,7 +41,7 @@ def test_what_follows_the_body_and_empty_pieces_change_nothing() -> None:
 
 
 def test_a_broken_body_keeps_what_was_found() -> None:
-    s = scan([b'{"model": "m", "stream": tru', b'e, "x": ' + b"[" * 100])  # too deep
+    s = scan([b'{"model": "m", "stream": tru', b'e, "x": ' + b"[" * 1100])  # too deep
     assert s.broken
     assert (s.model, s.stream) == ("m", True)
     s.feed(b'"stream": false')  # nothing more is read
@@ -61,6 +61,10 @@ def test_values_past_the_bound_are_not_kept_and_the_scan_goes_on() -> None:
         for pieces in ([body], bytewise(body)):
             s = scan(pieces)
             assert (s.model, s.stream, s.choices, s.broken) == (None, True, True, False)
+    for n in (b'"' + b"0" * 300 + b'2"', b'"' + b" " * 300 + b'2"'):  # (review 39: vLLM reads 2)
+        body = b'{"model": "m", "n": ' + n + b"}"
+        for s in (RequestScanner.whole(body), scan([body]), scan(bytewise(body))):
+            assert (s.model, s.choices, s.broken) == ("m", True, False)
 
 
 def test_scalars_split_across_pieces() -> None:
@@ -151,10 +155,10 @@ def test_containers_no_fact_is_in_are_skipped_to_their_end() -> None:
             "m", True, True, ["f"], False
         )  # fmt: skip
         assert s._done
-    deep = b'{"x":' + b"[" * 70 + b"]" * 70 + b',"model":"m"}'
+    deep = b'{"x":' + b"[" * 1100 + b"]" * 1100 + b',"model":"m"}'
     s = RequestScanner()
     s.feed(deep)
-    assert s.broken  # nesting past MAX_DEPTH, skipped or not (Rule 2)
+    assert s.broken  # nesting past SKIPPED_DEPTH (Rule 2)
 
 
 def test_a_skipped_container_too_deep_for_a_window_goes_a_bracket_at_a_time() -> None:
@@ -163,8 +167,10 @@ def test_a_skipped_container_too_deep_for_a_window_goes_a_bracket_at_a_time() ->
     nesting still stops the scan."""
     long = b'{"model":"m","x":[[[[[' + b'"' + b"a" * 5000 + b'"' + b']]]]],"stream":true}'
     assert (scanned(long).model, scanned(long).stream, scanned(long).broken) == ("m", True, False)
-    deep = b'{"model":"m","x":[' + b"[" * 70 + b"]" * 70 + b",1" * 3000 + b'],"stream":true}'
+    deep = b'{"model":"m","x":[' + b"[" * 1100 + b"]" * 1100 + b",1" * 3000 + b'],"stream":true}'
     assert (scanned(deep).model, scanned(deep).broken) == ("m", True)
+    saw = b'{"model":"m","x":[' + (b"[" * 60 + b"]" * 60 + b",") * 200 + b'1],"stream":true}'
+    assert (scanned(saw).model, scanned(saw).stream, scanned(saw).broken) == ("m", True, False)
 
 
 def scanned(body: bytes) -> RequestScanner:
@@ -286,6 +292,11 @@ def test_a_body_beginning_with_a_byte_order_mark_is_read_past_it() -> None:
         assert (s.model, s.stream, s.choices, s.broken) == ("m", True, True, False)
     assert parsed_choices(body)
     assert scan([b'{"model": "m"}\xef']).model == "m"  # (after the body: not read)
+    for odd in (b"\xbf\xbb" + body[3:], b" " + body, body[:3] + body, body[:2] + body[3:]):
+        with pytest.raises((json.JSONDecodeError, UnicodeDecodeError)):
+            json.loads(odd)
+        for s in (RequestScanner.whole(odd), scan(bytewise(odd))):
+            assert s.model is None  # (review 39: a BOM's bytes anywhere were read past)
 
 
 def test_members_no_fact_is_in_are_read_past_at_once_and_not_counted() -> None:
@@ -311,3 +322,22 @@ def test_members_no_fact_is_in_are_read_past_at_once_and_not_counted() -> None:
 
 def facts_of(s: RequestScanner) -> tuple[object, ...]:
     return (s.model, s.stream, s.tools, s.choices, s.broken)
+
+
+@pytest.mark.parametrize("depth", [70, 800])
+def test_a_skipped_container_nested_as_deep_as_upstreams_take_is_read_past(depth: int) -> None:
+    """Attack 38, F2: nesting past 64 levels in a message stopped the scan (``n`` 3 relayed);
+    Python's json (vLLM's) reads nearly a thousand. The scan follows a skipped container to
+    `SKIPPED_DEPTH`, deep windows a bracket's level at a time in C (`_levels`), not a Python
+    step each (30 MB of arrays 60 deep took minutes; now seconds)."""
+    from svir_proto._jsonscan import SKIPPED_DEPTH
+
+    nested = b"[" * depth + b'"x]"' + b"]" * depth
+    body = b'{"messages": [{"content": ' + nested + b'}], "model": "m", "n": 3}'
+    assert json.loads(body)["n"] == 3
+    for pieces in ([body], [body[i : i + 100] for i in range(0, len(body), 100)]):
+        s = scan(pieces)
+        assert (s.model, s.choices, s.broken) == ("m", True, False)
+    deeper = b"[" * (SKIPPED_DEPTH + 8) + b"]" * (SKIPPED_DEPTH + 8)  # (its last 3 at once)
+    s = scan([b'{"messages": ' + deeper + b', "model": "m"}'])
+    assert (s.model, s.broken) == (None, True)
