@@ -100,7 +100,7 @@ _SCAN_PLAIN: Final[Callable[[str, int], tuple[object, int]]] = json.JSONDecoder(
 scanner reads them itself, where ``_SCAN`` calls a Python function for every number (a
 payload of logprobs or timings holds dozens)."""
 _NUMERALS: Final = bytes(
-    0x30 if 0x30 <= b <= 0x39 else 0x65 if b in b"Ee+-" else b for b in range(256)
+    0x30 if 0x30 <= b <= 0x39 else 0x65 if b in b"Ee" else b for b in range(256)
 )
 _LONG_DIGITS: Final = b"0" * 19
 _SHORT: Final = 256
@@ -111,11 +111,35 @@ def _plain_numbers(raw: bytes | bytearray) -> bool:
     """Whether no number in ``raw`` can be past Rule 1 or Rule 2: it holds no run of 19 digits
     (any integer of 18 digits is in the 64-bit range, and any float whose digits come in runs
     of 18 at most, with an exponent of two digits at most, is below 1e309) and no exponent of
-    three digits. Digits read as ``0`` and ``E``, ``+`` and ``-`` as ``e``, so that an exponent
-    of three digits or more is ``e000`` whatever its sign; what strings hold may only make it
-    answer no, and a no costs the hooks, never a different value."""
-    mapped = raw.translate(_NUMERALS)
-    return _LONG_DIGITS not in mapped and b"e000" not in mapped
+    three digits. Digits read as ``0`` and ``E`` as ``e``, and signs are taken out, so that
+    such an exponent is ``0e000`` (`_exponent`).
+
+    What strings hold may only make it answer no (``"1e300 m"``), which costs the hooks, never
+    a different value; ids in hex or with dashes seldom do (`_exponent`)."""
+    mapped = raw.translate(_NUMERALS, b"+-")
+    if _LONG_DIGITS in mapped:
+        return False
+    return b"0e000" not in mapped or not _exponent(mapped)
+
+
+def _exponent(mapped: bytes | bytearray) -> bool:
+    """Whether a ``0e000`` in ``mapped`` (`_plain_numbers`) begins an exponent of three digits
+    or more: its digits end where a number may (a comma, a bracket, a brace, whitespace or the
+    end of the text), as those of an id in hex (``"...5e452a..."``) do not; ``True`` past
+    `_LOOKS` of them, so that the looking stays bounded."""
+    at = mapped.find(b"0e000")
+    for _ in range(_LOOKS):
+        if at < 0:
+            return False
+        end = _ZEROS(mapped, at + 5).end()  # type: ignore[union-attr]  # (it always matches)
+        if mapped[end : end + 1] in b",]} \t\n\r":  # (the end of the text: empty, in it too)
+            return True
+        at = mapped.find(b"0e000", end)
+    return True
+
+
+_ZEROS: Final = re.compile(b"0*").match
+_LOOKS: Final = 8
 
 
 _UNPARSED: Final = object()

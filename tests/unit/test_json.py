@@ -27,6 +27,53 @@ def test_rule_2_integers_beyond_64_bits_read_as_floats() -> None:
         canonical("1" + "0" * 400)
 
 
+NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["1e400", "-1E+309", "1e-400", "1.5e0300", "2e308", "7e30", "1" + "0" * 19]),
+)
+IDS = st.sampled_from(
+    ["chatcmpl-269e0d37f2a74de452e6b438", "5e000e", "1e300 m", "x5e0001", "2025-04-14"]
+)
+
+
+@given(st.lists(st.one_of(NUMBERS, IDS.map(json.dumps)), min_size=1, max_size=12), IDS)
+def test_rules_1_and_2_read_alike_whether_the_numbers_look_plain(
+    items: list[str], pad: str
+) -> None:
+    """A payload whose numbers `_plain_numbers` finds past neither rule is read by the C
+    scanner without the hooks (a chunk of logprobs holds dozens): the same value or the same
+    error as with them, whatever the strings around the numbers hold."""
+    text = json.dumps({"id": pad, "pad": "x" * 300})[:-1] + ',"n":[' + ",".join(items) + "]}"
+    raw = text.encode()
+    try:
+        hooked = _json._decode(text, _json._SCAN)
+    except ValueError:
+        assert not _json._plain_numbers(raw)
+    else:
+        if _json._plain_numbers(raw):
+            assert repr(_json._decode(text, _json._SCAN_PLAIN)) == repr(hooked)
+
+
+def test_an_id_in_hex_leaves_the_numbers_plain() -> None:
+    """Found by the logprobs benchmark: an id in hex with a dash (``chatcmpl-269e0d...``) and a
+    model's date read as an exponent of three digits, so every chunk of a stream paid a hook
+    per number (1.75x the floor with the standard library)."""
+    chunk = json.dumps(
+        {
+            "id": "chatcmpl-269e0d37f2a74de452e6b438",
+            "model": "gpt-4.1-mini-2025-04-14",
+            "logprobs": [{"logprob": -3.8991481529212186, "bytes": [32, 240, 159]}] * 8,
+        }
+    ).encode()
+    assert _json._plain_numbers(chunk)
+    assert not _json._plain_numbers(chunk[:-1] + b',"big":-1e+400}')
+    assert not _json._plain_numbers(chunk[:-1] + b',"note":"1e300 m"}')  # a no: hooks, alike
+    many = b'["' + b'5e000e","' * _json._LOOKS + b'"]'  # past the bound: a no, at once
+    assert not _json._plain_numbers(many)
+    assert _json._plain_numbers(b'["' + b'5e000e","' * (_json._LOOKS - 1) + b'"]')
+
+
 @pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", '{"a":1}'.encode("utf-16"), b'"\xed\xa0\x80"'])
 def test_rule_3_utf8_only(raw: bytes) -> None:
     with pytest.raises((ValueError, UnicodeDecodeError)):
