@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from . import _json
 from . import _weights as weights
+from ._halves import MAX_MENDED, Halves
 from ._notes import Notes
 from ._pull import PullDecoder
 from ._signatures import CARRIED, uncarried
@@ -81,6 +82,7 @@ class DialectDecoder(PullDecoder[Event]):
         self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
         self._problems = Notes()  # said once each, bounded (`_notes`)
+        self._halves = Halves()  # of surrogate pairs cut between payloads (strict only)
 
     @property
     def pending(self) -> int:
@@ -251,7 +253,10 @@ class DialectDecoder(PullDecoder[Event]):
         if end is not None and not self._closed:
             self._closed = True
             self._cut = end.incomplete
-            self._on_body_end()
+            try:
+                self._on_body_end()
+            except PeerProtocolError as exc:  # the end found a half never joined (`_halves`)
+                self._deferred = exc
 
     def _on_event(
         self, sse_type: str | None, data: bytes | bytearray, at: int
@@ -357,6 +362,11 @@ class DialectDecoder(PullDecoder[Event]):
         its value (the ``replace`` policy may mend it), or the error both backends report."""
         try:
             return _json.canonical(payload, errors=self._errors)
+        except _json.LoneSurrogateError as exc:  # perhaps half of a pair the server cut
+            error = json_error(payload, at, exc, what)
+            if len(payload) <= MAX_MENDED and self._halves.mend(exc.value, error):
+                return exc.value
+            raise error from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise json_error(payload, at, exc, what) from exc
 
@@ -406,6 +416,9 @@ class DialectDecoder(PullDecoder[Event]):
         self._queue.append(signature)
 
     def _terminate(self, *, done: bool) -> None:
+        lone = self._halves.lone()
+        if lone is not None:  # a half of a pair that never came whole: what it was
+            raise lone
         ended = StreamEnded(complete=self._complete(), done=done)
         self._terminal = ended
         self._queue.append(ended)

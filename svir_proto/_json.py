@@ -14,7 +14,8 @@ Rule 4: a lone surrogate, escaped (``"\\ud800"``) or encoded, is an error with i
     invalid UTF-8; with ``errors="replace"`` it becomes U+FFFD, like invalid UTF-8, and with
     ``errors="surrogates"`` an escaped one does while invalid UTF-8 is still an error (a relay's
     policy: an escaped lone surrogate is valid JSON). No text that cannot be encoded as UTF-8
-    leaves a decoder. (The standard library keeps it.)
+    leaves a decoder (the standard library keeps it); under ``"strict"`` a decoder joins the
+    halves of a pair a server cut between two payloads (`LoneSurrogateError`, `_halves`).
 Rule 5: nesting deeper than `MAX_DEPTH` (512) is an error. (The standard library's limit
     depends on the Python stack, orjson's is 1024.)
 Duplicate keys agree already: the last one wins in both.
@@ -71,6 +72,16 @@ class JSONPolicyError(ValueError):
     def __init__(self, message: str, pos: int) -> None:
         super().__init__(message)
         self.pos = pos
+
+
+class LoneSurrogateError(JSONPolicyError):
+    """Rule 4's error (strict); ``value`` is what was read, its lone surrogates kept, for a
+    decoder that joins the halves of a pair a server cut between two payloads
+    (`svir_proto._halves`)."""
+
+    def __init__(self, message: str, pos: int, value: object) -> None:
+        super().__init__(message, pos)
+        self.value = value
 
 
 def _constant(name: str) -> object:
@@ -264,7 +275,7 @@ def canonical(
     if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
         if errors != "strict":
             return _replace_surrogates(value)
-        raise JSONPolicyError("a lone surrogate escape is not text", _lone_at(text))
+        raise LoneSurrogateError("a lone surrogate escape is not text", _lone_at(text), value)
     return value
 
 

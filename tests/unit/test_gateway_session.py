@@ -381,6 +381,36 @@ def test_a_surrogate_pair_split_across_two_relayed_chunks_goes_on_as_it_came() -
     assert d.done()[0].outcome == "ok"
 
 
+def test_a_surrogate_pair_split_across_two_chunks_is_one_character_translated() -> None:
+    """Audit 36 r07, the translated half: the pair above, to an LLM-Stream client, is the one
+    character a JavaScript client would show (`svir_proto._halves`), not an error."""
+    text = (b"A\\ud83d", b"\\ude00B")
+    body = b"".join(
+        b'data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"' + t + b'"}}]}\n\n'
+        for t in text
+    )
+    body += b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    body += b"data: [DONE]\n\n"
+    doc = {
+        "version": "1.0",
+        "stream": True,
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    d = Driver()
+    d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
+    d.connect()
+    d.answer(sse_response(body))
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    decoder = LLMStreamDecoder()
+    decoder.feed(got)
+    decoder.close()
+    assert decoder.result.text == "A\U0001f600B"
+    assert decoder.result.complete
+    assert d.done()[0].outcome == "ok"
+
+
 def test_bad_http_from_the_upstream() -> None:
     d = Driver()
     d.send(post(openai_body()))
