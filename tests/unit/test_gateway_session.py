@@ -221,22 +221,29 @@ def test_null_and_usage_details_are_what_the_upstream_sent() -> None:
     assert got == chunk
 
 
-def test_an_llm_stream_client_gets_the_events_translated() -> None:
+def to_llm_stream(answer: bytes, **extra: Any) -> tuple[Driver, dict[str, str], LLMStreamDecoder]:
+    """An LLM-Stream client's request (``extra``: more of it), translated to Chat; the
+    upstream's ``answer``; and what the client got, decoded."""
     doc = {
         "version": "1.0", "stream": True, "model": "m",
-        "messages": [{"role": "user", "content": "hi"}],
-        "tools": [{"name": "lookup", "description": "", "parameters": {}}],
+        "messages": [{"role": "user", "content": "hi"}], **extra,
     }  # fmt: skip
     d = Driver()
     d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
     assert b"/chat/completions" in d.upstream or d.connecting
     d.connect()
-    d.answer(sse_response(TOOLS))
+    d.answer(sse_response(answer))
     ((status, headers, got, ended),) = read(d.client)
     assert (status, ended) == (200, True)
     decoder = LLMStreamDecoder()
     decoder.feed(got)
     decoder.close()
+    return d, headers, decoder
+
+
+def test_an_llm_stream_client_gets_the_events_translated() -> None:
+    tools = [{"name": "lookup", "description": "", "parameters": {}}]
+    _, headers, decoder = to_llm_stream(TOOLS, tools=tools)
     assert decoder.result.complete
     assert decoder.result.usage is not None
     assert [c.name for c in decoder.result.tool_calls] == ["lookup", "lookup"]
@@ -363,18 +370,21 @@ def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream()
     assert "protocol" in decoder.result.error.message
 
 
+CUT_PAIR = (
+    b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"A\\ud83d"}}]}\n\n'
+    b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"\\ude00B"}}]}\n\n'
+    b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+"""A surrogate pair a server cut in UTF-16 units, in two chunks."""
+
+
 def test_a_surrogate_pair_split_across_two_relayed_chunks_goes_on_as_it_came() -> None:
     """Audit 36: a surrogate pair a server cut in UTF-16 units, in two chunks (valid JSON,
     which a JavaScript client joins) ended a relayed stream with the gateway's own error in
     the upstream's bytes. Bytes that are not UTF-8 are not JSON: they still fail (the hostile
     battery's ``invalid-utf8``)."""
-    text = (b"A\\ud83d", b"\\ude00B")
-    body = b"".join(
-        b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"' + t + b'"}}]}\n\n'
-        for t in text
-    )
-    body += b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-    body += b"data: [DONE]\n\n"
+    body = CUT_PAIR
     d = relayed(body)
     ((status, _, got, ended),) = read(d.client)
     assert (status, got, ended) == (200, body, True)  # byte for byte
@@ -384,28 +394,7 @@ def test_a_surrogate_pair_split_across_two_relayed_chunks_goes_on_as_it_came() -
 def test_a_surrogate_pair_split_across_two_chunks_is_one_character_translated() -> None:
     """Audit 36 r07, the translated half: the pair above, to an LLM-Stream client, is the one
     character a JavaScript client would show (`svir_proto._halves`), not an error."""
-    text = (b"A\\ud83d", b"\\ude00B")
-    body = b"".join(
-        b'data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"' + t + b'"}}]}\n\n'
-        for t in text
-    )
-    body += b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
-    body += b"data: [DONE]\n\n"
-    doc = {
-        "version": "1.0",
-        "stream": True,
-        "model": "m",
-        "messages": [{"role": "user", "content": "hi"}],
-    }
-    d = Driver()
-    d.send(post(json.dumps(doc).encode(), media="application/llm-request+json"))
-    d.connect()
-    d.answer(sse_response(body))
-    ((status, _, got, ended),) = read(d.client)
-    assert (status, ended) == (200, True)
-    decoder = LLMStreamDecoder()
-    decoder.feed(got)
-    decoder.close()
+    d, _, decoder = to_llm_stream(CUT_PAIR)
     assert decoder.result.text == "A\U0001f600B"
     assert decoder.result.complete
     assert d.done()[0].outcome == "ok"
