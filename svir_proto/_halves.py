@@ -16,7 +16,7 @@ Rule 2: a string at a place where a half is held must begin with a low half: the
     character, which begins that string. Anything else, and a lone surrogate anywhere else
     (in the middle of a string, or in a key), leaves the payload refused, as before.
 Rule 3: a half still held when the stream ends is the error that payload would have been.
-Rule 4: at most `MAX_HELD` halves are held at once.
+Rule 4: at most `MAX_HELD` halves are held at once, from payloads of `MAX_MENDED` bytes at most.
 
 Only payloads that Rule 4 of `_json` refused come here (the rare path): a chunk that repeats a
 learned envelope is read by a decoder's fast lane without it, so a plain delta between the two
