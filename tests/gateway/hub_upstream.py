@@ -16,6 +16,8 @@ id upstream as ``X-Request-Id``):
   that never ends, until the gateway goes.
 - ``chat-bad-json``: an OpenAI stream, a text delta, then an event that is not JSON.
 - ``chat-split``: the recorded llama.cpp stream, one byte a write (TCP_NODELAY).
+- ``chat-cut-pair``: an OpenAI stream whose text ``A\U0001f600B`` a JavaScript server cut in
+  UTF-16 units: ``"A\\ud83d"``, then ``"\\ude00B"``.
 - ``no-read``: the request's head is read, then nothing (not its body) until the gateway goes.
 
 Requests on any path are taken (a Messages upstream is asked on ``/v1/messages``).
@@ -45,7 +47,7 @@ MINE: Final = frozenset(
     {
         "tool-index", "tool-args", "anthropic-text", "responses-text", "gemini-text",
         "anthropic-bad-json", "anthropic-forever", "anthropic-partial", "chat-bad-json",
-        "chat-split", "no-read",
+        "chat-split", "chat-cut-pair", "no-read",
     }
 )  # fmt: skip
 
@@ -176,6 +178,12 @@ class _HubConn(_Conn):
         return self._stream_of(
             [chat_chunk({"role": "assistant", "content": ""}), *calls,
              chat_chunk({}, "tool_calls"), DONE]
+        )  # fmt: skip
+
+    def _chat_cut_pair(self, args: list[str]) -> bool:
+        return self._stream_of(
+            [chat_chunk({"role": "assistant", "content": ""}), chat_chunk({"content": "A\ud83d"}),
+             chat_chunk({"content": "\ude00B"}), chat_chunk({}, "stop"), DONE]
         )  # fmt: skip
 
     def _anthropic_text(self, args: list[str]) -> bool:

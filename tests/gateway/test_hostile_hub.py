@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from svir_proto.dialects import dialect
 from svir_proto.gateway.config import GatewayConfig
 from svir_proto.openai.endpoint import Endpoint
 from tests.gateway.battery import (
@@ -565,6 +566,26 @@ def test_an_upstream_stream_split_at_every_byte_is_translated_whole(
     if client == "messages":
         assert anthropic_text(body) == OK_TEXT
     nothing_held(gw)
+
+
+@pytest.mark.parametrize("client", ["messages", "responses", "llm-stream", "openai"])
+def test_a_surrogate_pair_cut_between_two_chunks_is_one_character(gw: Gateway, client: str) -> None:
+    """Audit 36 r07: a JavaScript server's pair cut in UTF-16 units, two valid chunks. A
+    translated client gets the character (it got an error before); an OpenAI client gets the
+    upstream's bytes, halves and all, to join as a JavaScript client does."""
+    status, _, body = ask(gw, client, body_for(client), tag("chat-cut-pair"))
+    assert status == 200, body[:300]
+    assert ended_in_dialect(client, body), body[-300:]
+    if client == "openai":
+        assert b'"A\\ud83d"' in body
+        assert b'"\\ude00B"' in body
+    else:
+        decoder = dialect(client).decoder()  # (the clients' names are the dialects')
+        decoder.feed(body)
+        decoder.close()
+        assert decoder.result.text == "A\U0001f600B"
+        assert decoder.result.complete
+    healthy(gw)
 
 
 @pytest.mark.parametrize("client", ["messages", "responses", "llm-stream"])
