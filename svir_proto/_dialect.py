@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from . import _json
 from . import _weights as weights
@@ -50,6 +50,10 @@ DEEP: Final = 2 * _json.MAX_DEPTH
 
 
 class DialectDecoder(PullDecoder[Event]):
+    TEXTS: ClassVar[frozenset[str]] = frozenset()
+    """The keys of the dialect's text in its payloads: where a surrogate pair the server cut
+    between two payloads is joined (`svir_proto._halves`)."""
+
     def __init__(
         self,
         *,
@@ -82,7 +86,7 @@ class DialectDecoder(PullDecoder[Event]):
         self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
         self._problems = Notes()  # said once each, bounded (`_notes`)
-        self._halves = Halves()  # of surrogate pairs cut between payloads (strict only)
+        self._halves = Halves(self.TEXTS)  # of surrogate pairs cut between payloads (strict)
 
     @property
     def pending(self) -> int:
@@ -363,9 +367,10 @@ class DialectDecoder(PullDecoder[Event]):
         try:
             return _json.canonical(payload, errors=self._errors)
         except _json.LoneSurrogateError as exc:  # perhaps half of a pair the server cut
+            value, exc.value = exc.value, None  # (its lone surrogates stay here: review 40)
             error = json_error(payload, at, exc, what)
-            if len(payload) <= MAX_MENDED and self._halves.mend(exc.value, error):
-                return exc.value
+            if len(payload) <= MAX_MENDED and self._halves.mend(value, error):
+                return value
             raise error from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise json_error(payload, at, exc, what) from exc

@@ -9,96 +9,145 @@ surrogate, since no text that cannot be written as UTF-8 may leave a decoder.
 `Halves` lets a decoder read such a stream as a JavaScript client does, and still let nothing
 unwritable out:
 
-Rule 1: a string that ends with a high half gives the text before it; the half is held, by the
-    string's place in the payload (its path of keys and indices: ``choices``, ``0``, ``delta``,
-    ``content``), for the next string at that place.
-Rule 2: a string at a place where a half is held must begin with a low half: the two are one
-    character, which begins that string. Anything else, and a lone surrogate anywhere else
-    (in the middle of a string, or in a key), leaves the payload refused, as before.
-Rule 3: a half still held when the stream ends is the error that payload would have been.
-Rule 4: at most `MAX_HELD` halves are held at once, from payloads of `MAX_MENDED` bytes at most.
+Rule 1: only text is joined: a string under one of the dialect's text keys (its deltas:
+    ``content``, ``arguments``, ``text``, ``delta``, ...). A lone half anywhere else (an id, a
+    model, a key) leaves the payload refused, as before.
+Rule 2: a text that ends with a high half gives the text before it; the half is held, by the
+    text's place in the payload: its path of keys and indices, and at each object on the way
+    what tells channels apart (`MARKS`: a block's ``index``, a part's ``thought``, an output's
+    ``item_id`` and indices), so that a half is never joined to another channel's text.
+Rule 3: a text at a place where a half is held must begin with a low half: the two are one
+    character, which begins that text. Anything else, and a lone surrogate anywhere else in the
+    text, leaves the payload refused.
+Rule 4: a half still held when the stream ends is the error that payload would have been.
+Rule 5: at most `MAX_HELD` halves are held at once, from payloads of `MAX_MENDED` bytes at
+    most, at places no deeper than `MAX_PLACE` (deeper text is only checked).
 
 Only payloads that Rule 4 of `_json` refused come here (the rare path): a chunk that repeats a
-learned envelope is read by a decoder's fast lane without it, so a plain delta between the two
-halves is read before the character they make, which the server's stream, being broken there,
-does not say otherwise.
+learned envelope is read by a decoder's fast lane without it, so a plain delta of the same
+channel between the two halves is read before the character they make, which the server's
+stream, being broken there, does not say otherwise.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any, Final
 
+from ._json import has_surrogate
 from .errors import PeerProtocolError
 
-__all__ = ["MAX_HELD", "MAX_MENDED", "Halves"]
+__all__ = ["MARKS", "MAX_HELD", "MAX_MENDED", "MAX_PLACE", "Halves"]
 
 MAX_HELD: Final = 8
-"""Halves held at once (Rule 4): a stream has a few text channels, each with one at most."""
+"""Halves held at once (Rule 5): a stream has a few text channels, each with one at most."""
 
 MAX_MENDED: Final = 64 * 1024
-"""Bytes a payload may have to be mended: a delta a server cut is short, and the walk of a
-longer one (every string, by its place) would cost more than reading it."""
+"""Bytes a payload may have to be mended (Rule 5): a delta a server cut is short, and the walk
+of a longer one would cost more than reading it."""
 
+MAX_PLACE: Final = 12
+"""Steps of a place (keys, indices and marks) at most (Rule 5): a Chat tool call's arguments
+are nine deep; a deeper container is only checked for surrogates, so that the walk of a payload
+nested hundreds of levels builds no place for each of its strings (review 40: 145 times the
+read)."""
+
+MARKS: Final = ("index", "output_index", "content_index", "summary_index", "item_id", "thought")
+"""The fields of an object that tell its text's channel from another's at the same path."""
+
+_MARKED: Final = frozenset(MARKS)
 _HIGH: Final = ("\ud800", "\udbff")
 _LOW: Final = ("\udc00", "\udfff")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
+Place = tuple[object, ...]
+
 
 class Halves:
-    """The high halves a stream's payloads ended strings with, held for the next ones."""
+    """The high halves a stream's texts ended with, held for the next ones.
 
-    def __init__(self) -> None:
-        self.held: dict[tuple[object, ...], tuple[str, PeerProtocolError]] = {}
+    Args:
+        texts: the keys of the dialect's text (Rule 1).
+    """
+
+    def __init__(self, texts: Collection[str]) -> None:
+        self.texts = frozenset(texts)
+        self.held: dict[Place, tuple[str, PeerProtocolError]] = {}
         """Each held half by its place, with the error of the payload that ended with it."""
 
     def mend(self, value: object, error: PeerProtocolError) -> bool:
         """Join, in place, the halves that ``value`` (a payload read with its lone surrogates
-        kept, which ``error`` refused) holds at its strings' ends with those held, and hold
-        those it ends with. ``False``, holding nothing new: a lone surrogate is left, or too
-        many halves would be held."""
+        kept, which ``error`` refused) holds at its texts' ends with those held, and hold those
+        it ends with. ``False``, holding nothing new: a lone surrogate is left, or too many
+        halves would be held."""
         if not isinstance(value, (dict, list)):
-            return False  # (a payload that is one string: no place to hold a half by)
+            return False  # (a payload that is one string: no text of a place)
         held = dict(self.held)
-        stack: list[tuple[dict[Any, Any] | list[Any], tuple[object, ...]]] = [(value, ())]
+        lasts = {place[-1] for place in held}  # a text elsewhere needs no place built
+        texts = self.texts
+        stack: list[tuple[dict[str, Any] | list[Any], Place]] = [(value, ())]
         while stack:
-            item, path = stack.pop()
-            for key, child in item.items() if isinstance(item, dict) else enumerate(item):
-                if type(key) is str and _SURROGATE.search(key):
-                    return False  # (a key is no text to join)
+            item, place = stack.pop()
+            pairs: Any = enumerate(item)
+            if isinstance(item, dict):
+                if not _MARKED.isdisjoint(item):
+                    place = (*place, _marks(item))
+                pairs = item.items()
+            for key, child in pairs:
                 if isinstance(child, str):
-                    text = _joined(child, (*path, key), held, error)
-                    if text is None:
-                        return False
-                    item[key] = text
+                    lone = not child.isascii() and _SURROGATE.search(child) is not None
+                    if key in texts and (lone or key in lasts):
+                        text = _joined(child, (*place, key), held, error)
+                        if text is None:
+                            return False
+                        item[key] = text
+                    elif lone:
+                        return False  # (not text: Rule 1)
                 elif isinstance(child, (dict, list)):
-                    stack.append((child, (*path, key)))
+                    if len(place) < MAX_PLACE:
+                        stack.append((child, (*place, key)))
+                    elif has_surrogate(child):
+                        return False  # (text too deep to be a place: Rule 5)
+                if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+                    return False
         if len(held) > MAX_HELD:
             return False
         self.held = held
         return True
 
     def lone(self) -> PeerProtocolError | None:
-        """The error of the first payload whose half is still held (Rule 3), if any."""
+        """The error of the first payload whose half is still held (Rule 4), if any."""
         return next(iter(self.held.values()))[1] if self.held else None
+
+
+def _marks(item: dict[str, Any]) -> tuple[object, ...]:
+    """What tells ``item``'s channel from another's (`MARKS`), or, if a mark is no scalar (a
+    broken stream), what type each is: a place is a key of a dict."""
+    marks = tuple(map(item.get, MARKS))
+    try:
+        hash(marks)
+    except TypeError:
+        return tuple(type(mark).__name__ for mark in marks)
+    return marks
 
 
 def _joined(
     text: str,
-    path: tuple[object, ...],
-    held: dict[tuple[object, ...], tuple[str, PeerProtocolError]],
+    place: Place,
+    held: dict[Place, tuple[str, PeerProtocolError]],
     error: PeerProtocolError,
 ) -> str | None:
-    """``text`` with a half held at ``path`` joined to its beginning and a high half at its
-    end held in ``held``; ``None`` if a lone surrogate is left (Rules 1 and 2)."""
-    high = held.pop(path, None)
+    """``text`` with a half held at ``place`` joined to its beginning and a high half at its
+    end held in ``held``; ``None`` if a lone surrogate is left (Rules 2 and 3)."""
+    high = held.pop(place, None)
     if high is not None:
         if not (text and _LOW[0] <= text[0] <= _LOW[1]):
             return None
         pair = (high[0] + text[0]).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
         text = pair + text[1:]
     if text and _HIGH[0] <= text[-1] <= _HIGH[1]:
-        held[path] = (text[-1], error)
+        held[place] = (text[-1], error)
         text = text[:-1]
     if not text.isascii() and _SURROGATE.search(text):
         return None

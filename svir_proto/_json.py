@@ -39,7 +39,17 @@ from itertools import accumulate
 from types import ModuleType
 from typing import Any, Final, Literal, cast
 
-__all__ = ["BACKEND", "MAX_DEPTH", "dumps", "loads", "string_at", "string_body", "use"]
+__all__ = [
+    "BACKEND",
+    "MAX_DEPTH",
+    "LoneSurrogateError",
+    "dumps",
+    "has_surrogate",
+    "loads",
+    "string_at",
+    "string_body",
+    "use",
+]
 
 Backend = Literal["orjson", "json"]
 Loads = Callable[[bytes | bytearray | str], object]
@@ -269,10 +279,12 @@ def canonical(
     except (ValueError, RecursionError):
         if too_deep(data):
             raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0) from None
+        if plain:  # the error the hooks find first (review 40: "1e400x"), not the scan's
+            _decode(text)
         raise
     if too_deep(data, value):
         raise JSONPolicyError(f"nested deeper than {MAX_DEPTH} levels", 0)
-    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_surrogate(value):  # Rule 4
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and has_surrogate(value):  # Rule 4
         if errors != "strict":
             return _replace_surrogates(value)
         raise LoneSurrogateError("a lone surrogate escape is not text", _lone_at(text), value)
@@ -349,7 +361,8 @@ def _lone_at(text: str) -> int:
     return pending if pending is not None else 0
 
 
-def _has_surrogate(value: object) -> bool:
+def has_surrogate(value: object) -> bool:
+    """Whether a string of ``value``, a key's too, holds a surrogate (Rule 4's test)."""
     # iterative: a value nested MAX_DEPTH deep must not meet the Python recursion limit
     stack = [value]
     while stack:
@@ -367,10 +380,10 @@ def _has_surrogate(value: object) -> bool:
 
 def _replace_surrogates(value: object) -> object:
     """`value` with each surrogate in its strings (keys too) replaced by U+FFFD; iterative,
-    like `_has_surrogate`. Containers are rebuilt in place of the parser's own."""
+    like `has_surrogate`. Containers are rebuilt in place of the parser's own."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    assert isinstance(value, (dict, list))  # what `_has_surrogate` found one in
+    assert isinstance(value, (dict, list))  # what `has_surrogate` found one in
     stack: list[dict[str, object] | list[object]] = [value]
     while stack:
         item = stack.pop()

@@ -149,6 +149,9 @@ class MessagesStreamDecoder(DialectDecoder):
     whole picture is ``result``, at any time.
     """
 
+    TEXTS = frozenset({"text", "thinking", "partial_json"})
+    """Where a delta's text, thinking and a tool's input are (`_halves`)."""
+
     def __init__(
         self,
         *,

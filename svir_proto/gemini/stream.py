@@ -156,6 +156,9 @@ class GeminiStreamDecoder(DialectDecoder):
     whole picture is ``result``, at any time. The module docstring gives the rules.
     """
 
+    TEXTS = frozenset({"text"})
+    """Where a part's text and thought are (`_halves`)."""
+
     def __init__(
         self,
         *,

@@ -110,6 +110,9 @@ class LLMStreamDecoder(DialectDecoder):
         errors: invalid UTF-8 and lone surrogates: ``"strict"`` or ``"replace"`` (U+FFFD).
     """
 
+    TEXTS = frozenset({"text", "arguments", "reasoning", "refusal"})
+    """Where a delta's text, reasoning and refusal and a call's arguments are (`_halves`)."""
+
     def __init__(
         self,
         *,

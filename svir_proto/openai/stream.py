@@ -110,6 +110,9 @@ class ChatStreamDecoder(DialectDecoder):
     whole picture is ``result``, at any time.
     """
 
+    TEXTS = frozenset({"content", "reasoning_content", "reasoning", "refusal", "arguments"})
+    """Where a delta's text, reasoning, refusal and a call's arguments are (`_halves`)."""
+
     def __init__(
         self,
         *,

@@ -197,6 +197,9 @@ class ResponsesStreamDecoder(DialectDecoder):
     identity the stream gave (the model often arrives only with ``response.completed``).
     """
 
+    TEXTS = frozenset({"delta"})
+    """Where a delta event's text, reasoning and a call's arguments are (`_halves`)."""
+
     def __init__(
         self,
         *,

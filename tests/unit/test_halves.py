@@ -136,18 +136,54 @@ def test_each_place_holds_its_own_half(json_backend: str) -> None:
         run(ChatStreamDecoder(), [b'data: "\\ud83d"\n\n'])
 
 
-def test_a_string_in_a_list_holds_its_half_by_its_index(json_backend: str) -> None:
-    """What a payload holds in arrays (Gemini's parts, a server's own keys) is held by its
-    index: joined with the string at the same index of the next payload."""
-    body = _chunk({"content": "a", "x_pieces": ["p", "q" + HIGH]})
-    body += _chunk({"content": "b", "x_pieces": ["p", LOW]}) + b"data: [DONE]\n\n"
-    decoder = ChatStreamDecoder()
-    assert _texts(run(decoder, [body])) == ["a", "b"]  # (an unknown key: read, not said)
-    assert decoder.result.done
-    body = _chunk({"content": "a", "x_pieces": ["q" + HIGH]})
-    body += _chunk({"content": "b", "x_pieces": ["p", LOW]}) + b"data: [DONE]\n\n"
+def test_a_half_is_text_and_stays_in_its_channel(json_backend: str) -> None:
+    """Review 40: a half is joined only in text (an id or a model that ends with one is
+    refused at once, not cut short), and only with the text of its own channel: the place
+    holds what tells channels apart (a block's index, a part's ``thought``)."""
+    for field in ("model", "id"):
+        body = b'data: {"' + field.encode() + b'":"m\\ud83d","choices":[]}\n\n'
+        decoder = ChatStreamDecoder()
+        with pytest.raises(PeerProtocolError, match="lone surrogate") as caught:
+            decoder.feed(body)
+        assert caught.value.offset == body.find(b"\\ud83d")
+    messages = _body("messages", "X" + HIGH)
+    second = b'{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"'
+    messages = messages.replace(
+        b"event: message_delta",
+        b"event: content_block_start\ndata: "
+        b'{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}'
+        b"\n\nevent: content_block_delta\ndata: " + second + b'\\ude00Y"}}\n\nevent: message_delta',
+    )
+    gemini = (
+        b'data: {"candidates":[{"content":{"parts":[{"text":"r\\ud83d","thought":true}]},'
+        b'"index":0}]}\r\n\r\n'
+        b'data: {"candidates":[{"content":{"parts":[{"text":"\\ude00B"}]},"finishReason":"STOP",'
+        b'"index":0}]}\r\n\r\n'
+    )
+    for name, body in (("messages", messages), ("gemini", gemini)):
+        decoder = dialects.dialect(name).decoder()
+        with pytest.raises(PeerProtocolError, match="lone surrogate") as caught:
+            run(decoder, [body])
+        assert _in_event(body, caught.value.offset, b"\\ude00"), name
+
+
+def test_a_text_nested_past_the_places_is_only_checked(json_backend: str) -> None:
+    """Review 40: a payload nested hundreds of levels built a place for each of its strings
+    (145 times the read). Past MAX_PLACE steps a container is only checked: a half there is
+    refused, and what holds none goes on."""
+    deep = {"content": "a" + HIGH, "x": json.loads("[" * 40 + '"t"' + "]" * 40)}
+    body = _chunk(deep) + _chunk({"content": LOW + "b"}) + b"data: [DONE]\n\n"
+    assert _texts(run(ChatStreamDecoder(), [body])) == ["a", "\U0001f600b"]
+    deep["x"] = json.loads("[" * 40 + json.dumps("t" + HIGH) + "]" * 40)
     with pytest.raises(PeerProtocolError, match="lone surrogate"):
-        run(ChatStreamDecoder(), [body])  # another index: not joined
+        run(ChatStreamDecoder(), [_chunk(deep)])
+
+
+def test_a_mark_that_is_no_scalar_holds_no_place_by_it(json_backend: str) -> None:
+    """A broken stream's mark (an index that is a list) is still a place, by its type."""
+    body = _chunk({"content": "a" + HIGH, "x": {"index": [1], "text": "t"}})
+    body += _chunk({"content": LOW}) + b"data: [DONE]\n\n"
+    assert _texts(run(ChatStreamDecoder(), [body])) == ["a", "\U0001f600"]
 
 
 def test_halves_held_are_bounded(json_backend: str) -> None:

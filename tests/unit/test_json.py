@@ -74,6 +74,17 @@ def test_an_id_in_hex_leaves_the_numbers_plain() -> None:
     assert _json._plain_numbers(b'["' + b'5e000e","' * (_json._LOOKS - 1) + b'"]')
 
 
+@pytest.mark.parametrize("number", [b"1e400x", b"-1e400:", b"1e400.5"])
+def test_a_text_that_is_no_json_fails_as_the_hooks_say(number: bytes) -> None:
+    """Review 40: past Rule 1 and followed by what ends no number, the exponent looked plain,
+    and the error was the scanner's, further on: it is the hooks' wherever the numbers look
+    plain."""
+    raw = b'{"pad":"' + b"x" * 300 + b'","n":' + number + b"}"
+    assert _json._plain_numbers(raw)
+    with pytest.raises(ValueError, match="beyond the float range"):
+        canonical(raw)
+
+
 @pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", '{"a":1}'.encode("utf-16"), b'"\xed\xa0\x80"'])
 def test_rule_3_utf8_only(raw: bytes) -> None:
     with pytest.raises((ValueError, UnicodeDecodeError)):
