@@ -481,6 +481,7 @@ class ResponsesStreamEncoder:
             "name": call.name,
         }
         out += self._event("response.output_item.added", {"output_index": call.index, "item": item})
+        self._size -= sum(map(len, call.held))  # counted when held, again as written (attack 39)
         for piece in call.held:
             out += self._arguments(call, piece)
         call.held.clear()

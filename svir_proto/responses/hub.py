@@ -434,7 +434,8 @@ def _neutral_turn(
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Responses API only, a sentence each: the request's unknown
     fields (but the hub's `svir_proto.hub.SERVICE`), ``include``, ``text`` options but its
-    format and verbosity, and the API's own tools (``web_search``...)."""
+    format and verbosity, the API's own tools (``web_search``...), and the parts of its
+    messages with no neutral form (``input_audio``, an image by ``file_id``...), by type."""
     record = _record(request.extensions)
     keys: set[str] = set()
     extra = record.get("extra")
@@ -452,6 +453,14 @@ def unread(request: LLMRequest) -> list[str]:
         else set()
     )
     keys |= {f"tools ({', '.join(kinds)})"} if kinds else set()
+    kept = [
+        entry["raw"]
+        for m in request.messages
+        if isinstance(parts := _record(m.extensions).get("parts"), list)
+        for entry in parts
+        if isinstance(entry, Mapping) and isinstance(entry.get("raw"), Mapping)
+    ]  # parts with no neutral form (attack 39 F4: an input_audio went nowhere, unsaid)
+    keys |= {f"input[].content ({t})" for t in {p.get("type") for p in kept} if isinstance(t, str)}
     return own_fields("the Responses API", keys)
 
 

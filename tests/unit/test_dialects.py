@@ -372,6 +372,19 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         "tools (web_search): a field of the Responses API only: not sent",
         "top_logprobs: a field of the Responses API only: not sent",
     ]
+    audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+    spoken = _parsed(
+        "responses",
+        {
+            "model": "m",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}, audio]}],
+        },
+    )  # attack 39 F4: the part went nowhere, unsaid
+    for to in ("chat", "messages", "gemini"):
+        assert lost(spoken, to) == [
+            "input[].content (input_audio): a field of the Responses API only: not sent"
+        ]
+    assert lost(spoken, "llm-stream") == []
     messages = _parsed(
         "messages",
         {

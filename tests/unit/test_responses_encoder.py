@@ -405,6 +405,20 @@ def test_the_kept_answer_is_bounded() -> None:
         e.encode(TextDelta(text="def"))
 
 
+def test_a_calls_held_arguments_count_once() -> None:
+    """Attack 39 F3: a call's arguments held until its name was whole were counted when held
+    and again when written, so a call of 0.6 of the bound failed a streaming client."""
+    e = ResponsesStreamEncoder(max_output_size=10, declared_tools=["lookup", "look"])
+    e.encode(START)
+    e.encode(ToolCallDelta(index=0, id="c1", name="look", arguments="123456"))  # held
+    raw = e.encode(ToolCallDelta(index=0, name="up", arguments=""))  # whole: announced
+    assert b"123456" in raw
+    assert b"response.output_item.added" in raw
+    e.encode(ToolCallDelta(index=0, arguments="7890"))  # 10 in all: within the bound
+    with pytest.raises(ValueError, match="max_output_size"):
+        e.encode(ToolCallDelta(index=0, arguments="1"))
+
+
 def test_holding_reasoning_keeps_the_upstreams_item_ids() -> None:
     events = [
         START,
