@@ -140,6 +140,7 @@ class _Client(asyncio.Protocol):
         self._connecting: asyncio.Task[None] | None = None
         self._lingering = -1  # bytes dropped since the close, or -1: not closed
         self._lost = False  # connection_lost came: the transport is gone
+        self._late: asyncio.TimerHandle | None = None  # the close's deadline (`_abort_late`)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -170,6 +171,9 @@ class _Client(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        if self._late is not None:  # its callback held this client, its session and their
+            self._late.cancel()  # requests for send_timeout after the close (attack 39 F5)
+            self._late = None
         session = self.session
         if not session.closed:
             try:
@@ -393,7 +397,8 @@ class _Client(asyncio.Protocol):
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
-        loop.call_later(self.server.state.config.send_timeout + LINGER, self._abort_late)
+        deadline = self.server.state.config.send_timeout + LINGER
+        self._late = loop.call_later(deadline, self._abort_late)
 
     def _abort_late(self) -> None:
         """The close's deadline: a transport asyncio has finished with raises if aborted (its

@@ -532,7 +532,7 @@ class GeminiStreamDecoder(DialectDecoder):
                     raise PeerProtocolError("content.parts must be a list", offset=at)
                 if parts and not self._started:
                     self._start()
-                for part in parts:
+                for part in _merged(parts) if len(parts) > 1 else parts:
                     self._part(part, at)
         ratings = candidate.get("safetyRatings")
         if ratings is not None:
@@ -750,3 +750,40 @@ class GeminiStreamDecoder(DialectDecoder):
                         f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
                     )
         self._terminate(done=self._done)
+
+
+def _merged(parts: list[object]) -> list[object]:
+    """``parts`` with each run of plain text parts of one kind (`_plain`) as one part, their
+    texts joined: a chunk of many is one delta, not one a part (attack 39 F2: 600,000 parts of
+    one character in one event, a delta each, stalled the gateway's other clients 2 s and made
+    its answer 9-16 times the upstream's)."""
+    out: list[object] = []
+    run: list[str] = []
+    thought = False
+    for part in parts:
+        plain = _plain(part)
+        if plain is not None and run and plain[1] == thought:
+            run.append(plain[0])
+            continue
+        if len(run) > 1:
+            out[-1] = _joined_part(run, thought)
+        run, thought = ([plain[0]], plain[1]) if plain is not None else ([], False)
+        out.append(part)
+    if len(run) > 1:
+        out[-1] = _joined_part(run, thought)
+    return out
+
+
+def _plain(part: object) -> tuple[str, bool] | None:
+    """A part that is text and nothing else, or a thought and nothing else: its text, and
+    whether it is a thought."""
+    if not isinstance(part, dict) or type(text := part.get("text")) is not str:
+        return None
+    if len(part) == 1:
+        return text, False
+    return (text, True) if len(part) == 2 and part.get("thought") is True else None
+
+
+def _joined_part(texts: list[str], thought: bool) -> dict[str, object]:
+    joined = "".join(texts)
+    return {"text": joined, "thought": True} if thought else {"text": joined}

@@ -387,7 +387,8 @@ def test_a_body_costs_what_its_widest_character_makes_of_its_text(text: str, wid
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
     """Attack 22: one 4 MiB body of small messages parses to about 120 MiB; the body budget
-    holds that, as the body comes, and gives it all back once the request is answered."""
+    holds that, as the body comes, and gives it all back once the request is answered (not
+    when it is parsed: attack 39 F5)."""
     body = _messages(3000)  # about 100 KiB: under the budget's bytes, over it parsed
     cost = cost_of(body)
     assert len(body) < 1_000_000 < cost
@@ -409,6 +410,10 @@ def test_a_body_to_translate_holds_what_its_parse_builds(chunked: bool) -> None:
     (busy,) = second.feed(_post_messages(body, chunked=chunked))
     assert response(busy.data)[0] == 503  # type: ignore[union-attr]
     fits.prepared(out[0].run())  # type: ignore[union-attr]
+    assert fits.state.buffered >= cost  # attack 39 F5: the parsed requests live on
+    (still,) = GatewayConnection(fits.config, fits.state).feed(_post_messages(body))
+    assert response(still.data)[0] == 503  # type: ignore[union-attr]
+    fits.finish_request()  # answered (or cut, or cancelled): the parsed requests go
     assert fits.state.buffered == 0
 
 

@@ -835,3 +835,35 @@ def test_a_gemini_signature_a_client_of_another_dialect_sends_back_goes_back_on_
     gemini = translate_request(ResponsesRequest.parse(json.dumps(again)), "gemini")
     calls = [p for p in gemini.document()["contents"][1]["parts"] if "functionCall" in p]
     assert calls[0]["thoughtSignature"] == signature
+
+
+def test_a_run_of_text_parts_in_one_chunk_is_one_delta() -> None:
+    """Attack 39 F2: 600,000 parts of one character in one event were a delta each, which
+    stalled the gateway's other clients and made its answer 9-16 times the upstream's. A run of
+    parts that are text alone (or a thought alone) is one delta; the text is the same."""
+    call = {"functionCall": {"name": "f", "args": {}}}
+    parts = [
+        {"text": "a"},
+        {"text": "b"},
+        {"text": "c", "thought": True},
+        {"text": "d", "thought": True},
+    ]
+    parts += [
+        {"text": "e"},
+        call,
+        {"text": "f"},
+        {"text": "g", "thoughtSignature": "s"},
+        {"text": "h"},
+    ]
+    events, d = decode(sse(chunk(*parts, finish="STOP")))
+    deltas = [
+        (type(e).__name__, e.text) for e in events if isinstance(e, (TextDelta, ReasoningDelta))
+    ]
+    assert deltas == [
+        ("TextDelta", "ab"), ("ReasoningDelta", "cd"), ("TextDelta", "e"), ("TextDelta", "f"),
+        ("TextDelta", "g"), ("TextDelta", "h"),
+    ]  # fmt: skip
+    assert (d.result.text, d.result.reasoning) == ("abefgh", "cd")
+    assert [c.name for c in d.result.tool_calls] == ["f"]
+    many, d = decode(sse(chunk(*[{"text": "x"}] * 100_000, finish="STOP")))
+    assert [e.text for e in many if isinstance(e, TextDelta)] == ["x" * 100_000]
