@@ -62,7 +62,10 @@ def held(body: bytes, reads: list[bytes], max_buffered: int) -> tuple[int, list[
     kinds = [type(e).__name__ for e in events]
     if events and isinstance(events[-1], Prepare):
         conn.prepared(events[-1].run())
-    assert state.buffered == 0  # given back once prepared (or refused)
+    assert state.buffered in (0, state.peak)  # held while it is answered (attack 39 F5)
+    assert (state.buffered == 0) == (kinds == ["Reply"])  # (or refused: given back)
+    conn.finish_request()
+    assert state.buffered == 0  # given back once answered
     return state.peak, kinds
 
 
