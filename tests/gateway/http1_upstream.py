@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Final
@@ -118,16 +117,7 @@ class ScriptedUpstream(HostileUpstream):
         self._handlers: dict[str, Handler] = {}
         super().__init__()
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._socks.append(sock)
-            threading.Thread(target=_ScriptedConn(self, sock).run, daemon=True).start()
+    connection = _ScriptedConn
 
     def on(self, rid: str, handler: Handler) -> str:
         """Answer requests whose id is ``rid`` with ``handler``; returns ``rid``."""

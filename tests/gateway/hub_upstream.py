@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from typing import Any, Final
 
@@ -251,16 +250,7 @@ class _HubConn(_Conn):
 class HubUpstream(HostileUpstream):
     """`HostileUpstream` with the scenarios above; requests on any path are taken."""
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._socks.append(sock)
-            threading.Thread(target=_HubConn(self, sock).run, daemon=True).start()
+    connection = _HubConn
 
     def anomaly(self, what: str) -> None:
         if what.startswith("a request the gateway must not make") and "POST /v1" in what:

@@ -187,18 +187,7 @@ class _TailConn(_Conn):
 class TailUpstream(HostileUpstream):
     """`HostileUpstream` with the tail scenarios."""
 
-    def _accept(self) -> None:
-        import threading
-
-        while not self._closed:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._socks.append(sock)
-            threading.Thread(target=_TailConn(self, sock).run, daemon=True).start()
+    connection = _TailConn
 
     def __init__(self) -> None:
         self.live: set[int] = set()  # the numbers of the connections still open

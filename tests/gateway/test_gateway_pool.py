@@ -16,6 +16,7 @@ import pytest
 
 from svir_proto.openai import Endpoint
 from svir_proto.transports.gateway import GatewayServer
+from tests.sockets import wake
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
 EVENT += b"data: [DONE]\n\n"
@@ -42,6 +43,7 @@ class Listener:
         self.listener.listen()
         self.port = self.listener.getsockname()[1]
         self.socks: list[socket.socket] = []
+        self.serving: list[threading.Thread] = []
         self.thread = threading.Thread(target=self._accept, daemon=True)
 
     def _accept(self) -> None:
@@ -54,6 +56,7 @@ class Listener:
             self._opened()
             serve = threading.Thread(target=self._serve, args=(sock, len(self.socks) - 1))
             serve.daemon = True
+            self.serving.append(serve)
             serve.start()
 
     def _opened(self) -> None:
@@ -63,10 +66,17 @@ class Listener:
         raise NotImplementedError
 
     def close(self) -> None:
+        """Wake every thread (`tests.sockets`), and close the sockets once none uses them (the
+        tests read the served ones too: their threads leave them open)."""
+        wake(self.listener)
+        for sock in self.socks:
+            wake(sock)
+        for thread in [self.thread, *self.serving]:
+            if thread.is_alive():
+                thread.join(5)
         self.listener.close()
         for sock in self.socks:
             sock.close()
-        self.thread.join(5)
 
 
 class Upstream(Listener):

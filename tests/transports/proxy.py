@@ -10,6 +10,8 @@ import threading
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from tests.sockets import wake
+
 
 class Asked(NamedTuple):
     method: str
@@ -25,6 +27,7 @@ class Proxy:
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._open: set[socket.socket] = set()
+        self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -32,20 +35,28 @@ class Proxy:
         return f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        self._listener.close()
+        """Stop: the threads close their own sockets (`tests.sockets`)."""
         with self._lock:
+            self._closed = True
+            wake(self._listener)
             for s in list(self._open):
-                s.close()
+                wake(s)
 
     def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self._open.add(sock)
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+        try:
+            while True:
+                try:
+                    sock, _ = self._listener.accept()
+                except OSError:
+                    return
+                with self._lock:
+                    if self._closed:  # accepted as it closed: not served
+                        sock.close()
+                        return
+                    self._open.add(sock)
+                threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+        finally:
+            self._listener.close()
 
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None

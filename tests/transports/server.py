@@ -56,6 +56,7 @@ from typing import Final, NamedTuple
 import h11
 
 from tests.helpers import CONFORMANCE
+from tests.sockets import wake
 
 ERROR_BODIES: Final = {
     # wire reference section 5, each server's own shape
@@ -158,32 +159,40 @@ class ReplayServer:
         return f"{scheme}://127.0.0.1:{self.port}/" + "/".join(parts) + "/v1"
 
     def close(self) -> None:
+        """Stop: the threads close their own sockets (`tests.sockets`)."""
         self._stop.set()
-        self._listener.close()
+        wake(self._listener)
         with self._lock:
             for s in list(self._open):
-                s.close()
+                wake(s)
 
     def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self._open.add(sock)
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+        try:
+            while not self._stop.is_set():
+                try:
+                    sock, _ = self._listener.accept()
+                except OSError:
+                    return
+                with self._lock:
+                    if self._stop.is_set():  # accepted as it closed: not served
+                        sock.close()
+                        return
+                    self._open.add(sock)
+                    self.connections += 1
+                threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+        finally:
+            self._listener.close()
 
     def _serve(self, sock: socket.socket) -> None:
         leftover = b""
         try:
-            if self._tls is not None:
+            if self._tls is not None:  # (woken in the handshake, the raw socket fails it)
+                raw, sock = sock, self._tls.wrap_socket(sock, server_side=True)
                 with self._lock:
-                    self._open.discard(sock)
-                sock = self._tls.wrap_socket(sock, server_side=True)
-                with self._lock:
+                    self._open.discard(raw)
                     self._open.add(sock)
+                    if self._stop.is_set():
+                        return
             while True:
                 request, leftover = self._read_request(sock, leftover)
                 if request is None:
