@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Final, Literal
 from ._chunked import ChunkedReader
 from ._http1 import BadHead, blank_start, has_token, head_end, read_response, request_head
 from ._pull import PullDecoder
+from .body import RequestBody
 from .errors import CallerProtocolError, PeerProtocolError, StaleConnection, SvirProtocolError
 from .events import Completion, RequestFailed
 from .exchange import (
@@ -122,16 +123,25 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
 
     # -- sending ------------------------------------------------------------------------------
 
-    def send(self, request: Request, *, headers: HeaderItems | None = None) -> Iterator[bytes]:
+    def send(
+        self,
+        request: Request,
+        *,
+        headers: HeaderItems | None = None,
+        body: RequestBody | None = None,
+    ) -> Iterator[bytes]:
         """Start an exchange: returns the bytes to write, head first, then the body (Rule 1).
 
-        The request is checked and encoded now; the body's files are read as the iterator is
-        consumed. For a `PassThrough` request the iterator gives the head only: send the body
-        with `send_data` and `send_end`. If writing fails, call `send_failed`.
+        The request is checked and encoded now (unless ``body`` is given); the body's files are
+        read as the iterator is consumed. For a `PassThrough` request the iterator gives the
+        head only: send the body with `send_data` and `send_end`. If writing fails, call
+        `send_failed`.
 
         Args:
             headers: headers for this request only: they replace the connection's own headers
                 of the same name.
+            body: ``request.body()``, made beforehand: encoding a long conversation takes a
+                while, which a server's event loop may want spent in a worker thread.
 
         Raises:
             CallerProtocolError: an exchange is under way, or the connection cannot take another
@@ -145,8 +155,9 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             )
         asked = merge_headers(self.headers, headers) if headers else self.headers
         exchange = Exchange(
-            self.endpoint, request, headers=asked, target_form=self._target_form, **self._options
-        )
+            self.endpoint, request, body=body, headers=asked, target_form=self._target_form,
+            **self._options,
+        )  # fmt: skip
         head = request_head(exchange.method, exchange.target, exchange.headers)
         self._exchange = exchange
         self._head_at = self._asked_at = self._fed - len(self._buf) - sum(map(len, self._pending))

@@ -43,6 +43,7 @@ from typing import Final, Literal, TypedDict, final
 
 import attrs
 
+from .body import RequestBody
 from .dialects import (
     DialectName,
     DialectRequest,
@@ -246,6 +247,9 @@ class Exchange:
     Args:
         endpoint: the server.
         request: what to send.
+        body: ``request.body()``, made beforehand (in a worker thread, say: a long
+            conversation takes a while to encode), for a typed request with a body; made now
+            when ``None``.
         headers: the caller's own request headers, which replace svir-proto's of the same
             name (`Endpoint.headers`, `request_headers` says which they may not set).
         target_form: ``"absolute"`` to send the whole URL as the request target (to an HTTP
@@ -288,6 +292,7 @@ class Exchange:
         endpoint: Endpoint,
         request: Request,
         *,
+        body: RequestBody | None = None,
         headers: HeaderItems | None = None,
         target_form: TargetForm = "origin",
         user_agent: str = USER_AGENT,
@@ -321,6 +326,8 @@ class Exchange:
         )
         if target_form not in ("origin", "absolute"):
             raise ValueError(f"target_form must be 'origin' or 'absolute', not {target_form!r}")
+        if body is not None and isinstance(request, (ModelsRequest, PassThrough)):
+            raise TypeError(f"a {type(request).__name__} takes no body, its caller sends it")
         self.endpoint: Final = endpoint
         self.request: Final = request
         self._spec: DialectSpec | None = None  # a dialect other than OpenAI's and LLM-Stream's
@@ -332,7 +339,7 @@ class Exchange:
         elif isinstance(request, (ChatRequest, LLMRequest)):
             self.method = "POST"
             path = endpoint.chat_completions_path
-            self.body = request.body()
+            self.body = request.body() if body is None else body
             head = endpoint.headers(
                 content_length=self.body.content_length,
                 content_type=self.body.content_type,
@@ -365,7 +372,7 @@ class Exchange:
             self._spec = spec
             self.method = "POST"
             path = spec.target(request, endpoint)
-            self.body = request.body()
+            self.body = request.body() if body is None else body
             head = spec.headers(
                 endpoint.headers(
                     content_length=self.body.content_length,

@@ -537,9 +537,9 @@ class GatewaySession:
         self._up = up
         self._upstream = "sending"
         self._progress = now
-        pieces = list(
-            up.send(forward.request, headers=forward.headers)
-        )  # every value from the client in it was checked
+        pieces = list(  # every value from the client in it was checked
+            up.send(forward.request, headers=forward.headers, body=forward.encoded)
+        )
         if forward.body is not None:
             pieces += (up.send_data(forward.body), up.send_end())
         pieces += [up.send_data(piece) for piece in self._unsent]

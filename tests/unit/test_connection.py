@@ -55,6 +55,24 @@ def test_the_request_on_the_wire() -> None:
     assert json.loads(body)["messages"] == [{"role": "user", "content": "hi"}]
 
 
+def test_a_body_made_beforehand_is_sent_as_made() -> None:
+    """``send(body=...)``: the request's body, made in a worker thread, say; not made again."""
+    from svir_proto.anthropic import Message, MessagesRequest
+
+    hi = Message(role="user", content="hi")
+    messages = MessagesRequest(model="m", max_tokens=9, messages=[hi])
+    for request in (CHAT, messages):
+        made = request.body()  # type: ignore[attr-defined]
+        fresh = sent(ClientConnection(EP), request)
+        conn = ClientConnection(EP)
+        assert b"".join(conn.send(request, body=made)) == fresh  # type: ignore[arg-type]
+        other = ChatRequest(model="other", messages=[UserMessage(content="hi")]).body()
+        wire = b"".join(ClientConnection(EP).send(request, body=other))  # type: ignore[arg-type]
+        assert wire.endswith(b"".join(other))  # as given: what it is for is the caller's to say
+    with pytest.raises(TypeError, match="ModelsRequest takes no body"):
+        ClientConnection(EP).send(ModelsRequest(), body=CHAT.body())
+
+
 @pytest.mark.parametrize("framing", ["length", "chunked"])
 @pytest.mark.parametrize("mode", ["whole", "bytewise"])
 def test_a_stream_whole_and_bytewise(framing: str, mode: str) -> None:
