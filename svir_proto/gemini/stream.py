@@ -775,13 +775,19 @@ def _merged(parts: list[object]) -> list[object]:
 
 
 def _plain(part: object) -> tuple[str, bool] | None:
-    """A part that is text and nothing else, or a thought and nothing else: its text, and
-    whether it is a thought."""
-    if not isinstance(part, dict) or type(text := part.get("text")) is not str:
+    """A text part that `_part` reads as its text alone (a thought or not): its text, and
+    whether it is a thought. What `_part` does not read of a text part (``thought: false``,
+    an empty ``thoughtSignature``, a key it does not know) does not break a run (attack 41
+    F1: a ``"thought": false`` on each part did); a signature does, as does a value `_part`
+    refuses."""
+    if type(part) is not dict or type(text := part.get("text")) is not str:
         return None
-    if len(part) == 1:
-        return text, False
-    return (text, True) if len(part) == 2 and part.get("thought") is True else None
+    if len(part) > 1:
+        signature = part.get("thoughtSignature")
+        if signature is not None and signature != "":
+            return None  # a signature event follows the part: its place is kept
+        return text, part.get("thought") is True
+    return text, False
 
 
 def _joined_part(texts: list[str], thought: bool) -> dict[str, object]:

@@ -867,3 +867,34 @@ def test_a_run_of_text_parts_in_one_chunk_is_one_delta() -> None:
     assert [c.name for c in d.result.tool_calls] == ["f"]
     many, d = decode(sse(chunk(*[{"text": "x"}] * 100_000, finish="STOP")))
     assert [e.text for e in many if isinstance(e, TextDelta)] == ["x" * 100_000]
+
+
+def test_what_a_text_part_carries_beside_its_text_does_not_break_a_run() -> None:
+    """Attack 41 F1: ``"thought": false``, an empty ``thoughtSignature`` or a key the decoder
+    does not read on each part made every part a delta again (x6-x15 the upstream's bytes). They
+    are read as the part alone is; a signature, which is an event of its own, still ends a run,
+    and a value the decoder refuses is still refused."""
+    parts = [
+        {"text": "a", "thought": False},
+        {"text": "b", "thoughtSignature": ""},
+        {"text": "c", "x": 0},
+        {"text": "d", "thought": True, "thoughtSignature": ""},
+        {"text": "e", "thought": True, "x": 0},
+        {"text": "f", "thought": False, "thoughtSignature": "s"},
+        {"text": "g", "thought": False},
+    ]
+    events, d = decode(sse(chunk(*parts, finish="STOP")))
+    said = [
+        (type(e).__name__, getattr(e, "text", None) or getattr(e, "signature", None))
+        for e in events
+        if isinstance(e, (TextDelta, ReasoningDelta, ReasoningSignature))
+    ]
+    assert said == [
+        ("TextDelta", "abc"), ("ReasoningDelta", "de"), ("TextDelta", "f"),
+        ("ReasoningSignature", "s"), ("TextDelta", "g"),
+    ]  # fmt: skip
+    alone = [decode(sse(chunk(p, finish="STOP")))[1].result for p in parts]
+    assert d.result.text == "".join(r.text for r in alone)
+    assert d.result.reasoning == "".join(r.reasoning for r in alone)
+    refused = error_of(sse(chunk({"text": "a"}, {"text": "b", "thoughtSignature": 7})))
+    assert "thoughtSignature must be a string" in str(refused)
