@@ -53,6 +53,9 @@ class DialectDecoder(PullDecoder[Event]):
     TEXTS: ClassVar[frozenset[str]] = frozenset()
     """The keys of the dialect's text in its payloads: where a surrogate pair the server cut
     between two payloads is joined (`svir_proto._halves`)."""
+    RUNS: ClassVar[bool] = False
+    """The lists of its payloads are runs of one channel's pieces (Gemini's ``parts``): an
+    item's index does not tell a channel (`svir_proto._halves`, Rule 2)."""
 
     def __init__(
         self,
@@ -86,7 +89,8 @@ class DialectDecoder(PullDecoder[Event]):
         self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
         self._problems = Notes()  # said once each, bounded (`_notes`)
-        self._halves = Halves(self.TEXTS)  # of surrogate pairs cut between payloads (strict)
+        # the surrogate pairs cut between payloads (strict)
+        self._halves = Halves(self.TEXTS, runs=self.RUNS)
 
     @property
     def pending(self) -> int:

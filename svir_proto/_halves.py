@@ -15,7 +15,10 @@ Rule 1: only text is joined: a string under one of the dialect's text keys (its 
 Rule 2: a text that ends with a high half gives the text before it; the half is held, by the
     text's place in the payload: its path of keys and indices, and at each object on the way
     what tells channels apart (`MARKS`: a block's ``index``, a part's ``thought``, an output's
-    ``item_id`` and indices), so that a half is never joined to another channel's text.
+    ``item_id`` and indices), so that a half is never joined to another channel's text. In a
+    dialect whose lists are runs of one channel's pieces (Gemini's ``parts``: ``runs``), an
+    item's index is no part of its place: the next piece may be the next item, in this
+    payload or the next one's first (attack 41 F6); a payload's texts are read in order.
 Rule 3: a text at a place where a half is held must begin with a low half: the two are one
     character, which begins that text. Anything else, and a lone surrogate anywhere else in the
     text, leaves the payload refused.
@@ -69,10 +72,12 @@ class Halves:
 
     Args:
         texts: the keys of the dialect's text (Rule 1).
+        runs: a list's items are pieces of one channel, in order (Rule 2).
     """
 
-    def __init__(self, texts: Collection[str]) -> None:
+    def __init__(self, texts: Collection[str], *, runs: bool = False) -> None:
         self.texts = frozenset(texts)
+        self.runs = runs
         self.held: dict[Place, tuple[str, PeerProtocolError]] = {}
         """Each held half by its place, with the error of the payload that ended with it."""
 
@@ -85,7 +90,7 @@ class Halves:
             return False  # (a payload that is one string: no text of a place)
         held = dict(self.held)
         lasts = {place[-1] for place in held}  # a text elsewhere needs no place built
-        texts = self.texts
+        texts, runs = self.texts, self.runs
         stack: list[tuple[dict[str, Any] | list[Any], Place]] = [(value, ())]
         while stack:
             item, place = stack.pop()
@@ -94,6 +99,7 @@ class Halves:
                 if not _MARKED.isdisjoint(item):
                     place = (*place, _marks(item))
                 pairs = item.items()
+            inner: list[tuple[dict[str, Any] | list[Any], Place]] = []
             for key, child in pairs:
                 if isinstance(child, str):
                     lone = not child.isascii() and _SURROGATE.search(child) is not None
@@ -102,15 +108,18 @@ class Halves:
                         if text is None:
                             return False
                         item[key] = text
+                        lasts.add(key)  # (a half it ended with: the next text here is read)
                     elif lone:
                         return False  # (not text: Rule 1)
                 elif isinstance(child, (dict, list)):
                     if len(place) < MAX_PLACE:
-                        stack.append((child, (*place, key)))
+                        step = None if runs and type(key) is int else key
+                        inner.append((child, (*place, step)))
                     elif has_surrogate(child):
                         return False  # (text too deep to be a place: Rule 5)
                 if type(key) is str and not key.isascii() and _SURROGATE.search(key):
                     return False
+            stack += reversed(inner)  # (read in order: a run's pieces join in order)
         if len(held) > MAX_HELD:
             return False
         self.held = held

@@ -136,6 +136,39 @@ def test_each_place_holds_its_own_half(json_backend: str) -> None:
         run(ChatStreamDecoder(), [b'data: "\\ud83d"\n\n'])
 
 
+def _gemini(*parts: dict[str, object], finish: str | None = None) -> bytes:
+    candidate: dict[str, object] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    text = json.dumps({"candidates": [candidate]}, ensure_ascii=False)
+    return b"data: " + _cut(text.encode()) + b"\n\n"
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [[{"text": "a"}, {"text": "A" + HIGH}], [{"text": LOW + "B"}]],  # the next index
+        [[{"text": "a"}, {"text": "A" + HIGH}, {"text": LOW + "B"}]],  # the next part
+        [[{"text": "A" + HIGH}], [{"text": "t", "thought": True}, {"text": LOW + "B"}]],
+    ],
+)
+def test_a_gemini_pair_cut_between_two_parts_is_one_character(
+    chunks: list[list[dict[str, object]]], json_backend: str
+) -> None:
+    """Attack 41 F6: Gemini's parts are a run, their indices no channel: the halves join
+    whichever parts (of one chunk or the next) they are in; a thought stays its own channel."""
+    body = b"".join(_gemini(*parts) for parts in chunks) + _gemini({"text": "."}, finish="STOP")
+    decoder = dialects.dialect("gemini").decoder()
+    run(decoder, [body])
+    assert decoder.result.text.replace("a", "") == "A\U0001f600B."
+    cross = _gemini({"text": "A" + HIGH}) + _gemini({"text": LOW, "thought": True})
+    with pytest.raises(PeerProtocolError, match="lone surrogate"):
+        run(dialects.dialect("gemini").decoder(), [cross])  # another channel: not joined
+    swapped = _gemini({"text": LOW + "B"}, {"text": "A" + HIGH})  # in order only
+    with pytest.raises(PeerProtocolError, match="lone surrogate"):
+        run(dialects.dialect("gemini").decoder(), [swapped])
+
+
 def test_a_half_is_text_and_stays_in_its_channel(json_backend: str) -> None:
     """Review 40: a half is joined only in text (an id or a model that ends with one is
     refused at once, not cut short), and only with the text of its own channel: the place
