@@ -28,6 +28,12 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
     upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
     A call whose arguments are not a JSON object (``tool_use.input`` always is one) ends the
     stream as a failure (Rule 6), not as a success whose input the client cannot read.
+    Text, thinking or a signature that comes while a call's block is open and its arguments
+    are not yet a JSON object is held and written once the block closes (at the call's whole
+    `ToolCall`, the next call's turn or the end), so that the rest of the arguments still goes
+    in the call's block (attack 41 F4: the block was closed, the rest lost, and the stream
+    ended as a success); past `MAX_DEFERRED` characters held, the block closes, and arguments
+    that come after it fail the stream at the call's whole `ToolCall`.
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
     closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
@@ -134,14 +140,21 @@ def usage_object(usage: Usage, *, start: bool = False) -> dict[str, Any]:
     return out
 
 
+MAX_DEFERRED: Final = 1 << 20
+"""Characters of text and thinking held while a call's block waits for the rest of its
+arguments (Rule 3)."""
+
+
 class _Call:
-    __slots__ = ("args", "id", "name", "state")
+    __slots__ = ("args", "broken", "id", "name", "sent", "state")
 
     def __init__(self) -> None:
         self.id = ""
         self.name = ""
         self.args = Pieces()  # pieces held while the call waits for its turn
+        self.sent = Pieces()  # what its open block was given (Rule 3)
         self.state = 0  # 0: not written yet, 1: its block is open, 2: written
+        self.broken = False  # arguments came after its block was closed
 
 
 class MessagesStreamEncoder:
@@ -184,6 +197,8 @@ class MessagesStreamEncoder:
         self._finish: Finished | None = None
         self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
+        self._deferred: list[Event] = []  # what came while a call's block waits (Rule 3)
+        self._deferred_size = 0
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -211,16 +226,36 @@ class MessagesStreamEncoder:
         return self._event("message_start", {"type": "message_start", "message": message})
 
     def _close(self) -> bytes:
+        """Close the open block; after a call's, write what was deferred (Rule 3), leaving no
+        block open."""
         if self._open is None:
             return b""
-        if self._open_call is not None:
-            self._open_call.state = 2
+        call = self._open_call
+        if call is not None:
+            call.state = 2
+            call.sent = Pieces()
             self._open_call = None
         self._open = None
         self._index += 1
-        return self._event(
+        out = self._event(
             "content_block_stop", {"type": "content_block_stop", "index": self._index - 1}
         )
+        if call is not None and self._deferred:
+            deferred, self._deferred, self._deferred_size = self._deferred, [], 0
+            for event in deferred:
+                out += self._content(event)
+            out += self._close()
+        return out
+
+    def _defers(self, size: int) -> bool:
+        """Whether content of ``size`` characters waits for the open call's block (Rule 3)."""
+        call = self._open_call
+        if call is None:
+            return False
+        if not self._deferred and an_object(call.sent.text()):
+            return False  # its arguments are whole: the block may close
+        self._deferred_size += size
+        return self._deferred_size <= MAX_DEFERRED
 
     def _start_block(self, kind: str, block: dict[str, Any]) -> bytes:
         out = self._begin() + self._close()
@@ -259,6 +294,7 @@ class MessagesStreamEncoder:
         args = call.args.text()
         call.args.set("")
         if args:
+            call.sent.append(args)
             out += self._delta({"type": "input_json_delta", "partial_json": args})
         return out
 
@@ -281,12 +317,16 @@ class MessagesStreamEncoder:
         if call.state == 1:
             if not event.arguments:
                 return b""
+            call.sent.append(event.arguments)
             return self._delta({"type": "input_json_delta", "partial_json": event.arguments})
+        if call.state == 2:
+            if event.arguments:
+                self._lose("tool-call arguments that came after their call's block was closed")
+                if event.arguments.strip():  # (Rule 3: fails at its whole ToolCall)
+                    call.broken = True
+            return b""
         if event.arguments:
             call.args.append(event.arguments)
-        if call.state == 2:
-            self._lose("tool-call arguments that came after their call's block was closed")
-            return b""
         if (
             call.args
             and call.id
@@ -350,14 +390,8 @@ class MessagesStreamEncoder:
             "message_delta", {"type": "message_delta", "delta": delta, "usage": usage}
         )
 
-    def encode(self, event: Event) -> bytes:
-        """The bytes for one event (often ``b""``: held until its turn, or not carried).
-
-        After the stream has ended (``message_stop``, an ``error``, a cut) nothing more is
-        written.
-        """
-        if self._ended:
-            return b""
+    def _content(self, event: Event) -> bytes:
+        """Text, thinking, a signature or a refusal's text, written now."""
         match event:
             case TextDelta():
                 return self._begin() + self._text(event.text)
@@ -376,6 +410,31 @@ class MessagesStreamEncoder:
                 signature = thinking_signature(event.signature, event.carrier, event.item_id)
                 out += self._delta({"type": "signature_delta", "signature": signature})
                 return out + self._close()
+            case RefusalDelta():
+                self._lose("refusal text: written as text, the turn's stop_reason refusal")
+                self._refused = self._refused or bool(event.text)
+                return self._begin() + self._text(event.text)
+        return b""  # pragma: no cover - only those four come here
+
+    def encode(self, event: Event) -> bytes:
+        """The bytes for one event (often ``b""``: held until its turn, or not carried).
+
+        After the stream has ended (``message_stop``, an ``error``, a cut) nothing more is
+        written.
+        """
+        if self._ended:
+            return b""
+        match event:
+            case TextDelta() | ReasoningDelta() | RefusalDelta():
+                if self._open_call is not None and self._defers(len(event.text)):
+                    self._deferred.append(event)
+                    return b""
+                return self._content(event)
+            case ReasoningSignature():
+                if self._open_call is not None and self._defers(len(event.signature)):
+                    self._deferred.append(event)
+                    return b""
+                return self._content(event)
             case ToolCallDelta():
                 return self._begin() + self._tool_delta(event)
             case ToolCall():
@@ -385,6 +444,10 @@ class MessagesStreamEncoder:
                 if not an_object(event.arguments):
                     call.state = 2  # not written whole at the end either
                     return self.encode(StreamFailed(error=not_an_object(event)))
+                if call.broken:  # (Rule 3: what its block was given is not all)
+                    return self.encode(StreamFailed(error=_cut_short(event)))
+                if call is self._open_call:
+                    return self._close()  # whole: what waited for it follows
                 if call.state != 0:
                     return b""  # streamed already
                 call.id, call.name = event.id, event.name
@@ -400,10 +463,6 @@ class MessagesStreamEncoder:
             case Finished():
                 self._finish = event
                 return b""
-            case RefusalDelta():
-                self._lose("refusal text: written as text, the turn's stop_reason refusal")
-                self._refused = self._refused or bool(event.text)
-                return self._begin() + self._text(event.text)
             case FilterVerdict():
                 self._lose("content-filter verdicts")
                 return b""
@@ -418,6 +477,16 @@ class MessagesStreamEncoder:
                 self.done = True
                 return self._end()
         return b""
+
+
+def _cut_short(call: ToolCall) -> Failure:
+    return Failure(
+        kind=FailureKind.UNEXPECTED,
+        message=f"tool call {call.index} ({call.name!r}): more of its arguments came after "
+        f"{MAX_DEFERRED} characters of text or thinking had come between them, which a "
+        "tool_use block cannot hold back: its input was written in part",
+        code="invalid_tool_arguments",
+    )
 
 
 def an_object(arguments: str) -> bool:

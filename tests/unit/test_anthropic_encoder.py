@@ -190,6 +190,98 @@ def test_what_cannot_be_carried_is_listed() -> None:
     assert wire(body)[-2]["usage"]["vendor:svir"] == {"total_tokens": 7}
 
 
+def _said(body: bytes) -> tuple[str, list[tuple[str, str]], str]:
+    """What a Messages client of ``body`` reads: its text and thinking in order, its calls
+    (name, input as JSON), and how it ended."""
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    blocks = [e["content_block"]["type"] for e in wire(body) if e["type"] == "content_block_start"]
+    calls = [(c.name, c.arguments) for c in d.result.tool_calls]
+    return ",".join(blocks), calls, wire(body)[-1]["type"]
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        [TextDelta(text="b")],
+        [ReasoningDelta(text="r", carrier="reasoning_content")],
+        [ReasoningDelta(text="r", carrier="reasoning_content"),
+         ReasoningSignature(signature="s", carrier="reasoning_content"), TextDelta(text="t")],
+        [RefusalDelta(text="no")],
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("whole", [True, False])
+def test_what_comes_between_a_calls_arguments_waits_for_its_block(
+    between: list[Any], whole: bool
+) -> None:
+    """Attack 41 F4: text (or thinking) in the middle of a call's arguments closed its block,
+    the rest of the arguments was lost, and the stream ended as a success with the input
+    ``{"x``. It is held until the call's block closes (its whole call, or the end)."""
+    events: list[Any] = [
+        StreamStarted(response_id="r", model="m"),
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x'),
+        *between,
+        ToolCallDelta(index=0, arguments='":1}'),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+    ]
+    if whole:
+        events.append(ToolCall(index=0, id="a", name="f", arguments='{"x":1}', declared=None))
+    body, _ = encode([*events, END], model="m")
+    blocks, calls, last = _said(body)
+    assert blocks.startswith("tool_use,")
+    assert calls == [("f", '{"x":1}')]
+    assert last == "message_stop"
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    texts = [e.text for e in between if isinstance(e, (TextDelta, RefusalDelta))]
+    reasoning = [e.text for e in between if isinstance(e, ReasoningDelta)]
+    assert (d.result.text, d.result.reasoning) == ("".join(texts), "".join(reasoning))
+
+
+def test_a_call_whose_arguments_are_whole_lets_what_follows_through_at_once() -> None:
+    """Arguments that are a JSON object already: the text after them closes the block as it
+    comes (nothing is held); a later piece of the call is a failure, not a cut input."""
+    first = ToolCallDelta(index=0, id="a", name="f", arguments='{"x":1}')
+    enc = MessagesStreamEncoder(model="m")
+    enc.encode(StreamStarted(response_id="r", model="m"))
+    enc.encode(first)
+    assert b"text_delta" in enc.encode(TextDelta(text="b"))
+    rest = [
+        ToolCallDelta(index=0, arguments=',"y":2}'),
+        ToolCall(index=0, id="a", name="f", arguments='{"x":1,"y":2}', declared=None),
+        END,
+    ]
+    got = wire(b"".join(enc.encode(e) for e in rest))
+    assert got[-1]["type"] == "error"
+    assert "more of its arguments came after" in got[-1]["error"]["message"]
+
+
+def test_what_waits_for_a_calls_block_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_DEFERRED characters held the block closes; what came is written, and the
+    rest of the arguments fails the stream at the whole call."""
+    from svir_proto.anthropic import encoder
+
+    monkeypatch.setattr(encoder, "MAX_DEFERRED", 10)
+    events: list[Any] = [
+        StreamStarted(response_id="r", model="m"),
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x'),
+        TextDelta(text="12345"),
+        TextDelta(text="67890"),
+        TextDelta(text="abc"),
+        ToolCallDelta(index=0, arguments='":1}'),
+        ToolCall(index=0, id="a", name="f", arguments='{"x":1}', declared=None),
+        END,
+    ]
+    body, _ = encode(events, model="m")
+    blocks, _, last = _said(body)
+    assert blocks == "tool_use,text,text"  # (what waited, then what came)
+    assert last == "error"
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    assert d.result.text == "1234567890abc"
+    assert d.result.error is not None
+
+
 @pytest.mark.parametrize("refusal", ["", "I can't help with that."])
 def test_a_refusal_ends_the_turn_as_a_refusal(refusal: str) -> None:
     """Client round 32 (F5): an OpenAI refusal reached an Anthropic client as text with
