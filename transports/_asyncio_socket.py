@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -36,6 +37,24 @@ CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENO
 """The errors of an accept that ran out of something (descriptors, memory): waited out, for
 `RETRY`, on every backend (so that what streams free meanwhile goes to the upstream connections
 of the clients already accepted, not to new ones: attack 35, F2)."""
+
+
+def queued(sock: socket.socket | None) -> int:
+    """Bytes the kernel still holds to send on ``sock`` (Linux's ``SIOCOUTQ``: not yet taken
+    by the peer); 0 where that cannot be asked. A client that reads takes them: what its
+    deadline watches, as a full socket is writable again only once a third or so is free."""
+    if sys.platform != "linux" or sock is None:
+        return 0
+    import fcntl
+    import termios
+
+    try:
+        got = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (OSError, ValueError):  # closed, or not a socket the ioctl knows
+        return 0
+    return int.from_bytes(got, sys.byteorder)
+
+
 _GONE: Final = (BlockingIOError, InterruptedError)
 
 

@@ -44,7 +44,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
-from ._asyncio_socket import CAPACITY, RETRY
+from ._asyncio_socket import CAPACITY, RETRY, queued
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
@@ -62,6 +62,8 @@ other way too: past it in an upstream's outbox, the client is not read until it 
 passed through to an upstream that does not read it is not held)."""
 STUCK: Final = 1.0
 """Seconds a write to a client may take before the session hears that the client is full."""
+SLICE: Final = 256 * 1024
+"""Bytes a write sends at a time once it is longer: what the client read shows as it reads."""
 
 
 class _Outbox:
@@ -73,6 +75,7 @@ class _Outbox:
         self.size = 0  # bytes in items
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
+        self.sent = 0.0  # when a write last took a slice (`SLICE`) of it
         self.raw = raw
 
     def put(self, data: bytes) -> None:
@@ -96,7 +99,12 @@ class _Outbox:
                 self.items.clear()
                 self.size = 0
                 self.since = time.monotonic()
-                await stream.send(data)
+                if len(data) <= SLICE:
+                    await stream.send(data)
+                else:  # in slices, each a sign that the client reads (`_Client._flush`)
+                    for at in range(0, len(data), SLICE):
+                        await stream.send(data[at : at + SLICE])
+                        self.sent = time.monotonic()
                 self.since = None
             on_idle()
 
@@ -139,10 +147,26 @@ class _Client:
                 tg.cancel_scope.cancel()
 
     async def _flush(self) -> None:
-        """What the session wrote last goes out before the connection closes (bounded)."""
-        with anyio.move_on_after(self.server.state.config.send_timeout):
-            while self.out.items or self.out.since is not None:
-                await anyio.sleep(0.01)
+        """What the session wrote last goes out before the connection closes, while the
+        client reads some of it every ``send_timeout`` (attack 41 F7: a steady reader of a
+        long answer's last events was cut at one fixed deadline); the connection's deadline
+        (`Close`) moves with it."""
+        timeout = self.server.state.config.send_timeout
+        out = self.out
+        raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        progress = time.monotonic()
+        kernel, sent = queued(raw), out.sent
+        while out.items or out.since is not None:
+            now = time.monotonic()
+            taken = queued(raw)
+            if taken < kernel or out.sent != sent:  # it read some, or a slice went
+                progress = now
+            kernel, sent = taken, out.sent
+            if now - progress > timeout:
+                return
+            left = progress + timeout - now + LINGER
+            self.scope.deadline = max(self.scope.deadline, anyio.current_time() + left)
+            await anyio.sleep(0.01)
 
     def _drained(self) -> None:
         if self.reported:

@@ -44,7 +44,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
-from ._asyncio_socket import CAPACITY
+from ._asyncio_socket import CAPACITY, queued
 
 __all__: list[str] = []
 
@@ -141,6 +141,7 @@ class _Client(asyncio.Protocol):
         self._lingering = -1  # bytes dropped since the close, or -1: not closed
         self._lost = False  # connection_lost came: the transport is gone
         self._late: asyncio.TimerHandle | None = None  # the close's deadline (`_abort_late`)
+        self._unsent = 0  # bytes still to send at the close's last deadline
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -379,8 +380,8 @@ class _Client(asyncio.Protocol):
 
     def _close(self) -> None:
         """Close once what was written is sent (asyncio's ``close``), after a lingering read
-        (`LINGER`); a client that reads nothing cannot hold its connection past
-        ``send_timeout``."""
+        (`LINGER`); a client that reads nothing for ``send_timeout`` cannot hold its connection
+        (`_abort_late`)."""
         transport = self.transport
         if transport.is_closing() or self._lingering >= 0:
             return
@@ -398,13 +399,28 @@ class _Client(asyncio.Protocol):
         else:  # pragma: no cover - TLS transports cannot half-close
             transport.close()
         deadline = self.server.state.config.send_timeout + LINGER
+        self._unsent = self._left()
         self._late = loop.call_later(deadline, self._abort_late)
 
+    def _left(self) -> int:
+        """Bytes the client has still to take: ours, and the kernel's (`queued`)."""
+        transport = self.transport
+        return transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
+
     def _abort_late(self) -> None:
-        """The close's deadline: a transport asyncio has finished with raises if aborted (its
+        """The close's deadline: unless the client read some of what is left since the last
+        one (then another ``send_timeout``: a steady reader of a long answer's last events is
+        not cut, attack 41 F7). A transport asyncio has finished with raises if aborted (its
         loop is gone), with a traceback in the log for each connection that closed in time."""
-        if not self._lost:
-            self.transport.abort()
+        if self._lost:
+            return
+        unsent = self._left()
+        if 0 < unsent < self._unsent:
+            self._unsent = unsent
+            timeout = self.server.state.config.send_timeout
+            self._late = asyncio.get_running_loop().call_later(timeout, self._abort_late)
+            return
+        self.transport.abort()
 
 
 class _Refused(asyncio.Protocol):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import threading
 import time
 import tracemalloc
@@ -905,3 +906,34 @@ def test_sans_io_hostile_numbers_from_the_upstream_never_make_invalid_json(
     for _, data in sse_events(got[0].body):
         if data != "[DONE]":
             json.loads(data, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_steady_reader_of_an_answers_last_events_is_not_cut(
+    up: HubUpstream, backend: str
+) -> None:
+    """Attack 41 F7: a Responses client's last events repeat the whole answer (8 MiB of 2
+    MiB of text), written at once at the close; the close had one deadline (``send_timeout``
+    and the linger), so a client that read them steadily but slower was cut. It holds while
+    the client reads some of them every ``send_timeout``."""
+    body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
+    head = (
+        "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"X-Request-Id: {tag('anthropic-text:2')}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with bounded(
+        up.base, backend, upstream_dialect="messages", send_timeout="1", max_answer=str(4 << 20)
+    ) as g:
+        with Raw(g, rcvbuf=65536) as r:
+            r.send(head.encode() + body)
+            r.sock.settimeout(30)
+            got = bytearray()
+            while not got.endswith(b"\r\n0\r\n\r\n"):
+                data = r.sock.recv(65536)
+                if not data:
+                    break
+                got += data
+                time.sleep(0.05)  # at most 1.3 MB/s: each second it reads some
+        assert got.endswith(b"\r\n0\r\n\r\n"), got[-300:]
+        names = re.findall(rb"event: (response\.[a-z_.]+)", bytes(got))
+        assert names[-1] == b"response.completed", names[-6:]
