@@ -9,6 +9,7 @@ import asyncio
 import errno
 import logging
 import socket
+import time
 from typing import Any
 
 import anyio
@@ -137,12 +138,19 @@ def test_a_pooled_connection_that_closed_or_spoke_is_not_taken() -> None:
 
 class Transport:
     aborted = 0
+    buffered = 0  # what get_write_buffer_size says
 
     def abort(self) -> None:
         self.aborted += 1
 
     def is_closing(self) -> bool:
         return True
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default  # no socket: the kernel's queue is not asked
 
 
 @pytest.mark.parametrize("lost", [False, True])
@@ -160,3 +168,58 @@ def test_asyncio_close_deadline_aborts_only_a_transport_still_there(lost: bool) 
         client.connection_lost(None)
     client._abort_late()
     assert transport.aborted == (0 if lost else 1)
+
+
+def test_asyncio_close_deadline_waits_while_the_client_takes_what_is_left() -> None:
+    """Attack 41 F7: at each of the close's deadlines, a client that took some of what was
+    left since the last one gets another ``send_timeout``; one that took nothing is cut."""
+
+    async def main() -> list[int]:
+        client = _gateway_asyncio._Client(
+            _gateway_asyncio.Server(GatewayState(CONFIG, new_id=str), None)
+        )
+        transport = Transport()
+        client.transport = transport  # type: ignore[assignment]
+        aborted = []
+        client._unsent = 300
+        for left in (200, 100, 100):  # it read, it read, it read nothing
+            transport.buffered = left
+            client._abort_late()
+            aborted.append(transport.aborted)
+            if client._late is not None:
+                client._late.cancel()
+        return aborted
+
+    assert asyncio.run(main()) == [0, 0, 1]
+
+
+def test_what_the_kernel_holds_to_send_is_counted() -> None:
+    """`queued`: what a client has not taken yet, in the kernel; 0 where there is no socket
+    to ask, or it closed."""
+    from svir_proto.transports._asyncio_socket import queued
+
+    assert queued(None) == 0
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        sender = socket.create_connection(listener.getsockname())
+        receiver, _ = listener.accept()
+        try:
+            sender.setblocking(False)
+            sent = 0
+            try:
+                while True:  # until the receiver's window and the send buffer are full
+                    sent += sender.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+            assert 0 < queued(sender) <= sent
+            taken = 0
+            while taken < sent:
+                taken += len(receiver.recv(1 << 20))
+            for _ in range(1000):  # its acknowledgements come back
+                if queued(sender) == 0:
+                    break
+                time.sleep(0.01)
+            assert queued(sender) == 0
+        finally:
+            sender.close()
+            receiver.close()
+    assert queued(sender) == 0  # closed
