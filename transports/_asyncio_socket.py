@@ -27,6 +27,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+if sys.platform == "linux":
+    import fcntl
+    import termios
+
 __all__: list[str] = []
 
 MAX_READ: Final = 256 * 1024  # asyncio's own recv size
@@ -47,10 +51,7 @@ def queued(sock: socket.socket | None) -> int:
         return 0
     if sys.platform != "linux":  # pragma: no cover - the ioctl is Linux's
         return 0
-    import fcntl
-    import termios
-
-    try:
+    try:  # (imported with this module: an import can fail when descriptors are short)
         got = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
     except (OSError, ValueError):  # closed, or not a socket the ioctl knows
         return 0
