@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import attrs
 
@@ -125,6 +125,14 @@ def _part(b: TextBlock | ImageBlock) -> LLMTextPart | LLMMediaPart:
     return LLMMediaPart(type="image", media_type=b.media_type or "", data=b.data)
 
 
+def _neutral(b: object) -> TypeGuard[TextBlock | ImageBlock]:
+    """A text block, or an image given as its bytes: what the hub carries (an image by URL or
+    file id is named lost by `unread`)."""
+    if isinstance(b, ImageBlock):
+        return b.url is None and b.file_id is None
+    return isinstance(b, TextBlock)
+
+
 def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
     out = []
     rest: list[LLMTextPart | LLMMediaPart] = []
@@ -132,7 +140,7 @@ def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
         if isinstance(b, ToolResultBlock):
             content: Any = b.content
             if isinstance(content, tuple):
-                content = [_part(p) for p in content if isinstance(p, (TextBlock, ImageBlock))]
+                content = [_part(p) for p in content if _neutral(p)]
             out.append(  # no parts (none had a neutral form) are an empty text
                 LLMMessage(
                     role="tool",
@@ -141,9 +149,7 @@ def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
                     extensions=message_extensions(is_error=b.is_error is True),
                 )
             )
-        elif isinstance(b, TextBlock) or (
-            isinstance(b, ImageBlock) and b.url is None and b.file_id is None
-        ):
+        elif _neutral(b):
             rest.append(_part(b))  # its cache_control, if any, is kept by to_hub's check
     if rest or not out:  # a turn of blocks without a neutral form is an empty turn there
         out.append(LLMMessage(role="user", content=rest or ""))
@@ -619,7 +625,30 @@ def unread(request: LLMRequest) -> list[str]:
             for t in {b.get("type") for b in blocks} - _NEUTRAL_BLOCKS
             if isinstance(t, str)
         }
+        linked = _linked(blocks)
+        return own_fields("the Messages API", keys) + [
+            f"messages[].content (image by {kind}): an image crosses dialects as its bytes "
+            "only: not sent"
+            for kind in sorted(linked)
+        ]
     return own_fields("the Messages API", keys)
+
+
+def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
+    """The kinds of source (``url``, ``file``) of the images in ``blocks`` and in their tool
+    results that are not their bytes (attack 41 F5: they went nowhere, unsaid)."""
+    kinds: set[str] = set()
+    for b in blocks:
+        inner = b.get("content") if b.get("type") == "tool_result" else None
+        for image in [b, *(inner if isinstance(inner, list) else ())]:
+            if not isinstance(image, Mapping) or image.get("type") != "image":
+                continue
+            source = image.get("source")
+            if isinstance(source, Mapping):
+                kind = source.get("type")
+                if kind in ("url", "file"):
+                    kinds.add(kind)
+    return kinds
 
 
 def _server_tool(tool: Tool) -> bool:

@@ -401,6 +401,37 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         "metadata.k: a field of the Messages API only: not sent",
         "thinking: a field of the Messages API only: not sent",
     ]
+    linked = _parsed(
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+                    {"type": "text", "text": "what is it?"},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t", "content": [
+                        {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+                        {"type": "text", "text": "see"},
+                    ]},
+                ]},
+            ],
+        },
+    )  # fmt: skip
+    for to in ("chat", "responses", "gemini"):  # attack 41 F5: not sent, and now said
+        assert lost(linked, to) == [
+            f"messages[].content (image by {kind}): an image crosses dialects as its bytes "
+            "only: not sent"
+            for kind in ("file", "url")
+        ], to
+        sent = dialects.translate_request(linked, to)
+        assert b"x.test" not in b"".join(sent.body()), to  # type: ignore[attr-defined]
+        assert b"see" in b"".join(sent.body()), to  # type: ignore[attr-defined]
     gemini = GeminiRequest.parse(
         json.dumps(
             {
