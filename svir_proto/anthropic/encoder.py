@@ -142,7 +142,8 @@ def usage_object(usage: Usage, *, start: bool = False) -> dict[str, Any]:
 
 MAX_DEFERRED: Final = 1 << 20
 """Characters of text and thinking held while a call's block waits for the rest of its
-arguments (Rule 3)."""
+arguments (Rule 3), each delta counted `DEFER_COST` more."""
+DEFER_COST: Final = 64
 
 
 class _Call:
@@ -197,8 +198,8 @@ class MessagesStreamEncoder:
         self._finish: Finished | None = None
         self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
-        self._deferred: list[Event] = []  # what came while a call's block waits (Rule 3)
-        self._deferred_size = 0
+        self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
+        self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -242,20 +243,42 @@ class MessagesStreamEncoder:
         )
         if call is not None and self._deferred:
             deferred, self._deferred, self._deferred_size = self._deferred, [], 0
-            for event in deferred:
-                out += self._content(event)
-            out += self._close()
+            parts = [out]
+            for held in deferred:
+                if type(held) is list:  # a run: one delta
+                    kind, carrier, texts = held
+                    text = "".join(texts)
+                    event = kind(text=text, carrier=carrier) if carrier else kind(text=text)
+                    parts.append(self._content(event))
+                else:
+                    parts.append(self._content(held))
+            parts.append(self._close())
+            out = b"".join(parts)
         return out
 
-    def _defers(self, size: int) -> bool:
-        """Whether content of ``size`` characters waits for the open call's block (Rule 3)."""
+    def _defer(self, event: Event, text: str) -> bool:
+        """Hold ``event`` (of ``text``) while the open call's block waits for the rest of
+        its arguments (Rule 3); ``False``: write it now. A delta of the kind of the last one
+        held joins it; each counts `DEFER_COST` characters more, so that a million
+        one-character deltas are not held (review 41: their flush took minutes)."""
         call = self._open_call
         if call is None:
             return False
         if not self._deferred and an_object(call.sent.text()):
             return False  # its arguments are whole: the block may close
-        self._deferred_size += size
-        return self._deferred_size <= MAX_DEFERRED
+        self._deferred_size += len(text) + DEFER_COST
+        if self._deferred_size > MAX_DEFERRED:
+            return False  # the block closes, what was held is written, then this
+        if isinstance(event, ReasoningSignature):
+            self._deferred.append(event)
+            return True
+        carrier = event.carrier if isinstance(event, ReasoningDelta) else None
+        last = self._deferred[-1] if self._deferred else None
+        if type(last) is list and last[0] is type(event) and last[1] == carrier:
+            last[2].append(text)
+        else:
+            self._deferred.append([type(event), carrier, [text]])
+        return True
 
     def _start_block(self, kind: str, block: dict[str, Any]) -> bytes:
         out = self._begin() + self._close()
@@ -426,13 +449,11 @@ class MessagesStreamEncoder:
             return b""
         match event:
             case TextDelta() | ReasoningDelta() | RefusalDelta():
-                if self._open_call is not None and self._defers(len(event.text)):
-                    self._deferred.append(event)
+                if self._open_call is not None and self._defer(event, event.text):
                     return b""
                 return self._content(event)
             case ReasoningSignature():
-                if self._open_call is not None and self._defers(len(event.signature)):
-                    self._deferred.append(event)
+                if self._open_call is not None and self._defer(event, event.signature):
                     return b""
                 return self._content(event)
             case ToolCallDelta():
@@ -445,7 +466,7 @@ class MessagesStreamEncoder:
                     call.state = 2  # not written whole at the end either
                     return self.encode(StreamFailed(error=not_an_object(event)))
                 if call.broken:  # (Rule 3: what its block was given is not all)
-                    return self.encode(StreamFailed(error=_cut_short(event)))
+                    return self.encode(StreamFailed(error=_cut_short(event.index, event.name)))
                 if call is self._open_call:
                     return self._close()  # whole: what waited for it follows
                 if call.state != 0:
@@ -471,6 +492,9 @@ class MessagesStreamEncoder:
                 error = {"type": "error", "error": error_object(event.error)}
                 return self._cut() + self._event("error", error)
             case StreamEnded():
+                broken = [(i, c.name) for i, c in sorted(self._calls.items()) if c.broken]
+                if broken and event.done:  # (Rule 3: no whole ToolCall came to say it)
+                    return self.encode(StreamFailed(error=_cut_short(*broken[0])))
                 self._ended = True
                 if not event.done:
                     return self._cut()
@@ -479,10 +503,10 @@ class MessagesStreamEncoder:
         return b""
 
 
-def _cut_short(call: ToolCall) -> Failure:
+def _cut_short(index: int, name: str) -> Failure:
     return Failure(
         kind=FailureKind.UNEXPECTED,
-        message=f"tool call {call.index} ({call.name!r}): more of its arguments came after "
+        message=f"tool call {index} ({name!r}): more of its arguments came after "
         f"{MAX_DEFERRED} characters of text or thinking had come between them, which a "
         "tool_use block cannot hold back: its input was written in part",
         code="invalid_tool_arguments",

@@ -261,7 +261,7 @@ def test_what_waits_for_a_calls_block_is_bounded(monkeypatch: pytest.MonkeyPatch
     rest of the arguments fails the stream at the whole call."""
     from svir_proto.anthropic import encoder
 
-    monkeypatch.setattr(encoder, "MAX_DEFERRED", 10)
+    monkeypatch.setattr(encoder, "MAX_DEFERRED", 10 + 2 * encoder.DEFER_COST)  # two deltas
     events: list[Any] = [
         StreamStarted(response_id="r", model="m"),
         ToolCallDelta(index=0, id="a", name="f", arguments='{"x'),
@@ -280,6 +280,31 @@ def test_what_waits_for_a_calls_block_is_bounded(monkeypatch: pytest.MonkeyPatch
     run(d, [body])
     assert d.result.text == "1234567890abc"
     assert d.result.error is not None
+
+
+def test_many_small_deltas_held_for_a_call_are_joined_and_bounded() -> None:
+    """Review 41: a million one-character deltas held behind a call's block took minutes to
+    write (each write copied what came before) and ~100 MB. The deltas of one kind held in a
+    row are one; each counts DEFER_COST characters more, so few are held."""
+    from svir_proto.anthropic.encoder import DEFER_COST, MAX_DEFERRED
+
+    enc = MessagesStreamEncoder(model="m")
+    out = [enc.encode(StreamStarted(response_id="r", model="m"))]
+    out.append(enc.encode(ToolCallDelta(index=0, id="a", name="f", arguments='{"x')))
+    n = 200_000
+    out += [enc.encode(TextDelta(text="t")) for _ in range(n)]
+    out.append(enc.encode(ToolCallDelta(index=0, arguments='":1}')))
+    out += [enc.encode(e) for e in (Finished(reason=FinishReason.STOP, raw="stop"), END)]
+    got = wire(b"".join(out))
+    held = MAX_DEFERRED // (1 + DEFER_COST)
+    deltas = [e["delta"]["text"] for e in got if e["type"] == "content_block_delta"
+              and e["delta"]["type"] == "text_delta"]  # fmt: skip
+    assert "".join(deltas) == "t" * n
+    assert deltas[0] == "t" * held  # what was held, as one delta
+    assert len(deltas) == 1 + n - held  # then the rest as it came
+    d = MessagesStreamDecoder()
+    run(d, [b"".join(out)])
+    assert d.result.error is not None  # the arguments came after the block closed
 
 
 @pytest.mark.parametrize("refusal", ["", "I can't help with that."])
