@@ -44,7 +44,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
-from ._asyncio_socket import CAPACITY, RETRY, queued
+from ._asyncio_socket import CAPACITY, MIN_TAKEN, RETRY, queued
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
@@ -75,7 +75,7 @@ class _Outbox:
         self.size = 0  # bytes in items
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
-        self.sent = 0.0  # when a write last took a slice (`SLICE`) of it
+        self.handed = 0  # bytes given to the stream's sends so far
         self.raw = raw
 
     def put(self, data: bytes) -> None:
@@ -101,10 +101,11 @@ class _Outbox:
                 self.since = time.monotonic()
                 if len(data) <= SLICE:
                     await stream.send(data)
+                    self.handed += len(data)
                 else:  # in slices, each a sign that the client reads (`_Client._flush`)
                     for at in range(0, len(data), SLICE):
                         await stream.send(data[at : at + SLICE])
-                        self.sent = time.monotonic()
+                        self.handed += min(SLICE, len(data) - at)
                 self.since = None
             on_idle()
 
@@ -148,23 +149,24 @@ class _Client:
 
     async def _flush(self) -> None:
         """What the session wrote last goes out before the connection closes, while the
-        client reads some of it every ``send_timeout`` (attack 41 F7: a steady reader of a
-        long answer's last events was cut at one fixed deadline); the connection's deadline
+        client takes `MIN_TAKEN` of it every ``send_timeout`` (attack 41 F7: a steady reader of
+        a long answer's last events was cut at one fixed deadline); the connection's deadline
         (`Close`) moves with it."""
         timeout = self.server.state.config.send_timeout
         out = self.out
         raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-        progress = time.monotonic()
-        kernel, sent = queued(raw), out.sent
+        mark, taken = time.monotonic(), 0
+        kernel, handed = queued(raw), out.handed
         while out.items or out.since is not None:
             now = time.monotonic()
-            taken = queued(raw)
-            if taken < kernel or out.sent != sent:  # it read some, or a slice went
-                progress = now
-            kernel, sent = taken, out.sent
-            if now - progress > timeout:
-                return
-            left = progress + timeout - now + LINGER
+            queue = queued(raw)  # what left the kernel for the client: given less kept
+            taken += out.handed - handed - (queue - kernel)
+            kernel, handed = queue, out.handed
+            if now - mark > timeout:
+                if taken < MIN_TAKEN:
+                    return
+                mark, taken = now, 0
+            left = mark + timeout - now + LINGER
             self.scope.deadline = max(self.scope.deadline, anyio.current_time() + left)
             await anyio.sleep(0.01)
 

@@ -44,7 +44,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
 )
-from ._asyncio_socket import CAPACITY, queued
+from ._asyncio_socket import CAPACITY, MIN_TAKEN, queued
 
 __all__: list[str] = []
 
@@ -408,14 +408,14 @@ class _Client(asyncio.Protocol):
         return transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
 
     def _abort_late(self) -> None:
-        """The close's deadline: unless the client read some of what is left since the last
-        one (then another ``send_timeout``: a steady reader of a long answer's last events is
-        not cut, attack 41 F7). A transport asyncio has finished with raises if aborted (its
+        """The close's deadline: unless the client took `MIN_TAKEN` of what is left since the
+        last one (then another ``send_timeout``: a steady reader of a long answer's last events
+        is not cut, attack 41 F7). A transport asyncio has finished with raises if aborted (its
         loop is gone), with a traceback in the log for each connection that closed in time."""
         if self._lost:
             return
         unsent = self._left()
-        if 0 < unsent < self._unsent:
+        if unsent and self._unsent - unsent >= MIN_TAKEN:
             self._unsent = unsent
             timeout = self.server.state.config.send_timeout
             self._late = asyncio.get_running_loop().call_later(timeout, self._abort_late)

@@ -909,18 +909,21 @@ def test_sans_io_hostile_numbers_from_the_upstream_never_make_invalid_json(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("reader", ["steady", "trickle"])
 def test_a_steady_reader_of_an_answers_last_events_is_not_cut(
-    up: HubUpstream, backend: str
+    up: HubUpstream, backend: str, reader: str
 ) -> None:
     """Attack 41 F7: a Responses client's last events repeat the whole answer (8 MiB of 2
     MiB of text), written at once at the close; the close had one deadline (``send_timeout``
     and the linger), so a client that read them steadily but slower was cut. It holds while
-    the client reads some of them every ``send_timeout``."""
+    the client takes MIN_TAKEN of them every ``send_timeout``; one that trickles (review 41:
+    a segment a deadline kept a connection for days) is cut."""
     body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
     head = (
         "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"X-Request-Id: {tag('anthropic-text:2')}\r\nContent-Length: {len(body)}\r\n\r\n"
     )
+    end = b"\r\n0\r\n\r\n"
     with bounded(
         up.base, backend, upstream_dialect="messages", send_timeout="1", max_answer=str(4 << 20)
     ) as g:
@@ -928,12 +931,21 @@ def test_a_steady_reader_of_an_answers_last_events_is_not_cut(
             r.send(head.encode() + body)
             r.sock.settimeout(30)
             got = bytearray()
-            while not got.endswith(b"\r\n0\r\n\r\n"):
+            while not got.endswith(end):
+                if reader == "trickle" and b"response.output_text.done" in got[-(1 << 20) :]:
+                    held = g.fds()  # its connection among them
+                    until = time.monotonic() + 30
+                    while g.fds() >= held and time.monotonic() < until:
+                        if not r.sock.recv(1024):
+                            break
+                        time.sleep(0.2)  # 5 KB/s
+                    assert g.fds() < held, "a client taking 5 KB/s of the last events kept them"
+                    return  # (the kernel still sends what it took: no reset waits for it)
                 data = r.sock.recv(65536)
                 if not data:
                     break
                 got += data
                 time.sleep(0.05)  # at most 1.3 MB/s: each second it reads some
-        assert got.endswith(b"\r\n0\r\n\r\n"), got[-300:]
+        assert got.endswith(end), got[-300:]
         names = re.findall(rb"event: (response\.[a-z_.]+)", bytes(got))
         assert names[-1] == b"response.completed", names[-6:]
