@@ -53,9 +53,9 @@ class DialectDecoder(PullDecoder[Event]):
     TEXTS: ClassVar[frozenset[str]] = frozenset()
     """The keys of the dialect's text in its payloads: where a surrogate pair the server cut
     between two payloads is joined (`svir_proto._halves`)."""
-    RUNS: ClassVar[bool] = False
-    """The lists of its payloads are runs of one channel's pieces (Gemini's ``parts``): an
-    item's index does not tell a channel (`svir_proto._halves`, Rule 2)."""
+    RUNS: ClassVar[frozenset[str]] = frozenset()
+    """The keys of its payloads' lists that are runs of one channel's pieces (Gemini's
+    ``parts``): a text item's index does not tell a channel (`svir_proto._halves`, Rule 2)."""
 
     def __init__(
         self,

@@ -60,6 +60,7 @@ MARKS: Final = ("index", "output_index", "content_index", "summary_index", "item
 """The fields of an object that tell its text's channel from another's at the same path."""
 
 _MARKED: Final = frozenset(MARKS)
+_UNMARKED: Final = (None, None, None, None, None, False)
 _HIGH: Final = ("\ud800", "\udbff")
 _LOW: Final = ("\udc00", "\udfff")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -72,12 +73,13 @@ class Halves:
 
     Args:
         texts: the keys of the dialect's text (Rule 1).
-        runs: a list's items are pieces of one channel, in order (Rule 2).
+        runs: the keys of the lists whose items are pieces of one channel, in order (Rule 2):
+            an item that holds one of ``texts`` as its own text.
     """
 
-    def __init__(self, texts: Collection[str], *, runs: bool = False) -> None:
+    def __init__(self, texts: Collection[str], *, runs: Collection[str] = ()) -> None:
         self.texts = frozenset(texts)
-        self.runs = runs
+        self.runs = frozenset(runs)
         self.held: dict[Place, tuple[str, PeerProtocolError]] = {}
         """Each held half by its place, with the error of the payload that ended with it."""
 
@@ -94,10 +96,13 @@ class Halves:
         stack: list[tuple[dict[str, Any] | list[Any], Place]] = [(value, ())]
         while stack:
             item, place = stack.pop()
+            run = bool(runs) and type(item) is list and bool(place) and place[-1] in runs
             pairs: Any = enumerate(item)
             if isinstance(item, dict):
                 if not _MARKED.isdisjoint(item):
-                    place = (*place, _marks(item))
+                    marks = _marks(item)
+                    if marks != _UNMARKED:  # (a thought of false is no mark)
+                        place = (*place, marks)
                 pairs = item.items()
             inner: list[tuple[dict[str, Any] | list[Any], Place]] = []
             for key, child in pairs:
@@ -113,7 +118,9 @@ class Halves:
                         return False  # (not text: Rule 1)
                 elif isinstance(child, (dict, list)):
                     if len(place) < MAX_PLACE:
-                        step = None if runs and type(key) is int else key
+                        step = key
+                        if run and type(child) is dict and not texts.isdisjoint(child):
+                            step = None  # a piece of the run: its index is no channel
                         inner.append((child, (*place, step)))
                     elif has_surrogate(child):
                         return False  # (text too deep to be a place: Rule 5)
@@ -133,7 +140,7 @@ class Halves:
 def _marks(item: dict[str, Any]) -> tuple[object, ...]:
     """What tells ``item``'s channel from another's (`MARKS`), or, if a mark is no scalar (a
     broken stream), what type each is: a place is a key of a dict."""
-    marks = tuple(map(item.get, MARKS))
+    marks = (*map(item.get, MARKS[:-1]), item.get("thought") is True)  # (false or none: text)
     try:
         hash(marks)
     except TypeError:

@@ -158,7 +158,7 @@ class GeminiStreamDecoder(DialectDecoder):
 
     TEXTS = frozenset({"text"})
     """Where a part's text and thought are (`_halves`)."""
-    RUNS = True
+    RUNS = frozenset({"parts"})
     """``parts`` is a run: a pair may be cut between two parts (attack 41 F6)."""
 
     def __init__(

@@ -167,6 +167,16 @@ def test_a_gemini_pair_cut_between_two_parts_is_one_character(
     swapped = _gemini({"text": LOW + "B"}, {"text": "A" + HIGH})  # in order only
     with pytest.raises(PeerProtocolError, match="lone surrogate"):
         run(dialects.dialect("gemini").decoder(), [swapped])
+    plain = _gemini({"text": "A" + HIGH, "thought": False}) + _gemini({"text": LOW + "B"})
+    decoder = dialects.dialect("gemini").decoder()
+    run(decoder, [plain + _gemini({"text": "."}, finish="STOP")])  # false is no thought
+    assert decoder.result.text == "A\U0001f600B."
+    calls = _gemini(  # review 41: the runs are parts' own texts, not a call's arguments
+        {"functionCall": {"name": "f", "args": {"text": "A" + HIGH}}},
+        {"functionCall": {"name": "g", "args": {"text": LOW + "B"}}},
+    )
+    with pytest.raises(PeerProtocolError, match="lone surrogate"):
+        run(dialects.dialect("gemini").decoder(), [calls])
 
 
 def test_a_half_is_text_and_stays_in_its_channel(json_backend: str) -> None:
