@@ -69,11 +69,12 @@ class Listener:
         """Wake every thread (`tests.sockets`), and close the sockets once none uses them (the
         tests read the served ones too: their threads leave them open)."""
         wake(self.listener)
+        if self.thread.is_alive():
+            self.thread.join(5)  # then no connection is added
         for sock in self.socks:
             wake(sock)
-        for thread in [self.thread, *self.serving]:
-            if thread.is_alive():
-                thread.join(5)
+        for thread in self.serving:
+            thread.join(5)
         self.listener.close()
         for sock in self.socks:
             sock.close()

@@ -186,13 +186,15 @@ class ReplayServer:
     def _serve(self, sock: socket.socket) -> None:
         leftover = b""
         try:
-            if self._tls is not None:  # (woken in the handshake, the raw socket fails it)
-                raw, sock = sock, self._tls.wrap_socket(sock, server_side=True)
+            if self._tls is not None:  # registered before its handshake: a close wakes it
+                raw = sock
+                sock = self._tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
                 with self._lock:
                     self._open.discard(raw)
                     self._open.add(sock)
                     if self._stop.is_set():
                         return
+                sock.do_handshake()
             while True:
                 request, leftover = self._read_request(sock, leftover)
                 if request is None:

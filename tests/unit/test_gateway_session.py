@@ -2297,3 +2297,25 @@ def test_a_refusal_of_a_passed_through_body_lets_its_upstream_go() -> None:
     assert Release(connection=None) in session.actions, kinds
     assert kinds.index("Release") < kinds.index("Close")
     assert state.streams == 0
+
+
+def test_a_translated_request_goes_upstream_as_its_preparation_encoded_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review 41: the upstream body `_prepare` made (in the worker, attack 39 F1) is what
+    goes upstream; the request is not encoded again on the loop."""
+    from svir_proto.anthropic import MessagesRequest
+
+    d = Driver(upstream_dialect="messages")
+    body = json.dumps({"model": "m", "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    d.send(post(body))
+
+    def again(self: object, **_: object) -> object:
+        raise AssertionError("encoded again")
+
+    monkeypatch.setattr(MessagesRequest, "body", again)
+    d.connect()
+    head, sent = bytes(d.upstream).split(b"\r\n\r\n", 1)
+    assert head.startswith(b"POST /v1/messages ")
+    assert json.loads(sent)["messages"] == [{"role": "user", "content": "hi"}]
