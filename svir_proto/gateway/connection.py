@@ -219,7 +219,7 @@ class Forward:
     request: Any  # a typed request of the upstream's dialect, or a PassThrough
     dialect: ClientDialect  # the client's response dialect
     body: bytes | None = None
-    encoded: RequestBody | None = None
+    encoded: RequestBody | None = attrs.field(default=None, eq=False, repr=False)
     """A typed request's ``body()``, made with it in the worker (attack 39 F1: encoding 200,000
     messages on the loop stalled every client 0.6 s)."""
     headers: tuple[tuple[str, str], ...] = ()
