@@ -262,8 +262,7 @@ class MessagesStreamEncoder:
         held joins it; each counts `DEFER_COST` characters more, so that a million
         one-character deltas are not held (review 41: their flush took minutes)."""
         call = self._open_call
-        if call is None:
-            return False
+        assert call is not None  # (asked only while a call's block is open)
         if not self._deferred and an_object(call.sent.text()):
             return False  # its arguments are whole: the block may close
         self._deferred_size += len(text) + DEFER_COST

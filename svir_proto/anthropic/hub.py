@@ -644,10 +644,9 @@ def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
             if not isinstance(image, Mapping) or image.get("type") != "image":
                 continue
             source = image.get("source")
-            if isinstance(source, Mapping):
-                kind = source.get("type")
-                if kind in ("url", "file"):
-                    kinds.add(kind)
+            kind = source.get("type") if isinstance(source, Mapping) else None
+            if kind in ("url", "file"):
+                kinds.add(kind)
     return kinds
 
 

@@ -169,6 +169,7 @@ def test_what_cannot_be_carried_is_listed() -> None:
         ToolCallDelta(index=0, name="ok", arguments="}"),
         TextDelta(text="x"),
         ToolCallDelta(index=0, arguments=" "),
+        ToolCallDelta(index=0, name="more"),  # (no arguments: nothing to lose of them)
         RefusalDelta(text="no"),
         FilterVerdict(scope="completion", results=(FilterResult(category="hate", filtered=True),)),
         ResponseStarted(status=200, headers=()),
@@ -185,7 +186,7 @@ def test_what_cannot_be_carried_is_listed() -> None:
     d = MessagesStreamDecoder()
     run(d, [body])
     assert d.result.text == "xno"
-    assert d.result.usage == events[7]
+    assert d.result.usage == events[8]
     assert d.result.finish_reason is None
     assert wire(body)[-2]["usage"]["vendor:svir"] == {"total_tokens": 7}
 

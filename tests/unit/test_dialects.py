@@ -409,6 +409,8 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
             "messages": [
                 {"role": "user", "content": [
                     {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                 "data": "iVBORw0KGgo="}},
                     {"type": "text", "text": "what is it?"},
                 ]},
                 {"role": "assistant", "content": [
