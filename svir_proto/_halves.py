@@ -60,7 +60,7 @@ MARKS: Final = ("index", "output_index", "content_index", "summary_index", "item
 """The fields of an object that tell its text's channel from another's at the same path."""
 
 _MARKED: Final = frozenset(MARKS)
-_UNMARKED: Final = (None, None, None, None, None, False)
+_UNMARKED: Final = (*(None for _ in MARKS[:-1]), False)  # no mark but a thought of false
 _HIGH: Final = ("\ud800", "\udbff")
 _LOW: Final = ("\udc00", "\udfff")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")

@@ -99,13 +99,10 @@ class _Outbox:
                 self.items.clear()
                 self.size = 0
                 self.since = time.monotonic()
-                if len(data) <= SLICE:
-                    await stream.send(data)
-                    self.handed += len(data)
-                else:  # in slices, each a sign that the client reads (`_Client._flush`)
-                    for at in range(0, len(data), SLICE):
-                        await stream.send(data[at : at + SLICE])
-                        self.handed += min(SLICE, len(data) - at)
+                for at in range(0, len(data), SLICE):  # each a sign the client reads (`_flush`)
+                    piece = data[at : at + SLICE]  # (the whole, not a copy, when it is short)
+                    await stream.send(piece)
+                    self.handed += len(piece)
                 self.since = None
             on_idle()
 
