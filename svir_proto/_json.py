@@ -186,7 +186,7 @@ def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
         deeper = _deeper(value, brackets, raw)
         if deeper is not None:
             return deeper
-    outside = _outside_strings(raw)
+    outside = _outside_strings(raw, value is not _UNPARSED)
     if outside.count(b"[") + outside.count(b"{") <= MAX_DEPTH:
         return False
     return max(accumulate(map(_STEP.__getitem__, outside))) > MAX_DEPTH
@@ -198,13 +198,19 @@ def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None
     counted. ``None`` when the walk cannot tell: a duplicate key's earlier value is in the bytes
     and not in the value (the last one wins), and the bytes hold enough brackets the walk did
     not see (as containers, in strings, or as ``\\u00`` escapes, which may have written a
-    string's brackets) for such a value, below the value's deepest level, to nest deeper."""
+    string's brackets) for such a value, below the value's deepest level, to nest deeper; or
+    the value holds more than `_WALKED` containers, whose depth the bytes' brackets tell for
+    less (a walk costs a microsecond a container: 0.5 s for an event of tiny objects, attack
+    41 F3)."""
     level: list[Any] = [value] if type(value) is dict or type(value) is list else []
-    depth = seen = 0
+    depth = seen = walked = 0
     while level:
         depth += 1
         if depth > MAX_DEPTH:
             return True
+        walked += len(level)
+        if walked > _WALKED:
+            return None
         below: list[Any] = []
         for item in level:
             seen += 1
@@ -224,6 +230,8 @@ def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None
     return None
 
 
+_WALKED: Final = 4096
+"""Containers `_deeper` walks at most."""
 _NOT_STRUCTURE: Final = bytes(b for b in range(256) if b not in b'"[]{}')
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
 _SLICE: Final = 1 << 20
@@ -236,14 +244,16 @@ escape: for a payload of at most `_FEW_ESCAPES` (`_outside_strings`)."""
 _FEW_ESCAPES: Final = 4096
 
 
-def _outside_strings(raw: bytes | bytearray) -> bytes:
-    """The brackets of ``raw`` that are outside its strings, in order, for `too_deep`. With
-    more than `_FEW_ESCAPES` backslashes, no pattern: one that matched a string's escapes kept
-    a frame for each (570 MB for a payload of 5 million, attack 37's class), so its escaped
-    backslashes and quotes are taken out, then all but quotes and brackets, then what is
-    between a quote and the next, a slice at a time (the same brackets, but where a backslash
-    stands outside a string: no JSON)."""
-    if raw.count(b"\\") <= _FEW_ESCAPES:
+def _outside_strings(raw: bytes | bytearray, parsed: bool) -> bytes:
+    """The brackets of ``raw`` that are outside its strings, in order, for `too_deep`. For
+    JSON that was ``parsed``, or with more than `_FEW_ESCAPES` backslashes, no pattern: one
+    that matched a string's escapes kept a frame for each (570 MB for a payload of 5 million,
+    attack 37's class), and one that matched each of many tiny strings costs three times the
+    passes below (attack 41 F3), so its escaped backslashes and quotes are taken out, then all
+    but quotes and brackets, then what is between a quote and the next, a slice at a time
+    (the same brackets, but where a backslash stands outside a string: no JSON, and so only
+    where the parse succeeded or the pattern would cost too much)."""
+    if not parsed and raw.count(b"\\") <= _FEW_ESCAPES:
         return _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     plain = bytes(raw).replace(b"\\\\", b"").replace(b'\\"', b"")
     skeleton = plain.translate(None, _NOT_STRUCTURE)

@@ -26,7 +26,7 @@ from .._pieces import JOIN, Pieces
 from ..errors import PeerProtocolError
 from ..events import ToolCall, ToolCallDelta, tool_call_delta
 
-__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError"]
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError", "folded"]
 
 DEFAULT_MAX_TOOL_CALLS: Final = 128
 """Calls one response may make. OpenAI documents no limit; 128 is the most tools a request may
@@ -200,6 +200,72 @@ class ToolCallAssembler:
                 )
             )
         return tuple(out)
+
+
+def folded(pieces: list[object]) -> list[object]:
+    """``delta.tool_calls`` with each run of bare argument pieces joined to the piece before it.
+
+    ``{"index": i, "function": {"arguments": s}}`` right after a valid piece of index ``i``
+    says nothing the two would not say as one piece (Rule 1 finds the same call, Rule 4
+    appends), and one chunk may hold hundreds of thousands of them: a delta for each would
+    cost the decoder and every client of a relay a delta per piece (attack 41 F2). A piece
+    that is anything else ends the run and is kept as it came, so `ToolCallAssembler.piece`
+    reports it where it stands.
+    """
+    if len(pieces) < 2:
+        return pieces
+    out: list[object] = []
+    held: list[str] = []  # the arguments of the run after out[-1]
+    last: int | None = None  # out[-1]'s index, when out[-1] is a valid piece with one
+    for raw in pieces:
+        if last is not None and _bare(raw, last):
+            held.append(raw["function"]["arguments"])  # type: ignore[index]
+            continue
+        if held:
+            out[-1] = _joined(out[-1], held)  # type: ignore[arg-type]
+            held = []
+        out.append(raw)
+        last = _index_of(raw)
+    if held:
+        out[-1] = _joined(out[-1], held)  # type: ignore[arg-type]
+    return out
+
+
+def _bare(raw: object, index: int) -> bool:
+    """Whether ``raw`` is ``{"index": index, "function": {"arguments": <string>}}``."""
+    if type(raw) is not dict or len(raw) != 2 or raw.get("index") != index:
+        return False
+    function = raw.get("function")
+    return (
+        type(raw["index"]) is int
+        and type(function) is dict
+        and len(function) == 1
+        and type(function.get("arguments")) is str
+    )
+
+
+def _index_of(raw: object) -> int | None:
+    """The index of a piece `ToolCallAssembler.piece` would take whole, else ``None``."""
+    if type(raw) is not dict:
+        return None
+    index = raw.get("index")
+    function = raw.get("function")
+    if type(index) is not int or index < 0:
+        return None
+    if function is None:
+        return index
+    if type(function) is not dict:
+        return None
+    args = function.get("arguments")
+    return index if args is None or type(args) is str else None
+
+
+def _joined(raw: dict[str, object], more: list[str]) -> dict[str, object]:
+    """``raw`` with ``more`` appended to its arguments, as one piece (a new object: the
+    parsed chunk is left as it came)."""
+    function = raw.get("function") or {}
+    args = function.get("arguments") or ""  # type: ignore[attr-defined]
+    return {**raw, "function": {**function, "arguments": args + "".join(more)}}  # type: ignore[dict-item]
 
 
 def too_many_calls(limit: int, at: int) -> PeerProtocolError:

@@ -7,7 +7,9 @@ Rule 1 (identity, 3.2): the stream's ``id`` and ``model`` come from the first ch
     them. Azure's prompt-filter and annotation chunks (empty ``id``/``model``) never become it.
 Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is not supported).
     A chunk with empty ``choices``, no ``object``, no ``delta``, or unknown keys is never
-    dropped and never crashes; each delta key may be ``null``.
+    dropped and never crashes; each delta key may be ``null``. Choices of bare content in a
+    row in one chunk are read as one, as are one call's bare argument pieces in a row
+    (`_folded`, `folded`): one delta each, however many a chunk holds.
 Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
     ``tool_calls`` (see ``_toolcalls``), in that order.
@@ -59,7 +61,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._envelope import BUDGET, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
-from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
+from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, folded
 
 __all__ = ["DEFAULT_MAX_RESULT_SIZE", "ChatStreamDecoder"]
 
@@ -238,7 +240,7 @@ class ChatStreamDecoder(DialectDecoder):
         if choices is not None:
             if type(choices) is not list:
                 raise PeerProtocolError("'choices' must be a list", offset=at)
-            for choice in choices:
+            for choice in choices if len(choices) < 2 else _folded(choices):
                 self._choice(choice, at)
         usage = obj.get("usage")
         if usage is not None:
@@ -418,8 +420,9 @@ class ChatStreamDecoder(DialectDecoder):
         if calls is not None:
             if type(calls) is not list:
                 raise PeerProtocolError("delta.tool_calls must be a list", offset=at)
-            for raw in calls:
-                self._tool_delta(self._calls.piece(raw, at), at)
+            piece = self._calls.piece
+            for raw in folded(calls):
+                self._tool_delta(piece(raw, at), at)
 
     def _tool_delta(self, call: ToolCallDelta, at: int) -> None:
         self._grow(len(call.arguments) + len(call.name or "") + len(call.id or ""), at)
@@ -586,6 +589,50 @@ class ChatStreamDecoder(DialectDecoder):
     def _after_end(self, exc: PeerProtocolError) -> bool:
         self._note(f"after [DONE]: {exc}")  # noted once; what follows is not read
         return True
+
+
+def _folded(choices: list[object]) -> list[object]:
+    """``choices`` with each run of bare content joined into one choice: a choice that is
+    ``{"index": 0, "delta": {"content": <string>}}`` (``index`` may be left out, and
+    ``logprobs`` and ``finish_reason`` may be ``null``) says, after another, nothing the two
+    would not say as one. A chunk may repeat it hundreds of thousands of times; a delta for
+    each would cost the decoder and every client of a relay a delta per choice (attack 41
+    F2). Any other choice is kept as it came, in its place."""
+    out: list[object] = []
+    run: list[str] = []
+    for choice in choices:
+        text = _bare_content(choice)
+        if text is None:
+            if run:
+                out.append({"index": 0, "delta": {"content": "".join(run)}})
+                run = []
+            out.append(choice)
+        else:
+            run.append(text)
+    if run:
+        out.append({"index": 0, "delta": {"content": "".join(run)}})
+    return out
+
+
+def _bare_content(choice: object) -> str | None:
+    """The content of a choice `_folded` may join, else ``None``."""
+    if type(choice) is not dict or not choice.keys() <= _BARE_KEYS:
+        return None
+    index = choice.get("index")
+    delta = choice.get("delta")
+    if (
+        (index is not None and (type(index) is not int or index != 0))
+        or choice.get("logprobs") is not None
+        or choice.get("finish_reason") is not None
+        or type(delta) is not dict
+        or len(delta) != 1
+    ):
+        return None
+    content = delta.get("content")
+    return content if type(content) is str else None
+
+
+_BARE_KEYS: Final = frozenset(("index", "delta", "logprobs", "finish_reason"))
 
 
 def _string(value: object, field: str, at: int) -> str:

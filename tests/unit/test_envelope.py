@@ -318,6 +318,19 @@ def test_learning_refuses_envelopes_it_cannot_read_safely() -> None:
     assert padded_tail.read(b'{"choices":[{"delta":{"content":"q"}}],"x":1}') is None
 
 
+def test_a_chunk_over_64_kib_teaches_no_envelope() -> None:
+    """Rule 1: finding the delta's end would parse it again (attack 41 F3); the next chunk
+    teaches the envelope instead, and the events are the same."""
+    d = ChatStreamDecoder()
+    big = {"role": "assistant", "content": "x" * (1 << 16)}
+    assert d.feed(chunk(big))[1:] == [TextDelta(text="x" * (1 << 16))]
+    assert d._envelope is None
+    d.feed(chunk({"content": "a"}))
+    assert d._envelope is not None
+    assert d.feed(chunk({"content": "b"})) == [TextDelta(text="b")]
+    assert d._envelope.hits == 1
+
+
 def vllm(delta: object, completion: int, **usage: object) -> bytes:
     """A chunk of vLLM's with ``continuous_usage_stats``: its usage on every chunk."""
     counts = {"prompt_tokens": 31, "total_tokens": 31 + completion}

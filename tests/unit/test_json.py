@@ -284,6 +284,15 @@ def test_rule_5_reads_a_parsed_value_as_its_bytes(opened: int, items: list[str])
     assert too_deep(text, json.loads(text)) is _deep_by_bytes(text.encode())
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_rule_5_reads_a_value_of_many_containers_from_its_bytes(deep: bool) -> None:
+    """Attack 41 F3: past `_WALKED` containers the walk stops (a microsecond each) and the
+    bytes tell, with the same answer."""
+    nested = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) if deep else "[]"
+    text = "[" + ",".join(['{"a":[{}]}'] * (_json._WALKED + 1) + ['"[{"', nested]) + "]"
+    assert too_deep(text, json.loads(text)) is deep is _deep_by_bytes(text.encode())
+
+
 @pytest.mark.parametrize("backend", ["orjson", "json"] if _json.orjson else ["json"])
 def test_a_long_string_read_from_its_bytes_takes_the_way_its_first_escape_says(
     backend: str,

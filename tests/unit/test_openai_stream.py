@@ -618,3 +618,114 @@ def test_a_long_event_in_many_reads_is_held_until_a_line_ends() -> None:
     for p in pieces[:10]:
         cut.feed(p)
     assert cut.feed(b"")[-1] == StreamEnded(complete=False, done=False)
+
+
+def _pieces_chunk(pieces: list[object]) -> bytes:
+    return chunk({"tool_calls": pieces})
+
+
+def _bare(index: int, arguments: str) -> dict[str, Any]:
+    return {"index": index, "function": {"arguments": arguments}}
+
+
+def test_a_chunk_of_many_argument_pieces_gives_a_delta_per_run() -> None:
+    """Attack 41 F2: bare argument pieces after a piece of the same index are joined to it,
+    one delta per run, the calls as the pieces one by one make them."""
+    first = {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}
+    second = {"index": 1, "id": "b", "function": {"name": "g"}}  # no arguments yet
+    pieces: list[object] = [first, *[_bare(0, c) for c in '{"k":1}'], second, _bare(1, "{}")]
+    pieces += [_bare(0, ""), _bare(0, " ")]  # a run after the other call's: its own
+    events, d = decode(_pieces_chunk(pieces) + chunk({}, "tool_calls") + DONE)
+    assert [e for e in events if isinstance(e, ToolCallDelta)] == [
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"k":1}'),
+        ToolCallDelta(index=1, id="b", name="g", arguments="{}"),
+        ToolCallDelta(index=0, arguments=" "),
+    ]
+    one_by_one = b"".join(_pieces_chunk([p]) for p in pieces) + chunk({}, "tool_calls") + DONE
+    assert decode(one_by_one)[1].result.tool_calls == d.result.tool_calls
+    assert [c.arguments for c in d.result.tool_calls] == ['{"k":1} ', "{}"]
+    assert pieces[0] == first  # the parsed pieces are left as they came
+
+
+def test_a_chunk_of_a_great_many_argument_pieces_is_one_delta() -> None:
+    head = {"index": 0, "id": "a", "function": {"name": "f", "arguments": '{"k":"'}}
+    events, _ = decode(_pieces_chunk([head, *[_bare(0, "a")] * 100_000]))
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas == [ToolCallDelta(index=0, id="a", name="f", arguments='{"k":"' + "a" * 100_000)]
+
+
+@pytest.mark.parametrize(
+    ("before", "match"),
+    [
+        ({"index": 0, "function": []}, "'function' must be an object"),
+        ({"index": 0, "function": {"arguments": 5}}, "arguments must be a string"),
+        ({"index": 0, "id": 5}, "id must be a string"),
+        ({"index": -1}, "index must be an int"),
+        ("x", "must be an object"),
+    ],
+)
+def test_bare_pieces_after_a_bad_piece_leave_its_error_as_it_was(
+    before: object, match: str
+) -> None:
+    body = _pieces_chunk([before, _bare(0, "a"), _bare(0, "b")])
+    with pytest.raises(PeerProtocolError, match=match):
+        decode(body)
+
+
+def test_pieces_that_are_not_bare_are_never_joined() -> None:
+    head = {"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}}
+    not_bare: list[object] = [
+        {"index": 0, "function": {"arguments": "1"}, "type": "function"},  # a third key
+        {"index": 0, "function": {"arguments": "2", "name": "f"}},  # a name too
+        {"index": True, "function": {"arguments": "3"}},  # an index that only equals 1
+        {"index": 0, "function": {"arguments": None}},
+        {"index": 0, "function": "4"},
+    ]
+    for piece in not_bare:
+        try:
+            events, _ = decode(_pieces_chunk([head, piece]))
+        except PeerProtocolError:
+            continue  # the piece's own error, as before
+        assert len([e for e in events if isinstance(e, ToolCallDelta)]) == 2, piece
+
+
+def _content_choice(text: str, **more: Any) -> dict[str, Any]:
+    return {"index": 0, "delta": {"content": text}, **more}
+
+
+def test_a_chunk_of_many_content_choices_gives_a_delta_per_run() -> None:
+    """Attack 41 F2: bare content choices in a row are one delta; any other choice stays
+    where it was, and its own rules hold (an index other than 0 is refused)."""
+    choices: list[object] = [
+        _content_choice("a"),
+        {"delta": {"content": "b"}},  # no index
+        _content_choice("c", logprobs=None, finish_reason=None),
+        {"index": 0, "delta": {"refusal": "r"}},
+        _content_choice("d"),
+        _content_choice("e", logprobs={"content": []}),  # something else to read: not bare
+        _content_choice("f"),
+        {"index": 0, "delta": {"content": "g", "role": "assistant"}},
+        {"index": 0, "delta": {"content": 1}},
+    ]
+    body = b"data: " + json.dumps({**HEAD, "choices": choices[:-1]}).encode() + b"\n\n"
+    events, _ = decode(body)
+    texts = [(type(e).__name__, getattr(e, "text", None)) for e in events[1:-1]]
+    assert texts == [
+        ("TextDelta", "abc"),
+        ("RefusalDelta", "r"),
+        ("TextDelta", "d"),
+        ("TextDelta", "e"),
+        ("TextDelta", "f"),
+        ("TextDelta", "g"),
+    ]
+    for bad, match in [
+        (choices[-1], "content must be a string"),
+        (_content_choice("x", index=1), "choice index 1"),
+        ("x", "a choice must be an object"),
+    ]:
+        body = b"data: " + json.dumps({**HEAD, "choices": [_content_choice("a"), bad]}).encode()
+        with pytest.raises(PeerProtocolError, match=match):
+            decode(body + b"\n\n")
+    many = [_content_choice("t")] * 50_000
+    events, _ = decode(b"data: " + json.dumps({**HEAD, "choices": many}).encode() + b"\n\n")
+    assert events[1:-1] == [TextDelta(text="t" * 50_000)]
