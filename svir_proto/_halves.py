@@ -34,11 +34,10 @@ stream, being broken there, does not say otherwise.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from typing import Any, Final
 
-from ._json import has_surrogate
+from ._json import SURROGATE, has_surrogate
 from .errors import PeerProtocolError
 
 __all__ = ["MARKS", "MAX_HELD", "MAX_MENDED", "MAX_PLACE", "Halves"]
@@ -63,7 +62,6 @@ _MARKED: Final = frozenset(MARKS)
 _UNMARKED: Final = (*(None for _ in MARKS[:-1]), False)  # no mark but a thought of false
 _HIGH: Final = ("\ud800", "\udbff")
 _LOW: Final = ("\udc00", "\udfff")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 Place = tuple[object, ...]
 
@@ -107,7 +105,7 @@ class Halves:
             inner: list[tuple[dict[str, Any] | list[Any], Place]] = []
             for key, child in pairs:
                 if isinstance(child, str):
-                    lone = not child.isascii() and _SURROGATE.search(child) is not None
+                    lone = not child.isascii() and SURROGATE.search(child) is not None
                     if key in texts and (lone or key in lasts):
                         text = _joined(child, (*place, key), held, error)
                         if text is None:
@@ -124,7 +122,7 @@ class Halves:
                         inner.append((child, (*place, step)))
                     elif has_surrogate(child):
                         return False  # (text too deep to be a place: Rule 5)
-                if type(key) is str and not key.isascii() and _SURROGATE.search(key):
+                if type(key) is str and not key.isascii() and SURROGATE.search(key):
                     return False
             stack += reversed(inner)  # (read in order: a run's pieces join in order)
         if len(held) > MAX_HELD:
@@ -165,6 +163,6 @@ def _joined(
     if text and _HIGH[0] <= text[-1] <= _HIGH[1]:
         held[place] = (text[-1], error)
         text = text[:-1]
-    if not text.isascii() and _SURROGATE.search(text):
+    if not text.isascii() and SURROGATE.search(text):
         return None
     return text

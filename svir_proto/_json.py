@@ -42,6 +42,7 @@ from typing import Any, Final, Literal, cast
 __all__ = [
     "BACKEND",
     "MAX_DEPTH",
+    "SURROGATE",
     "LoneSurrogateError",
     "dumps",
     "has_surrogate",
@@ -70,7 +71,8 @@ _ESCAPED_SURROGATE: Final = re.compile(r"(?<!\\)(\\+)u([dD][89abcdefABCDEF][0-9a
 # a run of backslashes, then a \uD800-\uDFFF escape's "u": an escape when the run is odd (its
 # last backslash not escaped); one repeat of one character, which keeps no frame per backslash
 # (a group of two did: 300 MB for a chunk of 3.9 million, attack 37)
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+SURROGATE: Final = re.compile("[\ud800-\udfff]")
+"""A surrogate in a string (Rule 4's test of a value's text)."""
 _I64_MIN: Final = -(2**63)
 _U64_MAX: Final = 2**64 - 1
 
@@ -329,7 +331,7 @@ def string_body(quoted: bytes | bytearray) -> str | None:
         value, end = _scanstring(text, 0)
     except ValueError:  # an invalid escape, a control character, no closing quote
         return None
-    if end != len(text) or (not value.isascii() and "\\u" in text and _SURROGATE.search(value)):
+    if end != len(text) or (not value.isascii() and "\\u" in text and SURROGATE.search(value)):
         return None  # an unescaped quote ended it early; or a lone surrogate
     return value
 
@@ -378,7 +380,7 @@ def has_surrogate(value: object) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item) is not None:
+            if SURROGATE.search(item) is not None:
                 return True
         elif isinstance(item, dict):
             stack.extend(item)
@@ -392,7 +394,7 @@ def _replace_surrogates(value: object) -> object:
     """`value` with each surrogate in its strings (keys too) replaced by U+FFFD; iterative,
     like `has_surrogate`. Containers are rebuilt in place of the parser's own."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return SURROGATE.sub("\ufffd", value)
     assert isinstance(value, (dict, list))  # what `has_surrogate` found one in
     stack: list[dict[str, object] | list[object]] = [value]
     while stack:
@@ -402,14 +404,14 @@ def _replace_surrogates(value: object) -> object:
             item.clear()
             for key, child in pairs:
                 if isinstance(child, str):
-                    child = _SURROGATE.sub("\ufffd", child)
+                    child = SURROGATE.sub("\ufffd", child)
                 elif isinstance(child, (dict, list)):
                     stack.append(child)
-                item[_SURROGATE.sub("\ufffd", key)] = child
+                item[SURROGATE.sub("\ufffd", key)] = child
         else:
             for i, child in enumerate(item):
                 if isinstance(child, str):
-                    item[i] = _SURROGATE.sub("\ufffd", child)
+                    item[i] = SURROGATE.sub("\ufffd", child)
                 elif isinstance(child, (dict, list)):
                     stack.append(child)
     return value
