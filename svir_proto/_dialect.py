@@ -45,6 +45,30 @@ AHEAD: Final = 4096
 framer holds: a longer one (a delta tens of kB long) is left to the lane, so that no read
 copies it again."""
 
+MAX_ENTRIES: Final = 1024
+"""Entries one event's list may hold where each becomes events of its own: a Chat chunk's
+``choices`` and a delta's ``tool_calls`` (after `svir_proto.openai.stream`'s joins), a Gemini
+chunk's ``candidates`` and a candidate's ``parts``. Servers send one to a few, a call's
+pieces as many as its calls (``max_tool_calls``, 128). Past it, an event of a few megabytes
+would give hundreds of thousands of events at once, and a translating gateway's client ten
+times its bytes at once (attack 41 F1, F2: Gemini parts alternating thought and text, which
+no join can merge, gave a Messages client 92 MB for 8 MB, stalled the loop 2.4 s and held
+600 MB for a client that read nothing)."""
+
+
+def entries(items: list[object], what: str, at: int) -> list[object]:
+    """``items``, or a `PeerProtocolError` naming ``what`` and the bound when it holds more
+    than `MAX_ENTRIES`."""
+    if len(items) > MAX_ENTRIES:
+        raise PeerProtocolError(
+            f"{what} holds {len(items)} entries: more than {MAX_ENTRIES} in one event",
+            offset=at,
+            limit="max_entries",
+            limit_value=MAX_ENTRIES,
+        )
+    return items
+
+
 DEEP: Final = 2 * _json.MAX_DEPTH
 """Payloads longer than this may nest too deeply (`_json` Rule 5): only they are checked."""
 

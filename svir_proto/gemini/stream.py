@@ -11,7 +11,9 @@ Rule 1 (identity): ``responseId`` and ``modelVersion`` (and Vertex AI's ``create
     none.
 Rule 2 (candidates): the answer is candidate 0 (``index`` absent or 0). With
     ``candidateCount`` > 1 the other candidates are not decoded: the vocabulary has one answer
-    per stream; that they were ignored is noted in ``problems``, once.
+    per stream; that they were ignored is noted in ``problems``, once. A chunk's candidates,
+    and a candidate's parts (after runs of plain text are joined), are
+    `svir_proto._dialect.MAX_ENTRIES` at most.
 Rule 3 (parts, in order): ``text`` is a `TextDelta`; ``text`` with ``"thought": true`` a
     `ReasoningDelta` (carrier ``thought``); a ``thoughtSignature`` on any part (an empty text
     part included, which Gemini streams to carry one) is a `ReasoningSignature` after the
@@ -67,7 +69,7 @@ from typing import Any, Final
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
@@ -475,7 +477,7 @@ class GeminiStreamDecoder(DialectDecoder):
         if candidates is not None:
             if type(candidates) is not list:
                 raise PeerProtocolError("'candidates' must be a list", offset=at)
-            for candidate in candidates:
+            for candidate in entries(candidates, "candidates", at):
                 self._candidate(candidate, at)
         usage = obj.get("usageMetadata")
         if usage is not None:
@@ -534,7 +536,9 @@ class GeminiStreamDecoder(DialectDecoder):
                     raise PeerProtocolError("content.parts must be a list", offset=at)
                 if parts and not self._started:
                     self._start()
-                for part in _merged(parts) if len(parts) > 1 else parts:
+                for part in (
+                    entries(_merged(parts), "content.parts", at) if len(parts) > 1 else parts
+                ):
                     self._part(part, at)
         ratings = candidate.get("safetyRatings")
         if ratings is not None:

@@ -9,7 +9,8 @@ Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is n
     A chunk with empty ``choices``, no ``object``, no ``delta``, or unknown keys is never
     dropped and never crashes; each delta key may be ``null``. Choices of bare content in a
     row in one chunk are read as one, as are one call's bare argument pieces in a row
-    (`_folded`, `folded`): one delta each, however many a chunk holds.
+    (`_folded`, `folded`): one delta each, however many a chunk holds. Past that, a chunk's
+    choices, or a delta's call pieces, are `svir_proto._dialect.MAX_ENTRIES` at most.
 Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
     ``tool_calls`` (see ``_toolcalls``), in that order.
@@ -37,7 +38,7 @@ from typing import Final, Literal
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
@@ -240,7 +241,7 @@ class ChatStreamDecoder(DialectDecoder):
         if choices is not None:
             if type(choices) is not list:
                 raise PeerProtocolError("'choices' must be a list", offset=at)
-            for choice in choices if len(choices) < 2 else _folded(choices):
+            for choice in choices if len(choices) < 2 else entries(_folded(choices), "choices", at):
                 self._choice(choice, at)
         usage = obj.get("usage")
         if usage is not None:
@@ -421,7 +422,7 @@ class ChatStreamDecoder(DialectDecoder):
             if type(calls) is not list:
                 raise PeerProtocolError("delta.tool_calls must be a list", offset=at)
             piece = self._calls.piece
-            for raw in folded(calls):
+            for raw in entries(folded(calls), "delta.tool_calls", at):
                 self._tool_delta(piece(raw, at), at)
 
     def _tool_delta(self, call: ToolCallDelta, at: int) -> None:

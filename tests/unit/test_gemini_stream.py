@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from svir_proto import NEED_DATA, PeerProtocolError, ToolCallError
+from svir_proto._dialect import MAX_ENTRIES
 from svir_proto._weights import BLOCK
 from svir_proto.events import (
     FilterVerdict,
@@ -898,3 +899,26 @@ def test_what_a_text_part_carries_beside_its_text_does_not_break_a_run() -> None
     assert d.result.reasoning == "".join(r.reasoning for r in alone)
     refused = error_of(sse(chunk({"text": "a"}, {"text": "b", "thoughtSignature": 7})))
     assert "thoughtSignature must be a string" in str(refused)
+
+
+def test_a_chunk_holds_max_entries_parts_and_candidates_at_most() -> None:
+    """Attack 41 F1: parts alternating thought and text, which no join merges, were each an
+    event, and a Messages client's three; past `MAX_ENTRIES` the stream fails, naming it,
+    after what came before."""
+    alternating = [{"text": "a", "thought": i % 2 == 0} for i in range(MAX_ENTRIES + 1)]
+    at_most = alternating[:MAX_ENTRIES]
+    events, _ = decode(sse(chunk(*at_most, finish="STOP")))
+    assert sum(isinstance(e, (TextDelta, ReasoningDelta)) for e in events) == MAX_ENTRIES
+    body = sse(chunk({"text": "before"}), chunk(*alternating))
+    d = GeminiStreamDecoder()
+    assert TextDelta(text="before") in d.feed(body)  # what came before, then the error
+    with pytest.raises(PeerProtocolError, match=r"content\.parts holds 1025 entries") as info:
+        d.close()
+    assert (info.value.limit, info.value.limit_value) == ("max_entries", MAX_ENTRIES)
+    assert info.value.offset == body.index(b"data: ", 1) + 6
+    joined = [{"text": "a"}] * (MAX_ENTRIES + 1)  # a run of plain text: one part once joined
+    assert [e for e in decode(sse(chunk(*joined)))[0] if isinstance(e, TextDelta)] == [
+        TextDelta(text="a" * (MAX_ENTRIES + 1))
+    ]
+    many = {"candidates": [{"index": 1}] * (MAX_ENTRIES + 1), "responseId": "r"}
+    assert "candidates holds 1025 entries" in str(error_of(sse(many)))

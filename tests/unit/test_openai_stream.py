@@ -23,6 +23,7 @@ from svir_proto import (
     TextDelta,
     ToolCallDelta,
 )
+from svir_proto._dialect import MAX_ENTRIES
 from svir_proto.openai import ChatStreamDecoder, ToolCallError
 from tests.helpers import bytewise, run
 
@@ -729,3 +730,25 @@ def test_a_chunk_of_many_content_choices_gives_a_delta_per_run() -> None:
     many = [_content_choice("t")] * 50_000
     events, _ = decode(b"data: " + json.dumps({**HEAD, "choices": many}).encode() + b"\n\n")
     assert events[1:-1] == [TextDelta(text="t" * 50_000)]
+
+
+def test_a_chunk_holds_max_entries_choices_and_call_pieces_at_most() -> None:
+    """Attack 41 F2: pieces of two calls alternating are not joined; past `MAX_ENTRIES`
+    (after the joins) a chunk fails the stream, naming the bound, after what came before."""
+    opened = [
+        {"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": ""}} for i in (0, 1)
+    ]
+    alternating = [_bare(i % 2, "a") for i in range(MAX_ENTRIES - 1)]
+    events, _ = decode(_pieces_chunk(opened + alternating[:-1]))
+    assert sum(isinstance(e, ToolCallDelta) for e in events) == MAX_ENTRIES
+    body = chunk({"content": "before"}) + _pieces_chunk(opened + alternating)
+    d = ChatStreamDecoder()
+    assert TextDelta(text="before") in d.feed(body)  # what came before, then the error
+    with pytest.raises(PeerProtocolError, match=r"delta\.tool_calls holds 1025 entries") as info:
+        d.close()
+    assert (info.value.limit, info.value.limit_value) == ("max_entries", MAX_ENTRIES)
+    assert info.value.offset == body.index(b"data: ", 1) + 6
+    choices = [_content_choice("a"), {"index": 0, "delta": {"refusal": "r"}}] * 513
+    doc = {**HEAD, "choices": choices}
+    with pytest.raises(PeerProtocolError, match="choices holds 1026 entries"):
+        decode(b"data: " + json.dumps(doc).encode() + b"\n\n")

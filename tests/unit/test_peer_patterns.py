@@ -175,8 +175,10 @@ def test_the_checks_of_a_requests_bytes_keep_no_frame_per_piece() -> None:
 
 
 def test_the_brackets_outside_strings_are_the_same_either_way() -> None:
-    """Past `_FEW_ESCAPES`, `too_deep` reads the strings without a pattern: for JSON (where a
-    backslash stands in a string only), the brackets outside them are the same."""
+    """Past `_FEW_ESCAPES`, or for JSON that parsed (attack 41 F3: a pattern over many tiny
+    strings cost three times the passes), `too_deep` reads the strings without a pattern: for
+    JSON (where a backslash stands in a string only), the brackets outside them are the
+    same."""
     import random
 
     from svir_proto import _json
@@ -188,7 +190,12 @@ def test_the_brackets_outside_strings_are_the_same_either_way() -> None:
         raw = json.dumps(value).encode()
         assert raw.count(b"\\") > _json._FEW_ESCAPES
         reference = _json._STRING.sub(b"", raw).translate(None, _json._NOT_BRACKETS)
-        assert _json._outside_strings(raw) == reference
+        assert _json._outside_strings(raw, False) == reference
+        few = json.dumps(value[:10]).encode()
+        assert few.count(b"\\") <= _json._FEW_ESCAPES
+        by_pattern = _json._outside_strings(few, False)
+        assert by_pattern == _json._outside_strings(few, True)
+        assert by_pattern == _json._STRING.sub(b"", few).translate(None, _json._NOT_BRACKETS)
 
 
 def test_many_small_chunks_whose_escapes_pass_the_bound_together() -> None:
