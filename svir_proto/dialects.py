@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
 
-from .hub import stateful
+from .hub import message_linked, stateful
 
 if TYPE_CHECKING:  # pragma: no cover - types only
     from .body import RequestBody
@@ -422,6 +422,22 @@ def _llm_error_body(failure: Failure) -> bytes:
     return error_json(failure.message, error_code(failure.kind), kind=failure.kind.value)
 
 
+def _as_llm_stream(request: Any, lost: list[str] | None = None) -> Any:
+    """The neutral request as an LLM-Stream request: itself, unless a message gives an image
+    by URL (the hub's ``linked``), which the draft cannot carry.
+
+    Raises:
+        ValueError: such an image, named.
+    """
+    for i, m in enumerate(request.messages):
+        if message_linked(m):
+            raise ValueError(
+                f"messages[{i}].content: an image by URL cannot go to LLM-Stream, which "
+                "carries images as data (draft 4.3)"
+            )
+    return request
+
+
 def _llm_stream() -> DialectSpec:
     from . import translate
     from .llmstream import negotiate, request, stream
@@ -434,7 +450,7 @@ def _llm_stream() -> DialectSpec:
         parse=request.LLMRequest.parse,
         read=lambda body: (request.LLMRequest.parse(body), True),  # the draft only streams
         to_hub=lambda r: r,
-        from_hub=lambda r, lost=None: r,
+        from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
             translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)

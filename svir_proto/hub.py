@@ -45,6 +45,11 @@ key                      value
                          ``{"INDEX": "low"|"high"|"auto"|...}``, by the image's index among
                          the message's parts (OpenAI's ``detail``, Chat's and the Responses
                          API's; the Chat API takes these three only)
+``linked``               the images the message gives by URL, which the draft cannot carry (it
+                         carries images as data): ``[{"at": N, "url": URL, "detail"?: ...}]``,
+                         each before the message's part N (N the count of parts when it
+                         comes last; a string content is one text part, an empty one none),
+                         in order (`LinkedImage`): every vendor dialect takes an image by URL
 =======================  ===========================================================================
 
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
@@ -63,8 +68,10 @@ This module holds values and pure functions: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeVar
+
+import attrs
 
 from ._signatures import CARRIED, carried_signature, uncarried
 from .events import REASONING_CARRIERS, ReasoningBlock
@@ -74,6 +81,7 @@ __all__ = [
     "CARRIED",
     "HUB_EXTENSION",
     "HubToolChoice",
+    "LinkedImage",
     "EFFORT_BUDGETS",
     "SAMPLING",
     "carried_signature",
@@ -81,6 +89,7 @@ __all__ = [
     "hub_options",
     "message_extensions",
     "message_image_detail",
+    "message_linked",
     "error_result",
     "error_text",
     "message_is_error",
@@ -98,6 +107,8 @@ __all__ = [
     "strict_tools",
     "tool_choice",
     "uncarried",
+    "web_url",
+    "with_linked",
 ]
 
 HUB_EXTENSION: Final = "vendor:svir"
@@ -332,11 +343,22 @@ def stateful(request: LLMRequest) -> tuple[str, tuple[str, ...]] | None:
     return name, tuple(str(p) for p in paths)
 
 
+@attrs.frozen
+class LinkedImage:
+    """An image a message gives by URL (``http``/``https``), carried by the hub's ``linked``
+    extension: it goes before the message's part ``at``; ``detail`` as ``image_detail``'s."""
+
+    at: int
+    url: str
+    detail: str | None = None
+
+
 def message_extensions(
     *,
     reasoning: Iterable[ReasoningBlock] = (),
     is_error: bool = False,
     image_detail: Mapping[int, str] | None = None,
+    linked: Iterable[LinkedImage] = (),
 ) -> dict[str, Any]:
     """A message's neutral ``extensions`` (empty when there is nothing to carry)."""
     ours: dict[str, Any] = {}
@@ -347,7 +369,58 @@ def message_extensions(
         ours["is_error"] = True
     if image_detail:
         ours["image_detail"] = {str(at): detail for at, detail in image_detail.items()}
+    images = [
+        {"at": i.at, "url": i.url, **({} if i.detail is None else {"detail": i.detail})}
+        for i in linked
+    ]
+    if images:
+        ours["linked"] = images
     return {HUB_EXTENSION: ours} if ours else {}
+
+
+def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:
+    """The images the message gives by URL (``linked``), in their order; what is malformed
+    (a URL that is not ``http``/``https`` of visible ASCII, say) is skipped, and a place past
+    the message's parts is its end."""
+    raw = _ours(message.extensions).get("linked")
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for item in raw:
+        at, url = (item.get("at"), item.get("url")) if isinstance(item, Mapping) else (0, None)
+        detail = item.get("detail") if isinstance(item, Mapping) else None
+        if type(at) is int and at >= 0 and isinstance(url, str) and web_url(url):
+            out.append(LinkedImage(at, url, detail if isinstance(detail, str) else None))
+    return tuple(sorted(out, key=lambda i: i.at))  # (stable: in order at one place)
+
+
+def web_url(url: str) -> bool:
+    """An ``http`` or ``https`` URL of visible characters: what every dialect sends on."""
+    return (
+        url.startswith(("http://", "https://"))
+        and url.isprintable()
+        and url.isascii()
+        and " " not in url
+    )
+
+
+_Item = TypeVar("_Item")
+
+
+def with_linked(
+    items: Sequence[_Item], linked: Sequence[LinkedImage], image: Callable[[LinkedImage], _Item]
+) -> list[_Item]:
+    """``items`` (a message's parts, in a dialect's form) with each of ``linked`` (in order,
+    as `message_linked` gives them) made by ``image`` and put at its place."""
+    out: list[_Item] = []
+    k = 0
+    for i, item in enumerate(items):
+        while k < len(linked) and linked[k].at <= i:
+            out.append(image(linked[k]))
+            k += 1
+        out.append(item)
+    out.extend(image(i) for i in linked[k:])
+    return out
 
 
 def message_image_detail(message: LLMMessage) -> dict[int, str]:

@@ -37,8 +37,9 @@ every local server knows); ``tool_choice``, ``reasoning_effort`` and a JSON
 (`svir_proto.hub.SERVICE`) and the names of the ``strict`` tools (`svir_proto.hub.strict_tools`).
 Lost on the way to LLM-Stream, and only these: assistant reasoning text (no field in the
 draft; signed ``thinking_blocks`` go as the message's reasoning blocks). An image's ``detail``
-is the hub's (`svir_proto.hub.message_image_detail`). An image given by URL cannot go at all
-(the draft carries images as data): `openai_to_llm` raises ``ValueError`` naming the part. A
+is the hub's (`svir_proto.hub.message_image_detail`). An image given by URL is the hub's
+``linked`` (`svir_proto.hub.LinkedImage`: the draft carries images as data), which every vendor
+dialect sends as its own image by URL and an LLM-Stream request refuses (``ValueError``). A
 text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
 audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` raises
 ``ValueError`` naming the part.
@@ -46,6 +47,7 @@ audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, TypeGuard, get_args
 
 from .events import (
@@ -64,11 +66,13 @@ from .hub import (
     SAMPLING,
     SERVICE,
     HubToolChoice,
+    LinkedImage,
     effort_for,
     error_text,
     hub_options,
     message_extensions,
     message_image_detail,
+    message_linked,
     not_carried,
     own_fields,
     parallel_tool_calls,
@@ -79,6 +83,7 @@ from .hub import (
     service_of,
     strict_tools,
     tool_choice,
+    with_linked,
 )
 from .llmstream._lifecycle import State
 from .llmstream.encoder import LLMStreamEncoder
@@ -127,14 +132,15 @@ CHAT_FIELDS: Final = {
 def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLMRequest:
     """An OpenAI request as an `LLMRequest` (the module docstring says what does not carry)."""
     messages = []
-    for i, m in enumerate(request.messages):
+    for m in request.messages:
         if isinstance(m, SystemMessage):
             ext = {OPENAI_EXTENSION: {"role": m.role}} if m.role != "system" else {}
             messages.append(LLMMessage(role="system", content=m.content, extensions=ext))
         elif isinstance(m, UserMessage):
             parts: list[Part] = []
             details: dict[int, str] = {}
-            for j, p in enumerate(m.content):
+            linked: list[LinkedImage] = []
+            for p in m.content:
                 if isinstance(p, TextPart):
                     parts.append(LLMTextPart(text=p.text))
                 elif isinstance(p, TextFile):
@@ -144,11 +150,8 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
                         )
                     else:
                         parts.append(LLMTextPart(text=p.opening() + (p.text or "") + "\n</file>"))
-                elif p.url is not None:
-                    raise ValueError(
-                        f"messages[{i}].content[{j}]: an image by URL cannot go to LLM-Stream, "
-                        "which carries images as data (draft 4.3)"
-                    )
+                elif p.url is not None:  # the hub's own (the draft carries images as data)
+                    linked.append(LinkedImage(at=len(parts), url=p.url, detail=p.detail))
                 else:
                     if p.detail is not None:
                         details[len(parts)] = p.detail
@@ -160,9 +163,9 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
             content: str | tuple[Part, ...] = (
                 parts[0].text
                 if len(parts) == 1 and isinstance(parts[0], LLMTextPart)
-                else tuple(parts)
+                else tuple(parts) or ""
             )
-            extensions = message_extensions(image_detail=details)
+            extensions = message_extensions(image_detail=details, linked=linked)
             messages.append(LLMMessage(role="user", content=content, extensions=extensions))
         elif isinstance(m, AssistantMessage):
             calls = tuple(
@@ -272,6 +275,31 @@ def openai_unread(request: LLMRequest) -> list[str]:
     return own_fields("the Chat API", keys)
 
 
+def _parts(content: str | tuple[Part, ...] | None) -> tuple[Part, ...]:
+    """A message's content as its parts: a string is one text part, an empty one none (the
+    places `svir_proto.hub.LinkedImage` counts)."""
+    if isinstance(content, str):
+        return (LLMTextPart(text=content),) if content else ()
+    return content or ()
+
+
+def _url_image(i: int, notes: list[str]) -> Callable[[LinkedImage], ImagePart]:
+    """How a Chat request gives message ``i``'s image by URL: an ``image_url`` part; a detail
+    the Chat API does not take is noted in ``notes`` and not sent."""
+
+    def image(linked: LinkedImage) -> ImagePart:
+        detail: Any = linked.detail
+        if detail not in (None, *get_args(ImageDetail)):
+            notes.append(
+                f"messages[{i}].content: an image's detail ({detail!r}) is not one the Chat "
+                "API takes: not sent"
+            )
+            detail = None
+        return ImagePart.from_url(linked.url, detail=detail)
+
+    return image
+
+
 def _string_pairs(value: object) -> TypeGuard[dict[str, str]]:
     """A Chat request's ``metadata`` that the draft's carries: string pairs."""
     return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
@@ -312,12 +340,13 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                 )
             )
         elif m.role == "user":
-            if isinstance(m.content, str):
+            linked = message_linked(m)
+            if isinstance(m.content, str) and not linked:
                 messages.append(UserMessage(content=m.content))
                 continue
             parts: list[TextPart | ImagePart | TextFile] = []
             details = message_image_detail(m)
-            for j, p in enumerate(m.content or ()):
+            for j, p in enumerate(_parts(m.content)):
                 if isinstance(p, LLMTextPart):
                     parts.append(TextPart(text=p.text))
                 elif p.type == "image":
@@ -345,7 +374,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         f"messages[{i}].content[{j}]: the OpenAI dialect cannot carry "
                         f"a {p.type} part ({p.media_type})"
                     )
-            messages.append(UserMessage(content=parts))
+            messages.append(UserMessage(content=with_linked(parts, linked, _url_image(i, notes))))
         elif m.role == "assistant":
             calls = tuple(
                 ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)

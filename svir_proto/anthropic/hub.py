@@ -2,7 +2,8 @@
 Anthropic client can be served by any upstream and any client by an Anthropic upstream.
 
 `to_hub` maps what the neutral request has fields for: ``system`` to a system message; user
-text and base64 images (images from disk stay paths, streamed while sending) to parts; each
+text and base64 images (images from disk stay paths, streamed while sending) to parts, and
+images by ``http(s)`` URL to the hub's ``linked`` (`svir_proto.hub.LinkedImage`); each
 ``tool_result`` to a ``tool`` message (its error flag as the ``is_error`` message extension)
 before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``input`` as JSON
 ``arguments``) and ``thinking``/``redacted_thinking`` blocks (the ``reasoning`` message
@@ -20,10 +21,13 @@ blocks out of the usual order).
 ``metadata.user_id`` is the hub's end user (`svir_proto.hub.SERVICE`), both ways.
 
 Not carried to other dialects by `to_hub` (they are kept for Anthropic under
-``vendor:anthropic`` only): ``url``/``file`` images and other
+``vendor:anthropic`` only): ``file`` images, ``url`` images in a tool result, and other
 blocks without a neutral form, ``cache_control``, server tools, a disabled or adaptive
 ``thinking``. A message whose blocks have no neutral form and hold an image from disk cannot be
 kept whole (its bytes are not JSON): a `ValueError` names it.
+
+A user's image by URL from another dialect (the hub's ``linked``) goes as an ``image`` block
+of a ``url`` source, in its place.
 
 Not carried to Anthropic by `from_hub` (listed here, as `svir_proto.hub` asks): signed
 reasoning of another carrier (the Responses API's, Gemini's: Anthropic would reject their
@@ -54,9 +58,11 @@ from .._signatures import from_thinking_block
 from ..body import Base64Bytes, Segment
 from ..hub import (
     EFFORT_BUDGETS,
+    LinkedImage,
     hub_options,
     message_extensions,
     message_is_error,
+    message_linked,
     message_reasoning,
     not_carried,
     own_fields,
@@ -67,6 +73,8 @@ from ..hub import (
     service,
     service_of,
     tool_choice,
+    web_url,
+    with_linked,
 )
 from ..llmstream.request import (
     LLMMediaPart,
@@ -136,6 +144,7 @@ def _neutral(b: object) -> TypeGuard[TextBlock | ImageBlock]:
 def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
     out = []
     rest: list[LLMTextPart | LLMMediaPart] = []
+    linked: list[LinkedImage] = []
     for b in blocks:
         if isinstance(b, ToolResultBlock):
             content: Any = b.content
@@ -151,9 +160,18 @@ def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:
             )
         elif _neutral(b):
             rest.append(_part(b))  # its cache_control, if any, is kept by to_hub's check
-    if rest or not out:  # a turn of blocks without a neutral form is an empty turn there
-        out.append(LLMMessage(role="user", content=rest or ""))
+        elif _linkable(b):
+            assert isinstance(b, ImageBlock)
+            linked.append(LinkedImage(at=len(rest), url=b.url or ""))
+    if rest or linked or not out:  # a turn of blocks without a neutral form is an empty turn
+        extensions = message_extensions(linked=linked)
+        out.append(LLMMessage(role="user", content=rest or "", extensions=extensions))
     return out
+
+
+def _linkable(b: Block) -> bool:
+    """An image by a web URL (the hub's ``linked`` carries it)."""
+    return isinstance(b, ImageBlock) and b.url is not None and web_url(b.url)
 
 
 def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
@@ -351,6 +369,11 @@ def _block_in(p: LLMTextPart | LLMMediaPart, where: str) -> TextBlock | ImageBlo
     )
 
 
+def _url_image(linked: LinkedImage) -> Block:
+    """An image by URL (the hub's ``linked``) as an ``image`` block of a ``url`` source."""
+    return ImageBlock(url=linked.url)
+
+
 def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
@@ -393,15 +416,16 @@ def _messages_from_hub(
                 )
             )
         elif m.role == "user":
-            if isinstance(m.content, str) and not pending:
+            linked = message_linked(m)
+            if isinstance(m.content, str) and not pending and not linked:
                 out.append(Message(role="user", content=m.content))
                 continue
-            if isinstance(m.content, str):
-                pending.append(TextBlock(text=m.content))
-            else:
-                pending.extend(
-                    _block_in(p, f"{where}.content[{j}]") for j, p in enumerate(m.content or ())
-                )
+            blocks: list[Block] = (
+                ([TextBlock(text=m.content)] if m.content else [])
+                if isinstance(m.content, str)
+                else [_block_in(p, f"{where}.content[{j}]") for j, p in enumerate(m.content or ())]
+            )
+            pending.extend(with_linked(blocks, linked, _url_image))
             flush()
         else:
             flush()
@@ -626,17 +650,22 @@ def unread(request: LLMRequest) -> list[str]:
             if isinstance(t, str)
         }
         linked = _linked(blocks)
-        return own_fields("the Messages API", keys) + [
-            f"messages[].content (image by {kind}): an image crosses dialects as its bytes "
-            "only: not sent"
-            for kind in sorted(linked)
-        ]
+        return own_fields("the Messages API", keys) + [_NOT_LINKED[kind] for kind in sorted(linked)]
     return own_fields("the Messages API", keys)
+
+
+_NOT_LINKED: Final = {
+    "file": "messages[].content (image by file): a file only the Messages API's server "
+    "keeps: not sent",
+    "url": "messages[].content (image by url in a tool result): a tool result's image crosses "
+    "dialects as its bytes only: not sent",
+}
 
 
 def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
     """The kinds of source (``url``, ``file``) of the images in ``blocks`` and in their tool
-    results that are not their bytes (attack 41 F5: they went nowhere, unsaid)."""
+    results that are not their bytes and that the hub's ``linked`` does not carry (a tool
+    result's, a file's; attack 41 F5: they went nowhere, unsaid)."""
     kinds: set[str] = set()
     for b in blocks:
         inner = b.get("content") if b.get("type") == "tool_result" else None
@@ -645,7 +674,9 @@ def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
                 continue
             source = image.get("source")
             kind = source.get("type") if isinstance(source, Mapping) else None
-            if kind in ("url", "file"):
+            url = source.get("url") if isinstance(source, Mapping) else None
+            carried = image is b and kind == "url" and isinstance(url, str) and web_url(url)
+            if kind in ("url", "file") and not carried:
                 kinds.add(kind)
     return kinds
 

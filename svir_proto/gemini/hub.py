@@ -10,7 +10,9 @@ Gemini to the hub:
   ``functionResponse`` parts as tool messages, then a user message with its text and inline
   data (image, audio or document parts, still read from disk when they came from disk; base64
   in its standard padded form, which the draft requires, so URL-safe or unpadded data comes
-  back standard). A
+  back standard); a ``fileData`` image at an ``http(s)`` URL (its ``mimeType``, or the URL's
+  extension, an image's) is the hub's ``linked`` (`svir_proto.hub.LinkedImage`), and a
+  ``linked`` image of another dialect goes as ``fileData``, its type by the extension. A
   response's content is its ``output`` (or ``error``, which marks the tool message an error)
   when that string is all it holds, else its JSON. Calls and responses without Gemini ids
   (Gemini 2.5 sends none) get ``gemini-TURN-PART`` ids, responses matched to calls by name.
@@ -60,14 +62,18 @@ from .._json import canonical
 from ..events import ReasoningBlock, ToolCall
 from ..hub import (
     SAMPLING,
+    LinkedImage,
     hub_options,
     message_extensions,
     message_is_error,
+    message_linked,
     message_reasoning,
     not_carried,
     own_fields,
     parallel_tool_calls,
     sampling,
+    web_url,
+    with_linked,
 )
 from ..hub import reasoning_options as neutral_reasoning
 from ..hub import response_format as neutral_format
@@ -81,9 +87,11 @@ from ..llmstream.request import (
     LLMToolCall,
     Part,
 )
+from ..openai.parts import url_image_type
 from ._wire import CARRIER
 from .parts import (
     GeminiContent,
+    GeminiFileData,
     GeminiFunctionCall,
     GeminiFunctionResponse,
     GeminiInlineData,
@@ -419,9 +427,16 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
     return _kept(c, [message])
 
 
+def _linkable(p: GeminiFileData) -> bool:
+    """A ``fileData`` of an image at a web URL (the hub's ``linked`` carries it)."""
+    kind = p.mime_type if p.mime_type is not None else url_image_type(p.file_uri)
+    return kind is not None and kind.startswith("image/") and web_url(p.file_uri)
+
+
 def _user_turn(c: GeminiContent, turn: int, ids: _Ids, after_tool: bool) -> list[LLMMessage]:
     out: list[LLMMessage] = []
     parts: list[Part] = []
+    linked: list[LinkedImage] = []
     for k, p in enumerate(c.parts):
         if isinstance(p, GeminiFunctionResponse):
             result, is_error = _result_in(p.response)
@@ -441,10 +456,13 @@ def _user_turn(c: GeminiContent, turn: int, ids: _Ids, after_tool: bool) -> list
             parts.append(LLMTextPart(text=p.text))
         elif isinstance(p, GeminiInlineData):
             parts.append(_media(p))
-    if parts or not out:
+        elif isinstance(p, GeminiFileData) and _linkable(p):
+            linked.append(LinkedImage(at=len(parts), url=p.file_uri))
+    if parts or linked or not out:
         first = parts[0] if len(parts) == 1 else None
         content = first.text if isinstance(first, LLMTextPart) else tuple(parts)
-        user = LLMMessage(role="user", content=content or "")
+        extensions = message_extensions(linked=linked)
+        user = LLMMessage(role="user", content=content or "", extensions=extensions)
         out.append(_mark(user, joined=True) if out else user)
     return _kept(c, out)
 
@@ -479,11 +497,21 @@ def _turn(group: list[LLMMessage], names: Mapping[str, str]) -> GeminiContent:
     for m in group:
         if m.role == "tool":
             parts.append(_response(m, names))
-        elif isinstance(m.content, str):
-            parts.append(GeminiText(text=m.content))
+            continue
+        linked = message_linked(m)
+        own: list[GeminiPart]
+        if isinstance(m.content, str):
+            own = [GeminiText(text=m.content)] if m.content or not linked else []
         else:
-            parts.extend(_part(p) for p in m.content or ())
+            own = [_part(p) for p in m.content or ()]
+        parts.extend(with_linked(own, linked, _url_image))
     return GeminiContent(role="user", parts=parts)
+
+
+def _url_image(linked: LinkedImage) -> GeminiPart:
+    """An image by URL (the hub's ``linked``) as ``fileData``, its type by its name's
+    extension when it has one."""
+    return GeminiFileData(file_uri=linked.url, mime_type=url_image_type(linked.url))
 
 
 def _resolve(wire: Mapping[str, Any], group: list[LLMMessage]) -> GeminiContent:

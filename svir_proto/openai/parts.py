@@ -39,6 +39,13 @@ _EXTENSIONS: Final = {
 }
 
 
+def url_image_type(url: str) -> str | None:
+    """The image type the path of ``url`` names by its extension (``.png``...), if any."""
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    dot = path.rfind(".")
+    return _EXTENSIONS.get(path[dot:].lower()) if dot > path.rfind("/") else None
+
+
 def _sniff(head: bytes) -> str | None:
     for media_type, marks in IMAGE_TYPES.items():
         if media_type == "image/webp":

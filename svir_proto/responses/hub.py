@@ -37,8 +37,11 @@ for one of a Responses request that did not say. Other dialects' records
 
 Not carried from this dialect to the others (they find it under ``vendor:responses`` only):
 ``previous_response_id`` (a gateway must resolve it itself: see `ResponsesRequest`),
-``store``, ``include``, ``text`` formats, built-in tools and their items, images and files by
-id or URL, annotations, item ids and phases.
+``store``, ``include``, ``text`` formats, built-in tools and their items, images by id and
+files by id or URL, images by URL in a tool's output or a system message, annotations, item ids
+and phases. A user's ``input_image`` by ``http(s)`` URL is the hub's ``linked`` too
+(`svir_proto.hub.LinkedImage`), which every vendor dialect sends on; from another dialect it
+comes back as an ``input_image`` in its place.
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
     SERVICE,
     HubToolChoice,
+    LinkedImage,
     effort_for,
     error_text,
     hub_options,
     message_extensions,
     message_image_detail,
     message_is_error,
+    message_linked,
     message_reasoning,
     own_fields,
     parallel_tool_calls,
@@ -68,6 +73,8 @@ from ..hub import (
     strict_tools,
     tool_choice,
     uncarried,
+    web_url,
+    with_linked,
 )
 from ..llmstream.request import (
     LLMMediaPart,
@@ -325,21 +332,30 @@ def _data_url(url: str | None) -> tuple[str, str] | None:
 
 
 def _content(
-    content: str | tuple[Part, ...],
-) -> tuple[str | tuple[LLMPart, ...], Any, dict[int, str]]:
+    content: str | tuple[Part, ...], linkable: bool = False
+) -> tuple[str | tuple[LLMPart, ...], Any, dict[int, str], list[LinkedImage]]:
     """Neutral content and its sidecar: ``None`` when the neutral form is exact; else, per
     original part, the neutral part's index (with what it had besides) or the part whole;
-    and the images' ``detail``, by their neutral index (`svir_proto.hub.message_extensions`)."""
+    the images' ``detail``, by their neutral index (`svir_proto.hub.message_extensions`);
+    and, where ``linkable`` (a user's message), its images by URL (the hub's ``linked``),
+    which the sidecar keeps whole too, marked so."""
     if isinstance(content, str):
-        return content, None, {}
+        return content, None, {}, []
     parts: list[LLMPart] = []
     sidecar: list[Any] = []
     details: dict[int, str] = {}
+    linked: list[LinkedImage] = []
     exact = True
     for p in content:
         neutral, extra = _neutral_part(p)
         if neutral is None:
-            sidecar.append({"raw": p._document(None)})
+            url = _link(p) if linkable else None
+            if url is not None:
+                detail = p.detail if isinstance(p, InputImage) else None
+                linked.append(LinkedImage(at=len(parts), url=url, detail=detail))
+                sidecar.append({"raw": p._document(None), "linked": True})
+            else:
+                sidecar.append({"raw": p._document(None)})
             exact = False
         else:
             entry: dict[str, Any] = {"at": len(parts)}
@@ -350,7 +366,15 @@ def _content(
                 details[len(parts)] = p.detail
             sidecar.append(entry)
             parts.append(neutral)
-    return tuple(parts), None if exact else sidecar, details
+    return tuple(parts), None if exact else sidecar, details, linked
+
+
+def _link(part: Part) -> str | None:
+    """The URL of an ``input_image`` by a web URL with nothing besides, which the hub's
+    ``linked`` carries; else ``None``."""
+    if isinstance(part, InputImage) and part.image_url is not None and not part.extra:
+        return part.image_url if web_url(part.image_url) else None
+    return None
 
 
 def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
@@ -361,11 +385,12 @@ def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
             record[key] = value
     if item.extra:
         record["extra"] = dict(item.extra)
+    user = isinstance(item, InputMessage) and item.role == "user"
     original = item.output if isinstance(item, FunctionCallOutput) else item.content
-    content, sidecar, details = _content(original)
+    content, sidecar, details, linked = _content(original, linkable=user)
     if sidecar is not None or content == ():
         record["parts"] = sidecar or []  # an empty array stays one, not a string
-    hub = message_extensions(image_detail=details)
+    hub = message_extensions(image_detail=details, linked=linked)
     if isinstance(item, FunctionCallOutput):
         return LLMMessage(
             role="tool",
@@ -458,7 +483,9 @@ def unread(request: LLMRequest) -> list[str]:
         for m in request.messages
         if isinstance(parts := _record(m.extensions).get("parts"), list)
         for entry in parts
-        if isinstance(entry, Mapping) and isinstance(entry.get("raw"), Mapping)
+        if isinstance(entry, Mapping)
+        and isinstance(entry.get("raw"), Mapping)
+        and entry.get("linked") is not True  # (the hub's ``linked`` carries it)
     ]  # parts with no neutral form (attack 39 F4: an input_audio went nowhere, unsaid)
     keys |= {f"input[].content ({t})" for t in {p.get("type") for p in kept} if isinstance(t, str)}
     return own_fields("the Responses API", keys)
@@ -671,14 +698,25 @@ def _parts_back(
                     if back is not None:
                         out.append(back)
             return tuple(out)
-    if not neutral:
+    linked = message_linked(m) if m.role == "user" else ()
+    if not linked and not neutral:
         return content if isinstance(content, str) else ""
-    out = []
-    for j, p in enumerate(neutral):
-        back = _part_back(p, {}, f"{where}.content[{j}]", notes, details.get(j))
-        if back is not None:
-            out.append(back)
-    return tuple(out)
+    if isinstance(content, str):  # with images by URL: the text is a part among them
+        neutral = (LLMTextPart(text=content),) if content else ()
+    backs = [
+        _part_back(p, {}, f"{where}.content[{j}]", notes, details.get(j))
+        for j, p in enumerate(neutral)
+    ]
+    return tuple(
+        p
+        for p in with_linked(backs, linked, _url_image)
+        if p is not None  # (a part with no form here: noted, its place kept for the images)
+    )
+
+
+def _url_image(linked: LinkedImage) -> InputImage:
+    """An image by URL (the hub's ``linked``) as an ``input_image``."""
+    return InputImage(image_url=linked.url, detail=linked.detail)
 
 
 def _raw_part_ok(entry: object) -> bool:

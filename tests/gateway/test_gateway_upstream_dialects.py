@@ -344,3 +344,64 @@ def answers(message: dict[str, Any]) -> list[dict[str, Any]]:
         {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}
         for call in message.get("tool_calls") or []
     ]
+
+
+def test_an_image_by_url_reaches_every_vendor_upstream(replay: ReplayServer) -> None:
+    """Attack 41 F5: an image given by URL went nowhere, or was a 400 naming LLM-Stream, when
+    the upstream spoke another dialect. Every vendor dialect takes one (the hub's ``linked``):
+    an openai client's reaches a Messages upstream as a ``url`` source, an anthropic client's
+    a Responses upstream as an ``input_image``, in its place, and nothing is said lost."""
+    image = "https://example.test/cat.png"
+    upstream = replay.base("replay", "anthropic-parallel-tool-use", "chunked")
+    with (
+        gateway(upstream, upstream_dialect="messages") as (base, _),
+        openai.OpenAI(base_url=base, api_key="k", max_retries=0) as client,
+    ):
+        raw = client.chat.completions.with_raw_response.create(
+            model="m",
+            stream=True,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": image}},
+                        {"type": "text", "text": "what is it?"},
+                    ],
+                }
+            ],
+        )
+        assert raw.http_response.headers.get_list("svir-lost") == []
+        list(raw.parse())
+    sent = json.loads(replay.requests[-1].body)
+    assert sent["messages"][0]["content"] == [
+        {"type": "image", "source": {"type": "url", "url": image}},
+        {"type": "text", "text": "what is it?"},
+    ]
+    upstream = replay.base("replay", "parallel-function-calls", "chunked")
+    with (
+        gateway(upstream, upstream_dialect="responses") as (base, _),
+        anthropic.Anthropic(base_url=base.removesuffix("/v1"), api_key="k") as claude,
+    ):
+        got = claude.messages.with_raw_response.create(
+            model="m",
+            max_tokens=16,
+            stream=True,
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "look:"},
+                        {"type": "image", "source": {"type": "url", "url": image}},
+                        {"type": "text", "text": "what is it?"},
+                    ],
+                }
+            ],
+        )
+        assert got.http_response.headers.get_list("svir-lost") == []
+        list(got.parse())
+    sent = json.loads(replay.requests[-1].body)
+    assert sent["input"][0]["content"] == [
+        {"type": "input_text", "text": "look:"},
+        {"type": "input_image", "image_url": image},
+        {"type": "input_text", "text": "what is it?"},
+    ]

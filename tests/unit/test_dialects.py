@@ -12,10 +12,12 @@ import attrs
 import pytest
 
 from svir_proto import dialects
+from svir_proto import hub as hub_module
 from svir_proto.anthropic import Message, MessagesRequest, MessagesStreamDecoder
 from svir_proto.errors import Failure, FailureKind
 from svir_proto.events import StreamEnded, StreamFailed, StreamStarted, TextDelta
 from svir_proto.exchange import Exchange, PassThrough
+from svir_proto.gemini import GeminiRequest
 from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder
 from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, UserMessage
 
@@ -419,6 +421,7 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "t", "content": [
                         {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
+                        {"type": "image", "source": {"type": "url", "url": "https://x.test/t.png"}},
                         {"type": "text", "text": "see"},
                     ]},
                 ]},
@@ -426,14 +429,16 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         },
     )  # fmt: skip
     for to in ("chat", "responses", "gemini"):  # attack 41 F5: not sent, and now said
-        assert lost(linked, to) == [
-            f"messages[].content (image by {kind}): an image crosses dialects as its bytes "
-            "only: not sent"
-            for kind in ("file", "url")
+        assert lost(linked, to) == [  # (an image by URL of the user's goes: the hub's linked)
+            "messages[].content (image by file): a file only the Messages API's server keeps: "
+            "not sent",
+            "messages[].content (image by url in a tool result): a tool result's image crosses "
+            "dialects as its bytes only: not sent",
         ], to
-        sent = dialects.translate_request(linked, to)
-        assert b"x.test" not in b"".join(sent.body()), to  # type: ignore[attr-defined]
-        assert b"see" in b"".join(sent.body()), to  # type: ignore[attr-defined]
+        body = b"".join(dialects.translate_request(linked, to).body())  # type: ignore[attr-defined]
+        assert b"x.test/a.png" in body, to
+        assert b"x.test/t.png" not in body, to
+        assert b"see" in body, to
     gemini = GeminiRequest.parse(
         json.dumps(
             {
@@ -627,7 +632,7 @@ def test_what_no_one_field_says_is_refused_in_the_hubs_words() -> None:
     with pytest.raises(ValueError, match="cannot go to LLM-Stream") as refused:
         dialects.translate_request(dialects.dialect("chat").parse(raw.encode()), "llm-stream")
     assert not isinstance(refused.value, dialects.TranslationError)
-    assert str(refused.value).startswith("messages[0].content[0]: ")
+    assert str(refused.value).startswith("messages[0].content: ")
 
 
 def test_the_chat_parser_names_what_is_wrong() -> None:
@@ -738,3 +743,111 @@ def test_a_gemini_request_names_its_model_and_version_in_the_path() -> None:
     assert dialects.detect(body) == "gemini"
     responses = (CONFORMANCE / "responses" / "openai-text.sse").read_bytes()
     assert dialects.detect(responses) == "responses"
+
+
+CAT = "https://example.test/cat.png?size=2#top"
+"""An image by URL: ``.png`` in its path, a query and a fragment besides."""
+IMAGE_BY_URL: dict[str, dict[str, Any]] = {  # a user's text, the image, more text
+    "chat": {
+        "model": "m",
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "look:"},
+            {"type": "image_url", "image_url": {"url": CAT, "detail": "low"}},
+            {"type": "text", "text": "what?"},
+        ]}],
+    },
+    "messages": {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "look:"},
+            {"type": "image", "source": {"type": "url", "url": CAT}},
+            {"type": "text", "text": "what?"},
+        ]}],
+    },
+    "responses": {
+        "model": "m",
+        "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "look:"},
+            {"type": "input_image", "image_url": CAT, "detail": "low"},
+            {"type": "input_text", "text": "what?"},
+        ]}],
+    },
+    "gemini": {
+        "contents": [{"role": "user", "parts": [
+            {"text": "look:"}, {"fileData": {"fileUri": CAT, "mimeType": "image/png"}},
+            {"text": "what?"},
+        ]}],
+    },
+}  # fmt: skip
+"""How each client dialect gives it (Gemini by ``fileData``, with or without its type)."""
+SENT = {
+    "chat": [{"type": "image_url", "image_url": {"url": CAT}}],  # (a detail, when it had one)
+    "messages": [{"type": "image", "source": {"type": "url", "url": CAT}}],
+    "responses": [{"type": "input_image", "image_url": CAT}],
+    "gemini": [{"fileData": {"fileUri": CAT, "mimeType": "image/png"}}],
+}
+"""How each target dialect sends it."""
+
+
+def _client_request(given: str, doc: dict[str, Any]) -> object:
+    if given == "gemini":
+        return GeminiRequest.parse(json.dumps(doc).encode(), model="m")
+    return _parsed(given, doc)
+
+
+def _user_content(to: str, body: bytes) -> list[Any]:
+    doc = json.loads(body)
+    if to == "gemini":
+        return list(doc["contents"][0]["parts"])
+    first = (doc["input"] if to == "responses" else doc["messages"])[0]["content"]
+    return list(first)
+
+
+@pytest.mark.parametrize(
+    ("given", "to"), [(a, b) for a in sorted(IMAGE_BY_URL) for b in sorted(SENT) if a != b]
+)
+def test_an_image_by_url_crosses_every_vendor_dialect_in_its_place(given: str, to: str) -> None:
+    """Attack 41 F5: the hub's ``linked`` carries an image a user gives by URL, which the
+    draft cannot (it carries images as data), from each vendor dialect to each, in its place
+    among the message's parts, and nothing is said lost; an LLM-Stream request refuses it."""
+    request = _client_request(given, IMAGE_BY_URL[given])
+    lost: list[str] = []
+    body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
+    assert lost == []
+    content = _user_content(to, body)
+    images = [p for p in content if "text" not in p and p.get("type") not in ("text", "input_text")]
+    detailed = given in ("chat", "responses") and to in ("chat", "responses")
+    want = SENT[to][0]
+    if detailed and to == "chat":
+        want = {"type": "image_url", "image_url": {"url": CAT, "detail": "low"}}
+    elif detailed:
+        want = {**want, "detail": "low"}
+    assert images == [want]
+    if to != "chat":  # (a Chat request's own layout puts its text first: wire reference 2.3)
+        assert content.index(want) == 1
+    with pytest.raises(ValueError, match="an image by URL cannot go to LLM-Stream"):
+        dialects.translate_request(request, "llm-stream")
+
+
+def test_an_image_by_url_goes_back_to_its_own_dialect_as_it_came() -> None:
+    """Through the hub and back (what a round trip keeps): each vendor's request is itself."""
+    for given in ("messages", "responses", "gemini"):
+        request = _client_request(given, IMAGE_BY_URL[given])
+        spec = dialects.dialect(given)
+        back = spec.from_hub(spec.to_hub(request))
+        assert b"".join(back.body()) == b"".join(request.body()), given  # type: ignore[attr-defined]
+    untyped = {**IMAGE_BY_URL["gemini"]}
+    untyped["contents"] = [{"role": "user", "parts": [{"fileData": {"fileUri": CAT}}]}]
+    neutral = dialects.dialect("gemini").to_hub(_client_request("gemini", untyped))
+    assert [i.url for i in hub_module.message_linked(neutral.messages[0])] == [CAT]
+    for uri, mime in [  # what no image by a web URL is stays Gemini's own
+        ("https://example.test/talk.mp4", None),
+        ("https://example.test/cat.png", "video/mp4"),
+        ("gs://bucket/cat.png", "image/png"),
+        ("https://example.test/cat", None),
+    ]:
+        part: dict[str, Any] = {"fileUri": uri, **({"mimeType": mime} if mime else {})}
+        other = {"contents": [{"role": "user", "parts": [{"text": "x"}, {"fileData": part}]}]}
+        neutral = dialects.dialect("gemini").to_hub(_client_request("gemini", other))
+        assert hub_module.message_linked(neutral.messages[0]) == (), uri

@@ -281,3 +281,62 @@ def test_sampling_parameters_reach_every_dialect_that_has_them() -> None:
     assert hub.sampling(written) == {"top_k": 40}
     assert translate_request(odd, "chat").extra_body == {"frequency_penalty": 1}
     assert translate_request(odd, "messages").top_k is None
+
+
+def test_linked_images_are_read_as_they_may_be_sent() -> None:
+    """The ``linked`` extension: what is malformed, or no web URL of visible ASCII (which no
+    dialect would send on), is skipped; the rest in the order of their places, at one place
+    in their order; a place past the parts is the end."""
+    raw = [
+        {"at": 2, "url": "https://x.test/2.png"},
+        {"at": 0, "url": "https://x.test/0.png", "detail": "high"},
+        {"at": 0, "url": "http://x.test/0b.png", "detail": 3},
+        {"at": 9, "url": "https://x.test/end.png"},
+        {"at": -1, "url": "https://x.test/a.png"},
+        {"at": True, "url": "https://x.test/b.png"},
+        {"at": 1, "url": "javascript:alert(1)"},
+        {"at": 1, "url": "https://x.test/a b.png"},
+        {"at": 1, "url": "https://x.test/\u00e9.png"},
+        {"at": 1, "url": "https://x.test/\n.png"},
+        {"at": 1},
+        "https://x.test/c.png",
+    ]
+    message = LLMMessage(role="user", content="a", extensions={hub.HUB_EXTENSION: {"linked": raw}})
+    linked = hub.message_linked(message)
+    assert linked == (
+        hub.LinkedImage(0, "https://x.test/0.png", "high"),
+        hub.LinkedImage(0, "http://x.test/0b.png"),
+        hub.LinkedImage(2, "https://x.test/2.png"),
+        hub.LinkedImage(9, "https://x.test/end.png"),
+    )
+    assert hub.with_linked(["p0", "p1", "p2"], linked, lambda i: i.url.rsplit("/", 1)[1]) == [
+        "0.png", "0b.png", "p0", "p1", "2.png", "p2", "end.png"
+    ]  # fmt: skip
+    assert hub.message_extensions(linked=linked)[hub.HUB_EXTENSION]["linked"][:2] == [
+        {"at": 0, "url": "https://x.test/0.png", "detail": "high"},
+        {"at": 0, "url": "http://x.test/0b.png"},
+    ]
+    for odd in ({"linked": {"at": 0}}, {"linked": None}, {}):
+        other = LLMMessage(role="user", content="a", extensions={hub.HUB_EXTENSION: odd})
+        assert hub.message_linked(other) == ()
+
+
+def test_an_image_by_url_with_a_detail_chat_does_not_take() -> None:
+    """A linked image's detail the Chat API does not take (the Responses API's ``original``)
+    is said lost and not sent; the image goes."""
+    from svir_proto.translate import llm_to_openai
+
+    ext = hub.message_extensions(linked=[hub.LinkedImage(1, "https://x.test/a.png", "original")])
+    neutral = LLMRequest(
+        model="m", messages=[LLMMessage(role="user", content="look", extensions=ext)]
+    )
+    lost: list[str] = []
+    sent = json.loads(b"".join(llm_to_openai(neutral, lost=lost).body()))
+    assert sent["messages"][0]["content"][1] == {
+        "type": "image_url",
+        "image_url": {"url": "https://x.test/a.png"},
+    }
+    assert lost == [
+        "messages[0].content: an image's detail ('original') is not one the Chat API takes: "
+        "not sent"
+    ]

@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from svir_proto import ToolCall
-from svir_proto.hub import message_extensions
+from svir_proto.hub import LinkedImage, message_extensions, message_linked
 from svir_proto.llmstream import (
     LLMMediaPart,
     LLMMessage,
@@ -370,12 +370,25 @@ def test_the_new_request_fields_travel_to_llm_stream_and_back() -> None:
         500,
         "high",
     )
-    with pytest.raises(ValueError, match=r"messages\[0\].content\[0\]: an image by URL"):
-        openai_to_llm(
-            ChatRequest(
-                model="m", messages=[UserMessage(content=[ImagePart.from_url("https://x/y.png")])]
+    linked = ChatRequest(  # an image by URL: the hub's linked, and back in its place
+        model="m",
+        messages=[
+            UserMessage(
+                content=[
+                    ImagePart.from_url("https://x/y.png", detail="low"),
+                    TextPart(text="and"),
+                    ImagePart.from_url("https://x/z.png"),
+                ]
             )
-        )
+        ],
+    )
+    neutral = openai_to_llm(linked)
+    assert neutral.messages[0].content == "and"
+    assert message_linked(neutral.messages[0]) == (
+        LinkedImage(at=0, url="https://x/y.png", detail="low"),
+        LinkedImage(at=1, url="https://x/z.png"),
+    )
+    assert llm_to_openai(neutral) == attrs_evolve(linked, include_usage=True)
 
 
 def attrs_evolve(request: ChatRequest, **changes: object) -> ChatRequest:
