@@ -184,9 +184,14 @@ def _fingerprint(messages: Iterable[LLMMessage]) -> str:
 
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Gemini API only, a sentence each: ``safetySettings``, unknown
-    fields, and the ``generationConfig`` keys the hub has no field for (``candidateCount``...)."""
+    fields, the ``generationConfig`` keys the hub has no field for (``candidateCount``...),
+    and the kinds of part a turn or the system instruction held that have no neutral form
+    (``fileData`` but an image at a web URL, ``executableCode``...), which only a kept turn
+    gives back."""
     vendor = _ours(request.extensions)
-    keys: set[str] = set()
+    keys: set[str] = {f"contents[].parts ({kind})" for kind in _unneutral(request.messages)}
+    system = vendor.get("systemInstruction")
+    keys |= {f"systemInstruction.parts ({kind})" for kind in _kinds(system, text_only=True)}
     if vendor.get("safetySettings"):
         keys.add("safetySettings")
     extra = vendor.get("extra")
@@ -197,6 +202,51 @@ def unread(request: LLMRequest) -> list[str]:
         carried = {key for key, _ in _SAMPLING} | {"responseMimeType", "responseSchema"}
         keys |= {f"generationConfig.{k}" for k in set(rest) - carried - {"responseJsonSchema"}}
     return own_fields("the Gemini API", keys)
+
+
+_NEUTRAL_PARTS: Final = frozenset(
+    ("text", "inlineData", "functionCall", "functionResponse", "thought", "thoughtSignature")
+)
+"""The keys of a part the hub reads (`_user_turn`, `_model_turn`)."""
+
+
+def _unneutral(messages: Iterable[LLMMessage]) -> set[str]:
+    """The kinds of part of the turns kept whole (`_kept`) that have no neutral form."""
+    kinds: set[str] = set()
+    for m in messages:
+        kinds |= _kinds(_ours(m.extensions).get("content"))
+    return kinds
+
+
+def _kinds(wire: object, text_only: bool = False) -> set[str]:
+    """The kinds of part of a content's wire form that have no neutral form (``text_only``:
+    a system instruction's, whose only neutral parts are text)."""
+    parts = wire.get("parts") if isinstance(wire, Mapping) else None
+    linkable = isinstance(wire, Mapping) and wire.get("role") != "model"  # (a user's images)
+    kinds: set[str] = set()
+    for part in parts if isinstance(parts, list) else ():
+        if isinstance(part, Mapping):
+            kinds |= {k for k, v in part.items() if not _read(k, v, text_only, linkable)}
+    return kinds
+
+
+def _read(key: str, value: object, text_only: bool, linkable: bool) -> bool:
+    """Whether the hub reads a part's ``key`` (with its ``value``): `_kinds`' test."""
+    if text_only:
+        return key in ("text", "thought", "thoughtSignature")
+    if key == "fileData":
+        return linkable and _linked_wire(value)
+    return key in _NEUTRAL_PARTS
+
+
+def _linked_wire(value: object) -> bool:
+    """A ``fileData`` object of a kept turn that the hub's ``linked`` carries (`_linkable`)."""
+    if not isinstance(value, Mapping):
+        return False
+    uri, mime = value.get("fileUri"), value.get("mimeType")
+    if not isinstance(uri, str) or not (mime is None or isinstance(mime, str)):
+        return False
+    return _linkable(GeminiFileData(file_uri=uri, mime_type=mime))
 
 
 def _ours(ext: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -851,3 +851,39 @@ def test_an_image_by_url_goes_back_to_its_own_dialect_as_it_came() -> None:
         other = {"contents": [{"role": "user", "parts": [{"text": "x"}, {"fileData": part}]}]}
         neutral = dialects.dialect("gemini").to_hub(_client_request("gemini", other))
         assert hub_module.message_linked(neutral.messages[0]) == (), uri
+
+
+def test_a_gemini_parts_with_no_neutral_form_are_said_lost() -> None:
+    """Found beside attack 41 F5: a Gemini client's ``fileData`` (a file the Files API keeps,
+    a video), ``executableCode`` and a system instruction's inline data went nowhere, unsaid.
+    A user's image at a web URL goes (the hub's ``linked``); a model's does not."""
+    pdf = {
+        "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/a",
+        "mimeType": "application/pdf",
+    }
+    doc = {
+        "systemInstruction": {"parts": [{"text": "be brief"},
+                                        {"inlineData": {"mimeType": "image/png",
+                                                        "data": "iVBORw0KGgo="}}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "a"}, {"fileData": pdf},
+                                       {"fileData": {"fileUri": CAT}}]},
+            {"role": "model", "parts": [{"executableCode": {"language": "PYTHON", "code": "1"}},
+                                        {"fileData": {"fileUri": CAT}}]},
+            {"role": "user", "parts": [{"text": "b"}]},
+        ],
+    }  # fmt: skip
+    request = _client_request("gemini", doc)
+    for to in ("chat", "messages", "responses"):
+        lost: list[str] = []
+        body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
+        assert [n for n in lost if "Gemini API only" in n] == [
+            "contents[].parts (executableCode): a field of the Gemini API only: not sent",
+            "contents[].parts (fileData): a field of the Gemini API only: not sent",
+            "systemInstruction.parts (inlineData): a field of the Gemini API only: not sent",
+        ], to
+        assert body.count(b"example.test/cat.png") == 1, to  # the user's, not the model's
+    plain = _client_request("gemini", IMAGE_BY_URL["gemini"])
+    lost = []
+    dialects.translate_request(plain, "chat", lost=lost)
+    assert lost == []
