@@ -48,7 +48,8 @@ copies it again."""
 MAX_ENTRIES: Final = 1024
 """Entries one event's list may hold where each becomes events of its own: a Chat chunk's
 ``choices`` and a delta's ``tool_calls`` (after `svir_proto.openai.stream`'s joins), a Gemini
-chunk's ``candidates`` and a candidate's ``parts``. Servers send one to a few, a call's
+chunk's ``candidates`` and a candidate's ``parts``, a Responses item's parts (a message's
+content, a reasoning item's summary and content). Servers send one to a few, a call's
 pieces as many as its calls (``max_tool_calls``, 128). Past it, an event of a few megabytes
 would give hundreds of thousands of events at once, and a translating gateway's client ten
 times its bytes at once (attack 41 F1, F2: Gemini parts alternating thought and text, which

@@ -32,7 +32,9 @@ Rule 4 (whole values): each ``.done`` event (``output_text``, ``refusal``,
     call's arguments it is a `ToolCallError`, because a call is executed, and two different
     argument strings leave no safe one to execute. Without ``keep_text`` a part's text is not
     kept, only its length and a CRC-32 of it (`_Tally`), which settle a whole value the same
-    way: a relay never joins deltas to the rest of a value they do not begin (attack 31).
+    way: a relay never joins deltas to the rest of a value they do not begin (attack 31). An
+    item's parts (a message's content, a reasoning item's summary and content) are
+    `svir_proto._dialect.MAX_ENTRIES` at most: each may be a delta of its own.
 Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``TOOL_CALLS``
     when a function call was made, else ``STOP``, raw ``"completed"``), `Usage`, the tool calls
     whole and checked (``_toolcalls``), `StreamEnded`. ``response.incomplete`` ends it the same
@@ -78,7 +80,7 @@ from zlib import crc32
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries, json_error
 from .._notes import MAX_NOTE
 from .._pieces import Pieces
 from .._template import BUDGET, Template, budget_after
@@ -647,7 +649,10 @@ class ResponsesStreamDecoder(DialectDecoder):
         kind = rec.kind
         if kind == "message":
             content = item.get("content")
-            for i, part in enumerate(content if type(content) is list else ()):
+            parts = (
+                entries(content, "a message item's content", at) if type(content) is list else ()
+            )
+            for i, part in enumerate(parts):
                 if type(part) is dict:
                     self._settle_part(rec, i, part, at)
         elif kind == "function_call":
@@ -655,8 +660,11 @@ class ResponsesStreamDecoder(DialectDecoder):
             rec.done = rec.done or done
         elif kind == "reasoning":
             for key, field in (("s", "summary"), ("c", "content")):
-                parts = item.get(field)
-                for i, part in enumerate(parts if type(parts) is list else ()):
+                given = item.get(field)
+                listed = (
+                    entries(given, f"a reasoning item's {field}", at) if type(given) is list else ()
+                )
+                for i, part in enumerate(listed):
                     if type(part) is dict and type(part.get("text")) is str:
                         self._settle(rec, (key, i), part["text"], at)
             if done:

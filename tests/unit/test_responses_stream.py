@@ -20,6 +20,7 @@ from svir_proto import (
     ToolCall,
     ToolCallDelta,
 )
+from svir_proto._dialect import MAX_ENTRIES
 from svir_proto._weights import BLOCK, PART
 from svir_proto.openai import ToolCallError
 from svir_proto.responses import ResponsesStreamDecoder
@@ -271,6 +272,28 @@ def test_output_items_are_bounded() -> None:
     assert (exc.limit, exc.limit_value) == ("max_output_items", 4)
     with pytest.raises(ValueError, match="max_output_items"):
         ResponsesStreamDecoder(max_output_items=0)
+
+
+@pytest.mark.parametrize("field", ["message", "summary", "content"])
+def test_an_items_parts_are_bounded(field: str) -> None:
+    """Beside attack 41 F1: a whole message of 100,000 output_text parts gave a delta each
+    at once; past `MAX_ENTRIES` an item's parts fail the stream, naming the list."""
+    part = {"type": "output_text", "text": "a", "annotations": []}
+    if field == "message":
+        item = {**MSG, "status": "completed", "content": [part] * (MAX_ENTRIES + 1)}
+    else:
+        part = {"type": "summary_text" if field == "summary" else "reasoning_text", "text": "a"}
+        item = {"id": "rs_1", "type": "reasoning", "summary": [], field: [part] * (MAX_ENTRIES + 1)}
+    done = ev("response.output_item.done", output_index=0, item=item)
+    exc = error_of(body(CREATED, done))
+    assert "holds 1025 entries" in str(exc)
+    assert (exc.limit, exc.limit_value) == ("max_entries", MAX_ENTRIES)
+    fits = {**item, ("content" if field == "message" else field): [part] * MAX_ENTRIES}
+    events, _ = decode(body(CREATED, ev("response.output_item.done", output_index=0, item=fits)))
+    assert (
+        len([e for e in events if type(e).__name__ in ("TextDelta", "ReasoningDelta")])
+        == MAX_ENTRIES
+    )
 
 
 # -- Rule 4: whole values ---------------------------------------------------------------
