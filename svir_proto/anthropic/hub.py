@@ -21,10 +21,10 @@ blocks out of the usual order).
 ``metadata.user_id`` is the hub's end user (`svir_proto.hub.SERVICE`), both ways.
 
 Not carried to other dialects by `to_hub` (they are kept for Anthropic under
-``vendor:anthropic`` only): ``file`` images, ``url`` images in a tool result, and other
-blocks without a neutral form, ``cache_control``, server tools, a disabled or adaptive
-``thinking``. A message whose blocks have no neutral form and hold an image from disk cannot be
-kept whole (its bytes are not JSON): a `ValueError` names it.
+``vendor:anthropic`` only): ``file`` images, ``url`` images in a tool result or not by
+``http(s)``, and other blocks without a neutral form, ``cache_control``, server tools, a
+disabled or adaptive ``thinking``. A message whose blocks have no neutral form and hold an
+image from disk cannot be kept whole (its bytes are not JSON): a `ValueError` names it.
 
 A user's image by URL from another dialect (the hub's ``linked``) goes as an ``image`` block
 of a ``url`` source, in its place.
@@ -657,8 +657,8 @@ def unread(request: LLMRequest) -> list[str]:
 _NOT_LINKED: Final = {
     "file": "messages[].content (image by file): a file only the Messages API's server "
     "keeps: not sent",
-    "url": "messages[].content (image by url in a tool result): a tool result's image crosses "
-    "dialects as its bytes only: not sent",
+    "url": "messages[].content (image by url): an image by URL crosses dialects from a user's "
+    "message only, by http(s): not sent",
 }
 
 

@@ -432,8 +432,8 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         assert lost(linked, to) == [  # (an image by URL of the user's goes: the hub's linked)
             "messages[].content (image by file): a file only the Messages API's server keeps: "
             "not sent",
-            "messages[].content (image by url in a tool result): a tool result's image crosses "
-            "dialects as its bytes only: not sent",
+            "messages[].content (image by url): an image by URL crosses dialects from a user's "
+            "message only, by http(s): not sent",
         ], to
         body = b"".join(dialects.translate_request(linked, to).body())  # type: ignore[attr-defined]
         assert b"x.test/a.png" in body, to
