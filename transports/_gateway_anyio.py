@@ -43,6 +43,8 @@ from ..gateway.session import (
     ResumeUpstream,
     ToUpstream,
     Work,
+    record,
+    unsent,
 )
 from ._asyncio_socket import CAPACITY, MIN_TAKEN, RETRY, queued
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
@@ -90,6 +92,10 @@ class _Outbox:
             self.size += len(data)
             self.wake.set()
 
+    def left(self) -> bool:
+        """Whether bytes are still to send: waiting, or in a send under way."""
+        return bool(self.items) or self.since is not None
+
     async def run(self, stream: anyio.abc.ByteStream, on_idle: Callable[[], None]) -> None:
         while True:
             await self.wake.wait()
@@ -121,6 +127,7 @@ class _Client:
         self.paused: set[str] = set()
         self.up: _Up | None = None
         self.reported = False  # the session heard that the client is full
+        self.ended: Done | None = None  # the last request's, said once its answer is out
 
     async def run(self) -> None:
         with self.scope:
@@ -154,7 +161,7 @@ class _Client:
         raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
         mark, taken = time.monotonic(), 0
         kernel, handed = queued(raw), out.handed
-        while out.items or out.since is not None:
+        while out.left():
             now = time.monotonic()
             queue = queued(raw)  # what left the kernel for the client: given less kept
             taken += out.handed - handed - (queue - kernel)
@@ -241,7 +248,10 @@ class _Client:
                     self._release(None)
                 self.read_scope.cancel()  # the reader ends, and the connection is closed
             elif kind is Done:
-                self.server.done(action)  # type: ignore[arg-type]
+                if self.session.closed and self.out.left():
+                    self.ended = action  # type: ignore[assignment]  # (`Server._client`)
+                else:
+                    self.server.done(action)  # type: ignore[arg-type]
 
     async def _close_soon(self) -> None:
         """Send what is left, end our side, and read (and drop) what the client still sends
@@ -476,6 +486,9 @@ class Server:
                 log.error("client connection failed: %r", exc, exc_info=exc)
             if client.up is not None:
                 client._release(None)
+            ended, client.ended = client.ended, None
+            if ended is not None:  # its answer went out, or the client did not take it
+                self.done(unsent(ended) if client.out.left() else ended)
             await anyio.aclose_forcefully(stream)
 
     async def connect(self) -> anyio.abc.ByteStream:
@@ -524,6 +537,7 @@ class Server:
         self.closing.discard(stream)
 
     def done(self, done: Done) -> None:
+        record(self.state, done)
         log.info(
             "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d id=%s %.3fs",
             done.method, done.target, done.dialect, done.outcome, done.upstream_failure or "-",

@@ -43,6 +43,8 @@ from ..gateway.session import (
     ResumeUpstream,
     ToUpstream,
     Work,
+    record,
+    unsent,
 )
 from ._asyncio_socket import CAPACITY, MIN_TAKEN, queued
 
@@ -142,6 +144,8 @@ class _Client(asyncio.Protocol):
         self._lost = False  # connection_lost came: the transport is gone
         self._late: asyncio.TimerHandle | None = None  # the close's deadline (`_abort_late`)
         self._unsent = 0  # bytes still to send at the close's last deadline
+        self._ended: Done | None = None  # the last request's, said once its answer is out
+        self._cut = False  # the transport was aborted with bytes still to send
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -151,7 +155,7 @@ class _Client(asyncio.Protocol):
         if self._lingering >= 0:  # closed: what comes is dropped, for a while
             self._lingering += len(data)
             if self._lingering > LINGER_BYTES:
-                self.transport.abort()
+                self._abort()
             return
         try:
             self.write(self.session.client_data(data, _now()))
@@ -175,6 +179,9 @@ class _Client(asyncio.Protocol):
         if self._late is not None:  # its callback held this client, its session and their
             self._late.cancel()  # requests for send_timeout after the close (attack 39 F5)
             self._late = None
+        ended, self._ended = self._ended, None
+        if ended is not None:  # its answer went out, or the client did not take it
+            self.server.done(unsent(ended) if self._cut or exc is not None else ended)
         session = self.session
         if not session.closed:
             try:
@@ -227,6 +234,11 @@ class _Client(asyncio.Protocol):
             if up.transport is not None:
                 up.transport.abort()
         self._lingering = 0  # what still comes is dropped
+        self._abort()
+
+    def _abort(self) -> None:
+        """End the connection now; a request whose answer was still to send ended cut."""
+        self._cut = self._cut or self.transport.get_write_buffer_size() > 0
         self.transport.abort()
 
     # -- moving bytes -------------------------------------------------------------------------
@@ -277,7 +289,10 @@ class _Client(asyncio.Protocol):
             elif kind is Close:
                 self._close()
             elif kind is Done:
-                self.server.done(action)  # type: ignore[arg-type]
+                if self.session.closed and self.transport.get_write_buffer_size():
+                    self._ended = action  # type: ignore[assignment]  # (`connection_lost`)
+                else:
+                    self.server.done(action)  # type: ignore[arg-type]
 
     def _more(self) -> None:
         try:  # (a client gone by now: its closed session answers nothing)
@@ -368,7 +383,7 @@ class _Client(asyncio.Protocol):
             if f.cancelled() or exc is not None:  # pragma: no cover - a bug in the core's parse
                 log.error("preparing a request failed: %r", exc)
                 self.session.work_dropped()
-                self.transport.abort()
+                self._abort()
                 return
             try:  # even once the client left: what its body held is given back
                 self.write(self.session.worked(f.result(), _now()))
@@ -393,7 +408,7 @@ class _Client(asyncio.Protocol):
             try:
                 transport.write_eof()  # the client sees the end; its last bytes are still read
             except OSError:  # it reset already (ENOTCONN): nothing more can reach it
-                transport.abort()
+                self._abort()
                 return
             loop.call_later(LINGER, transport.close)
         else:  # pragma: no cover - TLS transports cannot half-close
@@ -420,7 +435,8 @@ class _Client(asyncio.Protocol):
             timeout = self.server.state.config.send_timeout
             self._late = asyncio.get_running_loop().call_later(timeout, self._abort_late)
             return
-        self.transport.abort()
+        self._cut = self._cut or unsent > 0  # (what the kernel holds too)
+        self._abort()
 
 
 class _Refused(asyncio.Protocol):
@@ -497,6 +513,7 @@ class Server:
             up.transport.abort()
 
     def done(self, done: Done) -> None:
+        record(self.state, done)
         log.info(
             "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d id=%s %.3fs",
             done.method, done.target, done.dialect, done.outcome, done.upstream_failure or "-",
@@ -537,7 +554,7 @@ class Server:
                 client._connecting.cancel()
             if client.up is not None and client.up.transport is not None:
                 client.up.transport.abort()
-            client.transport.abort()
+            client._abort()
         while self.pool:
             self.drop(self.pool[0])
 

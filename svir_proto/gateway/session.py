@@ -8,7 +8,10 @@ call taking ``now`` (monotonic seconds): `client_data` (``b""``: the client clos
 `tick` (a deadline passed), `shutdown`. Each returns the bytes to write to the client, and may
 leave actions in `actions` (take them after each call): `Connect`, `ToUpstream`, `Release`,
 `PauseUpstream`, `ResumeUpstream`, `PauseClient`, `ResumeClient`, `Work`, `Close`, `Done`.
-`deadline` says when `tick` is due next; the server need not call it before.
+`deadline` says when `tick` is due next; the server need not call it before. A `Done` is
+counted and logged by the server with `record`: at once, or, when the connection closes with
+the answer still to send, once it is sent, or as `unsent` when the client did not take it
+within the close's deadline.
 
 Rule 1 (relay or translate, issue 17): an OpenAI client of an OpenAI upstream gets the
     upstream's bytes as they came (each read one HTTP chunk), watched by the decoder as they
@@ -110,6 +113,8 @@ __all__ = [
     "SessionAction",
     "ToUpstream",
     "Work",
+    "record",
+    "unsent",
 ]
 
 _NO_WATCH: Final[tuple[Exchange, ChatStreamWatcher | None]] = (None, None)  # type: ignore[assignment]
@@ -209,6 +214,19 @@ class Done:
     events: int
     seconds: float
     request_id: str | None
+
+
+def record(state: GatewayState, done: Done) -> None:
+    """Count a request that ended, by its client's dialect and its outcome (`Done`): the
+    server's, when it says it."""
+    state.metrics.requests[(done.dialect if done.dialect != "-" else "none", done.outcome)] += 1
+
+
+def unsent(done: Done) -> Done:
+    """``done``, for a request whose answer the client did not take within the close's
+    deadline: it was cut there, whatever the upstream did (attack 41 F7: such a cut was
+    logged ``ok``)."""
+    return attrs.evolve(done, outcome="cut")
 
 
 SessionAction = (
@@ -1041,7 +1059,6 @@ class GatewaySession:
         self._served = True
         metrics = self.state.metrics
         outcome = conn.outcome or "cancelled"
-        metrics.requests[(conn.dialect or "none", outcome)] += 1
         failure = conn.upstream_failure
         if failure is not None:
             metrics.upstream_failures[failure.value] += 1

@@ -949,3 +949,39 @@ def test_a_steady_reader_of_an_answers_last_events_is_not_cut(
         assert got.endswith(end), got[-300:]
         names = re.findall(rb"event: (response\.[a-z_.]+)", bytes(got))
         assert names[-1] == b"response.completed", names[-6:]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("reader", ["whole", "none"])
+def test_an_answer_the_client_did_not_take_by_the_close_is_logged_cut(
+    up: HubUpstream, backend: str, reader: str
+) -> None:
+    """Attack 41 F7: a request was logged and counted when its session ended, before the
+    close had sent its answer: one the close's deadline then cut was logged ``outcome=ok``.
+    A connection that closes with the answer still to send says its request once the answer
+    is out, or ``cut`` when the client did not take it."""
+    body = json.dumps({"model": "m", "input": "hi", "stream": True}).encode()
+    rid = tag("anthropic-text:2")
+    head = (
+        "POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Connection: close\r\nX-Request-Id: {rid}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with bounded(
+        up.base, backend, upstream_dialect="messages", send_timeout="1", max_answer=str(4 << 20)
+    ) as g:
+        with Raw(g, rcvbuf=4096 if reader == "none" else None) as r:
+            r.send(head.encode() + body)
+            r.sock.settimeout(60)
+            got = bytearray()
+            if reader == "whole":
+                while data := r.sock.recv(1 << 20):
+                    got += data
+                assert got.endswith(b"\r\n0\r\n\r\n")
+            deadline = time.monotonic() + 60  # reading nothing: the close's deadline
+            while f"id={rid}" not in g.log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)  # (send_timeout and the linger) cuts it
+        want = "ok" if reader == "whole" else "cut"
+        (line,) = [x for x in g.log.read_text().splitlines() if f"id={rid}" in x]
+        assert f"outcome={want} " in line, line
+        counted = g.metrics()
+        assert counted[f'svir_gateway_requests_total{{dialect="responses",outcome="{want}"}}'] == 1
