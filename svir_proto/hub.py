@@ -276,6 +276,13 @@ def not_carried(
             for at, detail in sorted(message_image_detail(m).items())
             if detail != "auto"
         ]
+        out += [
+            f"messages[{i}].content: the detail ({image.detail!r}) of an image by URL has no "
+            f"field in {api}: not sent"
+            for i, m in enumerate(request.messages)
+            for image in message_linked(m)
+            if image.detail is not None and image.detail != "auto"
+        ]
     out += [
         f"parameters.{key} has no field in {api}: not sent"
         for key in sorted(set(request.parameters) - set(parameters))

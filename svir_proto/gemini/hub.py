@@ -185,9 +185,11 @@ def _fingerprint(messages: Iterable[LLMMessage]) -> str:
 def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Gemini API only, a sentence each: ``safetySettings``, unknown
     fields, the ``generationConfig`` keys the hub has no field for (``candidateCount``...),
-    and the kinds of part a turn or the system instruction held that have no neutral form
+    the kinds of part a turn or the system instruction held that have no neutral form
     (``fileData`` but an image at a web URL, ``executableCode``...), which only a kept turn
-    gives back."""
+    gives back; the built-in tools (``googleSearch``...); a ``toolConfig`` the neutral tool
+    choice does not give back (names a call may take of several, ``VALIDATED``); and an
+    output format that is not JSON (``text/x.enum``): fidelity 42, F2 to F4."""
     vendor = _ours(request.extensions)
     keys: set[str] = {f"contents[].parts ({kind})" for kind in _unneutral(request.messages)}
     system = vendor.get("systemInstruction")
@@ -197,10 +199,21 @@ def unread(request: LLMRequest) -> list[str]:
     extra = vendor.get("extra")
     if isinstance(extra, Mapping):
         keys |= set(extra)
+    tools = vendor.get("tools")
+    kinds = (
+        {k for t in tools if isinstance(t, Mapping) for k in t}
+        if isinstance(tools, list)
+        else set()
+    )
+    keys |= {f"tools ({kind})" for kind in kinds - {"functionDeclarations"}}
+    if vendor.get("toolConfig") is not None:
+        keys.add("toolConfig")
     rest = vendor.get("generationConfig")
     if isinstance(rest, Mapping):
-        carried = {key for key, _ in _SAMPLING} | {"responseMimeType", "responseSchema"}
-        keys |= {f"generationConfig.{k}" for k in set(rest) - carried - {"responseJsonSchema"}}
+        carried = {key for key, _ in _SAMPLING} | {"responseJsonSchema"}
+        if rest.get("responseMimeType") in (None, "application/json", "text/plain"):
+            carried |= {"responseMimeType", "responseSchema"}  # (the hub's response_format)
+        keys |= {f"generationConfig.{k}" for k in set(rest) - carried}
     return own_fields("the Gemini API", keys)
 
 
@@ -299,13 +312,17 @@ _SCHEMA_MAPS: Final = ("properties", "$defs", "definitions", "patternProperties"
 
 def _json_schema(schema: object) -> object:
     """Gemini's OpenAPI-style ``Schema`` as JSON Schema: its upper-case ``type`` names
-    lower-case (``OBJECT`` is ``object``) throughout; the rest as it is."""
+    lower-case (``OBJECT`` is ``object``) throughout, ``nullable: true`` a type that takes
+    ``null`` too; the rest as it is."""
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = {}
+    nullable = schema.get("nullable") is True and isinstance(schema.get("type"), str)
     for key, value in schema.items():
         if key == "type" and isinstance(value, str):
-            out[key] = value.lower()
+            out[key] = [value.lower(), "null"] if nullable else value.lower()
+        elif key == "nullable" and nullable:
+            continue  # (the type says it)
         elif key in _SCHEMA_MAPS and isinstance(value, Mapping):
             out[key] = {k: _json_schema(v) for k, v in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):
@@ -799,7 +816,9 @@ def _format_in(config: GeminiGenerationConfig | None) -> dict[str, Any] | None:
     any) as the hub's neutral ``response_format``."""
     if config is None or config.response_mime_type != "application/json":
         return None
-    schema = config.extra.get("responseJsonSchema", config.response_schema)
+    schema = config.extra.get("responseJsonSchema")
+    if schema is None:  # Gemini's own schema, as JSON Schema (fidelity 42 F5)
+        schema = _json_schema(config.response_schema)
     if not isinstance(schema, Mapping):
         return {"type": "json_object"}
     return {"type": "json_schema", "name": "response", "schema": dict(schema)}

@@ -64,7 +64,8 @@ __all__ = [
 ]
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")  # 2.6 for schema names; OpenAI's rule
-REASONING_EFFORTS: Final = ("none", "low", "medium", "high", "xhigh")
+REASONING_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh")
+"""OpenAI's ``reasoning_effort`` values (``minimal``: gpt-5's; ``none`` and ``xhigh``: later)."""
 
 
 @final

@@ -268,10 +268,13 @@ def _text_out(fmt: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 def _stateful(request: ResponsesRequest) -> list[str]:
     """Where the request refers to what the Responses API's server keeps: an earlier response,
-    a file by its id, an item by reference; or holds an item only that API has (a built-in
+    a conversation, a stored prompt, a file by its id, an item by reference; or holds an item only that API has (a built-in
     tool's call, or a type this package does not model), which no other dialect can carry:
     sent on, it would be an empty turn (`svir_proto.hub.stateful`)."""
     paths = ["$.previous_response_id"] if request.previous_response_id is not None else []
+    paths += [  # a conversation the server keeps, a prompt it stores (fidelity 42 F8)
+        f"$.{key}" for key in ("conversation", "prompt") if request.extra.get(key) is not None
+    ]
     if isinstance(request.input, str):
         return paths
     for i, item in enumerate(request.input):

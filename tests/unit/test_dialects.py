@@ -810,14 +810,22 @@ def _user_content(to: str, body: bytes) -> list[Any]:
 def test_an_image_by_url_crosses_every_vendor_dialect_in_its_place(given: str, to: str) -> None:
     """Attack 41 F5: the hub's ``linked`` carries an image a user gives by URL, which the
     draft cannot (it carries images as data), from each vendor dialect to each, in its place
-    among the message's parts, and nothing is said lost; an LLM-Stream request refuses it."""
+    among the message's parts, and nothing is said lost but a detail where the target has no
+    field for it (fidelity 42 F15); an LLM-Stream request refuses it."""
     request = _client_request(given, IMAGE_BY_URL[given])
     lost: list[str] = []
     body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
-    assert lost == []
+    detailed = given in ("chat", "responses") and to in ("chat", "responses")
+    api = {"messages": "the Messages API", "gemini": "the Gemini API"}.get(to)
+    said = given in ("chat", "responses") and api is not None
+    assert lost == (
+        [f"messages[0].content: the detail ('low') of an image by URL has no field in {api}: "
+         "not sent"]
+        if said
+        else []
+    )  # fmt: skip
     content = _user_content(to, body)
     images = [p for p in content if "text" not in p and p.get("type") not in ("text", "input_text")]
-    detailed = given in ("chat", "responses") and to in ("chat", "responses")
     want = SENT[to][0]
     if detailed and to == "chat":
         want = {"type": "image_url", "image_url": {"url": CAT, "detail": "low"}}
@@ -887,3 +895,63 @@ def test_a_gemini_parts_with_no_neutral_form_are_said_lost() -> None:
     lost = []
     dialects.translate_request(plain, "chat", lost=lost)
     assert lost == []
+
+
+def test_what_a_gemini_request_asks_of_its_own_api_is_said_lost() -> None:
+    """Fidelity 42, F2 to F5: a choice among some of the functions, ``VALIDATED``, the
+    built-in tools and an enum's output went nowhere, unsaid; Gemini's own schema went as if
+    it were JSON Schema."""
+    f = [{"name": n, "parameters": {"type": "OBJECT"}} for n in ("a", "b", "c")]
+    doc = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": f}, {"googleSearch": {}}, {"codeExecution": {}}],
+        "toolConfig": {"functionCallingConfig": {"mode": "ANY",
+                                                 "allowedFunctionNames": ["a", "b"]}},
+        "generationConfig": {"responseMimeType": "text/x.enum",
+                             "responseSchema": {"type": "STRING", "enum": ["YES", "NO"]}},
+    }  # fmt: skip
+    lost: list[str] = []
+    dialects.translate_request(_client_request("gemini", doc), "chat", lost=lost)
+    assert lost == [
+        f"{key}: a field of the Gemini API only: not sent"
+        for key in (
+            "generationConfig.responseMimeType",
+            "generationConfig.responseSchema",
+            "toolConfig",
+            "tools (codeExecution)",
+            "tools (googleSearch)",
+        )
+    ]
+    validated = {**doc, "tools": doc["tools"][:1], "generationConfig": {}}
+    validated["toolConfig"] = {"functionCallingConfig": {"mode": "VALIDATED"}}
+    lost = []
+    dialects.translate_request(_client_request("gemini", validated), "responses", lost=lost)
+    assert lost == ["toolConfig: a field of the Gemini API only: not sent"]
+    schema = {"type": "OBJECT", "properties": {"n": {"type": "STRING", "nullable": True}}}
+    typed = {**validated, "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}}}
+    typed["generationConfig"] = {"responseMimeType": "application/json", "responseSchema": schema}
+    lost = []
+    sent = dialects.translate_request(_client_request("gemini", typed), "chat", lost=lost)
+    assert lost == []
+    assert json.loads(b"".join(sent.body()))["response_format"]["json_schema"]["schema"] == {  # type: ignore[attr-defined]
+        "type": "object",
+        "properties": {"n": {"type": ["string", "null"]}},
+    }
+
+
+@pytest.mark.parametrize("key", ["conversation", "prompt"])
+def test_a_responses_conversation_or_stored_prompt_goes_to_no_other_dialect(key: str) -> None:
+    """Fidelity 42 F8: what the Responses API's server keeps, like ``previous_response_id``."""
+    value: object = "conv_1" if key == "conversation" else {"id": "pmpt_1", "variables": {}}
+    request = _parsed("responses", {"model": "m", "input": "and then?", key: value})
+    with pytest.raises(ValueError, match=rf"\$\.{key}: only a responses server can read this"):
+        dialects.translate_request(request, "messages")
+
+
+def test_a_chat_reasoning_effort_of_minimal_is_taken() -> None:
+    """Fidelity 42 F11: gpt-5's ``minimal`` was refused in a Chat request."""
+    request = _parsed("chat", {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                               "reasoning_effort": "minimal"})  # fmt: skip
+    assert request.reasoning_effort == "minimal"  # type: ignore[attr-defined]
+    sent = dialects.translate_request(request, "responses")
+    assert json.loads(b"".join(sent.body()))["reasoning"]["effort"] == "minimal"  # type: ignore[attr-defined]
