@@ -617,7 +617,7 @@ def unread(request: LLMRequest) -> list[str]:
     """What `to_hub` kept for the Messages API only, a sentence each: unknown fields, metadata
     but the end user, a ``thinking`` that is not ``enabled`` (``adaptive``...), a tool choice
     of a server tool, and, in what was kept whole, server tools, ``cache_control`` and blocks
-    with no neutral form (not the form alone: text blocks are text)."""
+    with no neutral form (not the form alone: text blocks are text), a tool result's too."""
     vendor = request.extensions.get(VENDOR)
     if not isinstance(vendor, Mapping):
         return []
@@ -643,10 +643,22 @@ def unread(request: LLMRequest) -> list[str]:
             for b in m["content"]
             if isinstance(b, Mapping)
         ]
-        keys |= {"messages[].cache_control"} if _marked(blocks) else set()
+        inner = [  # a tool result's blocks (fidelity 42 F6: a search_result went unsaid)
+            c
+            for b in blocks
+            if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
+            for c in b["content"]
+            if isinstance(c, Mapping)
+        ]
+        keys |= {"messages[].cache_control"} if _marked(blocks) or _marked(inner) else set()
         keys |= {
             f"messages[].content ({t})"
             for t in {b.get("type") for b in blocks} - _NEUTRAL_BLOCKS
+            if isinstance(t, str)
+        }
+        keys |= {
+            f"messages[].content[].content ({t})"
+            for t in {c.get("type") for c in inner} - {"text", "image"}
             if isinstance(t, str)
         }
         linked = _linked(blocks)

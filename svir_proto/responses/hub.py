@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ..events import ReasoningBlock, ReasoningCarrier
@@ -202,6 +202,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         choice = ("name", request.tool_choice.name)
     elif isinstance(request.tool_choice, OtherChoice):
         record["tool_choice"] = dict(request.tool_choice.data)
+        choice = _allowed(request.tool_choice.data, request.tools)
     else:
         choice = request.tool_choice
     reasoning: dict[str, Any] = {}
@@ -266,11 +267,31 @@ def _text_out(fmt: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if fmt is None else {"format": dict(fmt)}
 
 
+def _allowed(data: Mapping[str, Any], tools: Sequence[FunctionTool | OtherTool]) -> Any:
+    """The neutral tool choice an ``allowed_tools`` choice is exactly, else ``None`` (kept
+    whole, and said lost: `unread`): ``required`` of one function is that function; of every
+    declared tool, ``auto`` or ``required`` is itself."""
+    allowed = data.get("tools")
+    mode = data.get("mode")
+    if data.get("type") != "allowed_tools" or not isinstance(allowed, list):
+        return None
+    names = [
+        t.get("name") for t in allowed if isinstance(t, Mapping) and t.get("type") == "function"
+    ]
+    declared = {t.name for t in tools if isinstance(t, FunctionTool)}
+    if len(names) != len(allowed) or not set(names) <= declared or mode not in ("auto", "required"):
+        return None
+    if set(names) == declared and len(declared) == len(tools):
+        return mode
+    return ("name", names[0]) if mode == "required" and len(set(names)) == 1 else None
+
+
 def _stateful(request: ResponsesRequest) -> list[str]:
     """Where the request refers to what the Responses API's server keeps: an earlier response,
-    a conversation, a stored prompt, a file by its id, an item by reference; or holds an item only that API has (a built-in
-    tool's call, or a type this package does not model), which no other dialect can carry:
-    sent on, it would be an empty turn (`svir_proto.hub.stateful`)."""
+    a conversation, a stored prompt, a file by its id, an item by reference; or holds an item
+    only that API has (a built-in tool's call, or a type this package does not model), which
+    no other dialect can carry: sent on, it would be an empty turn
+    (`svir_proto.hub.stateful`)."""
     paths = ["$.previous_response_id"] if request.previous_response_id is not None else []
     paths += [  # a conversation the server keeps, a prompt it stores (fidelity 42 F8)
         f"$.{key}" for key in ("conversation", "prompt") if request.extra.get(key) is not None
@@ -481,6 +502,9 @@ def unread(request: LLMRequest) -> list[str]:
         else set()
     )
     keys |= {f"tools ({', '.join(kinds)})"} if kinds else set()
+    choice = record.get("tool_choice")  # one no neutral choice is exactly (fidelity 42 F1)
+    if isinstance(choice, Mapping) and tool_choice(request) is None:
+        keys.add(f"tool_choice ({choice.get('type')})")
     kept = [
         entry["raw"]
         for m in request.messages
@@ -562,11 +586,16 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         ]
         if neutral == [(t.name, t.description, dict(t.parameters)) for t in request.tools]:
             tools = again
-    choice: Any = tool_choice(request)
+    neutral_choice = tool_choice(request)
+    choice: Any = neutral_choice
     if isinstance(choice, tuple):
         choice = FunctionChoice(choice[1])
     raw_choice = top.get("tool_choice")
-    if choice is None and isinstance(raw_choice, dict) and isinstance(raw_choice.get("type"), str):
+    if (
+        isinstance(raw_choice, dict)
+        and isinstance(raw_choice.get("type"), str)
+        and _allowed(raw_choice, tools) == neutral_choice  # (what it says, as it came)
+    ):
         choice = OtherChoice(data=raw_choice)
     options = reasoning_options(request)
     reasoning = None

@@ -955,3 +955,61 @@ def test_a_chat_reasoning_effort_of_minimal_is_taken() -> None:
     assert request.reasoning_effort == "minimal"  # type: ignore[attr-defined]
     sent = dialects.translate_request(request, "responses")
     assert json.loads(b"".join(sent.body()))["reasoning"]["effort"] == "minimal"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("choice", "chat", "lost"),
+    [
+        ({"mode": "required", "tools": ["a"]}, {"type": "function", "function": {"name": "a"}}, []),
+        ({"mode": "required", "tools": ["a", "b", "c"]}, "required", []),
+        ({"mode": "auto", "tools": ["a", "b", "c"]}, "auto", []),
+        ({"mode": "auto", "tools": ["a", "b"]}, None, ["allowed_tools"]),
+        ({"mode": "required", "tools": ["a", "x"]}, None, ["allowed_tools"]),
+        ({"type": "web_search_preview"}, None, ["web_search_preview"]),
+    ],
+)
+def test_a_responses_choice_of_allowed_tools_goes_where_it_is_exact(
+    choice: dict[str, Any], chat: object, lost: list[str]
+) -> None:
+    """Fidelity 42 F1: ``allowed_tools`` went nowhere, unsaid. A neutral choice carries what
+    it says exactly; any other is said lost; the Responses request comes back as it came."""
+    if "mode" in choice:
+        listed = [{"type": "function", "name": n} for n in choice["tools"]]
+        choice = {"type": "allowed_tools", "mode": choice["mode"], "tools": listed}
+    tools = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in "abc"]
+    request = _parsed("responses", {"model": "m", "input": "hi", "tools": tools,
+                                    "tool_choice": choice})  # fmt: skip
+    said: list[str] = []
+    body = json.loads(b"".join(dialects.translate_request(request, "chat", lost=said).body()))  # type: ignore[attr-defined]
+    assert body.get("tool_choice") == chat
+    assert said == [f"tool_choice ({k}): a field of the Responses API only: not sent" for k in lost]
+    spec = dialects.dialect("responses")
+    back = spec.from_hub(spec.to_hub(request))
+    assert b"".join(back.body()) == b"".join(request.body())  # type: ignore[attr-defined]
+
+
+def test_a_tool_results_blocks_with_no_neutral_form_are_said_lost() -> None:
+    """Fidelity 42 F6: a tool result's ``search_result`` or ``document`` block, or a
+    ``cache_control`` in it, went nowhere, unsaid."""
+    found = {"type": "search_result", "source": "https://x.test", "title": "t",
+             "content": [{"type": "text", "text": "30 days"}]}  # fmt: skip
+    marked = {"type": "text", "text": "see", "cache_control": {"type": "ephemeral"}}
+    doc = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [
+            {"role": "user", "content": "refunds?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
+                                               "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                          "content": [found, marked]}]},
+        ],
+    }  # fmt: skip
+    for to in ("chat", "responses", "gemini"):
+        lost: list[str] = []
+        dialects.translate_request(_parsed("messages", doc), to, lost=lost)
+        assert lost == [
+            "messages[].cache_control: a field of the Messages API only: not sent",
+            "messages[].content[].content (search_result): a field of the Messages API only: "
+            "not sent",
+        ], to
