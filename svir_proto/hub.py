@@ -253,6 +253,7 @@ def not_carried(
     metadata: Iterable[str] = (),
     carriers: Iterable[str] = (),
     image_detail: bool = False,
+    systems_in_place: bool = True,
 ) -> list[str]:
     """What a target dialect (``api``: "the Messages API") does not carry of the request's
     options, a sentence each, for its ``from_hub``'s ``lost``: parameters but
@@ -260,8 +261,10 @@ def not_carried(
     dialect without them does not do); the tools held ``strict`` unless it has that; metadata
     but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and
     each message with signed reasoning of a carrier but ``carriers`` (another vendor's, which
-    it refuses; none: the target carries none); and images' ``detail`` unless it has that
-    (but ``auto``, which asks for nothing)."""
+    it refuses; none: the target carries none); images' ``detail`` unless it has that (but
+    ``auto``, which asks for nothing); and, unless the target keeps a system message where
+    it stands (``systems_in_place``), each that comes after the conversation began, which
+    joins the top-level system prompt (fidelity 42 F9)."""
     theirs = set(carriers)
     out = [
         f"messages[{i}]: reasoning another vendor signed: not sent"
@@ -293,6 +296,14 @@ def not_carried(
         for key in sorted(set(options) - set(served))
         if options[key] not in _ASKS_NOTHING.get(key, ())
     ]
+    if not systems_in_place:
+        began = next((i for i, m in enumerate(request.messages) if m.role != "system"), None)
+        out += [
+            f"messages[{i}]: a system message after the conversation began joins {api}'s "
+            "system prompt: its place is not kept"
+            for i, m in enumerate(request.messages)
+            if began is not None and i > began and m.role == "system"
+        ]
     if not strict and strict_tools(request):
         out.append(f"tools held strict to their schema: {api} has no such mark")
     out += [

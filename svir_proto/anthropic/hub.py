@@ -589,6 +589,7 @@ def from_hub(
             parameters=("max_tokens", "temperature", "top_p", "stop_sequences", "top_k"),
             served=("user",),
             carriers=("thinking",),
+            systems_in_place=False,
         )
     return MessagesRequest(
         model=request.model,

@@ -795,6 +795,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> GeminiReq
             "the Gemini API",
             parameters=("max_tokens", "temperature", "top_p", "stop_sequences", *SAMPLING),
             carriers=(CARRIER,),
+            systems_in_place=False,
         )
         if parallel_tool_calls(request) is False:  # (calls in parallel: Gemini's way)
             lost.append("parallel_tool_calls has no field in the Gemini API: not sent")

@@ -1013,3 +1013,26 @@ def test_a_tool_results_blocks_with_no_neutral_form_are_said_lost() -> None:
             "messages[].content[].content (search_result): a field of the Messages API only: "
             "not sent",
         ], to
+
+
+def test_a_system_message_after_the_conversation_began_is_said_moved() -> None:
+    """Fidelity 42 F9: the Messages and Gemini APIs have one system prompt, before the
+    conversation: a later system message joins it, and that is said."""
+    request = _parsed("chat", {"model": "m", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": "answer in French"},
+        {"role": "user", "content": "2+2?"},
+    ]})  # fmt: skip
+    for to, api in (("messages", "the Messages API"), ("gemini", "the Gemini API")):
+        lost: list[str] = []
+        body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
+        assert lost == [
+            f"messages[3]: a system message after the conversation began joins {api}'s system "
+            "prompt: its place is not kept"
+        ]
+        assert b"answer in French" in body
+    lost = []
+    dialects.translate_request(request, "responses", lost=lost)  # (in its place there)
+    assert lost == []
