@@ -106,6 +106,7 @@ __all__ = [
     "stateful",
     "strict_tools",
     "tool_choice",
+    "unbudgeted",
     "uncarried",
     "web_url",
     "with_linked",
@@ -336,6 +337,18 @@ def effort_for(options: Mapping[str, Any]) -> str | None:
     if type(budget) is not int or budget <= 0:  # (0: no thinking, which needs no effort: one
         return None  # sent to a model that does not reason is refused; review 36)
     return "low" if budget <= 1024 else "medium" if budget <= 2048 else "high"
+
+
+def unbudgeted(request: LLMRequest, api: str) -> list[str]:
+    """A thinking budget that no effort stands for (0: no thinking; below 0, Gemini's "as the
+    model sees fit"), said for a dialect whose reasoning is an effort or a positive budget
+    only (fidelity 42 F12)."""
+    options = reasoning_options(request)
+    budget = options.get("budget_tokens")
+    if options.get("effort") is not None or type(budget) is not int or budget > 0:
+        return []
+    means = "no thinking" if budget == 0 else "as the model sees fit"
+    return [f"reasoning.budget_tokens {budget} ({means}) has no field in {api}: not sent"]
 
 
 def response_format(request: LLMRequest) -> Mapping[str, Any] | None:

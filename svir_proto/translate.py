@@ -83,6 +83,7 @@ from .hub import (
     service_of,
     strict_tools,
     tool_choice,
+    unbudgeted,
     with_linked,
 )
 from .llmstream._lifecycle import State
@@ -445,6 +446,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
         extra = {  # by OpenAI), and how it is to be served
             k: chosen[k] for k in ("presence_penalty", "frequency_penalty") if k in chosen
         } | served
+    notes += unbudgeted(request, "the Chat API")
     notes += not_carried(  # (a Chat request's own: only its signed reasoning, nowhere to go)
         request,
         "the Chat API",

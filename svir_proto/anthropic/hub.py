@@ -73,6 +73,7 @@ from ..hub import (
     service,
     service_of,
     tool_choice,
+    unbudgeted,
     web_url,
     with_linked,
 )
@@ -566,8 +567,8 @@ def from_hub(
     if not isinstance(max_tokens, int):
         max_tokens = default_max_tokens
     thinking = None
-    if type(budget) is int:
-        thinking = Thinking(type="enabled", budget_tokens=budget)
+    if type(budget) is int and budget > 0:  # (0: no thinking, as without it; below: unsaid)
+        thinking = Thinking(type="enabled", budget_tokens=max(budget, _LEAST_BUDGET))
     if "thinking" in vendor:
         raw = vendor["thinking"]
         thinking = Thinking(
@@ -583,6 +584,13 @@ def from_hub(
             )
         elif thinking is None and isinstance(effort, str) and effort != "none":
             lost.append(f"reasoning effort {effort!r} has no thinking budget: not sent")
+        if type(budget) is int and 0 < budget < _LEAST_BUDGET and "thinking" not in vendor:
+            lost.append(
+                f"reasoning.budget_tokens {budget} is below the Messages API's least, "
+                f"{_LEAST_BUDGET}: {_LEAST_BUDGET} sent"
+            )
+        if type(budget) is int and budget < 0:
+            lost += unbudgeted(request, "the Messages API")
         lost += not_carried(
             request,
             "the Messages API",

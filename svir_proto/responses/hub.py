@@ -72,6 +72,7 @@ from ..hub import (
     service_of,
     strict_tools,
     tool_choice,
+    unbudgeted,
     uncarried,
     web_url,
     with_linked,
@@ -603,6 +604,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     if effort is not None and effort not in REASONING_EFFORTS:
         notes.append(f"reasoning effort {effort!r} is not one the Responses API takes: not sent")
         effort = None
+    notes += unbudgeted(request, "the Responses API")
     if summary is not None and summary not in SUMMARIES:
         notes.append(f"reasoning summary {summary!r} is not one the Responses API takes: not sent")
         summary = None

@@ -1036,3 +1036,31 @@ def test_a_system_message_after_the_conversation_began_is_said_moved() -> None:
     lost = []
     dialects.translate_request(request, "responses", lost=lost)  # (in its place there)
     assert lost == []
+
+
+@pytest.mark.parametrize("budget", [0, -1, 500])
+def test_a_gemini_thinking_budget_no_effort_stands_for(budget: int) -> None:
+    """Fidelity 42 F12: ``thinkingBudget`` 0 (no thinking) or -1 (as the model sees fit)
+    went to the OpenAI dialects unsaid, and the Messages API's request was refused naming
+    ``thinking.budget_tokens``, which the client never sent; one under the Messages API's
+    least, 1024, too."""
+    doc = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+           "generationConfig": {"thinkingConfig": {"thinkingBudget": budget}}}  # fmt: skip
+    request = _client_request("gemini", doc)
+    means = {0: "no thinking", -1: "as the model sees fit"}.get(budget)
+    for to, api in (("chat", "the Chat API"), ("responses", "the Responses API")):
+        lost: list[str] = []
+        dialects.translate_request(request, to, lost=lost)
+        said = f"reasoning.budget_tokens {budget} ({means}) has no field in {api}: not sent"
+        assert lost == ([said] if means else []), to
+    lost = []
+    sent = json.loads(b"".join(dialects.translate_request(request, "messages", lost=lost).body()))  # type: ignore[attr-defined]
+    assert sent.get("thinking") == (
+        None if budget <= 0 else {"type": "enabled", "budget_tokens": 1024}
+    )
+    assert lost == {
+        0: [],
+        -1: ["reasoning.budget_tokens -1 (as the model sees fit) has no field in the Messages API: "
+             "not sent"],
+        500: ["reasoning.budget_tokens 500 is below the Messages API's least, 1024: 1024 sent"],
+    }[budget]  # fmt: skip
