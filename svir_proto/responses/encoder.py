@@ -34,8 +34,10 @@ Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, 
     follows writes nothing.
 
 The final response object needs the whole answer, so this encoder keeps it, and only it: the
-text, reasoning and arguments of the output items, at most ``max_output_size`` characters
-(beyond, `AnswerTooLarge`, a `ValueError`; a `StreamFailed` then still ends the stream). What
+text, reasoning and arguments of the output items, at most ``max_output_size`` characters,
+each item counting `ITEM_COST` more (an answer that switched between text and reasoning at
+every character gave a client a new item each time, and a final event of 39 MB: attack 42
+F3) (beyond, `AnswerTooLarge`, a `ValueError`; a `StreamFailed` then still ends the stream). What
 it cannot carry it lists in ``lost``, one sentence each: content-filter verdicts (the API has
 no field for them), a reasoning item's upstream id once its reasoning was written (the id
 must be announced before the signature that carries it; ``hold_reasoning`` keeps it, at the
@@ -73,8 +75,12 @@ from ..events import (
 from ._wire import CARRIERS, REASON_OF, error_code, usage_out
 from .request import KNOWN, ResponsesRequest
 
-__all__ = ["ResponsesStreamEncoder"]
+__all__ = ["ITEM_COST", "ResponsesStreamEncoder"]
 
+ITEM_COST: Final = 256
+"""Characters each output item counts towards ``max_output_size`` besides its text: what it
+takes in the events that open and close it and in the final response object (some 1.3 KB
+and 130 bytes for an item of one character)."""
 _ECHOED: Final = tuple(sorted(KNOWN - {"model", "input", "stream"}))
 """The request fields a response object repeats (when the encoder is given the request)."""
 
@@ -318,7 +324,9 @@ class ResponsesStreamEncoder:
         return out
 
     def _open_item(self, kind: str, item_id: str | None = None) -> bytes:
-        """Close the open item and open one of ``kind`` (message or reasoning)."""
+        """Close the open item and open one of ``kind`` (message or reasoning): it counts
+        `ITEM_COST` characters towards ``max_output_size``."""
+        self._grow(ITEM_COST)
         out = self._close_open()
         prefix = "msg" if kind == "message" else "rs"
         item = _Open(kind, item_id or self._item_id(prefix), len(self._items))
