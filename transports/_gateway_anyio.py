@@ -539,9 +539,9 @@ class Server:
     def done(self, done: Done) -> None:
         record(self.state, done)
         log.info(
-            "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d id=%s %.3fs",
+            "%s %s dialect=%s outcome=%s upstream_failure=%s events=%d lost=%d id=%s %.3fs",
             done.method, done.target, done.dialect, done.outcome, done.upstream_failure or "-",
-            done.events, done.request_id or "-", done.seconds,
+            done.events, done.lost, done.request_id or "-", done.seconds,
         )  # fmt: skip
 
     async def _sweep(self) -> None:

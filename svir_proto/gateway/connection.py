@@ -351,6 +351,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
         self._asked: object = None  # the client's typed request, once translated
         self._lost: list[str] = []  # what its translation could not carry (`Svir-Lost`)
+        self.noted = 0
+        """What the upstream's decoder noticed and the answer did not carry, counted."""
         self._relaying: Literal["", "stream", "raw", "late"] = ""
 
     # -- where the connection is ------------------------------------------------------------
@@ -852,7 +854,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     # -- the upstream's answer, translated ------------------------------------------------------
 
-    def upstream(self, events: list[ExchangeEvent], *, now: int = 0) -> bytes:
+    def upstream(
+        self, events: list[ExchangeEvent], *, now: int = 0, problems: tuple[str, ...] = ()
+    ) -> bytes:
         """The client's bytes for events from the upstream's `Exchange`, in order (Rule 5).
         The stream events of one read go out as one HTTP chunk. A run of text deltas
         (`TextRun`, an upstream connection's with ``text_runs``) is written as its deltas are.
@@ -860,9 +864,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         Args:
             now: seconds since the epoch, for ``stream.start``'s ``created`` when the upstream
                 gives none.
+            problems: with the stream's end, what the upstream's decoder noticed and did not
+                carry (`Completion.problems`): said to the client (`_noted`).
         """
         if self._whole is not None:
-            return self._gather(events, now)
+            return self._gather(events, now, problems)
         out: list[bytes] = []
         pending: list[bytes] = []  # the stream's bytes of these events, framed once
         encode = None if self._out is None else self._out.encode
@@ -885,6 +891,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                             # it went out, so a status, as for a whole answer (attack 35, F4)
                             return b"".join(out) + self._failed(_CUT, now)
                         out.append(self._stream_head())
+                    if type(event) is StreamEnded and problems:
+                        pending.append(self._noted(problems))
                     pending.append(self._encode(event, now))
                     encode = self._encoder(now).encode
                     if isinstance(event, StreamEnded):
@@ -902,7 +910,18 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             out.append(self._chunk(b"".join(pending)))
         return b"".join(out)
 
-    def _gather(self, events: list[ExchangeEvent], now: int) -> bytes:
+    def _noted(self, problems: tuple[str, ...]) -> bytes:
+        """What the upstream's decoder noticed and did not carry (`StreamEnded.problems`: a
+        Gemini code result, a legacy function call...), as SSE comments before the stream's
+        end, one each, as ``Svir-Lost`` values (`_header_values`): a client skips them, a
+        person reading the stream sees them, and the log counts them (attack 42 F5: they
+        went nowhere)."""
+        self.noted += len(problems)
+        return b"".join(
+            b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(list(problems))
+        )
+
+    def _gather(self, events: list[ExchangeEvent], now: int, problems: tuple[str, ...]) -> bytes:
         """`upstream` for a client that asked for no stream (Rule 2): the events are folded,
         and at the stream's end the whole answer goes out, or the failure."""
         fold = self._whole
@@ -922,10 +941,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 return self._failed(attrs.evolve(failure, status=502), now)
             if fold.ended is not None:
                 self._whole = _ANSWERED  # what it holds goes (attack 37 F8: a whole answer that
-                return self._answer(fold, now)  # waited for its client held it twice more)
+                return self._answer(fold, now, problems)  # waited for its client held it twice)
         return b""
 
-    def _answer(self, fold: AnswerFold, now: int) -> bytes:
+    def _answer(self, fold: AnswerFold, now: int, problems: tuple[str, ...]) -> bytes:
         """The whole answer of a stream that ended (Rule 2), or its failure (Rule 5)."""
         result = fold.result()
         if result.error is not None:
@@ -942,6 +961,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return self._failed(attrs.evolve(body, status=502), now)
         self.outcome = "ok" if result.complete else "failed"
         self._mode = "answered"
+        if problems:  # what the decoder did not carry: said with the translation's
+            self.noted += len(problems)
+            room = max(MAX_LOST - len(self._lost), 1)
+            self._lost = self._lost + _header_values(list(problems))[:room]
         return self._response(200, [("Content-Type", "application/json")], body, close=False)
 
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:

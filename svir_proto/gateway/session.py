@@ -214,6 +214,9 @@ class Done:
     events: int
     seconds: float
     request_id: str | None
+    lost: int = 0
+    """What the upstream's decoder noticed and the answer could not carry (`Svir-Lost` values
+    or comments the client got)."""
 
 
 def record(state: GatewayState, done: Done) -> None:
@@ -728,7 +731,9 @@ class GatewaySession:
         assert exchange is not None
         relayed = exchange.relayed
         if not (isinstance(exchange.request, PassThrough) and exchange.request.relay):
-            data = conn.upstream(events, now=self.state.wall(now))
+            ended = bool(events) and type(events[-1]) is StreamEnded  # (what it did not carry)
+            problems = exchange.result.problems if ended else ()
+            data = conn.upstream(events, now=self.state.wall(now), problems=problems)
         else:
             data = self._relay(up, relayed, events, now, error)
         relayed.clear()
@@ -1073,6 +1078,7 @@ class GatewaySession:
                 events=conn.events_forwarded,
                 seconds=now - self._start,
                 request_id=conn.request_id,
+                lost=conn.noted,
             )
         )
         conn.finish_request()

@@ -13,7 +13,9 @@ Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is n
     choices, or a delta's call pieces, are `svir_proto._dialect.MAX_ENTRIES` at most.
 Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
-    ``tool_calls`` (see ``_toolcalls``), in that order.
+    ``tool_calls`` (see ``_toolcalls``), in that order. Any other key that holds something (a
+    legacy ``function_call``, ``annotations``, ``audio``) is noted in ``problems``: not
+    carried.
 Rule 4 (finish): the first ``finish_reason`` counts; a later one is noted in ``problems``.
     ``tool_calls`` exactly when calls exist, except ``length``: a mismatch is noted, not
     repaired.
@@ -417,6 +419,10 @@ class ChatStreamDecoder(DialectDecoder):
             self._grow(len(text) * self._weight, at)
             self._refusal.append(text)
             queue.append(RefusalDelta(text=text))
+        if not delta.keys() <= _DELTA_KEYS:  # what no rule reads: said (attack 42 F4)
+            for key in sorted(delta.keys() - _DELTA_KEYS):
+                if delta[key] not in _NOTHING:
+                    self._note(f"delta.{key} is not carried{_WHAT.get(key, '')}")
         calls = delta.get("tool_calls")
         if calls is not None:
             if type(calls) is not list:
@@ -634,6 +640,16 @@ def _bare_content(choice: object) -> str | None:
 
 
 _BARE_KEYS: Final = frozenset(("index", "delta", "logprobs", "finish_reason"))
+_DELTA_KEYS: Final = frozenset(
+    ("role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
+)
+"""The keys of a delta the rules read (Rule 3); another that holds something is noted."""
+_NOTHING: Final[tuple[object, ...]] = (None, "", [], {})
+_WHAT: Final = {
+    "function_call": " (a legacy function call: the answer's call is lost)",
+    "annotations": " (citations)",
+    "audio": " (audio and its transcript)",
+}
 
 
 def _string(value: object, field: str, at: int) -> str:
