@@ -921,7 +921,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(list(problems))
         )
 
-    def _gather(self, events: list[ExchangeEvent], now: int, problems: tuple[str, ...]) -> bytes:
+    def _gather(
+        self, events: list[ExchangeEvent], now: int, problems: tuple[str, ...] = ()
+    ) -> bytes:
         """`upstream` for a client that asked for no stream (Rule 2): the events are folded,
         and at the stream's end the whole answer goes out, or the failure."""
         fold = self._whole

@@ -39,7 +39,9 @@ REQUIRED = {  # section 5.3: each event's required fields and their JSON types
 
 
 def events(body: bytes) -> list[tuple[str | None, str]]:
-    """(event field, data) of each SSE event: LF line ends, as the draft writes them."""
+    """(event field, data) of each SSE event: LF line ends, as the draft writes them. A block
+    with no data line (comments: a keep-alive, a ``svir-lost`` note) is no event (the SSE
+    rules, which the draft leaves as they are: "SSE transport remains unchanged")."""
     out = []
     for block in body.decode("utf-8").split("\n\n"):
         if not block.strip():
@@ -50,7 +52,8 @@ def events(body: bytes) -> list[tuple[str | None, str]]:
                 name = line[7:]
             elif line.startswith("data: "):
                 data.append(line[6:])
-        out.append((name, "\n".join(data)))
+        if data or not all(line.startswith(":") for line in block.split("\n")):
+            out.append((name, "\n".join(data)))
     return out
 
 
