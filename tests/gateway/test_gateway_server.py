@@ -429,3 +429,39 @@ def test_a_big_openai_body_passes_piece_by_piece(replay: ReplayServer) -> None:
     sent = [r for r in replay.requests[before:] if r.method == "POST"]  # not the /readyz probe
     assert sent[0].body == body  # byte for byte
     assert text_of(raw) == "Answer."
+
+
+def test_what_the_upstreams_decoder_did_not_carry_is_said(
+    replay: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Attack 42 F5: what an upstream's decoder noticed and a translated answer does not carry
+    (here: its end marker came with no finish) went nowhere. A stream says it in a comment
+    before its end, which clients skip; a whole answer in a ``Svir-Lost`` field; the log
+    counts it."""
+    import http.client
+
+    note = "[DONE] came without a finish_reason"
+    upstream = replay.base("replay", "no-finish-mlx", "chunked")
+    asked = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    with caplog.at_level(logging.INFO, logger="svir.gateway"), gateway(upstream) as (base, _):
+        _, _, raw = raw_post(
+            base, llm_body("noted"), {"Content-Type": "application/llm-request+json"}
+        )
+        conn = http.client.HTTPConnection("127.0.0.1", int(base.split(":")[2].split("/")[0]))
+        try:
+            conn.request(
+                "POST", "/v1/messages", json.dumps(asked), {"Content-Type": "application/json"}
+            )
+            whole = conn.getresponse()
+            whole.read()
+        finally:
+            conn.close()
+    said = b': svir-lost "' + note.encode() + b'"\n\n'
+    assert said in raw
+    assert raw.index(said) < raw.index(b"event: stream.end")
+    assert check(raw)[0] == []  # (a comment is no event)
+    assert whole.status == 200
+    assert f'"{note}"' in (whole.msg.get_all("svir-lost") or [])
+    logged = [r.message for r in caplog.records if "outcome=" in r.message]
+    assert len(logged) == 2
+    assert all(" lost=1 " in line for line in logged), logged

@@ -752,3 +752,25 @@ def test_a_chunk_holds_max_entries_choices_and_call_pieces_at_most() -> None:
     doc = {**HEAD, "choices": choices}
     with pytest.raises(PeerProtocolError, match="choices holds 1026 entries"):
         decode(b"data: " + json.dumps(doc).encode() + b"\n\n")
+
+
+def test_a_deltas_keys_no_rule_reads_are_noted() -> None:
+    """Attack 42 F4: a legacy ``function_call``, ``annotations`` and ``audio`` went nowhere in a
+    translation, unsaid: each that holds something is noted once; what holds nothing is not."""
+    body = (
+        chunk({"role": "assistant", "content": "", "function_call": {"name": "f", "arguments": ""}})
+        + chunk({"function_call": {"arguments": "{}"}})
+        + chunk({"content": "a", "annotations": [{"type": "url_citation"}], "audio": None})
+        + chunk({"audio": {"transcript": "hi"}, "annotations": []})
+        + chunk({}, "function_call")
+        + DONE
+    )
+    _, d = decode(body)
+    assert [p for p in d.result.problems if p.startswith("delta.")] == [
+        "delta.function_call is not carried (a legacy function call: the answer's call is lost)",
+        "delta.annotations is not carried (citations)",
+        "delta.audio is not carried (audio and its transcript)",
+    ]
+    quiet = chunk({"content": "a", "function_call": None, "audio": {}}) + chunk({}, "stop")
+    _, plain = decode(quiet + DONE)
+    assert plain.result.problems == ()
