@@ -304,6 +304,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             parallel_tool_calls=parallel,
             reasoning=reasoning,
             service=service_of({"user": request.metadata.get("user_id")}),
+            strict_tools=[t.name for t in request.tools if t.extra.get("strict") is True],
         ),
     )
     kept = {k: vendor[k] for k in ("tools", "tool_choice") if k in vendor}

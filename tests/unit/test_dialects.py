@@ -1064,3 +1064,21 @@ def test_a_gemini_thinking_budget_no_effort_stands_for(budget: int) -> None:
              "not sent"],
         500: ["reasoning.budget_tokens 500 is below the Messages API's least, 1024: 1024 sent"],
     }[budget]  # fmt: skip
+
+
+def test_a_messages_tool_held_strict_stays_strict() -> None:
+    """Fidelity 42 F14: an Anthropic tool's ``strict: true`` went to the Responses API as
+    ``strict: false``, and to the Chat API as nothing."""
+    tool = {
+        "name": "save",
+        "description": "save",
+        "strict": True,
+        "input_schema": {"type": "object", "properties": {}, "additionalProperties": False},
+    }
+    loose = {"name": "look", "description": "look", "input_schema": {"type": "object"}}
+    request = _parsed("messages", {"model": "m", "max_tokens": 5, "tools": [tool, loose],
+                                   "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+    chat = json.loads(b"".join(dialects.translate_request(request, "chat").body()))  # type: ignore[attr-defined]
+    assert [t["function"].get("strict") for t in chat["tools"]] == [True, None]
+    sent = json.loads(b"".join(dialects.translate_request(request, "responses").body()))  # type: ignore[attr-defined]
+    assert [t["strict"] for t in sent["tools"]] == [True, False]
