@@ -223,6 +223,13 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         vendor["user"] = request.user
     if request.extra_body:
         vendor["extra_body"] = dict(request.extra_body)
+    unsigned = [  # (signed, it goes as the message's reasoning blocks)
+        i
+        for i, m in enumerate(request.messages)
+        if isinstance(m, AssistantMessage) and m.reasoning and m.reasoning_carrier != "think"
+    ]
+    if unsigned:  # said by `openai_unread` (fidelity 42 F10)
+        vendor["unsigned_reasoning"] = unsigned
     neutral: HubToolChoice | None = None  # the hub's too: every dialect reads it (attack 28)
     if isinstance(choice, NamedToolChoice):
         neutral = ("name", choice.name)
@@ -267,13 +274,20 @@ def openai_unread(request: LLMRequest) -> list[str]:
     beside the typed ones (``extra_body``: ``logprobs``, ``logit_bias``, ``metadata``...) but
     the hub's (`svir_proto.hub.SAMPLING`, `svir_proto.hub.SERVICE`)."""
     vendor = request.extensions.get(OPENAI_EXTENSION)
-    extra = vendor.get("extra_body") if isinstance(vendor, dict) else None
+    vendor = vendor if isinstance(vendor, dict) else {}
+    unsigned = vendor.get("unsigned_reasoning")
+    said = [
+        f"messages[{i}]: an assistant's reasoning that no signature vouches for, which only a "
+        "Chat server takes back: not sent"
+        for i in (unsigned if isinstance(unsigned, list) else ())
+    ]
+    extra = vendor.get("extra_body")
     if not isinstance(extra, dict):
-        return []
+        return said
     keys = set(extra) - set(SAMPLING) - set(SERVICE)
     if _string_pairs(extra.get("metadata")):
         keys.discard("metadata")  # the draft's (`_metadata`)
-    return own_fields("the Chat API", keys)
+    return own_fields("the Chat API", keys) + said
 
 
 def _parts(content: str | tuple[Part, ...] | None) -> tuple[Part, ...]:

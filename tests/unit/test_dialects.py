@@ -1082,3 +1082,20 @@ def test_a_messages_tool_held_strict_stays_strict() -> None:
     assert [t["function"].get("strict") for t in chat["tools"]] == [True, None]
     sent = json.loads(b"".join(dialects.translate_request(request, "responses").body()))  # type: ignore[attr-defined]
     assert [t["strict"] for t in sent["tools"]] == [True, False]
+
+
+def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
+    """Fidelity 42 F10: a Chat assistant turn's ``reasoning_content``, which no other dialect
+    takes back without a signature, went nowhere, unsaid."""
+    request = _parsed("chat", {"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning_content": "they greet me"},
+        {"role": "user", "content": "bye"},
+    ]})  # fmt: skip
+    for to in ("messages", "responses", "gemini"):
+        lost: list[str] = []
+        dialects.translate_request(request, to, lost=lost)
+        assert lost == [
+            "messages[1]: an assistant's reasoning that no signature vouches for, which only a "
+            "Chat server takes back: not sent"
+        ], to
