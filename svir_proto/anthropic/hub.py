@@ -124,7 +124,10 @@ _LEAST_TOP_P: Final = 0.95
 # -- to the hub -------------------------------------------------------------------------------
 
 
-def _part(b: TextBlock | ImageBlock) -> LLMTextPart | LLMMediaPart:
+def _part(b: TextBlock | ImageBlock | OtherBlock) -> LLMTextPart | LLMMediaPart:
+    if isinstance(b, OtherBlock):  # a document of base64 data (`_document`)
+        source = b.value["source"]
+        return LLMMediaPart(type="document", media_type=source["media_type"], data=source["data"])
     if isinstance(b, TextBlock):
         return LLMTextPart(text=b.text)
     if b.image is not None:
@@ -134,12 +137,31 @@ def _part(b: TextBlock | ImageBlock) -> LLMTextPart | LLMMediaPart:
     return LLMMediaPart(type="image", media_type=b.media_type or "", data=b.data)
 
 
-def _neutral(b: object) -> TypeGuard[TextBlock | ImageBlock]:
-    """A text block, or an image given as its bytes: what the hub carries (an image by URL or
-    file id is named lost by `unread`)."""
+def _neutral(b: object) -> TypeGuard[TextBlock | ImageBlock | OtherBlock]:
+    """A text block, an image given as its bytes, or a document of base64 data with nothing
+    besides: what the hub carries (an image by URL is its ``linked``; one by file id, a
+    document's title or citations are named lost by `unread`; fidelity 42 F7: a user's PDF
+    went nowhere where the hub carries documents)."""
     if isinstance(b, ImageBlock):
         return b.url is None and b.file_id is None
+    if isinstance(b, OtherBlock):
+        return _document(b.value)
     return isinstance(b, TextBlock)
+
+
+def _document(value: Mapping[str, Any]) -> bool:
+    """``{"type": "document", "source": {"type": "base64", "media_type": ..., "data": ...}}``."""
+    source = value.get("source")
+    return (
+        value.keys() == {"type", "source"}
+        and value["type"] == "document"
+        and isinstance(source, Mapping)
+        and source.keys() == {"type", "media_type", "data"}
+        and source["type"] == "base64"
+        and isinstance(source["media_type"], str)
+        and "/" in source["media_type"]
+        and isinstance(source["data"], str)
+    )
 
 
 def _user(blocks: tuple[Block, ...]) -> list[LLMMessage]:

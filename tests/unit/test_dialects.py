@@ -1099,3 +1099,32 @@ def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
             "messages[1]: an assistant's reasoning that no signature vouches for, which only a "
             "Chat server takes back: not sent"
         ], to
+
+
+def test_a_messages_users_document_crosses_where_documents_go() -> None:
+    """Fidelity 42 F7: a user's base64 PDF was only said lost, though the hub carries
+    documents: now it goes to the Responses and Gemini APIs, and the Chat API refuses it, as
+    another dialect's; one with a title or citations stays the Messages API's, said."""
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": "JVBERi0xLjQ="}}  # fmt: skip
+    doc = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": [pdf, {"type": "text", "text": "sum up"}]}],
+    }
+    request = _parsed("messages", doc)  # fmt: skip
+    sent = json.loads(b"".join(dialects.translate_request(request, "gemini").body()))  # type: ignore[attr-defined]
+    assert sent["contents"][0]["parts"][0] == {
+        "inlineData": {"mimeType": "application/pdf", "data": "JVBERi0xLjQ="}
+    }
+    sent = json.loads(b"".join(dialects.translate_request(request, "responses").body()))  # type: ignore[attr-defined]
+    assert sent["input"][0]["content"][0]["file_data"] == "data:application/pdf;base64,JVBERi0xLjQ="
+    with pytest.raises(ValueError, match="cannot carry a document part"):
+        dialects.translate_request(request, "chat")
+    spec = dialects.dialect("messages")
+    assert b"".join(spec.from_hub(spec.to_hub(request)).body()) == b"".join(request.body())  # type: ignore[attr-defined]
+    titled = {**pdf, "title": "contract"}
+    doc["messages"] = [{"role": "user", "content": [titled, {"type": "text", "text": "sum up"}]}]
+    lost: list[str] = []
+    dialects.translate_request(_parsed("messages", doc), "gemini", lost=lost)
+    assert lost == ["messages[].content (document): a field of the Messages API only: not sent"]
