@@ -2,8 +2,9 @@
 Anthropic client can be served by any upstream and any client by an Anthropic upstream.
 
 `to_hub` maps what the neutral request has fields for: ``system`` to a system message; user
-text and base64 images (images from disk stay paths, streamed while sending) to parts, and
-images by ``http(s)`` URL to the hub's ``linked`` (`svir_proto.hub.LinkedImage`); each
+text, base64 images (images from disk stay paths, streamed while sending) and documents of
+base64 data with nothing besides to parts, and images by ``http(s)`` URL to the hub's
+``linked`` (`svir_proto.hub.LinkedImage`); each
 ``tool_result`` to a ``tool`` message (its error flag as the ``is_error`` message extension)
 before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``input`` as JSON
 ``arguments``) and ``thinking``/``redacted_thinking`` blocks (the ``reasoning`` message
