@@ -46,28 +46,16 @@ framer holds: a longer one (a delta tens of kB long) is left to the lane, so tha
 copies it again."""
 
 MAX_ENTRIES: Final = 1024
-"""Entries one event's list may hold where each becomes events of its own: a Chat chunk's
-``choices`` and a delta's ``tool_calls`` (after `svir_proto.openai.stream`'s joins), a Gemini
-chunk's ``candidates`` and a candidate's ``parts``, a Responses item's parts (a message's
-content, a reasoning item's summary and content). Servers send one to a few, a call's
-pieces as many as its calls (``max_tool_calls``, 128). Past it, an event of a few megabytes
-would give hundreds of thousands of events at once, and a translating gateway's client ten
-times its bytes at once (attack 41 F1, F2: Gemini parts alternating thought and text, which
-no join can merge, gave a Messages client 92 MB for 8 MB, stalled the loop 2.4 s and held
-600 MB for a client that read nothing)."""
-
-
-def entries(items: list[object], what: str, at: int) -> list[object]:
-    """``items``, or a `PeerProtocolError` naming ``what`` and the bound when it holds more
-    than `MAX_ENTRIES`."""
-    if len(items) > MAX_ENTRIES:
-        raise PeerProtocolError(
-            f"{what} holds {len(items)} entries: more than {MAX_ENTRIES} in one event",
-            offset=at,
-            limit="max_entries",
-            limit_value=MAX_ENTRIES,
-        )
-    return items
+"""Entries one event's lists may hold in all where each becomes events of its own: a Chat
+chunk's ``choices`` and their deltas' ``tool_calls`` (after `svir_proto.openai.stream`'s
+joins), a Gemini chunk's ``candidates`` and their ``parts`` (after its joins), a Responses
+event's items' parts (a message's content, a reasoning item's summary and content). Servers
+send one to a few, a call's pieces as many as its calls (``max_tool_calls``, 128). Past it,
+an event of a few megabytes would give hundreds of thousands of events at once, and a
+translating gateway's client ten times its bytes at once (attack 41 F1, F2: Gemini parts
+alternating thought and text, which no join can merge, gave a Messages client 92 MB for
+8 MB, stalled the loop 2.4 s and held 600 MB for a client that read nothing); counted over
+all of the event's lists, so that nesting them multiplies nothing (review 42 F1)."""
 
 
 DEEP: Final = 2 * _json.MAX_DEPTH
@@ -114,6 +102,8 @@ class DialectDecoder(PullDecoder[Event]):
         self._block = self._kept()  # reasoning since the last signature (`_sign`)
         self._blocks: list[ReasoningBlock] = []
         self._problems = Notes()  # said once each, bounded (`_notes`)
+        self._listed_at = -1  # the event whose lists `_entries` counts
+        self._listed = 0
         # the surrogate pairs cut between payloads (strict)
         self._halves = Halves(self.TEXTS, runs=self.RUNS)
 
@@ -403,6 +393,23 @@ class DialectDecoder(PullDecoder[Event]):
             raise error from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise json_error(payload, at, exc, what) from exc
+
+    def _entries(self, items: list[object], what: str, at: int) -> list[object]:
+        """``items``, a list of the event at offset ``at`` whose entries each become events:
+        a `PeerProtocolError` naming ``what`` and the bound when the event's lists hold more
+        than `MAX_ENTRIES` in all."""
+        if at != self._listed_at:  # (each event its own offset: its own count)
+            self._listed_at, self._listed = at, 0
+        self._listed += len(items)
+        if self._listed > MAX_ENTRIES:
+            raise PeerProtocolError(
+                f"{what} holds {len(items)} entries: the event's lists hold more than "
+                f"{MAX_ENTRIES} in all",
+                offset=at,
+                limit="max_entries",
+                limit_value=MAX_ENTRIES,
+            )
+        return items
 
     def _note(self, problem: str) -> None:
         """A problem worth saying once, however often it happens (`Notes`)."""

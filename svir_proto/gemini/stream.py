@@ -69,7 +69,7 @@ from typing import Any, Final
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
@@ -477,7 +477,7 @@ class GeminiStreamDecoder(DialectDecoder):
         if candidates is not None:
             if type(candidates) is not list:
                 raise PeerProtocolError("'candidates' must be a list", offset=at)
-            for candidate in entries(candidates, "candidates", at):
+            for candidate in self._entries(candidates, "candidates", at):
                 self._candidate(candidate, at)
         usage = obj.get("usageMetadata")
         if usage is not None:
@@ -537,7 +537,7 @@ class GeminiStreamDecoder(DialectDecoder):
                 if parts and not self._started:
                     self._start()
                 for part in (
-                    entries(_merged(parts), "content.parts", at) if len(parts) > 1 else parts
+                    self._entries(_merged(parts), "content.parts", at) if len(parts) > 1 else parts
                 ):
                     self._part(part, at)
         ratings = candidate.get("safetyRatings")

@@ -40,7 +40,7 @@ from typing import Final, Literal
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries
+from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
@@ -243,7 +243,9 @@ class ChatStreamDecoder(DialectDecoder):
         if choices is not None:
             if type(choices) is not list:
                 raise PeerProtocolError("'choices' must be a list", offset=at)
-            for choice in choices if len(choices) < 2 else entries(_folded(choices), "choices", at):
+            for choice in (
+                choices if len(choices) < 2 else self._entries(_folded(choices), "choices", at)
+            ):
                 self._choice(choice, at)
         usage = obj.get("usage")
         if usage is not None:
@@ -428,7 +430,7 @@ class ChatStreamDecoder(DialectDecoder):
             if type(calls) is not list:
                 raise PeerProtocolError("delta.tool_calls must be a list", offset=at)
             piece = self._calls.piece
-            for raw in entries(folded(calls), "delta.tool_calls", at):
+            for raw in self._entries(folded(calls), "delta.tool_calls", at):
                 self._tool_delta(piece(raw, at), at)
 
     def _tool_delta(self, call: ToolCallDelta, at: int) -> None:

@@ -80,7 +80,7 @@ from zlib import crc32
 
 from .. import _json
 from .. import _weights as weights
-from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, entries, json_error
+from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder, json_error
 from .._notes import MAX_NOTE
 from .._pieces import Pieces
 from .._template import BUDGET, Template, budget_after
@@ -650,7 +650,9 @@ class ResponsesStreamDecoder(DialectDecoder):
         if kind == "message":
             content = item.get("content")
             parts = (
-                entries(content, "a message item's content", at) if type(content) is list else ()
+                self._entries(content, "a message item's content", at)
+                if type(content) is list
+                else ()
             )
             for i, part in enumerate(parts):
                 if type(part) is dict:
@@ -662,7 +664,9 @@ class ResponsesStreamDecoder(DialectDecoder):
             for key, field in (("s", "summary"), ("c", "content")):
                 given = item.get(field)
                 listed = (
-                    entries(given, f"a reasoning item's {field}", at) if type(given) is list else ()
+                    self._entries(given, f"a reasoning item's {field}", at)
+                    if type(given) is list
+                    else ()
                 )
                 for i, part in enumerate(listed):
                     if type(part) is dict and type(part.get("text")) is str:

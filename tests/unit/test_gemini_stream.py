@@ -904,11 +904,12 @@ def test_what_a_text_part_carries_beside_its_text_does_not_break_a_run() -> None
 def test_a_chunk_holds_max_entries_parts_and_candidates_at_most() -> None:
     """Attack 41 F1: parts alternating thought and text, which no join merges, were each an
     event, and a Messages client's three; past `MAX_ENTRIES` the stream fails, naming it,
-    after what came before."""
+    after what came before; counted over the event's lists in all, so that candidates of no
+    index (each candidate 0) multiply nothing (review 42 F1)."""
     alternating = [{"text": "a", "thought": i % 2 == 0} for i in range(MAX_ENTRIES + 1)]
-    at_most = alternating[:MAX_ENTRIES]
+    at_most = alternating[: MAX_ENTRIES - 1]  # (and its candidate: the event's lists in all)
     events, _ = decode(sse(chunk(*at_most, finish="STOP")))
-    assert sum(isinstance(e, (TextDelta, ReasoningDelta)) for e in events) == MAX_ENTRIES
+    assert sum(isinstance(e, (TextDelta, ReasoningDelta)) for e in events) == MAX_ENTRIES - 1
     body = sse(chunk({"text": "before"}), chunk(*alternating))
     d = GeminiStreamDecoder()
     assert TextDelta(text="before") in d.feed(body)  # what came before, then the error
@@ -922,3 +923,8 @@ def test_a_chunk_holds_max_entries_parts_and_candidates_at_most() -> None:
     ]
     many = {"candidates": [{"index": 1}] * (MAX_ENTRIES + 1), "responseId": "r"}
     assert "candidates holds 1025 entries" in str(error_of(sse(many)))
+    half = alternating[: MAX_ENTRIES // 2]
+    nested = {"candidates": [{"content": {"parts": half, "role": "model"}}] * 2}
+    assert "content.parts holds 512 entries: the event's lists hold more" in str(
+        error_of(sse(nested))
+    )

@@ -752,6 +752,11 @@ def test_a_chunk_holds_max_entries_choices_and_call_pieces_at_most() -> None:
     doc = {**HEAD, "choices": choices}
     with pytest.raises(PeerProtocolError, match="choices holds 1026 entries"):
         decode(b"data: " + json.dumps(doc).encode() + b"\n\n")
+    pieces = [_bare(i % 2, "a") for i in range(400)]  # review 42 F1: nested, they add up
+    nested = [{"index": 0, "delta": {"tool_calls": opened + pieces}}] * 3
+    doc = {**HEAD, "choices": nested}
+    with pytest.raises(PeerProtocolError, match="the event's lists hold more than 1024"):
+        decode(b"data: " + json.dumps(doc).encode() + b"\n\n")
 
 
 def test_a_deltas_keys_no_rule_reads_are_noted() -> None:
