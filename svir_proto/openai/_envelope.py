@@ -50,7 +50,16 @@ from .._jsonbytes import (
 from .._template import BUDGET
 from ..events import ReasoningCarrier, Usage, usage_counts
 
-__all__ = ["BUDGET", "NO_FILTERS", "USAGE_PATHS", "Envelope", "Read", "learnable", "plain_delta"]
+__all__ = [
+    "BUDGET",
+    "LEARNED_FROM",
+    "NO_FILTERS",
+    "USAGE_PATHS",
+    "Envelope",
+    "Read",
+    "learnable",
+    "plain_delta",
+]
 
 _DELTA: Final = b'"delta":'
 _CONTENT: Final = b'{"content":"'
@@ -87,10 +96,11 @@ _CARRIERS: Final[dict[bytes, ReasoningCarrier]] = {
 }
 
 
-_LEARNED_FROM: Final = 1 << 16
+LEARNED_FROM: Final = 1 << 16
 """The longest chunk an envelope is learned from (Rule 1): finding a delta's end parses it
-again, 0.27 s for a delta of 8 MB of tiny objects (attack 41 F3). The next chunk, a few
-hundred bytes in a stream of tokens, teaches the same envelope."""
+again, 0.27 s for a delta of 8 MB of tiny objects (attack 41 F3). The decoder does not try
+one (it is no try of Rule 4: the envelope it has stays); the next chunk, a few hundred bytes
+in a stream of tokens, teaches the same envelope."""
 
 
 _Match = Callable[[bytes | bytearray, int], "re.Match[bytes] | None"]
@@ -177,8 +187,6 @@ class Envelope:
         """The envelope of a chunk read the general way whose choice is `learnable`, its
         ``usage`` (``None``, or `learnable`'s counts), or ``None`` when its bytes do not allow
         one (Rule 1)."""
-        if len(payload) > _LEARNED_FROM:
-            return None
         at = payload.find(_DELTA)
         if at < 0 or payload.find(_DELTA, at + 1) >= 0:
             return None

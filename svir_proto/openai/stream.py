@@ -61,7 +61,7 @@ from ..events import (
     usage_counts,
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
-from ._envelope import BUDGET, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
+from ._envelope import BUDGET, LEARNED_FROM, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
 from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, folded
@@ -347,6 +347,8 @@ class ChatStreamDecoder(DialectDecoder):
     def _learn(self, payload: bytes | bytearray, choice: dict[str, object], usage: object) -> None:
         if not self._started:
             return  # a repeat reads its delta past _delta, which would start the stream
+        if len(payload) > LEARNED_FROM:  # not a try: what was learned stays (review 42 F7)
+            return
         previous = self._envelope
         if previous is not None:
             self._budget = BUDGET if previous.hits else self._budget - 1

@@ -30,7 +30,7 @@ from svir_proto.events import (
 )
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
-from svir_proto.openai._envelope import Envelope, plain_delta
+from svir_proto.openai._envelope import BUDGET, Envelope, plain_delta
 from tests.helpers import CONFORMANCE, bytewise, run
 
 HEAD = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -329,6 +329,11 @@ def test_a_chunk_over_64_kib_teaches_no_envelope() -> None:
     assert d._envelope is not None
     assert d.feed(chunk({"content": "b"})) == [TextDelta(text="b")]
     assert d._envelope.hits == 1
+    many = ChatStreamDecoder()  # review 42 F7: no try of Rule 4, however many come
+    many.feed(b"".join(chunk({"content": "x" * (1 << 16)}) for _ in range(BUDGET + 2)))
+    many.feed(chunk({"content": "a"}) + chunk({"content": "b"}))
+    assert many._envelope is not None
+    assert many._envelope.hits == 1
 
 
 def vllm(delta: object, completion: int, **usage: object) -> bytes:
