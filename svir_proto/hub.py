@@ -411,7 +411,7 @@ def message_extensions(
 
 def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:
     """The images the message gives by URL (``linked``), in their order; what is malformed
-    (a URL that is not ``http``/``https`` of visible ASCII, say) is skipped, and a place past
+    (a URL that is not ``http``/``https`` of visible characters, say) is skipped, and a place past
     the message's parts is its end."""
     raw = _ours(message.extensions).get("linked")
     if not isinstance(raw, list):
@@ -426,13 +426,9 @@ def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:
 
 
 def web_url(url: str) -> bool:
-    """An ``http`` or ``https`` URL of visible characters: what every dialect sends on."""
-    return (
-        url.startswith(("http://", "https://"))
-        and url.isprintable()
-        and url.isascii()
-        and " " not in url
-    )
+    """An ``http`` or ``https`` URL of visible characters (no space, tab or control
+    character): what every dialect sends on."""
+    return url.startswith(("http://", "https://")) and url.isprintable() and " " not in url
 
 
 _Item = TypeVar("_Item")

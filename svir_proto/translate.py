@@ -84,6 +84,7 @@ from .hub import (
     strict_tools,
     tool_choice,
     unbudgeted,
+    web_url,
     with_linked,
 )
 from .llmstream._lifecycle import State
@@ -133,7 +134,7 @@ CHAT_FIELDS: Final = {
 def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLMRequest:
     """An OpenAI request as an `LLMRequest` (the module docstring says what does not carry)."""
     messages = []
-    for m in request.messages:
+    for i, m in enumerate(request.messages):
         if isinstance(m, SystemMessage):
             ext = {OPENAI_EXTENSION: {"role": m.role}} if m.role != "system" else {}
             messages.append(LLMMessage(role="system", content=m.content, extensions=ext))
@@ -141,7 +142,7 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
             parts: list[Part] = []
             details: dict[int, str] = {}
             linked: list[LinkedImage] = []
-            for p in m.content:
+            for j, p in enumerate(m.content):
                 if isinstance(p, TextPart):
                     parts.append(LLMTextPart(text=p.text))
                 elif isinstance(p, TextFile):
@@ -152,6 +153,11 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
                     else:
                         parts.append(LLMTextPart(text=p.opening() + (p.text or "") + "\n</file>"))
                 elif p.url is not None:  # the hub's own (the draft carries images as data)
+                    if not web_url(p.url):  # (review 42 F2: it went nowhere, unsaid)
+                        raise ValueError(
+                            f"messages[{i}].content[{j}]: an image URL with a character that is "
+                            "not visible (a tab, a control character) cannot cross dialects"
+                        )
                     linked.append(LinkedImage(at=len(parts), url=p.url, detail=p.detail))
                 else:
                     if p.detail is not None:

@@ -395,3 +395,14 @@ def attrs_evolve(request: ChatRequest, **changes: object) -> ChatRequest:
     import attrs
 
     return attrs.evolve(request, **changes)  # type: ignore[misc]
+
+
+def test_an_image_url_no_dialect_would_send_is_refused() -> None:
+    """Review 42 F2: an image URL the Chat request takes (a tab in it) but the hub's
+    ``linked`` does not went nowhere, unsaid: it is refused, naming the part."""
+    odd = ChatRequest(
+        model="m",
+        messages=[UserMessage(content=[TextPart(text="a"), ImagePart.from_url("https://x/\ty")])],
+    )
+    with pytest.raises(ValueError, match=r"messages\[0\]\.content\[1\]: an image URL with"):
+        openai_to_llm(odd)
