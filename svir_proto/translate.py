@@ -39,7 +39,9 @@ Lost on the way to LLM-Stream, and only these: assistant reasoning text (no fiel
 draft; signed ``thinking_blocks`` go as the message's reasoning blocks). An image's ``detail``
 is the hub's (`svir_proto.hub.message_image_detail`). An image given by URL is the hub's
 ``linked`` (`svir_proto.hub.LinkedImage`: the draft carries images as data), which every vendor
-dialect sends as its own image by URL and an LLM-Stream request refuses (``ValueError``). A
+dialect sends as its own image by URL, and `svir_proto.dialects.translate_request` to
+LLM-Stream refuses (``ValueError``); an `LLMRequest` sent as it is carries it under
+``vendor:svir`` only, and one whose URL has a character that is not visible is refused. A
 text file becomes a ``document`` part (``text/plain``, still streamed from disk). Document and
 audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` raises
 ``ValueError`` naming the part.

@@ -17,7 +17,7 @@ import attrs
 
 from ..body import JSONTextFile
 
-__all__ = ["IMAGE_TYPES", "ImageDetail", "ImagePart", "TextFile", "TextPart"]
+__all__ = ["IMAGE_TYPES", "ImageDetail", "ImagePart", "TextFile", "TextPart", "url_image_type"]
 
 ImageDetail = Literal["auto", "low", "high"]
 """OpenAI's ``image_url.detail``: how closely the model looks (and how many tokens it costs)."""
