@@ -694,7 +694,15 @@ def unread(request: LLMRequest) -> list[str]:
             for t in {c.get("type") for c in inner} - {"text", "image"}
             if isinstance(t, str)
         }
-        linked = _linked(blocks)
+        users = {  # a user's blocks: only they may be the hub's linked images
+            id(b)
+            for m in messages
+            if isinstance(m, Mapping)
+            and m.get("role") == "user"
+            and isinstance(m.get("content"), list)
+            for b in m["content"]
+        }
+        linked = _linked(blocks, users)
         return own_fields("the Messages API", keys) + [_NOT_LINKED[kind] for kind in sorted(linked)]
     return own_fields("the Messages API", keys)
 
@@ -707,10 +715,11 @@ _NOT_LINKED: Final = {
 }
 
 
-def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
+def _linked(blocks: list[Mapping[str, Any]], users: set[int]) -> set[str]:
     """The kinds of source (``url``, ``file``) of the images in ``blocks`` and in their tool
     results that are not their bytes and that the hub's ``linked`` does not carry (a tool
-    result's, a file's; attack 41 F5: they went nowhere, unsaid)."""
+    result's, an assistant's, a file's; attack 41 F5: they went nowhere, unsaid); ``users``,
+    the ids of the blocks of user messages."""
     kinds: set[str] = set()
     for b in blocks:
         inner = b.get("content") if b.get("type") == "tool_result" else None
@@ -720,7 +729,9 @@ def _linked(blocks: list[Mapping[str, Any]]) -> set[str]:
             source = image.get("source")
             kind = source.get("type") if isinstance(source, Mapping) else None
             url = source.get("url") if isinstance(source, Mapping) else None
-            carried = image is b and kind == "url" and isinstance(url, str) and web_url(url)
+            carried = (
+                image is b and id(b) in users and kind == "url" and isinstance(url, str)
+            ) and web_url(url)
             if kind in ("url", "file") and not carried:
                 kinds.add(kind)
     return kinds

@@ -1128,3 +1128,21 @@ def test_a_messages_users_document_crosses_where_documents_go() -> None:
     lost: list[str] = []
     dialects.translate_request(_parsed("messages", doc), "gemini", lost=lost)
     assert lost == ["messages[].content (document): a field of the Messages API only: not sent"]
+
+
+def test_an_assistants_image_by_url_is_said_lost() -> None:
+    """Review 42 F9: only a user's image by URL is the hub's linked; an assistant's went
+    nowhere, unsaid."""
+    image = {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}
+    request = _parsed("messages", {"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [image, {"type": "text", "text": "here"}]},
+        {"role": "user", "content": "ok"},
+    ]})  # fmt: skip
+    lost: list[str] = []
+    body = b"".join(dialects.translate_request(request, "chat", lost=lost).body())  # type: ignore[attr-defined]
+    assert b"x.test" not in body
+    assert lost == [
+        "messages[].content (image by url): an image by URL crosses dialects from a user's "
+        "message only, by http(s): not sent"
+    ]
