@@ -254,7 +254,7 @@ def _read(key: str, value: object, text_only: bool, linkable: bool) -> bool:
 
 def _linked_wire(value: object) -> bool:
     """A ``fileData`` object of a kept turn that the hub's ``linked`` carries (`_linkable`)."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, Mapping) or not value.keys() <= {"fileUri", "mimeType"}:
         return False
     uri, mime = value.get("fileUri"), value.get("mimeType")
     if not isinstance(uri, str) or not (mime is None or isinstance(mime, str)):
@@ -495,9 +495,17 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
 
 
 def _linkable(p: GeminiFileData) -> bool:
-    """A ``fileData`` of an image at a web URL (the hub's ``linked`` carries it)."""
+    """A ``fileData`` of an image at a web URL, with nothing besides (a ``displayName``, a
+    signature: review 42 F10): the hub's ``linked`` carries it."""
     kind = p.mime_type if p.mime_type is not None else url_image_type(p.file_uri)
-    return kind is not None and kind.startswith("image/") and web_url(p.file_uri)
+    return (
+        kind is not None
+        and kind.startswith("image/")
+        and web_url(p.file_uri)
+        and not p.extra
+        and not p.inner_extra
+        and p.thought_signature is None
+    )
 
 
 def _user_turn(c: GeminiContent, turn: int, ids: _Ids, after_tool: bool) -> list[LLMMessage]:

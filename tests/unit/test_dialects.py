@@ -859,6 +859,11 @@ def test_an_image_by_url_goes_back_to_its_own_dialect_as_it_came() -> None:
         other = {"contents": [{"role": "user", "parts": [{"text": "x"}, {"fileData": part}]}]}
         neutral = dialects.dialect("gemini").to_hub(_client_request("gemini", other))
         assert hub_module.message_linked(neutral.messages[0]) == (), uri
+    named = {"fileUri": CAT, "mimeType": "image/png", "displayName": "cat"}  # review 42 F10
+    other = {"contents": [{"role": "user", "parts": [{"text": "x"}, {"fileData": named}]}]}
+    lost: list[str] = []
+    dialects.translate_request(_client_request("gemini", other), "chat", lost=lost)
+    assert lost == ["contents[].parts (fileData): a field of the Gemini API only: not sent"]
 
 
 def test_a_gemini_parts_with_no_neutral_form_are_said_lost() -> None:
