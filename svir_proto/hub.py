@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, final
 
 import attrs
 
@@ -374,6 +374,7 @@ def stateful(request: LLMRequest) -> tuple[str, tuple[str, ...]] | None:
     return name, tuple(str(p) for p in paths)
 
 
+@final
 @attrs.frozen
 class LinkedImage:
     """An image a message gives by URL (``http``/``https``), carried by the hub's ``linked``

@@ -243,3 +243,58 @@ def test_any_stream_any_split_same_outcome_and_only_remote_errors(
     body: bytes, data: st.DataObject
 ) -> None:
     assert outcome(data.draw(splits(body))) == outcome([body])
+
+
+_PIECE = st.one_of(
+    st.builds(  # a bare piece of arguments
+        lambda i, a: {"index": i, "function": {"arguments": a}},
+        st.integers(0, 2),
+        st.sampled_from(["", "{", '"k"', ":1", "}", "é"]),
+    ),
+    st.builds(  # a call's first piece
+        lambda i, n: {"index": i, "id": f"c{i}", "function": {"name": n, "arguments": ""}},
+        st.integers(0, 2),
+        st.sampled_from(["f", "g"]),
+    ),
+    st.sampled_from(  # what the rules refuse, or read otherwise
+        [
+            {"index": 0, "function": {"arguments": 1}},
+            {"index": 0, "function": []},
+            {"index": True, "function": {"arguments": "x"}},
+            {"function": {"arguments": "y"}},
+            {"index": 1, "function": {"arguments": "z"}, "type": "function"},
+            "x",
+        ]
+    ),
+)
+
+
+def _outcome(body: bytes) -> tuple[object, ...]:
+    d = ChatStreamDecoder()
+    events: list[Any] = []
+    try:
+        events = run(d, [body])
+    except PeerProtocolError as exc:
+        return ("error", type(exc).__name__, str(exc))
+    args: dict[int, str] = {}
+    for e in events:
+        if type(e).__name__ == "ToolCallDelta":
+            args[e.index] = args.get(e.index, "") + e.arguments
+    return args, [(c.id, c.name, c.arguments) for c in d.result.tool_calls], d.result.problems
+
+
+@given(st.lists(_PIECE, min_size=1, max_size=12))
+def test_a_chunks_pieces_read_as_one_or_one_by_one_give_the_same_calls(
+    pieces: list[Any],
+) -> None:
+    """`folded` (attack 41 F2): one call's bare pieces in a row in one chunk are one delta,
+    which says what the pieces one by one say: the same arguments of each call, the same
+    calls, notes and errors."""
+    end = chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    whole = _outcome(chunk({"tool_calls": pieces}) + end)
+    apart = _outcome(b"".join(chunk({"tool_calls": [p]}) for p in pieces) + end)
+    if whole[0] == "error":  # (the offset is the chunk's: one chunk, or the piece's own)
+        assert apart[0] == "error"
+        assert whole[2].split(" (at byte")[0] == apart[2].split(" (at byte")[0]
+    else:
+        assert whole == apart
