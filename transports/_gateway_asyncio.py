@@ -289,7 +289,11 @@ class _Client(asyncio.Protocol):
             elif kind is Close:
                 self._close()
             elif kind is Done:
-                if self.session.closed and self.transport.get_write_buffer_size():
+                if (
+                    self.session.closed
+                    and not self._lost
+                    and self.transport.get_write_buffer_size()
+                ):
                     self._ended = action  # type: ignore[assignment]  # (`connection_lost`)
                 else:
                     self.server.done(action)  # type: ignore[arg-type]

@@ -227,9 +227,9 @@ def record(state: GatewayState, done: Done) -> None:
 
 def unsent(done: Done) -> Done:
     """``done``, for a request whose answer the client did not take within the close's
-    deadline: it was cut there, whatever the upstream did (attack 41 F7: such a cut was
-    logged ``ok``)."""
-    return attrs.evolve(done, outcome="cut")
+    deadline: an answer that was whole is cut there (attack 41 F7: such a cut was logged
+    ``ok``); one that had failed, or was cancelled, stays so."""
+    return attrs.evolve(done, outcome="cut") if done.outcome == "ok" else done
 
 
 SessionAction = (

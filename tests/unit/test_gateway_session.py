@@ -2319,3 +2319,23 @@ def test_a_translated_request_goes_upstream_as_its_preparation_encoded_it(
     head, sent = bytes(d.upstream).split(b"\r\n\r\n", 1)
     assert head.startswith(b"POST /v1/messages ")
     assert json.loads(sent)["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_an_answer_not_taken_by_the_close_is_counted_cut_once_said() -> None:
+    """Attack 41 F7: `unsent` makes an answer that was whole, but that the client did not take
+    by the close's deadline, cut; a failed or cancelled one stays so. `record` counts it as
+    the server says it."""
+    from svir_proto.gateway.session import Done, record, unsent
+
+    def done(outcome: str, dialect: str = "openai") -> Done:
+        return Done(method="POST", target="/v1/chat/completions", dialect=dialect,
+                    outcome=outcome, upstream_failure=None, events=1, seconds=0.1,
+                    request_id="r")  # fmt: skip
+
+    assert [unsent(done(o)).outcome for o in ("ok", "failed", "cancelled", "cut")] == [
+        "cut", "failed", "cancelled", "cut"
+    ]  # fmt: skip
+    d = Driver()
+    record(d.state, unsent(done("ok")))
+    record(d.state, done("rejected", "-"))
+    assert d.state.metrics.requests == {("openai", "cut"): 1, ("none", "rejected"): 1}
