@@ -256,10 +256,8 @@ def _linked_wire(value: object) -> bool:
     """A ``fileData`` object of a kept turn that the hub's ``linked`` carries (`_linkable`)."""
     if not isinstance(value, Mapping) or not value.keys() <= {"fileUri", "mimeType"}:
         return False
-    uri, mime = value.get("fileUri"), value.get("mimeType")
-    if not isinstance(uri, str) or not (mime is None or isinstance(mime, str)):
-        return False
-    return _linkable(GeminiFileData(file_uri=uri, mime_type=mime))
+    uri, mime = value.get("fileUri"), value.get("mimeType")  # (checked when it was read)
+    return _linkable(GeminiFileData(file_uri=uri, mime_type=mime))  # type: ignore[arg-type]
 
 
 def _ours(ext: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1151,3 +1151,18 @@ def test_an_assistants_image_by_url_is_said_lost() -> None:
         "messages[].content (image by url): an image by URL crosses dialects from a user's "
         "message only, by http(s): not sent"
     ]
+
+
+@pytest.mark.parametrize("text", ["what is it?", ""])
+@pytest.mark.parametrize("to", ["messages", "responses", "gemini"])
+def test_a_chat_image_by_url_beside_one_text_or_none(text: str, to: str) -> None:
+    """The hub's content of one text part is a string, of none an empty one: a linked image
+    goes before it, or alone."""
+    content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": CAT}}]
+    content += [{"type": "text", "text": text}] if text else []
+    request = _parsed("chat", {"model": "m", "messages": [{"role": "user", "content": content}]})
+    body = b"".join(dialects.translate_request(request, to).body())  # type: ignore[attr-defined]
+    parts = _user_content(to, body)
+    assert len(parts) == (2 if text else 1)
+    assert CAT in json.dumps(parts[0])
+    assert text in json.dumps(parts[-1])
