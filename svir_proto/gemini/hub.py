@@ -237,9 +237,8 @@ def _kinds(wire: object, text_only: bool = False) -> set[str]:
     parts = wire.get("parts") if isinstance(wire, Mapping) else None
     linkable = isinstance(wire, Mapping) and wire.get("role") != "model"  # (a user's images)
     kinds: set[str] = set()
-    for part in parts if isinstance(parts, list) else ():
-        if isinstance(part, Mapping):
-            kinds |= {k for k, v in part.items() if not _read(k, v, text_only, linkable)}
+    for part in parts if isinstance(parts, list) else ():  # (objects: `content_out` made them)
+        kinds |= {k for k, v in part.items() if not _read(k, v, text_only, linkable)}
     return kinds
 
 

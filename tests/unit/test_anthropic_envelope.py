@@ -12,6 +12,7 @@ import pytest
 from svir_proto import SvirProtocolError, _json
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.anthropic._envelope import BUDGET, learn, written
+from svir_proto.events import TextDelta
 
 START = b'{"type":"message_start","message":{"id":"msg_1","model":"m"}}'
 TEXT = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
@@ -187,3 +188,15 @@ def test_a_piece_equal_to_the_probe_is_not_learned_from_another_string(lane: str
     ]
     decoder = same(payloads, lane)
     assert decoder.result.text == "ZZZ"
+
+
+def test_an_empty_piece_read_the_general_way_is_no_event() -> None:
+    """An event with an ``id`` line goes the general way (`_on_event`), which reads a repeat
+    of the envelope too: an empty piece there is no event either."""
+    payloads = [START, TEXT, piece(b"hi"), piece(b""), piece(b"there"), END]
+    events = pieces(payloads, "express")
+    events[3] = b"id: 3\n" + events[3]  # (a field the lanes do not take)
+    decoder = MessagesStreamDecoder()
+    out = [e for event in events for e in decoder.feed(event)]
+    assert decoder.result.text == "hithere"
+    assert [e.text for e in out if isinstance(e, TextDelta)] == ["hi", "there"]
