@@ -419,8 +419,9 @@ def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:
         return ()
     out = []
     for item in raw:
-        at, url = (item.get("at"), item.get("url")) if isinstance(item, Mapping) else (0, None)
-        detail = item.get("detail") if isinstance(item, Mapping) else None
+        if not isinstance(item, Mapping):
+            continue
+        at, url, detail = item.get("at"), item.get("url"), item.get("detail")
         if type(at) is int and at >= 0 and isinstance(url, str) and web_url(url):
             out.append(LinkedImage(at, url, detail if isinstance(detail, str) else None))
     return tuple(sorted(out, key=lambda i: i.at))  # (stable: in order at one place)

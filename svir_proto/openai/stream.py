@@ -10,7 +10,7 @@ Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is n
     dropped and never crashes; each delta key may be ``null``. Choices of bare content in a
     row in one chunk are read as one, as are one call's bare argument pieces in a row
     (`_folded`, `folded`): one delta each, however many a chunk holds. Past that, a chunk's
-    choices, or a delta's call pieces, are `svir_proto._dialect.MAX_ENTRIES` at most.
+    choices and their call pieces are `svir_proto._dialect.MAX_ENTRIES` at most in all.
 Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
     ``tool_calls`` (see ``_toolcalls``), in that order. Any other key that holds something (a
@@ -423,9 +423,9 @@ class ChatStreamDecoder(DialectDecoder):
             self._grow(len(text) * self._weight, at)
             self._refusal.append(text)
             queue.append(RefusalDelta(text=text))
-        if not delta.keys() <= _DELTA_KEYS:  # what no rule reads: said (attack 42 F4)
-            for key in sorted(delta.keys() - _DELTA_KEYS):
-                if delta[key] not in _NOTHING:
+        if not delta.keys() <= DELTA_KEYS:  # what no rule reads: said (attack 42 F4)
+            for key in sorted(delta.keys() - DELTA_KEYS):
+                if delta[key] not in NOTHING:
                     self._note(f"delta.{key} is not carried{_WHAT.get(key, '')}")
         calls = delta.get("tool_calls")
         if calls is not None:
@@ -644,11 +644,13 @@ def _bare_content(choice: object) -> str | None:
 
 
 _BARE_KEYS: Final = frozenset(("index", "delta", "logprobs", "finish_reason"))
-_DELTA_KEYS: Final = frozenset(
+DELTA_KEYS: Final = frozenset(
     ("role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
 )
-"""The keys of a delta the rules read (Rule 3); another that holds something is noted."""
-_NOTHING: Final[tuple[object, ...]] = (None, "", [], {})
+"""The keys of a delta the rules read (Rule 3); another that holds something is noted (and
+is progress to a relay's watcher: `svir_proto.openai.watch` Rule 2)."""
+NOTHING: Final[tuple[object, ...]] = (None, "", [], {})
+"""The values of a delta's keys that carry nothing (compared by equality)."""
 _WHAT: Final = {
     "function_call": " (a legacy function call: the answer's call is lost)",
     "annotations": " (citations)",

@@ -44,7 +44,7 @@ from .._jsonbytes import NOT_PLAIN
 from .._progress import news
 from ..events import ReasoningCarrier
 from ._envelope import NO_FILTERS, Envelope
-from .stream import ChatStreamDecoder
+from .stream import DELTA_KEYS, NOTHING, ChatStreamDecoder
 
 __all__ = ["ChatStreamWatcher"]
 
@@ -141,7 +141,7 @@ class ChatStreamWatcher(ChatStreamDecoder):
         # audio) carries something the client reads (review of round 32: a relayed stream
         # of them was cut at --timeout)
         for key, value in delta.items():
-            if key not in _READ and value not in _NOTHING:
+            if key not in DELTA_KEYS and value not in NOTHING:
                 self._carried += 1
                 break
         ChatStreamDecoder._delta(self, delta, at)
@@ -152,14 +152,6 @@ class ChatStreamWatcher(ChatStreamDecoder):
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
         self._carried += text != ""
-
-
-_READ: Final = frozenset(
-    ("role", "content", "reasoning_content", "reasoning", "refusal", "tool_calls")
-)
-"""The keys of a delta the decoder reads: what they carry counts as its events (`_progress`)."""
-_NOTHING: Final[tuple[object, ...]] = ("", None, [], {})
-"""The values of a delta's keys that carry nothing (compared by equality)."""
 
 
 def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
