@@ -911,7 +911,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return b"".join(out)
 
     def _noted(self, problems: tuple[str, ...]) -> bytes:
-        """What the upstream's decoder noticed and did not carry (`StreamEnded.problems`: a
+        """What the upstream's decoder noticed and did not carry (`Completion.problems`: a
         Gemini code result, a legacy function call...), as SSE comments before the stream's
         end, one each, as ``Svir-Lost`` values (`_header_values`): a client skips them, a
         person reading the stream sees them, and the log counts them (attack 42 F5: they
