@@ -265,7 +265,8 @@ def not_carried(
     it refuses; none: the target carries none); images' ``detail`` unless it has that (but
     ``auto``, which asks for nothing); and, unless the target keeps a system message where
     it stands (``systems_in_place``), each that comes after the conversation began, which
-    joins the top-level system prompt (fidelity 42 F9)."""
+    joins the top-level system prompt (fidelity 42 F9); and the participants' names
+    (`unnamed`)."""
     theirs = set(carriers)
     out = [
         f"messages[{i}]: reasoning another vendor signed: not sent"
@@ -311,7 +312,7 @@ def not_carried(
         f"metadata.{key} is not sent to {api}"
         for key in sorted(set(request.metadata) - {"request_id", *metadata})
     ]
-    return out
+    return out + unnamed(request, api)
 
 
 def own_fields(api: str, keys: Iterable[str]) -> list[str]:
@@ -349,6 +350,16 @@ def unbudgeted(request: LLMRequest, api: str) -> list[str]:
         return []
     means = "no thinking" if budget == 0 else "as the model sees fit"
     return [f"reasoning.budget_tokens {budget} ({means}) has no field in {api}: not sent"]
+
+
+def unnamed(request: LLMRequest, api: str) -> list[str]:
+    """The names of a conversation's participants (LLM-Stream's ``messages[i].name``), which
+    no vendor dialect here carries, one sentence each (fidelity 42 F13)."""
+    return [
+        f"messages[{i}].name ({m.name!r}) has no field in {api}: not sent"
+        for i, m in enumerate(request.messages)
+        if m.name is not None
+    ]
 
 
 def response_format(request: LLMRequest) -> Mapping[str, Any] | None:

@@ -11,9 +11,10 @@ before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``in
 extension, carrier ``thinking``); ``tools``; ``max_tokens``, ``temperature``, ``top_p``,
 ``stop_sequences`` and ``top_k`` (`svir_proto.hub.SAMPLING`) as parameters; ``tool_choice``
 (``any`` is ``required``) and
-``disable_parallel_tool_use`` (``parallel_tool_calls``) and ``thinking.budget_tokens`` under
-``vendor:svir``. Everything else goes under ``vendor:anthropic``, read by `from_hub` only:
-``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
+``disable_parallel_tool_use`` (``parallel_tool_calls``), ``thinking.budget_tokens``, a JSON
+Schema output format (``output_config.format``, or the beta's ``output_format``) and the tools
+held ``strict`` under ``vendor:svir``. Everything else goes under ``vendor:anthropic``, read by
+`from_hub` only: ``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
 not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
 field as it was (``system`` with ``cache_control``, server tools, the messages when a block
 has no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
@@ -42,8 +43,8 @@ the Messages API
 has no field for (``seed``, penalties, ...), and the `svir_proto.hub.SERVICE` options but the
 end user. What cannot be carried and would change the answer
 raises `ValueError` naming it: audio parts, documents from disk, tool-call arguments that are
-not a JSON object, a ``temperature`` above 1, a JSON ``response_format`` (the Messages API has
-no JSON output mode).
+not a JSON object, a ``temperature`` above 1, a ``response_format`` of JSON without a schema
+(the Messages API's structured output takes a schema).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from ..hub import (
     sampling,
     service,
     service_of,
+    strict_tools,
     tool_choice,
     unbudgeted,
     web_url,
@@ -201,6 +203,7 @@ def _linkable(b: Block) -> bool:
 def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
     if isinstance(content, str):
         return LLMMessage(role="assistant", content=content)
+    # (joined as Anthropic's answers are read: it splits one text into blocks at each citation)
     text = "".join(b.text for b in content if isinstance(b, TextBlock))
     calls = [
         LLMToolCall(id=b.id, name=b.name, arguments=dumps(dict(b.input)).decode())
@@ -311,8 +314,11 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
         vendor["metadata"] = dict(request.metadata)
     if not request.stream:
         vendor["stream"] = False
-    if request.extra:
-        vendor["extra"] = dict(request.extra)
+    output, extra, form = _output_format(request.extra)
+    if extra:
+        vendor["extra"] = extra
+    if form == _OUTPUT_FORMAT:  # (the API's own place is where another dialect's goes)
+        vendor["output"] = form
     hub = LLMRequest(
         model=request.model,
         messages=messages,
@@ -328,6 +334,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             reasoning=reasoning,
             service=service_of({"user": request.metadata.get("user_id")}),
             strict_tools=[t.name for t in request.tools if t.extra.get("strict") is True],
+            response_format=output,
         ),
     )
     kept = {k: vendor[k] for k in ("tools", "tool_choice") if k in vendor}
@@ -510,10 +517,11 @@ def from_hub(
     Raises:
         ValueError: something that would change the answer cannot be carried; it is named.
     """
-    if response_format(request) is not None:
+    fmt = response_format(request)
+    if fmt is not None and fmt.get("type") != "json_schema":
         raise ValueError(
-            "response_format: the Messages API has no JSON output mode (ask for JSON in the "
-            "prompt, or declare a tool whose input is the object)"
+            "response_format: the Messages API has no JSON output mode without a schema (ask "
+            "for JSON in the prompt, or give its JSON Schema)"
         )
     vendor = request.extensions.get(VENDOR)
     vendor = vendor if isinstance(vendor, Mapping) else {}
@@ -536,8 +544,14 @@ def from_hub(
     if "system" in vendor:
         raw = vendor["system"]
         system = raw if isinstance(raw, str) or raw is None else [_text_block(b) for b in raw]
+    strict = strict_tools(request)
     tools = [
-        Tool(name=t.name, input_schema=t.parameters, description=t.description or None)
+        Tool(
+            name=t.name,
+            input_schema=t.parameters,
+            description=t.description or None,
+            extra={"strict": True} if t.name in strict else {},
+        )
         for t in request.tools
     ]
     if "tools" in vendor:
@@ -620,6 +634,7 @@ def from_hub(
             "the Messages API",
             parameters=("max_tokens", "temperature", "top_p", "stop_sequences", "top_k"),
             served=("user",),
+            strict=True,
             carriers=("thinking",),
             systems_in_place=False,
         )
@@ -637,8 +652,61 @@ def from_hub(
         metadata=vendor.get("metadata") or _metadata(service(request)),
         thinking=thinking,
         stream=vendor.get("stream", True),
-        extra=vendor.get("extra") or {},
+        extra=_with_output(vendor.get("extra") or {}, fmt, vendor.get("output")),
     )
+
+
+_OUTPUT_CONFIG: Final = "output_config"
+_OUTPUT_FORMAT: Final = "output_format"
+"""Where a Messages request asks for JSON of a schema: ``output_config.format`` (the API's),
+``output_format`` (its beta's, ``structured-outputs-2025-11-13``)."""
+
+
+def _output_format(
+    extra: Mapping[str, Any],
+) -> tuple[dict[str, Any] | None, dict[str, Any], str | None]:
+    """A request's JSON Schema output format as the hub's neutral ``response_format`` (none
+    that is not one), the request's other fields, and where the format was (fidelity 42 F14:
+    it was a field of the Messages API only)."""
+    rest = dict(extra)
+    config = rest.get(_OUTPUT_CONFIG)
+    for form, fmt in (
+        (_OUTPUT_FORMAT, rest.get(_OUTPUT_FORMAT)),
+        (_OUTPUT_CONFIG, config.get("format") if isinstance(config, Mapping) else None),
+    ):
+        if (
+            isinstance(fmt, Mapping)
+            and fmt.keys() == {"type", "schema"}
+            and fmt["type"] == "json_schema"
+            and isinstance(fmt["schema"], Mapping)
+        ):
+            if form == _OUTPUT_FORMAT:
+                del rest[form]
+            else:
+                assert isinstance(config, Mapping)
+                rest[form] = {k: v for k, v in config.items() if k != "format"}
+                if not rest[form]:
+                    del rest[form]
+            neutral = {"type": "json_schema", "name": "response", "schema": dict(fmt["schema"])}
+            return neutral, rest, form
+    return None, rest, None
+
+
+def _with_output(
+    extra: Mapping[str, Any], fmt: Mapping[str, Any] | None, form: object
+) -> Mapping[str, Any]:
+    """The request's other fields with the neutral JSON Schema output format, where the client
+    had it (another dialect's: ``output_config.format``)."""
+    if fmt is None:
+        return extra
+    wire = {"type": "json_schema", "schema": dict(fmt["schema"])}
+    if form == _OUTPUT_FORMAT:
+        return {**extra, _OUTPUT_FORMAT: wire}
+    config = extra.get(_OUTPUT_CONFIG)
+    return {
+        **extra,
+        _OUTPUT_CONFIG: {**(config if isinstance(config, Mapping) else {}), "format": wire},
+    }
 
 
 _NEUTRAL_BLOCKS: Final = frozenset(

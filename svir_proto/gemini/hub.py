@@ -237,8 +237,14 @@ def _kinds(wire: object, text_only: bool = False) -> set[str]:
     parts = wire.get("parts") if isinstance(wire, Mapping) else None
     linkable = isinstance(wire, Mapping) and wire.get("role") != "model"  # (a user's images)
     kinds: set[str] = set()
+    unsigned = False  # a thought no later signature signs: the hub carries signed ones only
     for part in parts if isinstance(parts, list) else ():  # (objects: `content_out` made them)
         kinds |= {k for k, v in part.items() if not _read(k, v, text_only, linkable)}
+        unsigned = part.get("thoughtSignature") is None and (
+            unsigned or (part.get("thought") is True and bool(part.get("text")))
+        )
+    if unsigned and not linkable:
+        kinds.add("thought without a signature")
     return kinds
 
 

@@ -74,6 +74,7 @@ from ..hub import (
     tool_choice,
     unbudgeted,
     uncarried,
+    unnamed,
     web_url,
     with_linked,
 )
@@ -605,6 +606,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         notes.append(f"reasoning effort {effort!r} is not one the Responses API takes: not sent")
         effort = None
     notes += unbudgeted(request, "the Responses API")
+    notes += unnamed(request, "the Responses API")
     if summary is not None and summary not in SUMMARIES:
         notes.append(f"reasoning summary {summary!r} is not one the Responses API takes: not sent")
         summary = None

@@ -274,8 +274,10 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
     assert lost(chat, "messages") == [
         "parameters.seed has no field in the Messages API: not sent",
         "store is not sent to the Messages API",
-        "tools held strict to their schema: the Messages API has no such mark",
-    ]
+    ]  # (its strict tools go as ``strict``: fidelity 42 F14)
+    assert b'"strict":true' in b"".join(
+        dialects.translate_request(chat, "messages").body()  # type: ignore[attr-defined]
+    ).replace(b" ", b"")
     assert lost(chat, "gemini") == [
         "store is not sent to the Gemini API",
         "user is not sent to the Gemini API",
@@ -902,6 +904,32 @@ def test_a_gemini_parts_with_no_neutral_form_are_said_lost() -> None:
     assert lost == []
 
 
+@pytest.mark.parametrize(
+    ("parts", "said"),
+    [
+        ([{"thought": True, "text": "hm"}, {"text": "hello"}], True),
+        ([{"thought": True, "text": "hm"}, {"text": "hello", "thoughtSignature": "c2ln"}], False),
+        ([{"thought": True, "text": "hm", "thoughtSignature": "c2ln"},
+          {"thought": True, "text": "then"}, {"text": "hello"}], True),
+        ([{"thought": True, "text": ""}, {"text": "hello"}], False),
+    ],
+)  # fmt: skip
+def test_a_gemini_models_unsigned_thought_is_said_lost(parts: list[Any], said: bool) -> None:
+    """Fidelity 42: a model turn's thought that no signature signs went nowhere, unsaid (the
+    hub carries signed reasoning only; a Chat assistant's unsigned reasoning is said so too)."""
+    doc = {"contents": [{"role": "user", "parts": [{"text": "hi"}]},
+                        {"role": "model", "parts": parts},
+                        {"role": "user", "parts": [{"text": "more"}]}]}  # fmt: skip
+    request = _client_request("gemini", doc)
+    note = (
+        "contents[].parts (thought without a signature): a field of the Gemini API only: not sent"
+    )
+    for to in ("chat", "messages", "responses"):
+        lost: list[str] = []
+        dialects.translate_request(request, to, lost=lost)
+        assert (note in lost) is said, to
+
+
 def test_what_a_gemini_request_asks_of_its_own_api_is_said_lost() -> None:
     """Fidelity 42, F2 to F5: a choice among some of the functions, ``VALIDATED``, the
     built-in tools and an enum's output went nowhere, unsaid; Gemini's own schema went as if
@@ -1041,6 +1069,61 @@ def test_a_system_message_after_the_conversation_began_is_said_moved() -> None:
     lost = []
     dialects.translate_request(request, "responses", lost=lost)  # (in its place there)
     assert lost == []
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}},
+        {"output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}},
+                           "effort": "high"}},
+        {"output_format": {"type": "json_schema", "schema": {"type": "object"}}},
+        {"output_format": {"type": "json_schema", "schema": "not a schema"}},
+        {"output_config": {"format": {"type": "json_schema"}}},
+    ],
+)  # fmt: skip
+def test_a_messages_output_format_is_the_hubs_json_output(asked: dict[str, Any]) -> None:
+    """Fidelity 42 F14: a Messages client's JSON Schema output (the API's
+    ``output_config.format``, the beta's ``output_format``) was said lost; the other dialects
+    have the field. It goes to each as its own, and comes back to Anthropic where it was; one
+    that is not a schema stays Anthropic's, said lost."""
+    doc = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+           **asked}  # fmt: skip
+    request = _parsed("messages", doc)
+    same = b"".join(dialects.translate_request(request, "messages").body())  # type: ignore[attr-defined]
+    assert {k: v for k, v in json.loads(same).items() if k in asked} == asked
+    fmt = next(iter(asked.values()))
+    fmt = fmt.get("format", fmt)
+    carried = isinstance(fmt.get("schema"), dict)
+    for to in ("chat", "responses", "gemini"):
+        lost: list[str] = []
+        body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
+        assert (b'"type":"object"' in body.replace(b" ", b"")) is carried, to
+        rest = {k for k, v in asked.items() if not carried or (k == "output_config" and len(v) > 1)}
+        assert lost == [f"{key}: a field of the Messages API only: not sent" for key in rest], to
+
+
+def test_a_participants_name_is_said_not_sent() -> None:
+    """Fidelity 42 F13: an LLM-Stream message's ``name`` went to every vendor dialect unsaid;
+    none of them carries it, and LLM-Stream itself keeps it."""
+    request = _parsed("llm-stream", {"version": "1.0", "model": "m", "messages": [
+        {"role": "user", "name": "alice", "content": "I vote yes"},
+        {"role": "user", "content": "and I?"},
+        {"role": "user", "name": "bob", "content": "I vote no"},
+    ]})  # fmt: skip
+    apis = {"chat": "the Chat API", "messages": "the Messages API",
+            "responses": "the Responses API", "gemini": "the Gemini API"}  # fmt: skip
+    for to, api in apis.items():
+        lost: list[str] = []
+        dialects.translate_request(request, to, lost=lost)
+        assert lost == [
+            f"messages[0].name ('alice') has no field in {api}: not sent",
+            f"messages[2].name ('bob') has no field in {api}: not sent",
+        ], to
+    lost = []
+    body = b"".join(dialects.translate_request(request, "llm-stream", lost=lost).body())  # type: ignore[attr-defined]
+    assert lost == []
+    assert b'"name":"bob"' in body.replace(b" ", b"")
 
 
 @pytest.mark.parametrize("budget", [0, -1, 500])

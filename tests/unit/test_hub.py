@@ -220,8 +220,9 @@ def test_json_output_reaches_every_dialect_that_has_it_and_is_refused_by_the_oth
 ) -> None:
     """Attack 28: ``response_format`` travelled under ``vendor:openai`` only; Responses'
     ``text.format`` and Gemini's ``responseMimeType`` were lost the other way. JSON output is
-    the hub's ``response_format``: the Responses API and Gemini carry it, the Messages API
-    (no JSON mode) refuses it, naming it."""
+    the hub's ``response_format``: the Responses API and Gemini carry it; the Messages API
+    carries a schema (``output_config.format``, fidelity 42 F14) and refuses JSON without
+    one, naming it."""
     from svir_proto.dialects import dialect, translate_request
     from svir_proto.openai import ChatRequest, JSONObjectFormat, JSONSchemaFormat, UserMessage
     from svir_proto.translate import llm_to_openai, openai_to_llm
@@ -243,8 +244,16 @@ def test_json_output_reaches_every_dialect_that_has_it_and_is_refused_by_the_oth
     for target, request in (("responses", responses), ("gemini", gemini)):
         back = llm_to_openai(dialect(target).to_hub(request))
         assert type(back.response_format) is type(wanted), target
-    with pytest.raises(ValueError, match="response_format"):
-        translate_request(neutral, "messages")
+    if fmt["type"] == "json_object":
+        with pytest.raises(ValueError, match="response_format"):
+            translate_request(neutral, "messages")
+    else:
+        messages = translate_request(neutral, "messages")
+        assert messages.to_document()["output_config"] == {
+            "format": {"type": "json_schema", "schema": SCHEMA}
+        }
+        back = llm_to_openai(dialect("messages").to_hub(messages))
+        assert back.response_format == JSONSchemaFormat(name="response", schema=SCHEMA)
     assert (
         hub.response_format(openai_to_llm(ChatRequest(model="m", messages=chat.messages))) is None
     )
