@@ -49,7 +49,11 @@ key                      value
                          carries images as data): ``[{"at": N, "url": URL, "detail"?: ...}]``,
                          each before the message's part N (N the count of parts when it
                          comes last; a string content is one text part, an empty one none),
-                         in order (`LinkedImage`): every vendor dialect takes an image by URL
+                         in order (`LinkedImage`): every vendor dialect takes a user's image by
+                         URL. Read on user messages only. An LLM-Stream client may write it
+                         too (the hub's extension is the draft's ``vendor:svir``): it asks for
+                         no more than a Chat client's ``image_url`` does, and an LLM-Stream
+                         upstream refuses it (review 42 F8)
 =======================  ===========================================================================
 
 Other vendors' own fields go under their own keys (``vendor:openai``, ``vendor:anthropic``,
@@ -424,9 +428,10 @@ def message_extensions(
 def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:
     """The images the message gives by URL (``linked``), in their order; what is malformed
     (a URL that is not ``http``/``https`` of visible characters, say) is skipped, and a place past
-    the message's parts is its end."""
+    the message's parts is its end. A message but a user's has none: no dialect gives others
+    images by URL."""
     raw = _ours(message.extensions).get("linked")
-    if not isinstance(raw, list):
+    if message.role != "user" or not isinstance(raw, list):
         return ()
     out = []
     for item in raw:

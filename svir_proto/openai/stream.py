@@ -9,7 +9,9 @@ Rule 2 (choices): one choice, index 0; another index is an error (``n > 1`` is n
     A chunk with empty ``choices``, no ``object``, no ``delta``, or unknown keys is never
     dropped and never crashes; each delta key may be ``null``. Choices of bare content in a
     row in one chunk are read as one, as are one call's bare argument pieces in a row
-    (`_folded`, `folded`): one delta each, however many a chunk holds. Past that, a chunk's
+    (`_folded`, `folded`): one delta each, however many a chunk holds. (So a run that
+    crosses ``max_result_size`` is refused whole: the error is the same, with its offset,
+    but none of the run's pieces came before it; review 42 F5.) Past that, a chunk's
     choices and their call pieces are `svir_proto._dialect.MAX_ENTRIES` at most in all.
 Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a server sends both
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and

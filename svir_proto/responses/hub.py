@@ -734,7 +734,7 @@ def _parts_back(
                     if back is not None:
                         out.append(back)
             return tuple(out)
-    linked = message_linked(m) if m.role == "user" else ()
+    linked = message_linked(m)
     if not linked and not neutral:
         return content if isinstance(content, str) else ""
     if isinstance(content, str):  # with images by URL: the text is a part among them

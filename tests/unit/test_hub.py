@@ -328,6 +328,9 @@ def test_linked_images_are_read_as_they_may_be_sent() -> None:
     for odd in ({"linked": {"at": 0}}, {"linked": None}, {}):
         other = LLMMessage(role="user", content="a", extensions={hub.HUB_EXTENSION: odd})
         assert hub.message_linked(other) == ()
+    for role in ("system", "assistant"):  # (review 42 F8: a user's images only, everywhere)
+        other = LLMMessage(role=role, content="a", extensions={hub.HUB_EXTENSION: {"linked": raw}})
+        assert hub.message_linked(other) == ()
 
 
 def test_an_image_by_url_with_a_detail_chat_does_not_take() -> None:
