@@ -30,6 +30,7 @@ No I/O here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
@@ -40,6 +41,7 @@ from .events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningBlock,
     ReasoningCarrier,
     ReasoningDelta,
@@ -54,7 +56,7 @@ from .events import (
     Usage,
 )
 
-__all__ = ["VERDICT", "AnswerFold", "finished_of", "replay", "unsigned_reasoning"]
+__all__ = ["BLOCKED", "VERDICT", "AnswerFold", "finished_of", "replay", "unsigned_reasoning"]
 
 
 class AnswerFold:
@@ -187,9 +189,18 @@ class AnswerFold:
         )
 
 
-def finished_of(result: Completion) -> Finished | None:
+BLOCKED: Final = Finished(reason=FinishReason.CONTENT_FILTER, raw="content_filter")
+"""The finish of an answer that a content-filter verdict blocked (`FilterVerdict.filtered`),
+whatever finish the stream gave: Azure's asynchronous filter blocks after ``stop``. A dialect
+with no verdicts says so by its finish (fidelity 43 F01: the answer went on as approved)."""
+
+
+def finished_of(result: Completion, *, verdicts: bool = False) -> Finished | None:
     """The `Finished` a result's finish came in (``None`` when it has none), for the mappings
-    the encoders make from one."""
+    the encoders make from one; ``verdicts``: `BLOCKED` when a verdict blocked the answer, for
+    a dialect that has no verdicts (`replay` gives the finish as it came)."""
+    if verdicts and result.filtered and result.finish_reason is not None:
+        return BLOCKED
     reason = result.finish_reason
     return (
         None if reason is None else Finished(reason=reason, raw=result.finish_raw or reason.value)

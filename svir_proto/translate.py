@@ -526,6 +526,11 @@ class OpenAIToLLMStream:
         """``stream.end`` was written (as every dialect's encoder says of its end marker)."""
         return self.encoder.state is State.ENDED
 
+    @property
+    def lost(self) -> list[str]:
+        """What the draft has no value for (`LLMStreamEncoder.lost`)."""
+        return self.encoder.lost
+
     def feed(self, event: Event) -> bytes:
         """The LLM-Stream bytes for one upstream event (often ``b""``: held or not carried).
         Also `encode`, the name every dialect's encoder gives it."""

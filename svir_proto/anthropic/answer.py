@@ -47,7 +47,7 @@ def message(result: Completion, *, message_id: str, model: str) -> bytes | Failu
                 "input": canonical(arguments) if arguments else {},
             }
         )
-    finished = finished_of(result)
+    finished = finished_of(result, verdicts=True)
     out = {
         "id": message_id,
         "type": "message",

@@ -65,6 +65,7 @@ from .._json import canonical, dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import thinking_signature
+from ..answer import BLOCKED
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -196,6 +197,7 @@ class MessagesStreamEncoder:
         self._open_call: _Call | None = None
         self._calls: dict[int, _Call] = {}
         self._finish: Finished | None = None
+        self._blocked = False  # a verdict blocked the answer: its finish is `BLOCKED`
         self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
         self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
@@ -481,10 +483,19 @@ class MessagesStreamEncoder:
                 self._usage = event
                 return self._begin(event)  # in message_start if nothing was written yet
             case Finished():
-                self._finish = event
+                self._finish = BLOCKED if self._blocked else event
+                if event.reason is FinishReason.OTHER and event.raw not in STOP_REASONS:
+                    self._lose(  # (fidelity 43 F03: a failed turn, not end_turn)
+                        f"finish {event.raw!r} is none of the Messages API's stop reasons: "
+                        "sent as it came"
+                    )
                 return b""
             case FilterVerdict():
-                self._lose("content-filter verdicts")
+                if event.filtered:  # (after ``stop`` too: the held finish says it)
+                    self._blocked = True
+                    self._finish = None if self._finish is None else BLOCKED
+                if event.filtered or event.detected:
+                    self._lose("content-filter verdicts have no field in the Messages API")
                 return b""
             case StreamFailed():
                 self._ended = self.done = True

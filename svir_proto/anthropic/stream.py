@@ -5,8 +5,9 @@ Anthropic's API reference, "Streaming Messages", is the requirement: each SSE ev
 ``event: NAME`` and ``data: {"type": NAME, ...}``; the decoder reads the JSON's own ``type``.
 
 Rule 1 (the message): ``message_start`` gives the identity (``message.id``, ``message.model``)
-    as `StreamStarted`, and its ``usage`` the first counts (Rule 5). Content before it is read
-    all the same (a problem is noted); a second ``message_start`` is a `PeerProtocolError`.
+    as `StreamStarted`, and its ``usage`` the first counts (Rule 5); its own ``content`` (a
+    proxy's prefill) is noted, not carried. Content before it is read all the same (a problem
+    is noted); a second ``message_start`` is a `PeerProtocolError`.
 Rule 2 (blocks): ``content_block_start`` opens block ``index`` (each index greater than every
     earlier one), ``content_block_delta`` adds to an open block, ``content_block_stop`` closes
     it; a delta or stop for a block that is not open, or a delta of the wrong kind for its
@@ -300,12 +301,12 @@ class MessagesStreamDecoder(DialectDecoder):
         message = _field(obj, "message", dict, at)
         if self._started:
             raise PeerProtocolError("a second message_start", offset=at)
-        mid = message.get("id")
-        model = message.get("model")
-        self.message_id = mid if isinstance(mid, str) else ""
-        self.model = model if isinstance(model, str) else ""
+        self.message_id = self._name(message.get("id"), "the message id", at)
+        self.model = self._name(message.get("model"), "the model name", at)
         self._started = True
         self._queue.append(StreamStarted(response_id=self.message_id, model=self.model))
+        if message.get("content"):  # (a proxy's prefill: attack 43 F3)
+            self._note("message_start's content (blocks before the stream's) is not carried")
         usage = message.get("usage")
         if usage is not None:
             self._on_usage(usage, at)  # an event once final: Rule 5

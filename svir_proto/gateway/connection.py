@@ -80,6 +80,7 @@ from urllib.parse import unquote
 
 import attrs
 
+from .._dialect import MAX_NAME
 from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner, parsed_choices
 from .._pull import PullDecoder
@@ -738,6 +739,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         assert isinstance(outcome, tuple)
         hub, upstream, stream, self._asked, self._lost, encoded = outcome
         assert isinstance(hub, LLMRequest)
+        if len(hub.model) > MAX_NAME:  # (the answer's every event may repeat it: attack 43 F1b)
+            self._unhold()
+            self.request_id = self._header_id or self.state.new_id()
+            message = f"model is {len(hub.model)} characters long, more than {MAX_NAME}"
+            self._reject(400, message, _INVALID, param="$.model")
+            return
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
         if not stream and self._streams_only():
             return
@@ -891,9 +898,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                             # it went out, so a status, as for a whole answer (attack 35, F4)
                             return b"".join(out) + self._failed(_CUT, now)
                         out.append(self._stream_head())
-                    if type(event) is StreamEnded and problems:
-                        pending.append(self._noted(problems))
-                    pending.append(self._encode(event, now))
+                    encoded = self._encode(event, now)
+                    if type(event) is StreamEnded:  # (what the encoder lost, at the end too)
+                        lost = getattr(self._out, "lost", ())
+                        if problems or lost:
+                            pending.append(self._noted((*problems, *lost)))
+                    pending.append(encoded)
                     encode = self._encoder(now).encode
                     if isinstance(event, StreamEnded):
                         out.append(self._end_stream(b"".join(pending), event.complete))
@@ -912,10 +922,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _noted(self, problems: tuple[str, ...]) -> bytes:
         """What the upstream's decoder noticed and did not carry (`Completion.problems`: a
-        Gemini code result, a legacy function call...), as SSE comments before the stream's
-        end, one each, as ``Svir-Lost`` values (`_header_values`): a client skips them, a
-        person reading the stream sees them, and the log counts them (attack 42 F5: they
-        went nowhere)."""
+        Gemini code result, a legacy function call...), and what the client's encoder could
+        not write (its ``lost``: a usage it made up, a verdict it has no field for), as SSE
+        comments before the stream's end, one each, as ``Svir-Lost`` values
+        (`_header_values`): a client skips them, a person reading the stream sees them, and
+        the log counts them (attack 42 F5, fidelity 43 F02: they went nowhere)."""
         self.noted += len(problems)
         return b"".join(
             b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(list(problems))

@@ -36,7 +36,10 @@ Rule 5 (finish): candidate 0's first ``finishReason`` is `Finished` with the raw
     (``SAFETY``, ``RECITATION``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
     ``IMAGE_SAFETY``, ...) ``content_filter``, anything else ``other``. A later one is noted,
     and so is ``finishMessage`` (why a ``MALFORMED_FUNCTION_CALL``). The candidate's other
-    metadata (``citationMetadata``, ``groundingMetadata``, ``avgLogprobs``...) has no event.
+    metadata has no event: its sources and token alternatives (``citationMetadata``,
+    ``groundingMetadata``, ``urlContextMetadata``, ``logprobsResult``) are noted, once each
+    (fidelity 43 F04, F09); ``avgLogprobs``, one number on every answer of some models, is
+    not.
 Rule 6 (safety): ``safetyRatings`` are `FilterVerdict` events by `FilterVerdict`'s repeat rule
     (a verdict that repeats the last quiet one is only counted); ``promptFeedback`` is a verdict
     on the prompt, and its ``blockReason`` (a prompt blocked before any candidate) is also the
@@ -97,6 +100,14 @@ from .status import failure_from_error
 __all__ = ["GeminiStreamDecoder"]
 
 _PART_KEYS: Final = frozenset({"text", "thought", "thoughtSignature", "functionCall"})
+_UNCARRIED: Final = {
+    "citationMetadata": "the sources it recites",
+    "groundingMetadata": "the search results the answer rests on",
+    "urlContextMetadata": "the URLs it read",
+    "logprobsResult": "the tokens' log probabilities",
+}
+"""A candidate's metadata that no event carries, noted (Rule 5), with what it holds."""
+_UNCARRIED_KEYS: Final = frozenset(_UNCARRIED)
 _ABSENT: Final = object()
 _RFC3339: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?(?:([Zz])|([+-])(\d\d):(\d\d))"
@@ -469,7 +480,7 @@ class GeminiStreamDecoder(DialectDecoder):
             )
         rid = obj.get("responseId")
         if rid != self._rid or not self._started:  # Rule 1
-            self._identity(obj, rid)
+            self._identity(obj, rid, at)
         feedback = obj.get("promptFeedback")
         if feedback is not None:
             self._feedback(feedback, at)
@@ -492,16 +503,18 @@ class GeminiStreamDecoder(DialectDecoder):
         if error is not None:  # Rule 8
             self._fail(failure_from_error(obj, status=None, default=FailureKind.SERVER_ERROR))
 
-    def _identity(self, obj: dict[str, Any], rid: object) -> None:
+    def _identity(self, obj: dict[str, Any], rid: object, at: int) -> None:
         model = obj.get("modelVersion")
         if not self._started:
             if rid is None and model is None:
                 return
+            response_id = self._name(rid, "the responseId", at)
+            model = self._name(model, "the modelVersion", at)
             self._started = True
             self._queue.append(
                 StreamStarted(
-                    response_id=rid if isinstance(rid, str) else "",
-                    model=model if isinstance(model, str) else "",
+                    response_id=response_id,
+                    model=model,
                     created=_created(obj.get("createTime")),
                 )
             )
@@ -543,6 +556,10 @@ class GeminiStreamDecoder(DialectDecoder):
         ratings = candidate.get("safetyRatings")
         if ratings is not None:
             self._completion_verdict(ratings)
+        if not _UNCARRIED_KEYS.isdisjoint(candidate):  # (one test for the usual chunk)
+            for key in sorted(_UNCARRIED_KEYS.intersection(candidate)):
+                if candidate[key]:
+                    self._note(f"{key} is not carried ({_UNCARRIED[key]})")
         finish = candidate.get("finishReason")
         if finish is not None:
             if type(finish) is not str:

@@ -19,6 +19,7 @@ from ..events import (
     Event,
     FilterVerdict,
     Finished,
+    FinishReason,
     ReasoningDelta,
     ReasoningSignature,
     RefusalDelta,
@@ -75,6 +76,8 @@ class LLMStreamEncoder:
         self.seq = 0
         self.state = State.IDLE
         self._stopped: set[int] = set()
+        self.lost: list[str] = []
+        """What the draft has no value for, a sentence each (a relay says it)."""
 
     def _event(
         self, type_: str, fields: dict[str, Any], ext: Mapping[str, Any] | None = None
@@ -199,6 +202,11 @@ class LLMStreamEncoder:
                 )
             case Finished():
                 stop = STOP_OF[event.reason]
+                if event.reason is FinishReason.OTHER:  # (fidelity 43 F03: not a plain end)
+                    self.lost.append(
+                        f"finish {event.raw!r} is none of the draft's stop reasons: sent as "
+                        f"{stop!r}, itself under {SVIR_EXTENSION}"
+                    )
                 # the extension only when the plain stop_reason would not give this back
                 plain = (STOP_REASONS[stop], DEFAULT_RAW[stop]) == (event.reason, event.raw)
                 ext = None if plain else {"finish": event.raw, "reason": event.reason.value}

@@ -157,6 +157,8 @@ class ChatStreamEncoder:
         """``[DONE]`` was written: the stream ended with its marker."""
         self._failed = False
         self._head = b""  # the bytes every chunk begins with, for the current identity
+        self.lost: list[str] = []
+        """What the Chat API has no value for, a sentence each (a relay says it)."""
 
     def _text(self, text: str) -> bytes:
         """A content delta, the most frequent chunk: its constant part written once."""
@@ -251,7 +253,13 @@ class ChatStreamEncoder:
                 }
                 return self._delta({"tool_calls": [call]})
             case Finished():
-                return self._delta({}, finish_value(event))
+                value = finish_value(event)
+                if value not in _FINISH:  # (fidelity 43 F03: a paused or failed turn)
+                    self.lost.append(
+                        f"finish {value!r} is none of the Chat API's finish reasons: sent as "
+                        "it came"
+                    )
+                return self._delta({}, value)
             case Usage() if self.usage:
                 return self._chunk([], usage=usage_object(event))
             case FilterVerdict():

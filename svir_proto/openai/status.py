@@ -237,7 +237,23 @@ def error_body(failure: Failure) -> bytes:
 
 
 def error_status(failure: Failure) -> int:
-    """The HTTP status for ``failure``: its own when it has one (4xx, 5xx), else 502 (a 3xx,
-    or a number no HTTP status has, such as 999: attack round 31)."""
+    """The HTTP status for ``failure``: its own when it has one (4xx, 5xx), else the one its
+    kind stands for (a failure inside a stream has none: a rate limit is 429, which the SDKs
+    retry, a context too long 400, which they do not; fidelity 43 F07), else 502 (a 3xx, or a
+    number no HTTP status has, such as 999: attack round 31)."""
     status = failure.status
-    return status if status is not None and 400 <= status < 600 else 502
+    if status is not None and 400 <= status < 600:
+        return status
+    return _STATUS_OF.get(failure.kind, 502)
+
+
+_STATUS_OF: Final = {
+    FailureKind.AUTHENTICATION: 401,
+    FailureKind.RATE_LIMITED: 429,
+    FailureKind.REJECTED: 400,
+    FailureKind.CONTEXT_OVERFLOW: 400,
+    FailureKind.CONTENT_FILTER: 400,
+    FailureKind.OVERLOADED: 503,
+    FailureKind.TIMEOUT: 504,
+}
+"""The status of a failure of each kind that came with none (`error_status`)."""

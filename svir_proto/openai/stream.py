@@ -17,7 +17,7 @@ Rule 3 (deltas, 3.2 and 4): ``reasoning_content``, ``reasoning`` (once, if a ser
     with the same text), ``content`` (split on inline ``<think>`` markers), ``refusal`` and
     ``tool_calls`` (see ``_toolcalls``), in that order. Any other key that holds something (a
     legacy ``function_call``, ``annotations``, ``audio``) is noted in ``problems``: not
-    carried.
+    carried; so is a choice's ``logprobs`` that holds any.
 Rule 4 (finish): the first ``finish_reason`` counts; a later one is noted in ``problems``.
     ``tool_calls`` exactly when calls exist, except ``length``: a mismatch is noted, not
     repaired.
@@ -239,7 +239,7 @@ class ChatStreamDecoder(DialectDecoder):
         # Rule 1
         cid = obj.get("id")
         if cid != self._id:
-            self._identity(obj, cid)
+            self._identity(obj, cid, at)
         # Rule 2
         choices = obj.get("choices")
         if choices is not None:
@@ -361,18 +361,18 @@ class ChatStreamDecoder(DialectDecoder):
 
     # -- one chunk ---------------------------------------------------------------------------
 
-    def _identity(self, obj: dict[str, object], cid: object) -> None:
+    def _identity(self, obj: dict[str, object], cid: object, at: int) -> None:
         model = obj.get("model")
         if not (cid or model):
             return  # Azure filter chunks and annotations: never the identity
         if not self._started:
             created = obj.get("created")
+            self._id = self._name(cid, "the chunk id", at)
             self._started = True
-            self._id = cid if isinstance(cid, str) else ""
             self._queue.append(
                 StreamStarted(
                     response_id=self._id,
-                    model=model if isinstance(model, str) else "",
+                    model=self._name(model, "the model name", at),
                     created=created if type(created) is int and created > 0 else None,
                 )
             )
@@ -398,6 +398,9 @@ class ChatStreamDecoder(DialectDecoder):
             self._completion_verdict(
                 choice.get("content_filter_results"), choice.get("content_filter_offsets")
             )
+        logprobs = choice.get("logprobs")
+        if logprobs and (type(logprobs) is not dict or any(logprobs.values())):
+            self._note("choices[].logprobs are not carried")  # (fidelity 43 F09)
         finish = choice.get("finish_reason")
         if finish is not None:
             self._on_finish(finish, at)

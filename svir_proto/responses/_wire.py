@@ -115,8 +115,16 @@ def failure(error: object, *, default: FailureKind = FailureKind.SERVER_ERROR) -
 
 
 def error_code(f: Failure) -> str:
-    """The code to write for a failure: its own, else the one its kind stands for."""
-    return f.code or CODE_OF.get(f.kind, "server_error")
+    """The code to write for a failure: its own, else the one its kind stands for; another
+    vendor's own too, when its kind has one here (fidelity 43 F07: Gemini's statuses are
+    upper case, ``RESOURCE_EXHAUSTED``; Anthropic's and llama.cpp's types end in ``_error``,
+    ``exceed_context_size_error``; OpenAI's ``server_error`` is its own). One that has none
+    (``overloaded_error``) is kept: ``server_error`` would say it is not worth retrying."""
+    code = f.code
+    if not code:
+        return CODE_OF.get(f.kind, "server_error")
+    foreign = code.isupper() or (code.endswith("_error") and code not in _KINDS)
+    return CODE_OF[f.kind] if foreign and f.kind in CODE_OF else code
 
 
 def _count(value: object) -> int | None:

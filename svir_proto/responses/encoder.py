@@ -55,6 +55,7 @@ from .._json import dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import carried_signature
+from ..answer import BLOCKED
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
     Event,
@@ -218,6 +219,7 @@ class ResponsesStreamEncoder:
         self._waiting: list[_Call] = []  # calls not yet announced
         self._next = 0  # the lowest index not yet announced, when indices come in order
         self._finish: Finished | None = None
+        self._blocked = False  # a verdict blocked the answer: its finish is `BLOCKED`
         self._usage: Usage | None = None
         self._failure: Failure | None = None
         self._size = 0
@@ -692,14 +694,23 @@ class ResponsesStreamEncoder:
             case ToolCall():
                 return self._start() + self._on_call(event)
             case Finished():
-                self._finish = event
-                self._cut_short(event)
+                self._finish = BLOCKED if self._blocked else event
+                if event.reason is FinishReason.OTHER:  # (fidelity 43 F03)
+                    self._note(
+                        f"finish {event.raw!r} is none of the Responses API's: sent as "
+                        "response.incomplete, its reason as it came"
+                    )
+                self._cut_short(self._finish)
                 return self._start() + self._close_open()
             case Usage():
                 self._usage = event
                 return self._start()
             case FilterVerdict():
-                self._note("content-filter verdicts have no field in the Responses API")
+                if event.filtered:  # (after ``stop`` too: the held finish says it)
+                    self._blocked = True
+                    self._finish = None if self._finish is None else BLOCKED
+                if event.filtered or event.detected:
+                    self._note("content-filter verdicts have no field in the Responses API")
                 return b""
             case StreamFailed():
                 return self._start() + self._fail(event.error)

@@ -55,8 +55,9 @@ Rule 7 (what is ignored): event types this module does not name are ignored, as 
     ``file_search_call.*``, ``code_interpreter_call.*`` with its code deltas,
     ``image_generation_call.*`` with its partial images, ``mcp_call.*``, ``mcp_list_tools.*``,
     ``custom_tool_call_input.*``, ``shell_call.*``), ``response.audio.*``,
-    ``response.output_text.annotation.added`` (citations have no event in the vocabulary) and
-    anything newer; their names are kept in ``ignored_types``. Output items of other types
+    ``response.output_text.annotation.added`` (citations have no event in the vocabulary: they
+    are noted, as a part's ``annotations`` are; fidelity 43 F05) and anything newer; their
+    names are kept in ``ignored_types``. Output items of other types
     (``web_search_call``, ``custom_tool_call``...) are noted once per type in ``problems``:
     the vocabulary cannot carry them.
 
@@ -118,6 +119,7 @@ MAX_IGNORED_TYPES: Final = 64
 """Distinct ignored event type names kept in ``ignored_types``; more are ignored unnamed, as
 is a name longer than `svir_proto._notes.MAX_NOTE` (attack 34: a peer's names may be
 megabytes long)."""
+_ANNOTATIONS: Final = "output_text annotations (citations) are not carried"
 SEPARATOR: Final = "\n\n"
 """Joins the summary or reasoning parts of one reasoning item (Rule 3)."""
 DELTA_KEY: Final = b'"delta":'
@@ -496,6 +498,8 @@ class ResponsesStreamDecoder(DialectDecoder):
         if handler is None:  # Rule 7
             if len(self.ignored_types) < MAX_IGNORED_TYPES and len(etype) <= MAX_NOTE:
                 self.ignored_types.add(etype)
+            if etype == "response.output_text.annotation.added":
+                self._note(_ANNOTATIONS)
             return
         handler(self, obj, at)
 
@@ -532,14 +536,14 @@ class ResponsesStreamDecoder(DialectDecoder):
         response = obj.get("response")
         if type(response) is not dict:
             raise PeerProtocolError(f"{obj['type']} needs a response object", offset=at)
-        self._identify(response)
+        self._identify(response, at)
 
-    def _identify(self, response: dict[str, Any]) -> None:
-        rid = response.get("id")
-        model = response.get("model")
-        if isinstance(model, str) and model:
+    def _identify(self, response: dict[str, Any], at: int | None) -> None:
+        rid = self._name(response.get("id"), "the response id", at)
+        model = self._name(response.get("model"), "the model name", at)
+        if model:
             self.model = model
-        if isinstance(rid, str) and rid:
+        if rid:
             if self.response_id and rid != self.response_id:
                 self._note("the response id changes between events")
             else:
@@ -688,6 +692,8 @@ class ResponsesStreamDecoder(DialectDecoder):
     def _settle_part(self, rec: _Item, index: int, part: dict[str, Any], at: int) -> None:
         kind = part.get("type")
         if kind == "output_text" and type(part.get("text")) is str:
+            if part.get("annotations"):
+                self._note(_ANNOTATIONS)
             self._settle(rec, ("t", index), part["text"], at)
         elif kind == "refusal" and type(part.get("refusal")) is str:
             self._settle(rec, ("r", index), part["refusal"], at)
@@ -851,7 +857,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         response = obj.get("response")
         if type(response) is not dict:
             raise PeerProtocolError(f"{obj['type']} needs a response object", offset=at)
-        self._identify(response)
+        self._identify(response, at)
         output = response.get("output")
         if type(output) is list:
             for i, rec in enumerate(self._items):  # a call streamed but never said done

@@ -985,3 +985,68 @@ def test_an_answer_the_client_did_not_take_by_the_close_is_logged_cut(
         assert f"outcome={want} " in line, line
         counted = g.metrics()
         assert counted[f'svir_gateway_requests_total{{dialect="responses",outcome="{want}"}}'] == 1
+
+
+def _anthropic_start_named(mid: str, model: str) -> bytes:
+    start = json.loads(anthropic_start()[0].split(b"data: ", 1)[1])
+    start["message"].update(id=mid, model=model)
+    return b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("length", [256, 257])
+def test_sans_io_a_long_name_from_the_upstream_is_not_repeated_in_every_event(
+    length: int,
+) -> None:
+    """Attack 43 F1: a Messages upstream named its message (or model) once, in a megabyte; a
+    Chat client's every chunk repeated it (0.43 MB of upstream answer became 400 MB, 3.1 GB
+    held for a client that read nothing). A name past `MAX_NAME` fails the stream, saying
+    why; one at it goes on."""
+    s = _session("messages")
+    opened(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
+    out = s.upstream_data(SSE_HEAD, 0.0)
+    out += s.upstream_data(chunk(_anthropic_start_named("m" * length, "claude")), 0.0)
+    for piece in anthropic_start()[1:] + [anthropic_delta("t")] * 50 + anthropic_end():
+        out += s.upstream_data(chunk(piece), 0.0)
+    out += s.upstream_data(b"0\r\n\r\n", 0.0)
+    got = responses(out)
+    if length == 256:
+        assert got[0].status == 200
+        assert got[0].body.count(b"m" * 256) == 52  # (each chunk's id: its own, as it came)
+        return
+    assert got[0].status == 502  # (before the first event: a status, as for a whole answer)
+    assert b"m" * 257 not in got[0].body
+    assert b"the message id is 257 characters long, more than 256" in got[0].body
+
+
+def test_sans_io_a_long_model_name_from_the_client_is_refused() -> None:
+    """Attack 43 F1b: a client's model of a megabyte was written in every chunk of an answer
+    whose upstream names no model (llama.cpp's Responses stream): 0.09 MB became 502 MB. A
+    translated request's model past `MAX_NAME` is refused, naming it."""
+    s = _session("responses")
+    out = opened(s, _post("/v1/chat/completions", "application/json", openai_body("m" * 257)))
+    got = responses(out)
+    assert got[0].status == 400
+    assert json.loads(got[0].body)["error"]["param"] == "$.model"
+    s = _session("responses")
+    out = opened(s, _post("/v1/chat/completions", "application/json", openai_body("m" * 256)))
+    assert not responses(out)  # (it went upstream)
+
+
+def test_sans_io_what_the_clients_encoder_could_not_write_is_said() -> None:
+    """Fidelity 43 F02: what the client's encoder could not write (here: the upstream gave no
+    usage, and a Messages client's ``message_delta`` says 0 output tokens) was kept in its
+    ``lost`` and never said; it goes as a ``svir-lost`` comment before the stream's end, with
+    what the upstream's decoder noted."""
+    s = _session("chat")
+    opened(s, _post("/v1/messages", "application/json", messages_body()))
+    out = s.upstream_data(SSE_HEAD, 0.0)
+    head = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
+    for choice in ({"index": 0, "delta": {"content": "hi"}},
+                   {"index": 0, "delta": {}, "finish_reason": "stop"}):  # fmt: skip
+        data = json.dumps({**head, "choices": [choice]})
+        out += s.upstream_data(chunk(f"data: {data}\n\n".encode()), 0.0)
+    out += s.upstream_data(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n", 0.0)
+    body = responses(out)[0].body
+    said = b': svir-lost "usage: the upstream gave none, so message_delta says 0 output tokens"'
+    assert said in body
+    assert body.index(said) < body.index(b"event: message_stop")

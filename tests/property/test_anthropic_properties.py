@@ -261,8 +261,8 @@ def test_openai_and_llm_stream_fixtures_through_our_encoder_and_decoder(
         assert [(c.id, c.arguments) for c in second.tool_calls] == [
             (c.id, c.arguments) for c in first.tool_calls
         ]
-        finish = first.finish_reason  # a refusal that stopped is Anthropic's refusal
-        if first.refusal and finish is FinishReason.STOP:
+        finish = first.finish_reason  # a refusal that stopped is Anthropic's refusal, and so
+        if (first.refusal or first.filtered) and finish is not None:  # is a blocked answer
             finish = FinishReason.CONTENT_FILTER
         assert second.finish_reason is finish or finish is FinishReason.OTHER
         assert second.complete

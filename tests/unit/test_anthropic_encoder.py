@@ -171,7 +171,11 @@ def test_what_cannot_be_carried_is_listed() -> None:
         ToolCallDelta(index=0, arguments=" "),
         ToolCallDelta(index=0, name="more"),  # (no arguments: nothing to lose of them)
         RefusalDelta(text="no"),
-        FilterVerdict(scope="completion", results=(FilterResult(category="hate", filtered=True),)),
+        FilterVerdict(
+            scope="completion",
+            results=(FilterResult(category="hate", filtered=True),),
+            filtered=True,
+        ),
         ResponseStarted(status=200, headers=()),
         Usage(prompt_tokens=1, completion_tokens=1, total_tokens=7, reasoning_tokens=1),
         END,
@@ -181,7 +185,7 @@ def test_what_cannot_be_carried_is_listed() -> None:
         "a tool call's name continued after its block opened",
         "tool-call arguments that came after their call's block was closed",
         "refusal text: written as text, the turn's stop_reason refusal",
-        "content-filter verdicts",
+        "content-filter verdicts have no field in the Messages API",
     ]
     d = MessagesStreamDecoder()
     run(d, [body])

@@ -1,0 +1,229 @@
+"""What an answer in one dialect cannot carry to a client of another is said (fidelity 43).
+
+The decoders note what they read and have no event for (`Completion.problems`); the
+encoders, what their dialect has no value for (their ``lost``); a relay says both
+(`svir_proto.gateway`). And an answer that a content-filter verdict blocked after it finished
+(Azure's asynchronous filter) ends as blocked in a dialect with no verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import dialects
+from svir_proto.errors import Failure, FailureKind, FilterResult
+from svir_proto.events import (
+    FilterVerdict,
+    Finished,
+    FinishReason,
+    StreamEnded,
+    StreamStarted,
+    TextDelta,
+    Usage,
+)
+from svir_proto.openai.status import error_status
+from svir_proto.responses._wire import error_code
+
+PAUSED = Finished(reason=FinishReason.OTHER, raw="pause_turn")
+STOP = Finished(reason=FinishReason.STOP, raw="stop")
+SAFE = FilterVerdict(scope="completion", results=(FilterResult(category="hate", filtered=False),))
+BLOCK = FilterVerdict(
+    scope="completion", results=(FilterResult(category="hate", filtered=True),), filtered=True
+)
+SEEN = FilterVerdict(scope="completion", results=(), detected=True)
+END = StreamEnded(complete=True, done=True)
+
+
+def _encoder(name: str) -> Any:
+    return dialects.dialect(name).encoder("m", "r", 1, None)
+
+
+def _written(name: str, events: list[Any]) -> tuple[bytes, Any]:
+    encoder = _encoder(name)
+    start = [StreamStarted(response_id="r", model="m"), TextDelta(text="hi")]
+    body = b"".join(encoder.encode(e) for e in [*start, *events, Usage(prompt_tokens=1), END])
+    return body, encoder
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("chat", "finish 'pause_turn' is none of the Chat API's finish reasons: sent as it came"),
+        ("messages", None),  # (its own)
+        ("responses", "finish 'pause_turn' is none of the Responses API's: sent as "
+                      "response.incomplete, its reason as it came"),
+        ("llm-stream", "finish 'pause_turn' is none of the draft's stop reasons: sent as "
+                       "'end_turn', itself under vendor:svir"),
+    ],
+)  # fmt: skip
+def test_a_finish_a_dialect_has_no_value_for_is_said(name: str, said: str | None) -> None:
+    """Fidelity 43 F03: Anthropic's ``pause_turn`` (send the turn back to go on), Gemini's
+    ``UNEXPECTED_TOOL_CALL``... went out as they came, or as a plain end, unsaid."""
+    _, encoder = _written(name, [PAUSED])
+    assert encoder.lost == ([] if said is None else [said])
+    _, plain = _written(name, [STOP])
+    assert plain.lost == []
+
+
+@pytest.mark.parametrize("name", ["messages", "responses"])
+@pytest.mark.parametrize("after", [True, False])
+def test_an_answer_a_verdict_blocked_ends_blocked(name: str, after: bool) -> None:
+    """Fidelity 43 F01: Azure's filter blocked an answer after its ``stop``; a Messages or
+    Responses client, whose dialect has no verdicts, got ``end_turn`` or ``completed``: the
+    blocked text as approved."""
+    events = [STOP, BLOCK] if after else [BLOCK, STOP]
+    body, encoder = _written(name, events)
+    if name == "messages":
+        assert b'"stop_reason":"refusal"' in body
+    else:
+        final = json.loads(body.rsplit(b"data: ", 1)[1])
+        assert final["type"] == "response.incomplete"
+        assert final["response"]["incomplete_details"] == {"reason": "content_filter"}
+    assert len(encoder.lost) == 1
+    assert encoder.lost[0].startswith("content-filter verdicts have no field")
+
+
+@pytest.mark.parametrize("name", ["messages", "responses"])
+def test_only_a_verdict_that_found_something_is_said_lost(name: str) -> None:
+    _, quiet = _written(name, [SAFE, STOP])
+    assert quiet.lost == []
+    body, seen = _written(name, [SEEN, STOP])
+    assert len(seen.lost) == 1
+    assert b"refusal" not in body
+    assert b"content_filter" not in body
+
+
+def _problems(name: str, body: bytes) -> tuple[str, ...]:
+    decoder = dialects.dialect(name).decoder()
+    decoder.feed(body)
+    decoder.close()
+    return decoder.result.problems
+
+
+def _chat(choice: dict[str, Any]) -> bytes:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "a"}, **choice}]}  # fmt: skip
+    return b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "noted"),
+    [
+        ({"content": [{"token": "a", "logprob": -0.1, "top_logprobs": []}]}, True),
+        ({"content": None, "refusal": None}, False),
+        ([1], True),
+        (None, False),
+    ],
+)
+def test_a_chat_choices_logprobs_are_said_lost(logprobs: object, noted: bool) -> None:
+    """Fidelity 43 F09: no event carries token log probabilities."""
+    problems = _problems("chat", _chat({"logprobs": logprobs, "finish_reason": "stop"}))
+    assert ("choices[].logprobs are not carried" in problems) is noted
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("groundingMetadata", {"webSearchQueries": ["wien"]}, "the search results"),
+        ("citationMetadata", {"citationSources": [{"uri": "https://x.test"}]}, "recites"),
+        ("urlContextMetadata", {"urlMetadata": [{"retrievedUrl": "https://x.test"}]}, "URLs"),
+        ("logprobsResult", {"chosenCandidates": [{"token": "a"}]}, "log probabilities"),
+        ("logprobsResult", {}, None),
+        ("avgLogprobs", -0.5, None),
+    ],
+)
+def test_a_gemini_candidates_sources_are_said_lost(
+    key: str, value: object, said: str | None
+) -> None:
+    """Fidelity 43 F04: a grounded answer's sources, a recitation's, went nowhere, unsaid."""
+    candidate = {"content": {"parts": [{"text": "a"}], "role": "model"},
+                 "finishReason": "STOP", key: value}  # fmt: skip
+    body = b"data: " + json.dumps({"candidates": [candidate], "responseId": "r"}).encode()
+    problems = _problems("gemini", body + b"\n\n")
+    notes = [p for p in problems if p.startswith(key)]
+    assert len(notes) == (0 if said is None else 1)
+    if said is not None:
+        assert notes[0].startswith(f"{key} is not carried (")
+        assert said in notes[0]
+
+
+def test_a_responses_parts_annotations_are_said_lost() -> None:
+    """Fidelity 43 F05: citations in a part (or an item) went nowhere, unsaid, though a Chat
+    upstream's and Anthropic's are said."""
+    part = {"type": "output_text", "text": "a", "annotations": [{"type": "url_citation"}]}
+    events = [
+        ("response.created", {"response": {"id": "r", "model": "m", "output": []}}),
+        ("response.output_item.added", {"output_index": 0, "item": {
+            "type": "message", "id": "m1", "role": "assistant", "content": []}}),
+        ("response.content_part.done", {"output_index": 0, "content_index": 0,
+                                        "item_id": "m1", "part": part}),
+        ("response.completed", {"response": {"id": "r", "model": "m", "status": "completed",
+                                              "output": []}}),
+    ]  # fmt: skip
+    body = b"".join(
+        f"event: {t}\n".encode()
+        + b"data: "
+        + json.dumps({"type": t, "sequence_number": i, **doc}).encode()
+        + b"\n\n"
+        for i, (t, doc) in enumerate(events)
+    )
+    assert "output_text annotations (citations) are not carried" in _problems("responses", body)
+    bare = body.replace(b'"annotations": [{"type": "url_citation"}]', b'"annotations": []')
+    assert "output_text annotations (citations) are not carried" not in _problems("responses", bare)
+
+
+def test_a_messages_prefill_in_message_start_is_said_lost() -> None:
+    """Attack 43 F3: a proxy's prefill in ``message_start.message.content`` went nowhere."""
+    start = {"type": "message_start", "message": {
+        "id": "msg", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": "PREFILL "}],
+        "usage": {"input_tokens": 1, "output_tokens": 1}}}  # fmt: skip
+    body = b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n"
+    said = "message_start's content (blocks before the stream's) is not carried"
+    assert said in _problems("messages", body)
+    start["message"]["content"] = []  # type: ignore[index]
+    body = b"event: message_start\ndata: " + json.dumps(start).encode() + b"\n\n"
+    assert said not in _problems("messages", body)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        (FailureKind.RATE_LIMITED, 429),
+        (FailureKind.CONTEXT_OVERFLOW, 400),
+        (FailureKind.OVERLOADED, 503),
+        (FailureKind.TIMEOUT, 504),
+        (FailureKind.SERVER_ERROR, 502),
+        (FailureKind.UNEXPECTED, 502),
+    ],
+)
+def test_a_failure_inside_a_stream_is_answered_with_its_kinds_status(
+    kind: FailureKind, status: int
+) -> None:
+    """Fidelity 43 F07: a whole answer whose stream failed was a 502 whatever the failure: a
+    rate limit, which the OpenAI SDKs retry after a 429, or a context too long, which a 400
+    says is not worth retrying."""
+    assert error_status(Failure(kind=kind, message="m")) == status
+    assert error_status(Failure(kind=kind, message="m", status=418)) == 418
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "written"),
+    [
+        ("RESOURCE_EXHAUSTED", FailureKind.RATE_LIMITED, "rate_limit_exceeded"),
+        ("overloaded_error", FailureKind.OVERLOADED, "overloaded_error"),  # (no code here)
+        ("exceed_context_size_error", FailureKind.CONTEXT_OVERFLOW, "context_length_exceeded"),
+        ("server_error", FailureKind.SERVER_ERROR, "server_error"),
+        ("rate_limit_exceeded", FailureKind.RATE_LIMITED, "rate_limit_exceeded"),
+        ("too_large", FailureKind.UNEXPECTED, "too_large"),
+        (None, FailureKind.TIMEOUT, "timeout"),
+    ],
+)
+def test_a_responses_error_code_is_the_apis_own(
+    code: str | None, kind: FailureKind, written: str
+) -> None:
+    """Fidelity 43 F07: a Responses stream's ``error.code`` was another vendor's."""
+    assert error_code(Failure(kind=kind, message="m", code=code)) == written
