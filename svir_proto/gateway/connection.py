@@ -30,8 +30,9 @@ Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM
     cannot write (a Messages ``tool_use`` whose arguments are no object) is then an HTTP
     error (Rule 5), since nothing was sent before it.
 Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body over
-    ``max_body`` is 413 before a byte of it is read; a request past ``max_streams``, or whose
-    body would pass ``max_buffered``, is 503 with ``Retry-After``, also before its body;
+    ``max_body`` or, held, ``max_buffered`` is 413 before a byte of it is read; a request past
+    ``max_streams`` is 503 with ``Retry-After``, also before its body, and one whose body, as
+    its bytes come (not as its length says), would pass what ``max_buffered`` has left, then;
     ``Expect: 100-continue`` is answered once the request is admitted, and a refusal is sent
     instead of it. An OpenAI request's body up to ``hold_below`` bytes is read whole (the
     gateway then knows all of it), a larger one goes upstream piece by piece as it arrives; a
@@ -374,9 +375,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     @property
     def body_length(self) -> int:
-        """The length of the body being read: its Content-Length, or what came of a chunked
-        one: for its rate deadline (the session's Rule 3)."""
-        return self._got if self._length is None else self._length
+        """What came of the body being read, for its rate deadline (the session's Rule 3): not
+        what its Content-Length says, which would buy a client time it never used (attack 43
+        F2: 32 MiB declared, a byte sent each 10 s, held its share for 158 s)."""
+        return self._got
 
     @property
     def backlog(self) -> int:
@@ -553,16 +555,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return self._busy("the gateway holds as many streams as it may")
         self._slot = True
         held = self._translated or length is None or length <= cfg.hold_below
-        if held and length is not None:
-            if length > cfg.max_buffered:  # it can never fit: not a busy budget
-                return self._reject(
-                    413, f"the body is larger than the {cfg.max_buffered} bytes the gateway "
-                    "holds for request bodies", "request_too_large", close=True,
-                )  # fmt: skip
-            if not self.state.hold(length):
-                self.state.metrics.refused["buffered"] += 1
-                return self._busy("the gateway holds as many request bodies as it may")
-            self._held = self._covered = self._cost = length
+        if held and length is not None and length > cfg.max_buffered:  # it can never fit
+            return self._reject(
+                413, f"the body is larger than the {cfg.max_buffered} bytes the gateway "
+                "holds for request bodies", "request_too_large", close=True,
+            )  # fmt: skip
+        # (a held body takes the budget as its bytes come, not as its length says: attack 43
+        # F2, eight lengths declared and never sent held all of it for minutes)
         # a body passed through is scanned as it goes; a held one is read whole at its end
         self._scanner = None if self._translated or held else RequestScanner()
         if held:

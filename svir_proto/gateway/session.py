@@ -30,8 +30,8 @@ Rule 2 (isolation): whatever a peer sends, a session only ever raises for its ow
     and by Transfer-Encoding is such a break (RFC 9112 6.3).
 Rule 3 (deadlines, `GatewayConfig`): a head within ``head_timeout`` of its first byte (or of
     the connection), a body with no silence over ``body_timeout`` (and, once another
-    connection or request was refused for want of what a body being read holds, whole within
-    ``body_timeout`` plus its length over ``body_rate`` from its head's first byte), an idle
+    connection or request was refused for want of what a body being read holds, within
+    ``body_timeout`` plus what came of it over ``body_rate`` from its head's first byte), an idle
     kept-alive connection within ``idle_timeout``: else 408 or a close. An upstream with no
     progress for ``progress_timeout`` ends the stream with an error and the end marker, however
     many keep-alive comments it sends; a client that reads nothing for ``send_timeout`` loses
@@ -1134,10 +1134,10 @@ class GatewaySession:
     def _body_due(self) -> float:
         """Rule 3: a body's deadline is its silence (``body_timeout`` from its last read) and,
         once another connection or request was refused for want of what a body being read
-        holds (a connection, a stream slot, a share of the budget: `_scarcity`), its rate
-        (whole by ``body_timeout`` plus its length over ``body_rate`` from its head's first
-        byte; a chunked body's length is what came of it): a slow client keeps its time while
-        nobody waits for what it holds (attack 35: bodies trickled a byte at a time held every
+        holds (a connection, a stream slot, a share of the budget: `_scarcity`), its rate (by
+        ``body_timeout`` plus what came of it over ``body_rate``, from its head's first byte,
+        whatever its length says: attack 43 F2): a slow client keeps its time while nobody
+        waits for what it holds (attack 35: bodies trickled a byte at a time held every
         stream slot, and the connections of local requests, for ever)."""
         cfg = self.config
         due = self._since + cfg.body_timeout

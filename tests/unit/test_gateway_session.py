@@ -846,29 +846,31 @@ def test_a_body_that_stops_coming_is_408() -> None:
 
 def test_a_held_body_trickled_is_408_by_its_rate_and_gives_its_share_back() -> None:
     """Attack 24: a body held whole holds a share of the budget; trickled a byte at a time, no
-    silence ever lasted ``body_timeout``. It must be whole by ``body_timeout`` plus its length
-    over ``body_rate`` from its head's first byte."""
+    silence ever lasted ``body_timeout``. Once another waits for the budget, it must keep up:
+    by ``body_timeout`` plus what came of it over ``body_rate`` from its head's first byte,
+    whatever its length says (attack 43 F2: a long length declared bought minutes)."""
     length = len(openai_body())
     d = Driver(body_timeout=5.0, body_rate=10.0, max_buffered=length + 10)
     whole = post(openai_body())
     start = len(whole) - length
-    d.send(whole[: start + 1], now=1.0)
-    assert d.state.buffered == length
-    d.send(whole[start + 1 : start + 2], now=6.5)  # nobody waits: silence only
+    d.send(whole[: start + 20], now=1.0)
+    assert d.state.buffered == 20  # (what came: not its length)
+    d.send(whole[start + 20 : start + 21], now=6.5)  # nobody waits: silence only
     assert d.session.deadline == pytest.approx(11.5)
     other = GatewaySession(d.state, 6.5)  # a request refused for want of the budget
     ((status, _, _, _),) = read(other.client_data(post(openai_body()), 6.5))
     assert status == 503
-    due = 1.0 + 5.0 + length / 10.0
-    assert d.session.deadline == pytest.approx(min(11.5, due))
+    got = 21
+    assert d.session.deadline == pytest.approx(1.0 + 5.0 + got / 10.0)
     now = 6.5
-    start += 1
-    for i in range(start + 1, len(whole) - 1):  # a byte a second: never 5 s of silence
+    for i in range(start + 21, len(whole) - 1):  # a byte a second: never 5 s of silence
         now += 1.0
-        if now >= due:
+        if now >= 1.0 + 5.0 + got / 10.0:
             break
         d.send(whole[i : i + 1], now=now)
-        assert d.session.deadline == pytest.approx(min(now + 5.0, due))
+        got += 1
+        assert d.session.deadline == pytest.approx(min(now + 5.0, 1.0 + 5.0 + got / 10.0))
+    due = 1.0 + 5.0 + got / 10.0
     assert now + 5.0 > due  # silence alone would not have ended it
     d.tick(due)
     ((status, _, _, _),) = read(d.client)
@@ -889,7 +891,7 @@ def test_any_body_trickled_is_408_by_its_rate_once_others_wait_for_what_it_holds
     whole = post(openai_body())
     length = len(openai_body())
     start = len(whole) - length
-    due = 1.0 + 5.0 + length / 100.0
+    due = 1.0 + 5.0 + 2 / 100.0  # (what came of it, two bytes, whatever its length says)
     for options in ({}, {"hold_below": 10}):  # held whole, and passed through
         d = Driver(body_timeout=5.0, body_rate=100.0, max_streams=1, **options)
         d.send(whole[: start + 1], now=1.0)
@@ -914,8 +916,8 @@ def test_any_body_trickled_is_408_by_its_rate_once_others_wait_for_what_it_holds
     assert d.session.deadline == pytest.approx(6.0)
     d.state.metrics.refused["connections"] += 1  # (the server counts them)
     d.send(b"x", now=4.0)
-    assert d.session.deadline == pytest.approx(1.0 + 5.0 + 20 / 10.0)
-    # a chunked body's length is what came of it: a trickle falls behind the rate
+    assert d.session.deadline == pytest.approx(1.0 + 5.0 + 2 / 10.0)
+    # a chunked body's too: a trickle falls behind the rate
     d = Driver(body_timeout=5.0, body_rate=10.0)
     head = (
         post(openai_body())
