@@ -127,9 +127,10 @@ class DialectSpec:
             answered, whose options an answer repeats: the Responses API's response object,
             but for its instructions, a prompt the gateway would write four times more).
         answer: the whole answer, for a client that asked for no stream:
-            ``answer(result, model, response_id, created, request=None)``, the dialect's one
-            JSON object for a `Completion` (`svir_proto.answer.AnswerFold` makes one from
-            events), or the `Failure` that it cannot be written; ``None`` for a dialect that
+            ``answer(result, model, response_id, created, request=None, lost=None)``, the
+            dialect's one JSON object for a `Completion` (`svir_proto.answer.AnswerFold`
+            makes one from events), or the `Failure` that it cannot be written (``lost``
+            receives a sentence for each thing it could not write); ``None`` for a dialect that
             only streams.
         body_outcome: the `RequestFailed` of a response that is not a stream.
         error_body: the dialect's error body for a failure, and `error_status` its status.
@@ -292,7 +293,7 @@ def _chat() -> DialectSpec:
                 usage=not isinstance(request, asked) or request.include_usage,
             )
         ),
-        answer=lambda result, model, rid, created, request=None: answer.chat_completion(
+        answer=lambda result, model, rid, created, request=None, lost=None: answer.chat_completion(
             result, response_id=rid or "chatcmpl-svir", model=model, created=created
         ),
         body_outcome=status.body_outcome,
@@ -324,8 +325,8 @@ def _messages() -> DialectSpec:
                 declared_tools=declared_tools,
             )
         ),
-        answer=lambda result, model, rid, created, request=None: answer.message(
-            result, message_id=rid or "msg_svir", model=model
+        answer=lambda result, model, rid, created, request=None, lost=None: answer.message(
+            result, message_id=rid or "msg_svir", model=model, lost=lost
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,
@@ -363,13 +364,14 @@ def _responses() -> DialectSpec:
                 repeat_instructions=False,  # a prompt, written again in every lifecycle event
             )
         ),
-        answer=lambda result, model, rid, created, request=None: answer.response(
+        answer=lambda result, model, rid, created, request=None, lost=None: answer.response(
             result,
             response_id=rid or "resp_svir",
             model=model,
             created=created,
             request=request,
             repeat_instructions=False,
+            lost=lost,
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

@@ -9,7 +9,9 @@ unsigned tail with an empty signature; the text, a refusal written as text as th
 writes it; a ``tool_use`` block per call, its ``input`` the arguments read as a JSON object),
 ``stop_reason`` (`encoder.stop_reason_of`), ``stop_sequence`` ``null``, and ``usage`` with
 ``input_tokens`` always (`encoder.usage_object`). A call whose arguments are not a JSON object
-cannot be written: the answer is then the `Failure` the stream would end with. No I/O here.
+cannot be written: the answer is then the `Failure` the stream would end with; unless the
+answer was cut by its length, which cut the call (fidelity 43 F10: the text before it and its
+``max_tokens`` were a 502), which is then left out, said in ``lost``. No I/O here.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from .._json import canonical, dumps
 from .._signatures import thinking_block
 from ..answer import finished_of, unsigned_reasoning
 from ..errors import Failure
-from ..events import Completion, Usage
+from ..events import Completion, FinishReason, Usage
 from .encoder import an_object, not_an_object, stop_reason_of, usage_object
 
 __all__ = ["message"]
 
 
-def message(result: Completion, *, message_id: str, model: str) -> bytes | Failure:
-    """The ``message`` object for ``result``, as JSON; or the failure that it cannot be."""
+def message(
+    result: Completion, *, message_id: str, model: str, lost: list[str] | None = None
+) -> bytes | Failure:
+    """The ``message`` object for ``result``, as JSON; or the failure that it cannot be.
+    ``lost`` receives a sentence for each thing left out."""
     content: list[dict[str, Any]] = [thinking_block(b) for b in result.reasoning_blocks]
     tail = unsigned_reasoning(result)
     if tail:
@@ -37,7 +42,14 @@ def message(result: Completion, *, message_id: str, model: str) -> bytes | Failu
         content.append({"type": "text", "text": text})
     for call in result.tool_calls:
         if not an_object(call.arguments):
-            return not_an_object(call)
+            if result.finish_reason is not FinishReason.LENGTH:
+                return not_an_object(call)
+            if lost is not None:
+                lost.append(
+                    f"tool call {call.index} ({call.name!r}) was cut by the answer's length: "
+                    "its arguments are no object, and it is left out"
+                )
+            continue
         arguments = call.arguments.strip()
         content.append(
             {

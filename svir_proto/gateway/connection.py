@@ -966,17 +966,20 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         spec = dialect(_WIRE[self.dialect or "openai"])
         assert spec.answer is not None
         rid = fold.response_id or self.request_id or ""
+        lost: list[str] = []
         body = spec.answer(
-            result, fold.model or self._model, rid, fold.created or now, request=self._asked
-        )
+            result, fold.model or self._model, rid, fold.created or now, request=self._asked,
+            lost=lost,
+        )  # fmt: skip
         if isinstance(body, Failure):
             return self._failed(attrs.evolve(body, status=502), now)
         self.outcome = "ok" if result.complete else "failed"
         self._mode = "answered"
-        if problems:  # what the decoder did not carry: said with the translation's
-            self.noted += len(problems)
+        said = [*problems, *lost]  # what the decoder did not carry, and the answer could not
+        if said:  # write: said with the translation's
+            self.noted += len(said)
             room = max(MAX_LOST - len(self._lost), 1)
-            self._lost = self._lost + _header_values(list(problems))[:room]
+            self._lost = self._lost + _header_values(said)[:room]
         return self._response(200, [("Content-Type", "application/json")], body, close=False)
 
     def _encode(self, event: ExchangeEvent, now: int) -> bytes:

@@ -30,9 +30,11 @@ def response(
     created: int,
     request: ResponsesRequest | None = None,
     repeat_instructions: bool = True,
+    lost: list[str] | None = None,
 ) -> bytes:
     """The ``response`` object for ``result``, as JSON; with ``request``, repeating its
-    options (``tools``, ``tool_choice``, ``instructions``...), as the API does."""
+    options (``tools``, ``tool_choice``, ``instructions``...), as the API does. ``lost``
+    receives what the encoder could not write (`ResponsesStreamEncoder.lost`)."""
     encoder = ResponsesStreamEncoder(
         model=model,
         response_id=response_id,
@@ -43,4 +45,6 @@ def response(
     )
     for event in replay(result):
         encoder.encode(event)
+    if lost is not None:
+        lost += encoder.lost
     return dumps(encoder.response())

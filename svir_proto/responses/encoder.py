@@ -597,6 +597,16 @@ class ResponsesStreamEncoder:
     def _end(self) -> bytes:
         finish = self._finish
         short = self._cut_short(finish)
+        usage = self._usage
+        if (
+            usage is not None
+            and usage.reasoning_tokens is None
+            and any(type(item) is _Open and item.kind == "reasoning" for item in self._items)
+        ):  # (fidelity 43 F06: Anthropic's count has no such share; the SDK's types want 0)
+            self._note(
+                "usage: the upstream does not count reasoning tokens apart: "
+                "output_tokens_details.reasoning_tokens says 0"
+            )
         out = self._close_open() + self._flush(force=True)
         for call in self._calls:
             out += self._close_call(call)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import attrs
 import pytest
 
 from svir_proto import dialects
@@ -227,3 +228,59 @@ def test_a_responses_error_code_is_the_apis_own(
 ) -> None:
     """Fidelity 43 F07: a Responses stream's ``error.code`` was another vendor's."""
     assert error_code(Failure(kind=kind, message="m", code=code)) == written
+
+
+def test_a_call_cut_by_the_answers_length_leaves_a_whole_messages_answer() -> None:
+    """Fidelity 43 F10: an answer cut by its length inside a call's arguments was a 502 for
+    a Messages client that asked for no stream, its text and its ``max_tokens`` lost; a
+    streamed one got them. The cut call is left out, and said; one that claims to be whole
+    and is no object is still the failure."""
+    from svir_proto.anthropic.answer import message
+    from svir_proto.events import Completion, ToolCall
+
+    call = ToolCall(index=0, id="c", name="get_weather", arguments='{"location": "Wien"')
+    cut = Completion(
+        text="Let me look that up.", tool_calls=(call,), finish_reason=FinishReason.LENGTH,
+        finish_raw="length", done=True, complete=True,
+    )  # fmt: skip
+    lost: list[str] = []
+    body = message(cut, message_id="m", model="m", lost=lost)
+    assert isinstance(body, bytes)
+    doc = json.loads(body)
+    assert doc["content"] == [{"type": "text", "text": "Let me look that up."}]
+    assert doc["stop_reason"] == "max_tokens"
+    assert lost == [
+        "tool call 0 ('get_weather') was cut by the answer's length: its arguments are no "
+        "object, and it is left out"
+    ]
+    claimed = Completion(
+        tool_calls=(call,), finish_reason=FinishReason.TOOL_CALLS, finish_raw="tool_calls",
+        done=True, complete=True,
+    )  # fmt: skip
+    assert isinstance(message(claimed, message_id="m", model="m"), Failure)
+    assert isinstance(message(cut, message_id="m", model="m"), bytes)  # (no list: unsaid)
+
+
+def test_what_a_whole_responses_answer_could_not_write_is_said() -> None:
+    """Fidelity 43 F02, F06: the encoder a whole answer is replayed through knows what it
+    made up (a reasoning count Anthropic does not give, written 0 for the SDK's types)."""
+    from svir_proto.events import Completion
+    from svir_proto.responses.answer import response
+
+    result = Completion(
+        reasoning="hm", reasoning_carrier="thinking", text="a", finish_reason=FinishReason.STOP,
+        finish_raw="end_turn", usage=Usage(prompt_tokens=3, completion_tokens=9), done=True,
+        complete=True,
+    )  # fmt: skip
+    lost: list[str] = []
+    body = json.loads(response(result, response_id="r", model="m", created=1, lost=lost))
+    assert body["usage"]["output_tokens_details"] == {"reasoning_tokens": 0}
+    assert lost == [
+        "usage: the upstream does not count reasoning tokens apart: "
+        "output_tokens_details.reasoning_tokens says 0"
+    ]
+    counted = attrs.evolve(result, usage=Usage(prompt_tokens=3, completion_tokens=9,
+                                               reasoning_tokens=4))  # fmt: skip
+    lost = []
+    response(counted, response_id="r", model="m", created=1, lost=lost)
+    assert lost == []
