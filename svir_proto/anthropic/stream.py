@@ -26,7 +26,8 @@ Rule 3 (what blocks carry): ``text`` (``text_delta``) is `TextDelta`; ``thinking
     calls, its deltas skipped, and noted once in ``problems``; so are ``citations_delta`` and
     delta types this decoder does not know.
 Rule 4 (the end of the message): ``message_delta`` gives ``delta.stop_reason`` as `Finished`
-    (the first one counts; ``stop_sequence`` is kept in `stop_sequence`) and its ``usage``,
+    (the first one counts; ``stop_sequence`` is kept in `stop_sequence`, and noted: no event
+    carries it) and its ``usage``,
     which is cumulative and merged into what ``message_start`` said: a count the delta does
     not repeat (or gives as ``null``) keeps its earlier value, so no count is lost.
 Rule 5 (usage): counted as `Usage` says: ``prompt_tokens`` is ``input_tokens`` plus
@@ -595,6 +596,11 @@ class MessagesStreamDecoder(DialectDecoder):
                     self._note(f"unknown stop_reason {reason!r}")
                 sequence = delta.get("stop_sequence")
                 self.stop_sequence = sequence if isinstance(sequence, str) else None
+                if self.stop_sequence:  # (fidelity 43 F11: the other dialects have no field)
+                    self._note(
+                        f"the stop sequence that ended the answer ({self.stop_sequence[:64]!r}) "
+                        "is not carried"
+                    )
                 self._finish = Finished(
                     reason=STOP_REASONS.get(reason, FinishReason.OTHER), raw=reason
                 )
