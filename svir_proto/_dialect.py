@@ -56,11 +56,6 @@ translating gateway's client ten times its bytes at once (attack 41 F1, F2: Gemi
 alternating thought and text, which no join can merge, gave a Messages client 92 MB for
 8 MB, stalled the loop 2.4 s and held 600 MB for a client that read nothing); counted over
 all of the event's lists, so that nesting them multiplies nothing (review 42 F1)."""
-MAX_NAME: Final = 256
-"""Characters a stream's response id or model name may have. Servers write a few dozen; a
-translating relay repeats them in every event it writes (a Chat chunk's ``id`` and ``model``,
-a Responses delta's item id), so one long name, sent once, would multiply every event after
-it (attack 43 F1). Past it, the stream fails with a `PeerProtocolError` (``max_name``)."""
 
 
 DEEP: Final = 2 * _json.MAX_DEPTH
@@ -415,20 +410,6 @@ class DialectDecoder(PullDecoder[Event]):
                 limit_value=MAX_ENTRIES,
             )
         return items
-
-    def _name(self, value: object, what: str, at: int | None) -> str:
-        """A response id or model name the stream gives (``""``: none, or not a string); past
-        `MAX_NAME` characters, a `PeerProtocolError` naming ``what``."""
-        if type(value) is not str:
-            return ""
-        if len(value) > MAX_NAME:
-            raise PeerProtocolError(
-                f"{what} is {len(value)} characters long, more than {MAX_NAME}",
-                offset=at,
-                limit="max_name",
-                limit_value=MAX_NAME,
-            )
-        return value
 
     def _note(self, problem: str) -> None:
         """A problem worth saying once, however often it happens (`Notes`)."""

@@ -302,8 +302,10 @@ class MessagesStreamDecoder(DialectDecoder):
         message = _field(obj, "message", dict, at)
         if self._started:
             raise PeerProtocolError("a second message_start", offset=at)
-        self.message_id = self._name(message.get("id"), "the message id", at)
-        self.model = self._name(message.get("model"), "the model name", at)
+        mid = message.get("id")
+        model = message.get("model")
+        self.message_id = mid if isinstance(mid, str) else ""
+        self.model = model if isinstance(model, str) else ""
         self._started = True
         self._queue.append(StreamStarted(response_id=self.message_id, model=self.model))
         if message.get("content"):  # (a proxy's prefill: attack 43 F3)

@@ -81,7 +81,6 @@ from urllib.parse import unquote
 
 import attrs
 
-from .._dialect import MAX_NAME
 from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner, parsed_choices
 from .._pull import PullDecoder
@@ -101,6 +100,7 @@ from ..events import (
     Retrying,
     StreamEnded,
     StreamFailed,
+    StreamStarted,
     TextDelta,
     TextRun,
     ToolCall,
@@ -261,6 +261,13 @@ GatewayEvent = (
     Reply | Interim | LocalRequest | Forward | Prepare | ForwardBody | ForwardEnd | ClientClosed
 )
 
+MAX_NAME: Final = 256
+"""Characters of an upstream's response id or model name a translated answer repeats
+(`GatewayConnection._named`; servers write a few dozen)."""
+MAX_MODEL: Final = 4 * MAX_NAME
+"""Characters of the model a translated request may ask for: its answer's every event repeats
+it when the upstream names none (attack 43 F1b: a megabyte's name made 0.09 MB of answer
+502 MB); a local model's path may be long (review 43 M3)."""
 _CUT: Final = Failure(
     kind=FailureKind.TRANSIENT,
     message="the upstream's stream was cut before its end",
@@ -353,6 +360,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
         self._asked: object = None  # the client's typed request, once translated
         self._lost: list[str] = []  # what its translation could not carry (`Svir-Lost`)
+        self._renamed: list[str] = []  # names the answer's encoder was not given (`_named`)
         self.noted = 0
         """What the upstream's decoder noticed and the answer did not carry, counted."""
         self._relaying: Literal["", "stream", "raw", "late"] = ""
@@ -738,10 +746,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         assert isinstance(outcome, tuple)
         hub, upstream, stream, self._asked, self._lost, encoded = outcome
         assert isinstance(hub, LLMRequest)
-        if len(hub.model) > MAX_NAME:  # (the answer's every event may repeat it: attack 43 F1b)
+        if len(hub.model) > MAX_MODEL:  # (the answer's every event may repeat it)
             self._unhold()
             self.request_id = self._header_id or self.state.new_id()
-            message = f"model is {len(hub.model)} characters long, more than {MAX_NAME}"
+            message = f"model is {len(hub.model)} characters long, more than {MAX_MODEL}"
             self._reject(400, message, _INVALID, param="$.model")
             return
         self.request_id = request_id(hub.request_id) or self._header_id or self.state.new_id()
@@ -899,7 +907,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                         out.append(self._stream_head())
                     encoded = self._encode(event, now)
                     if type(event) is StreamEnded:  # (what the encoder lost, at the end too)
-                        lost = getattr(self._out, "lost", ())
+                        lost = (*self._renamed, *getattr(self._out, "lost", ()))
                         if problems or lost:
                             pending.append(self._noted((*problems, *lost)))
                     pending.append(encoded)
@@ -994,6 +1002,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 return out.encode_run(event)
             return b"".join(map(out.encode, event.deltas()))
         self.events_forwarded += 1
+        if type(event) is StreamStarted:
+            event = self._named(event)
         undeclared = isinstance(event, ToolCall) and event.declared is False
         if undeclared and self.dialect == "llm-stream":  # Rule 6, draft 8.2
             assert isinstance(event, ToolCall)
@@ -1006,6 +1016,28 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 )
             )
         return self._encoder(now).encode(event)  # type: ignore[arg-type]
+
+    def _named(self, event: StreamStarted) -> StreamStarted:
+        """The upstream's names as the answer's encoder is given them: one past `MAX_NAME`
+        characters is not (the gateway's own id, the model the client asked for, go instead),
+        and that is said at the stream's end. A translated answer repeats them in its every
+        event (a Chat chunk's ``id`` and ``model``, a Responses item's id): one long name,
+        sent once, multiplied every event after it (attack 43 F1: 0.43 MB of answer became
+        400 MB). A relayed answer repeats nothing, and keeps them (review 43 M3)."""
+        rid, model = event.response_id, event.model
+        if len(rid) <= MAX_NAME and len(model) <= MAX_NAME:
+            return event
+        for what, name in (("response id", rid), ("model name", model)):
+            if len(name) > MAX_NAME:
+                self._renamed.append(
+                    f"the upstream's {what} ({len(name)} characters, past {MAX_NAME}) is not "
+                    "repeated in every event: the gateway's own goes instead"
+                )
+        return attrs.evolve(
+            event,
+            response_id=rid if len(rid) <= MAX_NAME else "",
+            model=model if len(model) <= MAX_NAME else "",
+        )
 
     def _encoder(self, now: int) -> DialectStreamEncoder:
         if self._out is None:

@@ -480,7 +480,7 @@ class GeminiStreamDecoder(DialectDecoder):
             )
         rid = obj.get("responseId")
         if rid != self._rid or not self._started:  # Rule 1
-            self._identity(obj, rid, at)
+            self._identity(obj, rid)
         feedback = obj.get("promptFeedback")
         if feedback is not None:
             self._feedback(feedback, at)
@@ -503,18 +503,16 @@ class GeminiStreamDecoder(DialectDecoder):
         if error is not None:  # Rule 8
             self._fail(failure_from_error(obj, status=None, default=FailureKind.SERVER_ERROR))
 
-    def _identity(self, obj: dict[str, Any], rid: object, at: int) -> None:
+    def _identity(self, obj: dict[str, Any], rid: object) -> None:
         model = obj.get("modelVersion")
         if not self._started:
             if rid is None and model is None:
                 return
-            response_id = self._name(rid, "the responseId", at)
-            model = self._name(model, "the modelVersion", at)
             self._started = True
             self._queue.append(
                 StreamStarted(
-                    response_id=response_id,
-                    model=model,
+                    response_id=rid if isinstance(rid, str) else "",
+                    model=model if isinstance(model, str) else "",
                     created=_created(obj.get("createTime")),
                 )
             )

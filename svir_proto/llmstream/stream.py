@@ -365,10 +365,10 @@ class LLMStreamDecoder(DialectDecoder):
     # Rule 4, one handler per event type
 
     def _on_start(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
-        model = self._name(_field(obj, "model", str, at), "the model name", at)
+        model = _field(obj, "model", str, at)
         created = _field(obj, "created", int, at)
         rid = obj.get("request_id")
-        rid = self._name(rid, "the request id", at) if isinstance(rid, str) else None
+        rid = rid if isinstance(rid, str) else None
         self.model, self.request_id = model, rid
         self._queue.append(
             StreamStarted(response_id="", model=model, created=created, request_id=rid)

@@ -239,7 +239,7 @@ class ChatStreamDecoder(DialectDecoder):
         # Rule 1
         cid = obj.get("id")
         if cid != self._id:
-            self._identity(obj, cid, at)
+            self._identity(obj, cid)
         # Rule 2
         choices = obj.get("choices")
         if choices is not None:
@@ -361,18 +361,18 @@ class ChatStreamDecoder(DialectDecoder):
 
     # -- one chunk ---------------------------------------------------------------------------
 
-    def _identity(self, obj: dict[str, object], cid: object, at: int) -> None:
+    def _identity(self, obj: dict[str, object], cid: object) -> None:
         model = obj.get("model")
         if not (cid or model):
             return  # Azure filter chunks and annotations: never the identity
         if not self._started:
             created = obj.get("created")
-            self._id = self._name(cid, "the chunk id", at)
             self._started = True
+            self._id = cid if isinstance(cid, str) else ""
             self._queue.append(
                 StreamStarted(
                     response_id=self._id,
-                    model=self._name(model, "the model name", at),
+                    model=model if isinstance(model, str) else "",
                     created=created if type(created) is int and created > 0 else None,
                 )
             )

@@ -536,14 +536,14 @@ class ResponsesStreamDecoder(DialectDecoder):
         response = obj.get("response")
         if type(response) is not dict:
             raise PeerProtocolError(f"{obj['type']} needs a response object", offset=at)
-        self._identify(response, at)
+        self._identify(response)
 
-    def _identify(self, response: dict[str, Any], at: int | None) -> None:
-        rid = self._name(response.get("id"), "the response id", at)
-        model = self._name(response.get("model"), "the model name", at)
-        if model:
+    def _identify(self, response: dict[str, Any]) -> None:
+        rid = response.get("id")
+        model = response.get("model")
+        if isinstance(model, str) and model:
             self.model = model
-        if rid:
+        if isinstance(rid, str) and rid:
             if self.response_id and rid != self.response_id:
                 self._note("the response id changes between events")
             else:
@@ -857,7 +857,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         response = obj.get("response")
         if type(response) is not dict:
             raise PeerProtocolError(f"{obj['type']} needs a response object", offset=at)
-        self._identify(response, at)
+        self._identify(response)
         output = response.get("output")
         if type(output) is list:
             for i, rec in enumerate(self._items):  # a call streamed but never said done

@@ -994,42 +994,60 @@ def _anthropic_start_named(mid: str, model: str) -> bytes:
 
 
 @pytest.mark.parametrize("length", [256, 257])
+@pytest.mark.parametrize("which", ["id", "model"])
 def test_sans_io_a_long_name_from_the_upstream_is_not_repeated_in_every_event(
-    length: int,
+    length: int, which: str
 ) -> None:
     """Attack 43 F1: a Messages upstream named its message (or model) once, in a megabyte; a
     Chat client's every chunk repeated it (0.43 MB of upstream answer became 400 MB, 3.1 GB
-    held for a client that read nothing). A name past `MAX_NAME` fails the stream, saying
-    why; one at it goes on."""
+    held for a client that read nothing). A name past `MAX_NAME` is not repeated: the
+    gateway's own goes instead, and that is said; one at it is the answer's (and a relayed
+    answer keeps any: review 43 M3)."""
     s = _session("messages")
     opened(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
+    name = "n" * length
+    start = (
+        _anthropic_start_named(name, "claude")
+        if which == "id"
+        else _anthropic_start_named("msg_1", name)
+    )
     out = s.upstream_data(SSE_HEAD, 0.0)
-    out += s.upstream_data(chunk(_anthropic_start_named("m" * length, "claude")), 0.0)
+    out += s.upstream_data(chunk(start), 0.0)
     for piece in anthropic_start()[1:] + [anthropic_delta("t")] * 50 + anthropic_end():
         out += s.upstream_data(chunk(piece), 0.0)
     out += s.upstream_data(b"0\r\n\r\n", 0.0)
-    got = responses(out)
+    (got,) = responses(out)
+    assert got.status == 200
+    assert got.body.count(b't"') >= 50  # (the answer, whole)
     if length == 256:
-        assert got[0].status == 200
-        assert got[0].body.count(b"m" * 256) == 52  # (each chunk's id: its own, as it came)
+        assert got.body.count(name.encode()) == 52  # (each chunk: its own, as it came)
+        assert b"svir-lost" not in got.body
         return
-    assert got[0].status == 502  # (before the first event: a status, as for a whole answer)
-    assert b"m" * 257 not in got[0].body
-    assert b"the message id is 257 characters long, more than 256" in got[0].body
+    assert name.encode() not in got.body
+    what = "response id" if which == "id" else "model name"
+    said = (
+        f": svir-lost \"the upstream's {what} (257 characters, past 256) is not repeated in every "
+        "event: the gateway's own goes instead\""
+    )
+    assert said.encode() in got.body
+    assert got.body.index(said.encode()) < got.body.index(b"data: [DONE]")
 
 
 def test_sans_io_a_long_model_name_from_the_client_is_refused() -> None:
     """Attack 43 F1b: a client's model of a megabyte was written in every chunk of an answer
     whose upstream names no model (llama.cpp's Responses stream): 0.09 MB became 502 MB. A
-    translated request's model past `MAX_NAME` is refused, naming it."""
+    translated request's model past `MAX_MODEL` is refused, naming it; a long one under it (a
+    local model's path) goes."""
+    from svir_proto.gateway.connection import MAX_MODEL
+
     s = _session("responses")
-    out = opened(s, _post("/v1/chat/completions", "application/json", openai_body("m" * 257)))
-    got = responses(out)
-    assert got[0].status == 400
-    assert json.loads(got[0].body)["error"]["param"] == "$.model"
+    asked = openai_body("m" * (MAX_MODEL + 1))
+    (got,) = responses(opened(s, _post("/v1/chat/completions", "application/json", asked)))
+    assert got.status == 400
+    assert json.loads(got.body)["error"]["param"] == "$.model"
     s = _session("responses")
-    out = opened(s, _post("/v1/chat/completions", "application/json", openai_body("m" * 256)))
-    assert not responses(out)  # (it went upstream)
+    asked = openai_body("m" * MAX_MODEL)
+    assert not responses(opened(s, _post("/v1/chat/completions", "application/json", asked)))
 
 
 def test_sans_io_what_the_clients_encoder_could_not_write_is_said() -> None:
@@ -1050,3 +1068,22 @@ def test_sans_io_what_the_clients_encoder_could_not_write_is_said() -> None:
     said = b': svir-lost "usage: the upstream gave none, so message_delta says 0 output tokens"'
     assert said in body
     assert body.index(said) < body.index(b"event: message_stop")
+
+
+def test_sans_io_a_relayed_answer_keeps_a_long_name() -> None:
+    """Review 43 M3: a relayed answer repeats nothing of the gateway's own; a long model name
+    (vLLM names a model by its path) goes to the client as the upstream wrote it."""
+    s = _session("chat")
+    opened(s, _post("/v1/chat/completions", "application/json", openai_body(None)))
+    model = "/mnt/models/" + "m" * 300
+    head = {"id": "c", "object": "chat.completion.chunk", "model": model}
+    out = s.upstream_data(SSE_HEAD, 0.0)
+    for choice in ({"index": 0, "delta": {"content": "hi"}},
+                   {"index": 0, "delta": {}, "finish_reason": "stop"}):  # fmt: skip
+        data = json.dumps({**head, "choices": [choice]})
+        out += s.upstream_data(chunk(f"data: {data}\n\n".encode()), 0.0)
+    out += s.upstream_data(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n", 0.0)
+    (got,) = responses(out)
+    assert got.status == 200
+    assert got.body.count(model.encode()) == 2
+    assert b"svir-lost" not in got.body
