@@ -199,11 +199,18 @@ def finished_of(result: Completion, *, verdicts: bool = False) -> Finished | Non
     """The `Finished` a result's finish came in (``None`` when it has none), for the mappings
     the encoders make from one; ``verdicts``: `BLOCKED` when a verdict blocked the answer, for
     a dialect that has no verdicts (`replay` gives the finish as it came)."""
-    if verdicts and result.filtered and result.finish_reason is not None:
+    if verdicts and result.finish_reason is not None and _blocked(result):
         return BLOCKED
     reason = result.finish_reason
     return (
         None if reason is None else Finished(reason=reason, raw=result.finish_raw or reason.value)
+    )
+
+
+def _blocked(result: Completion) -> bool:
+    """Whether a verdict on the answer (not on the prompt: review 43 M8) blocked it."""
+    return result.filtered and any(
+        v.filtered and v.scope == "completion" for v in result.filter_verdicts
     )
 
 

@@ -491,7 +491,7 @@ class MessagesStreamEncoder:
                     )
                 return b""
             case FilterVerdict():
-                if event.filtered:  # (after ``stop`` too: the held finish says it)
+                if event.filtered and event.scope == "completion":  # (after ``stop`` too)
                     self._blocked = True
                     self._finish = None if self._finish is None else BLOCKED
                 if event.filtered or event.detected:

@@ -63,10 +63,13 @@ class GatewayConfig:
         max_head_size: bytes of a request head (431 past it; h11's default, nginx's
             ``large_client_header_buffers`` is 4 x 8 KiB); also what a client may send while its
             answer streams (a pipelined head) before the connection is closed.
-        max_body: bytes of a request body (413 before a byte of it is read).
+        max_body: bytes of a request body (413 before a byte of it is read, when its length
+            says so; as it comes, when chunked).
         max_buffered: bytes of request bodies held whole at once, across all clients (503 past
-            it): bodies are held to be translated, or while they are small; a body to translate
-            holds what parsing it builds (`_cost.BodyCost`), until its preparation ends.
+            it, once the bytes that came would pass it: not as a length says; 413 before a byte
+            is read for a length that alone passes it): bodies are held to be translated, or
+            while they are small; a body to translate holds what parsing it builds
+            (`_cost.BodyCost`), until its preparation ends.
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
@@ -86,8 +89,9 @@ class GatewayConfig:
         body_rate: bytes a second that a body must come at, beyond ``body_timeout``, once
             another connection or request was refused for want of what a body being read
             holds (a descriptor, a connection or stream slot, a share of ``max_buffered``): it
-            must then be whole ``body_timeout`` plus its length (a chunked one's: what came of
-            it) over this after its head began, else 408 and what it held is given back
+            must then keep up, by ``body_timeout`` plus what came of it over this after its
+            head began (whatever its length says: attack 43 F2), else 408 and what it held is
+            given back
             (Apache's ``mod_reqtimeout`` ``MinRate``), so that bodies trickled a byte at a time
             cannot hold the gateway's slots or budget for ever, while a slow client keeps its
             time when nobody waits.

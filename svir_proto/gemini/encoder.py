@@ -48,6 +48,7 @@ import datetime
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from ..answer import BLOCKED
 from ..events import (
     Event,
     FilterVerdict,
@@ -126,6 +127,7 @@ class GeminiStreamEncoder:
         self._ids: set[str] = set()  # the ids of the calls not yet written
         self._signatures: dict[str, str] = {}  # Rule 3: call id -> signature
         self._finish: Finished | None = None
+        self._filtered = False  # a verdict blocked the answer: its finish is `BLOCKED`
         self._usage: Usage | None = None
         self._blocked: FilterVerdict | None = None  # a filtered prompt verdict, held
         self._answered = False  # a candidate part was written
@@ -300,6 +302,7 @@ class GeminiStreamEncoder:
                 self._blocked = verdict  # Rule 4: its reason comes with the finish
                 return b""
             return self._chunk({"promptFeedback": {"safetyRatings": ratings}}) if ratings else b""
+        self._filtered = self._filtered or verdict.filtered  # (after its finish too: F01)
         if not ratings:
             return b""
         return self._chunk({"candidates": [{"safetyRatings": ratings, "index": 0}]})
@@ -315,6 +318,8 @@ class GeminiStreamEncoder:
         ]
         self._signatures.clear()
         finish = self._finish if end.complete else None  # Rule 5
+        if finish is not None and self._filtered:  # (fidelity 43 F01, review 43 M8)
+            finish = BLOCKED
         tail: dict[str, Any] = {}
         if self._usage is not None:
             usage: dict[str, Any] = usage_out(self._usage)

@@ -710,13 +710,13 @@ class ResponsesStreamEncoder:
                         f"finish {event.raw!r} is none of the Responses API's: sent as "
                         "response.incomplete, its reason as it came"
                     )
-                self._cut_short(self._finish)
-                return self._start() + self._close_open()
+                self._cut_short(event)  # (a message a later verdict blocked was whole: its
+                return self._start() + self._close_open()  # item, streamed or not; review 43 M4)
             case Usage():
                 self._usage = event
                 return self._start()
             case FilterVerdict():
-                if event.filtered:  # (after ``stop`` too: the held finish says it)
+                if event.filtered and event.scope == "completion":  # (after ``stop`` too)
                     self._blocked = True
                     self._finish = None if self._finish is None else BLOCKED
                 if event.filtered or event.detected:

@@ -69,22 +69,50 @@ def test_a_finish_a_dialect_has_no_value_for_is_said(name: str, said: str | None
     assert plain.lost == []
 
 
-@pytest.mark.parametrize("name", ["messages", "responses"])
+@pytest.mark.parametrize("name", ["messages", "responses", "gemini"])
 @pytest.mark.parametrize("after", [True, False])
 def test_an_answer_a_verdict_blocked_ends_blocked(name: str, after: bool) -> None:
-    """Fidelity 43 F01: Azure's filter blocked an answer after its ``stop``; a Messages or
-    Responses client, whose dialect has no verdicts, got ``end_turn`` or ``completed``: the
-    blocked text as approved."""
+    """Fidelity 43 F01: Azure's filter blocked an answer after its ``stop``; a Messages,
+    Responses or Gemini client, whose dialect has no such verdict, got ``end_turn``,
+    ``completed`` or ``STOP``: the blocked text as approved. Its message was whole, its item
+    says so, whichever came first (review 43 M4); a verdict on the prompt blocks no answer
+    (review 43 M8)."""
     events = [STOP, BLOCK] if after else [BLOCK, STOP]
     body, encoder = _written(name, events)
     if name == "messages":
         assert b'"stop_reason":"refusal"' in body
+    elif name == "gemini":
+        assert b'"finishReason":"SAFETY"' in body
     else:
         final = json.loads(body.rsplit(b"data: ", 1)[1])
         assert final["type"] == "response.incomplete"
         assert final["response"]["incomplete_details"] == {"reason": "content_filter"}
-    assert len(encoder.lost) == 1
-    assert encoder.lost[0].startswith("content-filter verdicts have no field")
+        assert [item["status"] for item in final["response"]["output"]] == ["completed"]
+    if name != "gemini":  # (Gemini has ratings: it writes this one)
+        assert len(encoder.lost) == 1
+        assert encoder.lost[0].startswith("content-filter verdicts have no field")
+    prompt = attrs.evolve(BLOCK, scope="prompt")
+    body, _ = _written(name, [prompt, STOP] if after else [STOP, prompt])
+    assert b"refusal" not in body
+    assert b"content_filter" not in body
+    assert b"SAFETY" not in body
+
+
+def test_a_whole_answer_a_verdict_blocked_ends_blocked() -> None:
+    """The same, whole: a Messages answer says ``refusal``; one whose only blocking verdict
+    was on the prompt does not (review 43 M8)."""
+    from svir_proto.anthropic.answer import message
+    from svir_proto.events import Completion
+
+    result = Completion(
+        text="hi", finish_reason=FinishReason.STOP, finish_raw="stop", filter_verdicts=(BLOCK,),
+        filtered=True, done=True, complete=True,
+    )  # fmt: skip
+    doc = json.loads(message(result, message_id="m", model="m"))  # type: ignore[arg-type]
+    assert doc["stop_reason"] == "refusal"
+    prompt = attrs.evolve(result, filter_verdicts=(attrs.evolve(BLOCK, scope="prompt"),))
+    doc = json.loads(message(prompt, message_id="m", model="m"))  # type: ignore[arg-type]
+    assert doc["stop_reason"] == "end_turn"
 
 
 @pytest.mark.parametrize("name", ["messages", "responses"])
