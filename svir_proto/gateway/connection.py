@@ -922,7 +922,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     StreamEnded(complete=False, done=True),
                 ]
                 out.append(self._chunk(b"".join(pending)))  # (nothing, if nothing is pending)
-                return b"".join(out) + self.upstream(ended, now=now)
+                return b"".join(out) + self.upstream(ended, now=now, problems=problems)
         if pending:
             out.append(self._chunk(b"".join(pending)))
         return b"".join(out)
@@ -1115,20 +1115,26 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._response(spec.error_status(failure), headers, body, close=False)
 
     def upstream_broken(
-        self, reason: str, *, kind: FailureKind = FailureKind.TRANSIENT, now: int = 0
+        self,
+        reason: str,
+        *,
+        kind: FailureKind = FailureKind.TRANSIENT,
+        now: int = 0,
+        problems: tuple[str, ...] = (),
     ) -> bytes:
         """The upstream stalled, dropped, broke the protocol or could not be reached, or the
         gateway is stopping: the client's last bytes, an error in its dialect (Rule 5), the
-        answer marked partial. Call it only where an event ends (`relay_data` tells)."""
+        answer marked partial. Call it only where an event ends (`relay_data` tells).
+        ``problems``: what the upstream's decoder noted so far, said as at a stream's end."""
         if self._mode == "answered":
             return b""  # the answer is whole already
         failure = Failure(kind=kind, message=reason, code=kind.value)
         if not self._head_sent:
             status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
             return self._failed(attrs.evolve(failure, status=status), now)
-        return self._in_stream(failure, now)
+        return self._in_stream(failure, now, problems)
 
-    def _in_stream(self, failure: Failure, now: int) -> bytes:
+    def _in_stream(self, failure: Failure, now: int, problems: tuple[str, ...] = ()) -> bytes:
         """A failure once the stream's head went out: its error and end marker (Rule 5), or a
         cut for an answer that is not a stream of ours, or that its client did not ask for (an
         upstream that streamed to a request for JSON: the client reads no events)."""
@@ -1147,6 +1153,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         encoder = self._encoder(now)
         data = encoder.encode(StreamFailed(error=failure))
         data += encoder.encode(StreamEnded(complete=False, done=True))
+        lost = (  # (review 43 M5; a relayed answer's events went as they came: nothing lost)
+            () if self._relaying else (*problems, *self._renamed, *getattr(encoder, "lost", ()))
+        )
+        data = (self._noted(lost) if lost else b"") + data  # (before its error, which ends it)
         self.outcome = "failed"
         self._mode = "answered"
         return self._chunk(data) + self._end_of_body()

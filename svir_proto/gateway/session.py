@@ -1021,7 +1021,9 @@ class GatewaySession:
         """End the request with an error in the client's dialect and close the upstream
         connection (an event the upstream had half sent is lost: the error says why)."""
         conn = self.conn
-        out = conn.upstream_broken(reason, kind=kind, now=self.state.wall(now))
+        exchange = None if self._up is None else self._up.exchange
+        problems = () if exchange is None else exchange.result.problems  # (said: review 43 M5)
+        out = conn.upstream_broken(reason, kind=kind, now=self.state.wall(now), problems=problems)
         self._release(reuse=False)
         self._done(now)
         if out:

@@ -1087,3 +1087,28 @@ def test_sans_io_a_relayed_answer_keeps_a_long_name() -> None:
     assert got.status == 200
     assert got.body.count(model.encode()) == 2
     assert b"svir-lost" not in got.body
+
+
+@pytest.mark.parametrize("end", ["reset", "broken"])
+def test_sans_io_what_was_lost_is_said_when_the_stream_fails(end: str) -> None:
+    """Review 43 M5: what the upstream's decoder noted, and what the client's encoder could not
+    write, were said only at a stream's clean end; one the upstream broke or dropped said
+    nothing of them. They come before its error's end too."""
+    s = _session("gemini")
+    opened(s, _post("/v1/messages", "application/json", messages_body()))
+    grounded = {"candidates": [{"content": {"role": "model", "parts": [{"text": "a"}]},
+                                "groundingMetadata": {"webSearchQueries": ["wien"]}}],
+                "responseId": "r", "modelVersion": "g"}  # fmt: skip
+    out = s.upstream_data(SSE_HEAD, 0.0)
+    out += s.upstream_data(chunk(b"data: " + json.dumps(grounded).encode() + b"\r\n\r\n"), 0.0)
+    if end == "reset":
+        out += s.upstream_failed("reset by peer", 0.0)
+    else:
+        out += s.upstream_data(chunk(b"data: [1]\r\n\r\n"), 0.0)  # (no object: a broken event)
+    body = responses(out)[0].body
+    said = b': svir-lost "groundingMetadata is not carried'
+    assert body.count(said) == 1
+    last = body.rindex(b"event: ")
+    assert body.index(said) < last  # (before the stream's last event)
+    if end == "broken":  # (an error event ends it, after them; a reset is a cut)
+        assert body.index(said) < body.index(b"event: error")
