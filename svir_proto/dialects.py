@@ -294,7 +294,7 @@ def _chat() -> DialectSpec:
             )
         ),
         answer=lambda result, model, rid, created, request=None, lost=None: answer.chat_completion(
-            result, response_id=rid or "chatcmpl-svir", model=model, created=created
+            result, response_id=rid or "chatcmpl-svir", model=model, created=created, lost=lost
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

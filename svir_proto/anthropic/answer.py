@@ -23,7 +23,17 @@ from .._signatures import thinking_block
 from ..answer import finished_of, unsigned_reasoning
 from ..errors import Failure
 from ..events import Completion, FinishReason, Usage
-from .encoder import an_object, not_an_object, stop_reason_of, usage_object
+from .encoder import (
+    NO_USAGE,
+    NO_VERDICTS,
+    REFUSAL_AS_TEXT,
+    an_object,
+    cut_by_length,
+    not_an_object,
+    stop_reason_of,
+    unvalued,
+    usage_object,
+)
 
 __all__ = ["message"]
 
@@ -45,10 +55,7 @@ def message(
             if result.finish_reason is not FinishReason.LENGTH:
                 return not_an_object(call)
             if lost is not None:
-                lost.append(
-                    f"tool call {call.index} ({call.name!r}) was cut by the answer's length: "
-                    "its arguments are no object, and it is left out"
-                )
+                lost.append(cut_by_length(call, written=False))
             continue
         arguments = call.arguments.strip()
         content.append(
@@ -60,6 +67,14 @@ def message(
             }
         )
     finished = finished_of(result, verdicts=True)
+    if lost is not None:  # (what its stream would say: review 43 M6)
+        lost += [] if finished is None else unvalued(finished)
+        if result.usage is None:
+            lost.append(NO_USAGE)
+        if result.refusal:
+            lost.append(REFUSAL_AS_TEXT)
+        if any(v.filtered or v.detected for v in result.filter_verdicts):
+            lost.append(NO_VERDICTS)
     out = {
         "id": message_id,
         "type": "message",

@@ -102,6 +102,22 @@ _TEXT_DELTA: Final = (
 )
 
 
+NO_VERDICTS: Final = "content-filter verdicts have no field in the Messages API"
+NO_USAGE: Final = "usage: the upstream gave none, so message_delta says 0 output tokens"
+REFUSAL_AS_TEXT: Final = "refusal text: written as text, the turn's stop_reason refusal"
+"""What the encoder says it lost, and the whole answer (`svir_proto.anthropic.answer`)."""
+
+
+def unvalued(finished: Finished) -> list[str]:
+    """A finish none of the Messages API's stop reasons, said (fidelity 43 F03: a paused or
+    failed turn goes as it came, not as ``end_turn``)."""
+    if finished.reason is FinishReason.OTHER and finished.raw not in STOP_REASONS:
+        return [
+            f"finish {finished.raw!r} is none of the Messages API's stop reasons: sent as it came"
+        ]
+    return []
+
+
 def stop_reason_of(finished: Finished, *, refused: bool = False) -> str:
     """The ``stop_reason`` for a finish (Rule 4); ``refused``: the answer was a refusal (an
     OpenAI ``refusal``), which Anthropic says by ``refusal``, not by the text alone."""
@@ -198,6 +214,8 @@ class MessagesStreamEncoder:
         self._calls: dict[int, _Call] = {}
         self._finish: Finished | None = None
         self._blocked = False  # a verdict blocked the answer: its finish is `BLOCKED`
+        self._cut_call: tuple[ToolCall, bool] | None = None  # no object (and written): the
+        # finish decides whether it is a failure or the answer's length cut it
         self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
         self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
@@ -380,7 +398,7 @@ class MessagesStreamEncoder:
         finish = self._finish
         usage = self._usage
         if usage is None:
-            self._lose("usage: the upstream gave none, so message_delta says 0 output tokens")
+            self._lose(NO_USAGE)
         delta = {
             "stop_reason": (
                 None if finish is None else stop_reason_of(finish, refused=self._refused)
@@ -435,7 +453,7 @@ class MessagesStreamEncoder:
                 out += self._delta({"type": "signature_delta", "signature": signature})
                 return out + self._close()
             case RefusalDelta():
-                self._lose("refusal text: written as text, the turn's stop_reason refusal")
+                self._lose(REFUSAL_AS_TEXT)
                 self._refused = self._refused or bool(event.text)
                 return self._begin() + self._text(event.text)
         return b""  # pragma: no cover - only those four come here
@@ -463,9 +481,19 @@ class MessagesStreamEncoder:
                 call = self._calls.get(event.index)
                 if call is None:
                     call = self._calls[event.index] = _Call()
-                if not an_object(event.arguments):
-                    call.state = 2  # not written whole at the end either
-                    return self.encode(StreamFailed(error=not_an_object(event)))
+                if not an_object(event.arguments):  # a failure, unless the answer's length
+                    finish = self._finish  # cut it (review 43 M7): the finish says which
+                    if finish is not None and finish.reason is not FinishReason.LENGTH:
+                        call.state = 2  # not written whole at the end either
+                        return self.encode(StreamFailed(error=not_an_object(event)))
+                    written = call.state != 0
+                    out = self._close() if call is self._open_call else b""
+                    call.state = 2
+                    if finish is None:
+                        self._cut_call = self._cut_call or (event, written)
+                    else:
+                        self._lose(cut_by_length(event, written=written))
+                    return out
                 if call.broken:  # (Rule 3: what its block was given is not all)
                     return self.encode(StreamFailed(error=_cut_short(event.index, event.name)))
                 if call is self._open_call:
@@ -484,24 +512,29 @@ class MessagesStreamEncoder:
                 return self._begin(event)  # in message_start if nothing was written yet
             case Finished():
                 self._finish = BLOCKED if self._blocked else event
-                if event.reason is FinishReason.OTHER and event.raw not in STOP_REASONS:
-                    self._lose(  # (fidelity 43 F03: a failed turn, not end_turn)
-                        f"finish {event.raw!r} is none of the Messages API's stop reasons: "
-                        "sent as it came"
-                    )
+                for sentence in unvalued(event):
+                    self._lose(sentence)
+                cut = self._cut_call
+                if cut is not None and event.reason is FinishReason.LENGTH:
+                    self._cut_call = None
+                    self._lose(cut_by_length(cut[0], written=cut[1]))
                 return b""
             case FilterVerdict():
                 if event.filtered and event.scope == "completion":  # (after ``stop`` too)
                     self._blocked = True
                     self._finish = None if self._finish is None else BLOCKED
                 if event.filtered or event.detected:
-                    self._lose("content-filter verdicts have no field in the Messages API")
+                    self._lose(NO_VERDICTS)
                 return b""
             case StreamFailed():
                 self._ended = self.done = True
                 error = {"type": "error", "error": error_object(event.error)}
                 return self._cut() + self._event("error", error)
             case StreamEnded():
+                cut = self._cut_call
+                if cut is not None and event.done:  # (no finish said the length cut it)
+                    self._cut_call = None
+                    return self.encode(StreamFailed(error=not_an_object(cut[0])))
                 broken = [(i, c.name) for i, c in sorted(self._calls.items()) if c.broken]
                 if broken and event.done:  # (Rule 3: no whole ToolCall came to say it)
                     return self.encode(StreamFailed(error=_cut_short(*broken[0])))
@@ -534,6 +567,15 @@ def an_object(arguments: str) -> bool:
         return isinstance(canonical(text), dict)
     except (ValueError, RecursionError):
         return False
+
+
+def cut_by_length(call: ToolCall, *, written: bool) -> str:
+    """A call the answer's length cut, its arguments no object: said, as its block was
+    closed with what it had (as Anthropic's own ``max_tokens`` does) or it was left out."""
+    return (
+        f"tool call {call.index} ({call.name!r}) was cut by the answer's length: its arguments "
+        "are no object, and " + ("its input is what came of them" if written else "it is left out")
+    )
 
 
 def not_an_object(call: ToolCall) -> Failure:

@@ -20,13 +20,21 @@ from .._json import dumps
 from .._signatures import thinking_block
 from ..answer import finished_of
 from ..events import Completion
-from .encoder import filter_results, finish_value, reasoning_key, usage_object
+from .encoder import filter_results, finish_value, reasoning_key, unvalued, usage_object
 
 __all__ = ["chat_completion"]
 
 
-def chat_completion(result: Completion, *, response_id: str, model: str, created: int) -> bytes:
-    """The ``chat.completion`` object for ``result``, as JSON."""
+def chat_completion(
+    result: Completion,
+    *,
+    response_id: str,
+    model: str,
+    created: int,
+    lost: list[str] | None = None,
+) -> bytes:
+    """The ``chat.completion`` object for ``result``, as JSON; ``lost`` receives what it
+    could not write, as its stream would say it (review 43 M6)."""
     message: dict[str, Any] = {
         "role": "assistant",
         "content": result.text
@@ -48,11 +56,14 @@ def chat_completion(result: Completion, *, response_id: str, model: str, created
             for call in result.tool_calls
         ]
     finished = finished_of(result)
+    value = None if finished is None else finish_value(finished)
+    if lost is not None and value is not None:
+        lost += unvalued(value)
     choice: dict[str, Any] = {
         "index": 0,
         "message": message,
         "logprobs": None,
-        "finish_reason": None if finished is None else finish_value(finished),
+        "finish_reason": value,
     }
     out: dict[str, Any] = {
         "id": response_id,

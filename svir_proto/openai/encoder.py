@@ -70,6 +70,14 @@ def finish_value(finished: Finished) -> str:
     return raw
 
 
+def unvalued(value: str) -> list[str]:
+    """A ``finish_reason`` none of the Chat API's, said (fidelity 43 F03: a paused or failed
+    turn goes as it came, not as ``stop``)."""
+    if value in _FINISH:
+        return []
+    return [f"finish {value!r} is none of the Chat API's finish reasons: sent as it came"]
+
+
 def reasoning_key(carrier: ReasoningCarrier | None) -> str:
     """The key reasoning goes under: ``reasoning`` when it came so, else ``reasoning_content``
     (inline ``think`` reasoning too: an OpenAI client has the field, so no markers)."""
@@ -254,11 +262,7 @@ class ChatStreamEncoder:
                 return self._delta({"tool_calls": [call]})
             case Finished():
                 value = finish_value(event)
-                if value not in _FINISH:  # (fidelity 43 F03: a paused or failed turn)
-                    self.lost.append(
-                        f"finish {value!r} is none of the Chat API's finish reasons: sent as "
-                        "it came"
-                    )
+                self.lost += unvalued(value)
                 return self._delta({}, value)
             case Usage() if self.usage:
                 return self._chunk([], usage=usage_object(event))

@@ -20,9 +20,11 @@ from svir_proto.events import (
     FilterVerdict,
     Finished,
     FinishReason,
+    RefusalDelta,
     StreamEnded,
     StreamStarted,
     TextDelta,
+    ToolCall,
     Usage,
 )
 from svir_proto.openai.status import error_status
@@ -269,7 +271,8 @@ def test_a_call_cut_by_the_answers_length_leaves_a_whole_messages_answer() -> No
     call = ToolCall(index=0, id="c", name="get_weather", arguments='{"location": "Wien"')
     cut = Completion(
         text="Let me look that up.", tool_calls=(call,), finish_reason=FinishReason.LENGTH,
-        finish_raw="length", done=True, complete=True,
+        finish_raw="length", usage=Usage(prompt_tokens=1, completion_tokens=16), done=True,
+        complete=True,
     )  # fmt: skip
     lost: list[str] = []
     body = message(cut, message_id="m", model="m", lost=lost)
@@ -312,3 +315,74 @@ def test_what_a_whole_responses_answer_could_not_write_is_said() -> None:
     lost = []
     response(counted, response_id="r", model="m", created=1, lost=lost)
     assert lost == []
+
+
+CASES = {
+    "paused": [TextDelta(text="a"), PAUSED, Usage(prompt_tokens=1, completion_tokens=1)],
+    "blocked, no usage": [TextDelta(text="a"), BLOCK, STOP],
+    "refused": [RefusalDelta(text="no"), STOP, Usage(prompt_tokens=1, completion_tokens=1)],
+    "cut call": [
+        TextDelta(text="a"),
+        ToolCall(index=0, id="c", name="f", arguments='{"a": "x'),
+        Finished(reason=FinishReason.LENGTH, raw="length"),
+        Usage(prompt_tokens=1, completion_tokens=1),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("name", ["chat", "messages", "responses"])
+def test_a_whole_answer_says_what_its_stream_says_it_lost(name: str, case: str) -> None:
+    """Review 43 M6, M7: a whole answer's ``lost`` said less than its stream's (or nothing:
+    Chat's, Messages'), and a call the answer's length cut was a failure streamed, an answer
+    whole. The same events say the same, both ways."""
+    from svir_proto.answer import AnswerFold
+
+    events = [StreamStarted(response_id="r", model="m"), *CASES[case], END]
+    encoder = _encoder(name)
+    body = b"".join(encoder.encode(e) for e in events)
+    assert b"event: error" not in body
+    fold = AnswerFold()
+    fold.extend(events)
+    lost: list[str] = []
+    spec = dialects.dialect(name)
+    assert spec.answer is not None
+    whole = spec.answer(fold.result(), "m", "r", 1, lost=lost)
+    assert isinstance(whole, bytes)
+    assert sorted(lost) == sorted(encoder.lost), (lost, encoder.lost)
+
+
+@pytest.mark.parametrize("finish", ["length", "stop", "none"])
+def test_a_streamed_call_the_answers_length_cut_is_closed_as_it_came(finish: str) -> None:
+    """Review 43 M7: a call whose arguments the answer's length cut was an ``api_error`` for a
+    streamed Messages client (and an answer whole). Its block closes with what came of its
+    input, as Anthropic's own ``max_tokens`` does, the turn ends ``max_tokens``, and that is
+    said; a call no length cut is still the failure."""
+    from svir_proto.events import ToolCallDelta
+
+    events: list[Any] = [
+        StreamStarted(response_id="r", model="m"),
+        ToolCallDelta(index=0, id="c", name="f", arguments='{"a": '),
+        ToolCallDelta(index=0, arguments='"x'),
+        ToolCall(index=0, id="c", name="f", arguments='{"a": "x'),
+    ]
+    if finish != "none":
+        events.append(Finished(reason=FinishReason(finish), raw=finish))
+    events.append(Usage(prompt_tokens=1, completion_tokens=1))
+    encoder = _encoder("messages")
+    body = b"".join(encoder.encode(e) for e in [*events, END])
+    if finish == "length":
+        assert b'"stop_reason":"max_tokens"' in body
+        assert b'"partial_json":"\\"x"' in body
+        assert encoder.lost == [
+            "tool call 0 ('f') was cut by the answer's length: its arguments are no object, "
+            "and its input is what came of them"
+        ]
+    else:
+        assert b"event: error" in body
+        assert b"are not a JSON object" in body
+    before = _encoder("messages")  # the finish first: decided at once
+    early = [*events[:3], Finished(reason=FinishReason.LENGTH, raw="length"), *events[3:4]]
+    early += [Usage(prompt_tokens=1, completion_tokens=1), END]
+    assert b"max_tokens" in b"".join(before.encode(e) for e in early)
+    assert len(before.lost) == 1
