@@ -464,4 +464,6 @@ def test_what_the_upstreams_decoder_did_not_carry_is_said(
     assert f'"{note}"' in (whole.msg.get_all("svir-lost") or [])
     logged = [r.message for r in caplog.records if "outcome=" in r.message]
     assert len(logged) == 2
-    assert all(" lost=1 " in line for line in logged), logged
+    assert " lost=1 " in logged[0], logged  # (and the Messages answer's made-up usage: 2)
+    assert " lost=2 " in logged[1], logged
+    assert '"usage: the upstream gave none' in ", ".join(whole.msg.get_all("svir-lost") or [])

@@ -90,6 +90,8 @@ def _expected_finish(result: Completion) -> str | None:
     if result.error is not None or result.finish_reason is None or not result.done:
         return None  # a failure ends the stream, a cut writes no finish (encoder Rules 5, 6)
     raw = result.finish_raw
+    if any(v.filtered and v.scope == "completion" for v in result.filter_verdicts):
+        return "SAFETY"  # (blocked after it finished: fidelity 43 F01)
     if result.finish_reason is FinishReason.OTHER:
         return "OTHER"
     if raw in ("STOP", "MAX_TOKENS"):
