@@ -340,7 +340,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
-        self._covered = 0  # bytes of its body that the budget covers (its length, once known)
         self._cost = 0  # what translating its body builds, as far as it came (`_estimate`)
         self._dropped = 0  # bytes of a body read and dropped (a GET's), up to ``max_body``
         self._length: int | None = None  # the body's Content-Length (None: chunked, or none)
@@ -612,8 +611,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._mode == "held":
             cfg = self.config
             size = len(self._body) + len(data)
-            grow = max(size - self._covered, 0)  # a chunked body: held as it grows
-            if grow and size > cfg.max_body:
+            grow = len(data)  # held as it comes, whatever its length says (attack 43 F2)
+            if size > cfg.max_body:
                 self._too_large()
                 return
             self._cost += grow
@@ -630,13 +629,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                         f"to about {self._cost} bytes", "request_too_large", close=True,
                     )  # fmt: skip
                     return
-            if grow:
-                if not self.state.hold(grow):
-                    self.state.metrics.refused["buffered"] += 1
-                    self._busy("the gateway holds as many request bodies as it may")
-                    return
-                self._held += grow
-            self._covered = max(self._covered, size)
+            if not self.state.hold(grow):
+                self.state.metrics.refused["buffered"] += 1
+                self._busy("the gateway holds as many request bodies as it may")
+                return
+            self._held += grow
             self._body += data
         elif self._mode == "pass":  # the body goes upstream as it comes
             assert self._scanner is not None

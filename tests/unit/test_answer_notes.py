@@ -386,3 +386,19 @@ def test_a_streamed_call_the_answers_length_cut_is_closed_as_it_came(finish: str
     early += [Usage(prompt_tokens=1, completion_tokens=1), END]
     assert b"max_tokens" in b"".join(before.encode(e) for e in early)
     assert len(before.lost) == 1
+
+
+def test_a_finish_none_of_the_messages_apis_is_said() -> None:
+    """Fidelity 43 F03: Gemini's ``UNEXPECTED_TOOL_CALL`` to a Messages client goes as it came
+    (a failed turn, not ``end_turn``), said, streamed and whole."""
+    from svir_proto.anthropic.encoder import unvalued
+
+    failed = Finished(reason=FinishReason.OTHER, raw="UNEXPECTED_TOOL_CALL")
+    body, encoder = _written("messages", [failed])
+    said = (
+        "finish 'UNEXPECTED_TOOL_CALL' is none of the Messages API's stop reasons: sent as it came"
+    )
+    assert b'"stop_reason":"UNEXPECTED_TOOL_CALL"' in body
+    assert encoder.lost == [said]
+    assert unvalued(failed) == [said]
+    assert unvalued(PAUSED) == []  # (its own)

@@ -1071,6 +1071,20 @@ def test_a_system_message_after_the_conversation_began_is_said_moved() -> None:
     assert lost == []
 
 
+@pytest.mark.parametrize("where", ["output_format", "output_config"])
+def test_a_messages_output_format_comes_back_where_it_was(where: str) -> None:
+    """Fidelity 42 F14: through the hub and back, the format is where the client had it (the
+    beta's ``output_format``, the API's ``output_config.format``)."""
+    from svir_proto.anthropic import hub as anthropic_hub
+
+    fmt = {"type": "json_schema", "schema": {"type": "object"}}
+    asked = {where: fmt} if where == "output_format" else {where: {"format": fmt}}
+    doc = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+           **asked}  # fmt: skip
+    back = anthropic_hub.from_hub(anthropic_hub.to_hub(_parsed("messages", doc)))
+    assert {k: v for k, v in back.to_document().items() if k in asked} == asked
+
+
 @pytest.mark.parametrize(
     "asked",
     [
