@@ -27,6 +27,7 @@ from svir_proto.events import (
 from svir_proto.gemini import GeminiStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from svir_proto.responses import ResponsesStreamDecoder
+from tests.helpers import untraced
 
 N = 50_000
 SIZE = 4 * N  # one character past U+FFFF a piece: 4 bytes each in a str
@@ -160,17 +161,18 @@ def test_a_decoder_holds_one_character_argument_pieces_at_about_their_size(
     pieces = [next(events), next(events)]  # the call's start (and, for chat, its first piece)
     reads = batched(events, per_read)
     deltas = 0
-    tracemalloc.start()
-    try:
-        for data in pieces:
-            decoder.feed(data)
-        for i, data in enumerate(reads):
-            for event in decoder.feed(data):
-                deltas += isinstance(event, ToolCallDelta) and bool(event.arguments)
-            if i == (N - 64) // per_read:
-                held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    with untraced():
+        tracemalloc.start()
+        try:
+            for data in pieces:
+                decoder.feed(data)
+            for i, data in enumerate(reads):
+                for event in decoder.feed(data):
+                    deltas += isinstance(event, ToolCallDelta) and bool(event.arguments)
+                if i == (N - 64) // per_read:
+                    held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
     assert held < 2 * SIZE, f"{held / SIZE:.1f} times the arguments' size held"
     decoder.close()
     whole = "".join(piece(i) for i in range(N))
@@ -190,13 +192,14 @@ def test_the_messages_encoder_holds_a_waiting_call_at_about_its_size() -> None:
     written = encoder.encode(first) + encoder.encode(
         ToolCallDelta(index=1, id="call_1", name="get")
     )
-    tracemalloc.start()
-    try:
-        for i in range(N):
-            written += encoder.encode(ToolCallDelta(index=1, arguments=piece(i)))
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    with untraced():
+        tracemalloc.start()
+        try:
+            for i in range(N):
+                written += encoder.encode(ToolCallDelta(index=1, arguments=piece(i)))
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
     assert held < 2 * SIZE, f"{held / SIZE:.1f} times the arguments' size held"
     assert b"call_1" not in written  # still waiting: not written yet
     end: list[Event] = [
