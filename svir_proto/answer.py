@@ -56,7 +56,15 @@ from .events import (
     Usage,
 )
 
-__all__ = ["BLOCKED", "VERDICT", "AnswerFold", "finished_of", "replay", "unsigned_reasoning"]
+__all__ = [
+    "BLOCKED",
+    "VERDICT",
+    "AnswerFold",
+    "finished_of",
+    "no_value",
+    "replay",
+    "unsigned_reasoning",
+]
 
 
 class AnswerFold:
@@ -190,27 +198,30 @@ class AnswerFold:
 
 
 BLOCKED: Final = Finished(reason=FinishReason.CONTENT_FILTER, raw="content_filter")
-"""The finish of an answer that a content-filter verdict blocked (`FilterVerdict.filtered`),
-whatever finish the stream gave: Azure's asynchronous filter blocks after ``stop``. A dialect
-with no verdicts says so by its finish (fidelity 43 F01: the answer went on as approved)."""
+"""The finish of an answer that a content-filter verdict blocked (`FilterVerdict.blocks`),
+whatever finish the stream gave. A dialect with no verdicts says so by its finish (fidelity 43
+F01: the answer went on as approved)."""
+
+
+def no_value(raw: str, whose: str, sent: str) -> str:
+    """What an encoder says of a finish its dialect has no value for (fidelity 43 F03: a
+    paused or failed turn, written as it came or as the nearest, not as a plain end)."""
+    return f"finish {raw!r} is none of {whose}: sent as {sent}"
 
 
 def finished_of(result: Completion, *, verdicts: bool = False) -> Finished | None:
     """The `Finished` a result's finish came in (``None`` when it has none), for the mappings
     the encoders make from one; ``verdicts``: `BLOCKED` when a verdict blocked the answer, for
     a dialect that has no verdicts (`replay` gives the finish as it came)."""
-    if verdicts and result.finish_reason is not None and _blocked(result):
+    if (
+        verdicts
+        and result.finish_reason is not None
+        and any(v.blocks for v in result.filter_verdicts)
+    ):
         return BLOCKED
     reason = result.finish_reason
     return (
         None if reason is None else Finished(reason=reason, raw=result.finish_raw or reason.value)
-    )
-
-
-def _blocked(result: Completion) -> bool:
-    """Whether a verdict on the answer (not on the prompt: review 43 M8) blocked it."""
-    return result.filtered and any(
-        v.filtered and v.scope == "completion" for v in result.filter_verdicts
     )
 
 

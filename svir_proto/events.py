@@ -254,6 +254,12 @@ class FilterVerdict:
     filtered: bool = False
     detected: bool = False
 
+    @property
+    def blocks(self) -> bool:
+        """The verdict blocked the answer (``filtered``, on the answer: one on the prompt blocks
+        no answer), even after its finish: Azure's asynchronous filter blocks after ``stop``."""
+        return self.filtered and self.scope == "completion"
+
 
 @final
 @attrs.frozen(kw_only=True)

@@ -65,7 +65,7 @@ from .._json import canonical, dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import thinking_signature
-from ..answer import BLOCKED
+from ..answer import BLOCKED, no_value
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -112,9 +112,7 @@ def unvalued(finished: Finished) -> list[str]:
     """A finish none of the Messages API's stop reasons, said (fidelity 43 F03: a paused or
     failed turn goes as it came, not as ``end_turn``)."""
     if finished.reason is FinishReason.OTHER and finished.raw not in STOP_REASONS:
-        return [
-            f"finish {finished.raw!r} is none of the Messages API's stop reasons: sent as it came"
-        ]
+        return [no_value(finished.raw, "the Messages API's stop reasons", "it came")]
     return []
 
 
@@ -520,7 +518,7 @@ class MessagesStreamEncoder:
                     self._lose(cut_by_length(cut[0], written=cut[1]))
                 return b""
             case FilterVerdict():
-                if event.filtered and event.scope == "completion":  # (after ``stop`` too)
+                if event.blocks:
                     self._blocked = True
                     self._finish = None if self._finish is None else BLOCKED
                 if event.filtered or event.detected:

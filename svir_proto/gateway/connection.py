@@ -904,9 +904,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                         out.append(self._stream_head())
                     encoded = self._encode(event, now)
                     if type(event) is StreamEnded:  # (what the encoder lost, at the end too)
-                        lost = (*self._renamed, *getattr(self._out, "lost", ()))
-                        if problems or lost:
-                            pending.append(self._noted((*problems, *lost)))
+                        pending.append(self._noted(problems))
                     pending.append(encoded)
                     encode = self._encoder(now).encode
                     if isinstance(event, StreamEnded):
@@ -930,11 +928,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         not write (its ``lost``: a usage it made up, a verdict it has no field for), as SSE
         comments before the stream's end, one each, as ``Svir-Lost`` values
         (`_header_values`): a client skips them, a person reading the stream sees them, and
-        the log counts them (attack 42 F5, fidelity 43 F02: they went nowhere)."""
-        self.noted += len(problems)
-        return b"".join(
-            b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(list(problems))
-        )
+        the log counts them (attack 42 F5, fidelity 43 F02: they went nowhere); and the
+        upstream's names the encoder was not given (`_named`)."""
+        said = [*problems, *self._renamed, *getattr(self._out, "lost", ())]
+        self.noted += len(said)
+        return b"".join(b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(said))
 
     def _gather(
         self, events: list[ExchangeEvent], now: int, problems: tuple[str, ...] = ()
@@ -1150,10 +1148,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         encoder = self._encoder(now)
         data = encoder.encode(StreamFailed(error=failure))
         data += encoder.encode(StreamEnded(complete=False, done=True))
-        lost = (  # (review 43 M5; a relayed answer's events went as they came: nothing lost)
-            () if self._relaying else (*problems, *self._renamed, *getattr(encoder, "lost", ()))
-        )
-        data = (self._noted(lost) if lost else b"") + data  # (before its error, which ends it)
+        if not self._relaying:  # (review 43 M5: before its error, which ends it; a relayed
+            data = self._noted(problems) + data  # answer's events went as they came)
         self.outcome = "failed"
         self._mode = "answered"
         return self._chunk(data) + self._end_of_body()

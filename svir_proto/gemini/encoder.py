@@ -302,7 +302,7 @@ class GeminiStreamEncoder:
                 self._blocked = verdict  # Rule 4: its reason comes with the finish
                 return b""
             return self._chunk({"promptFeedback": {"safetyRatings": ratings}}) if ratings else b""
-        self._filtered = self._filtered or verdict.filtered  # (after its finish too: F01)
+        self._filtered = self._filtered or verdict.blocks  # (after its finish too: F01)
         if not ratings:
             return b""
         return self._chunk({"candidates": [{"safetyRatings": ratings, "index": 0}]})

@@ -236,7 +236,7 @@ class GeminiStreamDecoder(DialectDecoder):
             done=self._done,
             closed=self._closed,
             cut=self._cut,
-            filtered=any(v.filtered for v in self._verdicts if v.scope == "completion")
+            filtered=any(v.blocks for v in self._verdicts)
             or (finish is not None and finish.reason is FinishReason.CONTENT_FILTER),
             problems=tuple(self._problems),
             complete=self._complete(),

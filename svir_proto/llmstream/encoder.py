@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from .._deprecated import renamed
 from .._json import dumps
+from ..answer import no_value
 from ..errors import CallerProtocolError
 from ..events import (
     Event,
@@ -204,8 +205,11 @@ class LLMStreamEncoder:
                 stop = STOP_OF[event.reason]
                 if event.reason is FinishReason.OTHER:  # (fidelity 43 F03: not a plain end)
                     self.lost.append(
-                        f"finish {event.raw!r} is none of the draft's stop reasons: sent as "
-                        f"{stop!r}, itself under {SVIR_EXTENSION}"
+                        no_value(
+                            event.raw,
+                            "the draft's stop reasons",
+                            f"{stop!r}, itself under {SVIR_EXTENSION}",
+                        )
                     )
                 # the extension only when the plain stop_reason would not give this back
                 plain = (STOP_REASONS[stop], DEFAULT_RAW[stop]) == (event.reason, event.raw)

@@ -30,6 +30,7 @@ from typing import Any, Final
 from .._dialect import DEFAULT_MAX_RESULT_SIZE
 from .._json import dumps
 from .._signatures import thinking_block
+from ..answer import no_value
 from ..events import (
     Event,
     FilterVerdict,
@@ -75,7 +76,7 @@ def unvalued(value: str) -> list[str]:
     turn goes as it came, not as ``stop``)."""
     if value in _FINISH:
         return []
-    return [f"finish {value!r} is none of the Chat API's finish reasons: sent as it came"]
+    return [no_value(value, "the Chat API's finish reasons", "it came")]
 
 
 def reasoning_key(carrier: ReasoningCarrier | None) -> str:

@@ -171,7 +171,7 @@ class ChatStreamDecoder(DialectDecoder):
         text = self._joined(self._text)
         finish = self._finish
         failure = self._failure
-        completion_filtered = any(v.filtered for v in self._verdicts if v.scope == "completion")
+        completion_filtered = any(v.blocks for v in self._verdicts)
         return Completion(
             text=text,
             reasoning=self._joined(self._reasoning),

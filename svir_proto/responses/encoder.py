@@ -55,7 +55,7 @@ from .._json import dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import carried_signature
-from ..answer import BLOCKED
+from ..answer import BLOCKED, no_value
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
     Event,
@@ -707,8 +707,11 @@ class ResponsesStreamEncoder:
                 self._finish = BLOCKED if self._blocked else event
                 if event.reason is FinishReason.OTHER:  # (fidelity 43 F03)
                     self._note(
-                        f"finish {event.raw!r} is none of the Responses API's: sent as "
-                        "response.incomplete, its reason as it came"
+                        no_value(
+                            event.raw,
+                            "the Responses API's",
+                            "response.incomplete, its reason as it came",
+                        )
                     )
                 self._cut_short(event)  # (a message a later verdict blocked was whole: its
                 return self._start() + self._close_open()  # item, streamed or not; review 43 M4)
@@ -716,7 +719,7 @@ class ResponsesStreamEncoder:
                 self._usage = event
                 return self._start()
             case FilterVerdict():
-                if event.filtered and event.scope == "completion":  # (after ``stop`` too)
+                if event.blocks:
                     self._blocked = True
                     self._finish = None if self._finish is None else BLOCKED
                 if event.filtered or event.detected:
