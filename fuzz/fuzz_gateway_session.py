@@ -6,8 +6,10 @@ upstream connection opening (new, or a kept-alive one the session gave back), by
 upstream, either side closing or breaking, the client's socket filling and draining, time
 passing and deadlines ticking, prepared work coming back, the gateway stopping. Whatever the
 script, only `SvirError` may escape a call, every call returns bytes, `deadline` stays a float
-(never NaN), the shared counters never go below zero, and once the client has gone every stream
-slot, byte of the body budget and connection the session took is given back.
+(never NaN), the shared counters never go below zero, what waits in the client's socket is held
+within ``max_partial`` (or the client is aborted), and once the client has gone every stream
+slot, byte of the body budget, of ``max_partial`` and connection the session took is given
+back.
 
 Each step is one byte ``op`` (its value modulo the number of ops) and, for the ops that carry
 bytes, a two-byte big-endian length and that many bytes (cut short by the input's end). `script`
@@ -24,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from svir_proto.errors import SvirError
 from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState
-from svir_proto.gateway.session import Connect, More, Release, Work
+from svir_proto.gateway.config import PARTIAL_ALLOWANCE
+from svir_proto.gateway.session import Abort, Connect, More, Release, Work
 from svir_proto.openai import Endpoint
 
 OPS = (
@@ -60,6 +63,7 @@ CONFIG = GatewayConfig(
     progress_timeout=5.0,
     keepalive=1.0,
     drain_limit=1024,
+    max_partial=65536,
 )
 
 
@@ -102,6 +106,8 @@ class Driver:
         self.pool: list[object] = []
         self.work: list[Work] = []
         self.more = 0  # `More` asked, not yet acted on
+        self.aborted = False  # the session said `Abort`: the connection is gone
+        self.waiting = 0  # bytes written to the client since it last took them all
 
     def call(self, name: str, *args: object) -> None:
         try:
@@ -109,6 +115,7 @@ class Driver:
         except SvirError:
             return
         assert out is None or isinstance(out, bytes), (name, out)
+        self.waiting += len(out or b"")
         self.take()
         self.check()
 
@@ -127,6 +134,8 @@ class Driver:
                 self.work.append(action)
             elif isinstance(action, More):
                 self.more += 1
+            elif isinstance(action, Abort):
+                self.aborted = True
 
     def check(self) -> None:
         deadline = self.session.deadline
@@ -148,6 +157,7 @@ class Driver:
             state.buffered,
             state.connections,
         )
+        assert 0 <= state.partial <= CONFIG.max_partial, state.partial
         # one stream, and a slot for a whole answer the client has not read yet: a read under
         # way when the session paused the client (trio's) can bring the next request in
         assert state.streams <= 2
@@ -155,6 +165,8 @@ class Driver:
 
     def step(self, op: str, payload: bytes) -> None:
         s = self.session
+        if self.aborted:  # the server calls nothing more but the connection's loss (`finish`)
+            return
         if op == "client":
             self.call("client_data", payload, self.now)
         elif op == "client-eof":
@@ -172,9 +184,14 @@ class Driver:
             self.connected = False
             self.connecting = None
             self.call("upstream_failed", "reset by peer", self.now)
-        elif op == "pause":
-            self.call("client_paused", self.now)
+        elif op == "pause":  # what it was written since it last took all waits in its socket
+            waiting, partial = self.waiting, self.state.partial
+            self.call("client_paused", self.now, waiting)
+            if self.aborted:
+                assert self.session.closed, "an aborted client's session stayed open"
+                assert waiting - PARTIAL_ALLOWANCE > CONFIG.max_partial - partial
         elif op == "resume":
+            self.waiting = 0
             self.call("client_resumed", self.now)
         elif op == "tick":
             if math.isfinite(s.deadline):
@@ -197,6 +214,7 @@ class Driver:
         """The client goes: nothing may stay held (its pipelined requests answered first, in
         the loop's turns)."""
         self.call("client_data", b"", self.now)
+        self.call("client_resumed", self.now)  # (what waited in its socket went with it)
         while self.more:
             self.more -= 1
             self.call("client_more", self.now)
@@ -205,6 +223,7 @@ class Driver:
         assert state.streams == 0, f"a stream slot left held: {state.streams}"
         assert state.buffered == 0, f"body budget left held: {state.buffered}"
         assert state.connections == 0, f"a connection left counted: {state.connections}"
+        assert state.partial == 0, f"max_partial left held: {state.partial}"
 
 
 def test_one_input(data: bytes) -> None:
@@ -250,6 +269,11 @@ SSE = (
     + b"%x\r\n%s\r\n" % (len(EVENT), EVENT)
     + b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
 )
+SSE_HEAD = SSE[: SSE.index(b"\r\n\r\n") + 4]
+SSE_END = SSE[len(SSE_HEAD) :]
+_LONG = b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % (b"a" * 60_000)
+LONG = b"%x\r\n%s\r\n" % (len(_LONG), _LONG)
+"""An HTTP chunk of one whole event of about 60 KB."""
 WHOLE = b'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
 """A Messages request that asks for no stream: translated, answered whole."""
 SEEDS = {
@@ -295,6 +319,26 @@ SEEDS = {
         ("upstream", SSE[:150]),
         ("advance", b"\x40"),
         "resume",
+    ),
+    "client-full-holds-its-socket": script(
+        ("client", _post(BODY)),
+        "connected",
+        ("upstream", SSE_HEAD),
+        *[("upstream", LONG)] * 3,  # 180 KB waiting: some of the budget
+        "pause",
+        ("advance", b"\x10"),
+        "resume",
+        ("upstream", SSE_END),
+    ),
+    "client-full-past-the-budget": script(
+        ("client", _post(BODY)),
+        "connected",
+        ("upstream", SSE_HEAD),
+        *[("upstream", LONG)] * 2,
+        "pause",  # 120 KB waiting: within the allowance
+        *[("upstream", LONG)] * 2,
+        "pause",  # 240 KB: past the budget, aborted
+        ("upstream", SSE_END),
     ),
     "pooled-twice": script(
         ("client", _post(BODY)),

@@ -31,6 +31,7 @@ import anyio.streams.tls
 from ..connection import ClientConnection
 from ..gateway.config import GatewayState
 from ..gateway.session import (
+    Abort,
     Close,
     Connect,
     Done,
@@ -75,6 +76,7 @@ class _Outbox:
     def __init__(self, raw: socket.socket | None = None) -> None:
         self.items: list[bytes] = []
         self.size = 0  # bytes in items
+        self.held = 0  # bytes put and not yet given to the stream's sends
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
         self.handed = 0  # bytes given to the stream's sends so far
@@ -90,6 +92,7 @@ class _Outbox:
         if data:
             self.items.append(data)
             self.size += len(data)
+            self.held += len(data)
             self.wake.set()
 
     def left(self) -> bool:
@@ -109,6 +112,7 @@ class _Outbox:
                     piece = data[at : at + SLICE]  # (the whole, not a copy, when it is short)
                     await stream.send(piece)
                     self.handed += len(piece)
+                    self.held -= len(piece)
                 self.since = None
             on_idle()
 
@@ -185,7 +189,7 @@ class _Client:
         since = self.out.since
         if since is not None and now - since > STUCK and not self.reported:
             self.reported = True
-            self.session.client_paused(since)
+            self.session.client_paused(since, self.out.held)
             self.act()
 
     def fail(self, exc: BaseException) -> None:
@@ -208,7 +212,7 @@ class _Client:
     def act(self) -> None:
         if self.out.size > HIGH_WATER and not self.reported:  # the client reads slower than
             self.reported = True  # the upstream sends: the session pauses the upstream
-            self.session.client_paused(time.monotonic())
+            self.session.client_paused(time.monotonic(), self.out.held)
         actions = self.session.actions
         while actions:
             action = actions.pop(0)
@@ -240,6 +244,8 @@ class _Client:
             elif kind is More:  # after the other connections' turn
                 assert self.tg is not None
                 self.tg.start_soon(self._more)
+            elif kind is Abort:  # (the task's end closes the stream at once)
+                self.scope.cancel()
             elif kind is Close:
                 self.reading.set()  # the reader sees the session closed and ends
                 limit = self.server.state.config.send_timeout + LINGER
@@ -478,7 +484,8 @@ class Server:
             try:  # a bug here must not leave the server's task group
                 if not client.session.closed:
                     client.session.client_data(b"", time.monotonic())
-                    client.act()
+                client.session.client_resumed(time.monotonic())  # what waited went with it
+                client.act()
                 if client.session.draining:  # its deadline came first (the client's scope)
                     client.session.upstream_failed("the client connection ended", time.monotonic())
                     client.act()

@@ -31,6 +31,7 @@ from typing import Any, Final
 from ..connection import ClientConnection
 from ..gateway.config import GatewayState
 from ..gateway.session import (
+    Abort,
     Close,
     Connect,
     Done,
@@ -183,12 +184,13 @@ class _Client(asyncio.Protocol):
         if ended is not None:  # its answer went out, or the client did not take it
             self.server.done(unsent(ended) if self._cut or exc is not None else ended)
         session = self.session
-        if not session.closed:
-            try:
+        try:
+            if not session.closed:
                 session.client_data(b"", _now())
-                self.act()
-            except Exception as error:
-                self.fail(error)
+            session.client_resumed(_now())  # what waited in its socket went with it
+            self.act()
+        except Exception as error:
+            self.fail(error)
         if self.up is not None and session.draining:
             return  # a whole answer's connection reads its end, then goes to the pool
         self.server.clients.discard(self)  # (kept till then: the sweep keeps its deadline)
@@ -197,7 +199,7 @@ class _Client(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         try:
-            self.session.client_paused(_now())
+            self.session.client_paused(_now(), self.transport.get_write_buffer_size())
             self.act()
         except Exception as exc:
             self.fail(exc)
@@ -288,6 +290,8 @@ class _Client(asyncio.Protocol):
                 asyncio.get_running_loop().call_soon(self._more)
             elif kind is Close:
                 self._close()
+            elif kind is Abort:
+                self._abort()
             elif kind is Done:
                 if (
                     self.session.closed

@@ -91,8 +91,9 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=d.max_partial,
         help="bytes of upstream events not whole yet held at once, all streams together "
-        "(twice each relayed one, past 128 KiB a stream); a stream whose event does not fit "
-        "ends with an error",
+        "(twice each relayed one, past 128 KiB a stream), and of answers written to clients "
+        "that have not taken them (past 128 KiB a client); a stream whose event does not fit "
+        "ends with an error, a client whose answer does not fit loses its connection",
     )
     limits.add_argument(
         "--max-requests",

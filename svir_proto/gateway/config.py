@@ -132,7 +132,11 @@ class GatewayConfig:
             translated one). Apart from ``max_buffered``, so that what clients' bodies hold
             never ends a stream (review 37). 256 MiB, as ``max_buffered``: room for 16 streams
             at once of the longest event ``max_event`` allows, where nearly every event is under
-            64 KiB.
+            64 KiB. And what was written to a client and waits for it to take it (the server
+            says how much when the client's socket fills: `GatewaySession.client_paused`),
+            past the first `PARTIAL_ALLOWANCE` of each: a client that does not take what the
+            budget has no room for loses its connection (attack 43 F4: clients that read
+            nothing held some ``max_streams`` x ``max_event`` in all).
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.
@@ -225,8 +229,9 @@ class Metrics:
             "parsing those to translate builds).",
             "# TYPE svir_gateway_buffered_bytes gauge",
             f"svir_gateway_buffered_bytes {state.buffered}",
-            "# HELP svir_gateway_partial_bytes Bytes of relayed events not whole yet held now "
-            "(twice), past each stream's allowance.",
+            "# HELP svir_gateway_partial_bytes Bytes of upstream events not whole yet (twice a "
+            "relayed one), and of answers waiting for their clients to take them, held now, "
+            "past each stream's allowance.",
             "# TYPE svir_gateway_partial_bytes gauge",
             f"svir_gateway_partial_bytes {state.partial}",
             "# HELP svir_gateway_refused_total Connections and requests refused, by reason.",
@@ -328,13 +333,15 @@ class GatewayState:
     def unhold(self, n: int) -> None:
         self.buffered -= n
 
-    def hold_partial(self, n: int) -> bool:
-        """Take ``n`` bytes of the budget of relayed events not whole yet
-        (`GatewayConfig.max_partial`), if it has them."""
-        if self.partial + n > self.config.max_partial:
-            return False
-        self.partial += n
-        return True
-
     def unhold_partial(self, n: int) -> None:
         self.partial -= n
+
+    def rehold_partial(self, held: int, size: int) -> int | None:
+        """Move a hold of `GatewayConfig.max_partial` from ``held`` bytes to what ``size``
+        bytes take of it, past `PARTIAL_ALLOWANCE`: the new hold, or ``None`` (``held`` kept)
+        when the budget has not the room."""
+        want = max(0, size - PARTIAL_ALLOWANCE)
+        if want > held and self.partial + want - held > self.config.max_partial:
+            return None
+        self.partial += want - held
+        return want

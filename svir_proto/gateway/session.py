@@ -7,7 +7,8 @@ call taking ``now`` (monotonic seconds): `client_data` (``b""``: the client clos
 `client_paused`/`client_resumed` (its socket's write buffer), `worked` (a `Work` done),
 `tick` (a deadline passed), `shutdown`. Each returns the bytes to write to the client, and may
 leave actions in `actions` (take them after each call): `Connect`, `ToUpstream`, `Release`,
-`PauseUpstream`, `ResumeUpstream`, `PauseClient`, `ResumeClient`, `Work`, `Close`, `Done`.
+`PauseUpstream`, `ResumeUpstream`, `PauseClient`, `ResumeClient`, `Work`, `Close`, `Abort`,
+`Done`.
 `deadline` says when `tick` is due next; the server need not call it before. A `Done` is
 counted and logged by the server with `record`: at once, or, when the connection closes with
 the answer still to send, once it is sent, or as `unsent` when the client did not take it
@@ -46,7 +47,12 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, nor t
     whole: the next request is read then, whatever the reads its bytes came in. An answer
     made whole before it is sent (a whole answer, read from the upstream to its end whatever
     the client reads) that fills the client's socket holds a stream slot until the client
-    takes it, so ``max_streams`` bounds what such answers hold, as it bounds streams.
+    takes it, so ``max_streams`` bounds what such answers hold, as it bounds streams. What
+    waits in a client's socket (the server says how much, `client_paused`) is held past
+    `PARTIAL_ALLOWANCE` against ``max_partial``, with the upstream events not whole yet, until
+    the client takes it: a client that does not, when the budget has no room for it, loses its
+    connection at once (`Abort`; attack 43 F4: whole events written to clients that read
+    nothing were outside every bound, some ``max_streams`` x ``max_event`` in all).
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
@@ -99,6 +105,7 @@ from .connection import (
 )
 
 __all__ = [
+    "Abort",
     "Close",
     "Connect",
     "Done",
@@ -202,6 +209,13 @@ class Close:
 
 
 @final
+@attrs.frozen
+class Abort:
+    """End the client connection now, dropping what was written to it and not sent: it
+    does not take its answer, and the gateway has no room to hold it (Rule 5)."""
+
+
+@final
 @attrs.frozen(kw_only=True)
 class Done:
     """A request ended: what the server logs and counts (never a prompt or an answer)."""
@@ -233,7 +247,8 @@ def unsent(done: Done) -> Done:
 
 
 SessionAction = (
-    Connect
+    Abort
+    | Connect
     | ToUpstream
     | Release
     | PauseUpstream
@@ -275,6 +290,7 @@ class GatewaySession:
         "_paused_since",
         "_pooled",
         "_progress",
+        "_queued_held",
         "_recorded",
         "_refusals",
         "_replay",
@@ -330,6 +346,7 @@ class GatewaySession:
         self._usage: Usage | None = None  # the last usage the upstream gave (`_news`)
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
+        self._queued_held = 0  # of ``max_partial``, for what waits in it (`client_paused`)
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
@@ -445,9 +462,20 @@ class GatewaySession:
         cancelled): what it held is given back."""
         self.conn.prepare_ended()
 
-    def client_paused(self, now: float) -> None:
+    def client_paused(self, now: float, queued: int = 0) -> None:
         """The client's socket stopped taking bytes: stop reading the upstream, and the client
-        (Rule 5: a client that sends requests and reads no answer makes no answer pile up)."""
+        (Rule 5: a client that sends requests and reads no answer makes no answer pile up).
+        ``queued``: bytes written to the client that it has not taken (the server's buffer of
+        them), held against ``max_partial`` until `client_resumed`; where the budget has no
+        room for them, the client loses its connection now (`Abort`), its request cancelled."""
+        held = self.state.rehold_partial(self._queued_held, queued)
+        if held is None:
+            self.state.metrics.refused["unread"] += 1
+            if not self.closed:
+                self._cancel(now)  # (it returns no bytes: it closes)
+            self.actions.append(Abort())
+            return
+        self._queued_held = held
         if self._paused_since is None:
             self._paused_since = now
             if self._upstream in ("sending", "streaming"):
@@ -465,6 +493,11 @@ class GatewaySession:
                 self.state.streams += 1
 
     def client_resumed(self, now: float) -> None:
+        """The client took what waited in its socket; call it too once its connection is gone,
+        closed or aborted, so that what waited there is given back (`client_paused`)."""
+        if self._queued_held:
+            self.state.unhold_partial(self._queued_held)
+            self._queued_held = 0
         if self._paused_since is not None:
             self._paused_since = None
             if self._upstream in ("sending", "streaming"):
@@ -867,13 +900,10 @@ class GatewaySession:
         past `PARTIAL_ALLOWANCE`, so that what upstreams' long events hold across all streams
         has a bound (attack 36 F2: 16 MiB a relayed stream, 4 GB in all; 8 MiB a translated
         one, in its decoder); ``False`` when the budget has not the room."""
-        want = max(0, size - PARTIAL_ALLOWANCE)
-        grow = want - self._partial_held
-        if grow > 0 and not self.state.hold_partial(grow):
+        held = self.state.rehold_partial(self._partial_held, size)
+        if held is None:
             return False
-        if grow < 0:
-            self.state.unhold_partial(-grow)
-        self._partial_held = want
+        self._partial_held = held
         return True
 
     def _drop_partial(self) -> None:

@@ -39,7 +39,8 @@ Scenarios (``ARG`` in seconds unless said):
 - ``invalid-utf8``: an event holding ``\\xff``. ``done-then-more``: events after ``[DONE]``.
 - ``html``: 200 ``text/html``. ``no-done``: the stream without ``[DONE]``.
 - ``big-json:MIB``: a non-stream answer of that many MiB; ``big-text:MIB``: a stream of that
-  many MiB of text, 64 KiB an event.
+  many MiB of text, 64 KiB an event. ``big-events:KIB:N``: a stream of ``N`` events of
+  ``KIB`` KiB of text each, as fast as the socket takes them.
 - ``fin-after``: a whole answer on a kept-alive connection, then a close (FIN) 50 ms later, as
   a server whose keep-alive timeout is short does: a gateway that pools it must not fail the
   next request.
@@ -81,6 +82,7 @@ KNOWN: Final = frozenset(
         "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
         "done-then-more", "html", "no-done", "stall-forever", "big-json", "head-only-close",
         "both-framing-json", "short-json", "big-text", "fin-after", "early", "partial-event",
+        "big-events",
     }
 )  # fmt: skip
 
@@ -565,6 +567,21 @@ class _Conn:
         one = chunk(b"data: " + piece + b"\n\n")
         self.send(SSE_HEAD + chunk(events[0]))
         for _ in range(mib * 16):
+            self.send(one)
+        for e in events[-3:]:
+            self.send(chunk(e))
+        self.send(b"0\r\n\r\n")
+        return True
+
+    def _big_events(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        piece = json.dumps(
+            {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "t" * (int(args[0]) * 1024)},
+                          "finish_reason": None}]}
+        ).encode()  # fmt: skip
+        one = chunk(b"data: " + piece + b"\n\n")
+        self.send(SSE_HEAD + chunk(events[0]))
+        for _ in range(int(args[1])):
             self.send(one)
         for e in events[-3:]:
             self.send(chunk(e))

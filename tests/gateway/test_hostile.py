@@ -1208,6 +1208,49 @@ def test_upstream_events_that_never_end_hold_the_budget_not_more(up: HostileUpst
             healthy(g)
 
 
+def test_answers_waiting_for_clients_that_do_not_read_hold_the_budget_not_more(
+    up: HostileUpstream,
+) -> None:
+    """Attack 43 F4: what the gateway wrote to clients that read nothing waited in their
+    sockets outside every bound, about ``--max-streams`` x ``--max-event`` in all. It is held
+    against ``--max-partial`` now. Twelve Responses clients that read nothing each ask for 1
+    MiB of text (64 KiB events, none held long, whose last events carry the whole text, some
+    4 MiB written at once): past a 4 MiB budget a client loses its connection at once
+    (counted ``unread``; not kept for ``--send-timeout``), what is held stays within the
+    budget, a client that reads gets its answer meanwhile, and all of it is given back when
+    they leave. (Before, the twelve held some 3 MiB each for the minute of their send
+    timeout.)"""
+    budget = 4 * 1024 * 1024
+    unread = 'svir_gateway_refused_total{reason="unread"}'
+    for backend in BACKENDS:
+        with gateway(
+            up.base, backend, max_partial=str(budget), send_timeout="60", timeout="60"
+        ) as g:
+            clients = [Raw(g, rcvbuf=4096) for _ in range(12)]
+            try:
+                for r in clients:
+                    body = json.dumps(
+                        {"model": tag("big-text:1"), "input": "hi", "stream": True}
+                    ).encode()
+                    r.send(post(body).replace(b"/v1/chat/completions", b"/v1/responses", 1))
+                assert wait_until(lambda: g.metrics().get(unread, 0) >= 9, 30), g.metrics()
+                for _ in range(8):
+                    m = g.metrics()
+                    assert m["svir_gateway_partial_bytes"] <= budget, m
+                    assert m["svir_gateway_active_streams"] <= 3, m
+                    time.sleep(0.25)
+                got, _ = one(g, post(openai_body(tag("ok"))))
+                assert got, "the reading client got nothing"
+                assert got[0].status == 200, got
+                assert got[0].body.rstrip().endswith(b"data: [DONE]"), got[0].body[-200:]
+            finally:
+                for r in clients:
+                    r.close()
+            nothing_held(g)
+            assert wait_until(lambda: g.metrics()["svir_gateway_partial_bytes"] == 0, 10)
+            healthy(g)
+
+
 def test_a_chunked_body_growing_past_the_budget_is_refused(up: HostileUpstream) -> None:
     for backend in BACKENDS:
         with gateway(up.base, backend, max_buffered="500000", body_timeout="30") as g:

@@ -13,6 +13,7 @@ import pytest
 from svir_proto.connection import ClientConnection
 from svir_proto.gateway import (
     PIPELINED,
+    Abort,
     Close,
     Connect,
     Done,
@@ -1807,6 +1808,69 @@ def test_a_short_event_is_never_refused_and_bodies_take_nothing_from_events() ->
     assert (status, ended) == (200, True)
     assert got == FIRST + OPENING + b"a" * 60_000 + CLOSING + TEXT
     assert d.state.partial == 1000
+
+
+def test_what_waits_in_a_clients_socket_holds_the_budget() -> None:
+    """Attack 43 F4: a whole event written to a client that reads nothing waited in its
+    socket outside every bound, some ``max_streams`` x ``max_event`` in all. What the server
+    says waits there (`client_paused`) is held against ``--max-partial`` past the allowance,
+    until the client takes it (`client_resumed`); the stream goes on."""
+    d = streaming(max_partial=300_000)
+    d.session.client_paused(3.0, PARTIAL_ALLOWANCE + 200_000)
+    d.run(b"")
+    assert d.state.partial == 200_000
+    assert not any(isinstance(a, Abort) for a in d.seen)
+    d.session.client_paused(3.5, PARTIAL_ALLOWANCE + 100_000)  # told again: it took some
+    assert d.state.partial == 100_000
+    d.session.client_resumed(4.0)
+    d.run(b"")
+    assert d.state.partial == 0
+    assert [type(a) for a in d.seen[-2:]] == [ResumeUpstream, ResumeClient]
+    d.answer(chunk(TEXT) + b"0\r\n\r\n")
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got.endswith(TEXT)
+    assert d.done()[0].outcome == "ok"
+
+
+def test_a_client_that_does_not_take_what_the_budget_has_no_room_for_is_aborted() -> None:
+    """The budget full (the others' events and sockets), a client with more than the
+    allowance waiting in its socket loses its connection at once (`Abort`, not a close that
+    would keep what waits for ``send_timeout``), its upstream request cancelled, counted as
+    refused ``unread``; what it held comes back once its connection is gone."""
+    d = streaming(max_partial=300_000)
+    d.session.client_paused(3.0, PARTIAL_ALLOWANCE + 100_000)
+    assert d.state.partial == 100_000
+    d.state.partial += 150_000  # another stream's event
+    d.session.client_paused(3.5, PARTIAL_ALLOWANCE + 300_000)
+    d.run(b"")
+    assert isinstance(d.seen[-1], Abort)
+    assert d.session.closed
+    assert d.released == [None]
+    assert d.done()[0].outcome == "cancelled"
+    assert d.state.metrics.refused["unread"] == 1
+    assert d.state.partial == 250_000  # its hold stays till the connection is gone
+    d.session.client_resumed(4.0)  # (the server says so once it is)
+    assert d.state.partial == 150_000
+    assert d.state.streams == 0
+
+
+def test_what_waits_in_a_socket_holds_the_budget_after_the_close() -> None:
+    """An answer's last bytes go out with its connection's close: what waits of them in the
+    socket stays held after the session closed, until the server says it went (taken, or
+    gone with the connection); past the budget such a client is aborted too."""
+    for room in (True, False):
+        d = Driver(max_partial=1000 if room else 10)
+        d.send(post(openai_body(), Connection="close"))
+        d.connect()
+        d.answer(HEAD + chunk(FIRST + TEXT) + b"0\r\n\r\n")
+        assert d.closed
+        d.session.client_paused(3.0, PARTIAL_ALLOWANCE + 500)
+        d.run(b"")
+        assert isinstance(d.seen[-1], Abort) is not room
+        assert d.state.partial == (500 if room else 0)
+        d.session.client_resumed(4.0)
+        assert d.state.partial == 0
 
 
 def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
