@@ -410,7 +410,8 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             self._pending.append(bytes(buf))
             buf.clear()
         length = index.get("content-length")
-        if status in (204, 304):  # RFC 9112 6.3: no body, whatever the fields say
+        if status in (204, 304) or exchange.method == "HEAD":  # RFC 9112 6.3: no body,
+            # whatever the fields say
             self._end_body(queue)
         elif "transfer-encoding" in index:  # chunked (_http1 Rule 2)
             self._chunked = ChunkedReader(max_line=self.max_head_size)

@@ -136,10 +136,10 @@ class PassThrough:
     in `Exchange.relayed`; a success that is a stream is also decoded (to watch it: its text
     is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
     path below the endpoint's ``/v1``) say what to send, ``accept`` what the answer may be;
-    ``headers`` are added to the request's (a request id). A GET has no body:
-    ``content_length`` 0. ``dialect`` (`svir_proto.dialects`) is the body's, whose decoder
-    reads the answer: a relayed OpenAI stream is watched with `ChatStreamWatcher`, any other
-    dialect's with its decoder.
+    ``headers`` are added to the request's (a request id). A GET or a HEAD has no body:
+    ``content_length`` 0; the answer to a HEAD has none either (RFC 9110 9.3.2). ``dialect``
+    (`svir_proto.dialects`) is the body's, whose decoder reads the answer: a relayed OpenAI
+    stream is watched with `ChatStreamWatcher`, any other dialect's with its decoder.
     """
 
     content_length: int
@@ -148,7 +148,7 @@ class PassThrough:
     include_usage: bool = False
     relay: bool = False
     accept: str = "text/event-stream"
-    method: Literal["POST", "GET"] = "POST"
+    method: Literal["POST", "GET", "HEAD"] = "POST"
     target: str = "/chat/completions"
     headers: tuple[tuple[str, str], ...] = ()
     dialect: DialectName = "chat"

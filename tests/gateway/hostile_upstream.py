@@ -280,7 +280,10 @@ class _Conn:
                     self.server.anomaly(f"{version} upstream")
                 if (method, target.split("?")[0]) not in (
                     ("POST", "/v1/chat/completions"), ("GET", "/v1/models"),
-                ) and not (method == "GET" and target.startswith("/v1/models/")):  # fmt: skip
+                    ("HEAD", "/v1/models"),
+                ) and not (
+                    method in ("GET", "HEAD") and target.startswith("/v1/models/")
+                ):  # fmt: skip
                     self.server.anomaly(f"a request the gateway must not make: {seen}")
                 try:
                     keep = self.serve(seen)
@@ -304,12 +307,13 @@ class _Conn:
             return self._early(args)
         seen.body = self.read_body(seen)
         seen.body_size = len(seen.body)
-        if seen.method == "GET":
+        if seen.method in ("GET", "HEAD"):  # (a HEAD's answer: the same head, no body)
             if seen.target.startswith("/v1/models/"):
                 one = json.dumps({"id": seen.target[11:], "object": "model", "created": 1})
-                self.send(_json_head(200, len(one)) + one.encode())
+                answer = _json_head(200, len(one)) + one.encode()
             else:
-                self.send(_json_head(200, len(MODELS)) + MODELS)
+                answer = _json_head(200, len(MODELS)) + MODELS
+            self.send(answer if seen.method == "GET" else answer[: answer.index(b"\r\n\r\n") + 4])
             return True
         try:
             doc = json.loads(seen.body)

@@ -228,3 +228,27 @@ def test_a_whole_answer_through_a_translating_gateway(llama: str, client: str, n
             want = direct
     assert through == want
     assert want["text"] or want["calls"]
+
+
+def test_the_model_listing_through_the_gateway_by_get_and_head(llama: str) -> None:
+    """``GET /v1/models`` relays llama.cpp's listing; ``HEAD`` goes up as a HEAD (attack 44
+    F2) and gets the head llama.cpp gives its GET: the same status, type and length."""
+    import http.client
+
+    with gateway(llama) as (base, _):
+        host, port = base.split("//")[1].split("/")[0].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            conn.request("GET", "/v1/models")
+            got = conn.getresponse()
+            listing = got.read()
+            assert got.status == 200
+            assert json.loads(listing)["data"]
+            conn.request("HEAD", "/v1/models")
+            head = conn.getresponse()
+            assert head.read() == b""
+            assert head.status == 200
+            assert head.getheader("content-length") == str(len(listing))
+            assert head.getheader("content-type") == got.getheader("content-type")
+        finally:
+            conn.close()

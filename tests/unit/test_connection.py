@@ -344,6 +344,33 @@ def test_a_pass_through_body_is_sent_by_the_caller_and_held_to_its_length() -> N
         other.send_data(b"too long")
 
 
+def test_the_answer_to_a_head_has_no_body_whatever_its_length_says() -> None:
+    """RFC 9110 9.3.2, RFC 9112 6.3: a HEAD's answer ends with its head (the gateway sends a
+    client's ``HEAD /v1/models`` up as a HEAD: attack 44 F2); the next answer on the
+    connection is read as the next request's."""
+    from svir_proto import PassThrough
+
+    conn = ClientConnection(EP)
+    head = PassThrough(content_length=0, method="HEAD", target="/models", relay=True)
+    (sent_head,) = list(conn.send(head))
+    conn.send_end()  # (no body)
+    assert sent_head.startswith(b"HEAD /v1/models HTTP/1.1\r\n")
+    assert b"Content-Length" not in sent_head
+    events = conn.feed(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9999\r\n\r\n"
+    )
+    assert isinstance(events[-1], StreamEnded)
+    assert events[-1].complete
+    assert conn.reusable
+    conn.start_next_cycle()
+    list(conn.send(PassThrough(content_length=0, method="GET", target="/models", relay=True)))
+    conn.send_end()
+    body = b'{"data":[]}'
+    events = conn.feed(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert isinstance(events[-1], StreamEnded)
+    assert b"".join(conn.exchange.relayed) == body  # type: ignore[union-attr]
+
+
 def test_a_reused_connection_the_server_had_closed_is_stale() -> None:
     from svir_proto import StaleConnection
 

@@ -581,16 +581,19 @@ def test_a_relay_whose_calls_fail_the_checks_at_done_ends_as_the_upstream_ended_
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_the_model_listing_and_one_model_are_relayed(method: str) -> None:
     listing = b'{"object":"list","data":[{"id":"a","created":1,"owned_by":"me"}]}'
-    for target, path in (("/v1/models", b"GET /v1/models "), ("/v1/models/a", b"/models/a ")):
+    for target in ("/v1/models", "/v1/models/a"):
         d = Driver()
         d.send(get(target, method))
         d.connect()
-        assert path in d.upstream
-        assert d.upstream.startswith(b"GET ")  # a HEAD goes upstream as a GET
-        d.answer(sse_response(listing, chunked=False).replace(b"text/event-stream", b"x/json"))
-        ((status, _, body, ended),) = read(d.client, method)
+        assert d.upstream.startswith(f"{method} {target} ".encode())  # a HEAD as a HEAD
+        answer = sse_response(listing, chunked=False).replace(b"text/event-stream", b"x/json")
+        if method == "HEAD":  # the upstream's answer to it: the head alone
+            answer = answer[: answer.index(b"\r\n\r\n") + 4]
+        d.answer(answer)
+        ((status, headers, body, ended),) = read(d.client, method)
         assert (status, ended) == (200, True)
         assert body == (listing if method == "GET" else b"")
+        assert headers["content-length"] == str(len(listing))
 
 
 # -- keep-alives and liveness (Rules 3 and 4) ----------------------------------------------------
@@ -2173,6 +2176,26 @@ def test_a_client_that_pipelines_and_reads_nothing_is_not_read() -> None:
     d.session.client_resumed(3.0)
     d.run(b"")
     assert d.seen[-1] == ResumeClient()
+
+
+def test_a_head_request_goes_upstream_as_a_head() -> None:
+    """Attack 44 F2: the gateway asked the upstream for a HEAD's answer with GET, and read
+    the whole body to drop it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings.
+    It asks with HEAD (RFC 9110 9.1: every general-purpose server supports it): the answer is
+    its head, whatever its Content-Length says, and the next request is answered."""
+    d = Driver()
+    d.send(get("/v1/models", "HEAD") + get("/healthz"))
+    d.connect()
+    assert d.upstream.startswith(b"HEAD /v1/models HTTP/1.1\r\n")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 123456\r\n\r\n"
+    d.answer(head)
+    assert len(d.released) == 1  # the answer is whole
+    d.pipelined()
+    first, second = read(d.client, "HEAD")[0], read(d.client[d.client.index(b"HTTP/1.1", 5) :])
+    assert first[0] == 200
+    assert first[1]["content-length"] == "123456"  # the head a GET would get
+    assert second[0][0] == 200
+    assert [x.outcome for x in d.done()] == ["ok", "ok"]
 
 
 def test_an_upstream_204_is_relayed_without_its_content_length() -> None:
