@@ -32,6 +32,12 @@ Rule 5 (the bulk lane): from a chunk boundary, a piece is split on CRLF; while t
 Rule 6 (the one-chunk express): a piece that is exactly one chunk, its size in lowercase hex
     without leading zeros and no extension, its data that long and then CRLF, is that data:
     what the exact path reads of it, in one comparison.
+Rule 7 (the walk): where the lane stops, the chunks whose size is plain hex and that are whole
+    in the piece, footer included, are taken one by one, a ``find`` and a few slices each;
+    only the rest (an extension, the last chunk, a chunk cut by the piece's end, a fault) goes
+    through the exact path's states. Chunks whose data holds CRLF, which stop the lane (every
+    SSE event with CRLF line ends), cost a fifth of what the states cost (attack 44 F1: a
+    request body of chunks of CRLF cost 0.4 us of the loop a byte sent, 15x plain chunks).
 
 The property tests feed random bodies to this reader and to h11, whole and split anywhere, and
 require the same bytes and the same verdict. This module never does I/O.
@@ -54,6 +60,8 @@ _HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*|[ \t]*)\r\n")
 blanks before the CRLF too) or blanks. Blanks matched after the extension as well could be
 split between the two in as many ways as they are long: quadratic on a long extension of
 blanks that ends in a bare LF (attack 27)."""
+_PLAIN: Final = re.compile(rb"([0-9A-Fa-f]{1,20})\r\n")
+"""A chunk header that is a size alone (Rule 7)."""
 _STRICT_HEADER: Final = re.compile(rb"([0-9A-Fa-f]{1,20})(?:[ \t]*;[^\r\n]*)?\r\n")
 _FIELD: Final = re.compile(FIELD_LINE)  # a trailer line
 _BLANK: Final = re.compile(rb"\n\r?\n")
@@ -164,6 +172,9 @@ class ChunkedReader:
                     pos = self._lane(data, 0, out)
                     if pos == n:
                         break
+                pos = self._walk(data, pos, out)
+                if pos == n:
+                    break
                 pos = self._header(data, pos)
                 if pos < 0:
                     break
@@ -210,6 +221,21 @@ class ChunkedReader:
             return pos
         out.append(b"".join(segments[1 : 2 * stop : 2]))
         return pos + head_bytes + sum(lengths[:stop]) + 4 * stop
+
+    def _walk(self, data: bytes, pos: int, out: list[bytes]) -> int:
+        """Rule 7: take the plain chunks at ``pos`` one by one, each whole in ``data``; return
+        where the exact path goes on (the first chunk that is not plain, or not whole)."""
+        n = len(data)
+        plain = _PLAIN.match
+        append = out.append
+        while (head := plain(data, pos)) is not None:
+            start = head.end()
+            stop = start + int(head[1], 16)
+            if stop == start or stop + 2 > n or data[stop : stop + 2] != b"\r\n":
+                return pos  # the last chunk, a chunk not whole here, or a bad footer
+            append(data[start:stop])
+            pos = stop + 2
+        return pos
 
     def _header(self, data: bytes, pos: int) -> int:
         """Rule 1: the chunk header at ``pos``; -1 when it is not whole yet (held)."""
