@@ -116,7 +116,9 @@ class GatewayConfig:
             with an error (a 502 for a whole answer, which nothing was sent of yet). 2 Mi:
             about 500,000 tokens, several times any model's longest answer; it is held at
             about its size (1 to 4 bytes a character, however the upstream cut it), and
-            writing it at the end briefly takes some 10 times that.
+            writing it at the end briefly takes some 10 times that, and up to about 100
+            bytes a character for text JSON escapes to 6 bytes (control characters), a
+            Responses client's last events carrying it four times (attack 44 F3).
         max_event: bytes of one event of the upstream's stream (the stream ends with an error
             past it): an event not yet whole is held until it is, by the upstream's decoder,
             and by a relay a second time (only whole events go on to its client), so that
