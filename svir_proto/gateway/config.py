@@ -73,7 +73,8 @@ class GatewayConfig:
         hold_below: a body up to this size is read whole before it goes upstream, so the
             gateway knows all of it (the request id, ``stream``); a larger one goes upstream
             piece by piece as it comes.
-        max_streams: requests relayed at once (503 with ``Retry-After`` past it).
+        max_streams: requests relayed at once (503 with ``Retry-After`` past it): a body
+            held whole takes its slot once whole, a body passed through with its head.
         max_connections: client connections at once; past it a new one is answered 503 and
             closed at once, never queued.
         max_requests: requests one connection may make: the answer to the last says
@@ -315,9 +316,13 @@ class GatewayState:
         self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
 
+    def stream_free(self) -> bool:
+        """Whether a stream slot is free and the gateway is not stopping."""
+        return not self.stopping and self.streams < self.config.max_streams
+
     def admit_stream(self) -> bool:
         """Take a stream slot, if one is free and the gateway is not stopping."""
-        if self.stopping or self.streams >= self.config.max_streams:
+        if not self.stream_free():
             return False
         self.streams += 1
         return True

@@ -560,11 +560,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.dialect = answer
         upstream = cfg.upstream_dialect
         self._translated = _WIRE[dialect] != upstream  # Rule 2: else relayed as it comes
-        if not self.state.admit_stream():
-            self.state.metrics.refused["streams"] += 1
-            return self._busy("the gateway holds as many streams as it may")
-        self._slot = True
         held = self._translated or length is None or length <= cfg.hold_below
+        # a body passed through takes its slot now, for its upstream request begins now; a
+        # held one once it is whole, and is refused now only if none is free: a slow body
+        # holds its connection and what it sent of the budget, no stream slot (attack 43 r4:
+        # sixteen bodies trickled a byte at a time held every slot for --body-timeout)
+        if not (self.state.stream_free() if held else self._take_stream()):
+            return self._no_stream()
         if held and length is not None and length > cfg.max_buffered:  # it can never fit
             return self._reject(
                 413, f"the body is larger than the {cfg.max_buffered} bytes the gateway "
@@ -605,6 +607,16 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             413, f"the body is larger than {self.config.max_body} bytes", "request_too_large",
             close=True,
         )  # fmt: skip
+
+    def _take_stream(self) -> bool:
+        """Take a stream slot for this request (once), if one is free."""
+        if not self._slot:
+            self._slot = self.state.admit_stream()
+        return self._slot
+
+    def _no_stream(self) -> None:
+        self.state.metrics.refused["streams"] += 1
+        self._busy("the gateway holds as many streams as it may")
 
     def _busy(self, message: str) -> None:
         self._reject(503, message, "overloaded", close=True, headers=[("Retry-After", "1")])
@@ -655,6 +667,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode = "answered"
             self._queue.append(LocalRequest(name=self._local))  # type: ignore[arg-type]
         elif self._mode == "held":
+            if not self._take_stream():  # (others took the free slots while it came)
+                self._no_stream()
+                return
             self._mode = "forwarded"
             body = bytes(self._body)
             self._body = bytearray()

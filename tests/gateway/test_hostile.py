@@ -1296,6 +1296,40 @@ def test_past_max_streams_a_request_is_503_with_retry_after(up: HostileUpstream)
             healthy(g)
 
 
+def test_bodies_that_trickle_hold_no_stream_slot(up: HostileUpstream) -> None:
+    """Attack 43 r4: bodies trickled a byte at a time held every stream slot, their heads
+    took them, until --body-timeout cut them; victims were refused 15/20 in 40 s. A held
+    body takes its slot once whole: beside eight such bodies and two slots, each victim's
+    request is answered; one that comes while both slots are in use is refused as before."""
+    for backend in BACKENDS:
+        with gateway(up.base, backend, max_streams="2", body_timeout="30") as g:
+            body = openai_body(tag("ok"))
+            squatters = [Raw(g) for _ in range(8)]
+            try:
+                for r in squatters:
+                    r.send(post(body)[: -len(body) // 2])  # the head and half the body
+                time.sleep(0.3)
+                assert g.metrics()["svir_gateway_active_streams"] == 0
+                for _ in range(3):
+                    got, _ = one(g, post(openai_body(tag("ok"))))
+                    assert got, got
+                    assert got[0].status == 200, got
+                held = [Raw(g), Raw(g)]
+                for r in held:
+                    r.send(post(openai_body(tag("stall-forever"))))
+                assert wait_until(lambda: g.metrics()["svir_gateway_active_streams"] == 2, 10)
+                got, _ = one(g, post(openai_body(tag("ok"))))
+                assert got, got
+                assert got[0].status == 503, got
+                for r in held:
+                    r.close()
+            finally:
+                for r in squatters:
+                    r.close()
+            nothing_held(g)
+            healthy(g)
+
+
 def test_many_large_llm_stream_bodies_at_once(gw: Gateway) -> None:
     """Eight 3 MiB LLM-Stream requests at once, each parsed off the event loop: every one is
     answered, health checks go on, and memory comes back down."""

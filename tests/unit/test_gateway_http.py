@@ -276,7 +276,11 @@ def test_metrics_need_the_token_unless_public_and_health_never_does() -> None:
     ]
 
 
-def test_stream_slots_are_counted_before_the_body_and_given_back() -> None:
+def test_a_held_body_takes_its_stream_slot_once_whole() -> None:
+    """Attack 43 r4: a held body took a stream slot with its head, and sixteen bodies trickled
+    a byte at a time held every slot until --body-timeout cut them. A held body is refused at
+    its head only while no slot is free, and takes one once it is whole (refused then if the
+    others took them meanwhile); a passed-through body takes one with its head."""
     config = GatewayConfig(upstream=UPSTREAM, max_streams=1)
     state = GatewayState(config, new_id=lambda: "id")
     request = raw(
@@ -284,17 +288,29 @@ def test_stream_slots_are_counted_before_the_body_and_given_back() -> None:
         f"Content-Length: {len(BODY)}",
     )  # fmt: skip
     first = GatewayConnection(config, state)
-    assert first.feed(request) == []  # its body is awaited, and counted already
-    assert state.streams == 1
+    assert first.feed(request) == []  # its body is awaited: no slot yet
+    assert state.streams == 0
     second = GatewayConnection(config, state)
-    (busy,) = second.feed(request)
+    assert second.feed(request) == []
+    (forward,) = second.feed(BODY)  # whole first: it takes the slot
+    assert isinstance(forward, Forward)
+    assert state.streams == 1
+    (busy,) = GatewayConnection(config, state).feed(request)  # none is free: refused at once
     assert isinstance(busy, Reply)
     status, headers, _ = response(busy.data)
     assert (status, headers["retry-after"]) == (503, "1")
-    first.feed(BODY)
-    first.finish_request()
-    first.finish_request()  # once only
+    (late,) = first.feed(BODY)  # whole once the other took the slot
+    assert isinstance(late, Reply)
+    assert response(late.data)[0] == 503
+    assert state.metrics.refused["streams"] == 2
+    second.finish_request()
+    second.finish_request()  # once only
     assert state.streams == 0
+    passed = GatewayConfig(upstream=UPSTREAM, max_streams=1, hold_below=10)
+    pstate = GatewayState(passed, new_id=lambda: "id")
+    (forward,) = GatewayConnection(passed, pstate).feed(request)  # passed through: at once
+    assert isinstance(forward, Forward)
+    assert pstate.streams == 1
     state.stopping = True
     (stopping,) = GatewayConnection(config, state).feed(request)
     assert response(stopping.data)[0] == 503  # type: ignore[union-attr]

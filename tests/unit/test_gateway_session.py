@@ -902,9 +902,12 @@ def test_any_body_trickled_is_408_by_its_rate_once_others_wait_for_what_it_holds
         if options:
             d.connect(now=1.0)
         assert d.session.deadline == pytest.approx(6.0)  # nobody waits: silence only
+        taken = not options  # (a held body holds no slot till whole: another stream has it)
+        d.state.streams += taken
         other = GatewaySession(d.state, 2.0)  # a request refused for want of a stream slot
         ((status, _, _, _),) = read(other.client_data(post(openai_body()), 2.0))
         assert status == 503
+        d.state.streams -= taken
         d.send(whole[start + 1 : start + 2], now=4.0)
         assert due < 9.0
         assert d.session.deadline == pytest.approx(due)  # before silence's
