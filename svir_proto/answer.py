@@ -31,10 +31,11 @@ Rule 6 (order, fidelity 43 F08: a whole answer came back grouped, all reasoning,
     text, then all calls, where its stream had interleaved them): the fold keeps the order
     of the answer's parts as `Completion.segments`: a run of text, of reasoning or of
     refusal ends where a delta of another kind (not empty) begins, or a call; a signed block
-    has the place of its signature; a call the place of its first event (a `ToolCallDelta`,
-    or its whole `ToolCall` when no delta came), and the calls keep their order (the k-th
-    place is the k-th call). What it keeps per place is one int (where the run ended, read
-    from `Pieces.mark` at the switch), nothing per delta: a delta costs one comparison more.
+    has the place of its signature; a call the place of its first event (the first
+    `ToolCallDelta` of an index not begun, or its whole `ToolCall` when no delta of its
+    index began one), and the calls keep their order (the k-th place is the k-th call).
+    What it keeps per place is one int (where the run ended, read from `Pieces.mark` at the
+    switch), nothing per delta: a delta costs one comparison more.
 
 No I/O here.
 """
@@ -43,6 +44,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Final
+
+import attrs
 
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
@@ -134,7 +137,7 @@ class AnswerFold:
         self._calls: list[ToolCall] = []
         self._run = 0  # the kind of the run going on (Rule 6), 0 before any
         self._order: list[int] = []  # Rule 6: ``end << 3 | kind`` each
-        self._placed: set[int] = set()  # the indices of the calls that have their place
+        self._begun: set[int] = set()  # the indices of calls placed by a delta, not yet whole
         self._verdicts: list[FilterVerdict] = []
         self._finish: Finished | None = None
         self._usage: Usage | None = None
@@ -165,11 +168,10 @@ class AnswerFold:
             self._order.append(pieces.mark() << 3 | ended)
         self._run = run
 
-    def _place(self, index: int) -> None:
-        """Call ``index``'s first event: its place (Rule 6)."""
+    def _place(self) -> None:
+        """A call's first event: its place (Rule 6)."""
         self._switch(0)
         self._grow(RUN)
-        self._placed.add(index)
         self._order.append(_CALL)
 
     def add(self, event: Event | TextRun) -> None:
@@ -213,12 +215,15 @@ class AnswerFold:
                 self._grow(len(event.text))
                 self._refusal.append(event.text)
             case ToolCallDelta():
-                if event.index not in self._placed:
-                    self._place(event.index)
+                if event.index not in self._begun:
+                    self._place()
+                    self._begun.add(event.index)
             case ToolCall():
                 self._grow(CALL + len(event.arguments) + len(event.id) + len(event.name))
-                if event.index not in self._placed:
-                    self._place(event.index)
+                if event.index in self._begun:
+                    self._begun.remove(event.index)  # (its deltas took its place)
+                else:
+                    self._place()
                 self._calls.append(event)
             case Finished():
                 self._finish = event
@@ -365,44 +370,58 @@ def ordered_parts(result: Completion) -> Iterator[AnswerPart]:
 
     A signed block is one part, its signature with its text (Rule 1: the reasoning the
     signature closed), where that text began; a block without text (a redacted one), where
-    its signature came. The two are one place but when the signature came after other parts
-    (Gemini signs a turn on its last part, after the text): the reasoning keeps its place,
-    and its signature stays with it. Reasoning that no signature closed
-    (`unsigned_reasoning`) is a `ReasoningDelta` of the result's carrier where it came; text,
-    refusal and calls are the text or the items of their segments."""
+    its signature came; the blocks in their order (a block whose text began before a block
+    before it was given comes after that one). The two are one place but when the signature
+    came after other parts (Gemini signs a turn on its last part, after the text): the
+    reasoning keeps its place, and its signature stays with it. Reasoning that no signature
+    closed (`unsigned_reasoning`) is a `ReasoningDelta` of the result's carrier where it
+    came; text, refusal and calls are the text or the items of their segments. Two parts of
+    one kind of text next to each other (the block between them went where its text began)
+    are one."""
+    held: AnswerPart | None = None  # a part, held in case the next one goes on from it
+    for part in _parts(result):
+        if isinstance(part, _TEXTS) and type(held) is type(part):
+            assert isinstance(held, _TEXTS)
+            held = attrs.evolve(part, text=held.text + part.text)
+            continue
+        if held is not None:
+            yield held
+        held = part
+    if held is not None:
+        yield held
+
+
+_TEXTS: Final = (TextDelta, RefusalDelta, ReasoningDelta)
+
+
+def _parts(result: Completion) -> Iterator[AnswerPart]:
+    """`ordered_parts`, before parts of one kind of text next to each other are joined."""
     blocks = result.reasoning_blocks
-    begins: list[tuple[int, int]] = []  # (where its text begins, its index): blocks with text
+    begins: list[int] = []  # where each block's text begins in ``reasoning``
     signed = 0
-    for k, block in enumerate(blocks):
-        if block.text:
-            begins.append((signed, k))
-            signed += len(block.text)
-    given = [False] * len(blocks)
-    i = 0
+    for block in blocks:
+        begins.append(signed)
+        signed += len(block.text)
+    k = 0  # the next block to give: they go in their order
     carrier = result.reasoning_carrier or "reasoning_content"
     for segment in result.segments or _grouped(result):
         start, end = segment.start, segment.end
         match segment.field:
             case "reasoning":
-                while i < len(begins) and begins[i][0] < end:  # blocks whose text begins here
-                    k = begins[i][1]
-                    i += 1
-                    if not given[k]:
-                        given[k] = True
-                        yield blocks[k]
+                while k < len(blocks) and blocks[k].text and begins[k] < end:
+                    yield blocks[k]  # (its text begins here)
+                    k += 1
                 if end > signed:
                     text = result.reasoning[max(start, signed) : end]
                     yield ReasoningDelta(text=text, carrier=carrier)
             case "reasoning_blocks":
-                for k in range(start, end):
-                    if not given[k]:
-                        given[k] = True
-                        yield blocks[k]
+                yield from blocks[k:end]
+                k = max(k, end)
             case "text":
                 yield TextDelta(text=result.text[start:end])
             case "refusal":
                 yield RefusalDelta(text=result.refusal[start:end])
-            case "tool_calls":
+            case _:  # "tool_calls"
                 yield from result.tool_calls[start:end]
 
 
