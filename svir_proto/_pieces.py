@@ -28,10 +28,11 @@ class Pieces:
     A hot path may append to `held` itself (a list's ``append`` costs no Python call) and call
     `squeeze` once ``len(held) >= JOIN``, which is what `append` does."""
 
-    __slots__ = ("_joined", "held")
+    __slots__ = ("_joined", "_size", "held")
 
     def __init__(self) -> None:
         self._joined: list[str] = []  # runs of JOIN pieces, each joined once
+        self._size = 0  # the characters of those runs
         self.held: list[str] = []  # the pieces since the last run (always this list)
 
     def append(self, piece: str) -> None:
@@ -49,19 +50,30 @@ class Pieces:
     def squeeze(self) -> None:
         """Join the held pieces into one run."""
         held = self.held
-        self._joined.append("".join(held))
+        joined = "".join(held)
+        self._joined.append(joined)
+        self._size += len(joined)
         held.clear()
+
+    def mark(self) -> int:
+        """How many characters were appended so far: where the next piece will begin (the
+        held pieces are joined, once, to count them)."""
+        if self.held:
+            self.squeeze()
+        return self._size
 
     def text(self) -> str:
         """Every piece, joined (and kept joined: reading it again costs nothing more)."""
         whole = "".join(self._joined) + "".join(self.held)
         self._joined = [whole] if whole else []
+        self._size = len(whole)
         self.held.clear()
         return whole
 
     def set(self, text: str) -> None:
         """Hold ``text`` instead of the pieces."""
         self._joined = [text] if text else []
+        self._size = len(text)
         self.held.clear()
 
     def __bool__(self) -> bool:

@@ -4,7 +4,9 @@ library that serves whole answers from any decoder's `Completion`.
 
 `AnswerFold` takes the vocabulary's events as a decoder gives them and makes the `Completion`
 each dialect's ``answer`` writes as that dialect's one JSON object (`DialectSpec.answer`);
-`replay` gives the events of a `Completion` again, in the order the encoders read.
+`ordered_parts` gives its reasoning, text and calls in the order the stream gave them, for a dialect
+whose whole answer has an order (a Messages ``content``, a Responses ``output``); `replay`
+gives the events of a `Completion` again, in that order.
 
 Rule 1 (text): text, refusal and reasoning deltas are joined. Reasoning that a
     `ReasoningSignature` closes is a block (`Completion.reasoning_blocks`), in order; a
@@ -12,7 +14,7 @@ Rule 1 (text): text, refusal and reasoning deltas are joined. Reasoning that a
     after the last signature is the unsigned tail: ``reasoning`` is every block's text, then
     the tail (`unsigned_reasoning`). A `TextRun` is its deltas.
 Rule 2 (tool calls): the whole `ToolCall` events, which every decoder emits once the stream
-    has ended and its calls were checked; their deltas are read for nothing here.
+    has ended and its calls were checked; their deltas are read for their place only (Rule 6).
 Rule 3 (the rest): the last `Finished` and the last `Usage` (a server may send usage on every
     chunk); the content-filter verdicts as they came; the identity of the first
     `StreamStarted` (``response_id``, ``model``, ``created``: each one it sets).
@@ -22,7 +24,18 @@ Rule 5 (bound): at most ``max_size`` characters of text, reasoning, refusal, arg
     signatures are kept, and the ids and names of tool calls and reasoning blocks' item ids,
     each verdict, block and call weighing a fixed amount too (`svir_proto._weights`); past it,
     `AnswerTooLarge`, and the fold keeps nothing more. The text is held as it
-    comes at about its size, however the upstream cut it (`svir_proto._pieces`).
+    comes at about its size, however the upstream cut it (`svir_proto._pieces`). Each
+    place Rule 6 keeps weighs `svir_proto._weights.RUN` (a stream that switched between text
+    and reasoning at every character would hold some 90 bytes per character).
+Rule 6 (order, fidelity 43 F08: a whole answer came back grouped, all reasoning, then all
+    text, then all calls, where its stream had interleaved them): the fold keeps the order
+    of the answer's parts as `Completion.segments`: a run of text, of reasoning or of
+    refusal ends where a delta of another kind (not empty) begins, or a call; a signed block
+    has the place of its signature; a call the place of its first event (the first
+    `ToolCallDelta` of an index not begun, or its whole `ToolCall` when no delta of its
+    index began one), and the calls keep their order (the k-th place is the k-th call).
+    What it keeps per place is one int (where the run ended, read from `Pieces.mark` at the
+    switch), nothing per delta: a delta costs one comparison more.
 
 No I/O here.
 """
@@ -32,11 +45,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Final
 
+import attrs
+
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
 from ._pieces import Pieces
-from ._weights import BLOCK, CALL, VERDICT, verdict
+from ._weights import BLOCK, CALL, RUN, VERDICT, verdict
 from .errors import AnswerTooLarge, Failure
 from .events import (
+    AnswerSegment,
     Completion,
     Event,
     FilterVerdict,
@@ -47,12 +63,14 @@ from .events import (
     ReasoningDelta,
     ReasoningSignature,
     RefusalDelta,
+    SegmentField,
     StreamEnded,
     StreamFailed,
     StreamStarted,
     TextDelta,
     TextRun,
     ToolCall,
+    ToolCallDelta,
     Usage,
 )
 
@@ -60,11 +78,30 @@ __all__ = [
     "BLOCKED",
     "VERDICT",
     "AnswerFold",
+    "AnswerPart",
     "finished_of",
     "no_value",
+    "ordered_parts",
     "replay",
     "unsigned_reasoning",
 ]
+
+# Rule 6: the fold's order is a list of ints, ``end << 3 | kind``: a run of reasoning, text or
+# refusal that ended at character ``end`` of its field; a signed block (the reasoning before
+# it ended at ``end``); a call. A block's and a call's ``end`` is the next one's.
+_REASONING: Final = 1
+_BLOCK: Final = 2
+_TEXT: Final = 3
+_REFUSAL: Final = 4
+_CALL: Final = 5
+_FIELDS: Final[tuple[SegmentField, ...]] = (
+    "text",  # (no kind 0: the fold's run before any)
+    "reasoning",
+    "reasoning_blocks",
+    "text",
+    "refusal",
+    "tool_calls",
+)
 
 
 class AnswerFold:
@@ -98,6 +135,9 @@ class AnswerFold:
         self._carrier: ReasoningCarrier | None = None
         self._blocks: list[ReasoningBlock] = []
         self._calls: list[ToolCall] = []
+        self._run = 0  # the kind of the run going on (Rule 6), 0 before any
+        self._order: list[int] = []  # Rule 6: ``end << 3 | kind`` each
+        self._begun: set[int] = set()  # the indices of calls placed by a delta, not yet whole
         self._verdicts: list[FilterVerdict] = []
         self._finish: Finished | None = None
         self._usage: Usage | None = None
@@ -112,6 +152,28 @@ class AnswerFold:
                 "that is not streamed"
             )
 
+    def _switch(self, run: int) -> None:
+        """A run of another kind begins, or a call (``run`` 0): the run going on ends where
+        its field is (Rule 6)."""
+        ended = self._run
+        if ended:
+            self._grow(RUN)
+            pieces = (
+                self._reasoning
+                if ended == _REASONING
+                else self._text
+                if ended == _TEXT
+                else self._refusal
+            )
+            self._order.append(pieces.mark() << 3 | ended)
+        self._run = run
+
+    def _place(self) -> None:
+        """A call's first event: its place (Rule 6)."""
+        self._switch(0)
+        self._grow(RUN)
+        self._order.append(_CALL)
+
     def add(self, event: Event | TextRun) -> None:
         """Fold one event in; nothing after the stream's end is read (Rule 4).
 
@@ -122,29 +184,46 @@ class AnswerFold:
             return
         match event:
             case TextDelta():
+                if self._run != _TEXT and event.text:
+                    self._switch(_TEXT)
                 self._grow(len(event.text))
                 self._text.append(event.text)
             case TextRun():
                 for delta in event.deltas():
                     self.add(delta)
             case ReasoningDelta():
+                if self._run != _REASONING and event.text:
+                    self._switch(_REASONING)
                 self._grow(len(event.text))
                 self._reasoning.append(event.text)
                 self._tail.append(event.text)
                 self._carrier = self._carrier or event.carrier
             case ReasoningSignature():
                 # held too (a redacted block is only this), with the block that holds it
-                self._grow(BLOCK + len(event.signature) + len(event.item_id or ""))
+                self._grow(BLOCK + RUN + len(event.signature) + len(event.item_id or ""))
+                if self._run != _REASONING:
+                    self._switch(_REASONING)
                 text = "" if event.redacted else self._tail.text()
                 self._blocks.append(ReasoningBlock.closed_by(event, text))
+                self._order.append(self._reasoning.mark() << 3 | _BLOCK)
                 if not event.redacted:  # a redacted block has no text: the tail is not its
                     self._tail = Pieces()
                 self._carrier = self._carrier or event.carrier
             case RefusalDelta():
+                if self._run != _REFUSAL and event.text:
+                    self._switch(_REFUSAL)
                 self._grow(len(event.text))
                 self._refusal.append(event.text)
+            case ToolCallDelta():
+                if event.index not in self._begun:
+                    self._place()
+                    self._begun.add(event.index)
             case ToolCall():
                 self._grow(CALL + len(event.arguments) + len(event.id) + len(event.name))
+                if event.index in self._begun:
+                    self._begun.remove(event.index)  # (its deltas took its place)
+                else:
+                    self._place()
                 self._calls.append(event)
             case Finished():
                 self._finish = event
@@ -173,16 +252,49 @@ class AnswerFold:
         """The failure the stream reported, if it did."""
         return self._error
 
+    def _segments(self, reasoning: str, text: str, refusal: str) -> tuple[AnswerSegment, ...]:
+        """The order (Rule 6) as the result's segments, the run going on last, then the
+        calls that have no place of their own (a second call of one index)."""
+        made: list[tuple[SegmentField, int, int]] = []
+        at = [0] * 6  # by kind: where its next segment begins
+
+        def put(kind: int, end: int) -> None:
+            start = at[kind]
+            if end > start:
+                at[kind] = end
+                field = _FIELDS[kind]
+                if made and made[-1][0] == field and made[-1][2] == start:
+                    start = made.pop()[1]  # (a call between them had no place: one run)
+                made.append((field, start, end))
+
+        calls = len(self._calls)
+        for entry in self._order:
+            kind = entry & 7
+            if kind == _BLOCK:
+                put(_REASONING, entry >> 3)
+                put(_BLOCK, at[_BLOCK] + 1)
+            elif kind == _CALL:
+                put(_CALL, min(at[_CALL] + 1, calls))
+            else:
+                put(kind, entry >> 3)
+        ends = (0, len(reasoning), len(self._blocks), len(text), len(refusal), calls)
+        for kind in (self._run, _REASONING, _BLOCK, _TEXT, _REFUSAL, _CALL):
+            put(kind, ends[kind])
+        return tuple(AnswerSegment(field=f, start=start, end=end) for f, start, end in made)
+
     def result(self) -> Completion:
         """The answer as far as it came (whole once `ended` says ``done``)."""
         finish = self._finish
         done = self.ended is not None and self.ended.done
+        text = self._text.text()
+        reasoning = self._reasoning.text()
+        refusal = self._refusal.text()
         return Completion(
-            text=self._text.text(),
-            reasoning=self._reasoning.text(),
+            text=text,
+            reasoning=reasoning,
             reasoning_carrier=self._carrier,
             reasoning_blocks=tuple(self._blocks),
-            refusal=self._refusal.text(),
+            refusal=refusal,
             tool_calls=tuple(self._calls),
             finish_reason=None if finish is None else finish.reason,
             finish_raw=None if finish is None else finish.raw,
@@ -194,6 +306,7 @@ class AnswerFold:
             closed=self.ended is not None,
             cut=self.ended is not None and not done,
             complete=done and finish is not None and self._error is None,
+            segments=self._segments(reasoning, text, refusal),
         )
 
 
@@ -231,34 +344,116 @@ def unsigned_reasoning(result: Completion) -> str:
     return result.reasoning[signed:]
 
 
+AnswerPart = ReasoningBlock | ReasoningDelta | TextDelta | RefusalDelta | ToolCall
+"""One part of a whole answer (`ordered_parts`): a signed or redacted block of reasoning, reasoning
+that no signature closed, text, refusal text, a call."""
+
+
+def _grouped(result: Completion) -> tuple[AnswerSegment, ...]:
+    """The segments of a result that kept no order: its signed blocks, its reasoning, text,
+    refusal and calls, each whole (the order whole answers had before Rule 6)."""
+    ends: tuple[tuple[SegmentField, int], ...] = (
+        ("reasoning_blocks", len(result.reasoning_blocks)),
+        ("reasoning", len(result.reasoning)),
+        ("text", len(result.text)),
+        ("refusal", len(result.refusal)),
+        ("tool_calls", len(result.tool_calls)),
+    )
+    return tuple(AnswerSegment(field=f, start=0, end=end) for f, end in ends if end)
+
+
+def ordered_parts(result: Completion) -> Iterator[AnswerPart]:
+    """The parts of ``result`` in the order its stream gave them (`Completion.segments`,
+    Rule 6), for a whole answer that writes them in order; for a result that kept none (a
+    decoder's own), its signed blocks, its reasoning no signature closed, its text, its
+    refusal, its calls.
+
+    A signed block is one part, its signature with its text (Rule 1: the reasoning the
+    signature closed), where that text began; a block without text (a redacted one), where
+    its signature came; the blocks in their order (a block whose text began before a block
+    before it was given comes after that one). The two are one place but when the signature
+    came after other parts (Gemini signs a turn on its last part, after the text): the
+    reasoning keeps its place, and its signature stays with it. Reasoning that no signature
+    closed (`unsigned_reasoning`) is a `ReasoningDelta` of the result's carrier where it
+    came; text, refusal and calls are the text or the items of their segments. Two parts of
+    one kind of text next to each other (the block between them went where its text began)
+    are one."""
+    held: AnswerPart | None = None  # a part, held in case the next one goes on from it
+    for part in _parts(result):
+        if isinstance(part, _TEXTS) and type(held) is type(part):
+            assert isinstance(held, _TEXTS)
+            held = attrs.evolve(part, text=held.text + part.text)
+            continue
+        if held is not None:
+            yield held
+        held = part
+    if held is not None:
+        yield held
+
+
+_TEXTS: Final = (TextDelta, RefusalDelta, ReasoningDelta)
+
+
+def _parts(result: Completion) -> Iterator[AnswerPart]:
+    """`ordered_parts`, before parts of one kind of text next to each other are joined."""
+    blocks = result.reasoning_blocks
+    begins: list[int] = []  # where each block's text begins in ``reasoning``
+    signed = 0
+    for block in blocks:
+        begins.append(signed)
+        signed += len(block.text)
+    k = 0  # the next block to give: they go in their order
+    carrier = result.reasoning_carrier or "reasoning_content"
+    for segment in result.segments or _grouped(result):
+        start, end = segment.start, segment.end
+        match segment.field:
+            case "reasoning":
+                while k < len(blocks) and blocks[k].text and begins[k] < end:
+                    yield blocks[k]  # (its text begins here)
+                    k += 1
+                if end > signed:
+                    text = result.reasoning[max(start, signed) : end]
+                    yield ReasoningDelta(text=text, carrier=carrier)
+            case "reasoning_blocks":
+                yield from blocks[k:end]
+                k = max(k, end)
+            case "text":
+                yield TextDelta(text=result.text[start:end])
+            case "refusal":
+                yield RefusalDelta(text=result.refusal[start:end])
+            case _:  # "tool_calls"
+                yield from result.tool_calls[start:end]
+
+
 def replay(result: Completion) -> Iterator[Event]:
     """The events that fold into ``result`` (`AnswerFold`), in the order the encoders read
-    them: the signed reasoning blocks and the unsigned tail, the text, the refusal, the
-    content-filter verdicts, the finish, the usage, the whole calls, then the end (an error
-    first, if there was one). A result that was not ``done`` ends as a cut."""
-    for block in result.reasoning_blocks:
-        if block.text:
-            yield ReasoningDelta(text=block.text, carrier=block.carrier)
-        yield ReasoningSignature(
-            signature=block.signature,
-            carrier=block.carrier,
-            redacted=block.redacted,
-            item_id=block.item_id,
-        )
-    tail = unsigned_reasoning(result)
-    if tail:
-        yield ReasoningDelta(text=tail, carrier=result.reasoning_carrier or "reasoning_content")
-    if result.text:
-        yield TextDelta(text=result.text)
-    if result.refusal:
-        yield RefusalDelta(text=result.refusal)
+    them: its `ordered_parts` (a signed block as its reasoning and then its signature), the
+    content-filter verdicts, the finish, the usage, then the end (an error first, if there
+    was one). A result that kept no order gives its whole calls after the usage, as the
+    decoders emit them; one that kept it, each where it came (its fold has the same
+    `ordered_parts`: the same segments, but a signature that came after other parts, which
+    comes right after its reasoning here). A result that was not ``done`` ends as a cut."""
+    ordered = bool(result.segments)
+    for part in ordered_parts(result):
+        if type(part) is ReasoningBlock:
+            if part.text:
+                yield ReasoningDelta(text=part.text, carrier=part.carrier)
+            yield ReasoningSignature(
+                signature=part.signature,
+                carrier=part.carrier,
+                redacted=part.redacted,
+                item_id=part.item_id,
+            )
+        elif ordered or type(part) is not ToolCall:
+            yield part
     yield from result.filter_verdicts
     finished = finished_of(result)
     if finished is not None:
         yield finished
     if result.usage is not None:
         yield result.usage
-    yield from result.tool_calls
+    if not ordered:
+        yield from result.tool_calls
     if result.error is not None:
         yield StreamFailed(error=result.error)
     yield StreamEnded(complete=result.complete, done=result.done)

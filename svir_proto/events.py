@@ -22,6 +22,7 @@ from ._json import canonical
 from .errors import Failure, FilterResult
 
 __all__ = [
+    "AnswerSegment",
     "Completion",
     "Event",
     "FilterOffsets",
@@ -38,6 +39,7 @@ __all__ = [
     "RequestFailed",
     "ResponseStarted",
     "Retrying",
+    "SegmentField",
     "StreamEnded",
     "StreamFailed",
     "StreamStarted",
@@ -354,6 +356,24 @@ class ReasoningBlock:
         )
 
 
+SegmentField = Literal["reasoning", "reasoning_blocks", "text", "refusal", "tool_calls"]
+"""The `Completion` fields an answer's parts are kept in (`AnswerSegment.field`)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AnswerSegment:
+    """One part of an answer, in the order its stream gave it (`Completion.segments`): the
+    slice ``[start:end]`` of the `Completion` field ``field`` names, characters of
+    ``reasoning``, ``text`` or ``refusal`` (a run of deltas between two events of another
+    kind), or items of ``reasoning_blocks`` or ``tool_calls`` (a signed block where its
+    signature came, a call where its first event came)."""
+
+    field: SegmentField
+    start: int
+    end: int
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Completion:
@@ -396,6 +416,12 @@ class Completion:
         complete: the *stream* is whole: a finish reason, then the end marker, and no error.
             It says nothing of what the finish reason was: an answer cut by ``max_tokens``
             (``length``) or blocked by a filter is a complete stream. See `usable`.
+        segments: the answer's parts in the order the stream gave them (reasoning, a signed
+            block, text, a call, more reasoning...), each an `AnswerSegment` of the fields
+            above, for a whole answer that writes them in that order (a Messages
+            ``content``, a Responses ``output``), as `svir_proto.answer.AnswerFold` keeps
+            them; empty when the order was not kept (a decoder's own result): reasoning,
+            then text, then calls (`svir_proto.answer.ordered_parts`).
     """
 
     text: str = ""
@@ -420,6 +446,7 @@ class Completion:
     problems: tuple[str, ...] = ()
     interrupted: str | None = None
     complete: bool = False
+    segments: tuple[AnswerSegment, ...] = ()
 
     @property
     def usable(self) -> bool:

@@ -96,3 +96,11 @@ def test_watch_benchmark_runs_every_shape() -> None:
     out = bench_watch.run(chunks=100, repeat=1)
     for name in ("watcher, line break never", "decoder, line break 1 in 3", "floor"):
         assert name in out
+
+
+def test_answer_benchmark_runs_every_shape() -> None:
+    from benchmarks import answer as bench_answer
+
+    out = bench_answer.run(deltas=60, repeat=1)
+    for name in bench_answer.SHAPES:
+        assert name in out

@@ -3,10 +3,13 @@ no stream reads (the anthropic SDK's ``messages.create()``, the AI SDK's ``gener
 from any upstream's `Completion` (`svir_proto.answer`).
 
 The object is the one ``message_start`` opens and the stream's events fill in, with the stream
-encoder's mappings (`encoder`): its content blocks in the stream's order (the reasoning's
-``thinking`` blocks, each with its signature, ``redacted_thinking`` for a redacted one, an
-unsigned tail with an empty signature; the text, a refusal written as text as the stream
-writes it; a ``tool_use`` block per call, its ``input`` the arguments read as a JSON object),
+encoder's mappings (`encoder`): its content blocks in the order the stream gave the answer's
+parts (`svir_proto.answer.ordered_parts`; fidelity 43 F08: thinking, a call, thinking, text
+came back as both thinking blocks, then the text, then the call): the reasoning's ``thinking``
+blocks, each with its signature, ``redacted_thinking`` for a redacted one, reasoning no
+signature closed with an empty signature; text, a refusal written as text as the stream
+writes it (text and refusal next to each other one block, as the stream writes them); a
+``tool_use`` block per call, its ``input`` the arguments read as a JSON object),
 ``stop_reason`` (`encoder.stop_reason_of`), ``stop_sequence`` ``null``, and ``usage`` with
 ``input_tokens`` always (`encoder.usage_object`). A call whose arguments are not a JSON object
 cannot be written: the answer is then the `Failure` the stream would end with; unless the
@@ -20,9 +23,17 @@ from typing import Any
 
 from .._json import canonical, dumps
 from .._signatures import thinking_block
-from ..answer import finished_of, unsigned_reasoning
+from ..answer import finished_of, ordered_parts
 from ..errors import Failure
-from ..events import Completion, FinishReason, Usage
+from ..events import (
+    Completion,
+    FinishReason,
+    ReasoningBlock,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    Usage,
+)
 from .encoder import (
     NO_USAGE,
     NO_VERDICTS,
@@ -43,29 +54,36 @@ def message(
 ) -> bytes | Failure:
     """The ``message`` object for ``result``, as JSON; or the failure that it cannot be.
     ``lost`` receives a sentence for each thing left out."""
-    content: list[dict[str, Any]] = [thinking_block(b) for b in result.reasoning_blocks]
-    tail = unsigned_reasoning(result)
-    if tail:
-        content.append({"type": "thinking", "thinking": tail, "signature": ""})
-    text = result.text + result.refusal
-    if text:
-        content.append({"type": "text", "text": text})
-    for call in result.tool_calls:
-        if not an_object(call.arguments):
-            if result.finish_reason is not FinishReason.LENGTH:
-                return not_an_object(call)
-            if lost is not None:
-                lost.append(cut_by_length(call, written=False))
+    content: list[dict[str, Any]] = []
+    text: dict[str, Any] | None = None  # the text block written last, while it is last
+    for part in ordered_parts(result):
+        if type(part) is TextDelta or type(part) is RefusalDelta:
+            if text is None:
+                text = {"type": "text", "text": part.text}
+                content.append(text)
+            else:
+                text["text"] += part.text
             continue
-        arguments = call.arguments.strip()
-        content.append(
-            {
-                "type": "tool_use",
-                "id": call.id,
-                "name": call.name,
-                "input": canonical(arguments) if arguments else {},
-            }
-        )
+        text = None
+        if type(part) is ReasoningBlock:
+            content.append(thinking_block(part))
+        elif type(part) is ReasoningDelta:
+            content.append({"type": "thinking", "thinking": part.text, "signature": ""})
+        elif not an_object(part.arguments):
+            if result.finish_reason is not FinishReason.LENGTH:
+                return not_an_object(part)
+            if lost is not None:
+                lost.append(cut_by_length(part, written=False))
+        else:
+            arguments = part.arguments.strip()
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": part.id,
+                    "name": part.name,
+                    "input": canonical(arguments) if arguments else {},
+                }
+            )
     finished = finished_of(result, verdicts=True)
     if lost is not None:  # (what its stream would say: review 43 M6)
         lost += [] if finished is None else unvalued(finished)

@@ -639,7 +639,7 @@ def _model_content(m: LLMMessage) -> GeminiContent:
         for i, c in enumerate(m.tool_calls)
     ]
     with_ids = _ours(m.extensions).get("ids") is not False
-    parts = list(model_parts("", calls, message_reasoning(m), with_ids=with_ids))
+    parts = list(model_parts([*message_reasoning(m), *calls], with_ids=with_ids))
     at = next((i for i, p in enumerate(parts) if isinstance(p, GeminiFunctionCall)), len(parts))
     first = parts[at] if at < len(parts) else None
     if isinstance(first, GeminiFunctionCall) and first.thought_signature is None:

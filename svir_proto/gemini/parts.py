@@ -8,7 +8,7 @@ and keys this module does not model (``extra``: ``videoMetadata``, ``mediaResolu
 ``partMetadata``...; ``inner_extra``: those of the part's data object, such as a blob's
 ``displayName`` or Vertex AI's ``willContinue``), so that a relay loses nothing. A model turn
 built from a `Completion` (`GeminiContent.from_completion`) puts each signature back where
-the stream carried it.
+the stream carried it, and its parts in the order the stream gave them.
 
 This module reads files only to measure them and check their type; no other I/O.
 """
@@ -22,7 +22,8 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
-from ..events import Completion, ReasoningBlock, ToolCall
+from ..answer import AnswerPart, ordered_parts
+from ..events import Completion, ReasoningBlock, TextDelta, ToolCall
 from ..openai.parts import IMAGE_TYPES, ImagePart
 from ._wire import CARRIER
 
@@ -221,14 +222,10 @@ class GeminiContent:
     @classmethod
     def from_completion(cls, completion: Completion) -> GeminiContent:
         """The model turn to send back after an answer: its thoughts with their signatures,
-        its text, and its calls, each signature on the part that carried it (Rule 3 of
-        `svir_proto.gemini.stream`)."""
-        return cls(
-            role="model",
-            parts=model_parts(
-                completion.text, completion.tool_calls, completion.reasoning_blocks, with_ids=True
-            ),
-        )
+        its text, and its calls, in the order the stream gave them when the completion kept
+        it (`svir_proto.answer.ordered_parts`), each signature on the part that carried it
+        (Rule 3 of `svir_proto.gemini.stream`)."""
+        return cls(role="model", parts=model_parts(ordered_parts(completion), with_ids=True))
 
     @property
     def text(self) -> str:
@@ -236,36 +233,39 @@ class GeminiContent:
         return "".join(p.text for p in self.parts if isinstance(p, GeminiText) and not p.thought)
 
 
-def model_parts(
-    text: str,
-    calls: Iterable[ToolCall],
-    blocks: Iterable[ReasoningBlock],
-    *,
-    with_ids: bool,
-) -> tuple[GeminiPart, ...]:
-    """A model turn's parts from what the vocabulary keeps: each signed block of Gemini's own
-    reasoning (other dialects' signatures would be refused) as a thought part carrying its
-    signature, unless the block signs a call (its ``item_id``), whose part then carries it;
-    then the text; then the calls."""
-    calls = tuple(calls)
-    ids = {c.id for c in calls}
-    on_call: dict[str, str] = {}
+def model_parts(given: Iterable[AnswerPart], *, with_ids: bool) -> tuple[GeminiPart, ...]:
+    """A model turn's parts from what the vocabulary keeps, in the order ``given``
+    (`svir_proto.answer.ordered_parts`): each signed block of Gemini's own reasoning (other
+    dialects' signatures would be refused) as a thought part carrying its signature, unless
+    the block signs a call (its ``item_id``), whose part then carries it, wherever the block
+    came; text; calls. Reasoning no signature closed and refusal text have no part."""
+    given = tuple(given)
+    ids = {p.id for p in given if type(p) is ToolCall}
+    on_call = {
+        p.item_id: p.signature
+        for p in given
+        if type(p) is ReasoningBlock and _own(p) and p.item_id is not None and p.item_id in ids
+    }
     out: list[GeminiPart] = []
-    for b in blocks:
-        if b.carrier != CARRIER or b.redacted:
-            continue
-        if b.item_id is not None and b.item_id in ids:
-            on_call[b.item_id] = b.signature
-            if b.text:
-                out.append(GeminiText(text=b.text, thought=True))
-        else:
-            out.append(GeminiText(text=b.text, thought=bool(b.text), thought_signature=b.signature))
-    if text:
-        out.append(GeminiText(text=text))
-    for c in calls:
-        out.append(
-            GeminiFunctionCall.from_tool_call(
-                c, thought_signature=on_call.get(c.id), with_id=with_ids
+    for p in given:
+        if type(p) is ReasoningBlock and _own(p):
+            if p.item_id is None or p.item_id not in ids:
+                out.append(
+                    GeminiText(text=p.text, thought=bool(p.text), thought_signature=p.signature)
+                )
+            elif p.text:
+                out.append(GeminiText(text=p.text, thought=True))
+        elif type(p) is TextDelta:
+            out.append(GeminiText(text=p.text))
+        elif type(p) is ToolCall:
+            out.append(
+                GeminiFunctionCall.from_tool_call(
+                    p, thought_signature=on_call.get(p.id), with_id=with_ids
+                )
             )
-        )
     return tuple(out)
+
+
+def _own(block: ReasoningBlock) -> bool:
+    """A block of Gemini's own reasoning, signed (not redacted): one a model turn carries."""
+    return block.carrier == CARRIER and not block.redacted

@@ -31,7 +31,9 @@ def joined(events: list[Event]) -> list[Event]:
     return out
 
 
-LATER: frozenset[str] = frozenset({"reasoning_blocks", "cached_tokens", "cache_creation_tokens"})
+LATER: frozenset[str] = frozenset(
+    {"reasoning_blocks", "cached_tokens", "cache_creation_tokens", "segments"}
+)
 """Fields added after most vectors were written: written down only when they are set, so the
 older vectors stay as they were (and still check every field they name)."""
 

@@ -82,15 +82,11 @@ def chat_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return got, streamed
 
 
-def in_order(doc: dict[str, Any], key: str) -> dict[str, Any]:
+def without_id(doc: dict[str, Any]) -> dict[str, Any]:
     """``doc`` without its id (the request's when the upstream gave none, and each request
-    has its own), its ``key`` list of blocks or items in the whole answer's order: reasoning,
-    then text, then calls, each kind in the order it came (a stream writes them as they come:
-    Gemini's signature follows the call it signs; a whole answer has no such order)."""
-    rank = {"thinking": 0, "redacted_thinking": 0, "reasoning": 0, "text": 1, "message": 1}
-    doc = {k: v for k, v in doc.items() if k != "id"}
-    doc[key] = sorted(doc[key], key=lambda block: rank.get(block["type"], 2))
-    return doc
+    has its own); its blocks or items as they are: a whole answer keeps the order its stream
+    gave (fidelity 43 F08: it was reasoning, then text, then calls, sorted so here)."""
+    return {k: v for k, v in doc.items() if k != "id"}
 
 
 def messages_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -102,7 +98,7 @@ def messages_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:
         assert whole.type == "message"
         with client.messages.stream(**ask) as s:
             streamed = s.get_final_message()
-    return in_order(whole.model_dump(), "content"), in_order(streamed.model_dump(), "content")
+    return without_id(whole.model_dump()), without_id(streamed.model_dump())
 
 
 def responses_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -126,7 +122,7 @@ def responses_both(base: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return doc
 
     assert whole.output_text == last.output_text
-    return in_order(seen(whole), "output"), in_order(seen(last), "output")
+    return without_id(seen(whole)), without_id(seen(last))
 
 
 BOTH = {"chat": chat_both, "messages": messages_both, "responses": responses_both}

@@ -2,7 +2,9 @@
 
 A `GatewaySession` answering a Messages client that asked for no stream from an OpenAI upstream
 gives the same answer (status and body) whatever the upstream's chunks and reads: the answer of
-one read. And `AnswerFold` of any events folds `replay` of its result into the same result.
+one read. And `AnswerFold` of any events folds `replay` of its result into the same result, its
+parts in the same order; and however the deltas of an answer are cut, the fold keeps the same
+order (Rule 6: fidelity 43 F08).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from svir_proto.answer import AnswerFold, replay, unsigned_reasoning
+from svir_proto.answer import AnswerFold, ordered_parts, replay, unsigned_reasoning
 from svir_proto.errors import Failure, FailureKind
 from svir_proto.events import (
     Event,
@@ -28,6 +30,7 @@ from svir_proto.events import (
     StreamFailed,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     Usage,
 )
 from tests.helpers import CONFORMANCE, split_at
@@ -100,6 +103,7 @@ EVENTS = st.one_of(
         name=TEXT,
         arguments=st.sampled_from(["", "{}", '{"a": 1}', "[1]"]),
     ),
+    st.builds(ToolCallDelta, index=st.integers(0, 4), arguments=TEXT),
     st.builds(Finished, reason=st.sampled_from(list(FinishReason)), raw=TEXT),
     st.builds(
         Usage, prompt_tokens=st.none() | st.integers(0, 99), completion_tokens=st.integers(0, 9)
@@ -115,6 +119,12 @@ def kept(fold: AnswerFold) -> dict[str, Any]:
     r = fold.result()
     return {k: getattr(r, k) for k in ("text", "reasoning", "reasoning_blocks", "refusal",
             "tool_calls", "finish_reason", "usage", "error", "done", "complete")}  # fmt: skip
+
+
+def in_order(fold: AnswerFold) -> list[object]:
+    """The fold's parts in order, reasoning no signature closed as its text (its carrier is
+    the first event's, which a replay may give another: a signature before an empty delta)."""
+    return [p.text if type(p) is ReasoningDelta else p for p in ordered_parts(fold.result())]
 
 
 @given(st.lists(EVENTS, max_size=20), st.booleans())
@@ -133,6 +143,7 @@ def test_a_replayed_result_folds_into_itself(events: list[Event], done: bool) ->
     again = AnswerFold()
     again.extend(replay(fold.result()))
     assert kept(again) == kept(fold)
+    assert in_order(again) == in_order(fold)
     result = fold.result()
     assert result.text == "".join(e.text for e in events if type(e) is TextDelta)
     signed = "".join(b.text for b in result.reasoning_blocks)
@@ -144,3 +155,57 @@ def test_a_replayed_result_folds_into_itself(events: list[Event], done: bool) ->
         elif type(e) is ReasoningDelta:
             tail += e.text
     assert unsigned_reasoning(result) == tail
+
+
+PARTS = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["text", "reasoning", "refusal"]), st.text(min_size=1)),
+        st.tuples(st.just("signature"), st.sampled_from(["s", ""])),  # "": redacted
+        st.tuples(st.just("call"), st.just("")),
+    ),
+    max_size=12,
+)
+
+
+@given(PARTS, st.data())
+def test_any_cut_of_an_answers_deltas_keeps_its_order(
+    parts: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    """An answer whose parts interleave, its texts cut anywhere (a decoder gives the deltas an
+    upstream's chunks and reads made), folds to the same segments and the same ordered parts,
+    and each kind of part in the order it came."""
+
+    def events(cut: bool) -> list[Event]:
+        out: list[Event] = []
+        calls = 0
+        for kind, text in parts:
+            if kind == "signature":
+                out.append(ReasoningSignature(signature=text or "r", carrier="thinking",
+                                              redacted=not text))  # fmt: skip
+                continue
+            if kind == "call":
+                out.append(ToolCallDelta(index=calls, id=f"c{calls}", name="f"))
+                calls += 1
+                continue
+            at = data.draw(st.lists(st.integers(0, len(text)), max_size=4)) if cut else []
+            for piece in split_at(text.encode("utf-32-le"), [4 * (i // 1) for i in at]):
+                make = {"text": TextDelta, "reasoning": ReasoningDelta, "refusal": RefusalDelta}
+                piece_text = piece.decode("utf-32-le")
+                if kind == "reasoning":
+                    out.append(ReasoningDelta(text=piece_text, carrier="thinking"))
+                else:
+                    out.append(make[kind](text=piece_text))  # type: ignore[call-arg]
+        finished = Finished(reason=FinishReason.STOP, raw="stop")
+        whole = [ToolCall(index=i, id=f"c{i}", name="f", arguments="{}") for i in range(calls)]
+        return [*out, finished, *whole, StreamEnded(complete=True, done=True)]
+
+    want, got = AnswerFold(), AnswerFold()
+    want.extend(events(cut=False))
+    got.extend(events(cut=True))
+    assert got.result().segments == want.result().segments
+    ordered = list(ordered_parts(got.result()))
+    assert ordered == list(ordered_parts(want.result()))
+    calls = [p.id for p in ordered if type(p) is ToolCall]
+    assert calls == [f"c{i}" for i in range(len(calls))]  # in call order, each once
+    texts = "".join(p.text for p in ordered if type(p) is TextDelta)
+    assert texts == "".join(t for k, t in parts if k == "text")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from svir_proto import dialects
-from svir_proto._weights import BLOCK
+from svir_proto._weights import BLOCK, RUN
 from svir_proto.answer import AnswerFold, replay, unsigned_reasoning
 from svir_proto.errors import AnswerTooLarge, Failure, FailureKind
 from svir_proto.events import (
@@ -94,7 +94,8 @@ def test_enough_recordings_of_every_dialect() -> None:
 
 
 def test_the_identity_the_answer_and_the_bound() -> None:
-    fold = AnswerFold(response_id="ours", model="m", created=5, max_size=BLOCK + 10)
+    bound = BLOCK + 2 * RUN + 10  # a signed block and its place, the text's run that ended
+    fold = AnswerFold(response_id="ours", model="m", created=5, max_size=bound)
     fold.add(StreamStarted(response_id="theirs", model="", created=None))
     fold.add(StreamStarted(response_id="later", model="x", created=9))  # the first one counts
     assert (fold.response_id, fold.model, fold.created) == ("theirs", "m", 5)
@@ -108,7 +109,7 @@ def test_the_identity_the_answer_and_the_bound() -> None:
     assert unsigned_reasoning(result) == "r2"
     assert not result.closed
     assert not result.complete
-    with pytest.raises(AnswerTooLarge, match=f"{BLOCK + 10} characters"):
+    with pytest.raises(AnswerTooLarge, match=f"{bound} characters"):
         fold.add(TextDelta(text="0123"))
     assert fold.error is None
     fold.add(StreamEnded(complete=True, done=True))  # nothing after the bound is kept
@@ -325,7 +326,7 @@ def test_signatures_and_verdicts_count_against_the_bound() -> None:
     from svir_proto.events import FilterVerdict
 
     fold = AnswerFold(max_size=1000)
-    fold.add(ReasoningSignature(signature="s" * 900, carrier="thinking", redacted=True))
+    fold.add(ReasoningSignature(signature="s" * 850, carrier="thinking", redacted=True))
     with pytest.raises(AnswerTooLarge):
         fold.add(ReasoningSignature(signature="s" * 200, carrier="thinking", redacted=True))
     verdicts = AnswerFold(max_size=3 * VERDICT)

