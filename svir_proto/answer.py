@@ -379,16 +379,26 @@ def ordered_parts(result: Completion) -> Iterator[AnswerPart]:
     one kind of text next to each other (the block between them went where its text began)
     are one."""
     held: AnswerPart | None = None  # a part, held in case the next one goes on from it
+    texts: list[str] = []  # the texts of the parts that go on from it, joined once (review 44
+    # H1: joined one by one, a reasoning block interleaved with 16 k runs of text took 3.7 s)
     for part in _parts(result):
         if isinstance(part, _TEXTS) and type(held) is type(part):
-            assert isinstance(held, _TEXTS)
-            held = attrs.evolve(part, text=held.text + part.text)
+            texts.append(part.text)
             continue
         if held is not None:
-            yield held
+            yield _joined(held, texts)
         held = part
+        texts = []
     if held is not None:
-        yield held
+        yield _joined(held, texts)
+
+
+def _joined(part: AnswerPart, texts: list[str]) -> AnswerPart:
+    """``part``, with the texts of the parts of its kind that went on from it."""
+    if not texts:
+        return part
+    assert isinstance(part, _TEXTS)
+    return attrs.evolve(part, text=part.text + "".join(texts))
 
 
 _TEXTS: Final = (TextDelta, RefusalDelta, ReasoningDelta)

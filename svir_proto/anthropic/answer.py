@@ -55,16 +55,18 @@ def message(
     """The ``message`` object for ``result``, as JSON; or the failure that it cannot be.
     ``lost`` receives a sentence for each thing left out."""
     content: list[dict[str, Any]] = []
-    text: dict[str, Any] | None = None  # the text block written last, while it is last
+    texts: list[str] = []  # the text of the last block, while it is a text block, joined at
+    # its end (review 44 H1: text and refusal alternating in 16 k runs took 2.7 to 12.5 s when
+    # joined one by one)
     for part in ordered_parts(result):
         if type(part) is TextDelta or type(part) is RefusalDelta:
-            if text is None:
-                text = {"type": "text", "text": part.text}
-                content.append(text)
-            else:
-                text["text"] += part.text
+            if not texts:
+                content.append({"type": "text", "text": ""})
+            texts.append(part.text)
             continue
-        text = None
+        if texts:
+            content[-1]["text"] = "".join(texts)
+            texts = []
         if type(part) is ReasoningBlock:
             content.append(thinking_block(part))
         elif type(part) is ReasoningDelta:
@@ -84,6 +86,8 @@ def message(
                     "input": canonical(arguments) if arguments else {},
                 }
             )
+    if texts:
+        content[-1]["text"] = "".join(texts)
     finished = finished_of(result, verdicts=True)
     if lost is not None:  # (what its stream would say: review 43 M6)
         lost += [] if finished is None else unvalued(finished)
