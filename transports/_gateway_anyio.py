@@ -484,13 +484,14 @@ class Server:
             try:  # a bug here must not leave the server's task group
                 if not client.session.closed:
                     client.session.client_data(b"", time.monotonic())
-                client.session.client_resumed(time.monotonic())  # what waited went with it
-                client.act()
+                    client.act()
                 if client.session.draining:  # its deadline came first (the client's scope)
                     client.session.upstream_failed("the client connection ended", time.monotonic())
                     client.act()
             except Exception as exc:
                 log.error("client connection failed: %r", exc, exc_info=exc)
+            finally:  # what waited for the client went with it (after a failure too)
+                client.session.client_resumed(time.monotonic())
             if client.up is not None:
                 client._release(None)
             ended, client.ended = client.ended, None

@@ -187,10 +187,11 @@ class _Client(asyncio.Protocol):
         try:
             if not session.closed:
                 session.client_data(b"", _now())
-            session.client_resumed(_now())  # what waited in its socket went with it
-            self.act()
+                self.act()
         except Exception as error:
             self.fail(error)
+        finally:  # what waited in its socket went with it (after a failure too: review 44)
+            session.client_resumed(_now())
         if self.up is not None and session.draining:
             return  # a whole answer's connection reads its end, then goes to the pool
         self.server.clients.discard(self)  # (kept till then: the sweep keeps its deadline)

@@ -519,12 +519,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self.dialect = "openai"
             self.request_id = self._header_id or self.state.new_id()
             self._mode = "forwarded"
-            # a HEAD goes up as a HEAD: asked with GET, the listing's body was read to be
-            # dropped (attack 44 F2: 100 pipelined HEADs pulled 200 MB from the upstream)
+            # a HEAD goes up as a GET (vLLM's FastAPI answers HEAD 405, mlx-lm 501: review
+            # 44 M1), whose body the session does not read (`GatewaySession._relay`)
             relay = PassThrough(
-                content_length=0, method="HEAD" if self.head_only else "GET", target=target[3:],
-                relay=True, accept="application/json",
-                headers=(("X-Request-Id", self.request_id),),
+                content_length=0, method="GET", target=target[3:], relay=True,
+                accept="application/json", headers=(("X-Request-Id", self.request_id),),
             )  # fmt: skip
             self._queue.append(Forward(request=relay, dialect="openai"))
             return None
@@ -615,6 +614,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._slot
 
     def _no_stream(self) -> None:
+        self._body = bytearray()  # (a held body refused once whole: review 44 L3)
         self.state.metrics.refused["streams"] += 1
         self._busy("the gateway holds as many streams as it may")
 

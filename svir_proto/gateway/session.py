@@ -500,6 +500,8 @@ class GatewaySession:
             self._queued_held = 0
         if self._paused_since is not None:
             self._paused_since = None
+            if self.closed:  # nothing is read or answered any more (review 44: a closed
+                return  # session's `More` woke a task group anyio had ended, which raised)
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
@@ -805,6 +807,12 @@ class GatewaySession:
                     self._watch = (exchange, exchange.watcher)
             elif type(event) is StreamEnded:
                 end = event
+        if conn.head_only and conn.relaying and end is None and error is None:
+            # a HEAD's answer is the head of the GET that asked for it (RFC 9110 9.3.2): the
+            # body is not read on, its connection closed (attack 44 F2: 100 pipelined HEADs
+            # of the model listing pulled 200 MB from the upstream to be dropped)
+            out.append(conn.relay_end(complete=True))
+            return b"".join(out)
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
             self._late += relayed
             self._late_size += sum(map(len, relayed))  # (a running total: reads may be bytes)

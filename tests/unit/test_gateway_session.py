@@ -585,11 +585,8 @@ def test_the_model_listing_and_one_model_are_relayed(method: str) -> None:
         d = Driver()
         d.send(get(target, method))
         d.connect()
-        assert d.upstream.startswith(f"{method} {target} ".encode())  # a HEAD as a HEAD
-        answer = sse_response(listing, chunked=False).replace(b"text/event-stream", b"x/json")
-        if method == "HEAD":  # the upstream's answer to it: the head alone
-            answer = answer[: answer.index(b"\r\n\r\n") + 4]
-        d.answer(answer)
+        assert d.upstream.startswith(f"GET {target} ".encode())  # a HEAD as a GET
+        d.answer(sse_response(listing, chunked=False).replace(b"text/event-stream", b"x/json"))
         ((status, headers, body, ended),) = read(d.client, method)
         assert (status, ended) == (200, True)
         assert body == (listing if method == "GET" else b"")
@@ -1879,6 +1876,22 @@ def test_what_waits_in_a_socket_holds_the_budget_after_the_close() -> None:
         assert d.state.partial == 0
 
 
+def test_a_closed_sessions_resume_asks_for_nothing() -> None:
+    """Review 44: the servers call `client_resumed` once a connection is gone, to give back
+    what waited in its socket; a closed session that had pipelined requests waiting asked for
+    `More`, and anyio's server, whose task group had ended, raised on it."""
+    d = Driver(send_timeout=5.0)
+    d.send(get("/healthz") * (PIPELINED + 2))  # more than one go: the rest wait (`More`)
+    d.session.client_paused(1.0, PARTIAL_ALLOWANCE + 10)
+    d.run(b"")
+    d.tick(7.0)  # it reads nothing: it loses its connection
+    assert d.closed
+    assert d.state.partial == 10
+    d.session.client_resumed(8.0)
+    assert d.session.actions == []
+    assert d.state.partial == 0
+
+
 def test_a_client_that_leaves_mid_event_gives_the_budget_back() -> None:
     d = streaming()
     d.answer(chunk(OPENING + b"x" * 100_000))
@@ -2181,22 +2194,25 @@ def test_a_client_that_pipelines_and_reads_nothing_is_not_read() -> None:
     assert d.seen[-1] == ResumeClient()
 
 
-def test_a_head_request_goes_upstream_as_a_head() -> None:
-    """Attack 44 F2: the gateway asked the upstream for a HEAD's answer with GET, and read
-    the whole body to drop it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings.
-    It asks with HEAD (RFC 9110 9.1: every general-purpose server supports it): the answer is
-    its head, whatever its Content-Length says, and the next request is answered."""
+def test_a_head_request_does_not_read_the_upstreams_body_on() -> None:
+    """Attack 44 F2: the gateway asks the upstream for a HEAD's answer with GET (vLLM's
+    FastAPI answers a HEAD 405, mlx-lm 501: review 44 M1), and read the whole body to drop
+    it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings. Once the head came, the
+    client's answer is whole and that connection is closed; the next request is answered."""
     d = Driver()
     d.send(get("/v1/models", "HEAD") + get("/healthz"))
     d.connect()
-    assert d.upstream.startswith(b"HEAD /v1/models HTTP/1.1\r\n")
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 123456\r\n\r\n"
-    d.answer(head)
-    assert len(d.released) == 1  # the answer is whole
+    assert d.upstream.startswith(b"GET /v1/models HTTP/1.1\r\n")
+    listing = b'{"data":[%s]}' % b",".join([b'{"id":"m"}'] * 1000)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    d.answer(head % len(listing) + listing[:100])
+    assert d.released == [None]  # closed: its body is not read on
+    d.answer(listing[100:])  # (what was on its way goes nowhere)
     d.pipelined()
     first, second = read(d.client, "HEAD")[0], read(d.client[d.client.index(b"HTTP/1.1", 5) :])
     assert first[0] == 200
-    assert first[1]["content-length"] == "123456"  # the head a GET would get
+    assert first[1]["content-length"] == str(len(listing))  # the head a GET gets
+    assert b'"data"' not in d.client
     assert second[0][0] == 200
     assert [x.outcome for x in d.done()] == ["ok", "ok"]
 
