@@ -608,9 +608,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         )  # fmt: skip
 
     def _take_stream(self) -> bool:
-        """Take a stream slot for this request (once), if one is free."""
-        if not self._slot:
-            self._slot = self.state.admit_stream()
+        """Take a stream slot for this request, if one is free: with its head (a body passed
+        through), or once its body is whole (a held one), never both."""
+        assert not self._slot
+        self._slot = self.state.admit_stream()
         return self._slot
 
     def _no_stream(self) -> None:
