@@ -43,9 +43,11 @@ OPS = (
     "advance",
     "work",
     "shutdown",
-    "more",  # (last: the corpus's seeds keep their ops)
+    "more",
+    "neighbour",  # (last: `script`'s seeds keep their ops; the files the fuzzer found are read
+    # modulo the number of ops: they are re-encoded, step by step, when one is added)
 )
-CARRY = frozenset({"client", "upstream", "advance"})
+CARRY = frozenset({"client", "upstream", "advance", "neighbour"})
 CONFIG = GatewayConfig(
     upstream=Endpoint.parse("http://127.0.0.1:1"),
     allowed_hosts=frozenset({"x", "localhost", "127.0.0.1"}),
@@ -95,7 +97,10 @@ def script(*steps_: tuple[str, bytes] | str) -> bytes:
 
 class Driver:
     """A lawful server: it does what the session's actions say, and calls what the script
-    says only when it may (bytes from an upstream only while one is connected)."""
+    says only when it may (bytes from an upstream only while one is connected). Beside it, a
+    neighbour: another connection of the same gateway whose client's socket fills and drains
+    (``neighbour``), which the session may take the budget back from, or it from the session
+    (`GatewayState.evict_unread`); the server's sweep aborts it once it lost its hold."""
 
     def __init__(self) -> None:
         self.state = GatewayState(CONFIG, new_id=lambda: "req-1")
@@ -108,6 +113,9 @@ class Driver:
         self.more = 0  # `More` asked, not yet acted on
         self.aborted = False  # the session said `Abort`: the connection is gone
         self.waiting = 0  # bytes written to the client since it last took them all
+        self.neighbour = GatewaySession(self.state, self.now)
+        self.neighbour_full = False
+        self.neighbour_gone = False  # it said `Abort`
 
     def call(self, name: str, *args: object) -> None:
         try:
@@ -137,7 +145,22 @@ class Driver:
             elif isinstance(action, Abort):
                 self.aborted = True
 
+    def tick_neighbour(self) -> None:
+        """The server's sweep: a neighbour whose hold was taken back is aborted at once."""
+        neighbour = self.neighbour
+        if self.neighbour_gone or self.now < neighbour.deadline:
+            return
+        evicted = neighbour.deadline == -math.inf
+        assert neighbour.tick(self.now) == b""  # (it sent no request)
+        aborted = any(isinstance(a, Abort) for a in neighbour.actions)
+        neighbour.actions.clear()
+        assert aborted or not evicted, "a neighbour whose hold was taken back stayed"
+        if aborted:
+            self.neighbour_gone = True
+            neighbour.client_resumed(self.now)  # (its connection is gone)
+
     def check(self) -> None:
+        self.tick_neighbour()
         deadline = self.session.deadline
         assert isinstance(deadline, float), deadline
         assert not math.isnan(deadline), deadline
@@ -161,7 +184,9 @@ class Driver:
         # one stream, and a slot for a whole answer the client has not read yet: a read under
         # way when the session paused the client (trio's) can bring the next request in
         assert state.streams <= 2
-        assert state.connections <= 1
+        assert state.connections <= 2
+        held = sum(h.held for h in state.unread)
+        assert held <= state.partial, (held, state.partial)
 
     def step(self, op: str, payload: bytes) -> None:
         s = self.session
@@ -209,6 +234,15 @@ class Driver:
         elif op == "more" and self.more:
             self.more -= 1
             self.call("client_more", self.now)
+        elif op == "neighbour" and not self.neighbour_gone:
+            neighbour = self.neighbour
+            if self.neighbour_full:  # it took what waited
+                neighbour.client_resumed(self.now)
+            else:  # its socket fills with 1 KiB a payload byte past the allowance
+                neighbour.client_paused(self.now, PARTIAL_ALLOWANCE + 1024 * sum(payload))
+            self.neighbour_full = not self.neighbour_full
+            neighbour.actions.clear()
+            self.check()
 
     def finish(self) -> None:
         """The client goes: nothing may stay held (its pipelined requests answered first, in
@@ -219,7 +253,13 @@ class Driver:
             self.more -= 1
             self.call("client_more", self.now)
         assert self.session.closed, "the session outlived its client"
+        neighbour = self.neighbour
+        if not self.neighbour_gone:
+            neighbour.client_data(b"", self.now)
+            neighbour.client_resumed(self.now)
+        assert neighbour.closed
         state = self.state
+        assert state.unread == {}, state.unread
         assert state.streams == 0, f"a stream slot left held: {state.streams}"
         assert state.buffered == 0, f"body budget left held: {state.buffered}"
         assert state.connections == 0, f"a connection left counted: {state.connections}"
@@ -391,6 +431,18 @@ SEEDS = {
         "connected",
         ("upstream", SSE),
         "shutdown",
+    ),
+    "a-neighbour-makes-room": script(
+        ("neighbour", bytes([40])),  # 40 KiB of the 64 KiB budget waits in its socket
+        ("client", _post(BODY)),
+        "connected",
+        ("upstream", SSE_HEAD),
+        *[("upstream", LONG)] * 3,
+        ("advance", b"\x10"),  # 2 s later
+        "pause",  # 180 KB waiting: room once the neighbour's hold is taken back
+        ("advance", b"\x10"),
+        "resume",
+        ("upstream", SSE_END),
     ),
     "error-status": script(
         ("client", _post(BODY)),

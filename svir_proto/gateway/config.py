@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Final, Literal, final
+from typing import Final, Literal, Protocol, final
 
 import attrs
 
@@ -27,6 +27,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE
 __all__ = [
     "DEFAULT_MAX_BODY",
     "PARTIAL_ALLOWANCE",
+    "UNREAD_GRACE",
     "GatewayConfig",
     "GatewayState",
     "Metrics",
@@ -43,6 +44,25 @@ relay holds it twice (its copy, and its watcher's), a translation once (its deco
 decoder counts `svir_proto.sse.framer.LINE_COST` for each data line after the event's first;
 an event of up to 64 KiB, what nearly every event is, is never refused (nginx's
 ``proxy_buffer_size``, what it holds of a response's start, is 4 or 8 KiB)."""
+
+UNREAD_GRACE: Final = 1.0
+"""Seconds a client may hold bytes waiting in its socket (past `PARTIAL_ALLOWANCE`) before
+they can be taken back from it, its connection ended, to make room in ``max_partial`` for
+another stream (`GatewayState.rehold_partial`): long enough for a client that reads to take
+an answer of some megabytes written at once, short against the send timeout a client that
+reads nothing would otherwise keep them for."""
+
+
+class Unread(Protocol):
+    """What holds bytes waiting in a client's socket against ``max_partial``."""
+
+    @property
+    def held(self) -> int:
+        """Bytes of ``max_partial`` it holds for them."""
+
+    def evict(self) -> int:
+        """Give up the hold (the client loses its connection soon): the bytes it held."""
+
 
 UpstreamDialect = Literal["chat", "messages", "responses", "gemini"]
 
@@ -137,9 +157,12 @@ class GatewayConfig:
             at once of the longest event ``max_event`` allows, where nearly every event is under
             64 KiB. And what was written to a client and waits for it to take it (the server
             says how much when the client's socket fills: `GatewaySession.client_paused`),
-            past the first `PARTIAL_ALLOWANCE` of each: a client that does not take what the
-            budget has no room for loses its connection (attack 43 F4: clients that read
-            nothing held some ``max_streams`` x ``max_event`` in all).
+            past the first `PARTIAL_ALLOWANCE` of each: where the budget has no room, the
+            clients that have held such bytes longest, `UNREAD_GRACE` at least, lose their
+            connections to make it, and where that cannot, the client that asks loses its own
+            (attack 43 F4: clients that read nothing held some ``max_streams`` x ``max_event``
+            in all; review 44 M2: with the budget full of them, clients reading at line rate
+            were aborted, and long events refused).
         drain_limit: bytes read after a whole answer to reach the end of its body, so the
             upstream connection can be reused.
         pool_size: idle upstream connections kept for reuse.
@@ -313,6 +336,8 @@ class GatewayState:
         self.connections = 0
         self.buffered = 0
         self.partial = 0  # of `GatewayConfig.max_partial`
+        self.unread: dict[Unread, float] = {}  # what holds bytes waiting in clients' sockets
+        # of it, and since when, the oldest first (`rehold_partial`)
         self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
 
@@ -343,12 +368,38 @@ class GatewayState:
     def unhold_partial(self, n: int) -> None:
         self.partial -= n
 
-    def rehold_partial(self, held: int, size: int) -> int | None:
+    def rehold_partial(self, held: int, size: int, now: float, asking: object = None) -> int | None:
         """Move a hold of `GatewayConfig.max_partial` from ``held`` bytes to what ``size``
         bytes take of it, past `PARTIAL_ALLOWANCE`: the new hold, or ``None`` (``held`` kept)
-        when the budget has not the room."""
+        when the budget has not the room, even once the clients that have held bytes in
+        their sockets longest, `UNREAD_GRACE` at least, have lost theirs (`evict_unread`;
+        ``asking``, what asks, is never one of them)."""
         want = max(0, size - PARTIAL_ALLOWANCE)
-        if want > held and self.partial + want - held > self.config.max_partial:
+        over = self.partial + want - held - self.config.max_partial
+        if want > held and over > 0 and not self.evict_unread(over, now, asking):
             return None
         self.partial += want - held
         return want
+
+    def evict_unread(self, need: int, now: float, asking: object = None) -> bool:
+        """Make ``need`` bytes of room in ``max_partial`` by taking back what waits in the
+        sockets of the clients that have held it longest, each for `UNREAD_GRACE` at least,
+        but ``asking``'s (review 44 M2: connections that read nothing filled the budget, and
+        a client reading at line rate was then aborted as soon as an answer of a few
+        megabytes was written to it at once); none is taken where that would not make the
+        room. Their connections end at their session's next deadline (`Unread.evict`)."""
+        victims: list[Unread] = []
+        freed = 0
+        cutoff = now - UNREAD_GRACE
+        for holder, since in self.unread.items():  # (the oldest first)
+            if freed >= need or since > cutoff:
+                break
+            if holder is not asking:
+                victims.append(holder)
+                freed += holder.held
+        if freed < need:
+            return False
+        for holder in victims:
+            del self.unread[holder]
+            self.partial -= holder.evict()
+        return True

@@ -50,9 +50,11 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, nor t
     takes it, so ``max_streams`` bounds what such answers hold, as it bounds streams. What
     waits in a client's socket (the server says how much, `client_paused`) is held past
     `PARTIAL_ALLOWANCE` against ``max_partial``, with the upstream events not whole yet, until
-    the client takes it: a client that does not, when the budget has no room for it, loses its
-    connection at once (`Abort`; attack 43 F4: whole events written to clients that read
-    nothing were outside every bound, some ``max_streams`` x ``max_event`` in all).
+    the client takes it: when the budget has no room, the clients that have held such bytes
+    longest lose their connections to make it (`GatewayState.evict_unread`), and where that
+    cannot, the client that asks loses its own at once (`Abort`; attack 43 F4: whole events
+    written to clients that read nothing were outside every bound, some ``max_streams`` x
+    ``max_event`` in all).
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
     turns out closed before any byte of the answer; a request whose body streams through from
@@ -279,6 +281,7 @@ class GatewaySession:
         "_client_held",
         "_drain_by",
         "_drained",
+        "_evicted",
         "_forward",
         "_late",
         "_late_head",
@@ -347,6 +350,7 @@ class GatewaySession:
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
         self._queued_held = 0  # of ``max_partial``, for what waits in it (`client_paused`)
+        self._evicted = False  # that hold was taken back: the connection ends (`evict`)
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
@@ -467,15 +471,21 @@ class GatewaySession:
         (Rule 5: a client that sends requests and reads no answer makes no answer pile up).
         ``queued``: bytes written to the client that it has not taken (the server's buffer of
         them), held against ``max_partial`` until `client_resumed`; where the budget has no
-        room for them, the client loses its connection now (`Abort`), its request cancelled."""
-        held = self.state.rehold_partial(self._queued_held, queued)
+        room for them, even once the clients that have held such bytes longest lost theirs
+        (`GatewayState.evict_unread`), this client loses its connection now (`Abort`), its
+        request cancelled."""
+        if self._evicted:  # its connection ends at the next sweep: nothing more is held
+            return
+        state = self.state
+        held = state.rehold_partial(self._queued_held, queued, now, self)
         if held is None:
-            self.state.metrics.refused["unread"] += 1
-            if not self.closed:
-                self._cancel(now)  # (it returns no bytes: it closes)
-            self.actions.append(Abort())
+            self._abort(now)
             return
         self._queued_held = held
+        if held:
+            state.unread.setdefault(self, now)
+        else:
+            state.unread.pop(self, None)
         if self._paused_since is None:
             self._paused_since = now
             if self._upstream in ("sending", "streaming"):
@@ -490,12 +500,13 @@ class GatewaySession:
                 # /metrics and read nothing held every slot, and no stream could begin), which
                 # it gives a few at a time, and no more while the client takes none (`More`)
                 self._unread = True
-                self.state.streams += 1
+                state.streams += 1
 
     def client_resumed(self, now: float) -> None:
         """The client took what waited in its socket; call it too once its connection is gone,
         closed or aborted, so that what waited there is given back (`client_paused`)."""
         if self._queued_held:
+            self.state.unread.pop(self, None)
             self.state.unhold_partial(self._queued_held)
             self._queued_held = 0
         if self._paused_since is not None:
@@ -508,6 +519,27 @@ class GatewaySession:
             self._taken()
             if self._more:  # pipelined requests waited for the client to take its answers
                 self.actions.append(More())
+
+    @property
+    def held(self) -> int:
+        """Bytes of ``max_partial`` held for what waits in the client's socket."""
+        return self._queued_held
+
+    def evict(self) -> int:
+        """`GatewayState.evict_unread` took back what this client's socket held of the budget
+        (the state's account is the caller's): the connection ends at its next deadline, now
+        (`tick`: the server's sweep acts on it)."""
+        held, self._queued_held = self._queued_held, 0
+        self._evicted = True
+        return held
+
+    def _abort(self, now: float) -> None:
+        """The client does not take what waits in its socket, and the budget has no room for
+        it: its connection ends now, its request cancelled (Rule 5)."""
+        self.state.metrics.refused["unread"] += 1
+        if not self.closed:
+            self._cancel(now)  # (it returns no bytes: it closes)
+        self.actions.append(Abort())
 
     def _taken(self) -> None:
         """The client took the answer that waited in its socket (or is gone): its slot back."""
@@ -722,7 +754,9 @@ class GatewaySession:
             return out + self._broken(f"the upstream broke the protocol: {error}", now)
         if not (isinstance(request, PassThrough) and request.relay) and self.conn.outcome is None:
             held = exchange.pending  # a translated stream's event not whole yet, in its decoder
-            if (held > PARTIAL_ALLOWANCE or self._partial_held) and not self._hold_unfinished(held):
+            if (held > PARTIAL_ALLOWANCE or self._partial_held) and not self._hold_unfinished(
+                held, now
+            ):
                 return out + self._too_long(now)
         return out
 
@@ -851,7 +885,7 @@ class GatewaySession:
                 out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
             if error is not None:  # what broke the protocol goes nowhere (`_broken` follows)
                 self._drop_partial()
-            elif (self._partial or self._partial_held) and not self._hold_partial():
+            elif (self._partial or self._partial_held) and not self._hold_partial(now):
                 return b"".join(out) + self._too_long(now)
         else:
             out += [conn.relay_data(piece) for piece in relayed]
@@ -875,16 +909,16 @@ class GatewaySession:
             if cut < 0:  # still inside the event (0: the held bytes are whole, LF CR ending
                 # them, and the new ones begin the next)
                 held += data
-                return b"" if self._hold_partial() else self._too_long(now)
+                return b"" if self._hold_partial(now) else self._too_long(now)
             held += data[:cut]
             data, held[:] = bytes(held), data[cut:]
-            if not self._hold_partial():  # the next event, begun in this read
+            if not self._hold_partial(now):  # the next event, begun in this read
                 return self.conn.relay_data(data) + self._too_long(now)
         else:
             cut = _last_boundary(data)
             if cut < len(data):
                 held += data[cut:]
-                if not self._hold_partial():
+                if not self._hold_partial(now):
                     return self.conn.relay_data(data[:cut]) + self._too_long(now)
                 if not cut:
                     return b""
@@ -893,7 +927,7 @@ class GatewaySession:
         self._sent = now
         return self.conn.relay_data(data)
 
-    def _hold_partial(self) -> bool:
+    def _hold_partial(self, now: float) -> bool:
         """Hold the relayed event that is not whole yet against ``max_partial``: its length,
         and what the decoder that watches it holds of it (its bytes, and `LINE_COST` a data
         line: attack 38); see `_hold_unfinished`."""
@@ -901,14 +935,16 @@ class GatewaySession:
         assert up is not None  # (a relay under way)
         exchange = up.exchange
         assert exchange is not None
-        return self._hold_unfinished(len(self._partial) + exchange.pending)
+        return self._hold_unfinished(len(self._partial) + exchange.pending, now)
 
-    def _hold_unfinished(self, size: int) -> bool:
+    def _hold_unfinished(self, size: int, now: float) -> bool:
         """Hold ``size`` bytes of the upstream's event not whole yet against ``max_partial``,
         past `PARTIAL_ALLOWANCE`, so that what upstreams' long events hold across all streams
         has a bound (attack 36 F2: 16 MiB a relayed stream, 4 GB in all; 8 MiB a translated
-        one, in its decoder); ``False`` when the budget has not the room."""
-        held = self.state.rehold_partial(self._partial_held, size)
+        one, in its decoder); ``False`` when the budget has not the room, even once the
+        clients that have held bytes in their sockets longest lost theirs (review 44 M2: such
+        clients filled it, and long events were refused)."""
+        held = self.state.rehold_partial(self._partial_held, size, now, self)
         if held is None:
             return False
         self._partial_held = held
@@ -1142,6 +1178,8 @@ class GatewaySession:
     @property
     def deadline(self) -> float:
         """When `tick` is due next (Rules 3 and 4); ``inf``: never."""
+        if self._evicted:  # (`evict`)
+            return float("-inf")
         if self.closed:
             return self._drain_by if self._upstream == "draining" else float("inf")
         cfg = self.config
@@ -1194,6 +1232,10 @@ class GatewaySession:
     def tick(self, now: float) -> bytes:
         """A deadline may have passed (Rules 3 and 4): act on it."""
         if now < self.deadline:
+            return b""
+        if self._evicted:
+            self._evicted = False
+            self._abort(now)
             return b""
         if self.closed:  # only a draining upstream connection has a deadline left
             self._release(reuse=False)

@@ -1261,6 +1261,48 @@ def test_answers_waiting_for_clients_that_do_not_read_hold_the_budget_not_more(
             _given_back(g)
 
 
+def test_a_client_that_reads_is_not_aborted_for_those_that_do_not(up: HostileUpstream) -> None:
+    """Review 44 M2: with the budget full of what clients that read nothing let wait in their
+    sockets, a client that read at line rate was aborted as soon as an answer of some
+    megabytes was written to it at once. The client that has held its bytes longest (a second
+    at least) loses its connection instead, and the reader gets its answer whole. (Each asks
+    for a whole Responses answer of 16 MiB of text, written at once: the budget has room for
+    one of them, whatever the kernel takes of it.)"""
+    mib = 1024 * 1024
+    unread = 'svir_gateway_refused_total{reason="unread"}'
+    body = json.dumps({"model": tag("big-text:16"), "input": "hi", "stream": False}).encode()
+    request = post(body).replace(b"/v1/chat/completions", b"/v1/responses", 1)
+    for backend in BACKENDS:
+        with gateway(
+            up.base,
+            backend,
+            max_partial=str(20 * mib),
+            max_answer=str(17 * mib),
+            send_timeout="60",
+            timeout="60",
+        ) as g:
+            idle, reader = Raw(g, rcvbuf=4096), Raw(g, rcvbuf=4096)
+            try:
+                idle.send(request)
+                assert wait_until(
+                    lambda: g.metrics()["svir_gateway_partial_bytes"] >= 12 * mib, 60
+                ), g.metrics()
+                time.sleep(1.5)  # it has held them past the grace
+                assert g.metrics().get(unread, 0) == 0
+                reader.send(request)
+                reader.read(60, until=lambda got: got.endswith(b"}") and responses(got)[0].complete)
+                (got,) = responses(reader.got)
+                assert (got.status, got.complete) == (200, True), got
+                answer = json.loads(got.body)
+                assert answer["status"] == "completed", answer["status"]
+                assert idle.closed_by_peer(10)  # (at the sweep after, within a second)
+                assert g.metrics().get(unread, 0) == 1, g.metrics()
+            finally:
+                idle.close()
+                reader.close()
+            _given_back(g)
+
+
 def test_a_chunked_body_growing_past_the_budget_is_refused(up: HostileUpstream) -> None:
     for backend in BACKENDS:
         with gateway(up.base, backend, max_buffered="500000", body_timeout="30") as g:

@@ -79,10 +79,14 @@ def sse_response(body: bytes, *, chunked: bool = True, status: int = 200) -> byt
 class Driver:
     """Plays the server: does what the session's actions say, and keeps what it wrote."""
 
-    def __init__(self, **options: Any) -> None:
-        config = GatewayConfig(upstream=UPSTREAM, **options)
-        n = iter(range(1, 1000))
-        self.state = GatewayState(config, new_id=lambda: f"id-{next(n)}", wall=lambda t: 1000)
+    def __init__(self, state: GatewayState | None = None, **options: Any) -> None:
+        """``state``: another driver's (a connection beside it); else a gateway of its own,
+        with ``options``."""
+        if state is None:
+            config = GatewayConfig(upstream=UPSTREAM, **options)
+            n = iter(range(1, 1000))
+            state = GatewayState(config, new_id=lambda: f"id-{next(n)}", wall=lambda t: 1000)
+        self.state = state
         self.session = GatewaySession(self.state, 0.0)
         self.client = bytearray()  # what the client received
         self.upstream = bytearray()  # what the upstream received
@@ -1759,8 +1763,8 @@ CLOSING = b'"}}]}\n\n'
 FIRST = OPENING + b"hi" + CLOSING
 
 
-def streaming(**options: Any) -> Driver:
-    d = Driver(**options)
+def streaming(state: GatewayState | None = None, **options: Any) -> Driver:
+    d = Driver(state, **options)
     d.send(post(openai_body()))
     d.connect()
     d.answer(HEAD + chunk(FIRST))
@@ -1856,6 +1860,95 @@ def test_a_client_that_does_not_take_what_the_budget_has_no_room_for_is_aborted(
     d.session.client_resumed(4.0)  # (the server says so once it is)
     assert d.state.partial == 150_000
     assert d.state.streams == 0
+
+
+def test_the_clients_that_held_their_sockets_longest_make_room() -> None:
+    """Review 44 M2: with the budget full of what clients that read nothing let wait in their
+    sockets, a client that reads at line rate was aborted as soon as an answer of some
+    megabytes was written to it at once. Where the budget has no room, the clients that have
+    held such bytes longest, `UNREAD_GRACE` at least, lose their hold at once and their
+    connection at their next deadline (the sweep's), as many as make the room and no more;
+    where they cannot make it, none does, and the client that asks is aborted as before."""
+    old = streaming(max_partial=300_000)
+    older = streaming(old.state)
+    state = old.state
+    older.session.client_paused(0.5, PARTIAL_ALLOWANCE + 100_000)
+    old.session.client_paused(1.0, PARTIAL_ALLOWANCE + 150_000)
+    assert state.partial == 250_000
+    early = streaming(state)  # within the grace of both: nothing is taken back
+    early.session.client_paused(1.2, PARTIAL_ALLOWANCE + 100_000)
+    early.run(b"")
+    assert isinstance(early.seen[-1], Abort)
+    early.session.client_resumed(1.3)  # (its connection is gone)
+    assert state.partial == 250_000
+    assert old.session.deadline != float("-inf")
+    too_big = streaming(state)  # both could not make its room: neither is taken
+    too_big.session.client_paused(9.0, PARTIAL_ALLOWANCE + 300_001)
+    too_big.run(b"")
+    assert isinstance(too_big.seen[-1], Abort)
+    too_big.session.client_resumed(9.0)
+    assert state.partial == 250_000
+    reader = streaming(state)  # the oldest alone makes its room
+    reader.session.client_paused(9.0, PARTIAL_ALLOWANCE + 120_000)
+    reader.run(b"")
+    assert not any(isinstance(a, Abort) for a in reader.seen)
+    assert state.partial == 150_000 + 120_000
+    assert older.session.deadline == float("-inf")  # its connection ends at the next sweep
+    assert old.session.deadline != float("-inf")
+    older.session.client_resumed(9.1)  # it read, but too late: nothing more to give back
+    older.session.client_paused(9.2, PARTIAL_ALLOWANCE + 1_000_000)  # nor to hold
+    assert state.partial == 270_000
+    older.tick(9.25)
+    assert isinstance(older.seen[-1], Abort)
+    assert older.session.closed
+    assert older.done()[0].outcome == "cancelled"
+    assert older.released == [None]  # its upstream request cancelled
+    assert state.metrics.refused["unread"] == 3  # early, too_big, older
+    older.tick(9.5)  # once
+    assert state.metrics.refused["unread"] == 3
+    assert older.session.deadline == float("inf")
+    reader.session.client_resumed(9.3)
+    reader.answer(chunk(TEXT) + b"0\r\n\r\n", now=9.3)
+    ((status, _, got, ended),) = read(reader.client)
+    assert (status, ended) == (200, True)
+    assert got.endswith(TEXT)
+    old.session.client_resumed(9.4)
+    assert state.partial == 0
+    assert state.unread == {}
+
+
+def test_a_client_told_full_again_takes_room_from_others_not_itself() -> None:
+    """A client whose socket holds more than when it filled (the server says so again) may
+    take the room from another that has held its own long enough, never from itself: the
+    oldest in the line, it is passed over."""
+    first = streaming(max_partial=300_000)
+    second = streaming(first.state)
+    first.session.client_paused(0.5, PARTIAL_ALLOWANCE + 100_000)
+    second.session.client_paused(1.0, PARTIAL_ALLOWANCE + 150_000)
+    first.session.client_paused(5.0, PARTIAL_ALLOWANCE + 200_000)
+    first.run(b"")
+    assert not any(isinstance(a, Abort) for a in first.seen)
+    assert first.session.held == 200_000
+    assert first.state.partial == 200_000
+    assert second.session.deadline == float("-inf")
+    assert list(first.state.unread) == [first.session]
+
+
+def test_a_long_event_takes_its_room_from_the_clients_that_hold_their_sockets() -> None:
+    """Review 44 M2: such clients also refused other streams' long events; an event not whole
+    yet takes its room from them too."""
+    idle = streaming(max_partial=300_000)
+    idle.session.client_paused(1.0, PARTIAL_ALLOWANCE + 290_000)
+    d = streaming(idle.state)
+    d.answer(chunk(OPENING + b"a" * 99_942), now=5.0)  # 100,000 bytes of event, held twice
+    assert idle.session.deadline == float("-inf")
+    assert d.state.partial == 2 * 100_000 - PARTIAL_ALLOWANCE
+    d.answer(chunk(CLOSING + TEXT) + b"0\r\n\r\n", now=5.0)
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got == FIRST + OPENING + b"a" * 99_942 + CLOSING + TEXT
+    idle.tick(5.1)
+    assert isinstance(idle.seen[-1], Abort)
 
 
 def test_what_waits_in_a_socket_holds_the_budget_after_the_close() -> None:
