@@ -157,7 +157,7 @@ class Driver:
         assert aborted or not evicted, "a neighbour whose hold was taken back stayed"
         if aborted:
             self.neighbour_gone = True
-            neighbour.client_resumed(self.now)  # (its connection is gone)
+            neighbour.client_gone(self.now)
 
     def check(self) -> None:
         self.tick_neighbour()
@@ -248,7 +248,7 @@ class Driver:
         """The client goes: nothing may stay held (its pipelined requests answered first, in
         the loop's turns)."""
         self.call("client_data", b"", self.now)
-        self.call("client_resumed", self.now)  # (what waited in its socket went with it)
+        self.call("client_gone", self.now)  # (what it held went with it)
         while self.more:
             self.more -= 1
             self.call("client_more", self.now)
@@ -256,7 +256,7 @@ class Driver:
         neighbour = self.neighbour
         if not self.neighbour_gone:
             neighbour.client_data(b"", self.now)
-            neighbour.client_resumed(self.now)
+            neighbour.client_gone(self.now)
         assert neighbour.closed
         state = self.state
         assert state.unread == {}, state.unread

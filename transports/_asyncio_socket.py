@@ -43,11 +43,6 @@ CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENO
 of the clients already accepted, not to new ones: attack 35, F2)."""
 
 
-MIN_TAKEN: Final = 64 * 1024
-"""Bytes a client must take of what is left at the close, each ``send_timeout``, to keep its
-connection: one that trickles a segment a deadline held it for days (review 41)."""
-
-
 def queued(sock: socket.socket | None) -> int:
     """Bytes the kernel still holds to send on ``sock`` (Linux's ``SIOCOUTQ``: not yet taken
     by the peer); 0 where that cannot be asked. A client that reads takes them: what its

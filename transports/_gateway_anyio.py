@@ -29,7 +29,7 @@ import anyio.abc
 import anyio.streams.tls
 
 from ..connection import ClientConnection
-from ..gateway.config import GatewayState
+from ..gateway.config import MIN_TAKEN, GatewayState
 from ..gateway.session import (
     Abort,
     Close,
@@ -47,7 +47,7 @@ from ..gateway.session import (
     record,
     unsent,
 )
-from ._asyncio_socket import CAPACITY, MIN_TAKEN, RETRY, queued
+from ._asyncio_socket import CAPACITY, RETRY, queued
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
@@ -185,11 +185,18 @@ class _Client:
             self.act()
 
     def stuck(self, now: float) -> None:
-        """The sweep saw a write to the client take long: the session's send deadline runs."""
-        since = self.out.since
-        if since is not None and now - since > STUCK and not self.reported:
+        """The sweep saw a write to the client take long: the session's send deadline runs;
+        and at each sweep after, while it waits, the session hears what waits now (what the
+        client took moves its deadline, and its hold)."""
+        out = self.out
+        since = out.since
+        if self.reported:
+            raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+            self.session.client_paused(now, out.held, out.held + queued(raw))
+            self.act()
+        elif since is not None and now - since > STUCK:
             self.reported = True
-            self.session.client_paused(since, self.out.held)
+            self.session.client_paused(since, out.held)
             self.act()
 
     def fail(self, exc: BaseException) -> None:
@@ -490,8 +497,8 @@ class Server:
                     client.act()
             except Exception as exc:
                 log.error("client connection failed: %r", exc, exc_info=exc)
-            finally:  # what waited for the client went with it (after a failure too)
-                client.session.client_resumed(time.monotonic())
+            finally:  # what it held went with it (after a failure too)
+                client.session.client_gone(time.monotonic())
             if client.up is not None:
                 client._release(None)
             ended, client.ended = client.ended, None

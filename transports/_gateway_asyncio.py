@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..connection import ClientConnection
-from ..gateway.config import GatewayState
+from ..gateway.config import MIN_TAKEN, GatewayState
 from ..gateway.session import (
     Abort,
     Close,
@@ -47,7 +47,7 @@ from ..gateway.session import (
     record,
     unsent,
 )
-from ._asyncio_socket import CAPACITY, MIN_TAKEN, queued
+from ._asyncio_socket import CAPACITY, queued
 
 __all__: list[str] = []
 
@@ -147,6 +147,7 @@ class _Client(asyncio.Protocol):
         self._unsent = 0  # bytes still to send at the close's last deadline
         self._ended: Done | None = None  # the last request's, said once its answer is out
         self._cut = False  # the transport was aborted with bytes still to send
+        self.full = False  # between ``pause_writing`` and ``resume_writing``
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -177,6 +178,7 @@ class _Client(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self.full = False
         if self._late is not None:  # its callback held this client, its session and their
             self._late.cancel()  # requests for send_timeout after the close (attack 39 F5)
             self._late = None
@@ -190,8 +192,8 @@ class _Client(asyncio.Protocol):
                 self.act()
         except Exception as error:
             self.fail(error)
-        finally:  # what waited in its socket went with it (after a failure too: review 44)
-            session.client_resumed(_now())
+        finally:  # what it held went with it (after a failure too: review 44)
+            session.client_gone(_now())
         if self.up is not None and session.draining:
             return  # a whole answer's connection reads its end, then goes to the pool
         self.server.clients.discard(self)  # (kept till then: the sweep keeps its deadline)
@@ -199,13 +201,21 @@ class _Client(asyncio.Protocol):
             self._detach(reuse=None)
 
     def pause_writing(self) -> None:
+        self.full = True
+        self.told()
+
+    def told(self) -> None:
+        """The session hears what waits in the client's socket (`GatewaySession.client_paused`):
+        when it fills, and again at each sweep while it stays full."""
         try:
-            self.session.client_paused(_now(), self.transport.get_write_buffer_size())
+            waiting = self.transport.get_write_buffer_size()
+            self.session.client_paused(_now(), waiting, self._left())
             self.act()
         except Exception as exc:
             self.fail(exc)
 
     def resume_writing(self) -> None:
+        self.full = False
         try:
             self.session.client_resumed(_now())
             self.act()
@@ -536,6 +546,8 @@ class Server:
             now = _now()
             for client in list(self.clients):
                 session = client.session
+                if client.full:  # (what it took moves its deadline, and its hold)
+                    client.told()
                 try:
                     if now >= session.deadline:
                         client.write(session.tick(now))

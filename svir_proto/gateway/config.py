@@ -26,6 +26,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "MIN_TAKEN",
     "PARTIAL_ALLOWANCE",
     "UNREAD_GRACE",
     "GatewayConfig",
@@ -44,6 +45,12 @@ relay holds it twice (its copy, and its watcher's), a translation once (its deco
 decoder counts `svir_proto.sse.framer.LINE_COST` for each data line after the event's first;
 an event of up to 64 KiB, what nearly every event is, is never refused (nginx's
 ``proxy_buffer_size``, what it holds of a response's start, is 4 or 8 KiB)."""
+
+MIN_TAKEN: Final = 64 * 1024
+"""Bytes a client whose socket is full must take each ``send_timeout`` to keep its connection,
+while its answer goes and at the close: one that trickles a segment a deadline held it for days
+(review 41), and one that reads steadily is not cut because a long event takes longer than
+that to go (attack 45 F3)."""
 
 UNREAD_GRACE: Final = 1.0
 """Seconds a client may hold bytes waiting in its socket (past `PARTIAL_ALLOWANCE`) before

@@ -5,10 +5,10 @@ A server creates one session per accepted connection and calls it with what happ
 call taking ``now`` (monotonic seconds): `client_data` (``b""``: the client closed),
 `upstream_connected`, `upstream_data` (``b""``: the upstream closed), `upstream_failed`,
 `client_paused`/`client_resumed` (its socket's write buffer), `worked` (a `Work` done),
-`tick` (a deadline passed), `shutdown`. Each returns the bytes to write to the client, and may
-leave actions in `actions` (take them after each call): `Connect`, `ToUpstream`, `Release`,
-`PauseUpstream`, `ResumeUpstream`, `PauseClient`, `ResumeClient`, `Work`, `Close`, `Abort`,
-`Done`.
+`tick` (a deadline passed), `shutdown`, and `client_gone` once the connection is gone. Each
+returns the bytes to write to the client, and may leave actions in `actions` (take them after
+each call): `Connect`, `ToUpstream`, `Release`, `PauseUpstream`, `ResumeUpstream`,
+`PauseClient`, `ResumeClient`, `Work`, `Close`, `Abort`, `Done`.
 `deadline` says when `tick` is due next; the server need not call it before. A `Done` is
 counted and logged by the server with `record`: at once, or, when the connection closes with
 the answer still to send, once it is sent, or as `unsent` when the client did not take it
@@ -94,7 +94,7 @@ from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai._toolcalls import ToolCallError
 from ..openai.status import MAX_ERROR_BODY, body_outcome
 from ..openai.watch import ChatStreamWatcher
-from .config import PARTIAL_ALLOWANCE, GatewayState
+from .config import MIN_TAKEN, PARTIAL_ALLOWANCE, GatewayState
 from .connection import (
     Forward,
     ForwardBody,
@@ -283,6 +283,7 @@ class GatewaySession:
         "_drained",
         "_evicted",
         "_forward",
+        "_gone",
         "_late",
         "_late_head",
         "_late_size",
@@ -294,6 +295,7 @@ class GatewaySession:
         "_pooled",
         "_progress",
         "_queued_held",
+        "_queued_mark",
         "_recorded",
         "_refusals",
         "_replay",
@@ -350,7 +352,9 @@ class GatewaySession:
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
         self._queued_held = 0  # of ``max_partial``, for what waits in it (`client_paused`)
+        self._queued_mark = 0  # what waited there when its send deadline last began
         self._evicted = False  # that hold was taken back: the connection ends (`evict`)
+        self._gone = False  # the server said the connection is gone (`client_gone`)
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
@@ -466,14 +470,20 @@ class GatewaySession:
         cancelled): what it held is given back."""
         self.conn.prepare_ended()
 
-    def client_paused(self, now: float, queued: int = 0) -> None:
+    def client_paused(self, now: float, queued: int = 0, left: int | None = None) -> None:
         """The client's socket stopped taking bytes: stop reading the upstream, and the client
         (Rule 5: a client that sends requests and reads no answer makes no answer pile up).
         ``queued``: bytes written to the client that it has not taken (the server's buffer of
         them), held against ``max_partial`` until `client_resumed`; where the budget has no
         room for them, even once the clients that have held such bytes longest lost theirs
         (`GatewayState.evict_unread`), this client loses its connection now (`Abort`), its
-        request cancelled."""
+        request cancelled. Call it again while the socket stays full, with what waits now:
+        the hold follows it, and a client that took `MIN_TAKEN` since its send deadline began
+        (of ``left``, what it has still to take, the kernel's share too: the server's buffer
+        does not move while it takes from the kernel's; ``queued`` if not given) reads: the
+        deadline begins again, and it goes to the end of the line of holders (attack 45: a
+        hold kept what the client had since taken, and a client reading an event longer
+        than ``send_timeout`` takes to go was cut)."""
         if self._evicted:  # its connection ends at the next sweep: nothing more is held
             return
         state = self.state
@@ -482,12 +492,19 @@ class GatewaySession:
             self._abort(now)
             return
         self._queued_held = held
+        left = queued if left is None else left
+        if self._paused_since is not None and left + MIN_TAKEN <= self._queued_mark:
+            self._paused_since = now  # it reads
+            self._queued_mark = left
+            state.unread.pop(self, None)
+        self._queued_mark = max(self._queued_mark, left)
         if held:
             state.unread.setdefault(self, now)
         else:
             state.unread.pop(self, None)
         if self._paused_since is None:
             self._paused_since = now
+            self._queued_mark = left
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(PauseUpstream())
             self._hold_client("full", True)
@@ -503,22 +520,34 @@ class GatewaySession:
                 state.streams += 1
 
     def client_resumed(self, now: float) -> None:
-        """The client took what waited in its socket; call it too once its connection is gone,
-        closed or aborted, so that what waited there is given back (`client_paused`)."""
+        """The client took what waited in its socket (`client_paused`): it is given back."""
         if self._queued_held:
             self.state.unread.pop(self, None)
             self.state.unhold_partial(self._queued_held)
             self._queued_held = 0
         if self._paused_since is not None:
             self._paused_since = None
+            self._taken()
             if self.closed:  # nothing is read or answered any more (review 44: a closed
                 return  # session's `More` woke a task group anyio had ended, which raised)
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
-            self._taken()
             if self._more:  # pipelined requests waited for the client to take its answers
                 self.actions.append(More())
+
+    def client_gone(self, now: float) -> None:
+        """The client's connection is gone (closed once its last bytes went, aborted, reset);
+        call it once, after what told the session the client left (`client_data` with
+        ``b""``, unless it closed already). What the connection held until then comes back:
+        its place in ``max_connections``, what waited in its socket, and the stream slot of
+        a whole answer that waited there (attack 45 F1: a closed connection whose client
+        took its answer's last bytes slowly counted in neither, and such connections held
+        descriptors up to the process's limit)."""
+        self.client_resumed(now)
+        if not self._gone:
+            self._gone = True
+            self.state.connections -= 1
 
     @property
     def held(self) -> int:
@@ -1126,8 +1155,6 @@ class GatewaySession:
         if not self.closed:
             self.closed = True
             self.conn.finish_request()
-            self._taken()
-            self.state.connections -= 1
             self.actions.append(Close())
         return b""
 

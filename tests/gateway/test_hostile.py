@@ -1303,6 +1303,61 @@ def test_a_client_that_reads_is_not_aborted_for_those_that_do_not(up: HostileUps
             _given_back(g)
 
 
+def test_a_client_reading_an_event_slower_than_the_send_timeout_keeps_its_stream(
+    up: HostileUpstream,
+) -> None:
+    """Attack 45 F3: a client's send deadline ran from when its socket filled until it took
+    everything: one that read steadily, but an event longer than ``--send-timeout`` takes to
+    go at its pace, lost its stream. The deadline begins again each time it takes 64 KiB:
+    three events of 2 MiB, read at about 600 KB/s with a send timeout of 1 s, come whole (the
+    first two each wait some seconds in the socket, the upstream's end not read yet)."""
+    for backend in BACKENDS:
+        with gateway(up.base, backend, send_timeout="1") as g, Raw(g, rcvbuf=65536) as r:
+            r.send(post(openai_body(tag("big-events:2048:3"))))
+            deadline = time.monotonic() + 60
+            while not r.got.endswith(b"0\r\n\r\n") and time.monotonic() < deadline:
+                try:
+                    data = r.sock.recv(65536)
+                except TimeoutError:
+                    continue
+                if not data:
+                    break
+                r.add(data)
+                time.sleep(0.1)
+            ((got,),) = [responses(r.got)]
+            assert (got.status, got.complete) == (200, True), r.tail(300)
+            assert got.body.count(b"t" * 1000) >= 6000, r.tail(300)
+            assert got.body.rstrip().endswith(b"data: [DONE]"), r.tail(300)
+            healthy(g)
+
+
+def test_closing_connections_count_until_they_are_gone(up: HostileUpstream) -> None:
+    """Attack 45 F1: a connection counted against ``--max-connections`` until its session
+    closed, not until it was gone: one whose client took its answer's last bytes slowly kept
+    its descriptor (and the kernel's buffers of it) uncounted, and such connections took the
+    process's descriptors to their limit. Three clients that read nothing of their streams
+    lose them at the send timeout, and their connections linger for the close's deadline:
+    counted until they are gone."""
+    streams = "svir_gateway_active_streams"
+    for backend in BACKENDS:
+        with gateway(up.base, backend, send_timeout="2") as g:
+            before = g.metrics()["svir_gateway_connections"]  # (this one's, the watch's)
+            clients = [Raw(g, rcvbuf=4096) for _ in range(3)]
+            try:
+                for r in clients:
+                    r.send(post(openai_body(tag("big-events:1024:8"))))
+                assert wait_until(lambda: g.metrics()[streams] == 3, 10), g.metrics()
+                assert wait_until(lambda: g.metrics()[streams] == 0, 10), g.metrics()
+                # their sessions closed; their connections are still counted
+                assert g.metrics()["svir_gateway_connections"] >= before + 3, g.metrics()
+            finally:
+                for r in clients:
+                    r.reset()
+            gone = lambda b=before: g.metrics()["svir_gateway_connections"] <= b  # noqa: E731
+            assert wait_until(gone, 10), g.metrics()
+            healthy(g)
+
+
 def test_a_chunked_body_growing_past_the_budget_is_refused(up: HostileUpstream) -> None:
     for backend in BACKENDS:
         with gateway(up.base, backend, max_buffered="500000", body_timeout="30") as g:

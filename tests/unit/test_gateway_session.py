@@ -31,7 +31,7 @@ from svir_proto.gateway import (
 )
 from svir_proto.gateway._cost import BodyCost
 from svir_proto.gateway._serverside import ServerSide
-from svir_proto.gateway.config import PARTIAL_ALLOWANCE
+from svir_proto.gateway.config import MIN_TAKEN, PARTIAL_ALLOWANCE
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, Endpoint
 from tests.helpers import CONFORMANCE
@@ -1001,6 +1001,10 @@ def test_a_client_that_goes_away_cancels_its_upstream() -> None:
     assert d.released == [None]
     assert d.done()[0].outcome == "cancelled"
     assert d.state.streams == 0
+    assert d.state.connections == 1  # till the server says its connection is gone
+    d.session.client_gone(2.0)
+    assert d.state.connections == 0
+    d.session.client_gone(2.0)  # (once)
     assert d.state.connections == 0
 
 
@@ -1934,6 +1938,32 @@ def test_a_client_told_full_again_takes_room_from_others_not_itself() -> None:
     assert list(first.state.unread) == [first.session]
 
 
+def test_a_client_that_reads_while_its_socket_stays_full_keeps_its_stream() -> None:
+    """Attack 45 F3 and F2: the servers tell the session again, while the socket stays full,
+    what waits there now. The hold follows it down (it kept what the client had taken since);
+    a client that took `MIN_TAKEN` since its send deadline began reads, and its deadline
+    begins again (a client reading an event longer than ``send_timeout`` takes to go was
+    cut), and it goes to the end of the line of holders; one that trickles less is cut."""
+    d = streaming(send_timeout=5.0)
+    other = streaming(d.state)
+    big = PARTIAL_ALLOWANCE + 1_000_000
+    d.session.client_paused(3.0, big)
+    other.session.client_paused(3.5, PARTIAL_ALLOWANCE + 10)
+    assert d.session.deadline == 8.0
+    d.session.client_paused(7.0, big - MIN_TAKEN + 1)  # a trickle: the deadline stays
+    assert d.session.deadline == 8.0
+    assert d.state.partial == 1_000_000 - MIN_TAKEN + 1 + 10  # the hold follows it down
+    d.session.client_paused(7.5, big - MIN_TAKEN)  # MIN_TAKEN in all: it reads
+    assert d.session.deadline == 12.5
+    assert list(d.state.unread) == [other.session, d.session]  # the last in line now
+    d.session.client_paused(8.0, big + 500)  # more written meanwhile: taken from there on
+    d.session.client_paused(12.0, big + 500 - MIN_TAKEN + 1)
+    assert d.session.deadline == 12.5
+    d.tick(12.5)  # it took too little since
+    assert d.closed
+    assert d.done()[0].outcome == "cancelled"
+
+
 def test_a_long_event_takes_its_room_from_the_clients_that_hold_their_sockets() -> None:
     """Review 44 M2: such clients also refused other streams' long events; an event not whole
     yet takes its room from them too."""
@@ -2222,6 +2252,7 @@ def test_pipelined_requests_the_gateway_answers_are_answered_a_few_at_a_time() -
     eof.send(get("/healthz") * 40)  # its requests wait: the rest is not answered, it ends now
     eof.send(b"")  # (review 36: a gone client's session answered on, and was never closed)
     assert eof.closed
+    eof.session.client_gone(1.0)
     assert eof.state.connections == 0
     assert eof.pipelined() == 1  # (the turn asked before: nothing)
     assert eof.client.count(b"HTTP/1.1 200 OK\r\n") == PIPELINED
@@ -2443,8 +2474,10 @@ def test_a_whole_answer_the_client_does_not_take_holds_a_stream_slot() -> None:
     assert state.streams == 0
     d.session.client_paused(5.0)
     assert state.streams == 1
-    d.send(b"", 6.0)  # the client leaves: its slot comes back
-    assert state.streams == 0
+    d.send(b"", 6.0)  # the client leaves (or only half-closes: the answer may still go)
+    assert state.streams == 1  # it still waits in the socket (attack 45 F2: the slot came
+    d.session.client_gone(7.0)  # back at the close, and such answers held no slot)
+    assert state.streams == 0  # its connection is gone: the slot comes back
 
 
 def _two_choices_all_but_its_end() -> tuple[GatewaySession, GatewayState, bytes]:
