@@ -29,11 +29,16 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
     A call whose arguments are not a JSON object (``tool_use.input`` always is one) ends the
     stream as a failure (Rule 6), not as a success whose input the client cannot read.
     Text, thinking or a signature that comes while a call's block is open and its arguments
-    are not yet a JSON object is held and written once the block closes (at the call's whole
-    `ToolCall`, the next call's turn or the end), so that the rest of the arguments still goes
-    in the call's block (attack 41 F4: the block was closed, the rest lost, and the stream
-    ended as a success); past `MAX_DEFERRED` characters held, the block closes, and arguments
-    that come after it fail the stream at the call's whole `ToolCall`.
+    are not yet a JSON object is held and written once the block closes (as soon as its
+    arguments are a JSON object, at the call's whole `ToolCall`, the next call's turn or the
+    end), so that the rest of the arguments still goes in the call's block (attack 41 F4: the
+    block was closed, the rest lost, and the stream ended as a success); past `MAX_DEFERRED`
+    characters held, the block closes, and arguments that come after it fail the stream at
+    the call's whole `ToolCall`. What was held is written in a block left open, so that the
+    text after it joins it, and a later call opens at its turn: the blocks come in the order
+    the whole answer has (attack 45 F4: once anything was held, the text after the call was
+    held with it, and the later calls till the end). Whether the arguments are an object is
+    asked at a piece that ends with ``}``, within `CHECK_COST` times their length in all.
 Rule 4 (the end): `Finished` and `Usage` are held until `StreamEnded`; then the open block is
     closed, held calls are written, and ``message_delta`` carries ``stop_reason`` (the raw
     value when it is Anthropic's and means the same, else ``end_turn``, ``max_tokens``,
@@ -159,10 +164,14 @@ MAX_DEFERRED: Final = 1 << 20
 """Characters of text and thinking held while a call's block waits for the rest of its
 arguments (Rule 3), each delta counted `DEFER_COST` more."""
 DEFER_COST: Final = 64
+CHECK_COST: Final = 8
+"""Characters parsed, at most, for each of a call's arguments to see whether they are whole
+while something is held (Rule 3): a piece ending with ``}`` in every delta of a long string
+would parse them all each time; past it, they are taken whole when the block closes."""
 
 
 class _Call:
-    __slots__ = ("args", "broken", "id", "name", "sent", "state")
+    __slots__ = ("args", "broken", "checked", "id", "name", "sent", "state")
 
     def __init__(self) -> None:
         self.id = ""
@@ -171,6 +180,7 @@ class _Call:
         self.sent = Pieces()  # what its open block was given (Rule 3)
         self.state = 0  # 0: not written yet, 1: its block is open, 2: written
         self.broken = False  # arguments came after its block was closed
+        self.checked = 0  # characters parsed to see whether ``sent`` is whole (`CHECK_COST`)
 
 
 class MessagesStreamEncoder:
@@ -244,9 +254,9 @@ class MessagesStreamEncoder:
         }
         return self._event("message_start", {"type": "message_start", "message": message})
 
-    def _close(self) -> bytes:
+    def _close(self, *, keep: bool = False) -> bytes:
         """Close the open block; after a call's, write what was deferred (Rule 3), leaving no
-        block open."""
+        block open (``keep``: the last one it opened stays open)."""
         if self._open is None:
             return b""
         call = self._open_call
@@ -270,7 +280,8 @@ class MessagesStreamEncoder:
                     parts.append(self._content(event))
                 else:
                     parts.append(self._content(held))
-            parts.append(self._close())
+            if not keep:
+                parts.append(self._close())
             out = b"".join(parts)
         return out
 
@@ -358,7 +369,10 @@ class MessagesStreamEncoder:
             if not event.arguments:
                 return b""
             call.sent.append(event.arguments)
-            return self._delta({"type": "input_json_delta", "partial_json": event.arguments})
+            out = self._delta({"type": "input_json_delta", "partial_json": event.arguments})
+            if self._deferred and self._whole_now(call, event.arguments):
+                out += self._close(keep=True)  # what waited goes now (Rule 3)
+            return out
         if call.state == 2:
             if event.arguments:
                 self._lose("tool-call arguments that came after their call's block was closed")
@@ -376,6 +390,17 @@ class MessagesStreamEncoder:
         ):
             return self._open_tool(call)
         return b""  # held: not its turn yet, or its id or whole name is not known yet
+
+    def _whole_now(self, call: _Call, piece: str) -> bool:
+        """Whether the open call's arguments became a JSON object with ``piece`` (Rule 3:
+        asked only at a piece ending with ``}``, within `CHECK_COST`)."""
+        if not piece.rstrip().endswith("}"):
+            return False
+        size = call.sent.mark()
+        if call.checked + size > CHECK_COST * size:
+            return False
+        call.checked += size
+        return an_object(call.sent.text())
 
     def _turn(self, index: int) -> bool:
         """Call ``index`` may open its block: every call before it has opened its own, so the

@@ -276,6 +276,49 @@ def test_a_whole_answer_is_in_the_order_its_stream_gave(upstream: str, client: s
         assert got == want
 
 
+def test_text_that_comes_inside_a_calls_arguments_keeps_its_place() -> None:
+    """Attack 45 F4: text A, call f's arguments begun, text B, f's arguments ended, text C,
+    call g, text D. The whole Messages answer is A, f, BC, g, D (text B cannot go inside f's
+    block); the stream held B till f's block closed, then C and D with it, and g to the end:
+    A, f, BCD, g. It writes what it held as soon as f's arguments are whole now, in a block
+    left open that C joins, and g opens at its turn: the same blocks, in the same order."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return None, {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
+
+    def call(index: int, arguments: str, name: str = "") -> dict[str, Any]:
+        head = {"id": f"call_{index}", "type": "function"} if name else {}
+        function = {"name": name, "arguments": arguments} if name else {"arguments": arguments}
+        return {"tool_calls": [{"index": index, **head, "function": function}]}
+
+    body = sse(
+        [
+            chunk({"role": "assistant", "content": "A"}),
+            chunk(call(0, '{"location":', "get_weather")),
+            chunk({"content": "B"}),
+            chunk(call(0, ' "Paris"}')),
+            chunk({"content": "C"}),
+            chunk(call(1, "{}", "get_time")),
+            chunk({"content": "D"}),
+            chunk({}, "tool_calls"),
+        ],
+        done=True,
+    )
+    whole = content("messages", served("chat", asked("messages", False), body))
+    assert [(b["type"], b.get("text", b.get("name"))) for b in whole] == [
+        ("text", "A"), ("tool_use", "get_weather"), ("text", "BC"), ("tool_use", "get_time"),
+        ("text", "D"),
+    ]  # fmt: skip
+    streamed = served("chat", asked("messages", True), body)
+    decoder = dialect("messages").decoder(declared_tools=TOOLS)
+    fold = AnswerFold()
+    fold.extend(decoder.feed(streamed) + decoder.close())
+    again = dialect("messages").answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
+    assert isinstance(again, bytes)
+    assert content("messages", again) == whole
+
+
 def test_a_responses_whole_answer_reads_back_in_its_order() -> None:
     """`decode_response` reads a whole Responses answer: its events fold to the upstream's
     answer, in the same order."""

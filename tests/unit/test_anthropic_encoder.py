@@ -451,3 +451,38 @@ def test_a_name_that_goes_on_after_its_arguments_began_is_written_whole() -> Non
     assert not name_settled("", None)
     assert name_settled("x", None)
     assert not name_settled("other", {"lookup"})  # undeclared: it may yet grow
+
+
+def test_whether_held_text_may_go_is_asked_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack 45 F4: while text waits for an open call's block, each piece of its arguments
+    that ends with ``}`` asks whether they are a JSON object yet, so that the text goes as
+    soon as they are. A long string cut into pieces that each end with ``}`` would parse
+    them all each time (quadratic); the parses stop at `CHECK_COST` times their length, and
+    the text goes when the block closes (here, at the whole `ToolCall`)."""
+    from svir_proto.anthropic import encoder as module
+
+    parsed = 0
+    real = module.an_object
+
+    def counted(arguments: str) -> bool:
+        nonlocal parsed
+        parsed += len(arguments)
+        return real(arguments)
+
+    monkeypatch.setattr(module, "an_object", counted)
+    enc = MessagesStreamEncoder(declared_tools=["f"])
+    out = enc.encode(ToolCallDelta(index=0, id="call_1", name="f", arguments='{"a":"'))
+    out += enc.encode(TextDelta(text="later"))
+    out += enc.encode(ToolCallDelta(index=0, arguments="x"))  # (not asked: no "}")
+    n = 20_000
+    out += b"".join(enc.encode(ToolCallDelta(index=0, arguments="}")) for _ in range(n))
+    size = len('{"a":"x') + n
+    assert parsed <= module.CHECK_COST * size  # (unbounded: some n * n / 2 = 2e8)
+    assert b"later" not in out  # the arguments are not whole: it waits
+    out += enc.encode(ToolCallDelta(index=0, arguments='"}'))  # whole, past the bound
+    assert b"later" not in out
+    whole = '{"a":"x' + "}" * n + '"}'
+    out += enc.encode(ToolCall(index=0, id="call_1", name="f", arguments=whole))
+    out += enc.encode(StreamEnded(complete=True, done=True))
+    assert out.count(b"later") == 1
+    assert out.index(b"later") > out.index(b"content_block_stop")  # after the call's block
