@@ -152,7 +152,10 @@ class _Client:
                 await self._close_soon()
                 up = self.up
                 if up is not None and self.session.draining:  # it reads its body's end, then
-                    await up.ended.wait()  # goes to the pool (the sweep keeps the deadline)
+                    # goes to the pool (the sweep keeps the deadline); the client's connection
+                    await anyio.aclose_forcefully(self.stream)  # is over: it goes now
+                    self.session.client_gone(time.monotonic())
+                    await up.ended.wait()
                 tg.cancel_scope.cancel()
 
     async def _flush(self) -> None:
