@@ -344,7 +344,7 @@ class GatewayState:
         self.buffered = 0
         self.partial = 0  # of `GatewayConfig.max_partial`
         self.unread: dict[Unread, float] = {}  # what holds bytes waiting in clients' sockets
-        # of it, and since when, the oldest first (`rehold_partial`)
+        # of it, and since when, in the line `evict_unread` takes them in
         self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
 
@@ -390,18 +390,20 @@ class GatewayState:
 
     def evict_unread(self, need: int, now: float, asking: object = None) -> bool:
         """Make ``need`` bytes of room in ``max_partial`` by taking back what waits in the
-        sockets of the clients that have held it longest, each for `UNREAD_GRACE` at least,
-        but ``asking``'s (review 44 M2: connections that read nothing filled the budget, and
-        a client reading at line rate was then aborted as soon as an answer of a few
-        megabytes was written to it at once); none is taken where that would not make the
-        room. Their connections end at their session's next deadline (`Unread.evict`)."""
+        sockets of the clients that have held it for `UNREAD_GRACE` at least, but
+        ``asking``'s, in their line's order: those that took nothing for longest first (one
+        that takes `MIN_TAKEN` goes to its end; review 44 M2: connections that read nothing
+        filled the budget, and a client reading at line rate was then aborted as soon as an
+        answer of a few megabytes was written to it at once); none is taken where that would
+        not make the room. Their connections end at their session's next deadline
+        (`Unread.evict`)."""
         victims: list[Unread] = []
         freed = 0
         cutoff = now - UNREAD_GRACE
-        for holder, since in self.unread.items():  # (the oldest first)
-            if freed >= need or since > cutoff:
+        for holder, since in self.unread.items():
+            if freed >= need:
                 break
-            if holder is not asking:
+            if since <= cutoff and holder is not asking:
                 victims.append(holder)
                 freed += holder.held
         if freed < need:

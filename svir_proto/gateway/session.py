@@ -494,9 +494,11 @@ class GatewaySession:
         self._queued_held = held
         left = queued if left is None else left
         if self._paused_since is not None and left + MIN_TAKEN <= self._queued_mark:
-            self._paused_since = now  # it reads
+            self._paused_since = now  # it reads: to the end of the line, its hold as old
             self._queued_mark = left
-            state.unread.pop(self, None)
+            since = state.unread.pop(self, None)
+            if since is not None:
+                state.unread[self] = since
         self._queued_mark = max(self._queued_mark, left)
         if held:
             state.unread.setdefault(self, now)

@@ -1964,6 +1964,30 @@ def test_a_client_that_reads_while_its_socket_stays_full_keeps_its_stream() -> N
     assert d.done()[0].outcome == "cancelled"
 
 
+def test_a_client_that_trickles_goes_to_the_end_of_the_line_not_out_of_it() -> None:
+    """Attack 45 F2: clients that take `MIN_TAKEN` now and then kept the budget full. One that
+    reads goes to the end of the line of holders, and is taken after those that read
+    nothing; but its hold stays as old as it is, so a trickle does not make it young again
+    (that would keep it out of reach for a second after each `MIN_TAKEN`)."""
+    trickle = streaming(max_partial=300_000)
+    idle = streaming(trickle.state)
+    state = trickle.state
+    trickle.session.client_paused(1.0, PARTIAL_ALLOWANCE + 150_000)
+    idle.session.client_paused(2.0, PARTIAL_ALLOWANCE + 100_000)
+    trickle.session.client_paused(9.9, PARTIAL_ALLOWANCE + 150_000 - MIN_TAKEN)
+    assert list(state.unread) == [idle.session, trickle.session]
+    first = streaming(state)  # the one that read nothing goes first
+    first.session.client_paused(10.0, PARTIAL_ALLOWANCE + 150_000)
+    assert idle.session.deadline == float("-inf")
+    assert trickle.session.deadline != float("-inf")
+    second = streaming(state)  # then the one that trickles, read 0.1 s ago
+    second.session.client_paused(10.0, PARTIAL_ALLOWANCE + 100_000)
+    second.run(b"")
+    assert not any(isinstance(a, Abort) for a in second.seen)
+    assert trickle.session.deadline == float("-inf")
+    assert state.partial == 250_000
+
+
 def test_a_long_event_takes_its_room_from_the_clients_that_hold_their_sockets() -> None:
     """Review 44 M2: such clients also refused other streams' long events; an event not whole
     yet takes its room from them too."""
