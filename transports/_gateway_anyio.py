@@ -80,6 +80,7 @@ class _Outbox:
         self.wake = anyio.Event()
         self.since: float | None = None  # a write under way since
         self.handed = 0  # bytes given to the stream's sends so far
+        self.sending = 0  # bytes of the send under way (the kernel may have some of them)
         self.raw = raw
 
     def put(self, data: bytes) -> None:
@@ -110,7 +111,9 @@ class _Outbox:
                 self.since = time.monotonic()
                 for at in range(0, len(data), SLICE):  # each a sign the client reads (`_flush`)
                     piece = data[at : at + SLICE]  # (the whole, not a copy, when it is short)
+                    self.sending = len(piece)
                     await stream.send(piece)
+                    self.sending = 0
                     self.handed += len(piece)
                     self.held -= len(piece)
                 self.since = None
@@ -195,7 +198,8 @@ class _Client:
         since = out.since
         if self.reported:
             raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-            self.session.client_paused(now, out.held, out.held + queued(raw))
+            left = out.held - out.sending + queued(raw)  # (the send's, once: review 45)
+            self.session.client_paused(now, out.held, left)
             self.act()
         elif since is not None and now - since > STUCK:
             self.reported = True

@@ -55,9 +55,10 @@ that to go (attack 45 F3)."""
 UNREAD_GRACE: Final = 1.0
 """Seconds a client may hold bytes waiting in its socket (past `PARTIAL_ALLOWANCE`) before
 they can be taken back from it, its connection ended, to make room in ``max_partial`` for
-another stream (`GatewayState.rehold_partial`): long enough for a client that reads to take
-an answer of some megabytes written at once, short against the send timeout a client that
-reads nothing would otherwise keep them for."""
+another stream (`GatewayState.evict_unread`), counted from when it began to hold them,
+whatever it took since (it only moves in the line): long enough for a client that reads to
+take an answer of some megabytes written at once, short against the send timeout a client
+that reads nothing would otherwise keep them for."""
 
 
 class Unread(Protocol):

@@ -484,26 +484,27 @@ class GatewaySession:
         deadline begins again, and it goes to the end of the line of holders (attack 45: a
         hold kept what the client had since taken, and a client reading an event longer
         than ``send_timeout`` takes to go was cut)."""
-        if self._evicted:  # its connection ends at the next sweep: nothing more is held
+        if self._gone:  # (anyio's sweep may tell it once more)
             return
         state = self.state
-        held = state.rehold_partial(self._queued_held, queued, now, self)
-        if held is None:
-            self._abort(now)
-            return
-        self._queued_held = held
         left = queued if left is None else left
-        if self._paused_since is not None and left + MIN_TAKEN <= self._queued_mark:
-            self._paused_since = now  # it reads: to the end of the line, its hold as old
-            self._queued_mark = left
-            since = state.unread.pop(self, None)
-            if since is not None:
-                state.unread[self] = since
-        self._queued_mark = max(self._queued_mark, left)
-        if held:
-            state.unread.setdefault(self, now)
-        else:
-            state.unread.pop(self, None)
+        if not self._evicted:  # (evicted: its connection ends at the sweep, held nowhere)
+            held = state.rehold_partial(self._queued_held, queued, now, self)
+            if held is None:
+                self._abort(now)
+                return
+            self._queued_held = held
+            if self._paused_since is not None and left + MIN_TAKEN <= self._queued_mark:
+                self._paused_since = now  # it reads: to the end of the line, its hold as old
+                self._queued_mark = left
+                since = state.unread.pop(self, None)
+                if since is not None:
+                    state.unread[self] = since
+            self._queued_mark = max(self._queued_mark, left)
+            if held:
+                state.unread.setdefault(self, now)
+            else:
+                state.unread.pop(self, None)
         if self._paused_since is None:
             self._paused_since = now
             self._queued_mark = left
@@ -530,8 +531,8 @@ class GatewaySession:
         if self._paused_since is not None:
             self._paused_since = None
             self._taken()
-            if self.closed:  # nothing is read or answered any more (review 44: a closed
-                return  # session's `More` woke a task group anyio had ended, which raised)
+            if self.closed or self._evicted:  # nothing is read or answered any more (review
+                return  # 44: a closed session's `More` woke a task group anyio had ended)
             if self._upstream in ("sending", "streaming"):
                 self.actions.append(ResumeUpstream())
             self._hold_client("full", False)
@@ -540,12 +541,12 @@ class GatewaySession:
 
     def client_gone(self, now: float) -> None:
         """The client's connection is gone (closed once its last bytes went, aborted, reset);
-        call it once, after what told the session the client left (`client_data` with
-        ``b""``, unless it closed already). What the connection held until then comes back:
-        its place in ``max_connections``, what waited in its socket, and the stream slot of
-        a whole answer that waited there (attack 45 F1: a closed connection whose client
-        took its answer's last bytes slowly counted in neither, and such connections held
-        descriptors up to the process's limit)."""
+        call it after what told the session the client left (`client_data` with ``b""``,
+        unless it closed already); once more does nothing. What the connection held until
+        then comes back: its place in ``max_connections``, what waited in its socket, and the
+        stream slot of a whole answer that waited there (attack 45 F1: a closed connection
+        whose client took its answer's last bytes slowly counted in neither, and such
+        connections held descriptors up to the process's limit)."""
         self.client_resumed(now)
         if not self._gone:
             self._gone = True
@@ -559,15 +560,18 @@ class GatewaySession:
     def evict(self) -> int:
         """`GatewayState.evict_unread` took back what this client's socket held of the budget
         (the state's account is the caller's): the connection ends at its next deadline, now
-        (`tick`: the server's sweep acts on it)."""
+        (`tick`: the server's sweep acts on it); counted as refused ``unread`` now (it may be
+        gone by then). Till then the upstream is not read (`client_paused`)."""
         held, self._queued_held = self._queued_held, 0
         self._evicted = True
+        self.state.metrics.refused["unread"] += 1
         return held
 
-    def _abort(self, now: float) -> None:
+    def _abort(self, now: float, *, counted: bool = False) -> None:
         """The client does not take what waits in its socket, and the budget has no room for
         it: its connection ends now, its request cancelled (Rule 5)."""
-        self.state.metrics.refused["unread"] += 1
+        if not counted:
+            self.state.metrics.refused["unread"] += 1
         if not self.closed:
             self._cancel(now)  # (it returns no bytes: it closes)
         self.actions.append(Abort())
@@ -1264,7 +1268,7 @@ class GatewaySession:
             return b""
         if self._evicted:
             self._evicted = False
-            self._abort(now)
+            self._abort(now, counted=True)
             return b""
         if self.closed:  # only a draining upstream connection has a deadline left
             self._release(reuse=False)

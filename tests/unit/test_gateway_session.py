@@ -1883,14 +1883,14 @@ def test_the_clients_that_held_their_sockets_longest_make_room() -> None:
     early.session.client_paused(1.2, PARTIAL_ALLOWANCE + 100_000)
     early.run(b"")
     assert isinstance(early.seen[-1], Abort)
-    early.session.client_resumed(1.3)  # (its connection is gone)
+    early.session.client_gone(1.3)
     assert state.partial == 250_000
     assert old.session.deadline != float("-inf")
     too_big = streaming(state)  # both could not make its room: neither is taken
     too_big.session.client_paused(9.0, PARTIAL_ALLOWANCE + 300_001)
     too_big.run(b"")
     assert isinstance(too_big.seen[-1], Abort)
-    too_big.session.client_resumed(9.0)
+    too_big.session.client_gone(9.0)
     assert state.partial == 250_000
     reader = streaming(state)  # the oldest alone makes its room
     reader.session.client_paused(9.0, PARTIAL_ALLOWANCE + 120_000)
@@ -1986,6 +1986,55 @@ def test_a_client_that_trickles_goes_to_the_end_of_the_line_not_out_of_it() -> N
     assert not any(isinstance(a, Abort) for a in second.seen)
     assert trickle.session.deadline == float("-inf")
     assert state.partial == 250_000
+
+
+def test_an_evicted_client_is_read_for_no_more_and_counted_at_once() -> None:
+    """Review 45: an evicted client that took what waited before the sweep came, then filled
+    its socket again, had its upstream read on with nothing held (`client_paused` returned at
+    once): its upstream stays paused till the sweep ends it, and its eviction is counted
+    when it happens (a client gone before the sweep was never counted)."""
+    old = streaming(max_partial=300_000)
+    state = old.state
+    old.session.client_paused(0.0, PARTIAL_ALLOWANCE + 250_000)
+    old.run(b"")
+    newcomer = streaming(state)
+    newcomer.session.client_paused(2.0, PARTIAL_ALLOWANCE + 200_000)
+    assert old.session.deadline == float("-inf")
+    assert state.metrics.refused["unread"] == 1
+    old.seen.clear()
+    old.session.client_resumed(2.05)  # it took it all before the sweep
+    old.run(b"")
+    assert not any(isinstance(a, (ResumeUpstream, ResumeClient)) for a in old.seen)
+    old.session.client_paused(2.1, PARTIAL_ALLOWANCE + 5_000_000)  # full again
+    old.run(b"")
+    assert state.partial == 200_000  # held nowhere: it ends at the sweep
+    old.session.client_gone(2.2)  # (or gone first)
+    old.tick(2.25)
+    assert state.metrics.refused["unread"] == 1  # counted once
+
+
+def test_a_gone_client_holds_nothing_more() -> None:
+    """Review 45: anyio's sweep may tell a session its socket is full after the connection
+    went (the drain path says it is gone first): nothing is held again."""
+    d = streaming(max_partial=10_000_000)
+    d.session.client_paused(1.0, PARTIAL_ALLOWANCE + 100_000)
+    d.session.client_gone(2.0)
+    d.session.client_paused(2.25, PARTIAL_ALLOWANCE + 100_000)
+    assert (d.state.partial, d.state.unread) == (0, {})
+
+
+def test_a_young_holder_at_the_front_of_the_line_is_passed_over() -> None:
+    """Review 45: the line is in the order the holds came (anyio says a write's start, a
+    second or more back), not in time: an old holder behind a young one is still taken."""
+    young = streaming(max_partial=300_000)
+    old = streaming(young.state)
+    young.session.client_paused(9.5, PARTIAL_ALLOWANCE + 100_000)
+    old.session.client_paused(1.0, PARTIAL_ALLOWANCE + 150_000)
+    assert list(young.state.unread) == [young.session, old.session]
+    asking = streaming(young.state)
+    asking.session.client_paused(10.0, PARTIAL_ALLOWANCE + 100_000)
+    assert old.session.deadline == float("-inf")
+    assert young.session.deadline != float("-inf")
 
 
 def test_a_long_event_takes_its_room_from_the_clients_that_hold_their_sockets() -> None:
