@@ -61,7 +61,7 @@ take an answer of some megabytes written at once, short against the send timeout
 that reads nothing would otherwise keep them for."""
 
 
-class Unread(Protocol):
+class _Unread(Protocol):
     """What holds bytes waiting in a client's socket against ``max_partial``."""
 
     @property
@@ -344,7 +344,7 @@ class GatewayState:
         self.connections = 0
         self.buffered = 0
         self.partial = 0  # of `GatewayConfig.max_partial`
-        self.unread: dict[Unread, float] = {}  # what holds bytes waiting in clients' sockets
+        self.unread: dict[_Unread, float] = {}  # what holds bytes waiting in clients' sockets
         # of it, and since when, in the line `evict_unread` takes them in
         self.draining = 0  # upstream connections read to their body's end (at most pool_size)
         self.stopping = False
@@ -397,8 +397,8 @@ class GatewayState:
         filled the budget, and a client reading at line rate was then aborted as soon as an
         answer of a few megabytes was written to it at once); none is taken where that would
         not make the room. Their connections end at their session's next deadline
-        (`Unread.evict`)."""
-        victims: list[Unread] = []
+        (`_Unread.evict`)."""
+        victims: list[_Unread] = []
         freed = 0
         cutoff = now - UNREAD_GRACE
         for holder, since in self.unread.items():
