@@ -1964,6 +1964,16 @@ def test_a_client_that_reads_while_its_socket_stays_full_keeps_its_stream() -> N
     assert d.done()[0].outcome == "cancelled"
 
 
+def test_a_client_within_the_allowance_reads_and_holds_nothing() -> None:
+    """What waits within `PARTIAL_ALLOWANCE` holds nothing and puts the client in no line;
+    its send deadline still begins again as it takes `MIN_TAKEN` (the kernel's share)."""
+    d = streaming(send_timeout=5.0)
+    d.session.client_paused(1.0, 100, 300_000)
+    d.session.client_paused(2.0, 100, 300_000 - MIN_TAKEN)
+    assert d.session.deadline == 7.0
+    assert (d.state.partial, d.state.unread) == (0, {})
+
+
 def test_a_client_that_trickles_goes_to_the_end_of_the_line_not_out_of_it() -> None:
     """Attack 45 F2: clients that take `MIN_TAKEN` now and then kept the budget full. One that
     reads goes to the end of the line of holders, and is taken after those that read
