@@ -520,12 +520,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self.request_id = self._header_id or self.state.new_id()
             self._mode = "forwarded"
             # a HEAD goes up as a GET (vLLM's FastAPI answers HEAD 405, mlx-lm 501: review
-            # 44 M1), whose body the session does not read (`GatewaySession._relay`)
+            # 44 M1), whose body the session drops (`GatewaySession._relay`); the request's
+            # empty body is "held", so that it ends and the connection can be kept
             relay = PassThrough(
                 content_length=0, method="GET", target=target[3:], relay=True,
                 accept="application/json", headers=(("X-Request-Id", self.request_id),),
             )  # fmt: skip
-            self._queue.append(Forward(request=relay, dialect="openai"))
+            self._queue.append(Forward(request=relay, dialect="openai", body=b""))
             return None
         return self._completion(kind, headers)
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import itertools
 import json
 import socket
 import struct
@@ -134,6 +135,7 @@ class Seen:
         self.scenario = self.rid.split("~", 1)[0]
         if self.scenario.split(":", 1)[0] not in KNOWN:
             self.scenario = ""
+        self.conn_no = 0  # the number of the upstream connection that served it
         self.body_size = 0
         self.body: bytes = b""
         self.model = ""  # the body's model, once the body is read
@@ -154,10 +156,14 @@ class _Gone(Exception):
     """The gateway closed the connection."""
 
 
+_numbers = itertools.count(1)
+
+
 class _Conn:
     def __init__(self, server: HostileUpstream, sock: socket.socket) -> None:
         self.server = server
         self.sock = sock
+        self.no = next(_numbers)
         self.buf = b""
         self.seen: Seen | None = None
 
@@ -274,6 +280,7 @@ class _Conn:
                         self.server.anomaly(f"a bad header line upstream: {line!r}")
                     headers.append((name.strip(), value.strip()))
                 seen = Seen(method, target, version, headers)
+                seen.conn_no = self.no
                 self.seen = seen
                 self.server.record(seen)
                 if version != "HTTP/1.1":

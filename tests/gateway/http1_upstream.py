@@ -13,7 +13,6 @@ llama.cpp stream, or its JSON answer, or the model listing).
 
 from __future__ import annotations
 
-import itertools
 import socket
 import time
 from collections.abc import Callable
@@ -32,7 +31,6 @@ from tests.gateway.hostile_upstream import (
     events_of,
 )
 
-_numbers = itertools.count(1)
 SMUGGLED: Final = "SMUGGLED-ANSWER"
 """The text of a stream an upstream sends to no request: no client may ever read it."""
 
@@ -84,12 +82,10 @@ Handler = Callable[["_ScriptedConn", Seen], bool]
 class _ScriptedConn(_Conn):
     def __init__(self, server: ScriptedUpstream, sock: socket.socket) -> None:
         super().__init__(server, sock)
-        self.no = next(_numbers)
         self.served = 0
         self.scripted = server
 
     def serve(self, seen: Seen) -> bool:
-        seen.conn_no = self.no  # type: ignore[attr-defined]
         seen.index = self.served  # type: ignore[attr-defined]
         self.served += 1
         handler = self.scripted.handler(seen.rid)

@@ -28,7 +28,6 @@ served on the number of an earlier one got a pooled connection.
 
 from __future__ import annotations
 
-import itertools
 import socket
 import time
 from typing import Final
@@ -55,7 +54,6 @@ JUNK: Final = (
     b"data: [DONE]\n\n",
     b"data: a partial event that never ends",
 )
-_numbers = itertools.count(1)
 
 
 def head_events() -> list[bytes]:
@@ -94,7 +92,6 @@ def tail_pieces(shape: str, args: list[str]) -> list[tuple[float, bytes]]:
 class _TailConn(_Conn):
     def __init__(self, server: TailUpstream, sock: socket.socket) -> None:
         super().__init__(server, sock)
-        self.no = next(_numbers)
         self.tail_server = server
 
     def run(self) -> None:
@@ -107,7 +104,6 @@ class _TailConn(_Conn):
                 self.tail_server.live.discard(self.no)
 
     def serve(self, seen: Seen) -> bool:
-        seen.conn_no = self.no  # type: ignore[attr-defined]
         if not seen.rid.startswith("tail:"):
             return super().serve(seen)
         seen.body = self.read_body(seen)

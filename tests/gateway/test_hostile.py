@@ -49,7 +49,7 @@ from tests.gateway.hostile_gateway import (
     responses,
     wait_until,
 )
-from tests.gateway.hostile_upstream import OK_TEXT, HostileUpstream
+from tests.gateway.hostile_upstream import MODELS, OK_TEXT, HostileUpstream
 
 pytestmark = pytest.mark.slow
 LLM = "application/llm-request+json"
@@ -213,12 +213,33 @@ HEAD_PATHS = [
 ]  # fmt: skip
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_model_listings_keep_their_upstream_connection(up: HostileUpstream, backend: str) -> None:
+    """Attack 45 F5: every ``HEAD /v1/models`` opened an upstream connection, closed at the
+    head, and so did every ``GET /v1/models`` (its empty body was never ended upstream, so the
+    connection was never reusable). A listing whose Content-Length is within ``drain_limit``
+    is read to its end now (a HEAD's dropped), and its connection goes to the pool: ten
+    listings, one after another, on one upstream connection (two, should the pool's one be
+    found closed), where there were ten."""
+    n = 10
+    with gateway(up.base, backend) as g:
+        before = len(up.requests)
+        for i in range(n):
+            method = "HEAD" if i % 2 else "GET"
+            got, _ = one(g, get("/v1/models", method=method), heads=(method == "HEAD",))
+            assert [r.status for r in got] == [200], got
+            assert (got[0].body == MODELS) is (method == "GET"), got
+        seens = up.requests[before:]
+    assert [s.method for s in seens] == ["GET"] * n, seens
+    assert len({s.conn_no for s in seens}) <= 2, [s.conn_no for s in seens]
+
+
 @pytest.mark.parametrize("path", HEAD_PATHS)
 def test_head_is_answered_with_the_head_alone(gw: Gateway, up: HostileUpstream, path: str) -> None:
     """Issue 16: one HEAD killed the process. RFC 9110 9.3.2: the head of a GET, no body. A
     GET pipelined after it proves no body bytes followed the head. What the upstream answers
-    is asked of it with GET, and its body is not read on (attack 44 F2: it was read to be
-    dropped, 200 MB for 100 pipelined HEADs)."""
+    is asked of it with GET, and its body is not read on unless its length is short (attack
+    44 F2: it was read to be dropped, 200 MB for 100 pipelined HEADs)."""
     before = len(up.requests)
     got, _ = one(gw, get(path, method="HEAD") + get("/healthz"), heads=(True, False), count=2)
     if path.startswith("/v1/models"):

@@ -81,7 +81,7 @@ def reused(gw: Gateway, up: TailUpstream, conn_no: int) -> bool:
     got, _, _ = ask(gw, rid)
     assert got.status == 200, got
     assert got.complete, got
-    return up.find(rid).conn_no == conn_no  # type: ignore[attr-defined, no-any-return]
+    return up.find(rid).conn_no == conn_no
 
 
 def seen_body(up: TailUpstream, rid: str) -> bytes:
@@ -108,7 +108,7 @@ def test_a_whole_tail_reaches_the_client_as_it_came(
     if framing == "close":
         assert seen.gone.wait(20), "a close-delimited upstream connection was kept"
     else:
-        assert reused(gw, up, seen.conn_no), "a whole tail did not leave its connection to reuse"  # type: ignore[attr-defined]
+        assert reused(gw, up, seen.conn_no), "a whole tail did not leave its connection to reuse"
     healthy(gw)
 
 
@@ -270,7 +270,7 @@ def test_a_client_that_leaves_at_the_marker_leaves_a_connection_to_reuse(
         seen = up.find(rid)
         assert seen.finished.wait(30), "the upstream could not send its tail"
         assert not seen.gone.wait(1), "the drained connection was closed, not pooled"
-        assert reused(gw, up, seen.conn_no)  # type: ignore[attr-defined]
+        assert reused(gw, up, seen.conn_no)
     finally:
         r.close()
     healthy(gw)
@@ -311,11 +311,11 @@ def test_many_clients_leaving_at_the_marker_at_once(gw: Gateway, up: TailUpstrea
         for s in seens:
             assert s.finished.wait(60), s
         assert wait_until(lambda: up.open_connections() <= POOL_SIZE, 30), up.open_connections()
-        numbers = {s.conn_no for s in seens}  # type: ignore[attr-defined]
+        numbers = {s.conn_no for s in seens}
         probe = tail_id("chunked", "none")
         got, _, _ = ask(gw, probe)
         assert got.complete
-        assert up.find(probe).conn_no in numbers, "no drained connection was pooled"  # type: ignore[attr-defined]
+        assert up.find(probe).conn_no in numbers, "no drained connection was pooled"
     finally:
         for r in clients:
             r.close()
@@ -343,7 +343,7 @@ def test_a_client_that_stops_reading_during_the_tail(
     assert seen_body(up, rid).startswith(got[0].body)
     if got[0].complete:
         assert got[0].body.startswith(HEAD)
-    assert up.find(rid).gone.wait(30) or reused(gw, up, up.find(rid).conn_no)  # type: ignore[attr-defined]
+    assert up.find(rid).gone.wait(30) or reused(gw, up, up.find(rid).conn_no)
     healthy(gw)
 
 

@@ -218,6 +218,7 @@ def models_relay(target: str = "/models", request_id: str = "svir-1") -> Forward
             accept="application/json", headers=(("X-Request-Id", request_id),),
         ),
         dialect="openai",
+        body=b"",  # held, empty: its end is sent (the connection can be kept)
     )  # fmt: skip
 
 

@@ -2401,11 +2401,13 @@ def test_a_client_that_pipelines_and_reads_nothing_is_not_read() -> None:
     assert d.seen[-1] == ResumeClient()
 
 
-def test_a_head_request_does_not_read_the_upstreams_body_on() -> None:
+def test_a_head_request_drops_the_upstreams_body_and_keeps_its_connection() -> None:
     """Attack 44 F2: the gateway asks the upstream for a HEAD's answer with GET (vLLM's
     FastAPI answers a HEAD 405, mlx-lm 501: review 44 M1), and read the whole body to drop
-    it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings. Once the head came, the
-    client's answer is whole and that connection is closed; the next request is answered."""
+    it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings. Attack 45 F5: it then
+    closed that connection once the head came, and every HEAD opened a new one. The body is
+    read and dropped within ``drain_limit`` now, and its connection goes to the pool; the
+    next request is answered once it is (a pipelined one waits, as for a GET)."""
     d = Driver()
     d.send(get("/v1/models", "HEAD") + get("/healthz"))
     d.connect()
@@ -2413,15 +2415,54 @@ def test_a_head_request_does_not_read_the_upstreams_body_on() -> None:
     listing = b'{"data":[%s]}' % b",".join([b'{"id":"m"}'] * 1000)
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
     d.answer(head % len(listing) + listing[:100])
-    assert d.released == [None]  # closed: its body is not read on
-    d.answer(listing[100:])  # (what was on its way goes nowhere)
-    d.pipelined()
-    first, second = read(d.client, "HEAD")[0], read(d.client[d.client.index(b"HTTP/1.1", 5) :])
+    (first,) = read(d.client, "HEAD")
     assert first[0] == 200
     assert first[1]["content-length"] == str(len(listing))  # the head a GET gets
-    assert b'"data"' not in d.client
+    assert d.released == []
+    d.answer(listing[100:5000])
+    d.answer(listing[5000:])
+    d.pipelined()
+    assert b'"data"' not in d.client  # (what was on its way goes nowhere)
+    second = read(d.client[d.client.index(b"HTTP/1.1", 5) :])
     assert second[0][0] == 200
     assert [x.outcome for x in d.done()] == ["ok", "ok"]
+    (pooled,) = d.released
+    assert pooled is not None
+    assert pooled.reusable
+
+
+@pytest.mark.parametrize("kind", ["long", "chunked", "sse"])
+def test_a_head_requests_connection_closes_unless_its_body_is_known_short(kind: str) -> None:
+    """Only a body whose Content-Length is within ``drain_limit`` is read on to keep its
+    connection: a longer one, a chunked one (of a length not known) or a stream is not, and
+    the connection closes at the head (attack 44 F2: what the upstream pushed before the close
+    is then all it costs; reading on would let it push more)."""
+    d = Driver()
+    d.send(get("/v1/models", "HEAD"))
+    d.connect()
+    framing = {
+        "long": b"Content-Type: application/json\r\nContent-Length: %d" % (64 * 1024 + 1),
+        "chunked": b"Content-Type: application/json\r\nTransfer-Encoding: chunked",
+        "sse": b"Content-Type: text/event-stream\r\nContent-Length: 10",
+    }
+    d.answer(b"HTTP/1.1 200 OK\r\n%s\r\n\r\n" % framing[kind])
+    assert read(d.client, "HEAD")[0][0] == 200
+    assert d.released == [None]
+    assert [x.outcome for x in d.done()] == ["ok"]
+
+
+def test_a_model_listings_connection_goes_to_the_pool() -> None:
+    """A ``GET /v1/models`` ended its request upstream (its empty body) only in the upstream's
+    eyes: the connection was never `reusable`, and every listing opened a new one."""
+    d = Driver()
+    d.send(get("/v1/models"))
+    d.connect()
+    listing = b'{"data":[{"id":"m"}]}'
+    d.answer(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(listing), listing))
+    assert read(d.client, "GET")[0][2] == listing
+    (pooled,) = d.released
+    assert pooled is not None
+    assert pooled.reusable
 
 
 def test_an_upstream_204_is_relayed_without_its_content_length() -> None:
