@@ -47,7 +47,7 @@ from ..gateway.session import (
     record,
     unsent,
 )
-from ._asyncio_socket import CAPACITY, RETRY, queued
+from ._asyncio_socket import CAPACITY, RETRY, queued, reset_unsent
 from ._gateway_asyncio import BUSY  # (at import: a refusal comes when descriptors are short)
 
 __all__: list[str] = []
@@ -156,7 +156,7 @@ class _Client:
                 up = self.up
                 if up is not None and self.session.draining:  # it reads its body's end, then
                     # goes to the pool (the sweep keeps the deadline); the client's connection
-                    await anyio.aclose_forcefully(self.stream)  # is over: it goes now
+                    await _let_go(self.stream)  # is over: it goes now
                     self.session.client_gone(time.monotonic())
                     await up.ended.wait()
                 tg.cancel_scope.cancel()
@@ -171,7 +171,7 @@ class _Client:
         raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
         mark, taken = time.monotonic(), 0
         kernel, handed = queued(raw), out.handed
-        while out.left():
+        while out.left() or queued(raw):  # (the kernel's too: `_let_go`)
             now = time.monotonic()
             queue = queued(raw)  # what left the kernel for the client: given less kept
             taken += out.handed - handed - (queue - kernel)
@@ -397,6 +397,13 @@ class _Up:
                     client.act()
 
 
+async def _let_go(stream: anyio.abc.ByteStream) -> None:
+    """Close a client's connection: with a reset if the kernel still holds bytes for it, which
+    the client did not take in time (`reset_unsent`)."""
+    reset_unsent(stream.extra(anyio.abc.SocketAttribute.raw_socket, None))
+    await anyio.aclose_forcefully(stream)
+
+
 def _plain_socket(stream: anyio.abc.ByteStream) -> socket.socket | None:
     """The socket under ``stream`` if the bytes on it are the stream's own (not TLS)."""
     if isinstance(stream, anyio.streams.tls.TLSStream):
@@ -511,7 +518,7 @@ class Server:
             ended, client.ended = client.ended, None
             if ended is not None:  # its answer went out, or the client did not take it
                 self.done(unsent(ended) if client.out.left() else ended)
-            await anyio.aclose_forcefully(stream)
+            await _let_go(stream)
 
     async def connect(self) -> anyio.abc.ByteStream:
         ep = self.state.config.upstream

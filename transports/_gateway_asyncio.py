@@ -47,7 +47,7 @@ from ..gateway.session import (
     record,
     unsent,
 )
-from ._asyncio_socket import CAPACITY, queued
+from ._asyncio_socket import CAPACITY, queued, reset_unsent
 
 __all__: list[str] = []
 
@@ -166,9 +166,8 @@ class _Client(asyncio.Protocol):
             self.fail(exc)
 
     def eof_received(self) -> bool:
-        if self._lingering >= 0:
-            self.transport.close()
-            return False
+        if self._lingering >= 0:  # closed now, unless the client has still to take what was
+            return self._left() > 0  # written (then `_close_taken` closes, or `_abort_late`)
         try:
             self.write(self.session.client_data(b"", _now()))
             self.act()
@@ -250,9 +249,12 @@ class _Client(asyncio.Protocol):
         self._abort()
 
     def _abort(self) -> None:
-        """End the connection now; a request whose answer was still to send ended cut."""
-        self._cut = self._cut or self.transport.get_write_buffer_size() > 0
-        self.transport.abort()
+        """End the connection now; a request whose answer was still to send ended cut, and
+        what the kernel still held for the client is dropped with a reset (`reset_unsent`)."""
+        transport = self.transport
+        self._cut = self._cut or transport.get_write_buffer_size() > 0
+        reset_unsent(transport.get_extra_info("socket"))
+        transport.abort()
 
     # -- moving bytes -------------------------------------------------------------------------
 
@@ -429,12 +431,23 @@ class _Client(asyncio.Protocol):
             except OSError:  # it reset already (ENOTCONN): nothing more can reach it
                 self._abort()
                 return
-            loop.call_later(LINGER, transport.close)
+            loop.call_later(LINGER, self._close_taken)
         else:  # pragma: no cover - TLS transports cannot half-close
-            transport.close()
+            self._close_taken()
         deadline = self.server.state.config.send_timeout + LINGER
         self._unsent = self._left()
         self._late = loop.call_later(deadline, self._abort_late)
+
+    def _close_taken(self) -> None:
+        """The linger is over: the socket closes once the client took all that was written
+        (the kernel's queue too: closed before, the queue outlived the connection in an
+        orphaned socket, attack 46 G1); until then `_abort_late` watches it being taken."""
+        if self._lost:
+            return
+        if self._left():
+            asyncio.get_running_loop().call_later(LINGER, self._close_taken)
+            return
+        self.transport.close()
 
     def _left(self) -> int:
         """Bytes the client has still to take: ours, and the kernel's (`queued`)."""

@@ -20,6 +20,7 @@ import json
 import os
 import random
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -1376,6 +1377,47 @@ def test_closing_connections_count_until_they_are_gone(up: HostileUpstream) -> N
                     r.reset()
             gone = lambda b=before: g.metrics()["svir_gateway_connections"] <= b  # noqa: E731
             assert wait_until(gone, 10), g.metrics()
+            healthy(g)
+
+
+def _kernel_queued(port: int, peers: set[int]) -> int:
+    """Bytes the kernel holds to send on the sockets of local ``port`` to the local ``peers``
+    (``/proc/net/tcp``'s tx_queue), whoever owns them: an orphaned socket's too."""
+    total = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(name) as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()
+                local, remote = fields[1].rsplit(":", 1)[1], fields[2].rsplit(":", 1)[1]
+                if int(local, 16) == port and int(remote, 16) in peers:
+                    total += int(fields[4].split(":")[0], 16)
+    return total
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SIOCOUTQ and /proc/net/tcp are Linux's")
+def test_a_connection_given_up_leaves_nothing_queued_in_the_kernel(up: HostileUpstream) -> None:
+    """Attack 46 G1: a client connection the gateway gave up on (the send deadline, then the
+    close's) was closed, not reset: what the kernel held for it stayed in an orphaned socket,
+    up to the socket's buffer, for minutes while the client answered the kernel's probes and
+    took nothing (52 such sockets held 146 MB under ``--max-connections 24``). Three clients
+    that read nothing: once the gateway counts them gone, the kernel holds nothing for them."""
+    for backend in BACKENDS:
+        with gateway(up.base, backend, send_timeout="2") as g:
+            before = g.metrics()["svir_gateway_connections"]  # (this one's, the watch's)
+            clients = [Raw(g, rcvbuf=4096) for _ in range(3)]
+            try:
+                for r in clients:
+                    r.send(post(openai_body(tag("big-events:1024:8"))))
+                peers = {r.sock.getsockname()[1] for r in clients}
+                full = lambda p=peers: _kernel_queued(g.port, p) > 1_000_000  # noqa: E731
+                assert wait_until(full, 10), _kernel_queued(g.port, peers)  # (it filled)
+                gone = lambda b=before: g.metrics()["svir_gateway_connections"] <= b  # noqa: E731
+                assert wait_until(gone, 30), g.metrics()
+                empty = lambda p=peers: _kernel_queued(g.port, p) == 0  # noqa: E731
+                assert wait_until(empty, 10), _kernel_queued(g.port, peers)
+            finally:
+                for r in clients:
+                    r.reset()
             healthy(g)
 
 
