@@ -171,9 +171,10 @@ would parse them all each time; past it, they are taken whole when the block clo
 
 
 class _Call:
-    __slots__ = ("args", "broken", "checked", "id", "name", "sent", "state")
+    __slots__ = ("args", "broken", "checked", "id", "name", "order", "sent", "state")
 
-    def __init__(self) -> None:
+    def __init__(self, order: int) -> None:
+        self.order = order  # how many calls had begun before it
         self.id = ""
         self.name = ""
         self.args = Pieces()  # pieces held while the call waits for its turn
@@ -228,6 +229,7 @@ class MessagesStreamEncoder:
         self._usage: Usage | None = None
         self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
         self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
+        self._deferred_after = 0  # how many calls had begun when the first of it came
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -256,7 +258,8 @@ class MessagesStreamEncoder:
 
     def _close(self, *, keep: bool = False) -> bytes:
         """Close the open block; after a call's, write what was deferred (Rule 3), leaving no
-        block open (``keep``: the last one it opened stays open)."""
+        block open (``keep``: the last one it opened stays open, and a call begun before what
+        was deferred opens first, which what was deferred waits for in turn)."""
         if self._open is None:
             return b""
         call = self._open_call
@@ -270,20 +273,86 @@ class MessagesStreamEncoder:
             "content_block_stop", {"type": "content_block_stop", "index": self._index - 1}
         )
         if call is not None and self._deferred:
-            deferred, self._deferred, self._deferred_size = self._deferred, [], 0
+            after = self._begun_before(self._deferred_after) if keep else None
+            if after is not None:  # attack 46 G3: f, g begun, text B: f, g, then B
+                out += self._open_tool(after)
+                if an_object(after.sent.text(), empty=False):
+                    out += self._close(keep=True)
+                return out
+            deferred, size = self._deferred, self._deferred_size
+            self._deferred, self._deferred_size = [], 0
             parts = [out]
-            for held in deferred:
+            for at, held in enumerate(deferred):
                 if type(held) is list:  # a run: one delta
                     kind, carrier, texts = held
                     text = "".join(texts)
                     event = kind(text=text, carrier=carrier) if carrier else kind(text=text)
                     parts.append(self._content(event))
+                elif type(held) is _Call:  # a call began here: its block goes here if it may
+                    after = self._begun_before(held.order + 1) if keep else None
+                    if after is None:
+                        continue
+                    parts.append(self._open_tool(after))  # and the rest waits for it
+                    self._deferred, self._deferred_size = deferred[at + 1 :], size
+                    self._deferred_after = held.order + 1
+                    if an_object(after.sent.text(), empty=False):
+                        parts.append(self._close(keep=True))
+                    return b"".join(parts)
                 else:
                     parts.append(self._content(held))
             if not keep:
                 parts.append(self._close())
             out = b"".join(parts)
         return out
+
+    def _new_call(self, index: int) -> _Call:
+        """A call's first event: what is deferred notes where it began (attack 46 G3)."""
+        call = self._calls[index] = _Call(len(self._calls))
+        if self._deferred:
+            self._deferred.append(call)
+        return call
+
+    def _content_now(self, event: Event, text: str) -> bytes:
+        """Text, thinking or a signature (of ``text``): written, unless a call's block is open
+        (then it waits for the calls begun before it, or for that call's arguments)."""
+        if self._open_call is None:
+            return self._content(event)
+        out = self._calls_first()
+        if self._defer(event, text):
+            return out
+        return out + self._content(event)
+
+    def _calls_first(self) -> bytes:
+        """Before text or thinking that comes while a call's block is open with its arguments
+        whole: the calls begun before it whose blocks are next open first (and close, if
+        theirs are whole too), as the whole answer has them before it (attack 46 G3)."""
+        if self._deferred:
+            return b""
+        out = b""
+        call = self._open_call
+        assert call is not None  # (asked only while a call's block is open)
+        while (after := self._begun_before(len(self._calls))) is not None and an_object(
+            call.sent.text(), empty=False
+        ):
+            out += self._open_tool(after)  # (which closes the open block)
+            call = after
+        return out
+
+    def _begun_before(self, calls: int) -> _Call | None:
+        """The call whose block is next (`_turn`), if it began before ``calls`` calls had and
+        its block may open (its id and name are known)."""
+        for index, call in sorted(self._calls.items()):
+            if call.state:
+                continue
+            if (
+                call.order < calls
+                and call.id
+                and name_settled(call.name, self.declared_tools)
+                and self._turn(index)
+            ):
+                return call
+            return None
+        return None
 
     def _defer(self, event: Event, text: str) -> bool:
         """Hold ``event`` (of ``text``) while the open call's block waits for the rest of
@@ -292,11 +361,14 @@ class MessagesStreamEncoder:
         one-character deltas are not held (review 41: their flush took minutes)."""
         call = self._open_call
         assert call is not None  # (asked only while a call's block is open)
-        if not self._deferred and an_object(call.sent.text()):
-            return False  # its arguments are whole: the block may close
+        if not self._deferred and an_object(call.sent.text(), empty=False):
+            return False  # its arguments are whole: the block may close (attack 46 G2: not
+            # when they are only blanks so far, which the rest of the object follows)
         self._deferred_size += len(text) + DEFER_COST
         if self._deferred_size > MAX_DEFERRED:
             return False  # the block closes, what was held is written, then this
+        if not self._deferred:
+            self._deferred_after = len(self._calls)
         if isinstance(event, ReasoningSignature):
             self._deferred.append(event)
             return True
@@ -357,7 +429,7 @@ class MessagesStreamEncoder:
     def _tool_delta(self, event: ToolCallDelta) -> bytes:
         call = self._calls.get(event.index)
         if call is None:
-            call = self._calls[event.index] = _Call()
+            call = self._new_call(event.index)
         if event.id and not call.id:
             call.id = event.id
         if event.name:
@@ -400,7 +472,7 @@ class MessagesStreamEncoder:
         if call.checked + size > CHECK_COST * size:
             return False
         call.checked += size
-        return an_object(call.sent.text())
+        return an_object(call.sent.text(), empty=False)
 
     def _turn(self, index: int) -> bool:
         """Call ``index`` may open its block: every call before it has opened its own, so the
@@ -491,19 +563,15 @@ class MessagesStreamEncoder:
             return b""
         match event:
             case TextDelta() | ReasoningDelta() | RefusalDelta():
-                if self._open_call is not None and self._defer(event, event.text):
-                    return b""
-                return self._content(event)
+                return self._content_now(event, event.text)
             case ReasoningSignature():
-                if self._open_call is not None and self._defer(event, event.signature):
-                    return b""
-                return self._content(event)
+                return self._content_now(event, event.signature)
             case ToolCallDelta():
                 return self._begin() + self._tool_delta(event)
             case ToolCall():
                 call = self._calls.get(event.index)
                 if call is None:
-                    call = self._calls[event.index] = _Call()
+                    call = self._new_call(event.index)
                 if not an_object(event.arguments):  # a failure, unless the answer's length
                     finish = self._finish  # cut it (review 43 M7): the finish says which
                     if finish is not None and finish.reason is not FinishReason.LENGTH:
@@ -572,18 +640,20 @@ class MessagesStreamEncoder:
 def _cut_short(index: int, name: str) -> Failure:
     return Failure(
         kind=FailureKind.UNEXPECTED,
-        message=f"tool call {index} ({name!r}): more of its arguments came after "
-        f"{MAX_DEFERRED} characters of text or thinking had come between them, which a "
-        "tool_use block cannot hold back: its input was written in part",
+        message=f"tool call {index} ({name!r}): more of its arguments came after its "
+        "tool_use block was closed (text or thinking came between them, more than a block "
+        f"can hold back ({MAX_DEFERRED} characters), or after its arguments were a whole "
+        "object): its input was written in part",
         code="invalid_tool_arguments",
     )
 
 
-def an_object(arguments: str) -> bool:
-    """Whether a call's arguments can be a ``tool_use`` input: a JSON object, or nothing."""
+def an_object(arguments: str, *, empty: bool = True) -> bool:
+    """Whether a call's arguments can be a ``tool_use`` input: a JSON object, or nothing
+    (unless not ``empty``: arguments still coming are not whole while only blanks)."""
     text = arguments.strip()
     if not text:
-        return True
+        return empty
     if text[0] != "{":
         return False
     try:

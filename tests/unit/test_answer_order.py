@@ -276,44 +276,62 @@ def test_a_whole_answer_is_in_the_order_its_stream_gave(upstream: str, client: s
         assert got == want
 
 
-def test_text_that_comes_inside_a_calls_arguments_keeps_its_place() -> None:
-    """Attack 45 F4: text A, call f's arguments begun, text B, f's arguments ended, text C,
-    call g, text D. The whole Messages answer is A, f, BC, g, D (text B cannot go inside f's
-    block); the stream held B till f's block closed, then C and D with it, and g to the end:
-    A, f, BCD, g. It writes what it held as soon as f's arguments are whole now, in a block
-    left open that C joins, and g opens at its turn: the same blocks, in the same order."""
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return None, {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return None, {"id": "c", "object": "chat.completion.chunk", "choices": [choice]}
 
-    def call(index: int, arguments: str, name: str = "") -> dict[str, Any]:
-        head = {"id": f"call_{index}", "type": "function"} if name else {}
-        function = {"name": name, "arguments": arguments} if name else {"arguments": arguments}
-        return {"tool_calls": [{"index": index, **head, "function": function}]}
+def _text(text: str) -> tuple[None, dict[str, Any]]:
+    return _chunk({"content": text})
 
-    body = sse(
-        [
-            chunk({"role": "assistant", "content": "A"}),
-            chunk(call(0, '{"location":', "get_weather")),
-            chunk({"content": "B"}),
-            chunk(call(0, ' "Paris"}')),
-            chunk({"content": "C"}),
-            chunk(call(1, "{}", "get_time")),
-            chunk({"content": "D"}),
-            chunk({}, "tool_calls"),
-        ],
-        done=True,
-    )
+
+def _call(index: int, arguments: str, name: str = "") -> tuple[None, dict[str, Any]]:
+    head = {"id": f"call_{index}", "type": "function"} if name else {}
+    function = {"name": name, "arguments": arguments} if name else {"arguments": arguments}
+    return _chunk({"tool_calls": [{"index": index, **head, "function": function}]})
+
+
+F, G = "get_weather", "get_time"
+SHAPES = {
+    # attack 45 F4: text A, call f's arguments begun, text B, f's arguments ended, text C,
+    # call g, text D. The stream held B till f's block closed, then C and D with it, and g to
+    # the end: A, f, BCD, g. It writes what it held as soon as f's arguments are whole now,
+    # in a block left open that C joins, and g opens at its turn.
+    "text-inside-a-call": (
+        [_text("A"), _call(0, '{"location":', F), _text("B"), _call(0, ' "Paris"}'),
+         _text("C"), _call(1, "{}", G), _text("D")],
+        [("text", "A"), ("tool_use", F), ("text", "BC"), ("tool_use", G), ("text", "D")],
+    ),
+    # attack 46 G2: arguments that begin with a blank were taken for whole ("nothing"): the
+    # block closed before B, and the rest of them failed the stream
+    "arguments-begin-blank": (
+        [_text("A"), _call(0, " ", F), _text("B"), _call(0, '{"location": "Paris"}'),
+         _text("C")],
+        [("text", "A"), ("tool_use", F), ("text", "BC")],
+    ),
+    # attack 46 G3: two calls begun before the text: g's block waited for f's, and the text
+    # held went as soon as f's arguments were whole, before g: f, B, g, C
+    "two-calls-open": (
+        [_call(0, '{"location":', F), _call(1, '{"zone":', G), _text("B"),
+         _call(0, ' "Paris"}'), _call(1, ' "UTC"}'), _text("C")],
+        [("tool_use", F), ("tool_use", G), ("text", "BC")],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_text_that_comes_inside_a_calls_arguments_keeps_its_place(shape: str) -> None:
+    """Text cannot go inside a ``tool_use`` block: a Messages stream holds what comes while a
+    call's arguments are not whole. Its blocks, folded, are the whole answer's, in order."""
+    chunks, blocks = SHAPES[shape]
+    body = sse([*chunks, _chunk({}, "tool_calls")], done=True)
     whole = content("messages", served("chat", asked("messages", False), body))
-    assert [(b["type"], b.get("text", b.get("name"))) for b in whole] == [
-        ("text", "A"), ("tool_use", "get_weather"), ("text", "BC"), ("tool_use", "get_time"),
-        ("text", "D"),
-    ]  # fmt: skip
+    assert [(b["type"], b.get("text", b.get("name"))) for b in whole] == blocks
     streamed = served("chat", asked("messages", True), body)
     decoder = dialect("messages").decoder(declared_tools=TOOLS)
     fold = AnswerFold()
     fold.extend(decoder.feed(streamed) + decoder.close())
+    assert fold.result().error is None, fold.result().error
     again = dialect("messages").answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
     assert isinstance(again, bytes)
     assert content("messages", again) == whole

@@ -464,10 +464,10 @@ def test_whether_held_text_may_go_is_asked_within_a_bound(monkeypatch: pytest.Mo
     parsed = 0
     real = module.an_object
 
-    def counted(arguments: str) -> bool:
+    def counted(arguments: str, *, empty: bool = True) -> bool:
         nonlocal parsed
         parsed += len(arguments)
-        return real(arguments)
+        return real(arguments, empty=empty)
 
     monkeypatch.setattr(module, "an_object", counted)
     enc = MessagesStreamEncoder(declared_tools=["f"])

@@ -1,0 +1,71 @@
+"""Hypothesis: a Messages stream translated from an OpenAI upstream whose tool calls and text
+interleave, read back and folded, is the whole answer to the same upstream (attack 46 G3).
+
+Text cannot go inside a ``tool_use`` block, so the stream holds what comes while a call's
+arguments are not whole; the whole answer orders its parts by where each began. Any number of
+calls (each begun after the one before it), their arguments cut anywhere (and begun with a
+blank, attack 46 G2), and text between any two pieces: the same blocks, in the same order, and
+no failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svir_proto.answer import AnswerFold
+from svir_proto.dialects import dialect
+from tests.unit.test_answer_order import TOOLS, _call, _chunk, _text, asked, content, served, sse
+
+NAMES = ("get_weather", "get_time", "get_current_weather")
+Chunk = tuple[None, dict[str, Any]]
+
+
+@st.composite
+def interleaved(draw: st.DrawFn) -> list[Chunk]:
+    """The upstream's chunks: calls and text, interleaved."""
+    calls: list[list[str]] = []
+    for i in range(draw(st.integers(1, len(NAMES)))):
+        value = "v" * draw(st.integers(0, 3))
+        args = " " * draw(st.integers(0, 1)) + f'{{"k{i}": "{value}"}}'
+        cuts = sorted(draw(st.sets(st.integers(1, len(args) - 1), max_size=3)))
+        calls.append([args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)])
+    texts = [chr(65 + k) for k in range(draw(st.integers(0, 4)))]
+    out = []
+    sent = [0] * len(calls)
+    while texts or any(sent[i] < len(c) for i, c in enumerate(calls)):
+        begun = sum(1 for n in sent if n)
+        choices = ["text"] * bool(texts) + [
+            i for i, c in enumerate(calls) if sent[i] < len(c) and i <= begun
+        ]
+        pick = draw(st.sampled_from(choices))
+        if pick == "text":
+            out.append(_text(texts.pop(0)))
+            continue
+        piece = calls[pick][sent[pick]]
+        out.append(_call(pick, piece, NAMES[pick]) if not sent[pick] else _call(pick, piece))
+        sent[pick] += 1
+    return out
+
+
+def blocks(whole: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return [(b["type"], b.get("text", b.get("input"))) for b in whole]
+
+
+@given(interleaved())
+def test_a_streamed_answer_folds_to_the_whole_one(
+    chunks: list[tuple[None, dict[str, Any]]],
+) -> None:
+    body = sse([*chunks, _chunk({}, "tool_calls")], done=True)
+    whole = content("messages", served("chat", asked("messages", False), body))
+    streamed = served("chat", asked("messages", True), body)
+    decoder = dialect("messages").decoder(declared_tools=TOOLS)
+    fold = AnswerFold()
+    fold.extend(decoder.feed(streamed) + decoder.close())
+    assert fold.result().error is None, fold.result().error
+    again = dialect("messages").answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
+    assert isinstance(again, bytes)
+    assert blocks(content("messages", again)) == blocks(whole)
+    assert content("messages", again) == whole
