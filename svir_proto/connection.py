@@ -12,7 +12,8 @@ Rule 1 (bytes out): `send` gives the head, then the body in pieces as the `Reque
 Rule 2 (bytes in): the pull API (``receive_data``/``next_event``, ``feed``/``close``) gives
     `ResponseStarted`, then `RequestFailed`, `ModelsListed` or the stream's events through
     `StreamEnded`. ``receive_data(b"")`` says the server closed the connection. Informational
-    (1xx) answers are skipped; a 101 nobody asked for breaks the protocol.
+    (1xx) answers are skipped, within ``max_head_size`` bytes in all (an endless run of them
+    breaks the protocol: attack 46); a 101 nobody asked for breaks the protocol.
 Rule 3 (bounds): the response head may take ``max_head_size`` bytes, whole or not yet whole,
     so the verdict does not depend on how the bytes were split (h11 #182); the bound is named
     in the error. A head whose first byte is a space or a control character is bad HTTP however
@@ -394,6 +395,14 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
                     offset=self._head_at,
                 )
             self._head_at += end
+            if self._head_at - self._asked_at > self.max_head_size:
+                raise PeerProtocolError(
+                    "the server's informational (1xx) responses are larger than "
+                    f"max_head_size ({self.max_head_size} bytes) in all",
+                    offset=self._head_at,
+                    limit="max_head_size",
+                    limit_value=self.max_head_size,
+                )
             return True
         fields, index = parsed.fields, parsed.named
         # values stripped of blanks as HTTP strips them; as str.strip() strips them too, unless

@@ -18,6 +18,7 @@ from svir_proto import (
     ResponseStarted,
     StreamEnded,
 )
+from svir_proto.exchange import DEFAULT_MAX_HEAD_SIZE, ExchangeEvent
 from svir_proto.openai import ChatRequest, Endpoint, UserMessage
 from tests.helpers import CONFORMANCE, bytewise, run
 
@@ -148,6 +149,29 @@ def test_informational_responses_are_skipped() -> None:
     assert isinstance(events[0], ResponseStarted)
     assert events[0].status == 200
     assert conn.result.complete
+
+
+def _fed(conn: ClientConnection, data: bytes, piece: int) -> list[ExchangeEvent]:
+    return [e for at in range(0, len(data), piece) for e in conn.feed(data[at : at + piece])]
+
+
+@pytest.mark.parametrize("piece", [1, 4096, 1 << 20])
+def test_informational_responses_are_bounded_in_all(piece: int) -> None:
+    """Attack 46: an upstream that sent informational responses without end kept a core busy
+    till the request's deadline. They may take ``max_head_size`` bytes together, however the
+    bytes are split; the answer after them is read as usual."""
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n"
+    fits = DEFAULT_MAX_HEAD_SIZE // len(interim)
+    conn = ClientConnection(EP)
+    sent(conn)
+    events = _fed(conn, interim * fits + sse_response(), piece)
+    assert isinstance(events[0], ResponseStarted)
+    assert conn.result.complete
+    flood = ClientConnection(EP)
+    sent(flood)
+    with pytest.raises(PeerProtocolError, match="informational") as caught:
+        _fed(flood, interim * (fits + 1), piece)
+    assert caught.value.limit == "max_head_size"
 
 
 def test_the_server_closes_without_a_response() -> None:
