@@ -230,6 +230,7 @@ class MessagesStreamEncoder:
         self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
         self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
         self._deferred_after = 0  # how many calls had begun when the first of it came
+        self._next_call = 0  # every call below this index has opened its block
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -279,7 +280,7 @@ class MessagesStreamEncoder:
                 if an_object(after.sent.text(), empty=False):
                     out += self._close(keep=True)
                 return out
-            deferred, size = self._deferred, self._deferred_size
+            deferred = self._deferred
             self._deferred, self._deferred_size = [], 0
             parts = [out]
             for at, held in enumerate(deferred):
@@ -293,7 +294,8 @@ class MessagesStreamEncoder:
                     if after is None:
                         continue
                     parts.append(self._open_tool(after))  # and the rest waits for it
-                    self._deferred, self._deferred_size = deferred[at + 1 :], size
+                    rest = self._deferred = deferred[at + 1 :]
+                    self._deferred_size = sum(map(_held_size, rest))  # (review 46 M1)
                     self._deferred_after = held.order + 1
                     if an_object(after.sent.text(), empty=False):
                         parts.append(self._close(keep=True))
@@ -315,9 +317,13 @@ class MessagesStreamEncoder:
     def _content_now(self, event: Event, text: str) -> bytes:
         """Text, thinking or a signature (of ``text``): written, unless a call's block is open
         (then it waits for the calls begun before it, or for that call's arguments)."""
-        if self._open_call is None:
-            return self._content(event)
-        out = self._calls_first()
+        out = b""
+        if self._open_call is None:  # a call begun before it, its arguments still to come,
+            after = self._begun_before(len(self._calls))  # goes first (review 46 M2)
+            if after is None:
+                return self._content(event)
+            out = self._open_tool(after)
+        out += self._calls_first()
         if self._defer(event, text):
             return out
         return out + self._content(event)
@@ -341,18 +347,18 @@ class MessagesStreamEncoder:
     def _begun_before(self, calls: int) -> _Call | None:
         """The call whose block is next (`_turn`), if it began before ``calls`` calls had and
         its block may open (its id and name are known)."""
-        for index, call in sorted(self._calls.items()):
-            if call.state:
-                continue
-            if (
-                call.order < calls
-                and call.id
-                and name_settled(call.name, self.declared_tools)
-                and self._turn(index)
-            ):
-                return call
+        index = self._next_call
+        while (call := self._calls.get(index)) is not None and call.state:
+            index += 1
+        self._next_call = index  # (every call before it has opened its block)
+        if (
+            call is None
+            or call.order >= calls
+            or not call.id
+            or not name_settled(call.name, self.declared_tools)
+        ):
             return None
-        return None
+        return call
 
     def _defer(self, event: Event, text: str) -> bool:
         """Hold ``event`` (of ``text``) while the open call's block waits for the rest of
@@ -364,6 +370,8 @@ class MessagesStreamEncoder:
         if not self._deferred and an_object(call.sent.text(), empty=False):
             return False  # its arguments are whole: the block may close (attack 46 G2: not
             # when they are only blanks so far, which the rest of the object follows)
+        if not self._deferred:
+            self._deferred_size = 0  # (review 46 M1: one that went over it held nothing)
         self._deferred_size += len(text) + DEFER_COST
         if self._deferred_size > MAX_DEFERRED:
             return False  # the block closes, what was held is written, then this
@@ -635,6 +643,15 @@ class MessagesStreamEncoder:
                 self.done = True
                 return self._end()
         return b""
+
+
+def _held_size(held: Any) -> int:
+    """What a deferred run, signature or call counts towards `MAX_DEFERRED` (`_defer`)."""
+    if type(held) is list:
+        return sum(map(len, held[2])) + DEFER_COST * len(held[2])
+    if type(held) is _Call:
+        return 0
+    return len(held.signature) + DEFER_COST
 
 
 def _cut_short(index: int, name: str) -> Failure:

@@ -3,9 +3,9 @@ interleave, read back and folded, is the whole answer to the same upstream (atta
 
 Text cannot go inside a ``tool_use`` block, so the stream holds what comes while a call's
 arguments are not whole; the whole answer orders its parts by where each began. Any number of
-calls (each begun after the one before it), their arguments cut anywhere (and begun with a
-blank, attack 46 G2), and text between any two pieces: the same blocks, in the same order, and
-no failure.
+calls (each begun after the one before it, with its id and name alone or with a piece of its
+arguments), their arguments cut anywhere (and begun with a blank, attack 46 G2), and text or
+reasoning between any two pieces: the same blocks, in the same order, and no failure.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from svir_proto.answer import AnswerFold
 from svir_proto.dialects import dialect
-from tests.unit.test_answer_order import TOOLS, _call, _chunk, _text, asked, content, served, sse
+from tests.unit.test_answer_order import TOOLS, _call, _chunk, asked, content, served, sse
 
 NAMES = ("get_weather", "get_time", "get_current_weather")
 Chunk = tuple[None, dict[str, Any]]
@@ -31,8 +31,12 @@ def interleaved(draw: st.DrawFn) -> list[Chunk]:
         value = "v" * draw(st.integers(0, 3))
         args = " " * draw(st.integers(0, 1)) + f'{{"k{i}": "{value}"}}'
         cuts = sorted(draw(st.sets(st.integers(1, len(args) - 1), max_size=3)))
-        calls.append([args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)])
-    texts = [chr(65 + k) for k in range(draw(st.integers(0, 4)))]
+        pieces = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)]
+        if draw(st.booleans()):  # OpenAI's first chunk of a call: its id, its name, no
+            pieces = ["", *pieces]  # arguments (review 46 M2)
+        calls.append(pieces)
+    kinds = st.sampled_from(["content", "reasoning_content"])
+    texts = [(draw(kinds), chr(65 + k)) for k in range(draw(st.integers(0, 4)))]
     out = []
     sent = [0] * len(calls)
     while texts or any(sent[i] < len(c) for i, c in enumerate(calls)):
@@ -42,7 +46,8 @@ def interleaved(draw: st.DrawFn) -> list[Chunk]:
         ]
         pick = draw(st.sampled_from(choices))
         if pick == "text":
-            out.append(_text(texts.pop(0)))
+            kind, text = texts.pop(0)
+            out.append(_chunk({kind: text}))
             continue
         piece = calls[pick][sent[pick]]
         out.append(_call(pick, piece, NAMES[pick]) if not sent[pick] else _call(pick, piece))

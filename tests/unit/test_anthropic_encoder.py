@@ -486,3 +486,57 @@ def test_whether_held_text_may_go_is_asked_within_a_bound(monkeypatch: pytest.Mo
     out += enc.encode(StreamEnded(complete=True, done=True))
     assert out.count(b"later") == 1
     assert out.index(b"later") > out.index(b"content_block_stop")  # after the call's block
+
+
+def test_what_was_written_no_longer_counts_as_held() -> None:
+    """Review 46 M1: text held for f's block (B), a call g begun after it, f's arguments
+    whole: B goes, g's block opens, and the next text (C) waits for g's arguments. B was still
+    counted as held: B and C each within `MAX_DEFERRED`, together past it, closed g's block
+    early and failed the stream. What is held counts only what is."""
+    from svir_proto.anthropic.encoder import MAX_DEFERRED
+
+    n = MAX_DEFERRED * 6 // 10
+    enc = MessagesStreamEncoder(declared_tools=["f", "g"])
+    out = enc.encode(ToolCallDelta(index=0, id="c0", name="f", arguments='{"a":'))
+    out += enc.encode(TextDelta(text="B" * n))
+    out += enc.encode(ToolCallDelta(index=1, id="c1", name="g", arguments='{"b":'))
+    out += enc.encode(ToolCallDelta(index=0, arguments=" 1}"))
+    assert b"B" * n in out
+    out += enc.encode(TextDelta(text="C" * n))
+    assert b"C" * n not in out  # (held: g's arguments are not whole)
+    out += enc.encode(ToolCallDelta(index=1, arguments=" 2}"))
+    out += enc.encode(Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"))
+    out += enc.encode(ToolCall(index=0, id="c0", name="f", arguments='{"a": 1}'))
+    out += enc.encode(ToolCall(index=1, id="c1", name="g", arguments='{"b": 2}'))
+    out += enc.encode(StreamEnded(complete=True, done=True))
+    kinds = [json.loads(line[5:])["type"] for line in out.split(b"\n") if line.startswith(b"data:")]
+    assert "error" not in kinds
+    assert kinds[-1] == "message_stop"
+    assert out.index(b'"name":"g"') < out.index(b"C" * n)
+
+
+def test_what_stays_held_behind_a_call_counts_as_it_did() -> None:
+    """Review 46 M1: after a call begun among held text opens, what is still held behind it
+    (thinking, a signature, another call's beginning, text) counts what it did when held."""
+    from svir_proto.anthropic.encoder import DEFER_COST
+
+    enc = MessagesStreamEncoder(declared_tools=["f", "g", "h"])
+    out = enc.encode(ToolCallDelta(index=0, id="c0", name="f", arguments='{"a":'))
+    out += enc.encode(TextDelta(text="B"))
+    out += enc.encode(ToolCallDelta(index=1, id="c1", name="g", arguments='{"b":'))
+    out += enc.encode(ReasoningDelta(text="T", carrier="reasoning_content"))
+    out += enc.encode(ReasoningSignature(signature="S", carrier="reasoning_content"))
+    out += enc.encode(ToolCallDelta(index=2, id="c2", name="h", arguments='{"c":'))
+    out += enc.encode(TextDelta(text="C"))
+    out += enc.encode(ToolCallDelta(index=0, arguments=" 1}"))  # B goes, then g's block
+    assert enc._deferred_size == 3 * (1 + DEFER_COST)  # T, S, C: h's beginning counts none
+    for index, rest in ((1, " 2}"), (2, " 3}")):
+        out += enc.encode(ToolCallDelta(index=index, arguments=rest))
+    out += enc.encode(Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"))
+    out += enc.encode(StreamEnded(complete=True, done=True))
+    starts = [
+        json.loads(line[5:])["content_block"]["type"]
+        for line in out.split(b"\n")
+        if line.startswith(b'data: {"type":"content_block_start"')
+    ]
+    assert starts == ["tool_use", "text", "tool_use", "thinking", "tool_use", "text"]
