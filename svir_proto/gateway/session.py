@@ -1150,6 +1150,10 @@ class GatewaySession:
         """The client went away or misbehaved: its upstream request is cancelled at once."""
         conn = self.conn
         trail_by, self._trail_by = self._trail_by, None
+        if conn.head_only and conn.relaying == "raw" and conn.outcome is None:
+            trail_by = now + self.config.connect_timeout  # a HEAD's answer was whole at its
+            # head: the body it drops drains on (review 46 L1: a client that left once it had
+            # the head, as curl -I does, was counted cancelled, its connection closed)
         if trail_by is not None:  # its answer was whole: the upstream's body may drain on
             conn.outcome = "ok"
             self._steady = None

@@ -2431,6 +2431,26 @@ def test_a_head_request_drops_the_upstreams_body_and_keeps_its_connection() -> N
     assert pooled.reusable
 
 
+def test_a_head_client_that_leaves_at_the_head_leaves_the_connection_to_drain() -> None:
+    """Review 46 L1: a client that closes once it has the head (as curl -I does) while the
+    body to drop still comes: its answer was whole, and the body drains on to the pool."""
+    d = Driver()
+    d.send(get("/v1/models", "HEAD"))
+    d.connect()
+    listing = b'{"data":[%s]}' % b",".join([b'{"id":"m"}'] * 1000)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    d.answer(head % len(listing) + listing[:100])
+    assert read(d.client, "HEAD")[0][0] == 200
+    d.send(b"")  # it leaves
+    assert [x.outcome for x in d.done()] == ["ok"]
+    assert d.closed
+    assert d.released == []
+    d.answer(listing[100:])
+    (pooled,) = d.released
+    assert pooled is not None
+    assert pooled.reusable
+
+
 @pytest.mark.parametrize("kind", ["long", "chunked", "sse"])
 def test_a_head_requests_connection_closes_unless_its_body_is_known_short(kind: str) -> None:
     """Only a body whose Content-Length is within ``drain_limit`` is read on to keep its
