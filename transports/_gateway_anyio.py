@@ -182,7 +182,7 @@ class _Client:
                 mark, taken = now, 0
             left = mark + timeout - now + LINGER
             self.scope.deadline = max(self.scope.deadline, anyio.current_time() + left)
-            await anyio.sleep(0.01)
+            await anyio.sleep(0.01 if out.left() else 0.1)  # (the kernel's: review 46 L3)
 
     def _drained(self) -> None:
         if self.reported:
@@ -517,7 +517,8 @@ class Server:
                 client._release(None)
             ended, client.ended = client.ended, None
             if ended is not None:  # its answer went out, or the client did not take it
-                self.done(unsent(ended) if client.out.left() else ended)
+                raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+                self.done(unsent(ended) if client.out.left() or queued(raw) else ended)
             await _let_go(stream)
 
     async def connect(self) -> anyio.abc.ByteStream:

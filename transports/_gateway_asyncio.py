@@ -253,7 +253,7 @@ class _Client(asyncio.Protocol):
         """End the connection now; a request whose answer was still to send ended cut, and
         what the kernel still held for the client is dropped with a reset (`reset_unsent`)."""
         transport = self.transport
-        self._cut = self._cut or transport.get_write_buffer_size() > 0
+        self._cut = self._cut or self._left() > 0  # (the kernel's too: review 46 L2)
         reset_unsent(transport.get_extra_info("socket"))
         transport.abort()
 
@@ -307,11 +307,7 @@ class _Client(asyncio.Protocol):
             elif kind is Abort:
                 self._abort()
             elif kind is Done:
-                if (
-                    self.session.closed
-                    and not self._lost
-                    and self.transport.get_write_buffer_size()
-                ):
+                if self.session.closed and not self._lost and self._left():
                     self._ended = action  # type: ignore[assignment]  # (`connection_lost`)
                 else:
                     self.server.done(action)  # type: ignore[arg-type]

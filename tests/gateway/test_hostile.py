@@ -1402,14 +1402,17 @@ def test_a_connection_given_up_leaves_nothing_queued_in_the_kernel(up: HostileUp
     took nothing (52 such sockets held 146 MB under ``--max-connections 24``). Three clients
     that read nothing, one of them after its end of the connection was shut (review 46 H1: on
     asyncio, its socket was closed at once): once the gateway counts them gone, the kernel
-    holds nothing for them."""
+    holds nothing for them; an answer it dropped with a connection that closed after it is
+    logged cut (review 46 L2: it was ok when it had all gone to the kernel)."""
     for backend in BACKENDS:
         with gateway(up.base, backend, send_timeout="2") as g:
             before = g.metrics()["svir_gateway_connections"]  # (this one's, the watch's)
             clients = [Raw(g, rcvbuf=4096) for _ in range(3)]
             try:
-                for r, size in zip(clients, ("64:4", "1024:8", "1024:8"), strict=True):
-                    r.send(post(openai_body(tag(f"big-events:{size}"))))  # (the first's fits
+                rids = [tag(f"big-events:{size}") for size in ("64:4", "64:4", "1024:8")]
+                close = ("", "Connection: close\r\n", "")
+                for r, rid, extra in zip(clients, rids, close, strict=True):
+                    r.send(post(openai_body(rid), extra=extra))  # (the first two fit
                     # in the kernel's buffers: nothing waits in the server's)
                 peers = {r.sock.getsockname()[1] for r in clients}
                 first = {clients[0].sock.getsockname()[1]}
@@ -1420,6 +1423,8 @@ def test_a_connection_given_up_leaves_nothing_queued_in_the_kernel(up: HostileUp
                 assert wait_until(gone, 30), g.metrics()
                 empty = lambda p=peers: _kernel_queued(g.port, p) == 0  # noqa: E731
                 assert wait_until(empty, 10), _kernel_queued(g.port, peers)
+                (line,) = [x for x in g.log.read_text().splitlines() if f"id={rids[1]}" in x]
+                assert "outcome=cut " in line, line
             finally:
                 for r in clients:
                     r.reset()
