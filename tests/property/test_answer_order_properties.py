@@ -15,9 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto.answer import AnswerFold
-from svir_proto.dialects import dialect
-from tests.unit.test_answer_order import TOOLS, _call, _chunk, asked, content, served, sse
+from tests.unit.test_answer_order import _call, _chunk, whole_and_streamed
 
 NAMES = ("get_weather", "get_time", "get_current_weather")
 Chunk = tuple[None, dict[str, Any]]
@@ -60,17 +58,7 @@ def blocks(whole: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 
 @given(interleaved())
-def test_a_streamed_answer_folds_to_the_whole_one(
-    chunks: list[tuple[None, dict[str, Any]]],
-) -> None:
-    body = sse([*chunks, _chunk({}, "tool_calls")], done=True)
-    whole = content("messages", served("chat", asked("messages", False), body))
-    streamed = served("chat", asked("messages", True), body)
-    decoder = dialect("messages").decoder(declared_tools=TOOLS)
-    fold = AnswerFold()
-    fold.extend(decoder.feed(streamed) + decoder.close())
-    assert fold.result().error is None, fold.result().error
-    again = dialect("messages").answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
-    assert isinstance(again, bytes)
-    assert blocks(content("messages", again)) == blocks(whole)
-    assert content("messages", again) == whole
+def test_a_streamed_answer_folds_to_the_whole_one(chunks: list[Chunk]) -> None:
+    whole, streamed = whole_and_streamed(chunks)
+    assert blocks(streamed) == blocks(whole)
+    assert streamed == whole
