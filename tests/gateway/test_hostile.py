@@ -220,8 +220,8 @@ def test_model_listings_keep_their_upstream_connection(up: HostileUpstream, back
     head, and so did every ``GET /v1/models`` (its empty body was never ended upstream, so the
     connection was never reusable). A listing whose Content-Length is within ``drain_limit``
     is read to its end now (a HEAD's dropped), and its connection goes to the pool: ten
-    listings, one after another, on one upstream connection (two, should the pool's one be
-    found closed), where there were ten."""
+    listings, one after another, on one upstream connection (or a few: the readiness probe's
+    requests take from the pool too), where there were ten."""
     n = 10
     with gateway(up.base, backend) as g:
         before = len(up.requests)
@@ -230,9 +230,10 @@ def test_model_listings_keep_their_upstream_connection(up: HostileUpstream, back
             got, _ = one(g, get("/v1/models", method=method), heads=(method == "HEAD",))
             assert [r.status for r in got] == [200], got
             assert (got[0].body == MODELS) is (method == "GET"), got
-        seens = up.requests[before:]
+        seens = [s for s in up.requests[before:] if s.rid]  # (not the readiness probe's)
     assert [s.method for s in seens] == ["GET"] * n, seens
-    assert len({s.conn_no for s in seens}) <= 2, [s.conn_no for s in seens]
+    assert len({s.conn_no for s in seens}) <= 3, [s.conn_no for s in seens]  # (a probe may
+    # hold the pooled one as a listing needs it)
 
 
 @pytest.mark.parametrize("path", HEAD_PATHS)
