@@ -166,15 +166,16 @@ class _Client(asyncio.Protocol):
             self.fail(exc)
 
     def eof_received(self) -> bool:
-        if self._lingering >= 0:  # closed now, unless the client has still to take what was
-            return self._left() > 0  # written (then `_close_taken` closes, or `_abort_late`)
-        try:
-            self.write(self.session.client_data(b"", _now()))
-            self.act()
-        except Exception as exc:
-            self.fail(exc)
-        return self._lingering >= 0 and self._left() > 0  # (closed by the session just now:
-        # as above; review 46 H1: a half-close left what the kernel held to an orphan)
+        if self._lingering < 0:
+            try:
+                self.write(self.session.client_data(b"", _now()))
+                self.act()
+            except Exception as exc:
+                self.fail(exc)
+        # closed (now, by the session, or before) unless the client has still to take what was
+        # written: then `_close_taken` closes, or `_abort_late` (review 46 H1: a half-close
+        # left what the kernel held to an orphan)
+        return self._lingering >= 0 and self._left() > 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True

@@ -276,10 +276,7 @@ class MessagesStreamEncoder:
         if call is not None and self._deferred:
             after = self._begun_before(self._deferred_after) if keep else None
             if after is not None:  # attack 46 G3: f, g begun, text B: f, g, then B
-                out += self._open_tool(after)
-                if an_object(after.sent.text(), empty=False):
-                    out += self._close(keep=True)
-                return out
+                return out + self._open_first(after)
             deferred = self._deferred
             self._deferred, self._deferred_size = [], 0
             parts = [out]
@@ -293,18 +290,24 @@ class MessagesStreamEncoder:
                     after = self._begun_before(held.order + 1) if keep else None
                     if after is None:
                         continue
-                    parts.append(self._open_tool(after))  # and the rest waits for it
-                    rest = self._deferred = deferred[at + 1 :]
+                    rest = self._deferred = deferred[at + 1 :]  # (which waits for it)
                     self._deferred_size = sum(map(_held_size, rest))  # (review 46 M1)
                     self._deferred_after = held.order + 1
-                    if an_object(after.sent.text(), empty=False):
-                        parts.append(self._close(keep=True))
+                    parts.append(self._open_first(after))
                     return b"".join(parts)
                 else:
                     parts.append(self._content(held))
             if not keep:
                 parts.append(self._close())
             out = b"".join(parts)
+        return out
+
+    def _open_first(self, call: _Call) -> bytes:
+        """Open the block of ``call``, begun before what is deferred, which waits for it; and
+        close it at once if its arguments are whole already (then the next one's turn)."""
+        out = self._open_tool(call)
+        if an_object(call.sent.text(), empty=False):
+            out += self._close(keep=True)
         return out
 
     def _new_call(self, index: int) -> _Call:
@@ -367,16 +370,15 @@ class MessagesStreamEncoder:
         one-character deltas are not held (review 41: their flush took minutes)."""
         call = self._open_call
         assert call is not None  # (asked only while a call's block is open)
-        if not self._deferred and an_object(call.sent.text(), empty=False):
-            return False  # its arguments are whole: the block may close (attack 46 G2: not
-            # when they are only blanks so far, which the rest of the object follows)
         if not self._deferred:
+            if an_object(call.sent.text(), empty=False):
+                return False  # its arguments are whole: the block may close (attack 46 G2:
+                # not when they are only blanks so far, which the rest of the object follows)
             self._deferred_size = 0  # (review 46 M1: one that went over it held nothing)
+            self._deferred_after = len(self._calls)
         self._deferred_size += len(text) + DEFER_COST
         if self._deferred_size > MAX_DEFERRED:
             return False  # the block closes, what was held is written, then this
-        if not self._deferred:
-            self._deferred_after = len(self._calls)
         if isinstance(event, ReasoningSignature):
             self._deferred.append(event)
             return True

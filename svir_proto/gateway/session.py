@@ -866,11 +866,11 @@ class GatewaySession:
             if type(event) is RequestFailed:  # an upstream 401, a content coding not asked for
                 exchange.relayed.clear()
                 return conn.upstream([event], now=self.state.wall(now))
+        started: ResponseStarted | None = None
         for event in events:
             if type(event) is ResponseStarted:
+                started = event
                 out.append(conn.relay_head(event.status, event.headers))
-                if conn.head_only:  # what of the body may be read (below)
-                    self._drained = _unless_short(event.headers, self.config.drain_limit)
                 if conn.relaying == "late":
                     self._late_head = (event.status, event.headers)
                 elif conn.relaying == "stream" and error is None:
@@ -878,17 +878,22 @@ class GatewaySession:
                     self._watch = (exchange, exchange.watcher)
             elif type(event) is StreamEnded:
                 end = event
-        if conn.head_only and conn.relaying and end is None and error is None:
+        if (
+            conn.head_only
+            and started is not None
+            and conn.relaying
+            and end is None
+            and error is None
+            and not (conn.relaying == "raw" and _short(started, self.config.drain_limit))
+        ):
             # a HEAD's answer is the head of the GET that asked for it (RFC 9110 9.3.2), whose
             # body is read to its end and dropped, to keep the connection (attack 45 F5: it
             # was closed, and each HEAD opened a new one), if its length says it is within
             # drain_limit. Else, or for a stream, the connection is closed at the head (attack
             # 44 F2: 100 pipelined HEADs of the model listing pulled 200 MB from the upstream
             # to be dropped; what it pushes before the close is all that it costs then)
-            self._drained += sum(map(len, relayed))
-            if conn.relaying != "raw" or self._drained > self.config.drain_limit:
-                out.append(conn.relay_end(complete=True))
-                return b"".join(out)
+            out.append(conn.relay_end(complete=True))
+            return b"".join(out)
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
             self._late += relayed
             self._late_size += sum(map(len, relayed))  # (a running total: reads may be bytes)
@@ -1151,6 +1156,7 @@ class GatewaySession:
         conn = self.conn
         trail_by, self._trail_by = self._trail_by, None
         if conn.head_only and conn.relaying == "raw" and conn.outcome is None:
+            self._drained = 0
             trail_by = now + self.config.connect_timeout  # a HEAD's answer was whole at its
             # head: the body it drops drains on (review 46 L1: a client that left once it had
             # the head, as curl -I does, was counted cancelled, its connection closed)
@@ -1338,11 +1344,11 @@ _NOT_COUNTED: Final = (ResponseStarted, StreamEnded, RequestFailed)
 """What a relayed answer brings that is not one of its stream's events."""
 
 
-def _unless_short(headers: tuple[tuple[str, str], ...], limit: int) -> int:
-    """0 for a body whose Content-Length is at most ``limit``; else (a longer one, chunked, or
-    delimited by the close) more than ``limit``."""
-    length = next((v for k, v in headers if k == "content-length"), None)
-    return 0 if length is not None and int(length) <= limit else limit + 1
+def _short(started: ResponseStarted, limit: int) -> bool:
+    """Whether the body's Content-Length says it is at most ``limit`` (not for a longer one, a
+    chunked one, or one the close delimits)."""
+    length = next((v for k, v in started.headers if k == "content-length"), None)
+    return length is not None and int(length) <= limit
 
 
 def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:
