@@ -44,6 +44,7 @@ __all__ = [
     "DialectStreamDecoder",
     "DialectStreamEncoder",
     "TranslationError",
+    "as_sent",
     "dialect",
     "detect",
     "dialect_of",
@@ -165,6 +166,9 @@ class DialectSpec:
     unread: Callable[[LLMRequest], list[str]] = lambda request: []
     """What the dialect's ``to_hub`` kept for its own API only (under its vendor key), a
     sentence each: lost on the way to another dialect but LLM-Stream, which carries it."""
+    carried: Callable[[Any], Any] = lambda request: request
+    """A request without what `unread` names: what a server of another dialect is asked (see
+    `as_sent`)."""
 
     def target(self, request: Any, endpoint: Endpoint) -> str:
         """The request's path on ``endpoint`` (Rule 2)."""
@@ -352,6 +356,7 @@ def _responses() -> DialectSpec:
         read=_streams(request.ResponsesRequest.parse),
         to_hub=hub.to_hub,
         unread=hub.unread,
+        carried=hub.carried,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
@@ -580,6 +585,23 @@ def translate_request(
         if field is None:
             raise
         raise TranslationError(f"$.{field}", problem) from exc
-    if lost is not None and target.name != "llm-stream":
+    if lost is not None and not _keeps_all(source, target):
         lost += source.unread(neutral)
     return translated
+
+
+def as_sent(request: DialectRequest, to: DialectName) -> Any:
+    """``request`` as far as `translate_request` asks a server of dialect ``to`` what it asks:
+    without what its dialect's ``unread`` names, unless ``to`` carries that too; for an answer
+    that repeats the request's options (the Responses API's response object), which should
+    claim only what the server was asked."""
+    source = dialect_of(request)
+    if source is None:
+        raise TypeError(f"not a request of any dialect: {request!r}")
+    return request if _keeps_all(source, dialect(to)) else source.carried(request)
+
+
+def _keeps_all(source: DialectSpec, target: DialectSpec) -> bool:
+    """Whether a request of ``source`` reaches a server of ``target`` whole: its own dialect,
+    or LLM-Stream, whose extensions carry every vendor's record."""
+    return source is target or target.name == "llm-stream"

@@ -90,6 +90,7 @@ from ..dialects import (
     DialectName,
     DialectStreamEncoder,
     TranslationError,
+    as_sent,
     dialect,
     translate_request,
 )
@@ -1378,9 +1379,10 @@ def _prepare(
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
     ``(the neutral request, the upstream's request, whether the client asked for a stream,
-    the client's request, the Svir-Lost values of what the translation lost, the upstream
-    request's body)``, or the error that refuses it. Pure: safe to run in a worker thread;
-    between its steps it stops (``None``) once ``job``'s client left."""
+    the client's request as far as the upstream is asked it (`as_sent`), the Svir-Lost values
+    of what the translation lost, the upstream request's body)``, or the error that refuses
+    it. Pure: safe to run in a worker thread; between its steps it stops (``None``) once
+    ``job``'s client left."""
     spec = dialect(given)
     try:
         request, stream = spec.read(body)  # (the answer's dialect is checked in `prepared`)
@@ -1393,7 +1395,8 @@ def _prepare(
         upstream = translate_request(request, to, neutral=hub, lost=lost)
         if job is not None and not job.wanted:
             return None
-        return hub, upstream, stream, request, _header_values(lost), upstream.body()
+        asked = as_sent(request, to)  # what the answer repeats (attack 46 G4)
+        return hub, upstream, stream, asked, _header_values(lost), upstream.body()
     except RequestError as exc:
         return exc
     except ValueError as exc:  # what ``to`` cannot carry: named as the request names it

@@ -51,6 +51,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import attrs
+
 from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
     SERVICE,
@@ -504,6 +506,9 @@ def unread(request: LLMRequest) -> list[str]:
         else set()
     )
     keys |= {f"tools ({', '.join(kinds)})"} if kinds else set()
+    extra_reasoning = record.get("reasoning_extra")
+    if isinstance(extra_reasoning, Mapping):
+        keys |= {f"reasoning.{k}" for k in extra_reasoning}
     choice = record.get("tool_choice")  # one no neutral choice is exactly (fidelity 42 F1)
     if isinstance(choice, Mapping) and tool_choice(request) is None:
         keys.add(f"tool_choice ({choice.get('type')})")
@@ -518,6 +523,32 @@ def unread(request: LLMRequest) -> list[str]:
     ]  # parts with no neutral form (attack 39 F4: an input_audio went nowhere, unsaid)
     keys |= {f"input[].content ({t})" for t in {p.get("type") for p in kept} if isinstance(t, str)}
     return own_fields("the Responses API", keys)
+
+
+def carried(request: ResponsesRequest) -> ResponsesRequest:
+    """The request's options as far as a server of another dialect is asked them: without
+    what `unread` names (the API's own tools, ``include``, ``text`` options but its format
+    and verbosity, ``reasoning``'s unknown keys, a ``tool_choice`` no neutral one is, which
+    leaves the server's ``auto``), for a response that repeats them: it does not claim what
+    no server was asked (attack 46 G4: an 8 MB ``tool_choice`` that went nowhere came back
+    three times, in every lifecycle event)."""
+    choice = request.tool_choice
+    if isinstance(choice, OtherChoice) and _allowed(choice.data, request.tools) is None:
+        choice = None
+    text = request.text
+    if text is not None:
+        text = {k: v for k, v in text.items() if k in ("format", "verbosity")} or None
+    reasoning = request.reasoning
+    if reasoning is not None and reasoning.extra:
+        reasoning = attrs.evolve(reasoning, extra={})
+    return attrs.evolve(
+        request,
+        tools=[t for t in request.tools if isinstance(t, FunctionTool)],
+        tool_choice=choice,
+        text=text,
+        reasoning=reasoning,
+        include=(),
+    )
 
 
 def _record(extensions: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -20,6 +20,13 @@ from svir_proto.exchange import Exchange, PassThrough
 from svir_proto.gemini import GeminiRequest
 from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder
 from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, UserMessage
+from svir_proto.responses import (
+    FunctionTool,
+    OtherChoice,
+    OtherTool,
+    ReasoningConfig,
+    ResponsesRequest,
+)
 
 CONFORMANCE = Path(__file__).parent.parent / "conformance"
 CHAT = ChatRequest(model="m", messages=[UserMessage(content="hi")])
@@ -117,6 +124,48 @@ def test_requests_translate_through_the_hub() -> None:
     assert dialects.translate_request(CHAT, "messages", neutral=made).model == "made"
     with pytest.raises(TypeError, match="not a request of any dialect"):
         dialects.translate_request({"model": "m"}, "chat")
+
+
+def test_a_request_as_a_server_of_another_dialect_is_asked_it() -> None:
+    """Attack 46 G4: what ``unread`` names does not reach a server of another dialect, so an
+    answer that repeats the request's options (a Responses response) leaves it out; LLM-Stream,
+    whose extensions carry it, and the request's own dialect get it all."""
+    tools = [FunctionTool(name="f"), FunctionTool(name="g"), OtherTool(data={"type": "web_search"})]
+    whole = ResponsesRequest(
+        model="m",
+        input="hi",
+        tools=tools,
+        tool_choice=OtherChoice(data={"type": "web_search"}),
+        include=["reasoning.encrypted_content"],
+        text={"verbosity": "low", "junk": 1},
+        reasoning=ReasoningConfig(effort="low", extra={"junk": 1}),
+    )
+    for to in ("responses", "llm-stream"):
+        assert dialects.as_sent(whole, to) is whole
+    for to in ("chat", "messages", "gemini"):
+        sent = dialects.as_sent(whole, to)
+        lost = " ".join(dialects.dialect("responses").unread(neutral(whole)))
+        assert (sent.include, sent.tool_choice) == ((), None)
+        assert [t.name for t in sent.tools] == ["f", "g"]
+        assert sent.text == {"verbosity": "low"}
+        assert sent.reasoning == ReasoningConfig(effort="low")
+        for said in ("include", "text.junk", "reasoning.junk", "tools (web_search)"):
+            assert said in lost
+    f = {"type": "function", "name": "f"}
+    allowed = OtherChoice(data={"type": "allowed_tools", "mode": "required", "tools": [f]})
+    kept = attrs.evolve(whole, tool_choice=allowed, text={"junk": 1}, reasoning=None)
+    sent = dialects.as_sent(kept, "chat")  # a choice a neutral one is exactly goes, and stays
+    assert (sent.tool_choice, sent.text, sent.reasoning) == (kept.tool_choice, None, None)
+    plain = ResponsesRequest(model="m", input="hi", reasoning=ReasoningConfig(effort="low"))
+    assert dialects.as_sent(plain, "chat") == plain
+    with pytest.raises(TypeError, match="not a request of any dialect"):
+        dialects.as_sent({"model": "m"}, "chat")
+
+
+def neutral(request: Any) -> LLMRequest:
+    spec = dialects.dialect_of(request)
+    assert spec is not None
+    return spec.to_hub(request)
 
 
 @pytest.mark.parametrize(

@@ -2717,3 +2717,45 @@ def test_an_answer_not_taken_by_the_close_is_counted_cut_once_said() -> None:
     record(d.state, unsent(done("ok")))
     record(d.state, done("rejected", "-"))
     assert d.state.metrics.requests == {("openai", "cut"): 1, ("none", "rejected"): 1}
+
+
+def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
+    """Attack 46 G4: a Responses response object repeats the request's options, in
+    ``response.created``, ``response.in_progress`` and ``response.completed``. Those a Chat
+    upstream was never sent (the API's own tools, ``include``, unknown ``text`` and
+    ``reasoning`` keys, a ``tool_choice`` no neutral one is) are said lost and not repeated:
+    the answer claims nothing no server was asked, and 8 MB of them is not 24 MB back."""
+    sse = (CONFORMANCE / "openai" / "usage-then-null.sse").read_bytes()
+    junk = "j" * 5000
+    tool = {"type": "function", "name": "f", "parameters": {"type": "object"}}
+    body = json.dumps({"model": "m", "input": "hi", "stream": True, "max_output_tokens": 9,
+                       "tools": [tool, {"type": "web_search", "junk": junk}],
+                       "tool_choice": {"type": "web_search", "junk": junk},
+                       "include": ["reasoning.encrypted_content"],
+                       "text": {"format": {"type": "text"}, "junk": junk},
+                       "reasoning": {"effort": "low", "junk": junk}}).encode()  # fmt: skip
+    d = Driver()  # a Chat upstream: a Responses client is translated
+    d.send(post(body).replace(b"/v1/chat/completions", b"/v1/responses"))
+    d.connect()
+    d.answer(sse_response(sse))
+    ((status, _, answer, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert junk.encode() not in bytes(d.upstream)
+    assert junk.encode() not in answer
+    assert b"web_search" not in answer
+    head = bytes(d.client).split(b"\r\n\r\n", 1)[0]
+    for lost in (b"include", b"text.junk", b"reasoning.junk", b"tools (web_search)"):
+        assert b'\r\nSvir-Lost: "' + lost + b": a field of the Responses API only" in head
+    snapshots = [
+        json.loads(line[6:])["response"]
+        for line in answer.splitlines()
+        if line.startswith(b"data: ") and b'"response":{' in line
+    ]
+    assert len(snapshots) == 3  # created, in progress, completed
+    for snapshot in snapshots:
+        assert [t["name"] for t in snapshot["tools"]] == ["f"]
+        assert snapshot["tool_choice"] == "auto"  # what the upstream, asked none, did
+        assert snapshot["text"] == {"format": {"type": "text"}}
+        assert snapshot["reasoning"] == {"effort": "low"}
+        assert snapshot["max_output_tokens"] == 9
+        assert "include" not in snapshot
