@@ -81,6 +81,14 @@ class _Upstream(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
+    def abort(self) -> None:
+        """Close the connection now: what the kernel still held for the upstream (a request's
+        body it did not read) is dropped with a reset (`reset_unsent`; attack 47 H1)."""
+        transport = self.transport
+        if transport is not None:
+            reset_unsent(transport.get_extra_info("socket"))
+            transport.abort()
+
     def data_received(self, data: bytes) -> None:
         owner = self.owner
         if owner is None:  # an idle pooled connection does not speak: drop it
@@ -245,8 +253,7 @@ class _Client(asyncio.Protocol):
         up, self.up = self.up, None
         if up is not None:
             up.owner = None
-            if up.transport is not None:
-                up.transport.abort()
+            up.abort()
         self._lingering = 0  # what still comes is dropped
         self._abort()
 
@@ -389,8 +396,8 @@ class _Client(asyncio.Protocol):
         ):  # (else the next request would wait behind what this one's upstream did not read)
             transport.resume_reading()
             self.server.give(up, reuse)
-        elif transport is not None:
-            transport.abort()  # cancelled or broken: nothing more is read or written
+        else:
+            up.abort()  # cancelled or broken: nothing more is read or written
         self.resume_reading("upstream")
 
     def _work(self, run: object) -> None:
@@ -539,8 +546,7 @@ class Server:
     def drop(self, up: _Upstream) -> None:
         if up in self.pool:
             self.pool.remove(up)
-        if up.transport is not None:
-            up.transport.abort()
+        up.abort()
 
     def done(self, done: Done) -> None:
         record(self.state, done)
@@ -584,8 +590,8 @@ class Server:
         for client in list(self.clients):
             if client._connecting is not None:
                 client._connecting.cancel()
-            if client.up is not None and client.up.transport is not None:
-                client.up.transport.abort()
+            if client.up is not None:
+                client.up.abort()
             client._abort()
         while self.pool:
             self.drop(self.pool[0])

@@ -21,6 +21,7 @@ import os
 import random
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -1430,6 +1431,77 @@ def test_a_connection_given_up_leaves_nothing_queued_in_the_kernel(up: HostileUp
                 for r in clients:
                     r.reset()
             healthy(g)
+
+
+@contextlib.contextmanager
+def _sink() -> Iterator[int]:
+    """An upstream that accepts and never reads (its receive buffer small), for as long as the
+    block runs: its port."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (the accepted ones' too)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    kept: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                kept.append(listener.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # (wakes the accept)
+        listener.close()
+        for sock in kept:
+            sock.close()
+
+
+def _queued_to(port: int) -> int:
+    """Bytes the kernel holds to send on the sockets whose peer is local ``port``, whoever owns
+    them (an orphaned socket's too)."""
+    total = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(name) as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    total += int(fields[4].split(":")[0], 16)
+    return total
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="SIOCOUTQ and /proc/net/tcp are Linux's")
+def test_an_upstream_connection_given_up_leaves_nothing_queued_in_the_kernel() -> None:
+    """Attack 47 H1, the upstream's side of 46 G1: a request whose body goes upstream as it
+    comes, given up (its client left; its body's deadline passed) while the upstream read
+    none of it, was closed, not reset: the body the kernel held stayed in an orphaned socket,
+    up to its buffer, for as long as the upstream lived (33 held 84 MB under
+    ``--max-connections 12``). Once the gateway counts those connections gone, the kernel
+    holds nothing for the upstream."""
+    body = openai_body(messages=[{"role": "user", "content": "x" * (4 << 20)}])
+    with _sink() as port:
+        for backend in BACKENDS:
+            with gateway(f"http://127.0.0.1:{port}", backend) as g:
+                before = g.metrics()["svir_gateway_connections"]
+                clients = [Raw(g), Raw(g)]
+                try:
+                    for r in clients:
+                        r.sock.settimeout(3)
+                        with contextlib.suppress(TimeoutError):  # (it stops taking them)
+                            r.sock.sendall(post(body))
+                    assert wait_until(lambda p=port: _queued_to(p) > 100_000, 10)
+                    clients[0].reset()  # one leaves; the other's body times out (408)
+                    answer = clients[1].read(30, until=lambda got: b"\r\n\r\n" in got)
+                    assert answer.startswith(b"HTTP/1.1 408 "), answer[:300]
+                finally:
+                    for r in clients:
+                        r.reset()
+                gone = lambda b=before: g.metrics()["svir_gateway_connections"] <= b  # noqa: E731
+                assert wait_until(gone, 30), g.metrics()
+                empty = lambda p=port: _queued_to(p) == 0  # noqa: E731
+                assert wait_until(empty, 10), _queued_to(port)
 
 
 def test_a_chunked_body_growing_past_the_budget_is_refused(up: HostileUpstream) -> None:
