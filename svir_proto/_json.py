@@ -103,14 +103,16 @@ def _constant(name: str) -> object:
 def _float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise ValueError(f"{text} is beyond the float range")  # Rule 1
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+        raise ValueError(f"{shown} is beyond the float range")  # Rule 1
     return value
 
 
 def _int(text: str) -> int | float:
-    value = int(text)
-    if _I64_MIN <= value <= _U64_MAX:
-        return value
+    if len(text) <= 20:  # (every 64-bit integer; ``int`` refuses one past 4,300 digits)
+        value = int(text)
+        if _I64_MIN <= value <= _U64_MAX:
+            return value
     return _float(text)  # Rule 2
 
 

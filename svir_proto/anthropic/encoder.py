@@ -691,9 +691,16 @@ def cut_by_length(call: ToolCall, *, written: bool) -> str:
 
 
 def not_an_object(call: ToolCall) -> Failure:
+    text = call.arguments.strip()
+    why = ""
+    if text[:1] == "{":  # an object, but not one that reads (attack 47 H3: say why)
+        try:
+            canonical(text)
+        except (ValueError, RecursionError) as exc:
+            why = f" ({exc})"
     return Failure(
         kind=FailureKind.UNEXPECTED,
         message=f"the upstream broke the protocol: the arguments of tool call {call.index} "
-        f"({call.name!r}) are not a JSON object, which a tool_use input must be",
+        f"({call.name!r}) are not a JSON object, which a tool_use input must be{why}",
         code="invalid_tool_arguments",
     )

@@ -134,14 +134,25 @@ def test_interleaved_calls_are_held_until_their_turn() -> None:
     assert enc.lost == ["usage: the upstream gave none, so message_delta says 0 output tokens"]
 
 
-@pytest.mark.parametrize("arguments", ['{"q": oops', "[1, 2]", '"text"', "{"])
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ('{"q": oops', " (Expecting value: line 1 column 7 (char 6))"),
+        ("[1, 2]", ""),
+        ('"text"', ""),
+        ("{", " (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+        ('{"n": 1e400}', " (1e400 is beyond the float range)"),
+    ],
+)
 @pytest.mark.parametrize("streamed", [True, False])
 def test_arguments_that_are_not_an_object_end_the_stream_as_a_failure(
-    arguments: str, streamed: bool
+    arguments: str, why: str, streamed: bool
 ) -> None:
     """Attack 22: an upstream's tool call whose arguments are not a JSON object went out as a
     ``tool_use`` (its input unparsable, or a list) in a stream that ended with
-    ``message_stop``; a tool_use input is always an object: the stream ends with an error."""
+    ``message_stop``; a tool_use input is always an object: the stream ends with an error,
+    which says why an object does not read (attack 47 H3: a number past the float range,
+    which this package's JSON refuses, was "not a JSON object" and no more)."""
     call = ToolCall(index=0, id="a", name="f", arguments=arguments, declared=None)
     events: list[Any] = [StreamStarted(response_id="r", model="m")]
     if streamed:
@@ -150,7 +161,7 @@ def test_arguments_that_are_not_an_object_end_the_stream_as_a_failure(
     body, enc = encode(events, model="m", message_id="msg_x")
     got = wire(body)
     assert got[-1]["type"] == "error", got
-    assert "not a JSON object" in got[-1]["error"]["message"]
+    assert got[-1]["error"]["message"].endswith(f"tool_use input must be{why}")
     assert "message_stop" not in [e["type"] for e in got]
     assert enc.done
     started = [e for e in got if e["type"] == "content_block_start"]

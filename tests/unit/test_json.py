@@ -25,6 +25,10 @@ def test_rule_2_integers_beyond_64_bits_read_as_floats() -> None:
     assert isinstance(canonical("123456789012345678901234567890"), float)
     with pytest.raises(ValueError, match="float range"):
         canonical("1" + "0" * 400)
+    # past Python's 4,300 digits, still Rule 2 (attack 47 H3: it was ``int``'s own refusal),
+    # and the number is not written whole into the message
+    with pytest.raises(ValueError, match=r"^99999999999999999999\.\.\. \(5000 characters\) is"):
+        canonical("9" * 5000)
 
 
 NUMBERS = st.one_of(
