@@ -20,8 +20,9 @@ Rule 2: output items in order, each announced (``response.output_item.added``), 
 Rule 3: a tool call's ``output_item.added`` waits until its ``call_id`` and whole ``name``
     are known (its first arguments and a name that is whole, `svir_proto._names`: with
     ``declared_tools``, a declared name no other declared name goes on from; or the whole
-    `ToolCall`); argument deltas stay deltas; a `ToolCall` with no deltas before it is
-    written as one delta.
+    `ToolCall`; or text, reasoning or a refusal after its id and name, which go after it, as
+    in the whole answer); argument deltas stay deltas; a `ToolCall` with no deltas before it
+    is written as one delta.
 Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, or
     ``response.incomplete`` for ``LENGTH`` (``max_output_tokens``), ``CONTENT_FILTER``
     (``content_filter``), any ``OTHER`` finish (its raw value the reason: Gemini's
@@ -419,9 +420,9 @@ class ResponsesStreamEncoder:
 
     def _piece(self, kind: str, text: str) -> bytes:
         """A delta of the open item's current part, opening what it needs."""
+        out = self._flush(followed=True) if self._waiting else b""
         item = self._open
         wanted = "message" if kind in ("t", "r") else "reasoning"
-        out = b""
         if item is None or item.kind != wanted or item.signature is not None:
             out += self._open_item(wanted)
             item = self._open
@@ -511,15 +512,25 @@ class ResponsesStreamEncoder:
             out += self._settle(call)
         return out
 
-    def _flush(self, *, force: bool = False) -> bytes:
+    def _flush(self, *, force: bool = False, followed: bool = False) -> bytes:
         """Announce the waiting calls that may go: ready, and no lower index still to come
-        (Rule 3); with ``force`` (the end), all of them, in index order."""
+        (Rule 3); with ``force`` (the end), all of them, in index order; ``followed`` (text,
+        reasoning or a refusal comes): those whose id and name came too, with no arguments
+        yet, whose name what follows them says is whole, before it, where the whole answer
+        has them (attack 47 H2: OpenAI's first delta of a call has no arguments)."""
         out = b""
         while self._waiting:
             ready = [
                 c
                 for c in self._waiting
-                if force or (c.ready and c.wire <= self._next and self._named(c))
+                if force
+                or (
+                    c.wire <= self._next
+                    and (
+                        (c.ready and self._named(c))
+                        or (followed and bool(c.call_id) and bool(c.name))
+                    )
+                )
             ]
             if not ready:
                 break
@@ -689,7 +700,7 @@ class ResponsesStreamEncoder:
                     "s" if event.carrier == "summary" else "c", event.text
                 )
             case ReasoningSignature():
-                out = self._start()
+                out = self._start() + (self._flush(followed=True) if self._waiting else b"")
                 item = self._open
                 if item is None or item.kind != "reasoning" or item.signature is not None:
                     out += self._open_item("reasoning", _own_id(event))

@@ -1,5 +1,6 @@
-"""Hypothesis: a Messages stream translated from an OpenAI upstream whose tool calls and text
-interleave, read back and folded, is the whole answer to the same upstream (attack 46 G3).
+"""Hypothesis: a Messages (or Responses) stream translated from an OpenAI upstream whose tool
+calls and text interleave, read back and folded, is the whole answer to the same upstream
+(attack 46 G3, 47 H2).
 
 Text cannot go inside a ``tool_use`` block, so the stream holds what comes while a call's
 arguments are not whole; the whole answer orders its parts by where each began. Any number of
@@ -54,11 +55,15 @@ def interleaved(draw: st.DrawFn) -> list[Chunk]:
 
 
 def blocks(whole: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    return [(b["type"], b.get("text", b.get("input"))) for b in whole]
+    keys = ("text", "input", "arguments", "content", "summary")  # (Messages', Responses')
+    return [(b["type"], next((b[k] for k in keys if k in b), None)) for b in whole]
 
 
-@given(interleaved())
-def test_a_streamed_answer_folds_to_the_whole_one(chunks: list[Chunk]) -> None:
-    whole, streamed = whole_and_streamed(chunks)
+@given(interleaved(), st.sampled_from(["messages", "responses"]))
+def test_a_streamed_answer_folds_to_the_whole_one(chunks: list[Chunk], client: str) -> None:
+    """For a Responses client too, whose items can interleave: a call announced once its
+    first arguments came, after the text that came before them, took the text's place in the
+    stream and not in the whole answer (attack 47 H2)."""
+    whole, streamed = whole_and_streamed(chunks, client)
     assert blocks(streamed) == blocks(whole)
     assert streamed == whole

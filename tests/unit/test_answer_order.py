@@ -320,20 +320,21 @@ SHAPES = {
 
 
 def whole_and_streamed(
-    chunks: list[tuple[None, dict[str, Any]]],
+    chunks: list[tuple[None, dict[str, Any]]], client: str = "messages"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """A Messages client's whole answer to an OpenAI upstream's ``chunks``, and its stream of
-    the same chunks, read back, folded (it did not fail) and written as a whole answer."""
+    """A Messages (or Responses) client's whole answer to an OpenAI upstream's ``chunks``, and
+    its stream of the same chunks, read back, folded (it did not fail) and written as a whole
+    answer."""
     body = sse([*chunks, _chunk({}, "tool_calls")], done=True)
-    whole = content("messages", served("chat", asked("messages", False), body))
-    streamed = served("chat", asked("messages", True), body)
-    decoder = dialect("messages").decoder(declared_tools=TOOLS)
+    whole = content(client, served("chat", asked(client, False), body))
+    streamed = served("chat", asked(client, True), body)
+    decoder = dialect(client).decoder(declared_tools=TOOLS)
     fold = AnswerFold()
     fold.extend(decoder.feed(streamed) + decoder.close())
     assert fold.result().error is None, fold.result().error
-    again = dialect("messages").answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
+    again = dialect(client).answer(fold.result(), "m", "id-2", 1000)  # type: ignore[misc]
     assert isinstance(again, bytes)
-    return whole, content("messages", again)
+    return whole, content(client, again)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
