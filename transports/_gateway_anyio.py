@@ -237,6 +237,7 @@ class _Client:
                     up.out.put(action.data)  # type: ignore[union-attr]
                     if up.out.size > HIGH_WATER:  # the upstream reads the body slower than
                         self.pause("upstream")  # the client sends it: its outbox drains first
+                        self.session.upstream_paused(time.monotonic())
             elif kind is Connect:
                 assert self.tg is not None
                 self.tg.start_soon(self._connect, action.fresh)  # type: ignore[union-attr]
@@ -356,6 +357,7 @@ class _Up:
     def _drained(self) -> None:
         """What the client sent went out: its reader goes on (`_Client.act` paused it)."""
         if self.client.up is self:
+            self.client.session.upstream_resumed(time.monotonic())
             self.client.resume("upstream")
 
     async def run(self) -> None:

@@ -135,9 +135,11 @@ class _Upstream(asyncio.Protocol):
     def pause_writing(self) -> None:  # the upstream does not take the client's body that fast
         if self.owner is not None:
             self.owner.pause_reading("upstream")
+            self.owner.session.upstream_paused(_now())  # (its body's deadline is the upstream's)
 
     def resume_writing(self) -> None:
         if self.owner is not None:
+            self.owner.session.upstream_resumed(_now())
             self.owner.resume_reading("upstream")
 
 

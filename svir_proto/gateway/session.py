@@ -4,7 +4,8 @@ sans-IO. The server's event loop moves bytes; everything the gateway decides is 
 A server creates one session per accepted connection and calls it with what happened, each
 call taking ``now`` (monotonic seconds): `client_data` (``b""``: the client closed),
 `upstream_connected`, `upstream_data` (``b""``: the upstream closed), `upstream_failed`,
-`client_paused`/`client_resumed` (its socket's write buffer), `worked` (a `Work` done),
+`client_paused`/`client_resumed` (its socket's write buffer), `upstream_paused`/
+`upstream_resumed` (the upstream's, while the client's body goes to it), `worked` (a `Work` done),
 `tick` (a deadline passed), `shutdown`, and `client_gone` once the connection is gone. Each
 returns the bytes to write to the client, and may leave actions in `actions` (take them after
 each call): `Connect`, `ToUpstream`, `Release`, `PauseUpstream`, `ResumeUpstream`,
@@ -305,6 +306,7 @@ class GatewaySession:
         "_start",
         "_steady",
         "_stopping",
+        "_taking_since",
         "_trail_by",
         "_unread",
         "_unsent",
@@ -351,6 +353,7 @@ class GatewaySession:
         self._usage: Usage | None = None  # the last usage the upstream gave (`_news`)
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
+        self._taking_since: float | None = None  # the upstream's, with a body (Rule 5)
         self._queued_held = 0  # of ``max_partial``, for what waits in it (`client_paused`)
         self._queued_mark = 0  # what waited there when its send deadline last began
         self._evicted = False  # that hold was taken back: the connection ends (`evict`)
@@ -521,6 +524,23 @@ class GatewaySession:
                 # it gives a few at a time, and no more while the client takes none (`More`)
                 self._unread = True
                 state.streams += 1
+
+    def upstream_paused(self, now: float) -> None:
+        """The upstream's socket does not take the client's body as fast as it comes: the server
+        stops reading the client (Rule 5), so the body's deadline is the upstream's while it
+        lasts: if it takes nothing for ``body_timeout``, the request ends with the upstream's
+        timeout (504), not the client's 408 (attack 47 H4: a client that sent its body at line
+        rate was told it did not arrive, which an SDK that retries a 408 sends again)."""
+        if self._taking_since is None and self._upstream == "sending":
+            self._taking_since = now
+
+    def upstream_resumed(self, now: float) -> None:
+        """The upstream took what waited: the client is read again, and its body's deadlines
+        run again from now, less the time they stood."""
+        since, self._taking_since = self._taking_since, None
+        if since is not None:
+            self._since = max(self._since, now)
+            self._began += now - since
 
     def client_resumed(self, now: float) -> None:
         """The client took what waited in its socket (`client_paused`): it is given back."""
@@ -1099,6 +1119,7 @@ class GatewaySession:
     def _release(self, *, reuse: bool) -> None:
         self._steady = None
         self._trail_by = None
+        self._taking_since = None
         if self._upstream == "draining":
             self.state.draining -= 1
         if self._upstream != "none":
@@ -1266,8 +1287,11 @@ class GatewaySession:
         ``body_timeout`` plus what came of it over ``body_rate``, from its head's first byte,
         whatever its length says: attack 43 F2): a slow client keeps its time while nobody
         waits for what it holds (attack 35: bodies trickled a byte at a time held every
-        stream slot, and the connections of local requests, for ever)."""
+        stream slot, and the connections of local requests, for ever). While the upstream does
+        not take it (`upstream_paused`), the gateway does not read it: the upstream's."""
         cfg = self.config
+        if self._taking_since is not None:
+            return self._taking_since + cfg.body_timeout
         due = self._since + cfg.body_timeout
         if self._scarcity() != self._refusals:
             due = min(due, self._began + cfg.body_timeout + self.conn.body_length / cfg.body_rate)
@@ -1300,6 +1324,12 @@ class GatewaySession:
         if phase == "idle":
             due = self._since + (cfg.idle_timeout if self._served else cfg.head_timeout)
             return self._close() if now >= due else b""
+        if phase == "body" and self._taking_since is not None and now >= self._body_due():
+            return self._broken(
+                f"the upstream took none of the request's body for {cfg.body_timeout:g} s",
+                now,
+                kind=FailureKind.TIMEOUT,
+            )
         if phase == "head" or (phase == "body" and now >= self._body_due()):
             out = conn.timeout("head" if phase == "head" else "body")
             self._release(reuse=False)

@@ -2759,3 +2759,48 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
         assert snapshot["reasoning"] == {"effort": "low"}
         assert snapshot["max_output_tokens"] == 9
         assert "include" not in snapshot
+
+
+def test_a_body_the_upstream_does_not_take_is_the_upstreams_timeout() -> None:
+    """Attack 47 H4: a body that goes upstream as it comes, which the upstream stopped taking
+    (its socket full: the server stops reading the client, Rule 5), ran the client's body
+    deadline: the client that sent it at line rate got 408, "did not arrive in time", and an
+    SDK that retries a 408 sends it again. While the upstream takes nothing, the deadline is
+    the upstream's (504); once it takes again, the client's runs from then."""
+    body = openai_body(messages=[{"role": "user", "content": "x" * 100_000}])
+    whole = post(body)
+    d = Driver(body_timeout=5.0)
+    d.send(whole[:50_000], now=1.0)
+    d.connect(now=1.0)
+    d.session.upstream_paused(2.0)
+    assert d.session.deadline == pytest.approx(7.0)
+    d.session.upstream_resumed(20.0)  # it took what waited: the client is read again
+    assert d.session.deadline == pytest.approx(25.0)
+    d.send(whole[50_000:80_000], now=21.0)
+    d.session.upstream_paused(22.0)
+    d.session.upstream_paused(23.0)  # (it was full already: its time runs from the first)
+    d.tick(26.9)
+    assert not d.client
+    d.tick(27.0)
+    ((status, _, answer, _),) = read(d.client)
+    assert status == 504
+    assert b"the upstream took none of the request's body for 5 s" in answer
+    assert d.closed  # (the rest of the body is never read)
+    assert [done.outcome for done in d.done()] == ["failed"]
+
+
+def test_a_body_the_upstream_took_is_the_clients_to_send_in_time() -> None:
+    """The same deadline, once the upstream took it all: the client's 408 again; and a pause
+    outside a body going upstream changes nothing."""
+    body = openai_body(messages=[{"role": "user", "content": "x" * 100_000}])
+    d = Driver(body_timeout=5.0)
+    d.session.upstream_paused(0.5)  # (no request: no upstream to wait for)
+    d.send(post(body)[:50_000], now=1.0)
+    d.connect(now=1.0)
+    d.session.upstream_paused(2.0)
+    d.session.upstream_resumed(3.0)
+    d.session.upstream_resumed(3.5)  # (not full: nothing moves)
+    assert d.session.deadline == pytest.approx(8.0)
+    d.tick(8.0)
+    ((status, _, _, _),) = read(d.client)
+    assert status == 408
