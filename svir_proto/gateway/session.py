@@ -285,6 +285,7 @@ class GatewaySession:
         "_evicted",
         "_forward",
         "_gone",
+        "_head_drains",
         "_late",
         "_late_head",
         "_late_size",
@@ -358,6 +359,7 @@ class GatewaySession:
         self._queued_mark = 0  # what waited there when its send deadline last began
         self._evicted = False  # that hold was taken back: the connection ends (`evict`)
         self._gone = False  # the server said the connection is gone (`client_gone`)
+        self._head_drains = False  # a HEAD's answer, whole at its head: its body drains
         self._unread = False  # an answer made whole waits in the client's socket: a slot
         self._client_held: set[str] = set()  # why we stopped reading the client (Rule 5)
         self._more = False  # pipelined requests wait for `client_more` (`PIPELINED`)
@@ -904,14 +906,15 @@ class GatewaySession:
             and conn.relaying
             and end is None
             and error is None
-            and not (conn.relaying == "raw" and _short(started, self.config.drain_limit))
         ):
-            # a HEAD's answer is the head of the GET that asked for it (RFC 9110 9.3.2), whose
-            # body is read to its end and dropped, to keep the connection (attack 45 F5: it
-            # was closed, and each HEAD opened a new one), if its length says it is within
-            # drain_limit. Else, or for a stream, the connection is closed at the head (attack
-            # 44 F2: 100 pipelined HEADs of the model listing pulled 200 MB from the upstream
-            # to be dropped; what it pushes before the close is all that it costs then)
+            # a HEAD's answer is the head of the GET that asked for it (RFC 9110 9.3.2), whole
+            # at once (attack 47 H5: a request pipelined behind it waited for a body that did
+            # not come, for --timeout); that body drains to its end, to keep the connection
+            # (attack 45 F5: it was closed, and each HEAD opened a new one), if its length says
+            # it is within drain_limit. Else, or for a stream, the connection is closed at the
+            # head (attack 44 F2: 100 pipelined HEADs of the model listing pulled 200 MB from
+            # the upstream to be dropped; what it pushes before the close is all it costs then)
+            self._head_drains = conn.relaying == "raw" and _short(started, self.config.drain_limit)
             out.append(conn.relay_end(complete=True))
             return b"".join(out)
         if conn.relaying == "late":  # a failure after a keep-alive sent our head
@@ -1078,9 +1081,10 @@ class GatewaySession:
         assert up is not None  # only an upstream's bytes finish an answer
         self._steady = None
         self._done(now)
+        finishing, self._head_drains = up.finishing or self._head_drains, False
         if up.reusable:
             self._release(reuse=True)
-        elif not (up.finishing and drain and self._drain(now + self.config.connect_timeout, 0)):
+        elif not (finishing and drain and self._drain(now + self.config.connect_timeout, 0)):
             self._release(reuse=False)
         return self._after_answer(now)
 

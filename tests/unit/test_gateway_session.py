@@ -2406,8 +2406,9 @@ def test_a_head_request_drops_the_upstreams_body_and_keeps_its_connection() -> N
     FastAPI answers a HEAD 405, mlx-lm 501: review 44 M1), and read the whole body to drop
     it: 100 pipelined ``HEAD /v1/models`` pulled 200 MB of listings. Attack 45 F5: it then
     closed that connection once the head came, and every HEAD opened a new one. The body is
-    read and dropped within ``drain_limit`` now, and its connection goes to the pool; the
-    next request is answered once it is (a pipelined one waits, as for a GET)."""
+    read and dropped within ``drain_limit`` now, and its connection goes to the pool. The
+    answer is whole at its head: a request pipelined behind it is answered at once (attack 47
+    H5: it waited for the body, which an upstream that sends none made --timeout)."""
     d = Driver()
     d.send(get("/v1/models", "HEAD") + get("/healthz"))
     d.connect()
@@ -2415,20 +2416,37 @@ def test_a_head_request_drops_the_upstreams_body_and_keeps_its_connection() -> N
     listing = b'{"data":[%s]}' % b",".join([b'{"id":"m"}'] * 1000)
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
     d.answer(head % len(listing) + listing[:100])
-    (first,) = read(d.client, "HEAD")
-    assert first[0] == 200
-    assert first[1]["content-length"] == str(len(listing))  # the head a GET gets
-    assert d.released == []
-    d.answer(listing[100:5000])
-    d.answer(listing[5000:])
     d.pipelined()
-    assert b'"data"' not in d.client  # (what was on its way goes nowhere)
+    first = read(d.client[: d.client.index(b"HTTP/1.1", 5)], "HEAD")
+    assert [(r[0], r[1]["content-length"]) for r in first] == [(200, str(len(listing)))]
     second = read(d.client[d.client.index(b"HTTP/1.1", 5) :])
     assert second[0][0] == 200
     assert [x.outcome for x in d.done()] == ["ok", "ok"]
+    assert d.released == []  # (it drains)
+    d.answer(listing[100:5000])
+    d.answer(listing[5000:])
+    assert b'"data"' not in d.client  # (what was on its way goes nowhere)
     (pooled,) = d.released
     assert pooled is not None
     assert pooled.reusable
+
+
+def test_a_head_requests_body_that_does_not_come_drains_for_connect_timeout() -> None:
+    """Attack 47 H5: the body a HEAD drops, within ``drain_limit`` by its length, never comes:
+    the client's answers went at once, and the upstream connection is closed at the drain's
+    deadline (``connect_timeout``), not the stream's."""
+    d = Driver(connect_timeout=3.0)
+    d.send(get("/v1/models", "HEAD"))
+    d.connect()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    d.answer(head + b'{"data":', now=2.0)
+    assert read(d.client, "HEAD")[0][0] == 200
+    d.send(get("/healthz"), now=2.5)  # the next request, answered while it drains
+    assert read(d.client[d.client.index(b"HTTP/1.1", 5) :])[0][0] == 200
+    assert d.released == []
+    assert d.session.deadline == pytest.approx(5.0)
+    d.tick(5.0)
+    assert d.released == [None]  # closed, not pooled
 
 
 def test_a_head_client_that_leaves_at_the_head_leaves_the_connection_to_drain() -> None:
