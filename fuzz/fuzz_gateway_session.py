@@ -44,8 +44,10 @@ OPS = (
     "work",
     "shutdown",
     "more",
-    "neighbour",  # (last: `script`'s seeds keep their ops; the files the fuzzer found are read
-    # modulo the number of ops: they are re-encoded, step by step, when one is added)
+    "neighbour",
+    "upstream-full",  # (last: `script`'s seeds keep their ops; the files the fuzzer found are
+    "upstream-took",  # read modulo the number of ops: they are re-encoded, step by step, when
+    # one is added)
 )
 CARRY = frozenset({"client", "upstream", "advance", "neighbour"})
 CONFIG = GatewayConfig(
@@ -205,6 +207,10 @@ class Driver:
             self.call("upstream_data", payload, self.now)
         elif op == "upstream-eof" and self.connected:
             self.call("upstream_data", b"", self.now)
+        elif op == "upstream-full" and self.connected:  # it does not take the body that fast
+            self.call("upstream_paused", self.now)
+        elif op == "upstream-took" and self.connected:
+            self.call("upstream_resumed", self.now)
         elif op == "upstream-failed" and (self.connected or self.connecting is not None):
             self.connected = False
             self.connecting = None
@@ -443,6 +449,13 @@ SEEDS = {
         ("advance", b"\x10"),
         "resume",
         ("upstream", SSE_END),
+    ),
+    "upstream-full": script(  # a body going through that the upstream stops taking
+        ("client", _post(b'{"model":"m","stream":true,"pad":"' + b"x" * 600 + b'"}')[:400]),
+        "connected",
+        "upstream-full",
+        "tick",
+        "upstream-took",
     ),
     "error-status": script(
         ("client", _post(BODY)),
