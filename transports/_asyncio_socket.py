@@ -55,9 +55,17 @@ def queued(sock: socket.socket | None) -> int:
         return 0
     try:  # (imported with this module: an import can fail when descriptors are short)
         got = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+        left = int.from_bytes(got, sys.byteorder)
+        if left and sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == _TCP_CLOSE:
+            return 0  # the peer reset it: they are never sent, though still counted (attack 48
+            # F4: a client that closed before its 400 came held its descriptor, on anyio, for
+            # send_timeout, waiting for it to take them)
     except (OSError, ValueError):  # closed, or not a socket the ioctl knows
         return 0
-    return int.from_bytes(got, sys.byteorder)
+    return left
+
+
+_TCP_CLOSE: Final = 7  # ``tcpi_state`` of a connection that is over (Linux's TCP_CLOSE)
 
 
 _RESET: Final = struct.pack("ii", 1, 0)  # struct linger: l_onoff 1, l_linger 0

@@ -515,9 +515,10 @@ class ResponsesStreamEncoder:
     def _flush(self, *, force: bool = False, followed: bool = False) -> bytes:
         """Announce the waiting calls that may go: ready, and no lower index still to come
         (Rule 3); with ``force`` (the end), all of them, in index order; ``followed`` (text,
-        reasoning or a refusal comes): those whose id and name came too, with no arguments
-        yet, whose name what follows them says is whole, before it, where the whole answer
-        has them (attack 47 H2: OpenAI's first delta of a call has no arguments)."""
+        reasoning or a refusal comes): those whose id and whole name came too, with no
+        arguments yet, before it, where the whole answer has them (attack 47 H2: OpenAI's
+        first delta of a call has no arguments). (A call whose id or name is still to come
+        goes after it; the whole answer has it where it began.)"""
         out = b""
         while self._waiting:
             ready = [
@@ -526,10 +527,8 @@ class ResponsesStreamEncoder:
                 if force
                 or (
                     c.wire <= self._next
-                    and (
-                        (c.ready and self._named(c))
-                        or (followed and bool(c.call_id) and bool(c.name))
-                    )
+                    and self._named(c)
+                    and (c.ready or (followed and bool(c.call_id)))
                 )
             ]
             if not ready:
@@ -700,7 +699,7 @@ class ResponsesStreamEncoder:
                     "s" if event.carrier == "summary" else "c", event.text
                 )
             case ReasoningSignature():
-                out = self._start() + (self._flush(followed=True) if self._waiting else b"")
+                out = self._start()  # (no call goes before it: it signs what came before)
                 item = self._open
                 if item is None or item.kind != "reasoning" or item.signature is not None:
                     out += self._open_item("reasoning", _own_id(event))

@@ -1433,6 +1433,29 @@ def test_a_connection_given_up_leaves_nothing_queued_in_the_kernel(up: HostileUp
             healthy(g)
 
 
+def test_a_client_that_closed_is_not_waited_for_to_take_its_answer(up: HostileUpstream) -> None:
+    """Attack 48 F4: a client that closed with its head half sent was answered 400, which its
+    kernel refused with a reset; on anyio the connection waited for it to take those bytes,
+    still counted by the kernel, for ``--send-timeout``, holding its descriptor: under a small
+    descriptor limit a flood of such clients kept ``/healthz`` away for 40 s after it ended.
+    Such connections go at once, on both backends."""
+    for backend in BACKENDS:
+        with gateway(up.base, backend, send_timeout="60", head_timeout="60") as g:
+            before = g.metrics()["svir_gateway_connections"]  # (this one's, the watch's)
+            clients = [Raw(g) for _ in range(5)]
+            try:
+                for r in clients:
+                    r.send(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+                counted = lambda b=before: g.metrics()["svir_gateway_connections"] >= b + 5  # noqa: E731
+                assert wait_until(counted, 10), g.metrics()
+            finally:
+                for r in clients:
+                    r.close()
+            gone = lambda b=before: g.metrics()["svir_gateway_connections"] <= b  # noqa: E731
+            assert wait_until(gone, 20), g.metrics()  # (not the 60 s of the send timeout)
+            healthy(g)
+
+
 @contextlib.contextmanager
 def _sink() -> Iterator[int]:
     """An upstream that accepts and never reads (its receive buffer small), for as long as the

@@ -316,6 +316,43 @@ def test_tool_call_deltas_stay_deltas_and_wait_for_a_whole_name() -> None:
     assert e.lost == []
 
 
+def test_a_call_begun_before_text_goes_before_it_once_its_name_is_whole() -> None:
+    """Attack 47 H2: what follows a call's id and name goes after the call, as in the whole
+    answer, its arguments still to come; but not while the declared tools say its name may
+    go on (review 48 L4), and never between reasoning and its signature, which signs what came
+    before it (review 48 M4)."""
+    call = ToolCallDelta(index=0, id="c1", name="get")
+    raw, _ = encode(
+        [START, call, TextDelta(text="hm"), ToolCallDelta(index=0, arguments="{}"), END],
+        declared_tools={"get"},
+    )
+    added = [o["item"]["type"] for o in objects(raw) if o["type"] == "response.output_item.added"]
+    assert added == ["function_call", "message"]
+    raw, _ = encode(
+        [START, call, TextDelta(text="hm"), ToolCallDelta(index=0, name="_weather"), END],
+        declared_tools={"get", "get_weather"},
+    )
+    added = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.added"]
+    assert [(i["type"], i.get("name")) for i in added] == [
+        ("message", None),
+        ("function_call", "get_weather"),
+    ]
+    signed = [
+        START,
+        ReasoningDelta(text="think", carrier="thinking"),
+        ToolCallDelta(index=0, id="c1", name="get_weather"),
+        ReasoningSignature(signature="SIG", carrier="thinking"),
+        ToolCallDelta(index=0, arguments="{}"),
+        END,
+    ]
+    raw, _ = encode(signed)
+    done = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.done"]
+    assert [(i["type"], i.get("encrypted_content") is not None) for i in done] == [
+        ("reasoning", True),
+        ("function_call", False),
+    ]
+
+
 def test_interleaved_calls_are_written_in_index_order() -> None:
     events = [
         START,
