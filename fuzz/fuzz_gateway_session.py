@@ -49,7 +49,7 @@ OPS = (
     "upstream-took",  # read modulo the number of ops: they are re-encoded, step by step, when
     # one is added)
 )
-CARRY = frozenset({"client", "upstream", "advance", "neighbour"})
+CARRY = frozenset({"client", "upstream", "advance", "neighbour", "upstream-full"})
 CONFIG = GatewayConfig(
     upstream=Endpoint.parse("http://127.0.0.1:1"),
     allowed_hosts=frozenset({"x", "localhost", "127.0.0.1"}),
@@ -207,8 +207,9 @@ class Driver:
             self.call("upstream_data", payload, self.now)
         elif op == "upstream-eof" and self.connected:
             self.call("upstream_data", b"", self.now)
-        elif op == "upstream-full" and self.connected:  # it does not take the body that fast
-            self.call("upstream_paused", self.now)
+        elif op == "upstream-full" and self.connected:  # it does not take the body that fast:
+            self.call("upstream_paused", self.now, int.from_bytes(payload[:3], "big"))  # this
+            # much of it waits
         elif op == "upstream-took" and self.connected:
             self.call("upstream_resumed", self.now)
         elif op == "upstream-failed" and (self.connected or self.connecting is not None):
@@ -453,7 +454,9 @@ SEEDS = {
     "upstream-full": script(  # a body going through that the upstream stops taking
         ("client", _post(b'{"model":"m","stream":true,"pad":"' + b"x" * 600 + b'"}')[:400]),
         "connected",
-        "upstream-full",
+        ("upstream-full", (300_000).to_bytes(3, "big")),
+        ("advance", b"\x10"),
+        ("upstream-full", (200_000).to_bytes(3, "big")),  # (it took some)
         "tick",
         "upstream-took",
     ),

@@ -237,7 +237,7 @@ class _Client:
                     up.out.put(action.data)  # type: ignore[union-attr]
                     if up.out.size > HIGH_WATER:  # the upstream reads the body slower than
                         self.pause("upstream")  # the client sends it: its outbox drains first
-                        self.session.upstream_paused(time.monotonic())
+                        up.told(time.monotonic())
             elif kind is Connect:
                 assert self.tg is not None
                 self.tg.start_soon(self._connect, action.fresh)  # type: ignore[union-attr]
@@ -353,6 +353,13 @@ class _Up:
         self.broken = False
         self.pooled = False
         self.ended = anyio.Event()  # its task is over
+
+    def told(self, now: float) -> None:
+        """The session hears what of the client's body waits for the upstream (its deadline is
+        the upstream's, `GatewaySession.upstream_paused`): when it fills, and at each sweep."""
+        out = self.out
+        left = out.held - out.sending + queued(out.raw)  # (the send's, once: review 45)
+        self.client.session.upstream_paused(now, left)
 
     def _drained(self) -> None:
         """What the client sent went out: its reader goes on (`_Client.act` paused it)."""
@@ -585,6 +592,8 @@ class Server:
                 session = client.session
                 try:
                     client.stuck(now)
+                    if "upstream" in client.paused and client.up is not None:
+                        client.up.told(now)  # (what the upstream took, its deadline)
                     if now >= session.deadline:
                         client.out.put(session.tick(now))
                         client.act()

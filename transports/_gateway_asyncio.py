@@ -77,6 +77,7 @@ class _Upstream(asyncio.Protocol):
         self.conn: ClientConnection | None = None  # while pooled
         self.idle_since = 0.0
         self.lost = False
+        self.full = False  # its write buffer is past its high-water mark
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -133,14 +134,33 @@ class _Upstream(asyncio.Protocol):
             owner.fail(error)
 
     def pause_writing(self) -> None:  # the upstream does not take the client's body that fast
+        self.full = True
         if self.owner is not None:
             self.owner.pause_reading("upstream")
-            self.owner.session.upstream_paused(_now())  # (its body's deadline is the upstream's)
+            self.told()
+
+    def told(self) -> None:
+        """The session hears what of the client's body waits for the upstream (its deadline is
+        the upstream's, `GatewaySession.upstream_paused`): when it fills, and at each sweep."""
+        owner, transport = self.owner, self.transport
+        if owner is None or transport is None:
+            return
+        try:
+            left = transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
+            owner.session.upstream_paused(_now(), left)
+        except Exception as exc:
+            owner.fail(exc)
 
     def resume_writing(self) -> None:
-        if self.owner is not None:
-            self.owner.session.upstream_resumed(_now())
-            self.owner.resume_reading("upstream")
+        self.full = False
+        owner = self.owner
+        if owner is not None:
+            try:
+                owner.session.upstream_resumed(_now())
+            except Exception as exc:
+                owner.fail(exc)
+                return
+            owner.resume_reading("upstream")
 
 
 class _Client(asyncio.Protocol):
@@ -567,6 +587,9 @@ class Server:
                 session = client.session
                 if client.full:  # (what it took moves its deadline, and its hold)
                     client.told()
+                up = client.up
+                if up is not None and up.full:  # (what the upstream took, its deadline)
+                    up.told()
                 try:
                     if now >= session.deadline:
                         client.write(session.tick(now))

@@ -307,6 +307,7 @@ class GatewaySession:
         "_start",
         "_steady",
         "_stopping",
+        "_taking_mark",
         "_taking_since",
         "_trail_by",
         "_unread",
@@ -355,6 +356,7 @@ class GatewaySession:
         self._sent = now  # the last bytes written to the client
         self._paused_since: float | None = None  # the client's socket is full since
         self._taking_since: float | None = None  # the upstream's, with a body (Rule 5)
+        self._taking_mark = 0  # what of it waited when its deadline last began
         self._queued_held = 0  # of ``max_partial``, for what waits in it (`client_paused`)
         self._queued_mark = 0  # what waited there when its send deadline last began
         self._evicted = False  # that hold was taken back: the connection ends (`evict`)
@@ -527,20 +529,27 @@ class GatewaySession:
                 self._unread = True
                 state.streams += 1
 
-    def upstream_paused(self, now: float) -> None:
-        """The upstream's socket does not take the client's body as fast as it comes: the server
-        stops reading the client (Rule 5), so the body's deadline is the upstream's while it
-        lasts: if it takes nothing for ``body_timeout``, the request ends with the upstream's
-        timeout (504), not the client's 408 (attack 47 H4: a client that sent its body at line
-        rate was told it did not arrive, which an SDK that retries a 408 sends again)."""
-        if self._taking_since is None and self._upstream == "sending":
-            self._taking_since = now
+    def upstream_paused(self, now: float, left: int) -> None:
+        """The upstream's socket does not take the client's body as fast as it comes, and
+        ``left`` bytes of it wait (the server's and the kernel's): the server stops reading
+        the client (Rule 5), and says so again at each sweep while it lasts. The body's
+        deadline is then the upstream's: if it takes less than `MIN_TAKEN` of it in
+        ``body_timeout``, the request ends with the upstream's timeout (504), not the client's
+        408 (attack 47 H4: a client that sent its body at line rate was told it did not arrive
+        in time; review 48 M1: what it takes, not the server's buffer, is its progress)."""
+        if self._upstream != "sending" or self.conn.phase != "body":
+            return  # (a body whole, or going nowhere, has no deadline of the upstream's)
+        if self._taking_since is None or left + MIN_TAKEN <= self._taking_mark:
+            if self._taking_since is not None:  # it takes the body: progress too
+                self._progress = now
+            self._taking_since, self._taking_mark = now, left
 
     def upstream_resumed(self, now: float) -> None:
         """The upstream took what waited: the client is read again, and its body's deadlines
         run again from now, less the time they stood."""
         since, self._taking_since = self._taking_since, None
         if since is not None:
+            self._progress = now  # (it took what waited)
             self._since = max(self._since, now)
             self._began += now - since
 
@@ -1099,6 +1108,7 @@ class GatewaySession:
             return False
         state.draining += 1
         self._upstream, self._drain_by, self._drained = "draining", by, drained
+        self._taking_since = None  # (review 48 M2: not the next request's)
         if self._paused_since is not None:
             self.actions.append(ResumeUpstream())
         return True
@@ -1180,11 +1190,6 @@ class GatewaySession:
         """The client went away or misbehaved: its upstream request is cancelled at once."""
         conn = self.conn
         trail_by, self._trail_by = self._trail_by, None
-        if conn.head_only and conn.relaying == "raw" and conn.outcome is None:
-            self._drained = 0
-            trail_by = now + self.config.connect_timeout  # a HEAD's answer was whole at its
-            # head: the body it drops drains on (review 46 L1: a client that left once it had
-            # the head, as curl -I does, was counted cancelled, its connection closed)
         if trail_by is not None:  # its answer was whole: the upstream's body may drain on
             conn.outcome = "ok"
             self._steady = None
@@ -1330,7 +1335,8 @@ class GatewaySession:
             return self._close() if now >= due else b""
         if phase == "body" and self._taking_since is not None and now >= self._body_due():
             return self._broken(
-                f"the upstream took none of the request's body for {cfg.body_timeout:g} s",
+                f"the upstream took less than {MIN_TAKEN // 1024} KiB of the request's body in "
+                f"{cfg.body_timeout:g} s",
                 now,
                 kind=FailureKind.TIMEOUT,
             )

@@ -2782,29 +2782,52 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
 def test_a_body_the_upstream_does_not_take_is_the_upstreams_timeout() -> None:
     """Attack 47 H4: a body that goes upstream as it comes, which the upstream stopped taking
     (its socket full: the server stops reading the client, Rule 5), ran the client's body
-    deadline: the client that sent it at line rate got 408, "did not arrive in time", and an
-    SDK that retries a 408 sends it again. While the upstream takes nothing, the deadline is
-    the upstream's (504); once it takes again, the client's runs from then."""
+    deadline: the client that sent it at line rate got 408, "did not arrive in time". While
+    the upstream's socket is full, the deadline is the upstream's (504), moved by what it takes
+    (review 48 M1: `MIN_TAKEN` each ``body_timeout``, as a client's send deadline is, and not
+    by the server's buffer, which the kernel frees a third of its buffer at a time); once it
+    takes all, the client's runs from then."""
     body = openai_body(messages=[{"role": "user", "content": "x" * 100_000}])
     whole = post(body)
-    d = Driver(body_timeout=5.0)
+    d = Driver(body_timeout=5.0, progress_timeout=8.0)  # (what it takes is progress too)
     d.send(whole[:50_000], now=1.0)
     d.connect(now=1.0)
-    d.session.upstream_paused(2.0)
+    d.session.upstream_paused(2.0, 400_000)
     assert d.session.deadline == pytest.approx(7.0)
+    d.session.upstream_paused(4.0, 400_000 - MIN_TAKEN + 1)  # (too little: the sweep's word)
+    assert d.session.deadline == pytest.approx(7.0)
+    d.session.upstream_paused(6.0, 400_000 - MIN_TAKEN)  # it takes: its deadline moves
+    assert d.session.deadline == pytest.approx(11.0)
     d.session.upstream_resumed(20.0)  # it took what waited: the client is read again
     assert d.session.deadline == pytest.approx(25.0)
     d.send(whole[50_000:80_000], now=21.0)
-    d.session.upstream_paused(22.0)
-    d.session.upstream_paused(23.0)  # (it was full already: its time runs from the first)
+    d.session.upstream_paused(22.0, 300_000)
     d.tick(26.9)
     assert not d.client
     d.tick(27.0)
     ((status, _, answer, _),) = read(d.client)
     assert status == 504
-    assert b"the upstream took none of the request's body for 5 s" in answer
+    assert b"the upstream took less than 64 KiB of the request's body in 5 s" in answer
     assert d.closed  # (the rest of the body is never read)
     assert [done.outcome for done in d.done()] == ["failed"]
+
+
+def test_a_full_upstream_of_an_answer_that_drains_is_not_the_next_requests() -> None:
+    """Review 48 M2: an upstream that answered while the body still filled its socket, its
+    answer whole and its connection left to drain: the next request on the connection is not
+    held to that upstream's deadline (a 504 for a request never sent upstream)."""
+    d = Driver(body_timeout=5.0, connect_timeout=10.0)
+    body = json.dumps({"model": "m", "max_tokens": 8, "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    asked = post(body).replace(b"/v1/chat/completions", b"/v1/messages")
+    d.send(asked, now=1.0)  # (held whole, then sent: translated)
+    d.connect(now=1.0)
+    d.session.upstream_paused(2.0, 400_000)  # the request fills the upstream's socket
+    done = b'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    d.answer(HEAD + chunk(FIRST) + chunk(done + b"data: [DONE]\n\n"), now=2.5)
+    assert read(d.client)[0][3]  # whole: its upstream connection drains to its body's end
+    d.send(asked[:-10], now=3.0)  # the next request, its body's last bytes to come
+    assert d.session.deadline == pytest.approx(8.0)  # the client's own body deadline
 
 
 def test_a_body_the_upstream_took_is_the_clients_to_send_in_time() -> None:
@@ -2812,10 +2835,10 @@ def test_a_body_the_upstream_took_is_the_clients_to_send_in_time() -> None:
     outside a body going upstream changes nothing."""
     body = openai_body(messages=[{"role": "user", "content": "x" * 100_000}])
     d = Driver(body_timeout=5.0)
-    d.session.upstream_paused(0.5)  # (no request: no upstream to wait for)
+    d.session.upstream_paused(0.5, 1)  # (no request: no upstream to wait for)
     d.send(post(body)[:50_000], now=1.0)
     d.connect(now=1.0)
-    d.session.upstream_paused(2.0)
+    d.session.upstream_paused(2.0, 100_000)
     d.session.upstream_resumed(3.0)
     d.session.upstream_resumed(3.5)  # (not full: nothing moves)
     assert d.session.deadline == pytest.approx(8.0)
