@@ -696,21 +696,19 @@ class MessagesStreamDecoder(DialectDecoder):
             self._terminate(done=False)
             return
         finish = self._finish
-        if finish is not None:
-            self._tool_calls = self._calls.finish(self._declared)
-            self._queue.extend(self._tool_calls)
-            has_calls = bool(self._tool_calls)
-            if has_calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
-                self._note(f"tool calls arrived with stop_reason {finish.raw!r}")
-            if not has_calls and finish.reason is FinishReason.TOOL_CALLS:
-                self._note("stop_reason 'tool_use' without any tool call")
-            for call in self._tool_calls:
-                if call.declared is False:
-                    self._note(
-                        f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
-                    )
-        else:
+        calls = self._tool_calls = self._calls.finish(self._declared)  # whole at the end,
+        self._queue.extend(calls)  # a stop_reason said or not (attack 48 F1: dropped without)
+        if finish is None:
             self._note("message_stop came without a stop_reason")
+        elif calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
+            self._note(f"tool calls arrived with stop_reason {finish.raw!r}")
+        elif not calls and finish.reason is FinishReason.TOOL_CALLS:
+            self._note("stop_reason 'tool_use' without any tool call")
+        for call in calls:
+            if call.declared is False:
+                self._note(
+                    f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
+                )
         if self._open:
             self._note(f"message_stop with blocks still open: {sorted(self._open)}")
         self._terminate(done=True)

@@ -578,21 +578,20 @@ class ChatStreamDecoder(DialectDecoder):
         self._done = True
         self._flush_think()
         finish = self._finish
-        if finish is not None and self._failure is None:
-            self._tool_calls = self._calls.finish(self._declared)
-            self._queue.extend(self._tool_calls)
-            has_calls = bool(self._tool_calls)
-            if has_calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
+        if self._failure is None:  # the calls are whole at the marker, a finish said or not
+            calls = self._tool_calls = self._calls.finish(self._declared)
+            self._queue.extend(calls)  # (attack 48 F1: without one they were dropped)
+            if finish is None:
+                self._note("[DONE] came without a finish_reason")
+            elif calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
                 self._note(f"tool calls arrived with finish_reason {finish.raw!r}")
-            if not has_calls and finish.reason is FinishReason.TOOL_CALLS:
+            elif not calls and finish.reason is FinishReason.TOOL_CALLS:
                 self._note("finish_reason 'tool_calls' without any tool call")
-            for call in self._tool_calls:
+            for call in calls:
                 if call.declared is False:
                     self._note(
                         f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
                     )
-        elif finish is None and self._failure is None:
-            self._note("[DONE] came without a finish_reason")
         self._terminate(done=True)
 
     def _on_body_end(self) -> None:

@@ -70,6 +70,19 @@ def test_complete_needs_finish_and_done_and_no_error() -> None:
     assert d.result.finish_reason is FinishReason.STOP
 
 
+def test_calls_are_whole_at_done_without_a_finish() -> None:
+    """Attack 48 F1: a stream that ended with ``[DONE]`` and never said its finish gave its
+    calls as deltas only, and a whole answer made of it dropped them: they are whole at the
+    marker, and the missing finish is said."""
+    call = {"tool_calls": [{"index": 0, "id": "t", "type": "function",
+                            "function": {"name": "f", "arguments": "{}"}}]}  # fmt: skip
+    events, d = decode(chunk(call) + DONE)
+    assert [(c.id, c.name, c.arguments) for c in d.result.tool_calls] == [("t", "f", "{}")]
+    assert [type(e).__name__ for e in events][-2:] == ["ToolCall", "StreamEnded"]
+    assert d.result.problems == ("[DONE] came without a finish_reason",)
+    assert not d.result.complete
+
+
 def test_result_before_the_end() -> None:
     d = ChatStreamDecoder()
     d.feed(chunk({"content": "par"}) + chunk({"content": "tial"}))
