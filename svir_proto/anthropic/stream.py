@@ -687,6 +687,10 @@ class MessagesStreamDecoder(DialectDecoder):
     def _on_message_stop(self, obj: dict[str, Any], at: int) -> None:
         self._ended()
         self._final_usage()
+        if not self._started:  # no message at all: a stream with nothing, which a translated
+            self._note("message_stop came before any message_start")  # stream is a cut too
+            self._terminate(done=False)  # (attack 48 F5: a whole answer was an empty 200)
+            return
         open_calls = sorted(i for i, kind in self._open.items() if kind == _TOOL)
         if open_calls:  # their input never ended: not whole, as a body cut inside them
             self._note(

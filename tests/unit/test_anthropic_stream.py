@@ -298,6 +298,9 @@ def test_tool_calls_and_stop_reasons_that_disagree_are_noted() -> None:
     _, d = decode(START + STOP)
     assert d.result.problems == ("message_stop came without a stop_reason",)
     assert not d.result.complete
+    events, d = decode(STOP + START)  # nothing came before it: a cut, not an empty message
+    assert d.result.problems[0] == "message_stop came before any message_start"
+    assert events[-1] == StreamEnded(complete=False, done=False)
     events, d = decode(START + call + STOP)  # the calls are whole at the end all the same
     assert d.result.problems == ("message_stop came without a stop_reason",)  # (attack 48 F1:
     assert [c.name for c in d.result.tool_calls] == ["f"]  # a whole answer dropped them)
