@@ -591,10 +591,10 @@ def translate_request(
 
 
 def as_sent(request: DialectRequest, to: DialectName) -> Any:
-    """``request`` as far as `translate_request` asks a server of dialect ``to`` what it asks:
-    without what its dialect's ``unread`` names, unless ``to`` carries that too; for an answer
-    that repeats the request's options (the Responses API's response object), which should
-    claim only what the server was asked."""
+    """``request`` without what only its own dialect reads (what its ``unread`` names, which
+    `translate_request` sends nowhere), unless ``to`` carries that too: for an answer that
+    repeats the request's options (the Responses API's response object), so that it does not
+    claim them. (What ``to`` has no field for, its ``from_hub`` says lost, is kept.)"""
     source = dialect_of(request)
     if source is None:
         raise TypeError(f"not a request of any dialect: {request!r}")
