@@ -83,7 +83,7 @@ from ..events import (
     text_delta,
     tool_call_delta,
 )
-from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler
+from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, call_notes
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._envelope import BUDGET, DELTA, Envelope, learn
 from ._wire import STOP_REASONS
@@ -704,15 +704,8 @@ class MessagesStreamDecoder(DialectDecoder):
         self._queue.extend(calls)  # a stop_reason said or not (attack 48 F1: dropped without)
         if finish is None:
             self._note("message_stop came without a stop_reason")
-        elif calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
-            self._note(f"tool calls arrived with stop_reason {finish.raw!r}")
-        elif not calls and finish.reason is FinishReason.TOOL_CALLS:
-            self._note("stop_reason 'tool_use' without any tool call")
-        for call in calls:
-            if call.declared is False:
-                self._note(
-                    f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
-                )
+        for note in call_notes(calls, finish, "stop_reason", "tool_use"):
+            self._note(note)
         if self._open:
             self._note(f"message_stop with blocks still open: {sorted(self._open)}")
         self._terminate(done=True)

@@ -89,7 +89,12 @@ from ..events import (
     Usage,
     text_delta,
 )
-from ..openai._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, ToolCallError
+from ..openai._toolcalls import (
+    DEFAULT_MAX_TOOL_CALLS,
+    ToolCallAssembler,
+    ToolCallError,
+    call_notes,
+)
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
 from ._envelope import BUDGET, USAGE, Envelope, string_text
@@ -760,16 +765,8 @@ class GeminiStreamDecoder(DialectDecoder):
                 return
             self._queue.extend(self._tool_calls)
             assert finish is not None
-            if self._tool_calls and finish.reason not in (
-                FinishReason.TOOL_CALLS,
-                FinishReason.LENGTH,
-            ):
-                self._note(f"function calls arrived with finishReason {finish.raw!r}")
-            for call in self._tool_calls:
-                if call.declared is False:
-                    self._note(
-                        f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
-                    )
+            for note in call_notes(self._tool_calls, finish, "finishReason", kind="function calls"):
+                self._note(note)
         self._terminate(done=self._done)
 
 

@@ -24,9 +24,9 @@ from typing import Final
 
 from .._pieces import JOIN, Pieces
 from ..errors import PeerProtocolError
-from ..events import ToolCall, ToolCallDelta, tool_call_delta
+from ..events import Finished, FinishReason, ToolCall, ToolCallDelta, tool_call_delta
 
-__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError", "folded"]
+__all__ = ["DEFAULT_MAX_TOOL_CALLS", "ToolCallAssembler", "ToolCallError", "call_notes", "folded"]
 
 DEFAULT_MAX_TOOL_CALLS: Final = 128
 """Calls one response may make. OpenAI documents no limit; 128 is the most tools a request may
@@ -290,3 +290,27 @@ def _gaps(wire: list[int], most: int = 8) -> str:
         want = index + 1
     shown = ", ".join(map(str, missing[:most]))
     return f"{shown}, ..." if len(missing) > most else shown
+
+
+def call_notes(
+    calls: tuple[ToolCall, ...],
+    finish: Finished | None,
+    field: str,
+    called: str | None = None,
+    kind: str = "tool calls",
+) -> list[str]:
+    """What a decoder says of a stream's whole calls at its end: calls with a finish (its
+    ``field``: ``finish_reason``) that is not for calls; that finish (its value ``called``,
+    when the dialect has one) with no call; each call of a tool the request did not declare."""
+    notes = []
+    if finish is not None:
+        if calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
+            notes.append(f"{kind} arrived with {field} {finish.raw!r}")
+        elif called is not None and not calls and finish.reason is FinishReason.TOOL_CALLS:
+            notes.append(f"{field} {called!r} without any tool call")
+    notes += [
+        f"tool call {c.id!r} calls {c.name!r}, not declared by the request"
+        for c in calls
+        if c.declared is False
+    ]
+    return notes

@@ -66,7 +66,7 @@ from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from ._envelope import BUDGET, LEARNED_FROM, NO_FILTERS, USAGE_PATHS, Envelope, Read, learnable
 from ._failures import failure_from_error_object, filter_results
 from ._think import ThinkSplitter
-from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, folded
+from ._toolcalls import DEFAULT_MAX_TOOL_CALLS, ToolCallAssembler, call_notes, folded
 
 __all__ = ["DEFAULT_MAX_RESULT_SIZE", "ChatStreamDecoder"]
 
@@ -583,15 +583,8 @@ class ChatStreamDecoder(DialectDecoder):
             self._queue.extend(calls)  # (attack 48 F1: without one they were dropped)
             if finish is None:
                 self._note("[DONE] came without a finish_reason")
-            elif calls and finish.reason not in (FinishReason.TOOL_CALLS, FinishReason.LENGTH):
-                self._note(f"tool calls arrived with finish_reason {finish.raw!r}")
-            elif not calls and finish.reason is FinishReason.TOOL_CALLS:
-                self._note("finish_reason 'tool_calls' without any tool call")
-            for call in calls:
-                if call.declared is False:
-                    self._note(
-                        f"tool call {call.id!r} calls {call.name!r}, not declared by the request"
-                    )
+            for note in call_notes(calls, finish, "finish_reason", "tool_calls"):
+                self._note(note)
         self._terminate(done=True)
 
     def _on_body_end(self) -> None:
