@@ -96,6 +96,11 @@ class _Outbox:
             self.held += len(data)
             self.wake.set()
 
+    def unsent(self, raw: socket.socket | None) -> int:
+        """Bytes the peer has still to take: waiting, and what the kernel holds on ``raw``, its
+        socket (the send under way's counted once: review 45)."""
+        return self.held - self.sending + queued(raw)
+
     def left(self) -> bool:
         """Whether bytes are still to send: waiting, or in a send under way."""
         return bool(self.items) or self.since is not None
@@ -198,8 +203,7 @@ class _Client:
         since = out.since
         if self.reported:
             raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-            left = out.held - out.sending + queued(raw)  # (the send's, once: review 45)
-            self.session.client_paused(now, out.held, left)
+            self.session.client_paused(now, out.held, out.unsent(raw))
             self.act()
         elif since is not None and now - since > STUCK:
             self.reported = True
@@ -357,9 +361,7 @@ class _Up:
     def told(self, now: float) -> None:
         """The session hears what of the client's body waits for the upstream (its deadline is
         the upstream's, `GatewaySession.upstream_paused`): when it fills, and at each sweep."""
-        out = self.out
-        left = out.held - out.sending + queued(out.raw)  # (the send's, once: review 45)
-        self.client.session.upstream_paused(now, left)
+        self.client.session.upstream_paused(now, self.out.unsent(self.out.raw))
 
     def _drained(self) -> None:
         """What the client sent went out: its reader goes on (`_Client.act` paused it)."""

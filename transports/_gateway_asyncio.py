@@ -84,11 +84,9 @@ class _Upstream(asyncio.Protocol):
 
     def abort(self) -> None:
         """Close the connection now: what the kernel still held for the upstream (a request's
-        body it did not read) is dropped with a reset (`reset_unsent`; attack 47 H1)."""
-        transport = self.transport
-        if transport is not None:
-            reset_unsent(transport.get_extra_info("socket"))
-            transport.abort()
+        body it did not read) is dropped with a reset (attack 47 H1)."""
+        if self.transport is not None:
+            _reset(self.transport)
 
     def data_received(self, data: bytes) -> None:
         owner = self.owner
@@ -146,8 +144,7 @@ class _Upstream(asyncio.Protocol):
         if owner is None or transport is None:
             return
         try:
-            left = transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
-            owner.session.upstream_paused(_now(), left)
+            owner.session.upstream_paused(_now(), _unsent(transport))
         except Exception as exc:
             owner.fail(exc)
 
@@ -282,10 +279,8 @@ class _Client(asyncio.Protocol):
     def _abort(self) -> None:
         """End the connection now; a request whose answer was still to send ended cut, and
         what the kernel still held for the client is dropped with a reset (`reset_unsent`)."""
-        transport = self.transport
         self._cut = self._cut or self._left() > 0  # (the kernel's too: review 46 L2)
-        reset_unsent(transport.get_extra_info("socket"))
-        transport.abort()
+        _reset(self.transport)
 
     # -- moving bytes -------------------------------------------------------------------------
 
@@ -478,8 +473,7 @@ class _Client(asyncio.Protocol):
 
     def _left(self) -> int:
         """Bytes the client has still to take: ours, and the kernel's (`queued`)."""
-        transport = self.transport
-        return transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
+        return _unsent(self.transport)
 
     def _abort_late(self) -> None:
         """The close's deadline: unless the client took `MIN_TAKEN` of what is left since the
@@ -630,6 +624,18 @@ class Server:
 
 
 _monotonic: Final = time.monotonic
+
+
+def _unsent(transport: asyncio.Transport) -> int:
+    """Bytes the peer of ``transport`` has still to take: ours, and the kernel's (`queued`)."""
+    return transport.get_write_buffer_size() + queued(transport.get_extra_info("socket"))
+
+
+def _reset(transport: asyncio.Transport) -> None:
+    """Close ``transport`` now, with a reset if the kernel still holds bytes for its peer
+    (`reset_unsent`)."""
+    reset_unsent(transport.get_extra_info("socket"))
+    transport.abort()
 
 
 def _now() -> float:
