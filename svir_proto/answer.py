@@ -349,84 +349,61 @@ AnswerPart = ReasoningBlock | ReasoningDelta | TextDelta | RefusalDelta | ToolCa
 that no signature closed, text, refusal text, a call."""
 
 
-def _grouped(result: Completion) -> tuple[AnswerSegment, ...]:
-    """The segments of a result that kept no order: its signed blocks, its reasoning, text,
-    refusal and calls, each whole (the order whole answers had before Rule 6)."""
-    ends: tuple[tuple[SegmentField, int], ...] = (
-        ("reasoning_blocks", len(result.reasoning_blocks)),
-        ("reasoning", len(result.reasoning)),
-        ("text", len(result.text)),
-        ("refusal", len(result.refusal)),
-        ("tool_calls", len(result.tool_calls)),
-    )
-    return tuple(AnswerSegment(field=f, start=0, end=end) for f, end in ends if end)
-
-
 def ordered_parts(result: Completion) -> Iterator[AnswerPart]:
     """The parts of ``result`` in the order its stream gave them (`Completion.segments`,
-    Rule 6), for a whole answer that writes them in order; for a result that kept none (a
-    decoder's own), its signed blocks, its reasoning no signature closed, its text, its
-    refusal, its calls.
+    Rule 6), as a stream of them is written, for a whole answer that writes them in order; for
+    a result that kept none (a decoder's own), its signed blocks, its reasoning no signature
+    closed, its text, its refusal, its calls.
 
-    A signed block is one part, its signature with its text (Rule 1: the reasoning the
-    signature closed), where that text began; a block without text (a redacted one), where
-    its signature came; the blocks in their order (a block whose text began before a block
-    before it was given comes after that one). The two are one place but when the signature
-    came after other parts (Gemini signs a turn on its last part, after the text): the
-    reasoning keeps its place, and its signature stays with it. Reasoning that no signature
-    closed (`unsigned_reasoning`) is a `ReasoningDelta` of the result's carrier where it
-    came; text, refusal and calls are the text or the items of their segments. Two parts of
-    one kind of text next to each other (the block between them went where its text began)
-    are one."""
-    held: AnswerPart | None = None  # a part, held in case the next one goes on from it
-    texts: list[str] = []  # the texts of the parts that go on from it, joined once (review 44
-    # H1: joined one by one, a reasoning block interleaved with 16 k runs of text took 3.7 s)
-    for part in _parts(result):
-        if isinstance(part, _TEXTS) and type(held) is type(part):
-            texts.append(part.text)
-            continue
-        if held is not None:
-            yield _joined(held, texts)
-        held = part
-        texts = []
-    if held is not None:
-        yield _joined(held, texts)
-
-
-def _joined(part: AnswerPart, texts: list[str]) -> AnswerPart:
-    """``part``, with the texts of the parts of its kind that went on from it."""
-    if not texts:
-        return part
-    assert isinstance(part, _TEXTS)
-    return attrs.evolve(part, text=part.text + "".join(texts))
-
-
-_TEXTS: Final = (TextDelta, RefusalDelta, ReasoningDelta)
-
-
-def _parts(result: Completion) -> Iterator[AnswerPart]:
-    """`ordered_parts`, before parts of one kind of text next to each other are joined."""
+    A signed block is one part where its signature came, with the reasoning of the run right
+    before its signature (attack 48 F3: a block of the reasoning since the last signature,
+    given where that began, joined two thoughts a call stood between, moved the second before
+    the call, and signed the first, which Gemini had not signed): a stream cannot hold a block
+    open across a call or text, so the reasoning of the block's earlier runs, and all of it
+    when its signature came after other parts (Gemini signs a turn on its last part, after
+    the text), went out unsigned, each where it came, and the signature in a block of its
+    own. The whole answer is that stream's. A redacted block has no text: the reasoning right
+    before it went out unsigned. Reasoning that no signature closed
+    (`unsigned_reasoning`) is a `ReasoningDelta` of the result's carrier; text, refusal and
+    calls are the text or the items of their segments."""
     blocks = result.reasoning_blocks
-    begins: list[int] = []  # where each block's text begins in ``reasoning``
+    reasoning = result.reasoning
+    carrier = result.reasoning_carrier or "reasoning_content"
+    ends: list[int] = []  # where each block's text ends in ``reasoning``
     signed = 0
     for block in blocks:
-        begins.append(signed)
         signed += len(block.text)
-    k = 0  # the next block to give: they go in their order
-    carrier = result.reasoning_carrier or "reasoning_content"
-    for segment in result.segments or _grouped(result):
+        ends.append(signed)
+    segments = result.segments
+    if not segments:  # no order kept: the blocks, the unsigned reasoning, text, refusal, calls
+        yield from blocks
+        if len(reasoning) > signed:
+            yield ReasoningDelta(text=reasoning[signed:], carrier=carrier)
+        if result.text:
+            yield TextDelta(text=result.text)
+        if result.refusal:
+            yield RefusalDelta(text=result.refusal)
+        yield from result.tool_calls
+        return
+    own = (-1, "")  # a block and its own text: the run right before its signature
+    for i, segment in enumerate(segments):
         start, end = segment.start, segment.end
         match segment.field:
             case "reasoning":
-                while k < len(blocks) and blocks[k].text and begins[k] < end:
-                    yield blocks[k]  # (its text begins here)
-                    k += 1
-                if end > signed:
-                    text = result.reasoning[max(start, signed) : end]
-                    yield ReasoningDelta(text=text, carrier=carrier)
+                cut = end
+                after = segments[i + 1] if i + 1 < len(segments) else None
+                if after is not None and after.field == "reasoning_blocks":
+                    k = after.start  # the block whose signature came right after this run
+                    if k < len(blocks) and ends[k] == end and not blocks[k].redacted:
+                        cut = max(start, end - len(blocks[k].text))
+                        own = (k, reasoning[cut:end])
+                if cut > start:
+                    yield ReasoningDelta(text=reasoning[start:cut], carrier=carrier)
             case "reasoning_blocks":
-                yield from blocks[k:end]
-                k = max(k, end)
+                for k in range(start, end):
+                    block = blocks[k]
+                    text = own[1] if own[0] == k else ""
+                    yield block if block.text == text else attrs.evolve(block, text=text)
             case "text":
                 yield TextDelta(text=result.text[start:end])
             case "refusal":
@@ -441,8 +418,7 @@ def replay(result: Completion) -> Iterator[Event]:
     content-filter verdicts, the finish, the usage, then the end (an error first, if there
     was one). A result that kept no order gives its whole calls after the usage, as the
     decoders emit them; one that kept it, each where it came (its fold has the same
-    `ordered_parts`: the same segments, but a signature that came after other parts, which
-    comes right after its reasoning here). A result that was not ``done`` ends as a cut."""
+    segments). A result that was not ``done`` ends as a cut."""
     ordered = bool(result.segments)
     for part in ordered_parts(result):
         if type(part) is ReasoningBlock:

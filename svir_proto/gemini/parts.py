@@ -23,7 +23,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from ..answer import AnswerPart, ordered_parts
-from ..events import Completion, ReasoningBlock, TextDelta, ToolCall
+from ..events import Completion, ReasoningBlock, ReasoningDelta, TextDelta, ToolCall
 from ..openai.parts import IMAGE_TYPES, ImagePart
 from ._wire import CARRIER
 
@@ -238,7 +238,9 @@ def model_parts(given: Iterable[AnswerPart], *, with_ids: bool) -> tuple[GeminiP
     (`svir_proto.answer.ordered_parts`): each signed block of Gemini's own reasoning (other
     dialects' signatures would be refused) as a thought part carrying its signature, unless
     the block signs a call (its ``item_id``), whose part then carries it, wherever the block
-    came; text; calls. Reasoning no signature closed and refusal text have no part."""
+    came; Gemini's own reasoning that no signature closed as a thought part without one
+    (attack 48 F3: a thought the turn signed on a later part); text; calls. Other dialects'
+    reasoning that no signature closed, and refusal text, have no part."""
     given = tuple(given)
     ids = {p.id for p in given if type(p) is ToolCall}
     on_call = {
@@ -255,6 +257,8 @@ def model_parts(given: Iterable[AnswerPart], *, with_ids: bool) -> tuple[GeminiP
                 )
             elif p.text:
                 out.append(GeminiText(text=p.text, thought=True))
+        elif type(p) is ReasoningDelta and p.carrier == CARRIER:
+            out.append(GeminiText(text=p.text, thought=True))
         elif type(p) is TextDelta:
             out.append(GeminiText(text=p.text))
         elif type(p) is ToolCall:

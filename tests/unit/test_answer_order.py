@@ -187,6 +187,9 @@ def test_the_spliced_upstreams_interleave(upstream: str) -> None:
     want = INTERLEAVED
     if upstream == "chat":  # no signatures: reasoning that nothing closed
         want = ["ReasoningDelta", "ToolCall", "ReasoningDelta", "TextDelta"]
+    if upstream == "gemini":  # (it signs the turn on its last part, after the text: the
+        # thought before the text went out unsigned, the signature as a block of its own)
+        want = ["ReasoningBlock", "ToolCall", "ReasoningDelta", "TextDelta", "ReasoningBlock"]
     assert kinds(result) == want
     grouped = Completion(**{**{k: getattr(result, k) for k in KEPT}, "segments": ()})
     assert kinds(grouped) != want  # (what the whole answers were made of: fidelity 43 F08)
@@ -253,10 +256,11 @@ def test_a_whole_answer_is_in_the_order_its_stream_gave(upstream: str, client: s
     body = UPSTREAMS[upstream]()
     whole = content(client, served(upstream, asked(client, False), body))
     types = [item["type"] for item in whole]
+    signed_last = ["thinking" if client == "messages" else "reasoning"] * (upstream == "gemini")
     if client == "messages":
-        assert types == ["thinking", "tool_use", "thinking", "text"]
+        assert types == ["thinking", "tool_use", "thinking", "text", *signed_last]
     else:
-        assert types == ["reasoning", "function_call", "reasoning", "message"]
+        assert types == ["reasoning", "function_call", "reasoning", "message", *signed_last]
     # the streamed translation of the same bytes, read back and folded, is that answer
     streamed = served(upstream, asked(client, True), body)
     spec = dialect(client)
@@ -384,12 +388,15 @@ def test_a_gemini_model_turn_keeps_the_order_and_each_signature_on_its_part() ->
         for p in turn.parts
         if isinstance(p, (GeminiFunctionCall, GeminiText))
     ]
-    assert shapes == ["thought", "call", "thought", "text"]
+    assert shapes == ["thought", "call", "thought", "text", "text"]
     call = turn.parts[1]
     assert isinstance(call, GeminiFunctionCall)
     assert call.thought_signature == "CiQB0e2Kb2ZzaWduYXR1cmUtb24tdGhlLWNhbGw="  # on its call
-    last = turn.parts[2]
-    assert isinstance(last, GeminiText)
+    thought, last = turn.parts[2], turn.parts[-1]
+    assert isinstance(thought, GeminiText)
+    assert thought.thought_signature is None
+    assert isinstance(last, GeminiText)  # (the empty part Gemini sent it on, after the text)
+    assert (last.text, last.thought) == ("", False)
     assert last.thought_signature == "EpoECpcEAdHtim9kQ1wvY3V0dGxlZmlzaC1zaWduYXR1cmUtMDAx"
     grouped = GeminiContent.from_completion(Completion(**{k: getattr(result, k) for k in KEPT}))
     assert [type(p).__name__ for p in grouped.parts] == [
@@ -430,9 +437,9 @@ def call_delta(index: int) -> ToolCallDelta:
 
 
 def test_a_redacted_block_and_the_signed_block_after_it_keep_their_order() -> None:
-    """Rule 1: reasoning before a redacted block is the next signed block's, which goes where
-    that reasoning began but after the redacted one (the blocks keep their order); unsigned
-    reasoning after the last signature is where it came."""
+    """Rule 1: reasoning before a redacted block is the next signed block's, but a stream
+    wrote it unsigned, before the redacted one, and the signed block with the reasoning right
+    before its signature; unsigned reasoning after the last signature is where it came."""
     from svir_proto.events import ReasoningSignature
 
     fold = AnswerFold()
@@ -449,9 +456,11 @@ def test_a_redacted_block_and_the_signed_block_after_it_keep_their_order() -> No
     )
     result = fold.result()
     parts = list(ordered_parts(result))
+    assert result.reasoning_blocks[1].text == "abcd"
     assert parts == [
+        ReasoningDelta(text="ab", carrier="thinking"),
         ReasoningBlock(text="", signature="r", carrier="thinking", redacted=True),
-        ReasoningBlock(text="abcd", signature="s", carrier="thinking"),
+        ReasoningBlock(text="cd", signature="s", carrier="thinking"),
         TextDelta(text="t"),
         ReasoningDelta(text="ef", carrier="thinking"),
         RefusalDelta(text="no"),
@@ -461,14 +470,14 @@ def test_a_redacted_block_and_the_signed_block_after_it_keep_their_order() -> No
     assert list(ordered_parts(again.result())) == parts
     doc = messages_answer(result)
     assert [b["type"] for b in doc["content"]] == [
-        "redacted_thinking", "thinking", "text", "thinking", "text"
+        "thinking", "redacted_thinking", "thinking", "text", "thinking", "text"
     ]  # fmt: skip
 
 
-def test_text_on_both_sides_of_a_signature_whose_block_went_before_is_one_part() -> None:
-    """Gemini signs on a later part: the block goes where its reasoning began, and the text
-    before and after its signature, nothing between them now, is one part (as its replay
-    folds it)."""
+def test_a_signature_that_came_after_text_is_a_block_of_its_own_after_it() -> None:
+    """Gemini signs on a later part: the reasoning went out unsigned, where it came, and the
+    signature after the text, as a stream writes them (attack 48 F3); its replay folds to
+    the same parts."""
     from svir_proto.events import ReasoningSignature
 
     fold = AnswerFold()
@@ -481,7 +490,12 @@ def test_text_on_both_sides_of_a_signature_whose_block_went_before_is_one_part()
         ]
     )
     result = fold.result()
-    parts = [ReasoningBlock(text="r", signature="s", carrier="thought"), TextDelta(text="ab")]
+    parts = [
+        ReasoningDelta(text="r", carrier="thought"),
+        TextDelta(text="a"),
+        ReasoningBlock(text="", signature="s", carrier="thought"),
+        TextDelta(text="b"),
+    ]
     assert list(ordered_parts(result)) == parts
     again = AnswerFold()
     again.extend(replay(result))
