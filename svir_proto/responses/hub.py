@@ -525,13 +525,19 @@ def unread(request: LLMRequest) -> list[str]:
     return own_fields("the Responses API", keys)
 
 
-def carried(request: ResponsesRequest) -> ResponsesRequest:
-    """The request's options as far as a server of another dialect is asked them: without
-    what `unread` names (the API's own tools, ``include``, ``text`` options but its format
-    and verbosity, ``reasoning``'s unknown keys, a ``tool_choice`` no neutral one is, which
-    leaves the server's ``auto``), for a response that repeats them: it does not claim what
-    no server was asked (attack 46 G4: an 8 MB ``tool_choice`` that went nowhere came back
-    three times, in every lifecycle event)."""
+def carried(request: ResponsesRequest, back: ResponsesRequest | None = None) -> ResponsesRequest:
+    """The request's options as far as a server of another dialect is asked them, for a
+    response that repeats them: it does not claim what no server was asked (attack 46 G4: an
+    8 MB ``tool_choice`` that went nowhere came back three times, in every lifecycle event).
+
+    Without what `unread` names (the API's own tools, ``include``, ``text`` options but its
+    format and verbosity, ``reasoning``'s unknown keys, a ``tool_choice`` no neutral one is,
+    which leaves the server's ``auto``); and, given ``back``, the request that server was
+    asked, read back as a Responses request (`svir_proto.dialects.as_sent`), without what
+    did not come back (review 48 M3: ``store``, ``text.verbosity``, ``metadata``, a
+    ``reasoning.effort`` or ``parallel_tool_calls`` its dialect has no field for, which the
+    response still repeated while Svir-Lost said they were not sent). What did come back
+    keeps the client's value (a value the server's dialect gave it is not the client's)."""
     choice = request.tool_choice
     if isinstance(choice, OtherChoice) and _allowed(choice.data, request.tools) is None:
         choice = None
@@ -541,14 +547,47 @@ def carried(request: ResponsesRequest) -> ResponsesRequest:
     reasoning = request.reasoning
     if reasoning is not None and reasoning.extra:
         reasoning = attrs.evolve(reasoning, extra={})
-    return attrs.evolve(
-        request,
-        tools=[t for t in request.tools if isinstance(t, FunctionTool)],
-        tool_choice=choice,
-        text=text,
-        reasoning=reasoning,
-        include=(),
-    )
+    tools = [t for t in request.tools if isinstance(t, FunctionTool)]
+    kept = attrs.evolve(request, tools=tools, tool_choice=choice, text=text, reasoning=reasoning,
+                        include=())  # fmt: skip
+    return kept if back is None else _came_back(kept, back)
+
+
+_SCALARS: Final = (
+    "tool_choice",
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+    "parallel_tool_calls",
+    "store",
+    "previous_response_id",
+)
+
+
+def _came_back(request: ResponsesRequest, back: ResponsesRequest) -> ResponsesRequest:
+    """``request``'s options that ``back`` has too (`carried`)."""
+    changes: dict[str, Any] = {
+        name: None for name in _SCALARS if getattr(back, name) is None
+    }  # fmt: skip
+    names = {t.name for t in back.tools if isinstance(t, FunctionTool)}
+    changes["tools"] = [t for t in request.tools if isinstance(t, FunctionTool) and t.name in names]
+    changes["metadata"] = {k: v for k, v in request.metadata.items() if k in back.metadata}
+    text = request.text
+    if text is not None:  # (the plain text format, the default, is none where it went)
+        came = back.text or {}
+        changes["text"] = {
+            k: v for k, v in text.items() if k in came or (k, v) == ("format", {"type": "text"})
+        } or None
+    reasoning, theirs = request.reasoning, back.reasoning
+    if reasoning is not None:
+        effort = None if theirs is None or theirs.effort is None else reasoning.effort
+        summary = None if theirs is None or theirs.summary is None else reasoning.summary
+        changes["reasoning"] = (
+            None
+            if effort is None and summary is None
+            else attrs.evolve(reasoning, effort=effort, summary=summary)
+        )
+    return attrs.evolve(request, **changes)
 
 
 def _record(extensions: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -147,7 +147,7 @@ def test_a_request_as_a_server_of_another_dialect_is_asked_it() -> None:
         lost = " ".join(dialects.dialect("responses").unread(neutral(whole)))
         assert (sent.include, sent.tool_choice) == ((), None)
         assert [t.name for t in sent.tools] == ["f", "g"]
-        assert sent.text == {"verbosity": "low"}
+        assert sent.text == ({"verbosity": "low"} if to == "chat" else None)  # (review 48 M3)
         assert sent.reasoning == ReasoningConfig(effort="low")
         for said in ("include", "text.junk", "reasoning.junk", "tools (web_search)"):
             assert said in lost
@@ -160,6 +160,66 @@ def test_a_request_as_a_server_of_another_dialect_is_asked_it() -> None:
     assert dialects.as_sent(plain, "chat") == plain
     with pytest.raises(TypeError, match="not a request of any dialect"):
         dialects.as_sent({"model": "m"}, "chat")
+
+
+OPTIONS = ResponsesRequest(
+    model="m",
+    input="hi",
+    instructions="be brief",
+    tools=[FunctionTool(name="f")],
+    tool_choice="required",
+    max_output_tokens=9,
+    temperature=0.5,
+    reasoning=ReasoningConfig(effort="low", summary="detailed"),
+    parallel_tool_calls=False,
+    store=True,
+    metadata={"k": "v"},
+    text={"verbosity": "low"},
+)
+NOT_SENT = {  # what each dialect has no field for (its ``from_hub`` says so: below)
+    "chat": {"metadata", "reasoning.summary"},  # (it keeps metadata with its answers)
+    "messages": {"store", "text", "metadata", "reasoning"},
+    "gemini": {"store", "text", "metadata", "parallel_tool_calls"},
+}
+
+
+@pytest.mark.parametrize("to", sorted(NOT_SENT))
+def test_an_option_the_target_has_no_field_for_is_not_repeated(to: dialects.DialectName) -> None:
+    """Review 48 M3: the options went to ``to`` and came back; what did not come back, which
+    Svir-Lost names, is not repeated as if it was sent; the rest keeps the client's values."""
+    lost: list[str] = []
+    dialects.translate_request(OPTIONS, to, lost=lost)
+    said = " ".join(lost)
+    sent = dialects.as_sent(OPTIONS, to, lost=lost)
+    assert dialects.as_sent(OPTIONS, to) == sent  # (without ``lost``: the same)
+    for name in ("instructions", "tool_choice", "max_output_tokens", "temperature", "tools",
+                 "store", "metadata", "text", "parallel_tool_calls"):  # fmt: skip
+        if name in NOT_SENT[to]:
+            assert getattr(sent, name) in (None, {}), name
+            assert name.replace("text", "verbosity") in said, name
+        else:
+            assert getattr(sent, name) == getattr(OPTIONS, name), name
+    if "reasoning" in NOT_SENT[to]:
+        assert sent.reasoning is None
+        assert "reasoning effort" in said
+    elif "reasoning.summary" in NOT_SENT[to]:
+        assert sent.reasoning == ReasoningConfig(effort="low")
+        assert "reasoning summary" in said
+    else:
+        assert sent.reasoning == OPTIONS.reasoning
+
+
+def test_options_that_lost_nothing_or_cannot_go_are_repeated_as_they_came() -> None:
+    """Nothing lost: nothing to leave out (the options need not go and come back). Options
+    that ``to`` refuses (``required`` with no tools, to Chat) were refused already: kept."""
+    plain = ResponsesRequest(model="m", input="hi", temperature=0.5, store=True)
+    assert dialects.as_sent(plain, "messages", lost=[]) == plain
+    refused = ResponsesRequest(model="m", input="hi", tool_choice="required", store=True)
+    with pytest.raises(ValueError, match="needs tools"):
+        dialects.translate_request(refused, "chat")
+    assert dialects.as_sent(refused, "chat") == refused
+    bare = ResponsesRequest(model="m", input="hi", metadata={"k": "v"})
+    assert dialects.as_sent(bare, "messages") == attrs.evolve(bare, metadata={})
 
 
 def neutral(request: Any) -> LLMRequest:

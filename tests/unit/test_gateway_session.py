@@ -2742,7 +2742,9 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
     ``response.created``, ``response.in_progress`` and ``response.completed``. Those a Chat
     upstream was never sent (the API's own tools, ``include``, unknown ``text`` and
     ``reasoning`` keys, a ``tool_choice`` no neutral one is) are said lost and not repeated:
-    the answer claims nothing no server was asked, and 8 MB of them is not 24 MB back."""
+    the answer claims nothing no server was asked, and 8 MB of them is not 24 MB back. Nor
+    those the Chat API has no field for, which Svir-Lost names (review 48 M3: ``metadata``
+    without ``store``)."""
     sse = (CONFORMANCE / "openai" / "usage-then-null.sse").read_bytes()
     junk = "j" * 5000
     tool = {"type": "function", "name": "f", "parameters": {"type": "object"}}
@@ -2751,7 +2753,8 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
                        "tool_choice": {"type": "web_search", "junk": junk},
                        "include": ["reasoning.encrypted_content"],
                        "text": {"format": {"type": "text"}, "junk": junk},
-                       "reasoning": {"effort": "low", "junk": junk}}).encode()  # fmt: skip
+                       "reasoning": {"effort": "low", "junk": junk},
+                       "metadata": {"k": "v"}, "temperature": 0.5}).encode()  # fmt: skip
     d = Driver()  # a Chat upstream: a Responses client is translated
     d.send(post(body).replace(b"/v1/chat/completions", b"/v1/responses"))
     d.connect()
@@ -2764,6 +2767,7 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
     head = bytes(d.client).split(b"\r\n\r\n", 1)[0]
     for lost in (b"include", b"text.junk", b"reasoning.junk", b"tools (web_search)"):
         assert b'\r\nSvir-Lost: "' + lost + b": a field of the Responses API only" in head
+    assert b'\r\nSvir-Lost: "metadata.k is not sent to the Chat API"' in head
     snapshots = [
         json.loads(line[6:])["response"]
         for line in answer.splitlines()
@@ -2775,8 +2779,9 @@ def test_a_responses_answer_repeats_only_what_the_upstream_was_asked() -> None:
         assert snapshot["tool_choice"] == "auto"  # what the upstream, asked none, did
         assert snapshot["text"] == {"format": {"type": "text"}}
         assert snapshot["reasoning"] == {"effort": "low"}
-        assert snapshot["max_output_tokens"] == 9
+        assert (snapshot["max_output_tokens"], snapshot["temperature"]) == (9, 0.5)
         assert "include" not in snapshot
+        assert not snapshot.get("metadata")
 
 
 def test_a_body_the_upstream_does_not_take_is_the_upstreams_timeout() -> None:
