@@ -20,7 +20,9 @@ Rule 3 (``Expect: 100-continue``, RFC 9110 10.1.1): an HTTP/1.1 request that ask
     ``100 Continue`` until its answer begins or its body does.
 Rule 4 (an answer's framing, as h11 frames it): by its Content-Length; with none, chunked to an
     HTTP/1.1 client and delimited by closing to any other (``Connection: close`` then said);
-    no body at all for HEAD, 204 and 304. ``Connection: close`` goes out whenever the
+    no body at all for HEAD, 204, 205 and 304; a 205's Content-Length says 0 (RFC 9110
+    15.3.6: it has no content; without a length its close would delimit it). ``Connection:
+    close`` goes out whenever the
     connection will not be kept. Writing more than the framing allows raises.
 
 It never does I/O.
@@ -50,6 +52,8 @@ END: Final = "end"
 CLOSED: Final = "closed"
 """`ServerSide.next_event`: the client closed the connection between requests."""
 CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FRAMING: Final = ("content-length", "transfer-encoding")
+"""The fields that frame a body: an answer's own framing replaces them (Rule 4)."""
 _EMPTY_LINES: Final = re.compile(rb"(?:\r?\n)+")
 
 Theirs = Literal["idle", "body", "done", "must_close", "closed", "error"]
@@ -239,6 +243,9 @@ class ServerSide:
             raise CallerProtocolError(f"an answer's head when the answer is {self.ours!r}")
         self.waiting_100 = False
         head_only = self.method == "HEAD"
+        if status == 205:
+            fields = [f for f in fields if f[0].lower() not in _FRAMING]
+            fields.append(("Content-Length", "0"))
         length: str | None = None
         connection = close = False  # close: said here, last (else a field of ours says it)
         for name, value in fields:
@@ -251,7 +258,7 @@ class ServerSide:
         if status in (204, 304) or length is not None:
             self.framing, self._out_left = "length", int(length or 0)
         else:
-            out = [f for f in fields if f[0].lower() not in ("content-length", "transfer-encoding")]
+            out = [f for f in fields if f[0].lower() not in _FRAMING]
             if self.version is not None and self.version >= "1.1":
                 self.framing = "chunked"
                 out.append(("Transfer-Encoding", "chunked"))

@@ -1225,6 +1225,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         media = (kind or "").split(";")[0].strip().lower()
         stream = media == "text/event-stream"
         ok = 200 <= status < 300
+        if status == 205:  # no content (RFC 9110 15.3.6), whatever came (attack 49 F1): as a
+            self.head_only, ok = True, False  # HEAD's answer, whole at its head, the rest dropped
         self._relaying = "stream" if stream and ok else "raw"
         unreadable = ok and self.streaming_request and media not in _ANSWERS
         if self._head_sent or unreadable:

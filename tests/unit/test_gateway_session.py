@@ -2850,3 +2850,38 @@ def test_a_body_the_upstream_took_is_the_clients_to_send_in_time() -> None:
     d.tick(8.0)
     ((status, _, _, _),) = read(d.client)
     assert status == 408
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_205_is_relayed_without_its_content(framing: str, stream: bool) -> None:
+    """Attack 49 F1: an upstream 205 Reset Content that carried content went to the client
+    with it (RFC 9110 15.3.6: a 205 has none; fetch reads it as null-body). Its head goes with
+    ``Content-Length: 0``, whole at once as a HEAD's answer is, and what the upstream sent
+    with it is dropped; the upstream connection drains to the pool when its length is known
+    short (else it closes), and the client's next request is answered."""
+    d = Driver()
+    d.send(post(openai_body(stream=stream)))
+    d.connect()
+    content = b"data: {}\n\n"
+    kind = b"text/event-stream" if stream else b"application/json"
+    if framing == "length":
+        d.answer(b"HTTP/1.1 205 Reset Content\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                 % (kind, len(content)) + content[:4])  # fmt: skip
+    else:
+        d.answer(b"HTTP/1.1 205 Reset Content\r\nContent-Type: %s\r\nTransfer-Encoding: chunked"
+                 b"\r\n\r\n%x\r\n%s\r\n" % (kind, len(content), content))  # fmt: skip
+    ((status, headers, body, ended),) = read(d.client)
+    assert (status, headers["content-length"], body, ended) == (205, "0", b"", True)
+    assert b"transfer-encoding" not in d.client.lower()
+    assert [x.outcome for x in d.done()] == ["ok"]  # (relayed as the upstream said it)
+    if framing == "length":
+        assert d.released == []  # (it drains)
+        d.answer(content[4:])
+        (pooled,) = d.released
+        assert pooled is not None
+        assert pooled.reusable
+    else:
+        assert d.released == [None]
+    d.send(get("/healthz"))
+    assert read(d.client[d.client.index(b"HTTP/1.1", 5) :])[0][0] == 200
