@@ -13,7 +13,8 @@ Rule 2 (bytes in): the pull API (``receive_data``/``next_event``, ``feed``/``clo
     `ResponseStarted`, then `RequestFailed`, `ModelsListed` or the stream's events through
     `StreamEnded`. ``receive_data(b"")`` says the server closed the connection. Informational
     (1xx) answers are skipped, within ``max_head_size`` bytes in all (an endless run of them
-    breaks the protocol: attack 46); a 101 nobody asked for breaks the protocol.
+    breaks the protocol: attack 46); a 101 nobody asked for breaks the protocol, and so does
+    a status line of a version other than 1.x.
 Rule 3 (bounds): the response head may take ``max_head_size`` bytes, whole or not yet whole,
     so the verdict does not depend on how the bytes were split (h11 #182); the bound is named
     in the error. A head whose first byte is a space or a control character is bad HTTP however
@@ -387,6 +388,12 @@ class ClientConnection(PullDecoder[ExchangeEvent]):
             raise PeerProtocolError(
                 f"bad HTTP from the server: {exc}", offset=self._head_at
             ) from exc
+        if parsed.version[:2] != "1.":  # (attack 49: an HTTP/2.0 answer was read as HTTP/1.1)
+            raise PeerProtocolError(
+                f"bad HTTP from the server: an HTTP/{parsed.version} status line on an HTTP/1.1 "
+                "connection",
+                offset=self._head_at,
+            )
         status = parsed.status
         if status < 200:  # informational: the response proper begins after it
             if status == 101:

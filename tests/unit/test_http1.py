@@ -150,6 +150,21 @@ def test_a_101_nobody_asked_for_is_bad_http() -> None:
         conn.feed(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n")
 
 
+@pytest.mark.parametrize("version", [b"2.0", b"0.9", b"3.1"])
+def test_a_status_line_of_another_major_version_is_bad_http(version: bytes) -> None:
+    """Attack 49: ``HTTP/2.0 200 OK`` on an HTTP/1.1 connection was read as HTTP/1.1 and the
+    connection kept (RFC 9112 2.3: HTTP/1.1 answers are 1.x; 0.9 had no status line)."""
+    conn = ClientConnection(EP)
+    sent(conn)
+    with pytest.raises(PeerProtocolError, match=f"an HTTP/{version.decode()} status line"):
+        conn.feed(b"HTTP/%s 200 OK\r\nContent-Length: 0\r\n\r\n" % version)
+    conn = ClientConnection(EP)
+    sent(conn)
+    conn.feed(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")  # (1.0 is one)
+    assert conn.body_ended
+    assert not conn.reusable
+
+
 def test_body_data_out_of_turn_is_the_callers_error() -> None:
     conn = ClientConnection(EP)
     with pytest.raises(CallerProtocolError, match="body data"):
