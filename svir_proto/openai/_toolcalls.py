@@ -13,9 +13,13 @@ Rule 3: ``name`` takes the first value; a repeat of the whole name so far is ign
     that are their own first half doubled are not.
 Rule 4: ``arguments`` always append.
 
-Deltas carry the wire index (a piece without one gets the next free position). Checks at the
-end (`finish`): wire indices contiguous from 0, ids non-empty and unique, names non-empty; a
-violation raises `ToolCallError`, which names the call. Whole calls come in wire-index order.
+Each call has an index of its own, which its deltas and its whole `ToolCall` carry: its wire
+index (a piece without one: the next free position), or, when another call has that one (a
+call that reused an index, Rule 2), the one after the highest given (attack 49b F1: two calls
+of one index were one call to an encoder, the second's arguments appended to the first's).
+Checks at the end (`finish`): indices contiguous from 0, ids non-empty and unique, names
+non-empty; a violation raises `ToolCallError`, which names the call. Whole calls come in
+index order.
 """
 
 from __future__ import annotations
@@ -49,11 +53,10 @@ class ToolCallError(PeerProtocolError):
 
 
 class _Call:
-    __slots__ = ("args", "id", "name", "pos", "wire_index")
+    __slots__ = ("args", "id", "index", "name")
 
-    def __init__(self, pos: int, wire_index: int) -> None:
-        self.pos = pos  # order of first appearance: breaks ties between reused wire indices
-        self.wire_index = wire_index
+    def __init__(self, index: int) -> None:
+        self.index = index  # its own (the module docstring)
         self.id = ""
         self.name = ""
         self.args = Pieces()  # at about its size, however finely it was cut
@@ -65,8 +68,9 @@ class ToolCallAssembler:
     def __init__(self, *, max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS) -> None:
         self.max_tool_calls = max_tool_calls
         self.calls: list[_Call] = []
-        self._by_index: dict[int, _Call] = {}
+        self._by_index: dict[int, _Call] = {}  # by wire index: the last call given it
         self._by_id: dict[str, _Call] = {}
+        self._given: set[int] = set()  # the calls' own indices
 
     def piece(self, raw: object, at: int) -> ToolCallDelta:
         """Apply one element of ``delta.tool_calls``; return what it carried."""
@@ -113,7 +117,7 @@ class ToolCallAssembler:
             held.append(args)
             if len(held) >= JOIN:
                 call.args.squeeze()
-        return tool_call_delta(call.wire_index, args)
+        return tool_call_delta(call.index, args)
 
     def apply(
         self, index: int | None, call_id: str | None, name: str | None, args: str | None, at: int
@@ -130,7 +134,7 @@ class ToolCallAssembler:
             name_part = name
         if args:  # Rule 4
             call.args.append(args)
-        return tool_call_delta(call.wire_index, args or "", new_id, name_part)
+        return tool_call_delta(call.index, args or "", new_id, name_part)
 
     def _resolve(self, index: int | None, call_id: str | None, at: int) -> _Call:
         if index is not None:
@@ -150,16 +154,21 @@ class ToolCallAssembler:
             )
         if len(self.calls) >= self.max_tool_calls:
             raise too_many_calls(self.max_tool_calls, at)
-        call = _Call(len(self.calls), index if index is not None else len(self.calls))
+        wire = index if index is not None else len(self.calls)
+        given = self._given
+        call = _Call(wire if wire not in given else max(given) + 1)
+        given.add(call.index)
         self.calls.append(call)
-        self._by_index[call.wire_index] = call
+        self._by_index[wire] = call
         return call
 
     def pending(self) -> tuple[ToolCallDelta, ...]:
         """The calls as assembled so far (for a stream that never completed)."""
         return tuple(
-            ToolCallDelta(index=i, id=c.id or None, name=c.name or None, arguments=c.args.text())
-            for i, c in enumerate(self.calls)
+            ToolCallDelta(
+                index=c.index, id=c.id or None, name=c.name or None, arguments=c.args.text()
+            )
+            for c in self.calls
         )
 
     def finish(self, declared: frozenset[str] | None) -> tuple[ToolCall, ...]:
@@ -168,17 +177,16 @@ class ToolCallAssembler:
         Raises:
             ToolCallError: indices with a gap, an empty or repeated id, an empty name.
         """
-        wire = sorted({c.wire_index for c in self.calls})
-        if wire != list(range(len(wire))):
-            last = self._by_index[wire[-1]]
+        ordered = sorted(self.calls, key=lambda c: c.index)
+        given = [c.index for c in ordered]
+        if given != list(range(len(given))):
             raise ToolCallError(
-                f"tool call indices are not contiguous from 0: {wire} (missing {_gaps(wire)})",
+                f"tool call indices are not contiguous from 0: {given} (missing {_gaps(given)})",
                 index=len(self.calls) - 1,
-                call_id=last.id,
+                call_id=ordered[-1].id,
             )
         seen: dict[str, int] = {}
         out = []
-        ordered = sorted(self.calls, key=lambda c: (c.wire_index, c.pos))
         for i, c in enumerate(ordered):
             label = f"tool call {i} (id {c.id!r}, name {c.name!r})"
             if not c.id:

@@ -351,6 +351,24 @@ def test_text_that_comes_inside_a_calls_arguments_keeps_its_place(shape: str) ->
     assert streamed == whole
 
 
+@pytest.mark.parametrize("client", ["messages", "responses"])
+def test_two_calls_of_one_index_are_two_calls_streamed_and_whole(client: str) -> None:
+    """Attack 49b F1: an upstream that gives its next call index 0 again, with a new id (Rule
+    2 of `svir_proto.openai._toolcalls`): the stream wrote the second call's arguments into
+    the first call's block, and the second again at the end. Each is its own call now."""
+    reused = _call(0, '{"location": "Paris"}', G)
+    reused[1]["choices"][0]["delta"]["tool_calls"][0]["id"] = "call_9"
+    whole, streamed = whole_and_streamed([_call(0, '{"zone": "UTC"}', F), reused], client)
+    assert streamed == whole
+    if client == "messages":  # (`content` leaves out the ids the gateway made)
+        calls = [(b["name"], b["input"]) for b in whole]
+    else:
+        calls = [(b["call_id"], b["name"], json.loads(b["arguments"])) for b in whole]
+        assert [c[0] for c in calls] == ["call_0", "call_9"]
+        calls = [c[1:] for c in calls]
+    assert calls == [(F, {"zone": "UTC"}), (G, {"location": "Paris"})]
+
+
 def test_a_responses_whole_answer_reads_back_in_its_order() -> None:
     """`decode_response` reads a whole Responses answer: its events fold to the upstream's
     answer, in the same order."""

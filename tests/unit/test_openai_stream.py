@@ -286,8 +286,34 @@ def test_reused_index_with_new_id_is_a_new_call() -> None:
         + chunk({}, "tool_calls")
         + DONE
     )
-    _, d = decode(body)
+    events, d = decode(body)
     assert [(c.index, c.id, c.name) for c in d.result.tool_calls] == [(0, "a", "f"), (1, "b", "g")]
+    # each call's deltas carry its own index, as its whole call does (attack 49b F1: both
+    # carried 0, and an encoder wrote b's arguments into a's block)
+    deltas = [(e.index, e.id) for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas == [(0, "a"), (1, "b")]
+
+
+def test_an_index_a_reused_index_took_goes_to_the_next_free_one() -> None:
+    """A call that reused index 0 took index 1 for its own: a later call of wire index 1 has
+    the next one; pieces of each wire index go on to the last call given it; a gap in what
+    they were given is still a gap."""
+    body = (
+        tc(index=0, id="a", function={"name": "f", "arguments": "{"})
+        + tc(index=0, id="b", function={"name": "g", "arguments": "{"})
+        + tc(index=1, id="c", function={"name": "h", "arguments": "{"})
+        + tc(index=0, function={"arguments": "}"})
+        + tc(index=1, function={"arguments": "}"})
+        + chunk({}, "tool_calls")
+    )
+    events, d = decode(body + DONE)
+    deltas = [(e.index, e.id, e.arguments) for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas == [(0, "a", "{"), (1, "b", "{"), (2, "c", "{"), (1, None, "}"), (2, None, "}")]
+    assert [(c.index, c.id, c.arguments) for c in d.result.tool_calls] == [
+        (0, "a", "{"), (1, "b", "{}"), (2, "c", "{}")
+    ]  # fmt: skip
+    with pytest.raises(PeerProtocolError, match=r"contiguous from 0: \[0, 1, 3\] \(missing 2\)"):
+        decode(body.replace(b'"index": 1', b'"index": 3') + DONE)
 
 
 def test_piece_without_index_or_id_goes_to_the_only_open_call() -> None:
