@@ -32,7 +32,10 @@ Rule 4 (whole values): each ``.done`` event (``output_text``, ``refusal``,
     call's arguments it is a `ToolCallError`, because a call is executed, and two different
     argument strings leave no safe one to execute. Without ``keep_text`` a part's text is not
     kept, only its length and a CRC-32 of it (`_Tally`), which settle a whole value the same
-    way: a relay never joins deltas to the rest of a value they do not begin (attack 31). An
+    way: a relay never joins deltas to the rest of a value they do not begin (attack 31). A
+    whole item whose parts do not include one its deltas gave (a text streamed as part 1,
+    given whole as part 0) is not settled against its deltas: noted, as a value that differs.
+    An
     item's parts (a message's content, a reasoning item's summary and content) are
     `svir_proto._dialect.MAX_ENTRIES` at most: each may be a delta of its own.
 Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``TOOL_CALLS``
@@ -658,6 +661,8 @@ class ResponsesStreamDecoder(DialectDecoder):
                 if type(content) is list
                 else ()
             )
+            if self._unlisted(rec, "trc", len(parts)):
+                return
             for i, part in enumerate(parts):
                 if type(part) is dict:
                     self._settle_part(rec, i, part, at)
@@ -672,6 +677,8 @@ class ResponsesStreamDecoder(DialectDecoder):
                     if type(given) is list
                     else ()
                 )
+                if self._unlisted(rec, key, len(listed)):
+                    continue
                 for i, part in enumerate(listed):
                     if type(part) is dict and type(part.get("text")) is str:
                         self._settle(rec, (key, i), part["text"], at)
@@ -688,6 +695,18 @@ class ResponsesStreamDecoder(DialectDecoder):
                     )
                 else:
                     self._block.clear()  # unsigned: no block to send back
+
+    def _unlisted(self, rec: _Item, kinds: str, listed: int) -> bool:
+        """Whether deltas of ``kinds`` gave a part past the ``listed`` parts a whole item gives
+        (when it gives any): its parts are not the deltas', and none is settled against them,
+        which is noted (attack 49b F3: a text streamed as part 1, given whole as part 0, went
+        out twice)."""
+        if listed:
+            for key in rec.parts:
+                if key[0] in kinds and key[1] >= listed:
+                    self._differs(rec, key)
+                    return True
+        return False
 
     def _settle_part(self, rec: _Item, index: int, part: dict[str, Any], at: int) -> None:
         kind = part.get("type")

@@ -315,6 +315,42 @@ def test_a_whole_text_that_differs_is_noted_and_the_deltas_kept() -> None:
     )
 
 
+@pytest.mark.parametrize("keep_text", [True, False])
+def test_a_whole_item_without_a_part_its_deltas_gave_is_not_settled_against_them(
+    keep_text: bool,
+) -> None:
+    """Attack 49b F3: a text streamed as part 1 and given whole as part 0 of the done item (an
+    upstream that numbered its part wrongly) went out twice, "XX": part 0 had no deltas, so its
+    whole value was all news. A whole item without a part its deltas gave is noted, as a value
+    that differs, and settles nothing; a reasoning item's summary the same."""
+    whole = {**MSG, "status": "completed",
+             "content": [{"type": "output_text", "text": "X", "annotations": []}]}  # fmt: skip
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("X", content_index=1),
+        ev("response.output_item.done", output_index=0, item=whole),
+        COMPLETED,
+    )
+    events, d = decode(raw, keep_text=keep_text)
+    assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == "X"
+    assert d.result.problems == (
+        "the whole text of output item 'msg_1' differs from its deltas: the deltas are kept",
+    )
+    item = {"id": "rs_1", "type": "reasoning", "summary": []}
+    summary = ev("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0,
+                 summary_index=2, delta="R")  # fmt: skip
+    done = {**item, "summary": [{"type": "summary_text", "text": "R"}]}
+    raw = body(CREATED, added(item), summary, ev("response.output_item.done", output_index=0,
+               item=done), COMPLETED)  # fmt: skip
+    events, d = decode(raw, keep_text=keep_text)
+    assert "".join(e.text for e in events if type(e).__name__ == "ReasoningDelta") == "R"
+    assert d.result.problems == (
+        "the whole reasoning summary of output item 'rs_1' differs from its deltas: "
+        "the deltas are kept",
+    )
+
+
 def test_whole_arguments_that_differ_are_an_error() -> None:
     call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}
     raw = body(
