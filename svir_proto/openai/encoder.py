@@ -6,7 +6,8 @@ One event gives at most one chunk. Reasoning goes out under the key it came in, 
 needed). A whole `ToolCall` goes out as one piece with its id, name and arguments; with
 ``tool_call_deltas`` (an OpenAI upstream relayed to an OpenAI client), the `ToolCallDelta`
 pieces go out as they came instead, each with its resolved index, and the whole calls that the
-decoder emits at the end are not sent again.
+decoder emits at the end are not sent again, but one whose index no piece began (an upstream
+that sends whole calls only, LLM-Stream's: review 49 S1, the client got none).
 
 Signed reasoning (a `ReasoningSignature`: Anthropic's, Gemini's, the Responses API's) goes out as
 LiteLLM writes Anthropic's, in a ``thinking_blocks`` delta when its block ends: the block's text
@@ -157,6 +158,7 @@ class ChatStreamEncoder:
         self.model = model
         self.created = created
         self.tool_call_deltas = tool_call_deltas
+        self._begun: set[int] = set()  # with tool_call_deltas: the calls pieces began
         self.usage = usage
         self.max_output_size = max_output_size
         self._thought: list[str] = []  # the reasoning of the block its signature will end
@@ -244,6 +246,7 @@ class ChatStreamEncoder:
             case RefusalDelta():
                 return self._delta({"refusal": event.text})
             case ToolCallDelta() if self.tool_call_deltas:
+                self._begun.add(event.index)
                 piece: dict[str, Any] = {"index": event.index}
                 if event.id is not None:
                     piece["id"] = event.id
@@ -253,7 +256,7 @@ class ChatStreamEncoder:
                     function["name"] = event.name
                 piece["function"] = function
                 return self._delta({"tool_calls": [piece]})
-            case ToolCall() if not self.tool_call_deltas:
+            case ToolCall() if not self.tool_call_deltas or event.index not in self._begun:
                 call = {
                     "index": event.index,
                     "id": event.id,

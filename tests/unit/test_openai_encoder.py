@@ -217,3 +217,22 @@ def test_reasoning_no_vendor_signs_is_not_held() -> None:
     enc.encode(ReasoningDelta(text="abc", carrier="reasoning_content"))
     enc.encode(ReasoningDelta(text="def", carrier="thinking"))
     assert enc._thought == ["def"]
+
+
+def test_relaying_deltas_a_whole_call_no_delta_began_is_written() -> None:
+    """Review 49 S1: with ``tool_call_deltas`` (a relay of deltas) the whole calls were never
+    written, and an upstream that sends whole calls only (LLM-Stream's ``tool.call``) reached
+    a streaming Chat client with ``finish_reason: tool_calls`` and no call. A whole call whose
+    index a delta began is not written again; one no delta began is."""
+    enc = ChatStreamEncoder(tool_call_deltas=True)
+    streamed = ToolCallDelta(index=0, id="c0", name="f", arguments='{"a": 1}')
+    whole = [
+        ToolCall(index=0, id="c0", name="f", arguments='{"a": 1}'),
+        ToolCall(index=1, id="c1", name="g", arguments="{}"),
+    ]
+    finish = Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls")
+    ends = [finish, StreamEnded(complete=True, done=True)]
+    _, result = through(enc, [StreamStarted(response_id="r", model="m"), streamed, *whole, *ends])
+    assert [(c.index, c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        (0, "c0", "f", '{"a": 1}'), (1, "c1", "g", "{}")
+    ]  # fmt: skip
