@@ -331,7 +331,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._path_kind: Kind | None = None  # what the target names, once the head is read
         self.request_id: str | None = None
         self.events_forwarded = 0
-        self.head_only = False  # a HEAD request: the answer has no body
+        self.head_only = False  # a HEAD request, or a relayed 205: the answer has no body
         self.streaming_request = False
         """The request asked for a stream (``stream: true``, or any LLM-Stream request): the
         client expects SSE, so keep-alive comments may go to it."""
@@ -1225,8 +1225,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         media = (kind or "").split(";")[0].strip().lower()
         stream = media == "text/event-stream"
         ok = 200 <= status < 300
-        if status == 205:  # no content (RFC 9110 15.3.6), whatever came (attack 49 F1): as a
-            self.head_only, ok = True, False  # HEAD's answer, whole at its head, the rest dropped
+        if status == 205 and not self._head_sent:  # no content (RFC 9110 15.3.6), whatever
+            # came (attack 49 F1): as a HEAD's answer, whole at its head, the rest dropped (a
+            # keep-alive that sent our head made it a stream's failure: review 49 3a)
+            self.head_only, ok = True, False
         self._relaying = "stream" if stream and ok else "raw"
         unreadable = ok and self.streaming_request and media not in _ANSWERS
         if self._head_sent or unreadable:

@@ -2885,3 +2885,22 @@ def test_a_205_is_relayed_without_its_content(framing: str, stream: bool) -> Non
         assert d.released == [None]
     d.send(get("/healthz"))
     assert read(d.client[d.client.index(b"HTTP/1.1", 5) :])[0][0] == 200
+
+
+def test_a_205_after_a_keep_alive_sent_the_streams_head_is_the_streams_failure() -> None:
+    """Review 49 3a: once a keep-alive sent our 200 stream's head, a 205 cannot be relayed as
+    itself: it is what the upstream answered instead of the stream, an error event and the end
+    marker, as any answer that is not the stream asked for (it was ended cleanly, as a HEAD's
+    answer is)."""
+    d = Driver(keepalive=1.0)
+    d.send(post(openai_body(stream=True)))
+    d.connect()
+    d.tick(2.5)
+    content = b'{"x":1}'
+    head = b"HTTP/1.1 205 Reset Content\r\nContent-Type: application/json\r\nContent-Length: %d"
+    d.answer(head % len(content) + b"\r\n\r\n" + content, 2.6)
+    ((status, _, body, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert b'"type": "not_a_stream"' in body
+    assert body.rstrip().endswith(b"data: [DONE]")
+    assert [x.outcome for x in d.done()] == ["failed"]
