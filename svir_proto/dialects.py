@@ -166,10 +166,11 @@ class DialectSpec:
     unread: Callable[[LLMRequest], list[str]] = lambda request: []
     """What the dialect's ``to_hub`` kept for its own API only (under its vendor key), a
     sentence each: lost on the way to another dialect but LLM-Stream, which carries it."""
-    carried: Callable[[Any, Any], Any] = lambda request, back: request
-    """A request without what `unread` names, and, given the request a server of another
-    dialect was asked read back in this one (or ``None``), without what did not come back:
-    what that server is asked (see `as_sent`)."""
+    carried: Callable[[Any, Any], Any] | None = None
+    """For a dialect whose answers repeat the request's options: a request without what
+    `unread` names, and, given the request a server of another dialect was asked read back
+    in this one (or ``None``), without what did not come back: what that server is asked
+    (see `as_sent`)."""
 
     def target(self, request: Any, endpoint: Endpoint) -> str:
         """The request's path on ``endpoint`` (Rule 2)."""
@@ -591,38 +592,32 @@ def translate_request(
     return translated
 
 
-def as_sent(
-    request: DialectRequest,
-    to: DialectName,
-    *,
-    neutral: LLMRequest | None = None,
-    lost: Collection[str] | None = None,
-) -> Any:
+def as_sent(request: DialectRequest, to: DialectName, *, neutral: LLMRequest | None = None) -> Any:
     """``request`` as far as `translate_request` asks a server of dialect ``to`` its options:
     for an answer that repeats them (the Responses API's response object), so that it does
     not claim what no server was asked. Without what only its own dialect reads (what its
     ``unread`` names), unless ``to`` carries that too; and without the options that ``to``
-    has no field for (what its ``from_hub`` says lost): the options go to ``to`` and come back
-    (the conversation left out: one user message, the system ones kept), and what did not
-    come back is left out (the dialect's ``carried``).
+    has no field for: the options go to ``to`` and come back (the conversation left out: one
+    user message for all of it), and what did not come back is left out (the
+    dialect's ``carried``; review 49 2a: whatever its ``from_hub`` says lost, as some drop
+    without a word). A dialect whose answers repeat no option (no ``carried``) gets its
+    request back as it is, at no cost.
 
     Args:
         neutral: the request's ``to_hub``, when made already.
-        lost: what `translate_request` said it lost, when it ran already: when it lost
-            nothing, the options need not go and come back (about 0.7 ms).
+
+    Raises:
+        TypeError: ``request`` is of no dialect.
     """
     source = dialect_of(request)
     if source is None:
         raise TypeError(f"not a request of any dialect: {request!r}")
     target = dialect(to)
-    if _keeps_all(source, target):
+    if source.carried is None or _keeps_all(source, target):
         return request
-    if lost is not None and not lost:
-        return source.carried(request, None)
     if neutral is None:
         neutral = source.to_hub(request)
-    kept = [m for m in neutral.messages if m.role == "system"]
-    options = attrs.evolve(neutral, messages=(*kept, LLMMessage(role="user", content=".")))
+    options = attrs.evolve(neutral, messages=(LLMMessage(role="user", content="."),))
     try:
         back = source.from_hub(target.to_hub(target.from_hub(options, lost=[])), lost=[])
     except ValueError:  # (what ``to`` refuses, `translate_request` refused already)

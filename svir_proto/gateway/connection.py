@@ -1399,7 +1399,7 @@ def _prepare(
         upstream = translate_request(request, to, neutral=hub, lost=lost)
         if job is not None and not job.wanted:
             return None
-        asked = as_sent(request, to, neutral=hub, lost=lost)  # what the answer repeats
+        asked = as_sent(request, to, neutral=hub)  # what the answer repeats (attack 46 G4)
         return hub, upstream, stream, asked, _header_values(lost), upstream.body()
     except RequestError as exc:
         return exc

@@ -547,10 +547,16 @@ def carried(request: ResponsesRequest, back: ResponsesRequest | None = None) -> 
     reasoning = request.reasoning
     if reasoning is not None and reasoning.extra:
         reasoning = attrs.evolve(reasoning, extra={})
-    tools = [t for t in request.tools if isinstance(t, FunctionTool)]
-    kept = attrs.evolve(request, tools=tools, tool_choice=choice, text=text, reasoning=reasoning,
-                        include=())  # fmt: skip
-    return kept if back is None else _came_back(kept, back)
+    changes: dict[str, Any] = {
+        "tools": [t for t in request.tools if isinstance(t, FunctionTool)],
+        "tool_choice": choice,
+        "text": text,
+        "reasoning": reasoning,
+        "include": (),
+    }
+    if back is not None:
+        _came_back(changes, request, back)
+    return attrs.evolve(request, **changes)  # (once: it checks the whole request again)
 
 
 _SCALARS: Final = (
@@ -564,21 +570,19 @@ _SCALARS: Final = (
 )
 
 
-def _came_back(request: ResponsesRequest, back: ResponsesRequest) -> ResponsesRequest:
-    """``request``'s options that ``back`` has too (`carried`)."""
-    changes: dict[str, Any] = {
-        name: None for name in _SCALARS if getattr(back, name) is None
-    }  # fmt: skip
+def _came_back(changes: dict[str, Any], request: ResponsesRequest, back: ResponsesRequest) -> None:
+    """``changes`` (`carried`'s) without what ``back`` has not."""
+    changes.update((name, None) for name in _SCALARS if getattr(back, name) is None)
     names = {t.name for t in back.tools if isinstance(t, FunctionTool)}
-    changes["tools"] = [t for t in request.tools if isinstance(t, FunctionTool) and t.name in names]
+    changes["tools"] = [t for t in changes["tools"] if t.name in names]
     changes["metadata"] = {k: v for k, v in request.metadata.items() if k in back.metadata}
-    text = request.text
+    text = changes["text"]
     if text is not None:  # (the plain text format, the default, is none where it went)
         came = back.text or {}
         changes["text"] = {
             k: v for k, v in text.items() if k in came or (k, v) == ("format", {"type": "text"})
         } or None
-    reasoning, theirs = request.reasoning, back.reasoning
+    reasoning, theirs = changes["reasoning"], back.reasoning
     if reasoning is not None:
         effort = None if theirs is None or theirs.effort is None else reasoning.effort
         summary = None if theirs is None or theirs.summary is None else reasoning.summary
@@ -587,7 +591,6 @@ def _came_back(request: ResponsesRequest, back: ResponsesRequest) -> ResponsesRe
             if effort is None and summary is None
             else attrs.evolve(reasoning, effort=effort, summary=summary)
         )
-    return attrs.evolve(request, **changes)
 
 
 def _record(extensions: Mapping[str, Any]) -> Mapping[str, Any]:

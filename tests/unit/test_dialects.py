@@ -190,8 +190,7 @@ def test_an_option_the_target_has_no_field_for_is_not_repeated(to: dialects.Dial
     lost: list[str] = []
     dialects.translate_request(OPTIONS, to, lost=lost)
     said = " ".join(lost)
-    sent = dialects.as_sent(OPTIONS, to, lost=lost)
-    assert dialects.as_sent(OPTIONS, to) == sent  # (without ``lost``: the same)
+    sent = dialects.as_sent(OPTIONS, to)
     for name in ("instructions", "tool_choice", "max_output_tokens", "temperature", "tools",
                  "store", "metadata", "text", "parallel_tool_calls"):  # fmt: skip
         if name in NOT_SENT[to]:
@@ -209,11 +208,20 @@ def test_an_option_the_target_has_no_field_for_is_not_repeated(to: dialects.Dial
         assert sent.reasoning == OPTIONS.reasoning
 
 
-def test_options_that_lost_nothing_or_cannot_go_are_repeated_as_they_came() -> None:
-    """Nothing lost: nothing to leave out (the options need not go and come back). Options
-    that ``to`` refuses (``required`` with no tools, to Chat) were refused already: kept."""
-    plain = ResponsesRequest(model="m", input="hi", temperature=0.5, store=True)
-    assert dialects.as_sent(plain, "messages", lost=[]) == plain
+def test_options_are_left_out_whatever_else_was_lost_and_kept_when_they_cannot_go() -> None:
+    """Review 49 2a: whether an option was repeated hung on whether another was said lost (a
+    shortcut when nothing was). Options that ``to`` refuses (``required`` with no tools, to
+    Chat) were refused already: kept. A request of a dialect whose answers repeat no option
+    comes back as it is."""
+    summary = ResponsesRequest(model="m", input="hi", reasoning=ReasoningConfig(summary="detailed"))
+    for store in (None, True):
+        sent = dialects.as_sent(attrs.evolve(summary, store=store), "messages")
+        assert (sent.reasoning, sent.store) == (None, None)
+    lost: list[str] = []
+    dialects.translate_request(summary, "messages", lost=lost)
+    assert lost == ["reasoning summary 'detailed' has no field in the Messages API: not sent"]
+    chat = ChatRequest(model="m", messages=[UserMessage(content="hi")], temperature=0.5)
+    assert dialects.as_sent(chat, "messages") is chat
     refused = ResponsesRequest(model="m", input="hi", tool_choice="required", store=True)
     with pytest.raises(ValueError, match="needs tools"):
         dialects.translate_request(refused, "chat")
