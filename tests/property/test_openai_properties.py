@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from svir_proto import PeerProtocolError, _json
+from svir_proto import PeerProtocolError, ToolCallDelta, _json
 from svir_proto.openai import ChatStreamDecoder
 from tests.conformance.openai_results import summary
 from tests.helpers import CONFORMANCE, run, splits
@@ -298,3 +298,44 @@ def test_a_chunks_pieces_read_as_one_or_one_by_one_give_the_same_calls(
         assert whole[2].split(" (at byte")[0] == apart[2].split(" (at byte")[0]
     else:
         assert whole == apart
+
+
+_REUSING = st.one_of(
+    st.builds(  # a piece that begins a call, or goes on with it (its id: Rule 2), or begins
+        lambda i, cid, n, a: {  # another of its index (another id)
+            "index": i,
+            "id": cid,
+            "function": {"name": n, "arguments": a},
+        },
+        st.integers(0, 1),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["f", "g"]),
+        st.sampled_from(["", "{", "}", "1"]),
+    ),
+    st.builds(  # arguments of the last call of an index
+        lambda i, a: {"index": i, "function": {"arguments": a}},
+        st.integers(0, 1),
+        st.sampled_from(["{", "}", "1"]),
+    ),
+)
+
+
+@given(st.lists(_REUSING, min_size=1, max_size=10))
+def test_each_calls_deltas_carry_its_own_index_as_its_whole_call_does(pieces: list[Any]) -> None:
+    """Attack 49b F1: a call that reused another's index gave deltas of that index, and an
+    encoder that keys calls by index (every one does) mixed two calls. Whatever the pieces,
+    the deltas of one index are one call: its id, its name and its arguments are those of the
+    whole call of that index."""
+    end = chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    d = ChatStreamDecoder()
+    try:
+        events = run(d, [b"".join(chunk({"tool_calls": [p]}) for p in pieces) + end])
+    except PeerProtocolError:
+        return  # (indices with a gap, no id, no name: the calls' checks)
+    calls: dict[int, list[str]] = {}
+    for e in events:
+        if isinstance(e, ToolCallDelta):
+            id_, name, args = calls.setdefault(e.index, ["", "", ""])
+            calls[e.index] = [id_ or e.id or "", name + (e.name or ""), args + e.arguments]
+    whole = {c.index: [c.id, c.name, c.arguments] for c in d.result.tool_calls}
+    assert calls == whole
