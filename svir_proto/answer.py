@@ -42,6 +42,7 @@ No I/O here.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Final
 
@@ -397,8 +398,10 @@ def ordered_parts(result: Completion) -> Iterator[AnswerPart]:
                     if k < len(blocks) and ends[k] == end and not blocks[k].redacted:
                         cut = max(start, end - len(blocks[k].text))
                         own = (k, reasoning[cut:end])
-                if cut > start:
-                    yield ReasoningDelta(text=reasoning[start:cut], carrier=carrier)
+                if cut > start:  # unsigned: of the carrier of the block whose text it is
+                    k = bisect_right(ends, start)  # (review 49 1a), or the answer's
+                    of = blocks[k].carrier if k < len(blocks) else carrier
+                    yield ReasoningDelta(text=reasoning[start:cut], carrier=of)
             case "reasoning_blocks":
                 for k in range(start, end):
                     block = blocks[k]

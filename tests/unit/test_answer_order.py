@@ -569,3 +569,30 @@ def test_a_whole_answer_of_many_runs_is_written_in_linear_time() -> None:
     at the end with text between its runs 3.7 s, on the event loop. 256 k runs, 16 times as
     many, would take some 256 times that, past the deadline; joined once, about a second."""
     finishes_linearly(LINEAR, "writing a whole answer of many runs")
+
+
+def test_reasoning_a_signature_did_not_follow_keeps_its_blocks_carrier() -> None:
+    """Review 49 1a: the earlier runs of a signed block went out unsigned with the answer's
+    first carrier (a Responses summary), not their block's (its reasoning text)."""
+    from svir_proto.events import ReasoningSignature
+
+    fold = AnswerFold()
+    fold.extend(
+        [
+            ReasoningDelta(text="a", carrier="summary"),
+            ReasoningSignature(signature="S1", carrier="summary"),
+            ReasoningDelta(text="b", carrier="reasoning_text"),
+            TextDelta(text="x"),
+            ReasoningDelta(text="c", carrier="reasoning_text"),
+            ReasoningSignature(signature="S2", carrier="reasoning_text"),
+            ReasoningDelta(text="d", carrier="reasoning_text"),
+        ]
+    )
+    parts = list(ordered_parts(fold.result()))
+    assert [(type(p).__name__, p.text, getattr(p, "carrier", None)) for p in parts] == [
+        ("ReasoningBlock", "a", "summary"),
+        ("ReasoningDelta", "b", "reasoning_text"),
+        ("TextDelta", "x", None),
+        ("ReasoningBlock", "c", "reasoning_text"),
+        ("ReasoningDelta", "d", "summary"),  # (after the last signature: the answer's)
+    ]
