@@ -142,6 +142,13 @@ def test_an_http_body_that_is_not_geminis_is_read_by_the_shared_rules() -> None:
     assert success.failure.kind is FailureKind.NOT_A_STREAM
     listed = body_outcome(500, [], b'[{"a": 1}, {"b": 2}]').failure
     assert listed.kind is FailureKind.TRANSIENT
+    plain = body_outcome(502, [("content-type", "text/html")], b"<html>Bad Gateway</html>")
+    assert (plain.failure.kind, plain.failure.message) == (
+        FailureKind.TRANSIENT, "<html>Bad Gateway</html>"
+    )  # fmt: skip
+    one = error(code=429, message="slow down", status="RESOURCE_EXHAUSTED")
+    wrapped = body_outcome(429, [], json.dumps([one]).encode()).failure  # (as Google wraps it)
+    assert (wrapped.kind, wrapped.message) == (FailureKind.RATE_LIMITED, "slow down")
     auth = body_outcome(
         401, [], json.dumps(error(message="no", status="INVALID_ARGUMENT")).encode()
     )
