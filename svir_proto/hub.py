@@ -112,6 +112,7 @@ __all__ = [
     "tool_choice",
     "unbudgeted",
     "uncarried",
+    "unsent_summary",
     "web_url",
     "with_linked",
 ]
@@ -179,6 +180,15 @@ def reasoning_options(request: LLMRequest) -> Mapping[str, Any]:
     """The request's neutral reasoning options (``effort``, ``budget_tokens``, ``summary``)."""
     value = _ours(request.extensions).get("reasoning")
     return value if isinstance(value, Mapping) else {}
+
+
+def unsent_summary(request: LLMRequest, api: str) -> str | None:
+    """What a dialect with no reasoning summary style says lost of a request that asked for
+    one (``auto``, the server's own, is none: review 48 M3, review 49 2a), else ``None``."""
+    summary = reasoning_options(request).get("summary")
+    if summary in (None, "auto"):
+        return None
+    return f"reasoning summary {summary!r} has no field in the {api}: not sent"
 
 
 SAMPLING: Final = {

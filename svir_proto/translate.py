@@ -86,6 +86,7 @@ from .hub import (
     strict_tools,
     tool_choice,
     unbudgeted,
+    unsent_summary,
     web_url,
     with_linked,
 )
@@ -434,9 +435,8 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
     effort = vendor.get("reasoning_effort")
     if effort is None:
         effort = effort_for(reasoning_options(request))  # a budget as its effort (audit 36)
-        summary = reasoning_options(request).get("summary")
-        if summary not in (None, "auto"):  # a style asked for (review 48 M3)
-            notes.append(f"reasoning summary {summary!r} has no field in the Chat API: not sent")
+        if (unsent := unsent_summary(request, "Chat API")) is not None:
+            notes.append(unsent)
         if effort is not None and effort not in REASONING_EFFORTS:
             notes.append(f"reasoning effort {effort!r} is not one OpenAI takes: not sent")
             effort = None

@@ -77,6 +77,7 @@ from ..hub import (
     strict_tools,
     tool_choice,
     unbudgeted,
+    unsent_summary,
     web_url,
     with_linked,
 )
@@ -615,9 +616,8 @@ def from_hub(
             extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
         )
     if lost is not None:
-        summary = options.get("summary")
-        if summary not in (None, "auto"):  # a style asked for (review 49 2a)
-            lost.append(f"reasoning summary {summary!r} has no field in the Messages API: not sent")
+        if (unsent := unsent_summary(request, "Messages API")) is not None:
+            lost.append(unsent)
         if thinking is None and effort in EFFORT_BUDGETS:
             lost.append(
                 f"reasoning effort {effort!r}: the Messages API would refuse its thinking "

@@ -21,9 +21,9 @@ Rule 3 (``Expect: 100-continue``, RFC 9110 10.1.1): an HTTP/1.1 request that ask
 Rule 4 (an answer's framing, as h11 frames it): by its Content-Length; with none, chunked to an
     HTTP/1.1 client and delimited by closing to any other (``Connection: close`` then said);
     no body at all for HEAD, 204, 205 and 304; a 205's Content-Length says 0 (RFC 9110
-    15.3.6: it has no content; without a length its close would delimit it). ``Connection:
-    close`` goes out whenever the
-    connection will not be kept. Writing more than the framing allows raises.
+    15.3.6: it has no content; without a length its close would delimit it).
+    ``Connection: close`` goes out whenever the connection will not be kept. Writing more
+    than the framing allows raises.
 
 It never does I/O.
 """

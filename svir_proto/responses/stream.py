@@ -35,8 +35,7 @@ Rule 4 (whole values): each ``.done`` event (``output_text``, ``refusal``,
     way: a relay never joins deltas to the rest of a value they do not begin (attack 31). A
     whole item whose parts do not include one its deltas gave (a text streamed as part 1,
     given whole as part 0) is not settled against its deltas: noted, as a value that differs.
-    An
-    item's parts (a message's content, a reasoning item's summary and content) are
+    An item's parts (a message's content, a reasoning item's summary and content) are
     `svir_proto._dialect.MAX_ENTRIES` at most: each may be a delta of its own.
 Rule 5 (the end): ``response.completed`` ends a complete stream: `Finished` (``TOOL_CALLS``
     when a function call was made, else ``STOP``, raw ``"completed"``), `Usage`, the tool calls
