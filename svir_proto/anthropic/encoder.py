@@ -18,14 +18,15 @@ Rule 3 (tool calls): a `ToolCallDelta` streams as ``input_json_delta`` in its ca
     ``tool_use`` block, opened once the call's id is known, its arguments begin and its name
     is whole (`svir_proto._names`: with ``declared_tools``, a declared name no other declared
     name goes on from; a name may come in pieces, even after the arguments began, as in wire
-    reference 3.3, and a block cannot be renamed). Blocks cannot
-    interleave and come in call order, so the pieces of a call whose turn has not come (another
-    call's block is open, or an earlier call has not begun) are held until it comes: the end,
-    a failure or a cut, where they are written whole (the only memory that grows with the
-    answer). So the first call streams as it comes and a later one arrives at once, whole,
-    never lost nor out of order, whatever the upstream interleaved. A
-    whole `ToolCall` whose call was streamed is not sent again; one that was not (LLM-Stream
-    upstreams send only whole calls) is written whole: start, one ``input_json_delta``, stop.
+    reference 3.3, and a block cannot be renamed; or a name that text, thinking or the end
+    followed, which no server continues). Blocks cannot interleave and come in call order,
+    so the pieces of a call whose turn has not come (another call's block is open, or an
+    earlier call has not begun) are held until it comes: the end, a failure or a cut, where
+    they are written whole (the only memory that grows with the answer). So the first call
+    streams as it comes and a later one arrives at once, whole, never lost nor out of order,
+    whatever the upstream interleaved. A whole `ToolCall` whose call was streamed is not
+    sent again; one that was not (LLM-Stream upstreams send only whole calls) is written
+    whole: start, one ``input_json_delta``, stop.
     A call whose arguments are not a JSON object (``tool_use.input`` always is one) ends the
     stream as a failure (Rule 6), not as a success whose input the client cannot read.
     Text, thinking or a signature that comes while a call's block is open and its arguments
@@ -231,6 +232,7 @@ class MessagesStreamEncoder:
         self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
         self._deferred_after = 0  # how many calls had begun when the first of it came
         self._next_call = 0  # every call below this index has opened its block
+        self._settled = 0  # the calls begun before this many have whole names (Rule 3)
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -321,6 +323,7 @@ class MessagesStreamEncoder:
         """Text, thinking or a signature (of ``text``): written, unless a call's block is open
         (then it waits for the calls begun before it, or for that call's arguments)."""
         out = b""
+        self._settled = len(self._calls)  # (Rule 3: what comes after a name ends it)
         if self._open_call is None:  # a call begun before it, its arguments still to come,
             after = self._begun_before(len(self._calls))  # goes first (review 46 M2)
             if after is None:
@@ -354,12 +357,7 @@ class MessagesStreamEncoder:
         while (call := self._calls.get(index)) is not None and call.state:
             index += 1
         self._next_call = index  # (every call before it has opened its block)
-        if (
-            call is None
-            or call.order >= calls
-            or not call.id
-            or not name_settled(call.name, self.declared_tools)
-        ):
+        if call is None or call.order >= calls or not call.id or not self._named(call):
             return None
         return call
 
@@ -466,12 +464,21 @@ class MessagesStreamEncoder:
         if (
             call.args
             and call.id
-            and name_settled(call.name, self.declared_tools)
+            and self._named(call)
             and self._open != "tool"
             and self._turn(event.index)
         ):
             return self._open_tool(call)
         return b""  # held: not its turn yet, or its id or whole name is not known yet
+
+    def _named(self, call: _Call) -> bool:
+        """Whether the call's name is whole (Rule 3): settled (`svir_proto._names`), or
+        followed by text, thinking or a signature, or the end (attack 49b F2: a call held
+        till the end for a name that never grew was written after the text that followed
+        it, where the whole answer has it before)."""
+        if call.order < self._settled:
+            return bool(call.name)
+        return name_settled(call.name, self.declared_tools)
 
     def _whole_now(self, call: _Call, piece: str) -> bool:
         """Whether the open call's arguments became a JSON object with ``piece`` (Rule 3:
@@ -491,8 +498,13 @@ class MessagesStreamEncoder:
         return all(k in calls and calls[k].state for k in range(index))
 
     def _held(self) -> bytes:
-        """Close the open block and write the calls still held, whole, in call order."""
-        out = self._close()
+        """Close the open block and write the calls still held, whole, in call order: those
+        begun before what was deferred before it (attack 49b F2)."""
+        self._settled = len(self._calls)
+        out = b""
+        while self._open_call is not None:
+            out += self._close(keep=True)
+        out += self._close()
         for _, call in sorted(self._calls.items()):
             if call.state == 0 and call.id and call.name:
                 out += self._begin() + self._whole(call, call.args.text())
@@ -597,8 +609,8 @@ class MessagesStreamEncoder:
                     return out
                 if call.broken:  # (Rule 3: what its block was given is not all)
                     return self.encode(StreamFailed(error=_cut_short(event.index, event.name)))
-                if call is self._open_call:
-                    return self._close()  # whole: what waited for it follows
+                if call is self._open_call:  # whole: what waited for it follows, after the
+                    return self._close(keep=True)  # calls begun before it (attack 49b F2)
                 if call.state != 0:
                     return b""  # streamed already
                 call.id, call.name = event.id, event.name

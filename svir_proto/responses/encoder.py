@@ -21,8 +21,8 @@ Rule 3: a tool call's ``output_item.added`` waits until its ``call_id`` and whol
     are known (its first arguments and a name that is whole, `svir_proto._names`: with
     ``declared_tools``, a declared name no other declared name goes on from; or the whole
     `ToolCall`; or text, reasoning or a refusal after its id and name, which go after it, as
-    in the whole answer); argument deltas stay deltas; a `ToolCall` with no deltas before it
-    is written as one delta.
+    in the whole answer, and which end the name); argument deltas stay deltas; a `ToolCall`
+    with no deltas before it is written as one delta.
 Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, or
     ``response.incomplete`` for ``LENGTH`` (``max_output_tokens``), ``CONTENT_FILTER``
     (``content_filter``), any ``OTHER`` finish (its raw value the reason: Gemini's
@@ -516,9 +516,10 @@ class ResponsesStreamEncoder:
         """Announce the waiting calls that may go: ready, and no lower index still to come
         (Rule 3); with ``force`` (the end), all of them, in index order; ``followed`` (text,
         reasoning or a refusal comes): those whose id and whole name came too, with no
-        arguments yet, before it, where the whole answer has them (attack 47 H2: OpenAI's
-        first delta of a call has no arguments). (A call whose id or name is still to come
-        goes after it; the whole answer has it where it began.)"""
+        arguments yet or a name not settled, before it, where the whole answer has them
+        (attack 47 H2: OpenAI's first delta of a call has no arguments; attack 49b F2: a
+        name that text followed is whole, as no server continues it). (A call whose id or
+        name is still to come goes after it; the whole answer has it where it began.)"""
         out = b""
         while self._waiting:
             ready = [
@@ -527,7 +528,7 @@ class ResponsesStreamEncoder:
                 if force
                 or (
                     c.wire <= self._next
-                    and self._named(c)
+                    and (self._named(c) or (followed and bool(c.name)))
                     and (c.ready or (followed and bool(c.call_id)))
                 )
             ]
@@ -583,6 +584,8 @@ class ResponsesStreamEncoder:
             return b""
         if event.name:  # a name may go on after its call was announced: its .done has it whole
             call.name += event.name
+            if call.announced:  # (the AI SDK names a streamed call from its .added)
+                self._note("a tool call's name continued after its output_item.added")
         if call.announced:
             return self._arguments(call, event.arguments)
         if event.arguments:

@@ -464,6 +464,51 @@ def test_a_name_that_goes_on_after_its_arguments_began_is_written_whole() -> Non
     assert not name_settled("other", {"lookup"})  # undeclared: it may yet grow
 
 
+def test_a_held_call_goes_before_the_text_after_it() -> None:
+    """Attack 49b F2: a call held for its name (a declared name another goes on from) or its
+    turn (an earlier call's arguments were ``""``) was written whole at the end, after text
+    that came later; the whole answer has the call first. Text after a name ends it, and at
+    the end the calls begun before what was held go first."""
+    prefix = [
+        ToolCallDelta(index=0, id="a", name="get", arguments='{"c":1}'),
+        TextDelta(text="X"),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        ToolCall(index=0, id="a", name="get", arguments='{"c":1}'),
+        END,
+    ]
+    empty = [
+        ToolCallDelta(index=0, id="a", name="f", arguments=""),
+        ToolCallDelta(index=1, id="b", name="g", arguments="{}"),
+        TextDelta(text="X"),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        ToolCall(index=0, id="a", name="f", arguments=""),
+        ToolCall(index=1, id="b", name="g", arguments="{}"),
+        END,
+    ]
+    nameless = [  # a call begun without an id while text waits: it goes where its id came
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x":'),
+        TextDelta(text="X"),
+        ToolCallDelta(index=1, name="g"),
+        ToolCallDelta(index=0, arguments="1}"),
+        ToolCallDelta(index=1, id="b", arguments="{}"),
+        END,
+    ]
+    for events, declared, blocks in (
+        (prefix, {"get", "get_weather"}, ["tool_use", "text"]),
+        (empty, {"f", "g"}, ["tool_use", "tool_use", "text"]),
+        ([*empty[:-3], END], {"f", "g"}, ["tool_use", "tool_use", "text"]),  # no whole calls
+        (nameless, {"f", "g"}, ["tool_use", "text", "tool_use"]),
+    ):
+        body, encoder = encode(events, declared_tools=declared)
+        starts = [e["content_block"] for e in wire(body) if e["type"] == "content_block_start"]
+        assert [b["type"] for b in starts] == blocks
+        assert not any("name" in n for n in encoder.lost)
+        d = MessagesStreamDecoder()
+        run(d, [body])
+        assert d.result.text == "X"
+        assert [c.id for c in d.result.tool_calls] == [b["id"] for b in starts if b.get("id")]
+
+
 def test_whether_held_text_may_go_is_asked_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Attack 45 F4: while text waits for an open call's block, each piece of its arguments
     that ends with ``}`` asks whether they are a JSON object yet, so that the text goes as

@@ -318,9 +318,10 @@ def test_tool_call_deltas_stay_deltas_and_wait_for_a_whole_name() -> None:
 
 def test_a_call_begun_before_text_goes_before_it_once_its_name_is_whole() -> None:
     """Attack 47 H2: what follows a call's id and name goes after the call, as in the whole
-    answer, its arguments still to come; but not while the declared tools say its name may
-    go on (review 48 L4), and never between reasoning and its signature, which signs what came
-    before it (review 48 M4)."""
+    answer, its arguments still to come; also while the declared tools say its name may go on
+    (attack 49b F2: held till the end, the call came after the text; review 48 L4 held it
+    for a name that goes on after the text, which no server does, and which is noted); never
+    between reasoning and its signature, which signs what came before it (review 48 M4)."""
     call = ToolCallDelta(index=0, id="c1", name="get")
     raw, _ = encode(
         [START, call, TextDelta(text="hm"), ToolCallDelta(index=0, arguments="{}"), END],
@@ -328,14 +329,36 @@ def test_a_call_begun_before_text_goes_before_it_once_its_name_is_whole() -> Non
     )
     added = [o["item"]["type"] for o in objects(raw) if o["type"] == "response.output_item.added"]
     assert added == ["function_call", "message"]
-    raw, _ = encode(
+    raw, encoder = encode(
+        [START, call, TextDelta(text="hm"), ToolCallDelta(index=0, arguments="{}"), END],
+        declared_tools={"get", "get_weather"},
+    )
+    added = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.added"]
+    assert [(i["type"], i.get("name")) for i in added] == [
+        ("function_call", "get"),
+        ("message", None),
+    ]
+    assert not any("name" in n for n in encoder.lost)
+    raw, encoder = encode(
         [START, call, TextDelta(text="hm"), ToolCallDelta(index=0, name="_weather"), END],
         declared_tools={"get", "get_weather"},
     )
     added = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.added"]
     assert [(i["type"], i.get("name")) for i in added] == [
+        ("function_call", "get"),
         ("message", None),
-        ("function_call", "get_weather"),
+    ]
+    done = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.done"]
+    assert [i["name"] for i in done if i["type"] == "function_call"] == ["get_weather"]
+    assert "a tool call's name continued after its output_item.added" in encoder.lost
+    raw, _ = encode(
+        [START, call, ToolCallDelta(index=0, arguments="{}"), TextDelta(text="hm"), END],
+        declared_tools={"get", "get_weather"},
+    )
+    added = [o["item"] for o in objects(raw) if o["type"] == "response.output_item.added"]
+    assert [(i["type"], i.get("name")) for i in added] == [
+        ("function_call", "get"),
+        ("message", None),
     ]
     signed = [
         START,
