@@ -35,14 +35,14 @@ Rule 4: the end: `StreamEnded` (its marker seen) writes ``response.completed``, 
     follows writes nothing.
 
 The final response object needs the whole answer, so this encoder keeps it, and only it: the
-text, reasoning and arguments of the output items, at most ``max_output_size`` characters,
-each item counting `ITEM_COST` more (an answer that switched between text and reasoning at
-every character gave a client a new item each time, and a final event of 39 MB: attack 42
-F3) (beyond, `AnswerTooLarge`, a `ValueError`; a `StreamFailed` then still ends the stream). What
-it cannot carry it lists in ``lost``, one sentence each: content-filter verdicts (the API has
-no field for them), a reasoning item's upstream id once its reasoning was written (the id
-must be announced before the signature that carries it; ``hold_reasoning`` keeps it, at the
-cost of holding each block), a whole call that disagrees with its deltas. This module does
+text, reasoning and arguments of the output items, at most ``max_output_size`` characters, each
+item after the first counting `ITEM_COST` more (an answer that switched between text and
+reasoning at every character gave a client a new item each time, and a final event of 39 MB:
+attack 42 F3) (beyond, `AnswerTooLarge`, a `ValueError`; a `StreamFailed` then still ends the
+stream). What it cannot carry it lists in ``lost``, one sentence each: content-filter verdicts
+(the API has no field for them), a reasoning item's upstream id once its reasoning was written
+(the id must be announced before the signature that carries it; ``hold_reasoning`` keeps it, at
+the cost of holding each block), a whole call that disagrees with its deltas. This module does
 no I/O and reads no clock.
 """
 
@@ -56,6 +56,7 @@ from .._json import dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import carried_signature
+from .._weights import RUN
 from ..answer import BLOCKED, no_value
 from ..errors import AnswerTooLarge, Failure
 from ..events import (
@@ -79,10 +80,13 @@ from .request import KNOWN, ResponsesRequest
 
 __all__ = ["ITEM_COST", "ResponsesStreamEncoder"]
 
-ITEM_COST: Final = 256
-"""Characters each output item counts towards ``max_output_size`` besides its text: what it
-takes in the events that open and close it and in the final response object (some 1.3 KB
-and 130 bytes for an item of one character)."""
+ITEM_COST: Final = RUN
+"""Characters each message or reasoning item after the first counts towards
+``max_output_size`` besides its text, as a whole answer's fold weighs a run that another kind
+ended (`svir_proto.answer`, Rule 5): so a stream fails no sooner than the whole answer would
+(attack 49b F5: 256 for every item failed a one-character stream under a bound of 100, which
+the whole answer kept), and an answer that switches kinds at every character still holds
+some 64 bytes per character, not more."""
 _ECHOED: Final = tuple(sorted(KNOWN - {"model", "input", "stream"}))
 """The request fields a response object repeats (when the encoder is given the request)."""
 
@@ -327,9 +331,10 @@ class ResponsesStreamEncoder:
         return out
 
     def _open_item(self, kind: str, item_id: str | None = None) -> bytes:
-        """Close the open item and open one of ``kind`` (message or reasoning): it counts
-        `ITEM_COST` characters towards ``max_output_size``."""
-        self._grow(ITEM_COST)
+        """Close the open item and open one of ``kind`` (message or reasoning): after the
+        first item, it counts `ITEM_COST` characters towards ``max_output_size``."""
+        if self._items:
+            self._grow(ITEM_COST)
         out = self._close_open()
         prefix = "msg" if kind == "message" else "rs"
         item = _Open(kind, item_id or self._item_id(prefix), len(self._items))

@@ -460,7 +460,7 @@ def test_what_has_no_event_here() -> None:
 
 
 def test_the_kept_answer_is_bounded() -> None:
-    e = ResponsesStreamEncoder(max_output_size=ITEM_COST + 5)  # (its one item, and 5)
+    e = ResponsesStreamEncoder(max_output_size=5)  # (its one item costs nothing: attack 49b F5)
     e.encode(TextDelta(text="abc"))
     with pytest.raises(ValueError, match="max_output_size"):
         e.encode(TextDelta(text="def"))
@@ -469,13 +469,23 @@ def test_the_kept_answer_is_bounded() -> None:
 def test_each_item_counts_towards_the_bound() -> None:
     """Attack 42 F3: an answer that switched between text and reasoning at every character
     was a new item each time, the final event repeating them all (39 MB for 18 MB of an
-    upstream's small events); each item counts `ITEM_COST` characters."""
-    e = ResponsesStreamEncoder(max_output_size=10 * ITEM_COST + 10)  # ten items of one
+    upstream's small events); each item after the first counts `ITEM_COST` characters, as
+    the whole answer's fold weighs each run another kind ended."""
+    from svir_proto._weights import RUN
+    from svir_proto.answer import AnswerFold
+
+    assert ITEM_COST == RUN
+    e = ResponsesStreamEncoder(max_output_size=9 * ITEM_COST + 10)  # ten items of one
+    fold = AnswerFold(max_size=9 * ITEM_COST + 10)
     e.encode(START)
     for i in range(10):
-        e.encode(TextDelta(text="a") if i % 2 else ReasoningDelta(text="r", carrier="summary"))
+        event = TextDelta(text="a") if i % 2 else ReasoningDelta(text="r", carrier="summary")
+        e.encode(event)
+        fold.add(event)
     with pytest.raises(ValueError, match="max_output_size"):
         e.encode(ReasoningDelta(text="r", carrier="summary"))
+    with pytest.raises(ValueError, match="characters kept"):  # the whole answer too
+        fold.add(ReasoningDelta(text="r", carrier="summary"))
 
 
 def test_a_calls_held_arguments_count_once() -> None:
