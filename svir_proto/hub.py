@@ -112,6 +112,7 @@ __all__ = [
     "tool_choice",
     "unbudgeted",
     "uncarried",
+    "unsent_reasoning",
     "unsent_summary",
     "web_url",
     "with_linked",
@@ -258,6 +259,22 @@ _ASKS_NOTHING: Final = {"store": (False,), "service_tier": ("auto", "default")}
 usual tier): not said lost (review 37: Codex and the AI SDK send ``store: false`` always)."""
 
 
+def unsent_reasoning(
+    i: int, blocks: Iterable[ReasoningBlock], carriers: Iterable[str]
+) -> list[str]:
+    """What a dialect that takes back the reasoning of ``carriers`` only says of message
+    ``i``'s other ``blocks``: another vendor's signed reasoning, or reasoning no signature
+    closed (attack 49b F4: a thought Gemini did not sign was said another vendor's)."""
+    theirs = set(carriers)
+    foreign = [b for b in blocks if b.carrier not in theirs]
+    out = []
+    if any(b.signature or b.redacted for b in foreign):
+        out.append(f"messages[{i}]: reasoning another vendor signed: not sent")
+    if any(not (b.signature or b.redacted) for b in foreign):
+        out.append(f"messages[{i}]: reasoning that no signature vouches for: not sent")
+    return out
+
+
 def not_carried(
     request: LLMRequest,
     api: str,
@@ -275,17 +292,17 @@ def not_carried(
     ``parameters``; `SERVICE` options but ``served`` (but values that ask for nothing a
     dialect without them does not do); the tools held ``strict`` unless it has that; metadata
     but ``metadata`` (and ``request_id``, which goes as the ``X-Request-Id`` header); and
-    each message with signed reasoning of a carrier but ``carriers`` (another vendor's, which
-    it refuses; none: the target carries none); images' ``detail`` unless it has that (but
+    each message with reasoning of a carrier but ``carriers`` (another vendor's, which it
+    refuses, or unsigned, which no vendor but the Chat API's servers takes back; none: the
+    target carries none); images' ``detail`` unless it has that (but
     ``auto``, which asks for nothing); and, unless the target keeps a system message where
     it stands (``systems_in_place``), each that comes after the conversation began, which
     joins the top-level system prompt (fidelity 42 F9); and the participants' names
     (`unnamed`)."""
-    theirs = set(carriers)
     out = [
-        f"messages[{i}]: reasoning another vendor signed: not sent"
+        sentence
         for i, m in enumerate(request.messages)
-        if any(b.carrier not in theirs for b in message_reasoning(m))
+        for sentence in unsent_reasoning(i, message_reasoning(m), carriers)
     ]
     if not image_detail:
         out += [

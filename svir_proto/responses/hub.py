@@ -77,6 +77,7 @@ from ..hub import (
     unbudgeted,
     uncarried,
     unnamed,
+    unsent_reasoning,
     web_url,
     with_linked,
 )
@@ -620,6 +621,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
             instructions = m.text
         elif m.role == "assistant":
             items.extend(_assistant_items(m, record, notes))
+            notes += unsent_reasoning(i, message_reasoning(m), CARRIERS)
         else:
             if record.get("input") == "string" and m.role == "user" and isinstance(m.content, str):
                 string = m.content
@@ -891,11 +893,7 @@ def _assistant_items(m: LLMMessage, record: Mapping[str, Any], notes: list[str])
     items: list[Item] = []
     for block in blocks:
         if block.carrier not in CARRIERS:
-            notes.append(
-                f"reasoning signed by another vendor ({block.carrier}) cannot be sent to the "
-                "Responses API: not sent"
-            )
-            continue
+            continue  # (said by `unsent_reasoning`)
         texts = tuple(t for t in block.text.split("\n\n") if t) if block.text else ()
         items.append(
             ReasoningItem(

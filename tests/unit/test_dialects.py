@@ -435,6 +435,29 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
         "parameters.top_k has no field in the Chat API: not sent",
     ]
     assert lost(signed, "gemini") == ["messages[1]: reasoning another vendor signed: not sent"]
+    unsigned = _parsed(  # attack 49b F4: a thought Gemini did not sign, its answer sent back
+        "messages",
+        {
+            "model": "m",
+            "max_tokens": 10,
+            "messages": [
+                *hi,
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "t", "signature": ""},
+                    {"type": "text", "text": "a"},
+                    {"type": "thinking", "thinking": "", "signature": "svir1.thought..S"},
+                ]},
+                {"role": "user", "content": "more"},
+            ],
+        },
+    )  # fmt: skip
+    assert lost(unsigned, "gemini") == [
+        "messages[1]: reasoning that no signature vouches for: not sent"
+    ]
+    assert lost(unsigned, "responses") == [
+        "messages[1]: reasoning another vendor signed: not sent",
+        "messages[1]: reasoning that no signature vouches for: not sent",
+    ]
     effort = _parsed("chat", {"model": "m", "messages": hi, "reasoning_effort": "high",
                               "temperature": 0.2, "metadata": {"k": "v"}})  # fmt: skip
     assert lost(effort, "messages") == [

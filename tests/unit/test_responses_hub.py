@@ -319,8 +319,7 @@ def test_another_dialects_request_and_what_it_cannot_carry(tmp_path: Path) -> No
     assert (r.max_output_tokens, r.reasoning, r.metadata) == (10, None, {"ok": "yes"})
     assert lost == [
         "messages[1].content[4]: a audio part (audio/wav) has no form in the Responses API",
-        "reasoning signed by another vendor (thinking) cannot be sent to the Responses API: "
-        "not sent",
+        "messages[2]: reasoning another vendor signed: not sent",
         "parameters.stop_sequences has no field in the Responses API: not sent",
         "parameters.top_k has no field in the Responses API: not sent",
         "reasoning effort 'max' is not one the Responses API takes: not sent",
