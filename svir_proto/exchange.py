@@ -9,7 +9,9 @@ and httpx transports, whose libraries do the HTTP framing themselves, drive it d
 Rule 1 (wire reference 5): 401 and 403 are decided from the head alone; the body is not waited
     for, since some servers stall it. The exchange is then over.
 Rule 2: a success is a stream only if it is ``text/event-stream``: anything else is
-    ``NOT_A_STREAM``, whatever the status says.
+    ``NOT_A_STREAM``, whatever the status says; so is a 204 or 205, which carries no content
+    (RFC 9110 15.3.5, 15.3.6), whatever its head says (review 49 3b: a 205's stream was
+    decoded as the answer, where a relay passes the 205 on without it).
 Rule 0: the head may take ``max_head_size`` bytes (16 KiB, h11's own default): counted exactly
     when the framing layer knows them, else from the status and headers.
 Rule 3: any other failure is read from at most ``max_error_body`` bytes of its body; the
@@ -543,7 +545,11 @@ class Exchange:
         if isinstance(request, LLMRequest) and should_fall_back(status):
             self.fall_back = True  # Rule 4; the failure is still read from the body
         outcome = head_outcome(status, started.headers, now=now, normal=True)
-        if isinstance(outcome, RequestFailed):  # Rules 1 and 7
+        if status in (204, 205) and not self._relay and not isinstance(outcome, RequestFailed):
+            message = f"HTTP {status}, which carries no content (RFC 9110 15.3): no answer"
+            failure = Failure(kind=FailureKind.NOT_A_STREAM, message=message, status=status)
+            outcome = RequestFailed(failure=failure)  # (Rule 2)
+        if isinstance(outcome, RequestFailed):  # Rules 1, 2 and 7
             self._fail(outcome, out)
         elif self._relay:  # Rule 8
             kind = next((v for k, v in started.headers if k == "content-type"), "")

@@ -2887,6 +2887,30 @@ def test_a_205_is_relayed_without_its_content(framing: str, stream: bool) -> Non
     assert read(d.client[d.client.index(b"HTTP/1.1", 5) :])[0][0] == 200
 
 
+@pytest.mark.parametrize("status", [204, 205])
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_translated_client_gets_no_answer_from_a_response_with_no_content(
+    status: int, stream: bool
+) -> None:
+    """Review 49 3b: a Chat upstream's 205 that carried a stream was decoded as the answer of
+    a Messages client, which got a 200 with it, while a Chat client of the same bytes got an
+    empty 205. A 204 or 205 carries no content (RFC 9110 15.3.5, 15.3.6): a translated client
+    gets a 502 that says so."""
+    d = Driver()
+    body = json.dumps({"model": "m", "max_tokens": 8, "stream": stream,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+    d.send(post(body).replace(b"/v1/chat/completions", b"/v1/messages"))
+    d.connect()
+    content = b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    d.answer(b"HTTP/1.1 %d X\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n"
+             % (status, len(content)) + content)  # fmt: skip
+    ((code, _, said, ended),) = read(d.client)
+    assert (code, ended) == (502, True)
+    assert b"carries no content" in said
+    assert b"delta" not in said  # (nothing of the content)
+    assert [x.outcome for x in d.done()] == ["failed"]
+
+
 def test_a_205_after_a_keep_alive_sent_the_streams_head_is_the_streams_failure() -> None:
     """Review 49 3a: once a keep-alive sent our 200 stream's head, a 205 cannot be relayed as
     itself: it is what the upstream answered instead of the stream, an error event and the end
