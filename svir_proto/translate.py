@@ -232,10 +232,13 @@ def openai_to_llm(request: ChatRequest, *, request_id: str | None = None) -> LLM
         vendor["user"] = request.user
     if request.extra_body:
         vendor["extra_body"] = dict(request.extra_body)
-    unsigned = [  # (signed, it goes as the message's reasoning blocks)
-        i
+    unsigned = [  # (signed, it goes as the message's reasoning blocks: all of it when they
+        i  # hold it all, as a whole answer's do, attack 50b N4)
         for i, m in enumerate(request.messages)
-        if isinstance(m, AssistantMessage) and m.reasoning and m.reasoning_carrier != "think"
+        if isinstance(m, AssistantMessage)
+        and m.reasoning
+        and m.reasoning_carrier != "think"
+        and m.reasoning != "".join(b.text for b in m.thinking_blocks)
     ]
     if unsigned:  # said by `openai_unread` (fidelity 42 F10)
         vendor["unsigned_reasoning"] = unsigned

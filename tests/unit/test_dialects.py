@@ -1341,6 +1341,21 @@ def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
             "messages[1]: an assistant's reasoning that no signature vouches for, which only a "
             "Chat server takes back: not sent"
         ], to
+    signed = _parsed("chat", {"model": "m", "messages": [  # attack 50b N4: all of it signed
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "reasoning_content": "they greet me",
+         "thinking_blocks": [{"type": "thinking", "thinking": "they greet me",
+                              "signature": "S"}]},
+        {"role": "user", "content": "bye"},
+    ]})  # fmt: skip
+    lost = []
+    sent = json.loads(b"".join(dialects.translate_request(signed, "messages", lost=lost).body()))  # type: ignore[attr-defined]
+    assert sent["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "they greet me",
+        "signature": "S",
+    }
+    assert lost == []
 
 
 def test_a_messages_users_document_crosses_where_documents_go() -> None:
