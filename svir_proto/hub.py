@@ -38,6 +38,13 @@ key                      value
 ``reasoning``            an assistant message's signed reasoning, in order: a list of
                          ``{"text", "signature", "carrier", "redacted"?, "item_id"?}``
                          (`ReasoningBlock`), to send back unchanged to the dialect that signed it
+``order``                an assistant message's reasoning, text and calls in the order they came,
+                         when its dialect keeps it (Messages, Responses, Gemini) and it is not
+                         reasoning, text, calls: ``"r"`` the next reasoning block, ``"c"`` the
+                         next call, N the next N characters of its text (``["r", 1, "r",
+                         "c"]``); a dialect that keeps order sends the turn back so (attack
+                         50b N1: an interleaved turn went back rebuilt, which Anthropic
+                         refuses), read by `message_pieces`
 ``is_error``             ``true`` on a tool message whose result is an error (Anthropic's
                          ``tool_result.is_error``); a dialect with no such mark sends the
                          result as `error_result`
@@ -79,7 +86,7 @@ import attrs
 
 from ._signatures import CARRIED, carried_signature, uncarried
 from .events import REASONING_CARRIERS, ReasoningBlock
-from .llmstream.request import LLMMessage, LLMRequest, LLMTextPart
+from .llmstream.request import LLMMessage, LLMRequest, LLMTextPart, LLMToolCall
 
 __all__ = [
     "CARRIED",
@@ -94,6 +101,8 @@ __all__ = [
     "message_extensions",
     "message_image_detail",
     "message_linked",
+    "message_pieces",
+    "AssistantPiece",
     "error_result",
     "error_text",
     "message_is_error",
@@ -427,18 +436,28 @@ class LinkedImage:
     detail: str | None = None
 
 
+AssistantPiece = ReasoningBlock | str | LLMToolCall
+"""A piece of an assistant's turn: a reasoning block, text, a call (`message_pieces`)."""
+
+
 def message_extensions(
     *,
     reasoning: Iterable[ReasoningBlock] = (),
     is_error: bool = False,
     image_detail: Mapping[int, str] | None = None,
     linked: Iterable[LinkedImage] = (),
+    pieces: Iterable[AssistantPiece] = (),
 ) -> dict[str, Any]:
-    """A message's neutral ``extensions`` (empty when there is nothing to carry)."""
+    """A message's neutral ``extensions`` (empty when there is nothing to carry); given an
+    assistant's ``pieces`` as they came (its reasoning then the blocks among them), their
+    ``order`` unless it is reasoning, text, calls."""
     ours: dict[str, Any] = {}
     blocks = [_block_out(b) for b in reasoning]
     if blocks:
         ours["reasoning"] = blocks
+    order = _order(pieces)
+    if order is not None:
+        ours["order"] = order
     if is_error:
         ours["is_error"] = True
     if image_detail:
@@ -450,6 +469,53 @@ def message_extensions(
     if images:
         ours["linked"] = images
     return {HUB_EXTENSION: ours} if ours else {}
+
+
+def _order(pieces: Iterable[AssistantPiece]) -> list[str | int] | None:
+    """The ``order`` of an assistant's pieces, ``None`` for reasoning, text, calls."""
+    out: list[str | int] = []
+    for p in pieces:
+        if isinstance(p, str):
+            if p and out and type(out[-1]) is int:
+                out[-1] += len(p)
+            elif p:
+                out.append(len(p))
+        else:
+            out.append("r" if isinstance(p, ReasoningBlock) else "c")
+    kinds = "".join("t" if type(x) is int else str(x) for x in out)
+    plain = kinds.count("t") <= 1 and list(kinds) == sorted(kinds, key="rtc".index)
+    return None if plain else out
+
+
+def message_pieces(message: LLMMessage) -> list[AssistantPiece]:
+    """An assistant message's reasoning blocks, text and calls in the order they came (its
+    ``order``), else its reasoning, its text, its calls; an order that does not count them as
+    the message has them is not read."""
+    blocks, calls = message_reasoning(message), message.tool_calls
+    text = message.text
+    plain: list[AssistantPiece] = [*blocks, *([text] if text else []), *calls]
+    raw = _ours(message.extensions).get("order")
+    if not isinstance(raw, list) or isinstance(message.content, tuple):
+        return plain
+    sizes = [x for x in raw if type(x) is int and x > 0]
+    if (
+        raw.count("r") != len(blocks)
+        or raw.count("c") != len(calls)
+        or len(sizes) + len(blocks) + len(calls) != len(raw)
+        or sum(sizes) != len(text)
+    ):
+        return plain
+    out: list[AssistantPiece] = []
+    kept, made, at = iter(blocks), iter(calls), 0
+    for x in raw:
+        if x == "r":
+            out.append(next(kept))
+        elif x == "c":
+            out.append(next(made))
+        else:
+            out.append(text[at : at + x])
+            at += x
+    return out
 
 
 def message_linked(message: LLMMessage) -> tuple[LinkedImage, ...]:

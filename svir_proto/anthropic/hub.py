@@ -3,21 +3,20 @@ Anthropic client can be served by any upstream and any client by an Anthropic up
 
 `to_hub` maps what the neutral request has fields for: ``system`` to a system message; user
 text, base64 images (images from disk stay paths, streamed while sending) and documents of
-base64 data with nothing besides to parts, and images by ``http(s)`` URL to the hub's
-``linked`` (`svir_proto.hub.LinkedImage`); each
-``tool_result`` to a ``tool`` message (its error flag as the ``is_error`` message extension)
-before the rest of its user turn; an assistant's text, ``tool_use`` blocks (``input`` as JSON
-``arguments``) and ``thinking``/``redacted_thinking`` blocks (the ``reasoning`` message
-extension, carrier ``thinking``); ``tools``; ``max_tokens``, ``temperature``, ``top_p``,
-``stop_sequences`` and ``top_k`` (`svir_proto.hub.SAMPLING`) as parameters; ``tool_choice``
-(``any`` is ``required``) and
-``disable_parallel_tool_use`` (``parallel_tool_calls``), ``thinking.budget_tokens``, a JSON
+base64 data with nothing besides to parts, and images by ``http(s)`` URL to the hub's ``linked``
+(`svir_proto.hub.LinkedImage`); each ``tool_result`` to a ``tool`` message (its error flag as
+the ``is_error`` message extension) before the rest of its user turn; an assistant's text,
+``tool_use`` blocks (``input`` as JSON ``arguments``) and ``thinking``/``redacted_thinking``
+blocks (the ``reasoning`` message extension, carrier ``thinking``), in the order they came (the
+hub's ``order``); ``tools``; ``max_tokens``, ``temperature``, ``top_p``, ``stop_sequences`` and
+``top_k`` (`svir_proto.hub.SAMPLING`) as parameters; ``tool_choice`` (``any`` is ``required``)
+and ``disable_parallel_tool_use`` (``parallel_tool_calls``), ``thinking.budget_tokens``, a JSON
 Schema output format (``output_config.format``, or the beta's ``output_format``) and the tools
 held ``strict`` under ``vendor:svir``. Everything else goes under ``vendor:anthropic``, read by
-`from_hub` only: ``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that is
-not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
-field as it was (``system`` with ``cache_control``, server tools, the messages when a block
-has no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
+`from_hub` only: ``metadata``, ``stream``, unknown top-level fields, a ``thinking`` option that
+is not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
+field as it was (``system`` with ``cache_control``, server tools, the messages when a block has
+no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
 blocks out of the usual order).
 
 ``metadata.user_id`` is the hub's end user (`svir_proto.hub.SERVICE`), both ways.
@@ -58,13 +57,16 @@ import attrs
 from .._json import canonical, dumps
 from .._signatures import from_thinking_block
 from ..body import Base64Bytes, Segment
+from ..events import ReasoningBlock
 from ..hub import (
     EFFORT_BUDGETS,
+    AssistantPiece,
     LinkedImage,
     hub_options,
     message_extensions,
     message_is_error,
     message_linked,
+    message_pieces,
     message_reasoning,
     not_carried,
     own_fields,
@@ -206,23 +208,31 @@ def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
         return LLMMessage(role="assistant", content=content)
     # (joined as Anthropic's answers are read: it splits one text into blocks at each citation)
     text = "".join(b.text for b in content if isinstance(b, TextBlock))
-    calls = [
-        LLMToolCall(id=b.id, name=b.name, arguments=dumps(dict(b.input)).decode())
-        for b in content
-        if isinstance(b, ToolUseBlock)
-    ]
-    reasoning = [  # another vendor's signature, carried, is its own again
-        from_thinking_block("thinking", b.thinking, b.signature)
-        if isinstance(b, ThinkingBlock)
-        else from_thinking_block("redacted_thinking", "", b.data)
-        for b in content
-        if isinstance(b, (ThinkingBlock, RedactedThinkingBlock))
-    ]
+    calls: list[LLMToolCall] = []
+    reasoning: list[ReasoningBlock] = []
+    pieces: list[AssistantPiece] = []  # in order (attack 50b N1)
+    for b in content:
+        piece: AssistantPiece
+        if isinstance(b, TextBlock):
+            piece = b.text
+        elif isinstance(b, ToolUseBlock):
+            piece = LLMToolCall(id=b.id, name=b.name, arguments=dumps(dict(b.input)).decode())
+            calls.append(piece)
+        elif isinstance(b, (ThinkingBlock, RedactedThinkingBlock)):
+            piece = (  # another vendor's signature, carried, is its own again
+                from_thinking_block("thinking", b.thinking, b.signature)
+                if isinstance(b, ThinkingBlock)
+                else from_thinking_block("redacted_thinking", "", b.data)
+            )
+            reasoning.append(piece)
+        else:
+            continue
+        pieces.append(piece)
     return LLMMessage(
         role="assistant",
         content=text if text or not calls else None,
         tool_calls=calls,
-        extensions=message_extensions(reasoning=reasoning),
+        extensions=message_extensions(reasoning=reasoning, pieces=pieces),
     )
 
 
@@ -468,25 +478,24 @@ def _messages_from_hub(
 
 
 def _assistant_in(m: LLMMessage, where: str) -> Message:
+    """An assistant's turn, its blocks in the order they came (`message_pieces`)."""
     blocks: list[Block] = []
-    for b in message_reasoning(m):
-        if b.carrier != "thinking":
+    j = 0
+    for p in message_pieces(m):
+        if isinstance(p, str):
+            blocks.append(TextBlock(text=p))
+        elif isinstance(p, LLMToolCall):
+            path = f"{where}.tool_calls[{j}]"
+            blocks.append(ToolUseBlock(id=p.id, name=p.name, input=_tool_input(p, path)))
+            j += 1
+        elif p.carrier != "thinking":
             continue  # another vendor's signature: not sent (module docstring)
-        if b.redacted:
-            blocks.append(RedactedThinkingBlock(data=b.signature))
+        elif p.redacted:
+            blocks.append(RedactedThinkingBlock(data=p.signature))
         else:
-            blocks.append(ThinkingBlock(thinking=b.text, signature=b.signature))
-    text = m.text
-    if text:
-        blocks.append(TextBlock(text=text))
-    for j, call in enumerate(m.tool_calls):
-        blocks.append(
-            ToolUseBlock(
-                id=call.id, name=call.name, input=_tool_input(call, f"{where}.tool_calls[{j}]")
-            )
-        )
+            blocks.append(ThinkingBlock(thinking=p.text, signature=p.signature))
     if (len(blocks) == 1 and isinstance(blocks[0], TextBlock)) or not blocks:
-        return Message(role="assistant", content=text)
+        return Message(role="assistant", content=m.text)
     return Message(role="assistant", content=blocks)
 
 

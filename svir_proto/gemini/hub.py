@@ -6,7 +6,8 @@ Gemini to the hub:
 - ``systemInstruction``: one system message per text part. ``contents``: a ``model`` turn is
   an assistant message (its text, its calls with ``args`` as JSON text, and its signatures as
   the neutral ``reasoning`` blocks, carrier ``thought``, formed as `GeminiStreamDecoder` forms
-  them: a signature on a call keeps the call's id as ``item_id``); a ``user`` turn is its
+  them: a signature on a call keeps the call's id as ``item_id``; their order the hub's
+  ``order``, which `from_hub` writes its parts in); a ``user`` turn is its
   ``functionResponse`` parts as tool messages, then a user message with its text and inline
   data (image, audio or document parts, still read from disk when they came from disk; base64
   in its standard padded form, which the draft requires, so URL-safe or unpadded data comes
@@ -59,14 +60,17 @@ from typing import Any, Final
 import attrs
 
 from .._json import canonical
-from ..events import ReasoningBlock, ToolCall
+from ..answer import AnswerPart
+from ..events import ReasoningBlock, TextDelta, ToolCall
 from ..hub import (
     SAMPLING,
+    AssistantPiece,
     LinkedImage,
     hub_options,
     message_extensions,
     message_is_error,
     message_linked,
+    message_pieces,
     message_reasoning,
     not_carried,
     own_fields,
@@ -462,14 +466,19 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
     calls: list[LLMToolCall] = []
     blocks: list[ReasoningBlock] = []
     thoughts: list[str] = []
+    pieces: list[AssistantPiece] = []  # in order (attack 49b F4: a text's signature after it)
     with_ids = all(p.id for p in c.parts if isinstance(p, GeminiFunctionCall))
     for k, p in enumerate(c.parts):
         item_id = None
+        call = None
         if isinstance(p, GeminiText):
             (thoughts if p.thought else texts).append(p.text)
+            if not p.thought:
+                pieces.append(p.text)
         elif isinstance(p, GeminiFunctionCall):
             item_id = p.id if with_ids and p.id else ids.call(p.name, turn, k)
-            calls.append(LLMToolCall(id=item_id, name=p.name, arguments=_dumps(p.args)))
+            call = LLMToolCall(id=item_id, name=p.name, arguments=_dumps(p.args))
+            calls.append(call)
         elif isinstance(p, GeminiInlineData):
             media.append(_media(p))
         if p.thought_signature is not None:  # as the decoder forms them (stream Rule 3)
@@ -480,6 +489,9 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
                     text=text, signature=p.thought_signature, carrier=CARRIER, item_id=item_id
                 )
             )
+            pieces.append(blocks[-1])
+        if call is not None:  # (after the block that signs it, as its thought came first)
+            pieces.append(call)
     text = "".join(texts)
     content: str | tuple[Part, ...] | None
     if media:
@@ -490,7 +502,7 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
         role="assistant",
         content=content,
         tool_calls=calls,
-        extensions=message_extensions(reasoning=blocks),
+        extensions=message_extensions(reasoning=blocks, pieces=pieces),
     )
     if not with_ids:
         message = _mark(message, ids=False)
@@ -634,23 +646,30 @@ def _ref(part: Mapping[str, Any]) -> int | None:
 
 
 def _model_content(m: LLMMessage) -> GeminiContent:
-    calls = [
-        ToolCall(index=i, id=c.id, name=c.name, arguments=c.arguments)
-        for i, c in enumerate(m.tool_calls)
-    ]
+    """A model turn: its parts in the order they came (`svir_proto.hub.message_pieces`),
+    else its thoughts, its text and its calls."""
     with_ids = _ours(m.extensions).get("ids") is not False
-    parts = list(model_parts([*message_reasoning(m), *calls], with_ids=with_ids))
+    media = isinstance(m.content, tuple)  # (then thoughts, what it gave, calls)
+    pieces: list[AssistantPiece] = (
+        [*message_reasoning(m), *m.tool_calls] if media else message_pieces(m)
+    )
+    given: list[AnswerPart] = []
+    for p in pieces:
+        if isinstance(p, str):
+            given.append(TextDelta(text=p))
+        elif isinstance(p, LLMToolCall):
+            index = m.tool_calls.index(p)
+            given.append(ToolCall(index=index, id=p.id, name=p.name, arguments=p.arguments))
+        else:
+            given.append(p)
+    parts = list(model_parts(given, with_ids=with_ids))
     at = next((i for i, p in enumerate(parts) if isinstance(p, GeminiFunctionCall)), len(parts))
     first = parts[at] if at < len(parts) else None
     if isinstance(first, GeminiFunctionCall) and first.thought_signature is None:
         parts[at] = attrs.evolve(first, thought_signature=_FOREIGN_SIGNATURE)
-    body: list[GeminiPart] = []
-    if isinstance(m.content, str):
-        if m.content:
-            body.append(GeminiText(text=m.content))
-    else:
-        body.extend(_part(p) for p in m.content or ())
-    return GeminiContent(role="model", parts=[*parts[:at], *body, *parts[at:]])
+    if isinstance(m.content, tuple):
+        parts[at:at] = [_part(p) for p in m.content]
+    return GeminiContent(role="model", parts=parts)
 
 
 def _response(m: LLMMessage, names: Mapping[str, str]) -> GeminiFunctionResponse:

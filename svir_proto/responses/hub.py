@@ -7,7 +7,8 @@ user, system and developer messages (developer as system), their text, images an
 (the run of reasoning items, assistant messages and function calls between two user-side
 items: one assistant message, its text joined, its calls as ``tool_calls``, its reasoning
 items as signed blocks, ``encrypted_content`` the signature, carrier ``summary`` or
-``reasoning_text``), function call outputs (tool messages), function tools, the sampling
+``reasoning_text``, their order the hub's ``order``, which `from_hub` writes them in),
+function call outputs (tool messages), function tools, the sampling
 parameters (``max_output_tokens`` as ``max_tokens``), ``tool_choice``,
 ``parallel_tool_calls`` and ``reasoning`` (``vendor:svir``), ``metadata``. Everything else
 travels under ``vendor:responses``, on the request and on each message, so that
@@ -56,6 +57,7 @@ import attrs
 from ..events import ReasoningBlock, ReasoningCarrier
 from ..hub import (
     SERVICE,
+    AssistantPiece,
     HubToolChoice,
     LinkedImage,
     effort_for,
@@ -65,6 +67,7 @@ from ..hub import (
     message_image_detail,
     message_is_error,
     message_linked,
+    message_pieces,
     message_reasoning,
     own_fields,
     parallel_tool_calls,
@@ -439,31 +442,38 @@ def _user_side(item: InputMessage | FunctionCallOutput) -> LLMMessage:
 
 
 def _assistant(run: list[Item]) -> LLMMessage:
-    """An assistant turn: the items between two user-side items, as one message."""
-    text, calls, blocks, has_message = _neutral_turn(run)
+    """An assistant turn: the items between two user-side items, as one message, their
+    order kept (`svir_proto.hub.message_pieces`)."""
+    text, calls, blocks, has_message, pieces = _neutral_turn(run)
     record = {"items": [item._document(None) for item in run]}
     content: str | None = text if has_message or not calls else None
+    hub = message_extensions(reasoning=blocks, pieces=pieces)
     return LLMMessage(
         role="assistant",
         content=content,
         tool_calls=calls,
-        extensions={**message_extensions(reasoning=blocks), RESPONSES_EXTENSION: record},
+        extensions={**hub, RESPONSES_EXTENSION: record},
     )
 
 
 def _neutral_turn(
     run: list[Item],
-) -> tuple[str, tuple[LLMToolCall, ...], tuple[ReasoningBlock, ...], bool]:
+) -> tuple[str, tuple[LLMToolCall, ...], tuple[ReasoningBlock, ...], bool, list[AssistantPiece]]:
+    """An assistant turn's text, calls, reasoning, whether it has a message, and all of them
+    in order."""
     text: list[str] = []
     calls: list[LLMToolCall] = []
     blocks: list[ReasoningBlock] = []
+    pieces: list[AssistantPiece] = []
     has_message = False
     for item in run:
         if isinstance(item, InputMessage):
             has_message = True
             text.append(item.text)
+            pieces.append(item.text)
         elif isinstance(item, FunctionCall):
             calls.append(LLMToolCall(id=item.call_id, name=item.name, arguments=item.arguments))
+            pieces.append(calls[-1])
         elif isinstance(item, ReasoningItem):
             carrier: ReasoningCarrier = (
                 "reasoning_text" if item.content and not item.summary else "summary"
@@ -479,7 +489,8 @@ def _neutral_turn(
                     item_id=item.id,
                 )
             )
-    return "".join(text), tuple(calls), tuple(blocks), has_message
+            pieces.append(blocks[-1])
+    return "".join(text), tuple(calls), tuple(blocks), has_message, pieces
 
 
 # -- from the hub --------------------------------------------------------------------------
@@ -887,24 +898,26 @@ def _assistant_items(m: LLMMessage, record: Mapping[str, Any], notes: list[str])
         except RequestError:
             again = None
         if again is not None:
-            text, calls, again_blocks, _ = _neutral_turn(again)
+            text, calls, again_blocks, _, _ = _neutral_turn(again)
             if (text, calls, again_blocks) == (m.text, m.tool_calls, blocks):
                 return again
     items: list[Item] = []
-    for block in blocks:
-        if block.carrier not in CARRIERS:
-            continue  # (said by `unsent_reasoning`)
-        texts = tuple(t for t in block.text.split("\n\n") if t) if block.text else ()
-        items.append(
-            ReasoningItem(
-                id=block.item_id,
-                summary=texts if block.carrier == "summary" else (),
-                content=texts if block.carrier == "reasoning_text" else (),
-                encrypted_content=block.signature or None,
+    pieces = message_pieces(m)  # in order (attack 50b N1)
+    if not any(isinstance(p, str) for p in pieces) and not m.tool_calls:
+        pieces.append("")  # (an empty message: the turn said nothing)
+    for p in pieces:
+        if isinstance(p, str):
+            items.append(InputMessage(role="assistant", content=[OutputText(text=p)]))
+        elif isinstance(p, LLMToolCall):
+            items.append(FunctionCall(call_id=p.id, name=p.name, arguments=p.arguments))
+        elif p.carrier in CARRIERS:  # (another vendor's: said by `unsent_reasoning`)
+            texts = tuple(t for t in p.text.split("\n\n") if t) if p.text else ()
+            items.append(
+                ReasoningItem(
+                    id=p.item_id,
+                    summary=texts if p.carrier == "summary" else (),
+                    content=texts if p.carrier == "reasoning_text" else (),
+                    encrypted_content=p.signature or None,
+                )
             )
-        )
-    if m.text or not m.tool_calls:
-        items.append(InputMessage(role="assistant", content=[OutputText(text=m.text)]))
-    for call in m.tool_calls:
-        items.append(FunctionCall(call_id=call.id, name=call.name, arguments=call.arguments))
     return items

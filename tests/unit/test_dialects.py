@@ -454,6 +454,11 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
     assert lost(unsigned, "gemini") == [
         "messages[1]: reasoning that no signature vouches for: not sent"
     ]
+    sent = json.loads(b"".join(dialects.translate_request(unsigned, "gemini").body()))  # type: ignore[attr-defined]
+    assert sent["contents"][1]["parts"] == [  # the text's signature after it, as Gemini gave it
+        {"text": "a"},
+        {"text": "", "thoughtSignature": "S"},
+    ]
     assert lost(unsigned, "responses") == [
         "messages[1]: reasoning another vendor signed: not sent",
         "messages[1]: reasoning that no signature vouches for: not sent",

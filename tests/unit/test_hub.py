@@ -17,7 +17,13 @@ from svir_proto.events import (
     StreamStarted,
     Usage,
 )
-from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder, LLMStreamEncoder
+from svir_proto.llmstream import (
+    LLMMessage,
+    LLMRequest,
+    LLMStreamDecoder,
+    LLMStreamEncoder,
+    LLMToolCall,
+)
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 
 
@@ -85,6 +91,35 @@ def test_signed_reasoning_travels_on_a_message_and_back() -> None:
     assert hub.message_is_error(again.messages[2])
     assert not hub.message_is_error(again.messages[1])
     assert hub.message_extensions() == {}
+
+
+def test_an_assistants_pieces_keep_their_order_when_it_is_not_the_plain_one() -> None:
+    """Attack 50b N1: the hub message kept no order between reasoning, text and calls, so an
+    interleaved turn went back rebuilt (reasoning, text, calls), which Anthropic refuses.
+    ``order`` says it, written only when it is not that; one that does not count what the
+    message has is not read."""
+    t1 = ReasoningBlock(text="t1", signature="s1", carrier="thinking")
+    t2 = ReasoningBlock(text="t2", signature="s2", carrier="thinking")
+    call = LLMToolCall(id="c", name="f", arguments="{}")
+    pieces: list[hub.AssistantPiece] = [t1, "A", "B", t2, call, "C"]
+
+    def message(order: object = None, **given: object) -> LLMMessage:
+        ext = hub.message_extensions(reasoning=[t1, t2], pieces=given.get("pieces", pieces))  # type: ignore[arg-type]
+        if order is not None:
+            ext[hub.HUB_EXTENSION]["order"] = order
+        return LLMMessage(role="assistant", content="ABC", tool_calls=[call], extensions=ext)
+
+    m = message()
+    assert m.extensions[hub.HUB_EXTENSION]["order"] == ["r", 2, "r", "c", 1]
+    assert hub.message_pieces(m) == [t1, "AB", t2, call, "C"]
+    again = LLMRequest.parse(LLMRequest(model="m", messages=[m]).body().read())
+    assert hub.message_pieces(again.messages[0]) == [t1, "AB", t2, call, "C"]
+    plain = message(pieces=[t1, t2, "AB", "C", call])
+    assert "order" not in plain.extensions[hub.HUB_EXTENSION]  # reasoning, text, calls
+    assert hub.message_pieces(plain) == [t1, t2, "ABC", call]
+    for bad in (["r", 3, "r"], ["r", 2, "r", "c", 2], ["r", "r", "c", 0, 3], ["r", 3, "c"],
+                ["r", "r", "c", True, 2], "rrc", ["r", 3, "r", "c", "x"]):  # fmt: skip
+        assert hub.message_pieces(message(bad)) == [t1, t2, "ABC", call], bad
 
 
 def test_malformed_message_extensions_are_ignored_as_the_draft_asks() -> None:
