@@ -210,7 +210,13 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         choice = ("name", request.tool_choice.name)
     elif isinstance(request.tool_choice, OtherChoice):
         record["tool_choice"] = dict(request.tool_choice.data)
-        choice = _allowed(request.tool_choice.data, request.tools)
+        asked = _allowed(request.tool_choice.data, request.tools)
+        if asked is not None:
+            choice, kept = asked
+            if len(kept) < len(tools):  # (attack 50b N2: no other dialect has the choice)
+                tools = [t for t in tools if t.name in kept]
+                record["tools"] = [t._document() for t in request.tools]
+                record["allowed_only"] = True
     else:
         choice = request.tool_choice
     reasoning: dict[str, Any] = {}
@@ -275,10 +281,15 @@ def _text_out(fmt: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if fmt is None else {"format": dict(fmt)}
 
 
-def _allowed(data: Mapping[str, Any], tools: Sequence[FunctionTool | OtherTool]) -> Any:
-    """The neutral tool choice an ``allowed_tools`` choice is exactly, else ``None`` (kept
-    whole, and said lost: `unread`): ``required`` of one function is that function; of every
-    declared tool, ``auto`` or ``required`` is itself."""
+def _allowed(
+    data: Mapping[str, Any], tools: Sequence[FunctionTool | OtherTool]
+) -> tuple[HubToolChoice, list[str]] | None:
+    """What an ``allowed_tools`` choice of declared functions asks of a server of another
+    dialect, which has no such choice: the neutral choice, and the tools it is offered
+    (``required`` of one function is that function, all tools offered; else ``auto`` or
+    ``required`` of the functions it allows, offered alone: the model can call no other, as
+    the choice asks; attack 50b N2: no choice at all went). ``None``: another choice (kept
+    whole, and said lost: `unread`)."""
     allowed = data.get("tools")
     mode = data.get("mode")
     if data.get("type") != "allowed_tools" or not isinstance(allowed, list):
@@ -286,12 +297,17 @@ def _allowed(data: Mapping[str, Any], tools: Sequence[FunctionTool | OtherTool])
     names = [
         t.get("name") for t in allowed if isinstance(t, Mapping) and t.get("type") == "function"
     ]
-    declared = {t.name for t in tools if isinstance(t, FunctionTool)}
-    if len(names) != len(allowed) or not set(names) <= declared or mode not in ("auto", "required"):
+    declared = [t.name for t in tools if isinstance(t, FunctionTool)]
+    if (
+        not names
+        or len(names) != len(allowed)
+        or not set(names) <= set(declared)
+        or mode not in ("auto", "required")
+    ):
         return None
-    if set(names) == declared and len(declared) == len(tools):
-        return mode
-    return ("name", names[0]) if mode == "required" and len(set(names)) == 1 else None
+    if mode == "required" and len(set(names)) == 1:
+        return ("name", str(names[0])), declared
+    return mode, [n for n in declared if n in names]
 
 
 def _stateful(request: ResponsesRequest) -> list[str]:
@@ -524,6 +540,11 @@ def unread(request: LLMRequest) -> list[str]:
     choice = record.get("tool_choice")  # one no neutral choice is exactly (fidelity 42 F1)
     if isinstance(choice, Mapping) and tool_choice(request) is None:
         keys.add(f"tool_choice ({choice.get('type')})")
+    only = (
+        ["tool_choice (allowed_tools): only the tools it allows are sent"]
+        if record.get("allowed_only") is True and tool_choice(request) is not None
+        else []
+    )
     kept = [
         entry["raw"]
         for m in request.messages
@@ -534,7 +555,7 @@ def unread(request: LLMRequest) -> list[str]:
         and entry.get("linked") is not True  # (the hub's ``linked`` carries it)
     ]  # parts with no neutral form (attack 39 F4: an input_audio went nowhere, unsaid)
     keys |= {f"input[].content ({t})" for t in {p.get("type") for p in kept} if isinstance(t, str)}
-    return own_fields("the Responses API", keys)
+    return own_fields("the Responses API", keys) + only
 
 
 def carried(request: ResponsesRequest, back: ResponsesRequest | None = None) -> ResponsesRequest:
@@ -659,6 +680,7 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
         for t in request.tools
     ]
     raw_tools = top.get("tools")
+    raw_choice = top.get("tool_choice")
     if isinstance(raw_tools, list):
         try:
             names: set[str] = set()
@@ -667,10 +689,12 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
             again = [_tool(t) for t in raw_tools]
         except RequestError:
             again = []
+        asked = _allowed(raw_choice, again) if isinstance(raw_choice, dict) else None
+        offered = None if asked is None else set(asked[1])  # (the tools the others got)
         neutral = [
             (t.name, t.description or "", dict(t.parameters or {}))
             for t in again
-            if isinstance(t, FunctionTool)
+            if isinstance(t, FunctionTool) and (offered is None or t.name in offered)
         ]
         if neutral == [(t.name, t.description, dict(t.parameters)) for t in request.tools]:
             tools = again
@@ -678,13 +702,14 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     choice: Any = neutral_choice
     if isinstance(choice, tuple):
         choice = FunctionChoice(choice[1])
-    raw_choice = top.get("tool_choice")
+    asked = _allowed(raw_choice, tools) if isinstance(raw_choice, dict) else None
     if (
         isinstance(raw_choice, dict)
         and isinstance(raw_choice.get("type"), str)
-        and _allowed(raw_choice, tools) == neutral_choice  # (what it says, as it came)
+        and asked
+        == (None if neutral_choice is None else (neutral_choice, [t.name for t in request.tools]))
     ):
-        choice = OtherChoice(data=raw_choice)
+        choice = OtherChoice(data=raw_choice)  # (what it says, as it came: no neutral one)
     options = reasoning_options(request)
     reasoning = None
     effort, summary = effort_for(options), options.get("summary")  # a budget as its effort

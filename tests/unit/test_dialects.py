@@ -1135,22 +1135,29 @@ def test_a_chat_reasoning_effort_of_minimal_is_taken() -> None:
     assert json.loads(b"".join(sent.body()))["reasoning"]["effort"] == "minimal"  # type: ignore[attr-defined]
 
 
+ONLY = "tool_choice (allowed_tools): only the tools it allows are sent"
+
+
 @pytest.mark.parametrize(
-    ("choice", "chat", "lost"),
+    ("choice", "chat", "offered", "lost"),
     [
-        ({"mode": "required", "tools": ["a"]}, {"type": "function", "function": {"name": "a"}}, []),
-        ({"mode": "required", "tools": ["a", "b", "c"]}, "required", []),
-        ({"mode": "auto", "tools": ["a", "b", "c"]}, "auto", []),
-        ({"mode": "auto", "tools": ["a", "b"]}, None, ["allowed_tools"]),
-        ({"mode": "required", "tools": ["a", "x"]}, None, ["allowed_tools"]),
-        ({"type": "web_search_preview"}, None, ["web_search_preview"]),
+        ({"mode": "required", "tools": ["a"]}, {"type": "function", "function": {"name": "a"}},
+         "abc", []),
+        ({"mode": "required", "tools": ["a", "b", "c"]}, "required", "abc", []),
+        ({"mode": "auto", "tools": ["a", "b", "c"]}, "auto", "abc", []),
+        ({"mode": "auto", "tools": ["b", "a"]}, "auto", "ab", [ONLY]),
+        ({"mode": "required", "tools": ["c", "b"]}, "required", "bc", [ONLY]),
+        ({"mode": "required", "tools": ["a", "x"]}, None, "abc", ["allowed_tools"]),
+        ({"type": "web_search_preview"}, None, "abc", ["web_search_preview"]),
     ],
-)
+)  # fmt: skip
 def test_a_responses_choice_of_allowed_tools_goes_where_it_is_exact(
-    choice: dict[str, Any], chat: object, lost: list[str]
+    choice: dict[str, Any], chat: object, offered: str, lost: list[str]
 ) -> None:
     """Fidelity 42 F1: ``allowed_tools`` went nowhere, unsaid. A neutral choice carries what
-    it says exactly; any other is said lost; the Responses request comes back as it came."""
+    it says exactly; a choice of some of the functions is the neutral one of those, offered
+    alone (attack 50b N2: no choice went, and the model could call what the client ruled
+    out); any other is said lost; the Responses request comes back as it came."""
     if "mode" in choice:
         listed = [{"type": "function", "name": n} for n in choice["tools"]]
         choice = {"type": "allowed_tools", "mode": choice["mode"], "tools": listed}
@@ -1160,7 +1167,11 @@ def test_a_responses_choice_of_allowed_tools_goes_where_it_is_exact(
     said: list[str] = []
     body = json.loads(b"".join(dialects.translate_request(request, "chat", lost=said).body()))  # type: ignore[attr-defined]
     assert body.get("tool_choice") == chat
-    assert said == [f"tool_choice ({k}): a field of the Responses API only: not sent" for k in lost]
+    assert "".join(t["function"]["name"] for t in body["tools"]) == offered
+    assert said == [
+        k if k == ONLY else f"tool_choice ({k}): a field of the Responses API only: not sent"
+        for k in lost
+    ]
     spec = dialects.dialect("responses")
     back = spec.from_hub(spec.to_hub(request))
     assert b"".join(back.body()) == b"".join(request.body())  # type: ignore[attr-defined]
