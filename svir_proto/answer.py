@@ -33,7 +33,8 @@ Rule 6 (order, fidelity 43 F08: a whole answer came back grouped, all reasoning,
     refusal ends where a delta of another kind (not empty) begins, or a call; a signed block
     has the place of its signature; a call the place of its first event (the first
     `ToolCallDelta` of an index not begun, or its whole `ToolCall` when no delta of its
-    index began one), and the calls keep their order (the k-th place is the k-th call).
+    index began one), unless the call before it came later: the calls keep their order
+    (the decoders', the index's), as a stream that writes them in order places them.
     What it keeps per place is one int (where the run ended, read from `Pieces.mark` at the
     switch), nothing per delta: a delta costs one comparison more.
 
@@ -89,7 +90,7 @@ __all__ = [
 
 # Rule 6: the fold's order is a list of ints, ``end << 3 | kind``: a run of reasoning, text or
 # refusal that ended at character ``end`` of its field; a signed block (the reasoning before
-# it ended at ``end``); a call. A block's and a call's ``end`` is the next one's.
+# it ended at ``end``), whose ``end`` is the next one's; a call, whose ``end`` is its index.
 _REASONING: Final = 1
 _BLOCK: Final = 2
 _TEXT: Final = 3
@@ -169,11 +170,11 @@ class AnswerFold:
             self._order.append(pieces.mark() << 3 | ended)
         self._run = run
 
-    def _place(self) -> None:
+    def _place(self, index: int) -> None:
         """A call's first event: its place (Rule 6)."""
         self._switch(0)
         self._grow(RUN)
-        self._order.append(_CALL)
+        self._order.append(index << 3 | _CALL)
 
     def add(self, event: Event | TextRun) -> None:
         """Fold one event in; nothing after the stream's end is read (Rule 4).
@@ -217,14 +218,14 @@ class AnswerFold:
                 self._refusal.append(event.text)
             case ToolCallDelta():
                 if event.index not in self._begun:
-                    self._place()
+                    self._place(event.index)
                     self._begun.add(event.index)
             case ToolCall():
                 self._grow(CALL + len(event.arguments) + len(event.id) + len(event.name))
                 if event.index in self._begun:
                     self._begun.remove(event.index)  # (its deltas took its place)
                 else:
-                    self._place()
+                    self._place(event.index)
                 self._calls.append(event)
             case Finished():
                 self._finish = event
@@ -255,7 +256,12 @@ class AnswerFold:
 
     def _segments(self, reasoning: str, text: str, refusal: str) -> tuple[AnswerSegment, ...]:
         """The order (Rule 6) as the result's segments, the run going on last, then the
-        calls that have no place of their own (a second call of one index)."""
+        calls that have no place of their own. The calls keep their order (the decoders',
+        the index's), each placed where its first event came unless a call before it came
+        later: then right after that one, as a stream that writes calls in their order
+        places it (attack 50b N3: call 1 begun before some text and call 0 after it, the
+        k-th place took the k-th call, call 0 before the text); a place no call took (a cut)
+        has none."""
         made: list[tuple[SegmentField, int, int]] = []
         at = [0] * 6  # by kind: where its next segment begins
 
@@ -268,17 +274,32 @@ class AnswerFold:
                     start = made.pop()[1]  # (a call between them had no place: one run)
                 made.append((field, start, end))
 
-        calls = len(self._calls)
+        calls = self._calls
+        first: dict[int, list[int]] = {}  # by index: the places its calls' first events took
+        places = [entry >> 3 for entry in self._order if entry & 7 == _CALL]
+        for place in range(len(places) - 1, -1, -1):
+            first.setdefault(places[place], []).append(place)
+        upto = [0] * len(places)  # by place: how many calls go at it or before it
+        place = 0
+        for call in calls if places else ():  # (each whole call took a place, or its index)
+            mine = first.get(call.index)
+            place = max(place, mine.pop() if mine else place)
+            upto[place] += 1
+        went = 0
+        for j, n in enumerate(upto):
+            went = upto[j] = went + n
+        j = 0
         for entry in self._order:
             kind = entry & 7
             if kind == _BLOCK:
                 put(_REASONING, entry >> 3)
                 put(_BLOCK, at[_BLOCK] + 1)
             elif kind == _CALL:
-                put(_CALL, min(at[_CALL] + 1, calls))
+                put(_CALL, upto[j])
+                j += 1
             else:
                 put(kind, entry >> 3)
-        ends = (0, len(reasoning), len(self._blocks), len(text), len(refusal), calls)
+        ends = (0, len(reasoning), len(self._blocks), len(text), len(refusal), len(calls))
         for kind in (self._run, _REASONING, _BLOCK, _TEXT, _REFUSAL, _CALL):
             put(kind, ends[kind])
         return tuple(AnswerSegment(field=f, start=start, end=end) for f, start, end in made)

@@ -4,8 +4,8 @@ calls and text interleave, read back and folded, is the whole answer to the same
 
 Text cannot go inside a ``tool_use`` block, so the stream holds what comes while a call's
 arguments are not whole; the whole answer orders its parts by where each began. Any number of
-calls (each begun after the one before it, with its id and name alone or with a piece of its
-arguments), their arguments cut anywhere (and begun with a blank, attack 46 G2), and text or
+calls (begun in any order, attack 50b N3; each with its id and name alone or with a piece of
+its arguments), their arguments cut anywhere (and begun with a blank, attack 46 G2), and text or
 reasoning between any two pieces: the same blocks, in the same order, and no failure.
 """
 
@@ -39,10 +39,7 @@ def interleaved(draw: st.DrawFn) -> list[Chunk]:
     out = []
     sent = [0] * len(calls)
     while texts or any(sent[i] < len(c) for i, c in enumerate(calls)):
-        begun = sum(1 for n in sent if n)
-        choices = ["text"] * bool(texts) + [
-            i for i, c in enumerate(calls) if sent[i] < len(c) and i <= begun
-        ]
+        choices = ["text"] * bool(texts) + [i for i, c in enumerate(calls) if sent[i] < len(c)]
         pick = draw(st.sampled_from(choices))
         if pick == "text":
             kind, text = texts.pop(0)

@@ -422,11 +422,14 @@ def test_a_gemini_model_turn_keeps_the_order_and_each_signature_on_its_part() ->
     ]  # fmt: skip
 
 
-def test_calls_keep_their_order_in_the_places_their_first_events_took() -> None:
-    """Call 1's first delta before call 0's: the calls keep their order, the k-th in the k-th
-    place. A place no call fills (a delta of a call that never came whole) is none: the text
-    on both sides of it is one run; a second call of one index, whose place the first took,
-    has the place of its whole `ToolCall` (the end, as the decoders emit them)."""
+def test_calls_keep_their_order_each_where_it_began_or_after_the_one_before() -> None:
+    """Call 1's first delta before call 0's: the calls keep their order (the decoders', the
+    index's), so call 1 goes right after call 0, where a stream that writes calls in their
+    order writes it (attack 50b N3: the k-th place took the k-th call, so call 0 went where
+    call 1 began, before text that came before it). A place no call fills (a delta of a call
+    that never came whole) is none: the text on both sides of it is one run; a second call
+    of one index, whose place the first took, has the place of its whole `ToolCall` (the
+    end, as the decoders emit them)."""
     fold = AnswerFold()
     fold.extend(
         [
@@ -440,7 +443,7 @@ def test_calls_keep_their_order_in_the_places_their_first_events_took() -> None:
             ToolCall(index=1, id="c2", name="f", arguments="{}"),  # (its index had a place)
         ]
     )
-    assert ids(fold.result()) == ["a", "c0", "b", "c1", "c", "c2"]
+    assert ids(fold.result()) == ["ab", "c0", "c1", "c", "c2"]
     fold = AnswerFold()
     fold.extend([TextDelta(text="x"), call_delta(3), TextDelta(text="y")])  # never whole
     assert ids(fold.result()) == ["xy"]
