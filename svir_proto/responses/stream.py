@@ -129,6 +129,9 @@ DELTA_KEY: Final = b'"delta":'
 NUMBER_KEY: Final = b'"sequence_number":'
 _DONE: Final = b"[DONE]"
 
+_WHAT: Final = {"t": "text", "r": "refusal", "s": "reasoning summary", "c": "reasoning"}
+"""What each kind of part is called in a note."""
+
 
 class _Item:
     """An output item as the stream builds it."""
@@ -731,14 +734,25 @@ class ResponsesStreamDecoder(DialectDecoder):
         if final == have:
             return
         if final.startswith(have):
+            if not have and self._streamed_after(rec, key):  # (attack 50b N8)
+                self._note(
+                    f"the whole {_WHAT[key[0]]} of output item {rec.id!r}, part {key[1]}, "
+                    "came after the parts after it were streamed: written after them"
+                )
             self._piece(rec, key, final[len(have) :], at)
             return
         self._differs(rec, key)
 
+    @staticmethod
+    def _streamed_after(rec: _Item, key: tuple[str, int]) -> bool:
+        """Whether deltas gave a part after part ``key`` of its list (a message's content,
+        a reasoning item's summary or its content)."""
+        group = "tr" if key[0] in "tr" else key[0]
+        return any(k[0] in group and k[1] > key[1] and v for k, v in rec.parts.items())
+
     def _differs(self, rec: _Item, key: tuple[str, int]) -> None:
-        what = {"t": "text", "r": "refusal", "s": "reasoning summary", "c": "reasoning"}[key[0]]
         self._note(
-            f"the whole {what} of output item {rec.id!r} differs from its deltas: "
+            f"the whole {_WHAT[key[0]]} of output item {rec.id!r} differs from its deltas: "
             "the deltas are kept"
         )
 

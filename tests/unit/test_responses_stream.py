@@ -351,6 +351,36 @@ def test_a_whole_item_without_a_part_its_deltas_gave_is_not_settled_against_them
     )
 
 
+@pytest.mark.parametrize("keep_text", [True, False])
+def test_a_whole_part_before_parts_already_streamed_is_written_after_them_said(
+    keep_text: bool,
+) -> None:
+    """Attack 50b N8: "X" streamed as part 1, then the done item gives part 0 "Z", never
+    streamed, and part 1 "X": the upstream's answer reads "ZX", the clients got "XZ", unsaid.
+    It cannot go before what was streamed: it goes after it, said."""
+    whole = {**MSG, "status": "completed", "content": [
+        {"type": "output_text", "text": "Z", "annotations": []},
+        {"type": "output_text", "text": "X", "annotations": []},
+    ]}  # fmt: skip
+    raw = body(
+        CREATED,
+        added(MSG),
+        text("X", content_index=1),
+        ev("response.output_item.done", output_index=0, item=whole),
+        COMPLETED,
+    )
+    events, d = decode(raw, keep_text=keep_text)
+    assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == "XZ"
+    assert d.result.problems == (
+        "the whole text of output item 'msg_1', part 0, came after the parts after it were "
+        "streamed: written after them",
+    )
+    done = ev("response.output_item.done", output_index=0, item=whole)
+    in_order = body(CREATED, added(MSG), text("Z"), text("X", content_index=1), done, COMPLETED)
+    events, d = decode(in_order, keep_text=keep_text)
+    assert d.result.problems == ()
+
+
 def test_whole_arguments_that_differ_are_an_error() -> None:
     call = {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}
     raw = body(
