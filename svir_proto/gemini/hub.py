@@ -76,6 +76,7 @@ from ..hub import (
     own_fields,
     parallel_tool_calls,
     sampling,
+    unsent_summary,
     web_url,
     with_linked,
 )
@@ -829,6 +830,8 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> GeminiReq
         )
         if parallel_tool_calls(request) is False:  # (calls in parallel: Gemini's way)
             lost.append("parallel_tool_calls has no field in the Gemini API: not sent")
+        if (unsent := unsent_summary(request, "Gemini API")) is not None:  # (attack 50b N5)
+            lost.append(unsent)
     return GeminiRequest(
         model=request.model,
         contents=contents,

@@ -618,7 +618,9 @@ def _came_back(changes: dict[str, Any], request: ResponsesRequest, back: Respons
     reasoning, theirs = changes["reasoning"], back.reasoning
     if reasoning is not None:
         effort = None if theirs is None or theirs.effort is None else reasoning.effort
-        summary = None if theirs is None or theirs.summary is None else reasoning.summary
+        # a summary asked for as it came back: a style that went nowhere comes back as
+        # "auto", the server's own, or not at all (attack 50b N5: the client's was repeated)
+        summary = None if theirs is None or reasoning.summary is None else theirs.summary
         changes["reasoning"] = (
             None
             if effort is None and summary is None
