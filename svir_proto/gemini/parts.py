@@ -224,7 +224,10 @@ class GeminiContent:
         """The model turn to send back after an answer: its thoughts with their signatures,
         its text, and its calls, in the order the stream gave them when the completion kept
         it (`svir_proto.answer.ordered_parts`), each signature on the part that carried it
-        (Rule 3 of `svir_proto.gemini.stream`)."""
+        (Rule 3 of `svir_proto.gemini.stream`). A decoder's own result keeps no order (the
+        cost would be every delta's): it gives its signed thoughts first, each signature on
+        the thought before it, though Gemini may have signed a later part; fold the events
+        (`svir_proto.answer.AnswerFold`) for the turn as it came (review 49 1b)."""
         return cls(role="model", parts=model_parts(ordered_parts(completion), with_ids=True))
 
     @property
