@@ -604,10 +604,19 @@ _SCALARS: Final = (
 
 
 def _came_back(changes: dict[str, Any], request: ResponsesRequest, back: ResponsesRequest) -> None:
-    """``changes`` (`carried`'s) without what ``back`` has not."""
+    """``changes`` (`carried`'s) without what ``back`` has not; a tool held ``strict`` as it
+    came back, and the ``max_output_tokens`` a server that needs one was asked when the
+    client said none (review 49 2b: the echo said strict where Svir-Lost said not sent, and
+    no bound where the Messages API was asked 4096)."""
     changes.update((name, None) for name in _SCALARS if getattr(back, name) is None)
-    names = {t.name for t in back.tools if isinstance(t, FunctionTool)}
-    changes["tools"] = [t for t in changes["tools"] if t.name in names]
+    if request.max_output_tokens is None:
+        changes["max_output_tokens"] = back.max_output_tokens
+    theirs = {t.name: t for t in back.tools if isinstance(t, FunctionTool)}
+    changes["tools"] = [
+        t if not t.strict or theirs[t.name].strict else attrs.evolve(t, strict=False)
+        for t in changes["tools"]
+        if t.name in theirs
+    ]
     changes["metadata"] = {k: v for k, v in request.metadata.items() if k in back.metadata}
     text = changes["text"]
     if text is not None:  # (the plain text format, the default, is none where it went)
@@ -615,12 +624,12 @@ def _came_back(changes: dict[str, Any], request: ResponsesRequest, back: Respons
         changes["text"] = {
             k: v for k, v in text.items() if k in came or (k, v) == ("format", {"type": "text"})
         } or None
-    reasoning, theirs = changes["reasoning"], back.reasoning
+    reasoning, asked = changes["reasoning"], back.reasoning
     if reasoning is not None:
-        effort = None if theirs is None or theirs.effort is None else reasoning.effort
+        effort = None if asked is None or asked.effort is None else reasoning.effort
         # a summary asked for as it came back: a style that went nowhere comes back as
         # "auto", the server's own, or not at all (attack 50b N5: the client's was repeated)
-        summary = None if theirs is None or reasoning.summary is None else theirs.summary
+        summary = None if asked is None or reasoning.summary is None else asked.summary
         changes["reasoning"] = (
             None
             if effort is None and summary is None

@@ -242,7 +242,17 @@ def test_options_are_left_out_whatever_else_was_lost_and_kept_when_they_cannot_g
         dialects.translate_request(refused, "chat")
     assert dialects.as_sent(refused, "chat") == refused
     bare = ResponsesRequest(model="m", input="hi", metadata={"k": "v"})
-    assert dialects.as_sent(bare, "messages") == attrs.evolve(bare, metadata={})
+    assert dialects.as_sent(bare, "messages") == attrs.evolve(  # (review 49 2b: the bound
+        bare,
+        metadata={},
+        max_output_tokens=4096,  # the Messages API needs, as it was asked)
+    )
+    strict = ResponsesRequest(model="m", input="hi", tools=[FunctionTool(name="f", strict=True)])
+    lost = []
+    dialects.translate_request(strict, "gemini", lost=lost)
+    assert lost == ["tools held strict to their schema: the Gemini API has no such mark"]
+    assert [t.strict for t in dialects.as_sent(strict, "gemini").tools] == [False]
+    assert [t.strict for t in dialects.as_sent(strict, "chat").tools] == [True]
 
 
 def neutral(request: Any) -> LLMRequest:
