@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
 
-from .hub import message_linked, stateful
+from .hub import message_linked, message_path, stateful
 from .llmstream.request import LLMMessage, LLMRequest
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -441,8 +441,8 @@ def _as_llm_stream(request: Any, lost: list[str] | None = None) -> Any:
     for i, m in enumerate(request.messages):
         if message_linked(m):
             raise ValueError(
-                f"messages[{i}].content: an image by URL cannot go to LLM-Stream, which "
-                "carries images as data (draft 4.3)"
+                f"{message_path(request, i)}.content: an image by URL cannot go to "
+                "LLM-Stream, which carries images as data (draft 4.3)"
             )
     return request
 

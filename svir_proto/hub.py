@@ -23,6 +23,11 @@ key                      value
 ``service``              the `SERVICE` options: ``{"user": ID, "store": BOOL, ...}``
 ``strict_tools``         the names of the tools held to their schema (`strict_tools`)
 ``stop``                 (none: stop sequences are the draft's ``parameters.stop_sequences``)
+``paths``                each message's path in the request it came from (``system``,
+                         ``messages[0]``, ``input[3]``, ``contents[2]``...), by its index, when
+                         they are not the hub's own: what a target says lost names them
+                         (`message_path`; attack 50b N7: a note named ``messages[2]`` for a
+                         Messages client's ``messages[1]``)
 ``stateful``             ``{"dialect": NAME, "paths": [PATH, ...]}``: where the request refers to
                          state the server of dialect NAME keeps (a Responses request's
                          ``previous_response_id``, a file by its id, an ``item_reference``);
@@ -102,6 +107,7 @@ __all__ = [
     "message_image_detail",
     "message_linked",
     "message_pieces",
+    "message_path",
     "AssistantPiece",
     "error_result",
     "error_text",
@@ -146,11 +152,15 @@ def hub_options(
     response_format: Mapping[str, Any] | None = None,
     service: Mapping[str, Any] | None = None,
     strict_tools: Iterable[str] = (),
+    paths: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The neutral options as a request's ``extensions`` (empty when none is set): merge them
     into `LLMRequest.extensions` with the vendor's own keys. ``stateful``: the dialect and
-    the paths of a request that refers to its server's state."""
+    the paths of a request that refers to its server's state; ``paths``: each message's in
+    the request it came from (written unless they are the hub's own)."""
     ours: dict[str, Any] = {}
+    if any(path != f"messages[{i}]" for i, path in enumerate(paths)):
+        ours["paths"] = list(paths)
     if response_format is not None:
         ours["response_format"] = dict(response_format)
     if stateful is not None and stateful[1]:
@@ -169,6 +179,16 @@ def hub_options(
     if strict:
         ours["strict_tools"] = strict
     return {HUB_EXTENSION: ours} if ours else {}
+
+
+def message_path(request: LLMRequest, i: int) -> str:
+    """Message ``i``'s path in the request it came from (``paths``), else the hub's."""
+    paths = _ours(request.extensions).get("paths")
+    if isinstance(paths, list) and 0 <= i < len(paths):
+        path = paths[i]
+        if isinstance(path, str) and path and path.isprintable():
+            return path
+    return f"messages[{i}]"
 
 
 def tool_choice(request: LLMRequest) -> HubToolChoice | None:
@@ -269,18 +289,19 @@ usual tier): not said lost (review 37: Codex and the AI SDK send ``store: false`
 
 
 def unsent_reasoning(
-    i: int, blocks: Iterable[ReasoningBlock], carriers: Iterable[str]
+    where: str, blocks: Iterable[ReasoningBlock], carriers: Iterable[str]
 ) -> list[str]:
-    """What a dialect that takes back the reasoning of ``carriers`` only says of message
-    ``i``'s other ``blocks``: another vendor's signed reasoning, or reasoning no signature
-    closed (attack 49b F4: a thought Gemini did not sign was said another vendor's)."""
+    """What a dialect that takes back the reasoning of ``carriers`` only says of the other
+    ``blocks`` of the message at ``where`` (`message_path`): another vendor's signed
+    reasoning, or reasoning no signature closed (attack 49b F4: a thought Gemini did not sign
+    was said another vendor's)."""
     theirs = set(carriers)
     foreign = [b for b in blocks if b.carrier not in theirs]
     out = []
     if any(b.signature or b.redacted for b in foreign):
-        out.append(f"messages[{i}]: reasoning another vendor signed: not sent")
+        out.append(f"{where}: reasoning another vendor signed: not sent")
     if any(not (b.signature or b.redacted) for b in foreign):
-        out.append(f"messages[{i}]: reasoning that no signature vouches for: not sent")
+        out.append(f"{where}: reasoning that no signature vouches for: not sent")
     return out
 
 
@@ -311,19 +332,19 @@ def not_carried(
     out = [
         sentence
         for i, m in enumerate(request.messages)
-        for sentence in unsent_reasoning(i, message_reasoning(m), carriers)
+        for sentence in unsent_reasoning(message_path(request, i), message_reasoning(m), carriers)
     ]
     if not image_detail:
         out += [
-            f"messages[{i}].content[{at}]: an image's detail ({detail!r}) has no field in "
-            f"{api}: not sent"
+            f"{message_path(request, i)}.content[{at}]: an image's detail ({detail!r}) has no "
+            f"field in {api}: not sent"
             for i, m in enumerate(request.messages)
             for at, detail in sorted(message_image_detail(m).items())
             if detail != "auto"
         ]
         out += [
-            f"messages[{i}].content: the detail ({image.detail!r}) of an image by URL has no "
-            f"field in {api}: not sent"
+            f"{message_path(request, i)}.content: the detail ({image.detail!r}) of an image by "
+            f"URL has no field in {api}: not sent"
             for i, m in enumerate(request.messages)
             for image in message_linked(m)
             if image.detail is not None and image.detail != "auto"
@@ -341,8 +362,8 @@ def not_carried(
     if not systems_in_place:
         began = next((i for i, m in enumerate(request.messages) if m.role != "system"), None)
         out += [
-            f"messages[{i}]: a system message after the conversation began joins {api}'s "
-            "system prompt: its place is not kept"
+            f"{message_path(request, i)}: a system message after the conversation began joins "
+            f"{api}'s system prompt: its place is not kept"
             for i, m in enumerate(request.messages)
             if began is not None and i > began and m.role == "system"
         ]
@@ -396,7 +417,7 @@ def unnamed(request: LLMRequest, api: str) -> list[str]:
     """The names of a conversation's participants (LLM-Stream's ``messages[i].name``), which
     no vendor dialect here carries, one sentence each (fidelity 42 F13)."""
     return [
-        f"messages[{i}].name ({m.name!r}) has no field in {api}: not sent"
+        f"{message_path(request, i)}.name ({m.name!r}) has no field in {api}: not sent"
         for i, m in enumerate(request.messages)
         if m.name is not None
     ]

@@ -75,6 +75,7 @@ from .hub import (
     message_extensions,
     message_image_detail,
     message_linked,
+    message_path,
     not_carried,
     own_fields,
     parallel_tool_calls,
@@ -310,15 +311,16 @@ def _parts(content: str | tuple[Part, ...] | None) -> tuple[Part, ...]:
     return content or ()
 
 
-def _url_image(i: int, notes: list[str]) -> Callable[[LinkedImage], ImagePart]:
-    """How a Chat request gives message ``i``'s image by URL: an ``image_url`` part; a detail
-    the Chat API does not take is noted in ``notes`` and not sent."""
+def _url_image(where: str, notes: list[str]) -> Callable[[LinkedImage], ImagePart]:
+    """How a Chat request gives the image by URL of the message at ``where``: an
+    ``image_url`` part; a detail the Chat API does not take is noted in ``notes`` and not
+    sent."""
 
     def image(linked: LinkedImage) -> ImagePart:
         detail: Any = linked.detail
         if detail not in (None, *get_args(ImageDetail)):
             notes.append(
-                f"messages[{i}].content: an image's detail ({detail!r}) is not one the Chat "
+                f"{where}.content: an image's detail ({detail!r}) is not one the Chat "
                 "API takes: not sent"
             )
             detail = None
@@ -358,6 +360,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
     notes: list[str] = [] if lost is None else lost
     messages: list[Message] = []
     for i, m in enumerate(request.messages):
+        where = message_path(request, i)
         if m.role == "system":
             theirs = m.extensions.get(OPENAI_EXTENSION)
             developer = isinstance(theirs, dict) and theirs.get("role") == "developer"
@@ -380,7 +383,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                     detail: Any = details.get(j)
                     if detail not in (None, *get_args(ImageDetail)):
                         notes.append(
-                            f"messages[{i}].content[{j}]: an image's detail ({detail!r}) is not "
+                            f"{where}.content[{j}]: an image's detail ({detail!r}) is not "
                             "one the Chat API takes: not sent"
                         )
                         detail = None
@@ -398,10 +401,11 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         )
                 else:
                     raise ValueError(
-                        f"messages[{i}].content[{j}]: the OpenAI dialect cannot carry "
+                        f"{where}.content[{j}]: the OpenAI dialect cannot carry "
                         f"a {p.type} part ({p.media_type})"
                     )
-            messages.append(UserMessage(content=with_linked(parts, linked, _url_image(i, notes))))
+            image = _url_image(where, notes)
+            messages.append(UserMessage(content=with_linked(parts, linked, image)))
         elif m.role == "assistant":
             calls = tuple(
                 ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)
@@ -412,7 +416,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
             for j, p in enumerate(m.content if isinstance(m.content, tuple) else ()):
                 if not isinstance(p, LLMTextPart):  # (audit 36: an image went nowhere)
                     raise ValueError(
-                        f"messages[{i}].content[{j}]: an OpenAI tool message carries text "
+                        f"{where}.content[{j}]: an OpenAI tool message carries text "
                         f"only, not {p.type} ({p.media_type})"
                     )
             text = error_text(m) or m.text  # (media raised above)

@@ -66,6 +66,7 @@ from ..hub import (
     message_extensions,
     message_is_error,
     message_linked,
+    message_path,
     message_pieces,
     message_reasoning,
     not_carried,
@@ -236,15 +237,19 @@ def _assistant(content: str | tuple[Block, ...]) -> LLMMessage:
     )
 
 
-def _messages_to_hub(messages: tuple[Message, ...]) -> list[LLMMessage]:
+def _messages_to_hub(messages: tuple[Message, ...], paths: list[str]) -> list[LLMMessage]:
+    """The neutral messages; ``paths`` receives each one's path (`svir_proto.hub.message_path`:
+    a user turn's tool results are tool messages of their own)."""
     out: list[LLMMessage] = []
-    for m in messages:
+    before = len(paths)
+    for j, m in enumerate(messages):
         if m.role == "assistant":
             out.append(_assistant(m.content))
         elif isinstance(m.content, str):
             out.append(LLMMessage(role="user", content=m.content))
         else:
             out.extend(_user(m.content))
+        paths += [f"messages[{j}]"] * (before + len(out) - len(paths))
     return out
 
 
@@ -282,7 +287,8 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             else [LLMTextPart(text=b.text) for b in request.system]
         )
         messages.append(LLMMessage(role="system", content=system))
-    messages.extend(_messages_to_hub(request.messages))
+    paths = ["system"] * len(messages)
+    messages.extend(_messages_to_hub(request.messages, paths))
     parameters: dict[str, Any] = {"max_tokens": request.max_tokens}
     if request.temperature is not None:
         parameters["temperature"] = request.temperature
@@ -346,6 +352,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             service=service_of({"user": request.metadata.get("user_id")}),
             strict_tools=[t.name for t in request.tools if t.extra.get("strict") is True],
             response_format=output,
+            paths=paths,
         ),
     )
     kept = {k: vendor[k] for k in ("tools", "tool_choice") if k in vendor}
@@ -431,9 +438,7 @@ def _tool_input(call: LLMToolCall, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _messages_from_hub(
-    messages: tuple[LLMMessage, ...],
-) -> tuple[list[LLMMessage], list[Message]]:
+def _messages_from_hub(request: LLMRequest) -> tuple[list[LLMMessage], list[Message]]:
     system: list[LLMMessage] = []
     out: list[Message] = []
     pending: list[Block] = []  # tool results, joined by the user turn that follows them
@@ -443,8 +448,8 @@ def _messages_from_hub(
             out.append(Message(role="user", content=list(pending)))
             pending.clear()
 
-    for i, m in enumerate(messages):
-        where = f"messages[{i}]"
+    for i, m in enumerate(request.messages):
+        where = message_path(request, i)
         if m.role == "system":
             system.append(m)
         elif m.role == "tool":
@@ -535,7 +540,7 @@ def from_hub(
         )
     vendor = request.extensions.get(VENDOR)
     vendor = vendor if isinstance(vendor, Mapping) else {}
-    systems, messages = _messages_from_hub(request.messages)
+    systems, messages = _messages_from_hub(request)
     if "messages" in vendor:
         messages = [
             Message(

@@ -55,7 +55,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import attrs
 
@@ -720,12 +720,15 @@ def _groups(messages: Iterable[LLMMessage]) -> list[list[LLMMessage]]:
 def to_hub(request: GeminiRequest) -> LLMRequest:
     """A Gemini request as the neutral request (the module docstring says what goes where)."""
     messages: list[LLMMessage] = []
+    paths: list[str] = []  # (`svir_proto.hub.message_path`)
     vendor: dict[str, Any] = {}
     system = request.system_instruction
     if system is not None:
-        texts = [p for p in system.parts if isinstance(p, GeminiText) and not p.thought]
+        at = [k for k, p in enumerate(system.parts) if isinstance(p, GeminiText) and not p.thought]
+        texts = [cast(GeminiText, system.parts[k]) for k in at]
         own = [LLMMessage(role="system", content=p.text) for p in texts]
         messages.extend(own)
+        paths = [f"systemInstruction.parts[{k}]" for k in at]
         if GeminiContent(role=None, parts=[GeminiText(text=p.text) for p in texts]) != system:
             if any(isinstance(p, GeminiInlineData) and p.data is None for p in system.parts):
                 raise ValueError(
@@ -739,6 +742,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
         group = _model_turn(c, i, ids) if c.role == "model" else _user_turn(c, i, ids, after_tool)
         after_tool = group[-1].role == "tool"
         messages.extend(group)
+        paths += [f"contents[{i}]"] * len(group)
     tools = [_hub_tool(d) for t in request.tools for d in t.function_declarations]
     if _gemini_tools(tools) != request.tools:
         vendor["tools"] = [tool_out(t) for t in request.tools]
@@ -768,7 +772,7 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
     if not request.stream:
         vendor["stream"] = False
     extensions: dict[str, Any] = hub_options(
-        tool_choice=choice, reasoning=reasoning, response_format=_format_in(config)
+        tool_choice=choice, reasoning=reasoning, response_format=_format_in(config), paths=paths
     )
     if vendor:
         extensions[VENDOR] = vendor

@@ -67,6 +67,7 @@ from ..hub import (
     message_image_detail,
     message_is_error,
     message_linked,
+    message_path,
     message_pieces,
     message_reasoning,
     own_fields,
@@ -157,6 +158,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
             a message).
     """
     messages: list[LLMMessage] = []
+    paths: list[str] = []  # (`svir_proto.hub.message_path`)
     if request.instructions is not None:
         messages.append(
             LLMMessage(
@@ -165,13 +167,15 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
                 extensions={RESPONSES_EXTENSION: {"instructions": True}},
             )
         )
+        paths.append("instructions")
     items = request.input
     if isinstance(items, str):
         marker = {RESPONSES_EXTENSION: {"input": "string"}}  # not an array of one message
         messages.append(LLMMessage(role="user", content=items, extensions=marker))
+        paths.append("input")
     else:
         run: list[Item] = []
-        for item in items:
+        for k, item in enumerate(items):
             if isinstance(item, (ReasoningItem, FunctionCall, OtherItem)) or (
                 isinstance(item, InputMessage) and item.role == "assistant"
             ):
@@ -179,10 +183,13 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
                 continue
             if run:
                 messages.append(_assistant(run))
+                paths.append(f"input[{k - len(run)}]")
                 run = []
             messages.append(_user_side(item))
+            paths.append(f"input[{k}]")
         if run:
             messages.append(_assistant(run))
+            paths.append(f"input[{len(items) - len(run)}]")
     if not messages:
         raise ValueError("input: a request with no input and no instructions has no neutral form")
     params = {
@@ -255,6 +262,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
             }
         ),
         strict_tools=[t.name for t in request.tools if isinstance(t, FunctionTool) and t.strict],
+        paths=paths,
     )
     if record:
         extensions[RESPONSES_EXTENSION] = record
@@ -664,11 +672,11 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
             instructions = m.text
         elif m.role == "assistant":
             items.extend(_assistant_items(m, record, notes))
-            notes += unsent_reasoning(i, message_reasoning(m), CARRIERS)
+            notes += unsent_reasoning(message_path(request, i), message_reasoning(m), CARRIERS)
         else:
             if record.get("input") == "string" and m.role == "user" and isinstance(m.content, str):
                 string = m.content
-            items.append(_user_item(m, record, i, notes))
+            items.append(_user_item(m, record, message_path(request, i), notes))
     inputs: str | list[Item] = string if string is not None and len(items) == 1 else items
     params = dict(request.parameters)
     for key in sorted(set(params) - {"max_tokens", "temperature", "top_p"}):
@@ -802,8 +810,8 @@ def _item_fields(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _user_item(m: LLMMessage, record: Mapping[str, Any], i: int, notes: list[str]) -> Item:
-    parts = _parts_back(m, record.get("parts"), f"messages[{i}]", notes)
+def _user_item(m: LLMMessage, record: Mapping[str, Any], where: str, notes: list[str]) -> Item:
+    parts = _parts_back(m, record.get("parts"), where, notes)
     fields = _item_fields(record)
     if m.role == "tool":
         if message_is_error(m):
@@ -812,7 +820,7 @@ def _user_item(m: LLMMessage, record: Mapping[str, Any], i: int, notes: list[str
                 parts = failed
             else:
                 notes.append(
-                    f"messages[{i}]: a tool result's is_error mark has no field in the "
+                    f"{where}: a tool result's is_error mark has no field in the "
                     "Responses API, and its result is not text"
                 )
         return FunctionCallOutput(call_id=m.tool_call_id or "", output=parts, **fields)

@@ -683,8 +683,9 @@ def test_an_images_detail_crosses_between_openai_dialects_and_is_said_lost_elsew
     for target, api in (("messages", "the Messages API"), ("gemini", "the Gemini API")):
         said = []
         dialects.translate_request(request, target, lost=said)
+        where = "messages[0]" if source == "chat" else "input[0]"  # (attack 50b N7: its own)
         assert said == [
-            f"messages[0].content[1]: an image's detail ('high') has no field in {api}: not sent"
+            f"{where}.content[1]: an image's detail ('high') has no field in {api}: not sent"
         ]
     said = []
     llm = dialects.translate_request(request, "llm-stream", lost=said)
@@ -703,7 +704,7 @@ def test_a_detail_the_chat_api_does_not_take_is_said_lost_there() -> None:
     ):
         lost: list[str] = []
         dialects.translate_request(request, target, lost=lost)
-        assert lost == [f"messages[0].content[0]: {said}"]
+        assert lost == [f"input[0].content[0]: {said}"]  # (attack 50b N7: the client's path)
 
 
 def test_a_malformed_image_detail_is_read_as_none() -> None:
@@ -990,8 +991,9 @@ def test_an_image_by_url_crosses_every_vendor_dialect_in_its_place(given: str, t
     detailed = given in ("chat", "responses") and to in ("chat", "responses")
     api = {"messages": "the Messages API", "gemini": "the Gemini API"}.get(to)
     said = given in ("chat", "responses") and api is not None
+    where = "input[0]" if given == "responses" else "messages[0]"  # (the client's: attack 50b N7)
     assert lost == (
-        [f"messages[0].content: the detail ('low') of an image by URL has no field in {api}: "
+        [f"{where}.content: the detail ('low') of an image by URL has no field in {api}: "
          "not sent"]
         if said
         else []
@@ -1397,6 +1399,48 @@ def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
         "signature": "S",
     }
     assert lost == []
+
+
+def test_what_is_lost_of_a_message_names_it_as_the_client_wrote_it() -> None:
+    """Attack 50b N7: the notes named the hub's messages: ``messages[2]`` (a user message)
+    for a Messages client's assistant turn at ``messages[1]``, behind its ``system``; and
+    ``messages[...]`` to a Responses client, whose request has ``input``."""
+    signed = {"type": "thinking", "thinking": "T", "signature": "SIG"}
+    messages = _parsed("messages", {"model": "m", "max_tokens": 5, "system": "S", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [signed, {"type": "text", "text": "A"}]},
+        {"role": "user", "content": "q2"},
+    ]})  # fmt: skip
+    responses = _parsed("responses", {"model": "m", "instructions": "S", "input": [
+        {"role": "user", "content": "q"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "E"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A"}]},
+        {"role": "user", "content": "q2"},
+    ]})  # fmt: skip
+    gemini = _client_request("gemini", {
+        "systemInstruction": {"parts": [{"text": "S"}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "q"}]},
+            {"role": "model", "parts": [{"text": "A"}]},
+            {"role": "user", "parts": [{"text": "q2"}]},
+        ],
+    })  # fmt: skip
+    for request, to, where in (
+        (messages, "chat", "messages[1]"),
+        (messages, "gemini", "messages[1]"),
+        (responses, "messages", "input[1]"),
+        (responses, "chat", "input[1]"),
+    ):
+        lost: list[str] = []
+        dialects.translate_request(request, to, lost=lost)
+        assert f"{where}: reasoning another vendor signed: not sent" in lost, (to, lost)
+    neutral = dialects.dialect("gemini").to_hub(gemini)
+    assert [hub_module.message_path(neutral, i) for i in range(4)] == [
+        "systemInstruction.parts[0]",
+        "contents[0]",
+        "contents[1]",
+        "contents[2]",
+    ]
 
 
 def test_a_messages_users_document_crosses_where_documents_go() -> None:

@@ -122,6 +122,32 @@ def test_an_assistants_pieces_keep_their_order_when_it_is_not_the_plain_one() ->
         assert hub.message_pieces(message(bad)) == [t1, t2, "ABC", call], bad
 
 
+def test_a_messages_path_is_the_one_its_request_gave_it() -> None:
+    """Attack 50b N7: what a target says lost named a message by its index in the hub, not
+    the path the client's request gave it (a Messages request's ``system`` is message 0
+    there). ``paths`` says them, written only when they are not the hub's own."""
+    assert hub.hub_options(paths=["messages[0]", "messages[1]"]) == {}
+    given = hub.hub_options(paths=["system", "messages[0]"])
+    assert given == {hub.HUB_EXTENSION: {"paths": ["system", "messages[0]"]}}
+    req = request(**given)
+    assert [hub.message_path(req, i) for i in (0, 1, 2, -1)] == [
+        "system",
+        "messages[0]",
+        "messages[2]",  # (past the list: the hub's)
+        "messages[-1]",
+    ]
+    odd = request(**{hub.HUB_EXTENSION: {"paths": ["", 3, "a\nb", "ok"]}})
+    assert [hub.message_path(odd, i) for i in range(4)] == [
+        "messages[0]",
+        "messages[1]",
+        "messages[2]",
+        "ok",
+    ]
+    assert hub.message_path(request(**{hub.HUB_EXTENSION: {"paths": "system"}}), 0) == (
+        "messages[0]"
+    )
+
+
 def test_malformed_message_extensions_are_ignored_as_the_draft_asks() -> None:
     doc = {
         "version": "1.0", "stream": True, "model": "m",
