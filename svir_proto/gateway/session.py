@@ -61,18 +61,20 @@ Rule 6 (upstream connections): a request whose body the gateway holds (or built)
     turns out closed before any byte of the answer; a request whose body streams through from
     its client always gets a new one. A kept-alive connection that sent bytes after its last
     answer (an answer to no request, junk) is treated as a closed one: it is not pooled when
-    they came before it went back (`ClientConnection.reusable`), and the server does not take
-    it from the pool when they came while it was there. Bytes that come once the next request
-    is on it are read as that request's answer: bytes that are no answer fail, and the request
-    is sent again; a whole HTTP answer among them is taken for the request's (HTTP/1.1 cannot
-    tell them apart: every proxy that keeps connections alive shares this), and the answers
-    on that connection shift by one (attack 33). ``pool_size=0`` is for such an upstream.
-    A connection goes back to the pool only after a whole answer to a whole request; after a
-    failure or a cancel it is closed. A whole answer whose body has not ended yet (the
-    upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and
-    ``connect_timeout`` seconds, even after its client has gone (`draining`): a client that
-    closes as soon as its answer ends, as most do, leaves a connection to reuse. Drains are
-    bounded in number too (`_drain`): past the bound such a connection is closed.
+    they came before it went back (`ClientConnection.reusable`), and the server does not take it
+    from the pool when they came while it was there. Bytes that come once the next request is on
+    it are read as that request's answer: bytes that are no answer fail, and the request is sent
+    again, unless they began as an answer does (a status line: the upstream had the request, and
+    a second would run it twice; attack 50 F1: a head too large, or framed wrong, sent it
+    again); a whole HTTP answer among them is taken for the request's (HTTP/1.1 cannot tell them
+    apart: every proxy that keeps connections alive shares this), and the answers on that
+    connection shift by one (attack 33). ``pool_size=0`` is for such an upstream. A connection
+    goes back to the pool only after a whole answer to a whole request; after a failure or a
+    cancel it is closed. A whole answer whose body has not ended yet (the upstream's last chunk
+    still to come) is read to its end, within ``drain_limit`` bytes and ``connect_timeout``
+    seconds, even after its client has gone (`draining`): a client that closes as soon as its
+    answer ends, as most do, leaves a connection to reuse. Drains are bounded in number too
+    (`_drain`): past the bound such a connection is closed.
 
 This module never does I/O and reads no clock.
 """
@@ -80,6 +82,7 @@ This module never does I/O and reads no clock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Final, Literal, final
@@ -771,7 +774,7 @@ class GatewaySession:
             error = up.error
         except SvirProtocolError as exc:
             events, error = [], exc
-        if error is not None and not events and first and self._retry(now):
+        if error is not None and not events and first and not _answering(data) and self._retry(now):
             return b""  # Rule 6: a kept-alive connection that spoke out of turn
         return self._fed(up, events, error, seen, now)
 
@@ -1389,6 +1392,15 @@ def _short(started: ResponseStarted, limit: int) -> bool:
     chunked one, or one the close delimits)."""
     length = next((v for k, v in started.headers if k == "content-length"), None)
     return length is not None and int(length) <= limit
+
+
+_STATUS_LINE: Final = re.compile(rb"HTTP/[0-9]\.[0-9] [0-9]{3}[ \r\n]")
+
+
+def _answering(data: bytes) -> bool:
+    """Whether an upstream's first bytes after a request begin as an answer does: a status
+    line, whatever breaks after it (Rule 6)."""
+    return _STATUS_LINE.match(data) is not None
 
 
 def _framed_twice(headers: tuple[tuple[str, str], ...]) -> bool:

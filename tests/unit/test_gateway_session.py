@@ -1084,6 +1084,36 @@ def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more() -> 
     assert not junk.reusable
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"HTTP/2.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"X-Pad: %s\r\n" % (b"p" * 100) * 200 + b"\r\n",
+    ],
+)
+def test_a_kept_alive_connection_that_answered_wrong_is_not_tried_again(head: bytes) -> None:
+    """Attack 50 F1: an answer on a kept-alive connection whose head the gateway refuses (too
+    large, framed in a way it cannot read, not HTTP/1.x) broke the protocol on its first
+    read, which Rule 6 took for junk before any answer: the request went again on a new
+    connection, and the upstream ran it twice. An upstream that began a status line had the
+    request: the client gets the failure, once."""
+    d = Driver()
+    d.send(post(openai_body()))
+    pooled = ClientConnection(UPSTREAM)
+    list(pooled.send(__import__("svir_proto").ModelsRequest()))
+    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
+    pooled.feed(b'{"data":[]}')
+    d.connect(conn=pooled)
+    d.answer(head)
+    assert Connect(fresh=True) not in d.seen
+    ((status, _, _, ended),) = read(d.client)
+    assert (status, ended) == (502, True)
+    assert d.released == [None]
+
+
 def test_a_whole_answer_gives_its_connection_back_after_the_body_ends() -> None:
     d = Driver()
     d.send(post(LLM, media=LLM_MEDIA))
