@@ -143,10 +143,15 @@ def carrying(body: bytes, **options: Any) -> int:
     (`svir_proto._progress`: not the usage it gave last, nor a piece of a call that carries
     nothing) (with no
     ``<think>`` tags to find, for which it holds a ``<`` back), and before the end marker
-    those whose delta holds a key but ``role`` that is not empty (which the client reads
-    though the decoder gives no event for it). What a relay's watcher counts as progress
-    (`ChatStreamWatcher`'s Rule 2)."""
+    those whose delta holds a key but ``role`` that is not empty, nor an object of empty
+    members (which the client reads though the decoder gives no event for it). What a
+    relay's watcher counts as progress (`ChatStreamWatcher`'s Rule 2)."""
     from svir_proto.openai import ChatStreamDecoder
+
+    def full(value: object) -> bool:
+        if isinstance(value, dict):
+            return any(map(full, value.values()))
+        return value not in ("", None, [])
 
     def held(event: bytes) -> bool:
         try:
@@ -156,7 +161,7 @@ def carrying(body: bytes, **options: Any) -> int:
         choices = doc.get("choices") if isinstance(doc, dict) else None
         deltas = [c.get("delta") for c in choices or () if isinstance(c, dict)]
         return any(
-            key != "role" and value not in ("", None, [], {})
+            key != "role" and full(value)
             for delta in deltas
             if isinstance(delta, dict)
             for key, value in delta.items()

@@ -26,8 +26,9 @@ Rule 2: every event that carries something is counted (`seen`): its progress. A 
     (attack round 31, F3: an upstream sent one every half second and a relayed stream outlived
     ``--timeout``). An event the decoder reads counts when it gave an event that is progress
     (`svir_proto._progress`: a usage it gave last, or a piece of a call that carries nothing,
-    is not), content or reasoning, or held a delta with any other key that is not empty (the
-    legacy ``function_call``, ``audio``: the client reads them).
+    is not), content or reasoning, or held a delta with any other key that is not empty, nor
+    an object of empty members (the legacy ``function_call``, ``audio``: the client reads
+    them; ``{"arguments": ""}`` is nothing, attack 50 F2).
 Rule 3: everything else is the decoder's: `Finished`, `Usage`, `StreamFailed`, `StreamEnded`,
     tool-call pieces, filter verdicts, and its errors for bytes that break the protocol.
 
@@ -139,9 +140,10 @@ class ChatStreamWatcher(ChatStreamDecoder):
     def _delta(self, delta: dict[str, object], at: int) -> None:
         # Rule 2: a delta of what the decoder gives no event for (the legacy function_call,
         # audio) carries something the client reads (review of round 32: a relayed stream
-        # of them was cut at --timeout)
+        # of them was cut at --timeout), unless all it has is nothing (attack 50 F2:
+        # {"function_call": {"arguments": ""}} every 0.3 s kept a stalled relay past it)
         for key, value in delta.items():
-            if key not in DELTA_KEYS and value not in NOTHING:
+            if key not in DELTA_KEYS and _carries(value):
                 self._carried += 1
                 break
         ChatStreamDecoder._delta(self, delta, at)
@@ -152,6 +154,16 @@ class ChatStreamWatcher(ChatStreamDecoder):
 
     def _reason(self, text: str, carrier: ReasoningCarrier) -> None:
         self._carried += text != ""
+
+
+def _carries(value: object) -> bool:
+    """Whether a delta's value carries something: not nothing (`NOTHING`), nor an object whose
+    members are all nothing."""
+    if value in NOTHING:
+        return False
+    if type(value) is dict:
+        return any(map(_carries, value.values()))
+    return True
 
 
 def _opening(opened: bytes, payloads: Sequence[bytes | bytearray], start: int) -> int:
