@@ -1041,13 +1041,19 @@ def test_a_large_body_goes_upstream_piece_by_piece() -> None:
     assert d.upstream.endswith(openai_body())
 
 
-def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> None:
-    d = Driver()
-    d.send(post(openai_body()))
+def kept_alive() -> ClientConnection:
+    """An upstream connection that answered a request whole: one the pool keeps."""
     pooled = ClientConnection(UPSTREAM)
     list(pooled.send(__import__("svir_proto").ModelsRequest()))
     pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
     pooled.feed(b'{"data":[]}')
+    return pooled
+
+
+def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> None:
+    d = Driver()
+    d.send(post(openai_body()))
+    pooled = kept_alive()
     assert pooled.reusable
     d.connect(conn=pooled)
     d.answer(b"")  # closed before any byte of the answer
@@ -1066,10 +1072,7 @@ def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more() -> 
     connection unusable, never pooled (`ClientConnection.reusable`)."""
     d = Driver()
     d.send(post(openai_body()))
-    pooled = ClientConnection(UPSTREAM)
-    list(pooled.send(__import__("svir_proto").ModelsRequest()))
-    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
-    pooled.feed(b'{"data":[]}')
+    pooled = kept_alive()
     d.connect(conn=pooled)
     d.answer(b" GARBAGE\r\n\r\n")
     assert Connect(fresh=True) in d.seen
@@ -1102,10 +1105,7 @@ def test_a_kept_alive_connection_that_answered_wrong_is_not_tried_again(head: by
     request: the client gets the failure, once."""
     d = Driver()
     d.send(post(openai_body()))
-    pooled = ClientConnection(UPSTREAM)
-    list(pooled.send(__import__("svir_proto").ModelsRequest()))
-    pooled.feed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n")
-    pooled.feed(b'{"data":[]}')
+    pooled = kept_alive()
     d.connect(conn=pooled)
     d.answer(head)
     assert Connect(fresh=True) not in d.seen
