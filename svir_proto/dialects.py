@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
 
-from .hub import message_linked, message_path, stateful
+from .hub import HUB_EXTENSION, message_linked, message_path, stateful
 from .llmstream.request import LLMMessage, LLMRequest
 
 if TYPE_CHECKING:  # pragma: no cover - types only
@@ -447,6 +447,16 @@ def _as_llm_stream(request: Any, lost: list[str] | None = None) -> Any:
     return request
 
 
+def _as_hub(request: LLMRequest) -> LLMRequest:
+    """An LLM-Stream request as the hub's: itself, but for a ``paths`` it gave, which says
+    its messages are elsewhere than where they are (review 50 r1)."""
+    ours = request.extensions.get(HUB_EXTENSION)
+    if not isinstance(ours, dict) or "paths" not in ours:
+        return request
+    rest = {k: v for k, v in ours.items() if k != "paths"}
+    return attrs.evolve(request, extensions={**request.extensions, HUB_EXTENSION: rest})
+
+
 def _llm_stream() -> DialectSpec:
     from . import translate
     from .llmstream import negotiate, request, stream
@@ -458,7 +468,7 @@ def _llm_stream() -> DialectSpec:
         path="/chat/completions",
         parse=request.LLMRequest.parse,
         read=lambda body: (request.LLMRequest.parse(body), True),  # the draft only streams
-        to_hub=lambda r: r,
+        to_hub=_as_hub,
         from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
         encoder=lambda model, rid, created, declared_tools=None, request=None: (

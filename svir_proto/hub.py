@@ -84,6 +84,7 @@ This module holds values and pure functions: no I/O.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, final
 
@@ -181,12 +182,17 @@ def hub_options(
     return {HUB_EXTENSION: ours} if ours else {}
 
 
+_PATH: Final = re.compile(r"[A-Za-z]{1,24}(\[[0-9]{1,9}\])?(\.[A-Za-z]{1,24}(\[[0-9]{1,9}\])?)?")
+"""A path `message_path` takes: ``messages[3]``, ``systemInstruction.parts[0]`` (review 50
+r1: a path of any length began every note of its message, as many as a request wrote)."""
+
+
 def message_path(request: LLMRequest, i: int) -> str:
     """Message ``i``'s path in the request it came from (``paths``), else the hub's."""
     paths = _ours(request.extensions).get("paths")
     if isinstance(paths, list) and 0 <= i < len(paths):
         path = paths[i]
-        if isinstance(path, str) and path and path.isprintable():
+        if isinstance(path, str) and _PATH.fullmatch(path) is not None:
             return path
     return f"messages[{i}]"
 
@@ -584,14 +590,21 @@ def with_linked(
 
 def message_image_detail(message: LLMMessage) -> dict[int, str]:
     """The ``detail`` of each image of the message that says it, by its index among the
-    message's parts; what is malformed is skipped."""
+    message's parts; what is malformed, or no part's, is skipped (review 50 r1: a request's
+    every note of an image's detail came from entries no part had, as many as it wrote)."""
     raw = _ours(message.extensions).get("image_detail")
-    if not isinstance(raw, Mapping):
+    parts = message.content if isinstance(message.content, tuple) else ()
+    if not isinstance(raw, Mapping) or not parts:
         return {}
     return {
         int(at): detail
         for at, detail in raw.items()
-        if isinstance(at, str) and at.isdigit() and isinstance(detail, str) and detail
+        if isinstance(at, str)
+        and at.isdigit()
+        and len(at) <= len(str(len(parts)))  # (a number of 5,000 digits is no int to read)
+        and int(at) < len(parts)
+        and isinstance(detail, str)
+        and detail
     }
 
 

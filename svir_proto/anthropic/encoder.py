@@ -323,7 +323,8 @@ class MessagesStreamEncoder:
         """Text, thinking or a signature (of ``text``): written, unless a call's block is open
         (then it waits for the calls begun before it, or for that call's arguments)."""
         out = b""
-        self._settled = len(self._calls)  # (Rule 3: what comes after a name ends it)
+        if text:  # (Rule 3: what comes after a name ends it; nothing does not: review 50 r9)
+            self._settled = len(self._calls)
         if self._open_call is None:  # a call begun before it, its arguments still to come,
             after = self._begun_before(len(self._calls))  # goes first (review 46 M2)
             if after is None:

@@ -17,7 +17,7 @@ held ``strict`` under ``vendor:svir``. Everything else goes under ``vendor:anthr
 is not ``enabled``, and, whenever the neutral form would not give a field back exactly, that
 field as it was (``system`` with ``cache_control``, server tools, the messages when a block has
 no neutral form: ``url`` or ``file`` images, documents, unknown blocks, ``cache_control``,
-blocks out of the usual order).
+text blocks side by side, which the neutral form joins).
 
 ``metadata.user_id`` is the hub's end user (`svir_proto.hub.SERVICE`), both ways.
 

@@ -472,9 +472,11 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
     for k, p in enumerate(c.parts):
         item_id = None
         call = None
+        text_at = None
         if isinstance(p, GeminiText):
             (thoughts if p.thought else texts).append(p.text)
             if not p.thought:
+                text_at = len(pieces)
                 pieces.append(p.text)
         elif isinstance(p, GeminiFunctionCall):
             item_id = p.id if with_ids and p.id else ids.call(p.name, turn, k)
@@ -490,7 +492,10 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
                     text=text, signature=p.thought_signature, carrier=CARRIER, item_id=item_id
                 )
             )
-            pieces.append(blocks[-1])
+            if text and text_at is not None:  # the thoughts it closes came before the text
+                pieces.insert(text_at, blocks[-1])  # (review 50 r6)
+            else:
+                pieces.append(blocks[-1])
         if call is not None:  # (after the block that signs it, as its thought came first)
             pieces.append(call)
     text = "".join(texts)
@@ -655,12 +660,13 @@ def _model_content(m: LLMMessage) -> GeminiContent:
         [*message_reasoning(m), *m.tool_calls] if media else message_pieces(m)
     )
     given: list[AnswerPart] = []
+    calls = 0
     for p in pieces:
         if isinstance(p, str):
             given.append(TextDelta(text=p))
-        elif isinstance(p, LLMToolCall):
-            index = m.tool_calls.index(p)
-            given.append(ToolCall(index=index, id=p.id, name=p.name, arguments=p.arguments))
+        elif isinstance(p, LLMToolCall):  # (the calls come in their order: review 50 r2)
+            given.append(ToolCall(index=calls, id=p.id, name=p.name, arguments=p.arguments))
+            calls += 1
         else:
             given.append(p)
     parts = list(model_parts(given, with_ids=with_ids))

@@ -158,11 +158,12 @@ class ChatStreamWatcher(ChatStreamDecoder):
 
 def _carries(value: object) -> bool:
     """Whether a delta's value carries something: not nothing (`NOTHING`), nor an object whose
-    members are all nothing."""
+    members are all nothing (one level down: a recursion as deep as the JSON raised
+    `RecursionError`, review 50 r5)."""
     if value in NOTHING:
         return False
     if type(value) is dict:
-        return any(map(_carries, value.values()))
+        return any(v not in NOTHING for v in value.values())
     return True
 
 

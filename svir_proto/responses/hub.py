@@ -213,6 +213,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
     if unsaid:  # the API's default, strict: no other dialect's tools have it
         record["strict_unsaid"] = unsaid
     choice: HubToolChoice | None = None
+    offered = {t.name for t in tools}
     if isinstance(request.tool_choice, FunctionChoice):
         choice = ("name", request.tool_choice.name)
     elif isinstance(request.tool_choice, OtherChoice):
@@ -221,7 +222,8 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         if asked is not None:
             choice, kept = asked
             if len(kept) < len(tools):  # (attack 50b N2: no other dialect has the choice)
-                tools = [t for t in tools if t.name in kept]
+                offered = set(kept)
+                tools = [t for t in tools if t.name in offered]
                 record["tools"] = [t._document() for t in request.tools]
                 record["allowed_only"] = True
     else:
@@ -261,7 +263,11 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
                 "verbosity": (request.text or {}).get("verbosity"),
             }
         ),
-        strict_tools=[t.name for t in request.tools if isinstance(t, FunctionTool) and t.strict],
+        strict_tools=[  # (of the tools offered: review 50 r7)
+            t.name
+            for t in request.tools
+            if isinstance(t, FunctionTool) and t.strict and t.name in offered
+        ],
         paths=paths,
     )
     if record:
@@ -306,16 +312,14 @@ def _allowed(
         t.get("name") for t in allowed if isinstance(t, Mapping) and t.get("type") == "function"
     ]
     declared = [t.name for t in tools if isinstance(t, FunctionTool)]
-    if (
-        not names
-        or len(names) != len(allowed)
-        or not set(names) <= set(declared)
-        or mode not in ("auto", "required")
-    ):
+    wanted = set(names)  # (sets: review 50 r3, a list of each was quadratic)
+    if not names or len(names) != len(allowed) or mode not in ("auto", "required"):
         return None
-    if mode == "required" and len(set(names)) == 1:
+    if not wanted <= set(declared):
+        return None
+    if mode == "required" and len(wanted) == 1:
         return ("name", str(names[0])), declared
-    return mode, [n for n in declared if n in names]
+    return mode, [n for n in declared if n in wanted]
 
 
 def _stateful(request: ResponsesRequest) -> list[str]:

@@ -507,6 +507,16 @@ def test_a_held_call_goes_before_the_text_after_it() -> None:
         run(d, [body])
         assert d.result.text == "X"
         assert [c.id for c in d.result.tool_calls] == [b["id"] for b in starts if b.get("id")]
+    empty = [  # an empty text ends nothing (review 50 r9): the name goes on, whole
+        ToolCallDelta(index=0, id="a", name="get", arguments="{}"),
+        TextDelta(text=""),
+        ToolCallDelta(index=0, name="_weather"),
+        END,
+    ]
+    body, encoder = encode(empty, declared_tools={"get", "get_weather"})
+    starts = [e["content_block"] for e in wire(body) if e["type"] == "content_block_start"]
+    assert [b["name"] for b in starts if b["type"] == "tool_use"] == ["get_weather"]
+    assert not any("name" in n for n in encoder.lost)
 
 
 def test_whether_held_text_may_go_is_asked_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from svir_proto.errors import Failure, FailureKind
 from svir_proto.events import StreamEnded, StreamFailed, StreamStarted, TextDelta
 from svir_proto.exchange import Exchange, PassThrough
 from svir_proto.gemini import GeminiRequest
-from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder
+from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder, LLMTextPart
 from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, UserMessage
 from svir_proto.responses import (
     FunctionTool,
@@ -708,16 +708,20 @@ def test_a_detail_the_chat_api_does_not_take_is_said_lost_there() -> None:
 
 
 def test_a_malformed_image_detail_is_read_as_none() -> None:
+    """And so is one of no part the message has (review 50 r1: an LLM-Stream client's
+    entries, as many as it wrote, each gave a note; a number of 5,000 digits is no int)."""
     from svir_proto.hub import HUB_EXTENSION, message_image_detail
 
-    odd = {"1": "high", "x": "low", "2": "original", "3": 4, "-1": "low", "4": ""}
+    odd = {"1": "high", "x": "low", "2": "original", "3": 4, "-1": "low", "4": "", "5": "high",
+           "9" * 5000: "high", "01": "low"}  # fmt: skip
+    parts = tuple(LLMTextPart(text=str(k)) for k in range(5))
     message = LLMMessage(
-        role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": odd}}
+        role="user", content=parts, extensions={HUB_EXTENSION: {"image_detail": odd}}
     )
     assert message_image_detail(message) == {1: "high", 2: "original"}
-    for raw in (None, [], "high"):
+    for raw, content in ((None, parts), ([], parts), ("high", parts), ({"0": "high"}, "hi")):
         message = LLMMessage(
-            role="user", content="hi", extensions={HUB_EXTENSION: {"image_detail": raw}}
+            role="user", content=content, extensions={HUB_EXTENSION: {"image_detail": raw}}
         )
         assert message_image_detail(message) == {}
 
@@ -1204,6 +1208,19 @@ def test_a_responses_choice_of_allowed_tools_goes_where_it_is_exact(
     assert b"".join(back.body()) == b"".join(request.body())  # type: ignore[attr-defined]
 
 
+def test_a_strict_tool_allowed_tools_left_out_is_not_said_sent_unmarked() -> None:
+    """Review 50 r7: the tools an ``allowed_tools`` choice left out still counted as held
+    strict, so Gemini said of them what it could not send."""
+    tools = [{"type": "function", "name": n, "parameters": {"type": "object"}, "strict": n == "b"}
+             for n in "ab"]  # fmt: skip
+    choice = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}]}
+    request = _parsed("responses", {"model": "m", "input": "hi", "tools": tools,
+                                    "tool_choice": choice})  # fmt: skip
+    lost: list[str] = []
+    dialects.translate_request(request, "gemini", lost=lost)
+    assert lost == [ONLY]
+
+
 def test_a_tool_results_blocks_with_no_neutral_form_are_said_lost() -> None:
     """Fidelity 42 F6: a tool result's ``search_result`` or ``document`` block, or a
     ``cache_control`` in it, went nowhere, unsaid."""
@@ -1441,6 +1458,23 @@ def test_what_is_lost_of_a_message_names_it_as_the_client_wrote_it() -> None:
         "contents[1]",
         "contents[2]",
     ]
+
+
+def test_an_llm_stream_clients_own_paths_are_not_read() -> None:
+    """Review 50 r1: an LLM-Stream request is the hub's, its messages where they are: a
+    ``paths`` it wrote is not read (its notes name its own messages)."""
+    doc = {"version": "1.0", "stream": True, "model": "m", "messages": [
+        {"role": "user", "content": "hi", "name": "ann"}],
+        "extensions": {"vendor:svir": {"paths": ["system"], "tool_choice": "auto"}}}  # fmt: skip
+    request = dialects.dialect("llm-stream").parse(json.dumps(doc).encode())
+    assert dialects.dialect("llm-stream").to_hub(request).extensions == {
+        "vendor:svir": {"tool_choice": "auto"}
+    }
+    lost: list[str] = []
+    dialects.translate_request(request, "messages", lost=lost)
+    assert lost == ["messages[0].name ('ann') has no field in the Messages API: not sent"]
+    plain = dialects.dialect("llm-stream").parse(json.dumps({**doc, "extensions": {}}).encode())
+    assert dialects.dialect("llm-stream").to_hub(plain) is plain
 
 
 def test_a_messages_users_document_crosses_where_documents_go() -> None:

@@ -168,6 +168,43 @@ def test_an_edited_message_is_rebuilt_from_what_it_says_now() -> None:
     assert from_hub(edited).contents == (GeminiContent(role="user", parts="Something else?"),)
 
 
+def test_a_model_turn_keeps_its_order_through_the_hub() -> None:
+    """Attack 50b N1: the hub's ``order`` carries a model turn's thoughts, text and calls as
+    they came (a call, its thought after it); a thought a text's signature closes goes before
+    the text, where it came (review 50 r6: it went after it); two equal calls are two."""
+    call = GeminiFunctionCall(name="f", args={}, id="c1")
+    turn = GeminiContent(
+        role="model",
+        parts=[
+            call,
+            GeminiText(text="T", thought=True),
+            GeminiText(text="X", thought_signature="S"),
+            GeminiText(text="U", thought=True, thought_signature="S2"),
+            GeminiFunctionCall(name="f", args={}, id="c1"),
+        ],
+    )
+    neutral = to_hub(gemini(contents=[GeminiContent(parts="hi"), turn]))
+    model = neutral.messages[1]
+    pieces = hub.message_pieces(model)
+    assert [type(p).__name__ for p in pieces] == [
+        "LLMToolCall",
+        "ReasoningBlock",
+        "str",
+        "ReasoningBlock",
+        "LLMToolCall",
+    ]
+    rebuilt = from_hub(attrs.evolve(neutral, messages=[neutral.messages[0], attrs.evolve(
+        model, extensions={hub.HUB_EXTENSION: model.extensions[hub.HUB_EXTENSION]})]))  # fmt: skip
+    parts = rebuilt.contents[1].parts
+    assert [(type(p).__name__, getattr(p, "text", None), p.thought_signature) for p in parts] == [
+        ("GeminiFunctionCall", None, "skip_thought_signature_validator"),
+        ("GeminiText", "T", "S"),
+        ("GeminiText", "X", None),
+        ("GeminiText", "U", "S2"),
+        ("GeminiFunctionCall", None, None),
+    ]
+
+
 def test_a_foreign_request_becomes_a_gemini_one(tmp_path: Path) -> None:
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF" + bytes(40))

@@ -136,12 +136,15 @@ def test_a_messages_path_is_the_one_its_request_gave_it() -> None:
         "messages[2]",  # (past the list: the hub's)
         "messages[-1]",
     ]
-    odd = request(**{hub.HUB_EXTENSION: {"paths": ["", 3, "a\nb", "ok"]}})
-    assert [hub.message_path(odd, i) for i in range(4)] == [
+    long = "x" * 25  # (review 50 r1: a path of any length began each of its notes)
+    odd = request(**{hub.HUB_EXTENSION: {"paths": ["", 3, "a\nb", "ok", long, "a.b[1]"]}})
+    assert [hub.message_path(odd, i) for i in range(6)] == [
         "messages[0]",
         "messages[1]",
         "messages[2]",
         "ok",
+        "messages[4]",
+        "a.b[1]",
     ]
     assert hub.message_path(request(**{hub.HUB_EXTENSION: {"paths": "system"}}), 0) == (
         "messages[0]"

@@ -107,7 +107,9 @@ EMPTY_LEGACY = (  # nothing either (attack 50 F2: a relay's keep-alives past --t
     chunk(b'{"function_call":{"arguments":""}}')
     + chunk(b'{"function_call":{"name":""}}')
     + chunk(b'{"audio":{"data":"","transcript":null}}')
+    + chunk(b'{"audio":null}')
 )
+LISTED = chunk(b'{"annotations":[{"type":"url_citation"}]}')  # something the client reads
 
 
 @pytest.mark.parametrize(
@@ -118,7 +120,7 @@ EMPTY_LEGACY = (  # nothing either (attack 50 F2: a relay's keep-alives past --t
         TEXT + (EMPTY + NO_CHOICE) * 2 + END,
         TEXT + (PING + LEGACY) * 2 + END,
         TEXT + USAGE * 3 + TEXT + USAGE_AGAIN * 2 + chunk(CALL % b"") + EMPTY_PIECE * 3 + END,
-        TEXT + EMPTY_LEGACY * 2 + LEGACY + END,
+        TEXT + EMPTY_LEGACY * 2 + LEGACY + LISTED + END,
     ],
 )
 @pytest.mark.parametrize("size", [0, 1, 7, 100])
@@ -133,9 +135,20 @@ def test_a_chunk_that_carries_nothing_is_not_counted(body: bytes, size: int) -> 
     w.close()
     nothing = body.count(EMPTY) + body.count(NO_CHOICE) + body.count(PING)
     nothing += max(body.count(USAGE) - 1, 0) + max(body.count(USAGE_AGAIN) - 1, 0)
-    nothing += body.count(EMPTY_PIECE) + 3 * body.count(EMPTY_LEGACY)
+    nothing += body.count(EMPTY_PIECE) + 4 * body.count(EMPTY_LEGACY)
     assert w.result.complete
     assert w.seen == body.count(b"\n\n") - nothing == carrying(body)
+
+
+def test_a_delta_nested_deep_is_read_without_recursing_as_deep() -> None:
+    """Review 50 r5: a ``function_call`` nested 500 deep (the parser takes 512) raised
+    `RecursionError` out of ``feed``: an object is looked at one level down."""
+    deep = b'{"function_call":' + b'{"a":' * 500 + b'""' + b"}" * 500 + b"}"
+    w = ChatStreamWatcher(keep_text=False)
+    w.feed(TEXT + chunk(deep) + chunk(b'{"function_call":{"arguments":""}}') + END)
+    w.close()
+    assert w.result.complete
+    assert w.seen == 4  # the text, the nested object (something), the finish and [DONE]
 
 
 ESCAPED = chunk(b'{"content":"a\\nb"}')
