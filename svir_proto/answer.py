@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from typing import Final
 
 import attrs
@@ -279,15 +280,13 @@ class AnswerFold:
         places = [entry >> 3 for entry in self._order if entry & 7 == _CALL]
         for place in range(len(places) - 1, -1, -1):
             first.setdefault(places[place], []).append(place)
-        upto = [0] * len(places)  # by place: how many calls go at it or before it
+        at_place = [0] * len(places)  # by place: how many calls go at it
         place = 0
         for call in calls if places else ():  # (each whole call took a place, or its index)
             mine = first.get(call.index)
             place = max(place, mine.pop() if mine else place)
-            upto[place] += 1
-        went = 0
-        for j, n in enumerate(upto):
-            went = upto[j] = went + n
+            at_place[place] += 1
+        upto = list(accumulate(at_place))  # by place: how many calls go at it or before it
         j = 0
         for entry in self._order:
             kind = entry & 7

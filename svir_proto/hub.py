@@ -502,13 +502,12 @@ def _order(pieces: Iterable[AssistantPiece]) -> list[str | int] | None:
     """The ``order`` of an assistant's pieces, ``None`` for reasoning, text, calls."""
     out: list[str | int] = []
     for p in pieces:
-        if isinstance(p, str):
-            if p and out and type(out[-1]) is int:
-                out[-1] += len(p)
-            elif p:
-                out.append(len(p))
-        else:
+        if not isinstance(p, str):
             out.append("r" if isinstance(p, ReasoningBlock) else "c")
+        elif out and type(out[-1]) is int:
+            out[-1] += len(p)  # (a text after a text: one run)
+        elif p:
+            out.append(len(p))
     kinds = "".join("t" if type(x) is int else str(x) for x in out)
     plain = kinds.count("t") <= 1 and list(kinds) == sorted(kinds, key="rtc".index)
     return None if plain else out

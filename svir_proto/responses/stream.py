@@ -131,6 +131,8 @@ _DONE: Final = b"[DONE]"
 
 _WHAT: Final = {"t": "text", "r": "refusal", "s": "reasoning summary", "c": "reasoning"}
 """What each kind of part is called in a note."""
+_LIST: Final = {"t": "t", "r": "t", "s": "s", "c": "c"}
+"""The list each kind of part is numbered in: a message's content holds text and refusals."""
 
 
 class _Item:
@@ -156,7 +158,7 @@ class _Item:
         # the text so far of each part (without keep_text, its length: a `_Tally`)
         self.parts: dict[tuple[str, int], list[str] | _Tally] = {}
         self.last_part: tuple[str, int] | None = None
-        self.streamed: dict[str, int] = {}  # the highest part deltas gave, by list: "t", "s", "c"
+        self.streamed: dict[str, int] = {}  # the highest part deltas gave, by `_LIST`
         self.has_text = False
         self.carrier: ReasoningCarrier | None = None
 
@@ -507,7 +509,7 @@ class ResponsesStreamDecoder(DialectDecoder):
                 else:
                     pieces = rec.parts.get(key)
                     if pieces is None:
-                        pieces = rec.parts[key] = self._part(at)
+                        pieces = self._new_part(rec, key, at)
                 self._learn(data, seq, (rec, key, pieces), sse_type)
             return
         handler = _HANDLERS.get(etype)
@@ -759,8 +761,7 @@ class ResponsesStreamDecoder(DialectDecoder):
         """Whether deltas gave a part after part ``key`` of its list (a message's content,
         a reasoning item's summary or its content), kept as they came (review 50 r4: a scan
         of the item's parts at each whole part was quadratic)."""
-        group = "t" if key[0] == "r" else key[0]
-        return rec.streamed.get(group, -1) > key[1]
+        return rec.streamed.get(_LIST[key[0]], -1) > key[1]
 
     def _differs(self, rec: _Item, key: tuple[str, int]) -> None:
         self._note(
@@ -839,15 +840,19 @@ class ResponsesStreamDecoder(DialectDecoder):
             self._reasoning.append(shown)
             self._block.append(shown)
             self._queue.append(ReasoningDelta(text=shown, carrier=carrier))
-        if key != rec.last_part:  # (another part: the highest of its list so far)
-            group = "t" if kind == "r" else kind
-            rec.streamed[group] = max(rec.streamed.get(group, -1), key[1])
         rec.last_part = key
         rec.has_text = True
         pieces = rec.parts.get(key)
         if pieces is None:
-            pieces = rec.parts[key] = self._part(at)
+            pieces = self._new_part(rec, key, at)
         pieces.append(text)
+
+    def _new_part(self, rec: _Item, key: tuple[str, int], at: int) -> list[str] | _Tally:
+        """Where part ``key`` of an item keeps its deltas (`_part`), noted as the highest of
+        its list so far (`_streamed_after`)."""
+        rec.streamed[_LIST[key[0]]] = max(rec.streamed.get(_LIST[key[0]], -1), key[1])
+        pieces = rec.parts[key] = self._part(at)
+        return pieces
 
     def _part(self, at: int) -> list[str] | _Tally:
         """Where a part's deltas are kept: a list, or without ``keep_text`` a `_Tally`; it
