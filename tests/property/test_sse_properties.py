@@ -122,12 +122,17 @@ def framed(pieces: list[bytes]) -> list[object]:
         framer.receive(p)
         framer.frame(out)  # type: ignore[arg-type]
     assert framer.end is not None
+    body = b"".join(pieces)
     items: list[object] = []
     for item in out:
         if len(item) == 4:  # a batch: the same events, framed in one step
             start, payloads, last_id, gap = item  # type: ignore[misc]
             for payload, at in zip(payloads, batch_offsets(start, payloads, gap), strict=True):
-                items.append((None, bytes(payload), at, last_id, None, at - 6))
+                # a batch of ``data:<payload>`` events (the framer's shift) counts from one
+                # byte before each event, so that the payload is 6 bytes after it: the event
+                # begins where its ``data:`` does
+                begins = at - 6 if body[at - 6 : at] == b"data: " else at - 5
+                items.append((None, bytes(payload), at, last_id, None, begins))
         elif len(item) == 5:  # typed events, likewise
             start, types, payloads, last_id, eol = item  # type: ignore[misc]
             offsets = typed_offsets(start, types, payloads, eol)
