@@ -25,19 +25,30 @@ UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini")
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
 
 
+class _DefaultsShown(argparse.HelpFormatter):
+    """Each option's default after its help, when it has one worth saying: not for an option
+    without one (``None``, an empty list, a flag's ``False``) or whose help says it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "(default" in text or action.default in (None, [], False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def add_parser(sub: Any) -> None:
     """The ``gateway`` command's options."""
     g = sub.add_parser(
         "gateway",
         help="serve LLM-Stream and OpenAI in front of a server",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_DefaultsShown,
     )
     g.add_argument("--upstream", required=True, help="the upstream server's base URL (to /v1)")
     g.add_argument(
         "--upstream-dialect", choices=UPSTREAM_DIALECTS, default="chat",
         help="what the upstream speaks: OpenAI's Chat Completions (chat), Anthropic's Messages "
         "(messages), OpenAI's Responses (responses) or Gemini (gemini); clients of the other "
-        "dialects are translated (default: chat)",
+        "dialects are translated",
     )  # fmt: skip
     g.add_argument(
         "--upstream-key",

@@ -231,3 +231,20 @@ def test_every_bound_and_deadline_of_the_gateway_is_an_option() -> None:
     refused = parser().parse_args([*given[:3], "--pool-size", "-1"])
     with pytest.raises(ValueError, match=r"^--pool-size must be"):
         config_of(refused, io.StringIO())
+
+
+def test_gateway_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every default worth saying once (a help that names its default is not told it again),
+    and none for an option without one."""
+    from svir_proto.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["gateway", "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.count("(default: chat)") == 1
+    assert "(default: 127.0.0.1:8787)" in text
+    assert "(default: $OPENAI_API_KEY;" in text
+    assert "(default: None)" not in text
+    assert "(default: [])" not in text
+    assert "(default: False)" not in text
