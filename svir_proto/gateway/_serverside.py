@@ -14,7 +14,8 @@ Rule 1 (a request, RFC 9112 6.3): empty lines before it ignored (2.2; counted wi
 Rule 2 (keep-alive, RFC 9112 9.3): an HTTP/1.1 request without ``Connection: close`` keeps the
     connection, unless it is the connection's ``max_requests``-th (nginx's
     ``keepalive_requests``); after any other, or after an answer that says ``close``, nothing
-    more is read.
+    more is read; nor after an answer that began before its request's body was whole (what is
+    left of the body is dropped as it comes, and the answer says ``close``).
     Bytes that follow a whole request wait (a pipelined request): `held` counts them.
 Rule 3 (``Expect: 100-continue``, RFC 9110 10.1.1): an HTTP/1.1 request that asks it waits for
     ``100 Continue`` until its answer begins or its body does.
@@ -267,6 +268,10 @@ class ServerSide:
                 close = not head_only
         if head_only or status in (204, 304):
             self.framing, self._out_left = "length", 0
+        if self.theirs == "body":  # the answer came before the request's body was whole (an
+            # upstream's early answer): the rest of the body is read and dropped, and the
+            # connection is not kept after it, so the answer says so (Rule 2)
+            close = True
         if close or not self.keep_alive:
             tokens = {"close"}
             for name, value in out:

@@ -260,6 +260,31 @@ def test_an_openai_body_goes_upstream_piece_by_piece_and_its_facts_are_read(mode
         assert sum(isinstance(e, ForwardBody) for e in out) == len(OPENAI)  # as it arrived
 
 
+@pytest.mark.parametrize("whole", [False, True])
+def test_an_answer_before_the_body_is_whole_closes_the_connection_and_says_so(
+    whole: bool,
+) -> None:
+    """An upstream may answer a body passed through before it is whole (a 400, a 413): the
+    rest of the body is read and dropped, and the connection is not kept after the answer, so
+    the answer says ``Connection: close`` (RFC 9112 9.6), as it did not: a keep-alive client
+    then sent its next request into a connection the gateway closed. A body that was whole
+    first keeps the connection."""
+    data = request(OPENAI, headers={"Content-Type": "application/json"})
+    cut = len(data) if whole else len(data) - 10
+    gw, out = events_of(data[:cut], config=config(hold_below=10))
+    assert isinstance(out[0], Forward)
+    assert isinstance(out[-1], ForwardEnd) is whole
+    error = b'{"error":{"message":"no","type":"invalid_request_error"}}'
+    head = (("content-type", "application/json"), ("content-length", str(len(error))))
+    out_bytes = gw.relay_head(400, head) + gw.relay_data(error) + gw.relay_end(complete=True)
+    status, headers, body = response(out_bytes)
+    assert (status, body) == (400, error)
+    assert (headers.get("connection") == "close") is not whole
+    if not whole:
+        assert gw.feed(data[cut:]) == []  # the rest is read, and dropped
+    assert gw.reusable is whole
+
+
 def test_an_openai_request_may_ask_for_llm_stream() -> None:
     accept = 'text/event-stream; profile="llm-stream-1.0"'
     data = request(OPENAI, headers={"Content-Type": "application/json", "Accept": accept})
