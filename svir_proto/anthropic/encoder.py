@@ -64,6 +64,7 @@ What this dialect has no field for is listed in `MessagesStreamEncoder.lost` as 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection
 from typing import Any, Final
 
@@ -228,7 +229,7 @@ class MessagesStreamEncoder:
         # finish decides whether it is a failure or the answer's length cut it
         self._refused = False  # a refusal's text was written: stop_reason says "refusal"
         self._usage: Usage | None = None
-        self._deferred: list[Any] = []  # what came while a call's block waits (Rule 3): a
+        self._deferred: deque[Any] = deque()  # what came while a call's block waits (Rule 3): a
         self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
         self._deferred_after = 0  # how many calls had begun when the first of it came
         self._next_call = 0  # every call below this index has opened its block
@@ -262,9 +263,23 @@ class MessagesStreamEncoder:
     def _close(self, *, keep: bool = False) -> bytes:
         """Close the open block; after a call's, write what was deferred (Rule 3), leaving no
         block open (``keep``: the last one it opened stays open, and a call begun before what
-        was deferred opens first, which what was deferred waits for in turn)."""
+        was deferred opens first, which what was deferred waits for in turn; one whose
+        arguments are whole already closes at once, then the next one's turn: a loop, not a
+        call per call, however many are held: review 51 r1)."""
+        piece, opened = self._close_one(keep)
+        if opened is None or not an_object(opened.sent.text(), empty=False):
+            return piece  # (nearly always)
+        parts = [piece]
+        while opened is not None and an_object(opened.sent.text(), empty=False):
+            piece, opened = self._close_one(keep)
+            parts.append(piece)
+        return b"".join(parts)
+
+    def _close_one(self, keep: bool) -> tuple[bytes, _Call | None]:
+        """`_close`'s one step: the bytes, and the call whose block it opened first, if any
+        (only with ``keep``)."""
         if self._open is None:
-            return b""
+            return b"", None
         call = self._open_call
         if call is not None:
             call.state = 2
@@ -275,42 +290,35 @@ class MessagesStreamEncoder:
         out = self._event(
             "content_block_stop", {"type": "content_block_stop", "index": self._index - 1}
         )
-        if call is not None and self._deferred:
-            after = self._begun_before(self._deferred_after) if keep else None
-            if after is not None:  # attack 46 G3: f, g begun, text B: f, g, then B
-                return out + self._open_first(after)
-            deferred = self._deferred
-            self._deferred, self._deferred_size = [], 0
-            parts = [out]
-            for at, held in enumerate(deferred):
-                if type(held) is list:  # a run: one delta
-                    kind, carrier, texts = held
-                    text = "".join(texts)
-                    event = kind(text=text, carrier=carrier) if carrier else kind(text=text)
-                    parts.append(self._content(event))
-                elif type(held) is _Call:  # a call began here: its block goes here if it may
-                    after = self._begun_before(held.order + 1) if keep else None
-                    if after is None:
-                        continue
-                    rest = self._deferred = deferred[at + 1 :]  # (which waits for it)
-                    self._deferred_size = sum(map(_held_size, rest))  # (review 46 M1)
-                    self._deferred_after = held.order + 1
-                    parts.append(self._open_first(after))
-                    return b"".join(parts)
-                else:
-                    parts.append(self._content(held))
-            if not keep:
-                parts.append(self._close())
-            out = b"".join(parts)
-        return out
-
-    def _open_first(self, call: _Call) -> bytes:
-        """Open the block of ``call``, begun before what is deferred, which waits for it; and
-        close it at once if its arguments are whole already (then the next one's turn)."""
-        out = self._open_tool(call)
-        if an_object(call.sent.text(), empty=False):
-            out += self._close(keep=True)
-        return out
+        if call is None or not self._deferred:
+            return out, None
+        after = self._begun_before(self._deferred_after) if keep else None
+        if after is not None:  # attack 46 G3: f, g begun, text B: f, g, then B
+            return out + self._open_tool(after), after
+        deferred, size = self._deferred, self._deferred_size
+        self._deferred, self._deferred_size = deque(), 0
+        parts = [out]
+        while deferred:
+            held = deferred.popleft()  # (none sliced off the rest: review 51 r1)
+            size -= _held_size(held)
+            if type(held) is list:  # a run: one delta
+                kind, carrier, texts = held
+                text = "".join(texts)
+                event = kind(text=text, carrier=carrier) if carrier else kind(text=text)
+                parts.append(self._content(event))
+            elif type(held) is _Call:  # a call began here: its block goes here if it may
+                after = self._begun_before(held.order + 1) if keep else None
+                if after is None:
+                    continue
+                self._deferred, self._deferred_size = deferred, size  # (which waits for it)
+                self._deferred_after = held.order + 1  # (review 46 M1: what it holds)
+                parts.append(self._open_tool(after))
+                return b"".join(parts), after
+            else:
+                parts.append(self._content(held))
+        if not keep:
+            parts.append(self._close())
+        return b"".join(parts), None
 
     def _new_call(self, index: int) -> _Call:
         """A call's first event: what is deferred notes where it began (attack 46 G3)."""
@@ -375,9 +383,10 @@ class MessagesStreamEncoder:
                 # not when they are only blanks so far, which the rest of the object follows)
             self._deferred_size = 0  # (review 46 M1: one that went over it held nothing)
             self._deferred_after = len(self._calls)
-        self._deferred_size += len(text) + DEFER_COST
-        if self._deferred_size > MAX_DEFERRED:
+        size = self._deferred_size + len(text) + DEFER_COST
+        if size > MAX_DEFERRED:
             return False  # the block closes, what was held is written, then this
+        self._deferred_size = size  # (what is held counts: `_held_size` of each)
         if isinstance(event, ReasoningSignature):
             self._deferred.append(event)
             return True
@@ -502,14 +511,14 @@ class MessagesStreamEncoder:
         """Close the open block and write the calls still held, whole, in call order: those
         begun before what was deferred before it (attack 49b F2)."""
         self._settled = len(self._calls)
-        out = b""
+        parts = []
         while self._open_call is not None:
-            out += self._close(keep=True)
-        out += self._close()
+            parts.append(self._close(keep=True))
+        parts.append(self._close())
         for _, call in sorted(self._calls.items()):
             if call.state == 0 and call.id and call.name:
-                out += self._begin() + self._whole(call, call.args.text())
-        return out
+                parts += (self._begin(), self._whole(call, call.args.text()))
+        return b"".join(parts)
 
     def _end(self) -> bytes:
         out = self._begin() + self._held()

@@ -606,3 +606,29 @@ def test_what_stays_held_behind_a_call_counts_as_it_did() -> None:
         if line.startswith(b'data: {"type":"content_block_start"')
     ]
     assert starts == ["tool_use", "text", "tool_use", "thinking", "tool_use", "text"]
+
+
+@pytest.mark.parametrize("ending", ["end", "cut", "arguments"])
+def test_thousands_of_calls_held_behind_an_open_one_are_written_without_recursing(
+    ending: str,
+) -> None:
+    """Review 51 r1: each call held behind text deferred for an open call took two frames as
+    its block opened and closed (attack 49b F2's order), so 1,000 of them ended the stream in
+    a RecursionError; now a loop, and no slice of what is left per call."""
+    n = 3000
+    enc = MessagesStreamEncoder(model="m")
+    out = [enc.encode(ToolCallDelta(index=0, id="a", name="f", arguments='{"x":'))]
+    out.append(enc.encode(TextDelta(text="X")))  # deferred: call 0's arguments are not whole
+    out += [
+        enc.encode(ToolCallDelta(index=k, id=f"c{k}", name="f", arguments="{}"))
+        for k in range(1, n)
+    ]
+    if ending == "arguments":  # call 0's arguments complete: every held call follows it
+        out.append(enc.encode(ToolCallDelta(index=0, arguments="1}")))
+    out.append(enc.encode(Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls")))
+    out.append(enc.encode(StreamEnded(complete=ending != "cut", done=ending != "cut")))
+    body = b"".join(out)
+    starts = [e for e in wire(body) if e["type"] == "content_block_start"]
+    ids = [b["content_block"].get("id") for b in starts]
+    assert ids == ["a", None, *(f"c{k}" for k in range(1, n))]  # as they began: the text second
+    assert [b["index"] for b in starts] == list(range(n + 1))
