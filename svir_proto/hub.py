@@ -182,6 +182,8 @@ def hub_options(
     return {HUB_EXTENSION: ours} if ours else {}
 
 
+_INDEX: Final = re.compile(r"0|[1-9][0-9]{0,8}")
+"""A part's index as `message_extensions` writes it (a key of ``image_detail``)."""
 _PATH: Final = re.compile(r"[A-Za-z]{1,24}(\[[0-9]{1,9}\])?(\.[A-Za-z]{1,24}(\[[0-9]{1,9}\])?)?")
 """A path `message_path` takes: ``messages[3]``, ``systemInstruction.parts[0]`` (review 50
 r1: a path of any length began every note of its message, as many as a request wrote)."""
@@ -599,7 +601,7 @@ def message_image_detail(message: LLMMessage) -> dict[int, str]:
         int(at): detail
         for at, detail in raw.items()
         if isinstance(at, str)
-        and at.isdigit()
+        and _INDEX.fullmatch(at)  # (review 51 r3: "²" is a digit, and no int; no leading 0)
         and len(at) <= len(str(len(parts)))  # (a number of 5,000 digits is no int to read)
         and int(at) < len(parts)
         and isinstance(detail, str)

@@ -308,8 +308,10 @@ def _allowed(
     mode = data.get("mode")
     if data.get("type") != "allowed_tools" or not isinstance(allowed, list):
         return None
-    names = [
-        t.get("name") for t in allowed if isinstance(t, Mapping) and t.get("type") == "function"
+    names = [  # (a name that is no string is another choice: review 51 r3, it raised)
+        t.get("name")
+        for t in allowed
+        if isinstance(t, Mapping) and t.get("type") == "function" and isinstance(t.get("name"), str)
     ]
     declared = [t.name for t in tools if isinstance(t, FunctionTool)]
     wanted = set(names)  # (sets: review 50 r3, a list of each was quadratic)

@@ -709,11 +709,12 @@ def test_a_detail_the_chat_api_does_not_take_is_said_lost_there() -> None:
 
 def test_a_malformed_image_detail_is_read_as_none() -> None:
     """And so is one of no part the message has (review 50 r1: an LLM-Stream client's
-    entries, as many as it wrote, each gave a note; a number of 5,000 digits is no int)."""
+    entries, as many as it wrote, each gave a note; a number of 5,000 digits is no int; review
+    51 r3: nor is "²", which ``isdigit`` takes, or a leading zero, read as the count allowed)."""
     from svir_proto.hub import HUB_EXTENSION, message_image_detail
 
     odd = {"1": "high", "x": "low", "2": "original", "3": 4, "-1": "low", "4": "", "5": "high",
-           "9" * 5000: "high", "01": "low"}  # fmt: skip
+           "9" * 5000: "high", "01": "low", "\u00b2": "low", "\u0663": "low"}  # fmt: skip
     parts = tuple(LLMTextPart(text=str(k)) for k in range(5))
     message = LLMMessage(
         role="user", content=parts, extensions={HUB_EXTENSION: {"image_detail": odd}}
@@ -1179,6 +1180,7 @@ ONLY = "tool_choice (allowed_tools): only the tools it allows are sent"
         ({"mode": "auto", "tools": ["b", "a"]}, "auto", "ab", [ONLY]),
         ({"mode": "required", "tools": ["c", "b"]}, "required", "bc", [ONLY]),
         ({"mode": "required", "tools": ["a", "x"]}, None, "abc", ["allowed_tools"]),
+        ({"mode": "auto", "tools": ["a", ["b"]]}, None, "abc", ["allowed_tools"]),  # (r3)
         ({"type": "web_search_preview"}, None, "abc", ["web_search_preview"]),
     ],
 )  # fmt: skip
