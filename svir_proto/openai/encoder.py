@@ -271,19 +271,20 @@ class ChatStreamEncoder:
             case Usage() if self.usage:
                 return self._chunk([], usage=usage_object(event))
             case FilterVerdict():
+                # Azure writes a prompt's verdict with no choice and an answer's with no
+                # delta; openai-python's README loop reads every chunk's choices[0].delta
+                # (fidelity 51 N2: a Gemini upstream's safety ratings broke it), which an
+                # empty delta beside the verdict keeps whole, for either kind of client
                 results = filter_results(event)
+                choice: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": None}
                 if event.scope == "prompt":
                     return self._chunk(
-                        [],
+                        [choice],
                         prompt_filter_results=[
                             {"prompt_index": 0, "content_filter_results": results}
                         ],
                     )
-                choice: dict[str, Any] = {
-                    "index": 0,
-                    "finish_reason": None,
-                    "content_filter_results": results,
-                }
+                choice["content_filter_results"] = results
                 if event.offsets is not None:
                     choice["content_filter_offsets"] = {
                         k: getattr(event.offsets, k)

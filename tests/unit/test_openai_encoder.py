@@ -110,9 +110,13 @@ def test_filter_verdicts_encode_to_azure_chunks_that_decode_to_the_same_verdicts
         StreamEnded(complete=True, done=True),
     ]
     d = ChatStreamDecoder()
-    decoded = run(d, [b"".join(enc.encode(e) for e in events)])
+    body = b"".join(enc.encode(e) for e in events)
+    decoded = run(d, [body])
     assert [e for e in decoded if isinstance(e, FilterVerdict)] == [prompt, low, block]
     assert d.result.filtered
+    # fidelity 51 N2: every chunk has a choice with a delta, as openai-python's loop reads it
+    chunks = [json.loads(b[6:]) for b in body.split(b"\n\n") if b.startswith(b"data: {")]
+    assert all(c["choices"] and "delta" in c["choices"][0] for c in chunks)
 
 
 def test_another_dialects_finish_is_written_as_the_reason_it_stands_for() -> None:
