@@ -240,6 +240,8 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         value = getattr(request, key)
         if value is not None:
             record[key] = dict(value) if isinstance(value, Mapping) else value
+    record.setdefault("store", None)  # (said, so that the record says the request is this
+    # dialect's: another's is not stored unless it asks, `from_hub`; fidelity 51 N3)
     if request.include:
         record["include"] = list(request.include)
     if not request.stream:
@@ -623,6 +625,8 @@ def _came_back(changes: dict[str, Any], request: ResponsesRequest, back: Respons
     client said none (review 49 2b: the echo said strict where Svir-Lost said not sent, and
     no bound where the Messages API was asked 4096)."""
     changes.update((name, None) for name in _SCALARS if getattr(back, name) is None)
+    if back.store != request.store:  # (the False `from_hub` says for a dialect that keeps
+        changes["store"] = None  # nothing: not the client's word)
     if request.max_output_tokens is None:
         changes["max_output_tokens"] = back.max_output_tokens
     theirs = {t.name: t for t in back.tools if isinstance(t, FunctionTool)}
@@ -768,8 +772,13 @@ def from_hub(request: LLMRequest, *, lost: list[str] | None = None) -> Responses
     include = top.get("include")
     extra_fields = top.get("extra")
     served = service(request)
-    if not top:  # another dialect's request: how it is to be served, from the hub
+    if not top:  # another dialect's request (a Responses request records its store, if
+        # only as null): how it is to be served, from the hub
         store = served.pop("store", None)
+        if store is None:  # its own API keeps nothing unless asked, the Responses API all
+            store = False  # unless told (fidelity 51 N3: a Messages client's conversation was
+            if reasoning is not None:  # kept); and its reasoning comes back signed, to be
+                include = ["reasoning.encrypted_content"]  # sent back, as no item is kept
         verbosity = served.pop("verbosity", None)
         text = _text_out(response_format(request))
         if verbosity is not None:

@@ -1539,3 +1539,27 @@ def test_a_chat_image_by_url_beside_one_text_or_none(text: str, to: str) -> None
     assert len(parts) == (2 if text else 1)
     assert CAT in json.dumps(parts[0])
     assert text in json.dumps(parts[-1])
+
+
+@pytest.mark.parametrize(
+    ("given", "body", "store", "include"),
+    [
+        ("messages", {"max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}, False,
+         None),
+        ("messages", {"max_tokens": 2048, "messages": [{"role": "user", "content": "hi"}],
+                      "thinking": {"type": "enabled", "budget_tokens": 1024}}, False,
+         ["reasoning.encrypted_content"]),
+        ("chat", {"messages": [{"role": "user", "content": "hi"}]}, False, None),
+        ("chat", {"messages": [{"role": "user", "content": "hi"}], "store": True}, True, None),
+    ],
+)  # fmt: skip
+def test_another_dialects_request_is_not_stored_by_a_responses_server_unless_it_asks(
+    given: str, body: dict[str, Any], store: bool, include: list[str] | None
+) -> None:
+    """Fidelity 51 N3: the Responses API stores what it is not told not to, where the client's
+    own API keeps nothing unless asked (Chat's ``store``); a request with reasoning asks for
+    it signed, to send it back, as no item is kept."""
+    request = _parsed(given, {"model": "m", **body})
+    sent = json.loads(b"".join(dialects.translate_request(request, "responses").body()))  # type: ignore[attr-defined]
+    assert sent["store"] is store
+    assert sent.get("include") == include

@@ -94,7 +94,7 @@ def test_a_plain_conversation_is_neutral_with_no_records() -> None:
     assert hub.reasoning_options(h) == {"effort": "low", "summary": "concise"}
     assert h.metadata == {"user": "u"}
     # a tool that does not say is strict (the API's default), which no other dialect's is
-    assert h.extensions[RESPONSES_EXTENSION] == {"strict_unsaid": ["get_weather"]}
+    assert h.extensions[RESPONSES_EXTENSION] == {"strict_unsaid": ["get_weather"], "store": None}
 
 
 def test_what_has_no_neutral_form_travels_in_records(tmp_path: Path) -> None:
