@@ -119,6 +119,7 @@ __all__ = [
     "parallel_tool_calls",
     "reasoning_options",
     "response_format",
+    "result_text",
     "sampling",
     "service",
     "service_of",
@@ -652,7 +653,14 @@ def error_text(message: LLMMessage) -> str | None:
     content = message.content
     if isinstance(content, tuple) and not all(isinstance(p, LLMTextPart) for p in content):
         return None
-    return error_result(message.text)
+    return error_result(result_text(message))
+
+
+def result_text(message: LLMMessage) -> str:
+    """A tool result as one string, for a dialect that takes no parts there (Chat's ``tool``
+    message, Gemini's ``functionResponse``): its text parts joined by a line end, never glued
+    (fidelity 51 N5: "20C" and "Humidity: 50%" became "20CHumidity: 50%")."""
+    return "\n".join(message.texts)
 
 
 def error_result(text: str) -> str:

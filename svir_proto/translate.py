@@ -81,6 +81,7 @@ from .hub import (
     parallel_tool_calls,
     reasoning_options,
     response_format,
+    result_text,
     sampling,
     service,
     service_of,
@@ -419,7 +420,7 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         f"{where}.content[{j}]: an OpenAI tool message carries text "
                         f"only, not {p.type} ({p.media_type})"
                     )
-            text = error_text(m) or m.text  # (media raised above)
+            text = error_text(m) or result_text(m)  # (media raised above)
             messages.append(ToolMessage(tool_call_id=m.tool_call_id or "", content=text))
     vendor = request.extensions.get(OPENAI_EXTENSION)
     vendor = vendor if isinstance(vendor, dict) else {}

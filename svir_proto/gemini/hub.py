@@ -75,6 +75,7 @@ from ..hub import (
     not_carried,
     own_fields,
     parallel_tool_calls,
+    result_text,
     sampling,
     unsent_summary,
     web_url,
@@ -687,7 +688,7 @@ def _response(m: LLMMessage, names: Mapping[str, str]) -> GeminiFunctionResponse
         raise ValueError(f"the tool result for call {m.tool_call_id!r} has media: no Gemini form")
     return GeminiFunctionResponse(
         name=name,
-        response=_result_out(m.text, message_is_error(m)),
+        response=_result_out(result_text(m), message_is_error(m)),
         id=None if _ours(m.extensions).get("ids") is False else m.tool_call_id,
     )
 

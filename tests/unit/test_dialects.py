@@ -1563,3 +1563,30 @@ def test_another_dialects_request_is_not_stored_by_a_responses_server_unless_it_
     sent = json.loads(b"".join(dialects.translate_request(request, "responses").body()))  # type: ignore[attr-defined]
     assert sent["store"] is store
     assert sent.get("include") == include
+
+
+@pytest.mark.parametrize("to", ["chat", "gemini"])
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_tool_result_of_text_blocks_is_joined_by_line_ends_not_glued(
+    to: dialects.DialectName, failed: bool
+) -> None:
+    """Fidelity 51 N5: a Messages client's tool result of several text blocks reached a Chat
+    or Gemini server as "20CHumidity: 50%": a dialect that takes one string there gets the
+    blocks on lines of their own, a failure's as its error."""
+    blocks = [{"type": "text", "text": "Temperature: 20C"}, {"type": "text", "text": "Wind: 3"}]
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": blocks, "is_error": failed}
+    call = {"type": "tool_use", "id": "c1", "name": "f", "input": {}}
+    request = _parsed("messages", {"model": "m", "max_tokens": 8, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ], "tools": [{"name": "f", "input_schema": {"type": "object"}}]})  # fmt: skip
+    sent = json.loads(b"".join(dialects.translate_request(request, to).body()))  # type: ignore[attr-defined]
+    joined = "Temperature: 20C\nWind: 3"
+    if to == "chat":
+        (tool,) = [m for m in sent["messages"] if m["role"] == "tool"]
+        assert tool["content"] == (json.dumps({"error": joined}) if failed else joined)
+    else:
+        (response,) = [p["functionResponse"]["response"] for c in sent["contents"]
+                       for p in c["parts"] if "functionResponse" in p]  # fmt: skip
+        assert response == ({"error": joined} if failed else {"output": joined})
