@@ -64,6 +64,7 @@ What this dialect has no field for is listed in `MessagesStreamEncoder.lost` as 
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import Collection
 from typing import Any, Final
@@ -172,8 +173,12 @@ while something is held (Rule 3): a piece ending with ``}`` in every delta of a 
 would parse them all each time; past it, they are taken whole when the block closes."""
 
 
+_NAMELESS: Final = sys.maxsize
+"""`_Call.named_at` of a call whose name has not begun: no text ends it."""
+
+
 class _Call:
-    __slots__ = ("args", "broken", "checked", "id", "name", "order", "sent", "state")
+    __slots__ = ("args", "broken", "checked", "id", "name", "named_at", "order", "sent", "state")
 
     def __init__(self, order: int) -> None:
         self.order = order  # how many calls had begun before it
@@ -184,6 +189,7 @@ class _Call:
         self.state = 0  # 0: not written yet, 1: its block is open, 2: written
         self.broken = False  # arguments came after its block was closed
         self.checked = 0  # characters parsed to see whether ``sent`` is whole (`CHECK_COST`)
+        self.named_at = _NAMELESS  # `MessagesStreamEncoder._texts` when its name began
 
 
 class MessagesStreamEncoder:
@@ -233,7 +239,8 @@ class MessagesStreamEncoder:
         self._deferred_size = 0  # signature, or a run [its kind, its carrier, its texts]
         self._deferred_after = 0  # how many calls had begun when the first of it came
         self._next_call = 0  # every call below this index has opened its block
-        self._settled = 0  # the calls begun before this many have whole names (Rule 3)
+        self._texts = 0  # text, thinking or signatures that came: what ends a name begun
+        # before (Rule 3; attack 51 F1: not one that had not begun, whose first piece it took)
 
     def _lose(self, what: str) -> None:
         if what not in self.lost:
@@ -332,7 +339,7 @@ class MessagesStreamEncoder:
         (then it waits for the calls begun before it, or for that call's arguments)."""
         out = b""
         if text:  # (Rule 3: what comes after a name ends it; nothing does not: review 50 r9)
-            self._settled = len(self._calls)
+            self._texts += 1
         if self._open_call is None:  # a call begun before it, its arguments still to come,
             after = self._begun_before(len(self._calls))  # goes first (review 46 M2)
             if after is None:
@@ -454,6 +461,8 @@ class MessagesStreamEncoder:
             if call.state:
                 self._lose("a tool call's name continued after its block opened")
             else:
+                if not call.name:
+                    call.named_at = self._texts
                 call.name += event.name
         if call.state == 1:
             if not event.arguments:
@@ -486,7 +495,7 @@ class MessagesStreamEncoder:
         followed by text, thinking or a signature, or the end (attack 49b F2: a call held
         till the end for a name that never grew was written after the text that followed
         it, where the whole answer has it before)."""
-        if call.order < self._settled:
+        if call.named_at < self._texts:
             return bool(call.name)
         return name_settled(call.name, self.declared_tools)
 
@@ -510,7 +519,7 @@ class MessagesStreamEncoder:
     def _held(self) -> bytes:
         """Close the open block and write the calls still held, whole, in call order: those
         begun before what was deferred before it (attack 49b F2)."""
-        self._settled = len(self._calls)
+        self._texts = _NAMELESS  # the end: every name is whole
         parts = []
         while self._open_call is not None:
             parts.append(self._close(keep=True))

@@ -632,3 +632,31 @@ def test_thousands_of_calls_held_behind_an_open_one_are_written_without_recursin
     ids = [b["content_block"].get("id") for b in starts]
     assert ids == ["a", None, *(f"c{k}" for k in range(1, n))]  # as they began: the text second
     assert [b["index"] for b in starts] == list(range(n + 1))
+
+
+def test_text_before_a_calls_name_began_does_not_end_the_name() -> None:
+    """Attack 51 F1: text that came while a call had its id and arguments but no name yet
+    counted as ending its name, so its first piece (``get_we``) opened the block: a tool the
+    request never declared. Text ends a name that had begun before it, not one to come."""
+    events: list[Any] = [
+        StreamStarted(response_id="r", model="m"),
+        ToolCallDelta(index=0, id="call_0", arguments='{"city":'),
+        TextDelta(text="Let me check."),
+        ToolCallDelta(index=0, name="get_we"),
+        ToolCallDelta(index=0, name="ather"),
+        ToolCallDelta(index=0, arguments='"Paris"}'),
+        ToolCall(
+            index=0, id="call_0", name="get_weather", arguments='{"city":"Paris"}', declared=True
+        ),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        END,
+    ]
+    body, enc = encode(events, model="m", declared_tools=frozenset({"get_weather", "get"}))
+    starts = [e["content_block"] for e in wire(body) if e["type"] == "content_block_start"]
+    assert [b.get("name") for b in starts if b["type"] == "tool_use"] == ["get_weather"]
+    assert not any("continued" in note for note in enc.lost)
+    d = MessagesStreamDecoder()
+    run(d, [body])
+    assert [(c.name, c.arguments) for c in d.result.tool_calls] == [
+        ("get_weather", '{"city":"Paris"}')
+    ]
