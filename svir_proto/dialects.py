@@ -444,17 +444,21 @@ def _as_llm_stream(request: Any, lost: list[str] | None = None) -> Any:
                 f"{message_path(request, i)}.content: an image by URL cannot go to "
                 "LLM-Stream, which carries images as data (draft 4.3)"
             )
-    return request
+    return _without_paths(request)  # (the client's layout is no upstream's business: r7)
 
 
-def _as_hub(request: LLMRequest) -> LLMRequest:
-    """An LLM-Stream request as the hub's: itself, but for a ``paths`` it gave, which says
-    its messages are elsewhere than where they are (review 50 r1)."""
+def _without_paths(request: LLMRequest) -> LLMRequest:
+    """The request without the hub's ``paths`` (where a client's messages were in its own
+    request, for the notes): not taken from an LLM-Stream client, whose messages are where
+    they are (review 50 r1), nor sent to an LLM-Stream server (review 51 r7)."""
     ours = request.extensions.get(HUB_EXTENSION)
     if not isinstance(ours, dict) or "paths" not in ours:
         return request
     rest = {k: v for k, v in ours.items() if k != "paths"}
-    return attrs.evolve(request, extensions={**request.extensions, HUB_EXTENSION: rest})
+    extensions = {k: v for k, v in request.extensions.items() if k != HUB_EXTENSION}
+    if rest:
+        extensions[HUB_EXTENSION] = rest
+    return attrs.evolve(request, extensions=extensions)
 
 
 def _llm_stream() -> DialectSpec:
@@ -468,7 +472,7 @@ def _llm_stream() -> DialectSpec:
         path="/chat/completions",
         parse=request.LLMRequest.parse,
         read=lambda body: (request.LLMRequest.parse(body), True),  # the draft only streams
-        to_hub=_as_hub,
+        to_hub=_without_paths,
         from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
         encoder=lambda model, rid, created, declared_tools=None, request=None: (

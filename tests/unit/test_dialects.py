@@ -1477,6 +1477,20 @@ def test_an_llm_stream_clients_own_paths_are_not_read() -> None:
     assert lost == ["messages[0].name ('ann') has no field in the Messages API: not sent"]
     plain = dialects.dialect("llm-stream").parse(json.dumps({**doc, "extensions": {}}).encode())
     assert dialects.dialect("llm-stream").to_hub(plain) is plain
+    only = dialects.dialect("llm-stream").parse(
+        json.dumps({**doc, "extensions": {"vendor:svir": {"paths": ["system"]}}}).encode()
+    )
+    assert dialects.dialect("llm-stream").to_hub(only).extensions == {}
+
+
+def test_a_clients_paths_are_not_sent_to_an_llm_stream_server() -> None:
+    """Review 51 r7: where a Messages client's messages were in its request, kept for the
+    notes, went to an LLM-Stream server as ``paths``: the client's layout, for nothing."""
+    request = _parsed("messages", {"model": "m", "max_tokens": 8, "system": "s",
+                                   "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+    assert "paths" in str(dialects.dialect("messages").to_hub(request).extensions)
+    sent = json.loads(b"".join(dialects.translate_request(request, "llm-stream").body()))  # type: ignore[attr-defined]
+    assert "paths" not in json.dumps(sent)
 
 
 def test_a_messages_users_document_crosses_where_documents_go() -> None:
