@@ -1394,12 +1394,14 @@ def _short(started: ResponseStarted, limit: int) -> bool:
     return length is not None and int(length) <= limit
 
 
-_STATUS_LINE: Final = re.compile(rb"HTTP/[0-9]\.[0-9] [0-9]{3}[ \r\n]")
+_STATUS_LINE: Final = re.compile(rb"(?:\r?\n){0,8}HTTP/[0-9]\.[0-9] [0-9]{3}[ \r\n]")
 
 
 def _answering(data: bytes) -> bool:
     """Whether an upstream's first bytes after a request begin as an answer does: a status
-    line, whatever breaks after it (Rule 6)."""
+    line, whatever breaks after it, after a few blank lines too (review 51 r5: a server that
+    wrote one after its last body had its answer taken for junk, and the request ran twice)
+    (Rule 6)."""
     return _STATUS_LINE.match(data) is not None
 
 

@@ -1095,6 +1095,7 @@ def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more() -> 
         b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\n" + b"X-Pad: %s\r\n" % (b"p" * 100) * 200 + b"\r\n",
+        b"\r\nHTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",  # (review 51 r5: a blank line first)
     ],
 )
 def test_a_kept_alive_connection_that_answered_wrong_is_not_tried_again(head: bytes) -> None:
