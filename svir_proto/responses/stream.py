@@ -741,20 +741,28 @@ class ResponsesStreamDecoder(DialectDecoder):
             if not pieces.begins(final):
                 self._differs(rec, key)
             elif len(final) > pieces.size:
+                self._late(rec, key, pieces.size)
                 self._piece(rec, key, final[pieces.size :], at)
             return
         have = self._joined(pieces) if pieces else ""
         if final == have:
             return
         if final.startswith(have):
-            if not have and self._streamed_after(rec, key):  # (attack 50b N8)
-                self._note(
-                    f"the whole {_WHAT[key[0]]} of output item {rec.id!r}, part {key[1]}, "
-                    "came after the parts after it were streamed: written after them"
-                )
+            self._late(rec, key, len(have))
             self._piece(rec, key, final[len(have) :], at)
             return
         self._differs(rec, key)
+
+    def _late(self, rec: _Item, key: tuple[str, int], had: int) -> None:
+        """A part's whole value adds to what its deltas gave (``had`` characters): said when
+        parts after it were streamed already, as what it adds goes after them (attack 50b
+        N8; review 51 r6: its rest, not only a part that had streamed nothing)."""
+        if self._streamed_after(rec, key):
+            what = "rest of the" if had else "whole"
+            self._note(
+                f"the {what} {_WHAT[key[0]]} of output item {rec.id!r}, part {key[1]}, "
+                "came after the parts after it were streamed: written after them"
+            )
 
     @staticmethod
     def _streamed_after(rec: _Item, key: tuple[str, int]) -> bool:

@@ -379,6 +379,16 @@ def test_a_whole_part_before_parts_already_streamed_is_written_after_them_said(
     in_order = body(CREATED, added(MSG), text("Z"), text("X", content_index=1), done, COMPLETED)
     events, d = decode(in_order, keep_text=keep_text)
     assert d.result.problems == ()
+    # review 51 r6: part 0 streamed its beginning; its rest goes after part 1 too, said
+    whole["content"][0]["text"] = "ZY"
+    done = ev("response.output_item.done", output_index=0, item=whole)
+    begun = body(CREATED, added(MSG), text("Z"), text("X", content_index=1), done, COMPLETED)
+    events, d = decode(begun, keep_text=keep_text)
+    assert "".join(e.text for e in events if type(e).__name__ == "TextDelta") == "ZXY"
+    assert d.result.problems == (
+        "the rest of the text of output item 'msg_1', part 0, came after the parts after it "
+        "were streamed: written after them",
+    )
 
 
 def test_whole_arguments_that_differ_are_an_error() -> None:
