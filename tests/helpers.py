@@ -148,10 +148,12 @@ def carrying(body: bytes, **options: Any) -> int:
     relay's watcher counts as progress (`ChatStreamWatcher`'s Rule 2)."""
     from svir_proto.openai import ChatStreamDecoder
 
-    def full(value: object) -> bool:
+    nothing = ("", None, [], {})
+
+    def full(value: object) -> bool:  # (one level down, as the watcher: review 51 r4)
         if isinstance(value, dict):
-            return any(map(full, value.values()))
-        return value not in ("", None, [])
+            return any(v not in nothing for v in value.values())
+        return value not in nothing
 
     def held(event: bytes) -> bool:
         try:

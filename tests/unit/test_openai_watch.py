@@ -110,6 +110,8 @@ EMPTY_LEGACY = (  # nothing either (attack 50 F2: a relay's keep-alives past --t
     + chunk(b'{"audio":null}')
 )
 LISTED = chunk(b'{"annotations":[{"type":"url_citation"}]}')  # something the client reads
+NESTED = chunk(b'{"audio":{"x":{"y":""}}}')  # something: an object is looked at one level down
+HOLLOW = chunk(b'{"audio":{"x":{}}}')  # nothing: an empty object is nothing
 
 
 @pytest.mark.parametrize(
@@ -121,6 +123,7 @@ LISTED = chunk(b'{"annotations":[{"type":"url_citation"}]}')  # something the cl
         TEXT + (PING + LEGACY) * 2 + END,
         TEXT + USAGE * 3 + TEXT + USAGE_AGAIN * 2 + chunk(CALL % b"") + EMPTY_PIECE * 3 + END,
         TEXT + EMPTY_LEGACY * 2 + LEGACY + LISTED + END,
+        TEXT + NESTED * 2 + HOLLOW + END,  # (review 51 r4: the oracle is the rule)
     ],
 )
 @pytest.mark.parametrize("size", [0, 1, 7, 100])
@@ -135,7 +138,7 @@ def test_a_chunk_that_carries_nothing_is_not_counted(body: bytes, size: int) -> 
     w.close()
     nothing = body.count(EMPTY) + body.count(NO_CHOICE) + body.count(PING)
     nothing += max(body.count(USAGE) - 1, 0) + max(body.count(USAGE_AGAIN) - 1, 0)
-    nothing += body.count(EMPTY_PIECE) + 4 * body.count(EMPTY_LEGACY)
+    nothing += body.count(EMPTY_PIECE) + 4 * body.count(EMPTY_LEGACY) + body.count(HOLLOW)
     assert w.result.complete
     assert w.seen == body.count(b"\n\n") - nothing == carrying(body)
 
