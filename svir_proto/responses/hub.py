@@ -42,7 +42,9 @@ Not carried from this dialect to the others (they find it under ``vendor:respons
 files by id or URL, images by URL in a tool's output or a system message, annotations, item ids
 and phases. A user's ``input_image`` by ``http(s)`` URL is the hub's ``linked`` too
 (`svir_proto.hub.LinkedImage`), which every vendor dialect sends on; from another dialect it
-comes back as an ``input_image`` in its place.
+comes back as an ``input_image`` in its place. An earlier refusal in an assistant message sent
+back is its text in the neutral message (no other dialect has a refusal to send back), said
+by `unread`.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ from .request import (
     OtherChoice,
     OtherItem,
     OtherTool,
+    OutputRefusal,
     OutputText,
     Part,
     ReasoningConfig,
@@ -501,8 +504,9 @@ def _neutral_turn(
     for item in run:
         if isinstance(item, InputMessage):
             has_message = True
-            text.append(item.text)
-            pieces.append(item.text)
+            said = _said(item)
+            text.append(said)
+            pieces.append(said)
         elif isinstance(item, FunctionCall):
             calls.append(LLMToolCall(id=item.call_id, name=item.name, arguments=item.arguments))
             pieces.append(calls[-1])
@@ -523,6 +527,28 @@ def _neutral_turn(
             )
             pieces.append(blocks[-1])
     return "".join(text), tuple(calls), tuple(blocks), has_message, pieces
+
+
+def _said(message: InputMessage) -> str:
+    """What an assistant's message said: its text, and an earlier refusal's as text, which no
+    other dialect has a field for (fidelity 51 N6: the turn went empty, which the APIs refuse,
+    or, to Gemini, went away; `unread` says so)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    text = "".join(p.text for p in content if isinstance(p, (InputText, OutputText)))
+    refusal = "".join(p.refusal for p in content if isinstance(p, OutputRefusal))
+    return f"{text}\n{refusal}" if text and refusal else text or refusal  # (apart: no glue)
+
+
+def _refused(items: object) -> bool:
+    """Whether an assistant turn's items as they came (its record) hold a refusal."""
+    return isinstance(items, list) and any(
+        isinstance(item, Mapping)
+        and isinstance(content := item.get("content"), list)
+        and any(isinstance(p, Mapping) and p.get("type") == "refusal" for p in content)
+        for item in items
+    )
 
 
 # -- from the hub --------------------------------------------------------------------------
@@ -571,7 +597,12 @@ def unread(request: LLMRequest) -> list[str]:
         and entry.get("linked") is not True  # (the hub's ``linked`` carries it)
     ]  # parts with no neutral form (attack 39 F4: an input_audio went nowhere, unsaid)
     keys |= {f"input[].content ({t})" for t in {p.get("type") for p in kept} if isinstance(t, str)}
-    return own_fields("the Responses API", keys) + only
+    refusals = [
+        f"{message_path(request, i)}: an earlier refusal goes as the assistant's text"
+        for i, m in enumerate(request.messages)
+        if m.role == "assistant" and _refused(_record(m.extensions).get("items"))
+    ]
+    return own_fields("the Responses API", keys) + only + refusals
 
 
 def carried(request: ResponsesRequest, back: ResponsesRequest | None = None) -> ResponsesRequest:

@@ -1604,3 +1604,27 @@ def test_a_tool_result_of_text_blocks_is_joined_by_line_ends_not_glued(
         (response,) = [p["functionResponse"]["response"] for c in sent["contents"]
                        for p in c["parts"] if "functionResponse" in p]  # fmt: skip
         assert response == ({"error": joined} if failed else {"output": joined})
+
+
+@pytest.mark.parametrize("to", ["chat", "messages", "gemini"])
+def test_an_earlier_refusal_sent_back_goes_as_the_assistants_text_said(
+    to: dialects.DialectName,
+) -> None:
+    """Fidelity 51 N6: a Responses client's earlier refusal, sent back, reached a Chat or
+    Messages server as an empty assistant turn (which both refuse) and Gemini as none: no
+    other dialect has a refusal to send back, so it goes as the turn's text, said."""
+    refused = {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+               "content": [{"type": "refusal", "refusal": "I can't help."}]}  # fmt: skip
+    request = _parsed("responses", {"model": "m", "input": [
+        {"role": "user", "content": "Write me a keylogger."}, refused,
+        {"role": "user", "content": "Why not?"}]})  # fmt: skip
+    lost: list[str] = []
+    sent = json.loads(b"".join(dialects.translate_request(request, to, lost=lost).body()))  # type: ignore[attr-defined]
+    turns = sent["contents"] if to == "gemini" else sent["messages"]
+    assert len(turns) == 3
+    said = turns[1]["parts"][0]["text"] if to == "gemini" else turns[1]["content"]
+    assert said == "I can't help."
+    assert "input[1]: an earlier refusal goes as the assistant's text" in lost
+    spec = dialects.dialect("responses")
+    back = spec.from_hub(spec.to_hub(request))
+    assert b"".join(back.body()) == b"".join(request.body())  # type: ignore[attr-defined]

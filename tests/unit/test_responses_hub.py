@@ -158,7 +158,7 @@ def test_what_has_no_neutral_form_travels_in_records(tmp_path: Path) -> None:
     ]
     assert user.content[1].path == str(image)  # still read from disk
     assert empty.content == ""
-    assert turn.content == "Hallo"
+    assert turn.content == "Hallo\nno"  # (fidelity 51 N6: a refusal goes as text)
     (block,) = hub.message_reasoning(turn)
     assert block == ReasoningBlock(
         text="one\n\ntwo", signature="enc", carrier="summary", item_id="rs_1"
