@@ -49,7 +49,7 @@ audio parts that are not text cannot go to the OpenAI dialect: `llm_to_openai` r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeGuard, get_args
 
 from .events import (
@@ -348,6 +348,17 @@ _CHAT_PARAMETERS: Final = (
 OpenAI refuses)."""
 
 
+def _text_after_an_image(parts: Sequence[object]) -> bool:
+    """Whether text (or a text file) comes after an image among a user message's parts."""
+    seen = False
+    for part in parts:
+        if isinstance(part, ImagePart):
+            seen = True
+        elif seen and (not isinstance(part, TextPart) or part.text):
+            return True
+    return False
+
+
 def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> ChatRequest:
     """An `LLMRequest` as an OpenAI request (usage is always asked for); ``lost``, a list that
     receives a sentence for each thing not carried: signed reasoning (no field in the Chat
@@ -406,7 +417,13 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         f"a {p.type} part ({p.media_type})"
                     )
             image = _url_image(where, notes)
-            messages.append(UserMessage(content=with_linked(parts, linked, image)))
+            placed = with_linked(parts, linked, image)
+            if _text_after_an_image(placed):  # (fidelity 51 N1: said, not moved unsaid)
+                notes.append(
+                    f"{where}.content: a Chat request has its text first, then its images "
+                    "(wire reference 2.2): text after an image is not kept in its place"
+                )
+            messages.append(UserMessage(content=placed))
         elif m.role == "assistant":
             calls = tuple(
                 ToolCall(index=k, id=c.id, name=c.name, arguments=c.arguments)
