@@ -438,7 +438,9 @@ def _tool_input(call: LLMToolCall, where: str) -> Mapping[str, Any]:
     return value
 
 
-def _messages_from_hub(request: LLMRequest) -> tuple[list[LLMMessage], list[Message]]:
+def _messages_from_hub(
+    request: LLMRequest, notes: list[str]
+) -> tuple[list[LLMMessage], list[Message]]:
     system: list[LLMMessage] = []
     out: list[Message] = []
     pending: list[Block] = []  # tool results, joined by the user turn that follows them
@@ -477,7 +479,14 @@ def _messages_from_hub(request: LLMRequest) -> tuple[list[LLMMessage], list[Mess
             flush()
         else:
             flush()
-            out.append(_assistant_in(m, where))
+            turn = _assistant_in(m, where)
+            if turn.content == "" and message_reasoning(m):  # (review 51 r8: a turn of
+                notes.append(  # another vendor's thoughts only went empty, which the API
+                    f"{where}: the assistant's turn holds nothing the Messages API takes, "
+                    "which refuses an empty one: left out"  # refuses; the turns around join)
+                )
+                continue
+            out.append(turn)
     flush()
     return system, out
 
@@ -540,7 +549,8 @@ def from_hub(
         )
     vendor = request.extensions.get(VENDOR)
     vendor = vendor if isinstance(vendor, Mapping) else {}
-    systems, messages = _messages_from_hub(request)
+    emptied: list[str] = []
+    systems, messages = _messages_from_hub(request, emptied)
     if "messages" in vendor:
         messages = [
             Message(
@@ -630,6 +640,7 @@ def from_hub(
             extra={k: v for k, v in raw.items() if k not in ("type", "budget_tokens")},
         )
     if lost is not None:
+        lost += emptied
         if (unsent := unsent_summary(request, "Messages API")) is not None:
             lost.append(unsent)
         if thinking is None and effort in EFFORT_BUDGETS:

@@ -1641,3 +1641,22 @@ def _text_moved(where: str) -> str:
         f"{where}.content: a Chat request has its text first, then its images (wire "
         "reference 2.2): text after an image is not kept in its place"
     )
+
+
+def test_a_turn_of_another_vendors_thoughts_only_is_left_out_for_the_messages_api() -> None:
+    """Review 51 r8: a Gemini client's model turn of its own signed thoughts only reached a
+    Messages server as an empty assistant turn, which the API refuses: left out, said (the
+    user turns around it join, as the API joins them)."""
+    doc = {"contents": [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"text": "T", "thought": True, "thoughtSignature": "G"}]},
+        {"role": "user", "parts": [{"text": "next"}]},
+    ]}  # fmt: skip
+    request = _client_request("gemini", doc)
+    lost: list[str] = []
+    sent = json.loads(b"".join(dialects.translate_request(request, "messages", lost=lost).body()))  # type: ignore[attr-defined]
+    assert [m["role"] for m in sent["messages"]] == ["user", "user"]
+    assert lost[0] == (
+        "contents[1]: the assistant's turn holds nothing the Messages API takes, which "
+        "refuses an empty one: left out"
+    )
