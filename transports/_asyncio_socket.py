@@ -38,6 +38,7 @@ __all__: list[str] = []
 MAX_READ: Final = 256 * 1024  # asyncio's own recv size
 HIGH_WATER: Final = 64 * 1024  # asyncio's default write-buffer limits
 LOW_WATER: Final = 16 * 1024
+_NO_PROTOCOL: Final = asyncio.Protocol()  # a lost connection's: one that does nothing
 RETRY: Final = 1.0  # asyncio's ACCEPT_RETRY_DELAY
 CAPACITY: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 """The errors of an accept that ran out of something (descriptors, memory): waited out, for
@@ -254,6 +255,11 @@ class Stream(asyncio.Transport):
             self._protocol.connection_lost(exc)
         finally:
             self._sock.close()
+            # the protocol holds this transport: the cycle is broken here, as asyncio's own
+            # transports break it, so that a connection's memory (its session, a whole
+            # answer) goes when it ends, not at a full collection that seldom comes (attack
+            # 51 F4: 1.4 GB after 1,500 requests, none of them active)
+            self._protocol = _NO_PROTOCOL
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name == "socket":

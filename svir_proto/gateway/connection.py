@@ -1287,6 +1287,16 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         its stream slot and what it held of the body budget."""
         self._release()
 
+    def let_go(self) -> None:
+        """The connection is closed: let go of what made its answer (its encoder, which may
+        hold the whole answer, a whole answer's fold, the client's request), which the close,
+        lingering for what the client has still to take, would keep (attack 51 F4)."""
+        self._out = None
+        if self._whole is not None:
+            self._whole = _ANSWERED  # (nothing more is read into it)
+        self._asked = None
+        self._body = bytearray()
+
     def start_next_cycle(self) -> None:
         if not self.reusable:
             raise CallerProtocolError("the client connection is not reusable: close it")

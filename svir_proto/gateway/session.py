@@ -1211,6 +1211,8 @@ class GatewaySession:
         if not self.closed:
             self.closed = True
             self.conn.finish_request()
+            self.conn.let_go()
+            self._forward = self._replay = None
             self.actions.append(Close())
         return b""
 
