@@ -275,8 +275,7 @@ def to_hub(request: ResponsesRequest, *, request_id: str | None = None) -> LLMRe
         ],
         paths=paths,
     )
-    if record:
-        extensions[RESPONSES_EXTENSION] = record
+    extensions[RESPONSES_EXTENSION] = record  # (never empty: it says the store)
     return LLMRequest(
         model=request.model,
         messages=messages,

@@ -1633,6 +1633,15 @@ def test_an_earlier_refusal_sent_back_goes_as_the_assistants_text_said(
     spec = dialects.dialect("responses")
     back = spec.from_hub(spec.to_hub(request))
     assert b"".join(back.body()) == b"".join(request.body())  # type: ignore[attr-defined]
+    plain = _parsed("responses", {"model": "m", "input": [  # a turn given as a string: its text
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "Why?"}]})  # fmt: skip
+    lost = []
+    sent = json.loads(b"".join(dialects.translate_request(plain, to, lost=lost).body()))  # type: ignore[attr-defined]
+    turns = sent["contents"] if to == "gemini" else sent["messages"]
+    said = turns[1]["parts"][0]["text"] if to == "gemini" else turns[1]["content"]
+    assert said == "Hello."
+    assert not any("refusal" in note for note in lost)
 
 
 def _text_moved(where: str) -> str:
