@@ -274,9 +274,7 @@ class MessagesStreamEncoder:
         arguments are whole already closes at once, then the next one's turn: a loop, not a
         call per call, however many are held: review 51 r1)."""
         piece, opened = self._close_one(keep)
-        if opened is None or not an_object(opened.sent.text(), empty=False):
-            return piece  # (nearly always)
-        parts = [piece]
+        parts = [piece]  # (nearly always the only one: a join of one is that one)
         while opened is not None and an_object(opened.sent.text(), empty=False):
             piece, opened = self._close_one(keep)
             parts.append(piece)

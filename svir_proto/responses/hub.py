@@ -532,10 +532,9 @@ def _said(message: InputMessage) -> str:
     """What an assistant's message said: its text, and an earlier refusal's as text, which no
     other dialect has a field for (fidelity 51 N6: the turn went empty, which the APIs refuse,
     or, to Gemini, went away; `unread` says so)."""
-    content = message.content
+    content, text = message.content, message.text
     if isinstance(content, str):
-        return content
-    text = "".join(p.text for p in content if isinstance(p, (InputText, OutputText)))
+        return text
     refusal = "".join(p.refusal for p in content if isinstance(p, OutputRefusal))
     return f"{text}\n{refusal}" if text and refusal else text or refusal  # (apart: no glue)
 
