@@ -1,7 +1,8 @@
 """The Google Gemini dialect: ``streamGenerateContent?alt=sse`` requests and streams, both ways.
 
 `GeminiRequest` (with `GeminiRequest.parse` for a server), `GeminiStreamDecoder` (a client),
-`GeminiStreamEncoder` (a gateway answering Gemini clients), `headers`, `target` and
+`GeminiStreamEncoder` (a gateway answering Gemini clients) and `generate_content_response` (its
+whole answer, for ``:generateContent``), `headers`, `target` and
 `parse_target` (the model is in the path), the failures (`body_outcome`, `error_status`,
 `error_body`), and `to_hub`/`from_hub` (the neutral request). A vendor dialect's names stay in
 its package: ``from svir_proto.gemini import ...``.
@@ -9,7 +10,8 @@ its package: ``from svir_proto.gemini import ...``.
 
 from __future__ import annotations
 
-from . import encoder, endpoint, hub, parts, request, status, stream
+from . import answer, encoder, endpoint, hub, parts, request, status, stream
+from .answer import *  # noqa: F403
 from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
 from .hub import *  # noqa: F403
@@ -19,6 +21,7 @@ from .status import *  # noqa: F403
 from .stream import *  # noqa: F403
 
 __all__ = [
+    *answer.__all__,
     *encoder.__all__,
     *endpoint.__all__,
     *hub.__all__,
