@@ -43,6 +43,7 @@ __all__ = [
     "DialectSpec",
     "DialectStreamDecoder",
     "DialectStreamEncoder",
+    "Routed",
     "TranslationError",
     "as_sent",
     "dialect",
@@ -105,6 +106,21 @@ class TranslationError(ValueError):
 
 @final
 @attrs.frozen(kw_only=True)
+class Routed:
+    """What a request target says of a request whose dialect names its model in the path
+    (Gemini's ``/v1beta/models/M:streamGenerateContent?alt=sse``): `DialectSpec.route`."""
+
+    model: str
+    stream: bool
+    sse: bool
+    """Whether the answer asked for is SSE (``alt=sse``); else a stream is a JSON array."""
+    target: str
+    """The request's target as it goes to an upstream of the dialect: from the API's root,
+    in its canonical form (a stream's as SSE), without the client's query (a key)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
 class DialectSpec:
     """One dialect, as the layers above the dialect packages use it.
 
@@ -141,13 +157,18 @@ class DialectSpec:
         fields: the hub's paths (``parameters.stop_sequences``) that this dialect's requests
             name otherwise (``stop``), for what another dialect cannot carry of them
             (`TranslationError`).
+        route: for a dialect whose path names the model (``path`` ``None``: Gemini), a request
+            target read (`Routed`), or a `RequestError` for one that is not the dialect's;
+            its ``read`` then takes the model and whether it streams: ``read(body, routed)``.
+        comments: whether its clients skip SSE comments (``: keep-alive``); the google-genai
+            SDK reads a line that is not ``data:`` as JSON, so a Gemini stream has none.
     """
 
     name: DialectName
     request_type: type
     path: str | None
     parse: Callable[[bytes], Any]
-    read: Callable[[bytes], tuple[Any, bool]]
+    read: Callable[..., tuple[Any, bool]]
     to_hub: Callable[[Any], LLMRequest]
     from_hub: Callable[..., Any]
     decoder: Callable[..., DialectStreamDecoder]
@@ -166,6 +187,8 @@ class DialectSpec:
     unread: Callable[[LLMRequest], list[str]] = lambda request: []
     """What the dialect's ``to_hub`` kept for its own API only (under its vendor key), a
     sentence each: lost on the way to another dialect but LLM-Stream, which carries it."""
+    route: Callable[[str], Routed] | None = None
+    comments: bool = True
     carried: Callable[[Any, Any], Any] | None = None
     """For a dialect whose answers repeat the request's options: a request without what
     `unread` names, and, given the request a server of another dialect was asked read back
@@ -176,9 +199,14 @@ class DialectSpec:
         """The request's path on ``endpoint`` (Rule 2)."""
         if self.path is not None:
             return endpoint.prefix + self.path
-        # the request's target names the API version: the endpoint's own goes (Rule 2)
-        root = _VERSION.sub("", endpoint.prefix.removesuffix("/v1"))
-        return root + str(request.target())
+        return self.root(endpoint) + str(request.target())
+
+    def root(self, endpoint: Endpoint) -> str:
+        """Where the request targets of a dialect whose path names the API version (Gemini's)
+        begin on ``endpoint``: its prefix without a version (Rule 2), the target's goes."""
+        if self.path is not None:
+            return endpoint.prefix
+        return _VERSION.sub("", endpoint.prefix.removesuffix("/v1"))
 
     def headers(self, head: list[tuple[str, str]], api_key: str | None) -> list[tuple[str, str]]:
         """``head`` (an `Endpoint`'s headers, which send the key as a bearer token) with the
@@ -396,21 +424,48 @@ def _parse_gemini(body: bytes) -> Any:
     )
 
 
+def _read_gemini(body: bytes, routed: Routed | None = None) -> tuple[Any, bool]:
+    from .gemini.request import GeminiRequest
+
+    if routed is None:
+        return _parse_gemini(body), True
+    return GeminiRequest.parse(body, model=routed.model, stream=routed.stream), routed.stream
+
+
+def _route_gemini(target: str) -> Routed:
+    from .gemini import endpoint
+    from .llmstream.request import RequestError
+
+    where = endpoint.parse_target(target)
+    try:
+        upstream = endpoint.target(where.model, stream=where.stream, version=where.version)
+    except ValueError as exc:  # a model whose path names another resource
+        raise RequestError("target", str(exc)) from None
+    return Routed(model=where.model, stream=where.stream, sse=where.alt == "sse", target=upstream)
+
+
 def _gemini() -> DialectSpec:
-    from .gemini import encoder, endpoint, hub, request, status, stream
+    from .gemini import answer, encoder, endpoint, hub, request, status, stream
 
     return DialectSpec(
         name="gemini",
         request_type=request.GeminiRequest,
         path=None,
         parse=_parse_gemini,
-        read=lambda body: (_parse_gemini(body), True),
+        read=_read_gemini,
+        route=_route_gemini,
+        comments=False,
         to_hub=hub.to_hub,
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
         encoder=lambda model, rid, created, declared_tools=None, request=None: (
             encoder.GeminiStreamEncoder(model=model, response_id=rid, created=created)
+        ),
+        answer=lambda result, model, rid, created, request=None, lost=None: (
+            answer.generate_content_response(
+                result, model=model, response_id=rid, created=created, lost=lost
+            )
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

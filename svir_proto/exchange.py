@@ -137,8 +137,10 @@ class PassThrough:
     ``relay``: the response is passed on as it came (Rule 8): its body's pieces are collected
     in `Exchange.relayed`; a success that is a stream is also decoded (to watch it: its text
     is not kept), and anything else is not interpreted at all. ``method`` and ``target`` (the
-    path below the endpoint's ``/v1``) say what to send, ``accept`` what the answer may be;
-    ``headers`` are added to the request's (a request id). A GET or a HEAD has no body:
+    path below the endpoint's ``/v1``; for a dialect whose targets name the API version,
+    Gemini's, from the endpoint's root: `DialectSpec.root`) say what to send, ``accept`` what
+    the answer may be; ``headers`` are added to the request's (a request id), and the key goes
+    where the dialect's API expects it (`DialectSpec.headers`). A GET or a HEAD has no body:
     ``content_length`` 0; the answer to a HEAD has none either (RFC 9110 9.3.2). ``dialect``
     (`svir_proto.dialects`) is the body's, whose decoder reads the answer: a relayed OpenAI
     stream is watched with `ChatStreamWatcher`, any other dialect's with its decoder.
@@ -355,7 +357,10 @@ class Exchange:
             if request.dialect != "chat":
                 self._spec = dialect(request.dialect)
             self.method = request.method
-            path = endpoint.prefix + request.target
+            # a dialect whose target names the API version (Gemini's) has it from the root
+            path = (endpoint.prefix if self._spec is None else self._spec.root(endpoint)) + (
+                request.target
+            )
             self.body = None  # the caller sends it, as it arrives
             head = endpoint.headers(
                 content_length=request.content_length if request.method == "POST" else None,
@@ -364,6 +369,8 @@ class Exchange:
                 user_agent=user_agent,
                 extra=[*request.headers, *request_headers(headers)] if headers else request.headers,
             )
+            if self._spec is not None:  # the key where the dialect's API expects it
+                head = self._spec.headers(head, endpoint.api_key)
         else:
             spec = dialect_of(request)
             if spec is None:

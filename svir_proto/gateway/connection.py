@@ -11,7 +11,9 @@ upstream events (`upstream`), an answer relayed as the upstream sent it (`relay_
 `relay_data`, `relay_end`), and the errors and keep-alives the gateway adds (`upstream_broken`,
 `keepalive`).
 
-Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream; ``GET /v1/models`` and
+Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each vendor's own
+    (``POST /v1/messages``, ``/v1/responses``, Gemini's ``/v1beta/models/{model}:
+    streamGenerateContent?alt=sse`` and ``:generateContent``); ``GET /v1/models`` and
     ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
     ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
     (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
@@ -46,7 +48,9 @@ Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body o
     nothing more is read: what follows is dropped (RFC 9112 9.6).
 Rule 4 (authentication, `_http` Rule 2, wire reference 5): the host and the gateway's own token
     are checked first (421, 400 for two ``Authorization`` headers, 401 with
-    ``WWW-Authenticate``); ``/metrics`` needs the token unless ``public_metrics``. The upstream's
+    ``WWW-Authenticate``); ``/metrics`` needs the token unless ``public_metrics``. On a vendor's
+    path the token may also come where its SDK sends a key (``x-api-key`` on ``/v1/messages``,
+    ``x-goog-api-key`` on Gemini's: `_KEY_HEADERS`), one such header. The upstream's
     key is the server's, never the client's, and an upstream 401 or 403 reaches the client as
     502 ``upstream_authentication``, never as its own 401.
 Rule 5 (failures in the client's dialect): a failure before the answer began is an HTTP error
@@ -75,6 +79,7 @@ It never does I/O and reads no clock: the server passes ``now`` where a timestam
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
 from urllib.parse import unquote
@@ -89,6 +94,7 @@ from ..body import RequestBody
 from ..dialects import (
     DialectName,
     DialectStreamEncoder,
+    Routed,
     TranslationError,
     as_sent,
     dialect,
@@ -136,13 +142,25 @@ __all__ = [
 
 Outcome = Literal["ok", "failed", "rejected", "cut", "cancelled"]
 Phase = Literal["idle", "head", "body", "answer", "closed"]
-Kind = Literal["chat", "messages", "responses", "models", "model", "local"]
-ClientDialect = Literal["openai", "llm-stream", "messages", "responses"]
+Kind = Literal["chat", "messages", "responses", "gemini", "models", "model", "local"]
+ClientDialect = Literal["openai", "llm-stream", "messages", "responses", "gemini"]
 """The dialect a client is answered in: ``openai`` is OpenAI's Chat Completions."""
-_COMPLETIONS: Final = frozenset({"chat", "messages", "responses"})
+_COMPLETIONS: Final = frozenset({"chat", "messages", "responses", "gemini"})
 _WIRE: Final[dict[str, DialectName]] = {
     "openai": "chat", "llm-stream": "llm-stream", "messages": "messages", "responses": "responses",
+    "gemini": "gemini",
 }  # fmt: skip
+_VENDORS: Final[dict[str, ClientDialect]] = {
+    "messages": "messages", "responses": "responses", "gemini": "gemini"
+}  # fmt: skip
+"""A vendor's own path (`Kind`), and the dialect it takes and is answered in (Rule 2)."""
+_KEY_HEADERS: Final = {"messages": "x-api-key", "gemini": "x-goog-api-key"}
+"""Where a vendor's SDK sends its key on its own path: the gateway's token, there too (the
+anthropic SDK's ``api_key``, google-genai's); ``Authorization: Bearer`` goes anywhere."""
+_GENERATE: Final = re.compile(
+    r"/v1[a-z0-9]*/(?:models|tunedModels)/[^:/]+:(?:streamGenerateContent|generateContent)"
+)
+"""Gemini's path: the model and the method in it (`DialectSpec.route` reads them)."""
 _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/v1/chat/completions": ("chat", ("POST",)),
     "/v1/messages": ("messages", ("POST",)),
@@ -184,6 +202,9 @@ messages, or 30 KiB of prose, a few milliseconds of parsing) is parsed and trans
 a larger one is handed to the server (`Prepare`) to do off its event loop, so one large
 request does not stall the others."""
 KEEPALIVE: Final = b": keep-alive\n\n"
+BLANK_LINE: Final = b"\r\n"
+"""The keep-alive of a dialect whose clients read no SSE comment (`DialectSpec.comments`):
+an empty line, which ends no event (SSE's dispatch of an empty data buffer does nothing)."""
 
 
 @final
@@ -338,6 +359,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._mode: Literal["idle", "local", "held", "pass", "forwarded", "answered"] = "idle"
         self._local = ""  # a request the server answers itself: its name
         self._ingress: ClientDialect | None = None
+        self._routed: Routed | None = None  # what a path that names the model says (Gemini's)
         self._translated = False  # the request goes upstream in another dialect
         self._body = bytearray()
         self._held = 0  # bytes of the body budget this request holds
@@ -490,9 +512,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 headers=[("Allow", ", ".join(allowed))],
             )  # fmt: skip
         given = bearer(v for k, v in req.fields if k == "authorization")
+        key_header = _KEY_HEADERS.get(kind) if given is None else None
+        if key_header is not None:  # (the vendor's SDK sends the token as its key)
+            given = bearer(f"Bearer {v}" for k, v in req.fields if k == key_header)
         if given is False:
             return self._reject(
-                400, "a request may carry one Authorization header", _INVALID,
+                400, f"a request may carry one {key_header or 'Authorization'} header", _INVALID,
                 close=True,
             )  # fmt: skip
         local = kind == "local"
@@ -529,38 +554,51 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )  # fmt: skip
             self._queue.append(Forward(request=relay, dialect="openai", body=b""))
             return None
-        return self._completion(kind, headers)
+        return self._completion(kind, headers, req.target)
 
-    def _completion(self, kind: Kind, headers: dict[str, str]) -> None:
+    def _completion(self, kind: Kind, headers: dict[str, str], target: str) -> None:
         cfg = self.config
         length_field = headers.get("content-length")
         length = int(length_field) if length_field is not None else None  # h11 checked digits
         self._length = length
         if length is not None and length > cfg.max_body:
             return self._too_large()
-        dialect: ClientDialect | None
+        ingress: ClientDialect | None
         answer: ClientDialect | None
         if kind == "chat":
-            dialect = request_dialect(headers.get("content-type"))
-            answer = response_dialect(dialect, headers.get("accept")) if dialect else None
+            ingress = request_dialect(headers.get("content-type"))
+            answer = response_dialect(ingress, headers.get("accept")) if ingress else None
         else:  # Rule 2: a vendor's own path takes its JSON, answered in its dialect
             media = parse_media_type(headers.get("content-type") or "")[0]
-            vendor: ClientDialect = "messages" if kind == "messages" else "responses"
-            dialect = answer = vendor if media == "application/json" else None
-        if dialect is None and kind != "chat":  # a vendor's path serves JSON only
+            vendor = _VENDORS[kind]
+            ingress = answer = vendor if media == "application/json" else None
+        if ingress is None and kind != "chat":  # a vendor's path serves JSON only
             return self._reject(
                 415, f"{headers.get('content-type') or 'no Content-Type'} is not served here; "
                 "send application/json", "unsupported_media_type", close=True,
                 headers=[("Accept-Post", "application/json")],
             )  # fmt: skip
-        if dialect is None:
+        if ingress is None:
             status, extra, body = unsupported_media_type(headers.get("content-type"))
             return self._reply(status, extra, body, close=True, outcome="rejected")
         assert answer is not None
-        self._ingress = dialect
+        route = dialect(_WIRE[ingress]).route
+        if route is not None:  # the path names the model (Gemini's)
+            try:
+                self._routed = route(target)
+            except RequestError as exc:
+                self.request_id = self._header_id or self.state.new_id()
+                return self._reject(400, exc.message, _INVALID, close=True, param="target")
+            if self._routed.stream and not self._routed.sse:
+                self.request_id = self._header_id or self.state.new_id()
+                return self._reject(
+                    400, "this gateway streams Gemini answers as SSE only: add alt=sse to the "
+                    "query", _INVALID, close=True, param="alt",
+                )  # fmt: skip
+        self._ingress = ingress
         self.dialect = answer
         upstream = cfg.upstream_dialect
-        self._translated = _WIRE[dialect] != upstream  # Rule 2: else relayed as it comes
+        self._translated = _WIRE[ingress] != upstream  # Rule 2: else relayed as it comes
         held = self._translated or length is None or length <= cfg.hold_below
         # a body passed through takes its slot now, for its upstream request begins now; a
         # held one once it is whole, and is refused now only if none is free: a slow body
@@ -593,9 +631,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         its answer is relayed, unless an OpenAI client asked for LLM-Stream's."""
         assert self.request_id is not None
         wire = _WIRE[self._ingress or "openai"]
+        routed = self._routed
         return PassThrough(
             content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
-            target=dialect(wire).path or "", headers=(("X-Request-Id", self.request_id),),
+            target=dialect(wire).path or "" if routed is None else routed.target,
+            headers=(("X-Request-Id", self.request_id),),
         )  # fmt: skip
 
     def _continue(self) -> None:
@@ -679,9 +719,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if self._translated:
                 given, to = _WIRE[self._ingress or "openai"], self.config.upstream_dialect
                 if self._cost <= PREPARE_IN_PLACE:
-                    self.prepared(_prepare(body, given, to))
+                    self.prepared(_prepare(body, given, to, self._routed))
                 else:
-                    self._preparing = _Preparation(body, given, to)
+                    self._preparing = _Preparation(body, given, to, self._routed)
                     self._queue.append(Prepare(run=self._preparing))
                 return
             facts = RequestScanner.whole(body)
@@ -689,10 +729,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if choices and self._ingress == "openai":
                 self._one_choice()
                 return
-            if facts.stream is not True and self._streams_only():
+            stream = self._streams(facts)
+            if not stream and self._streams_only():
                 return
             self._learn(facts)
-            self.streaming_request = facts.stream is True
+            self.streaming_request = stream
             self.request_id = request_id(facts.request_id) or self._header_id or self.state.new_id()
             relay = self._relay(len(body))
             relay.declared_tools = self._declared
@@ -707,10 +748,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if scanner.choices and self._ingress == "openai" and not self._head_sent:
                 self._one_choice()  # sent upstream, not ended: the upstream's is cancelled
                 return  # (an answer begun before the body ended goes on: its watcher cuts it)
-            if scanner.stream is not True and not self._head_sent and self._streams_only():
+            stream = self._streams(scanner)
+            if not stream and not self._head_sent and self._streams_only():
                 return  # (likewise)
             self._learn(scanner)
-            self.streaming_request = scanner.stream is True
+            self.streaming_request = stream
             self._pass.declared_tools = self._declared
             self._pass.include_usage = scanner.include_usage
             self._mode = "forwarded"
@@ -739,8 +781,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         message = "n must be 1: more than one choice is not supported by this gateway"
         self._reject(400, message, _INVALID, param="$.n")
 
+    def _streams(self, scanner: RequestScanner) -> bool:
+        """Whether a relayed request asks for a stream: its ``stream``, or its path's."""
+        return scanner.stream is True if self._routed is None else self._routed.stream
+
     def _learn(self, scanner: RequestScanner) -> None:
-        self._model = scanner.model or ""
+        self._model = scanner.model or "" if self._routed is None else self._routed.model
         if self._ingress == "openai":  # the scanner reads OpenAI's tools (function.name)
             self._declared = frozenset(scanner.tools) if scanner.tools else None
 
@@ -824,16 +870,18 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _refusal(self, status: int, message: str, code: str, **extra: Any) -> bytes:
         """Rule 5: the error object of the gateway's own refusal, in the dialect of the path
-        the client asked (Anthropic's on ``/v1/messages``, from its first line on; OpenAI's,
-        with ``code`` and ``extra`` such as ``param``, anywhere else)."""
-        if self._path_kind != "messages":
+        the client asked (Anthropic's on ``/v1/messages``, Gemini's on its path, from their
+        first line on; OpenAI's, with ``code`` and ``extra`` such as ``param``, anywhere
+        else)."""
+        vendor = _VENDORS.get(self._path_kind or "")
+        if vendor is None or vendor == "responses":
             return error_json(message, code, **extra)
-        # Anthropic's object has no param: the messages of the refusals with one (a
-        # `RequestError`'s) begin with it already
+        # Anthropic's and Gemini's objects have no param: the messages of the refusals with one
+        # (a `RequestError`'s) begin with it already
         kind = _KIND_OF_STATUS.get(status, FailureKind.REJECTED if status < 500 else None)
         kind = kind or FailureKind.SERVER_ERROR  # the code is kept where it is Anthropic's too
         failure = Failure(kind=kind, message=message, code=code, status=status)
-        return dialect("messages").error_body(failure)
+        return dialect(_WIRE[vendor]).error_body(failure)
 
     def _reply(
         self,
@@ -950,9 +998,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         comments before the stream's end, one each, as ``Svir-Lost`` values
         (`_header_values`): a client skips them, a person reading the stream sees them, and
         the log counts them (attack 42 F5, fidelity 43 F02: they went nowhere); and the
-        upstream's names the encoder was not given (`_named`)."""
+        upstream's names the encoder was not given (`_named`). A client of a dialect whose
+        clients read no comment (Gemini's: `DialectSpec.comments`) gets none: the log counts
+        them still (a chunk of their own would be an answer chunk with no text to its SDK)."""
         said = [*problems, *self._renamed, *getattr(self._out, "lost", ())]
         self.noted += len(said)
+        if not dialect(_WIRE[self.dialect or "openai"]).comments:  # (counted, not written)
+            return b""
         return b"".join(b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(said))
 
     def _gather(
@@ -1199,7 +1251,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         ):
             return b""
         head = b"" if self._head_sent else self._stream_head()
-        return head + self._chunk(KEEPALIVE)
+        comments = dialect(_WIRE[self.dialect or "openai"]).comments
+        return head + self._chunk(KEEPALIVE if comments else BLANK_LINE)
 
     def _end_of_body(self) -> bytes:
         return self._side.end()
@@ -1348,6 +1401,8 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     known = _ROUTES.get(target)
     if known is not None:
         return known
+    if _GENERATE.fullmatch(target):  # (before a model's: ``/v1/models/M:generateContent``)
+        return "gemini", ("POST",)
     if target.startswith("/v1/models/") and _model_id(target[len("/v1/models/") :]):
         return "model", ("GET", "HEAD")
     return None, ()
@@ -1375,31 +1430,40 @@ class _Preparation:
     ``False``: set by the loop, read by the thread) it does nothing: queued behind others, the
     work of clients that sent and left is not done for nobody."""
 
-    __slots__ = ("body", "given", "to", "wanted")
+    __slots__ = ("body", "given", "routed", "to", "wanted")
 
-    def __init__(self, body: bytes, given: DialectName, to: DialectName) -> None:
+    def __init__(
+        self, body: bytes, given: DialectName, to: DialectName, routed: Routed | None
+    ) -> None:
         self.body = body
         self.given = given
         self.to = to
+        self.routed = routed
         self.wanted = True
 
     def __call__(self) -> object:
         body, self.body = self.body, b""
-        return _prepare(body, self.given, self.to, self) if self.wanted else None
+        return _prepare(body, self.given, self.to, self.routed, self) if self.wanted else None
 
 
 def _prepare(
-    body: bytes, given: DialectName, to: DialectName, job: _Preparation | None = None
+    body: bytes,
+    given: DialectName,
+    to: DialectName,
+    routed: Routed | None = None,
+    job: _Preparation | None = None,
 ) -> object:
     """Parse a request of dialect ``given`` and translate it through the hub to dialect ``to``:
     ``(the neutral request, the upstream's request, whether the client asked for a stream,
     the client's request as far as the upstream is asked it (`as_sent`), the Svir-Lost values
     of what the translation lost, the upstream request's body)``, or the error that refuses
     it. Pure: safe to run in a worker thread; between its steps it stops (``None``) once
-    ``job``'s client left."""
+    ``job``'s client left. ``routed``: what the path said of the model and the stream, for a
+    dialect whose path says them (Gemini's)."""
     spec = dialect(given)
     try:
-        request, stream = spec.read(body)  # (the answer's dialect is checked in `prepared`)
+        # (the answer's dialect is checked in `prepared`)
+        request, stream = spec.read(body) if routed is None else spec.read(body, routed)
         if job is not None and not job.wanted:
             return None
         hub = spec.to_hub(request)

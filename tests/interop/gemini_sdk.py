@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import threading
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import attrs
 import pytest
 
-from svir_proto.events import Completion
+from svir_proto.events import Completion, FinishReason
+from svir_proto.gemini._wire import FINISH_OF
 from tests.helpers import run
 
 genai = pytest.importorskip("google.genai")
@@ -68,7 +69,30 @@ def sdk(
 ) -> Report:
     Replay.seen.clear()
     Replay.answer = (status, content_type, body)
+    return through(base, model="gemini-2.5-flash", contents="hi")
+
+
+def through(
+    base: str, *, model: str, contents: Any, config: Any = None, whole: bool = False
+) -> Report:
+    """What the SDK reports of the answer of the server at ``base`` (its root): streamed
+    (``generate_content_stream``), or asked whole (``generate_content``)."""
     client = genai.Client(api_key="test-key", http_options=types.HttpOptions(base_url=base))
+    try:
+        if whole:
+            return report(
+                [client.models.generate_content(model=model, contents=contents, config=config)]
+            )
+        return report(
+            client.models.generate_content_stream(model=model, contents=contents, config=config)
+        )
+    except errors.APIError as exc:
+        return Report("", "", (), None, None, (exc.code, exc.status))
+
+
+def report(chunks: Iterable[Any]) -> Report:
+    """What the SDK's ``GenerateContentResponse`` objects say, read as an application does
+    (an `errors.APIError` raised on the way is the report's ``error``)."""
     text: list[str] = []
     thoughts: list[str] = []
     calls: list[tuple[str, object]] = []
@@ -76,7 +100,7 @@ def sdk(
     usage = None
     error = None
     try:
-        for chunk in client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"):
+        for chunk in chunks:
             if chunk.prompt_feedback is not None and chunk.prompt_feedback.block_reason:
                 finish = finish or chunk.prompt_feedback.block_reason.value
             for candidate in chunk.candidates or ():
@@ -101,6 +125,20 @@ def sdk(
     except errors.APIError as exc:
         error = (exc.code, exc.status)
     return Report("".join(text), "".join(thoughts), tuple(calls), finish, usage, error)
+
+
+def finish_of(result: Completion) -> str | None:
+    """The ``finishReason`` `GeminiStreamEncoder` writes for ``result``."""
+    if result.error is not None or result.finish_reason is None or not result.done:
+        return None  # a failure ends the stream, a cut writes no finish (encoder Rules 5, 6)
+    raw = result.finish_raw
+    if any(v.filtered and v.scope == "completion" for v in result.filter_verdicts):
+        return "SAFETY"  # (blocked after it finished: fidelity 43 F01)
+    if result.finish_reason is FinishReason.OTHER:
+        return "OTHER"
+    if raw in ("STOP", "MAX_TOKENS"):
+        return raw
+    return FINISH_OF[result.finish_reason]
 
 
 def ours(result: Completion, *, finish: str | None, error: tuple[int, str | None] | None) -> Report:

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import pytest
 
-from svir_proto.events import Completion, FinishReason
+from svir_proto.events import Completion
 from svir_proto.gemini import (
     GeminiContent,
     GeminiFunctionCall,
@@ -37,7 +37,7 @@ from svir_proto.gemini import (
     GeminiToolConfig,
     parse_target,
 )
-from svir_proto.gemini._wire import FINISH_OF, STATUS_OF
+from svir_proto.gemini._wire import STATUS_OF
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder
 from tests.helpers import CONFORMANCE
@@ -45,7 +45,14 @@ from tests.helpers import CONFORMANCE
 genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
 
-from tests.interop.gemini_sdk import Replay, decode, loopback, ours, sdk  # noqa: E402, F401
+from tests.interop.gemini_sdk import (  # noqa: E402, F401
+    Replay,
+    decode,
+    finish_of,
+    loopback,
+    ours,
+    sdk,
+)
 
 GEMINI = sorted((CONFORMANCE / "gemini").glob("*.sse"))
 OPENAI = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
@@ -86,19 +93,6 @@ def _through_our_encoder(decoder: Any, body: bytes) -> tuple[bytes, Completion]:
     return b"".join(encoder.encode(e) for e in events), result
 
 
-def _expected_finish(result: Completion) -> str | None:
-    if result.error is not None or result.finish_reason is None or not result.done:
-        return None  # a failure ends the stream, a cut writes no finish (encoder Rules 5, 6)
-    raw = result.finish_raw
-    if any(v.filtered and v.scope == "completion" for v in result.filter_verdicts):
-        return "SAFETY"  # (blocked after it finished: fidelity 43 F01)
-    if result.finish_reason is FinishReason.OTHER:
-        return "OTHER"
-    if raw in ("STOP", "MAX_TOKENS"):
-        return raw
-    return FINISH_OF[result.finish_reason]
-
-
 @pytest.mark.parametrize(
     ("path", "make"),
     [(p, ChatStreamDecoder) for p in OPENAI] + [(p, LLMStreamDecoder) for p in LLMSTREAM],
@@ -112,7 +106,7 @@ def test_the_sdk_reads_our_encoder_as_our_decoder_read_the_source(
     error = None
     if result.error is not None:
         error = (STATUS_OF[result.error.kind][0], STATUS_OF[result.error.kind][1])
-    assert seen == ours(result, finish=_expected_finish(result), error=error)
+    assert seen == ours(result, finish=finish_of(result), error=error)
 
 
 def _bytes_of(request: GeminiRequest) -> list[object]:

@@ -252,3 +252,44 @@ def test_the_model_listing_through_the_gateway_by_get_and_head(llama: str) -> No
             assert head.getheader("content-type") == got.getheader("content-type")
         finally:
             conn.close()
+
+
+def _gemini(base: str, request: Any, *, whole: bool = False) -> dict[str, Any]:
+    """What google-genai reads through the gateway on Gemini's own path (at ``base``'s root):
+    streamed (``generate_content_stream``) or whole (``generate_content``)."""
+    from tests.interop.gemini_sdk import through
+
+    doc = json.loads(request.body().read())
+    config = {
+        **doc.get("generationConfig", {}),
+        **{k: doc[k] for k in ("systemInstruction", "tools", "toolConfig") if k in doc},
+    }
+    seen = through(
+        base.removesuffix("/v1"), model=request.model, contents=doc["contents"], config=config,
+        whole=whole,
+    )  # fmt: skip
+    assert seen.error is None
+    assert seen.usage is not None
+    return {"text": seen.text, "calls": list(seen.calls), "stop": seen.finish,
+            "usage": seen.usage[:2]}  # fmt: skip
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["stream", "whole"])
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_the_gemini_sdk_through_the_gateway(
+    llama: str, upstream: str, name: str, whole: bool
+) -> None:
+    """google-genai (llama.cpp serves no Gemini) through the gateway to an upstream of each
+    dialect: it reads what the openai package reads from llama.cpp's Chat endpoint for the
+    Chat translation of the same Gemini request, in Gemini's words (the finish: a call ends
+    with ``STOP``, as Gemini's do)."""
+    request = dialects.translate_request(cases.STREAMS[name], "gemini")
+    direct = _openai(llama, dialects.translate_request(request, "chat"))
+    with gateway(llama, upstream_dialect=upstream) as (base, _):
+        through = _gemini(base, request, whole=whole)
+    stop = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}[direct["stop"]]
+    if name == LLAMA_CUT and upstream == "responses":
+        stop = "STOP"  # (llama.cpp's quirk: `LLAMA_CUT`)
+    assert through == {**direct, "stop": stop}
+    assert direct["text"] or direct["calls"]

@@ -19,6 +19,7 @@ from svir_proto.events import StreamEnded, StreamFailed, StreamStarted, TextDelt
 from svir_proto.exchange import Exchange, PassThrough
 from svir_proto.gemini import GeminiRequest
 from svir_proto.llmstream import LLMMessage, LLMRequest, LLMStreamDecoder, LLMTextPart
+from svir_proto.llmstream.request import RequestError
 from svir_proto.openai import ChatRequest, ChatStreamDecoder, Endpoint, UserMessage
 from svir_proto.responses import (
     FunctionTool,
@@ -59,6 +60,25 @@ def test_a_messages_request_goes_to_messages_with_its_key() -> None:
     assert dict(own.headers)["anthropic-version"] == "2099-01-01"
     keyless = Exchange(Endpoint.parse("http://127.0.0.1:8080"), MESSAGES)
     assert "x-api-key" not in dict(keyless.headers)
+
+
+def test_a_gemini_request_is_read_with_what_its_path_says() -> None:
+    """Gemini's body names no model: read alone it is refused, saying so; read with its
+    target (`DialectSpec.route`), it is the path's model, streamed as the method says."""
+    spec = dialects.dialect("gemini")
+    body = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}'
+    with pytest.raises(RequestError, match="names its model in its path"):
+        spec.read(body)
+    assert spec.route is not None
+    routed = spec.route("/v1beta/models/g-1:generateContent?key=secret")
+    assert (routed.model, routed.stream, routed.sse) == ("g-1", False, False)
+    assert routed.target == "/v1beta/models/g-1:generateContent"  # no key: the query stays
+    request, stream = spec.read(body, routed)
+    assert isinstance(request, GeminiRequest)
+    assert (request.model, request.stream, stream) == ("g-1", False, False)
+    with pytest.raises(RequestError, match="is not /VERSION/models/MODEL"):
+        spec.route("/v1/chat/completions")
+    assert dialects.dialect("chat").route is None
 
 
 def test_a_messages_exchange_reads_its_stream_and_its_errors() -> None:

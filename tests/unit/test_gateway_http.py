@@ -475,7 +475,7 @@ def test_a_preparation_stops_between_its_steps_once_its_client_left(after: int) 
             return self.reads < after
 
     job = Job()
-    assert _prepare(_messages(3), "messages", "chat", job) is None  # type: ignore[arg-type]
+    assert _prepare(_messages(3), "messages", "chat", job=job) is None  # type: ignore[arg-type]
     assert job.reads == after
     done = _prepare(_messages(3), "messages", "chat")
     assert isinstance(done, tuple)

@@ -1,12 +1,13 @@
 // The Vercel AI SDK as an application uses it: `ai`'s streamText and generateText on a chat model
 // of @ai-sdk/openai-compatible or of @ai-sdk/openai (`.chat(...)`, Chat Completions), the
-// Responses model of @ai-sdk/openai (`.responses(...)`) and @ai-sdk/anthropic's Messages model.
+// Responses model of @ai-sdk/openai (`.responses(...)`), @ai-sdk/anthropic's Messages model and
+// @ai-sdk/google's Gemini model (`base`: the server's /v1beta URL for it).
 //
 //   node ai_sdk.mjs '[{"id": "a", "base": "http://127.0.0.1:8787/v1", "provider": "openai",
 //                      "call": "stream", "model": "m", "prompt": "hi", "tools": {...}}, ...]'
 //
-// A spec: `base` (the server's /v1 URL), `provider` ("compatible", "openai", "responses" or
-// "anthropic"), `call` ("stream"
+// A spec: `base` (the server's /v1 URL), `provider` ("compatible", "openai", "responses",
+// "anthropic" or "google"), `call` ("stream"
 // or "generate"), `model`, `prompt` or `messages`, and optionally `tools` ({name: {description,
 // parameters}}: JSON Schema, no execute, so a call ends the step), `toolChoice`,
 // `maxOutputTokens`, `temperature`, `wireMessages` (OpenAI messages sent in place of the ones
@@ -18,6 +19,7 @@
 // What differs between two servers by nature (request bodies, response headers, the request's
 // timestamps) is left out.
 import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, jsonSchema, streamText, tool } from "ai";
@@ -45,6 +47,9 @@ function model(spec) {
   }
   if (spec.provider === "anthropic") {
     return createAnthropic(settings).messages(spec.model);
+  }
+  if (spec.provider === "google") {
+    return createGoogleGenerativeAI(settings).languageModel(spec.model);
   }
   return createOpenAICompatible({ ...settings, name: "upstream", includeUsage: true }).chatModel(
     spec.model,

@@ -1,0 +1,259 @@
+"""`GatewayConnection` on Gemini's own path (``/v1beta/models/M:streamGenerateContent?alt=sse``
+and ``:generateContent``), sans-IO: the model and the method come from the path, the answer is
+in Gemini's dialect, and so are the gateway's refusals; the gateway's token may come as
+google-genai sends its key (``x-goog-api-key``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto import ChatStreamDecoder, Exchange, Forward, PassThrough, Reply
+from svir_proto.anthropic import MessagesRequest
+from svir_proto.gemini import GeminiRequest, GeminiStreamDecoder
+from svir_proto.openai import ChatRequest, Endpoint
+from tests.helpers import CONFORMANCE
+from tests.unit.test_gateway import (
+    ANTHROPIC_TOOLS,
+    MESSAGES,
+    TOOLS,
+    UPSTREAM,
+    config,
+    events_of,
+    request,
+    response,
+)
+
+GEMINI = json.dumps(
+    {
+        "contents": [{"role": "user", "parts": [{"text": "What is the weather?"}]}],
+        "tools": [{"functionDeclarations": [{"name": "get_weather", "parameters": {}}]}],
+        "generationConfig": {"maxOutputTokens": 64},
+    }
+).encode()
+STREAM = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+WHOLE = "/v1beta/models/gemini-2.5-flash:generateContent"
+JSON = {"Content-Type": "application/json"}
+CALLS = (CONFORMANCE / "gemini" / "function-call-2.5.sse").read_bytes()
+
+
+def gemini(target: str = STREAM, body: bytes = GEMINI, **headers: str) -> bytes:
+    return request(body, target=target, headers={**JSON, **headers})
+
+
+def refusal(data: bytes, **options: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """The gateway's own answer to ``data``: its status, Gemini's error object, its head."""
+    _, (reply,) = events_of(data, **options)
+    assert isinstance(reply, Reply)
+    status, headers, body = response(reply.data)
+    error = json.loads(body)["error"]
+    assert error["code"] == status  # Gemini's object: the status in it, and its RPC name
+    return status, error, headers
+
+
+def decoded(decoder: Any, body: bytes) -> Any:
+    decoder.feed(body)
+    decoder.close()
+    return decoder.result
+
+
+def test_a_gemini_client_of_a_chat_upstream_is_translated_with_its_paths_model() -> None:
+    gw, (forward,) = events_of(gemini(), config=config())
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, ChatRequest)
+    assert forward.request.model == "gemini-2.5-flash"  # from the path
+    assert forward.request.max_tokens == 64
+    assert forward.dialect == gw.dialect == "gemini"
+    assert gw.streaming_request
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS) + exchange.end_of_body())
+    status, headers, body = response(out)
+    assert (status, headers["content-type"]) == (200, "text/event-stream")
+    got = decoded(GeminiStreamDecoder(declared_tools={"get_weather"}), body)
+    want = decoded(ChatStreamDecoder(declared_tools={"get_weather"}), TOOLS)
+    assert got.complete
+    assert want.complete
+    assert got.text == want.text
+    calls = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
+    assert calls == [(c.name, json.loads(c.arguments)) for c in want.tool_calls]
+    assert calls
+    assert got.usage is not None
+    assert want.usage is not None
+    assert got.usage.completion_tokens == want.usage.completion_tokens
+    assert b"\n:" not in b"\n" + body  # no SSE comment: google-genai reads any line as JSON
+    assert gw.outcome == "ok"
+
+
+def test_a_tuned_model_and_an_encoded_name_are_read_from_the_path() -> None:
+    target = "/v1beta/tunedModels/my%20model:streamGenerateContent?alt=sse&key=abc"
+    _, (forward,) = events_of(gemini(target), config=config(upstream_dialect="messages"))
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, MessagesRequest)
+    assert forward.request.model == "tunedModels/my model"
+
+
+def test_a_gemini_client_of_a_gemini_upstream_is_relayed_with_the_gateways_key() -> None:
+    target = "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=the-clients"
+    gw, (forward,) = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+    assert isinstance(forward, Forward)
+    relay = forward.request
+    assert isinstance(relay, PassThrough)
+    assert (relay.relay, relay.dialect) == (True, "gemini")
+    # the canonical target, from the root: the client's query (its key) does not go
+    assert relay.target == "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert forward.body == GEMINI  # as the client sent it
+    keyed = Endpoint.parse("https://gl.test/v1beta", "gateway-key")
+    exchange = Exchange(keyed, relay)
+    assert exchange.target == relay.target  # the endpoint's version is the target's
+    sent = {k.lower(): v for k, v in exchange.headers}
+    assert sent["x-goog-api-key"] == "gateway-key"  # where Gemini's API expects it
+    assert "authorization" not in sent
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    exchange.receive_head(200, [("content-type", "text/event-stream")])
+    exchange.receive_body(CALLS)
+    out += gw.relay_data(b"".join(exchange.relayed)) + gw.relay_end(complete=True)
+    status, _, body = response(out)
+    assert (status, body) == (200, CALLS)  # as the upstream said it
+    assert gw.outcome == "ok"
+
+
+def test_a_relayed_messages_request_sends_the_key_as_anthropics_api_expects() -> None:
+    data = request(MESSAGES, target="/v1/messages", headers=JSON)
+    _, (forward,) = events_of(data, config=config(upstream_dialect="messages"))
+    exchange = Exchange(Endpoint.parse("https://api.test/v1", "sk-ant"), forward.request)
+    sent = {k.lower(): v for k, v in exchange.headers}
+    assert sent["x-api-key"] == "sk-ant"
+    assert "anthropic-version" in sent
+    assert "authorization" not in sent
+    assert exchange.target == "/v1/messages"
+
+
+def test_a_big_body_passed_through_to_a_gemini_upstream_keeps_the_paths_facts() -> None:
+    body = GEMINI.replace(b"What is the weather?", b"w" * 5000)
+    gw, events = events_of(
+        gemini(WHOLE, body), config=config(upstream_dialect="gemini", hold_below=1024)
+    )
+    forward = events[0]
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, PassThrough)
+    assert forward.request.target == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert not gw.streaming_request  # generateContent: a whole answer
+    assert gw._model == "gemini-2.5-flash"
+
+
+@pytest.mark.parametrize(
+    ("target", "headers", "status", "rpc", "says"),
+    [
+        (STREAM.removesuffix("?alt=sse"), JSON, 400, "INVALID_ARGUMENT", "alt=sse"),
+        (STREAM.replace("alt=sse", "alt=json"), JSON, 400, "INVALID_ARGUMENT", "alt=sse"),
+        (
+            "/v1beta/models/a%2F..%2Fb:streamGenerateContent?alt=sse",
+            JSON, 400, "INVALID_ARGUMENT", "'..'",
+        ),
+        (STREAM, {"Content-Type": "text/plain"}, 415, None, "application/json"),
+    ],
+)  # fmt: skip
+def test_what_the_gemini_path_refuses_is_said_in_geminis_error_object(
+    target: str, headers: dict[str, str], status: int, rpc: str | None, says: str
+) -> None:
+    got, error, head = refusal(request(GEMINI, target=target, headers=headers), config=config())
+    assert got == status
+    assert says in error["message"]
+    if rpc is not None:
+        assert error["status"] == rpc
+    assert head["x-request-id"] if status == 400 else True
+
+
+def test_a_gemini_body_that_breaks_the_rules_names_where() -> None:
+    status, error, _ = refusal(gemini(body=b'{"contents": 3}'), config=config())
+    assert status == 400
+    assert error["message"].startswith("$.contents")
+    status, error, _ = refusal(gemini(body=b"not json"), config=config())
+    assert (status, error["status"]) == (400, "INVALID_ARGUMENT")
+
+
+def test_the_gemini_path_takes_post_only() -> None:
+    status, error, head = refusal(request(method="GET", target=STREAM), config=config())
+    assert (status, head["allow"]) == (405, "POST")
+    assert "POST" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("target", "header"), [(STREAM, "x-goog-api-key"), ("/v1/messages", "x-api-key")]
+)
+def test_the_gateways_token_may_come_where_the_vendors_sdk_sends_its_key(
+    target: str, header: str
+) -> None:
+    body = GEMINI if target == STREAM else MESSAGES
+    _, events = events_of(
+        request(body, target=target, headers={**JSON, header: "t0k"}), config=config(token="t0k")
+    )
+    assert isinstance(events[0], Forward)
+    _, (reply,) = events_of(
+        request(body, target=target, headers={**JSON, header: "wrong"}),
+        config=config(token="t0k"),
+    )
+    assert isinstance(reply, Reply)
+    assert response(reply.data)[0] == 401
+    two = request(body, target=target, headers=JSON).replace(
+        b"\r\n\r\n", f"\r\n{header}: t0k\r\n{header}: t0k\r\n\r\n".encode(), 1
+    )
+    _, (reply,) = events_of(two, config=config(token="t0k"))
+    assert isinstance(reply, Reply)
+    status, _, answer = response(reply.data)
+    assert status == 400
+    assert header.encode() in answer
+    # another path's vendor header is no token: OpenAI's takes Authorization only
+    _, (reply,) = events_of(
+        request(b"{}", headers={**JSON, header: "t0k"}), config=config(token="t0k")
+    )
+    assert isinstance(reply, Reply)
+    assert response(reply.data)[0] == 401
+
+
+def test_a_gemini_stream_keeps_alive_with_empty_lines_and_says_no_comment() -> None:
+    refusals = (CONFORMANCE / "openai" / "openai-refusal.sse").read_bytes()
+    gw, (forward,) = events_of(gemini(), config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.keepalive()  # the stream's head, and an empty line
+    out += gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.keepalive()
+    out += gw.upstream(exchange.receive_body(refusals) + exchange.end_of_body())
+    status, _, body = response(out)
+    assert status == 200
+    assert body.startswith(b"\r\n")
+    assert b"\n:" not in b"\n" + body
+    assert gw.noted >= 1  # the refusal written as text: counted, not written (no comment)
+    got = decoded(GeminiStreamDecoder(), body)
+    want = decoded(ChatStreamDecoder(), refusals)
+    assert got.text == want.text + want.refusal
+    assert got.complete
+
+
+def test_a_gemini_request_of_a_messages_upstream_round_trips_its_answer() -> None:
+    gw, (forward,) = events_of(gemini(), config=config(upstream_dialect="messages"))
+    assert isinstance(forward.request, MessagesRequest)
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(ANTHROPIC_TOOLS) + exchange.end_of_body())
+    _, _, body = response(out)
+    got = decoded(GeminiStreamDecoder(), body)
+    from svir_proto.anthropic import MessagesStreamDecoder
+
+    want = decoded(MessagesStreamDecoder(), ANTHROPIC_TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in got.tool_calls] == [
+        (c.name, json.loads(c.arguments)) for c in want.tool_calls
+    ]
+    assert got.text == want.text
+
+
+def test_a_gemini_request_parses_as_the_dialect_reads_it() -> None:
+    """What the gateway translated is what `GeminiRequest.parse` reads of the body."""
+    gw, (forward,) = events_of(gemini(), config=config(upstream_dialect="responses"))
+    parsed = GeminiRequest.parse(GEMINI, model="gemini-2.5-flash")
+    assert parsed.tool_names == {"get_weather"}
+    assert forward.request.tool_names == parsed.tool_names
+    assert gw.dialect == "gemini"
