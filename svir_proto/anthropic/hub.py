@@ -641,6 +641,11 @@ def from_hub(
         )
     if lost is not None:
         lost += emptied
+        if not isinstance(params.get("max_tokens"), int):  # (the API requires one: fidelity N4)
+            lost.append(
+                f"max_tokens: the Messages API requires one and the request set none: "
+                f"{max_tokens} sent (a longer answer is cut there)"
+            )
         if (unsent := unsent_summary(request, "Messages API")) is not None:
             lost.append(unsent)
         if thinking is None and effort in EFFORT_BUDGETS:

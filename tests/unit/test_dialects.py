@@ -14,6 +14,7 @@ import pytest
 from svir_proto import dialects
 from svir_proto import hub as hub_module
 from svir_proto.anthropic import Message, MessagesRequest, MessagesStreamDecoder
+from svir_proto.anthropic.hub import DEFAULT_MAX_TOKENS
 from svir_proto.errors import Failure, FailureKind
 from svir_proto.events import StreamEnded, StreamFailed, StreamStarted, TextDelta
 from svir_proto.exchange import Exchange, PassThrough
@@ -32,6 +33,18 @@ from svir_proto.responses import (
 CONFORMANCE = Path(__file__).parent.parent / "conformance"
 CHAT = ChatRequest(model="m", messages=[UserMessage(content="hi")])
 MESSAGES = MessagesRequest(model="m", max_tokens=8, messages=[Message(role="user", content="hi")])
+
+
+NO_MAX = (
+    f"max_tokens: the Messages API requires one and the request set none: {DEFAULT_MAX_TOKENS} "
+    "sent (a longer answer is cut there)"
+)
+"""What a request with no ``max_tokens`` gets said on its way to the Messages API (fidelity
+N4: the API requires one, and the one sent cuts a longer answer)."""
+
+
+def _default(to: str) -> list[str]:
+    return [NO_MAX] if to == "messages" else []
 
 
 def test_each_dialect_by_name_and_by_request() -> None:
@@ -240,7 +253,10 @@ def test_options_are_left_out_whatever_else_was_lost_and_kept_when_they_cannot_g
         assert (sent.reasoning, sent.store) == (None, None)
     lost: list[str] = []
     dialects.translate_request(summary, "messages", lost=lost)
-    assert lost == ["reasoning summary 'detailed' has no field in the Messages API: not sent"]
+    assert lost == [
+        NO_MAX,
+        "reasoning summary 'detailed' has no field in the Messages API: not sent",
+    ]
     effort = ResponsesRequest(  # attack 50b N5: the style went nowhere, unsaid to Gemini, and
         model="m",  # repeated where it went as the server's own, "auto"
         input="hi",
@@ -434,6 +450,7 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
         return said
 
     assert lost(chat, "messages") == [
+        NO_MAX,
         "parameters.seed has no field in the Messages API: not sent",
         "store is not sent to the Messages API",
     ]  # (its strict tools go as ``strict``: fidelity 42 F14)
@@ -451,7 +468,8 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
         {"model": "m", "messages": hi, "store": False, "service_tier": "auto",
          "parallel_tool_calls": True, "reasoning_effort": "none"},
     )  # fmt: skip
-    assert lost(usual, "messages") == lost(usual, "gemini") == []
+    assert lost(usual, "messages") == [NO_MAX]  # (the one thing it has to say)
+    assert lost(usual, "gemini") == []
     assert lost(chat, "responses") == [
         "parameters.seed has no field in the Responses API: not sent"
     ]
@@ -511,6 +529,7 @@ def test_what_a_dialect_has_no_field_for_is_listed_as_lost() -> None:
     effort = _parsed("chat", {"model": "m", "messages": hi, "reasoning_effort": "high",
                               "temperature": 0.2, "metadata": {"k": "v"}})  # fmt: skip
     assert lost(effort, "messages") == [
+        NO_MAX,
         "reasoning effort 'high': the Messages API would refuse its thinking budget beside these "
         "options: not sent",
         "metadata.k is not sent to the Messages API",  # (the Responses API has it: carried)
@@ -546,7 +565,7 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
 
     hi = [{"role": "user", "content": "hi"}]
     chat = _parsed("chat", {"model": "m", "messages": hi, "logprobs": True, "top_k": 4})
-    assert lost(chat, "messages") == ["logprobs: a field of the Chat API only: not sent"]
+    assert lost(chat, "messages") == [NO_MAX, "logprobs: a field of the Chat API only: not sent"]
     assert lost(chat, "llm-stream") == []
     responses = _parsed(
         "responses",
@@ -576,7 +595,8 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
     )  # attack 39 F4: the part went nowhere, unsaid
     for to in ("chat", "messages", "gemini"):
         assert lost(spoken, to) == [
-            "input[].content (input_audio): a field of the Responses API only: not sent"
+            *_default(to),
+            "input[].content (input_audio): a field of the Responses API only: not sent",
         ]
     assert lost(spoken, "llm-stream") == []
     messages = _parsed(
@@ -648,8 +668,9 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode(),
         model="m",
     )
-    assert lost(plain, "messages") == []
+    assert lost(plain, "messages") == [NO_MAX]
     assert lost(gemini, "messages") == [
+        NO_MAX,
         "parameters.seed has no field in the Messages API: not sent",
         "cachedContent: a field of the Gemini API only: not sent",
         "generationConfig.candidateCount: a field of the Gemini API only: not sent",
@@ -707,7 +728,8 @@ def test_an_images_detail_crosses_between_openai_dialects_and_is_said_lost_elsew
         dialects.translate_request(request, target, lost=said)
         where = "messages[0]" if source == "chat" else "input[0]"  # (attack 50b N7: its own)
         assert said == [
-            f"{where}.content[1]: an image's detail ('high') has no field in {api}: not sent"
+            *_default(target),
+            f"{where}.content[1]: an image's detail ('high') has no field in {api}: not sent",
         ]
     said = []
     llm = dialects.translate_request(request, "llm-stream", lost=said)
@@ -726,7 +748,7 @@ def test_a_detail_the_chat_api_does_not_take_is_said_lost_there() -> None:
     ):
         lost: list[str] = []
         dialects.translate_request(request, target, lost=lost)
-        assert lost == [f"input[0].content[0]: {said}"]  # (attack 50b N7: the client's path)
+        assert lost == [*_default(target), f"input[0].content[0]: {said}"]  # (attack 50b N7)
 
 
 def test_a_malformed_image_detail_is_read_as_none() -> None:
@@ -1019,7 +1041,7 @@ def test_an_image_by_url_crosses_every_vendor_dialect_in_its_place(given: str, t
     api = {"messages": "the Messages API", "gemini": "the Gemini API"}.get(to)
     said = given in ("chat", "responses") and api is not None
     where = "input[0]" if given == "responses" else "messages[0]"  # (the client's: attack 50b N7)
-    assert lost == (
+    assert lost == _default(to) + (
         [f"{where}.content: the detail ('low') of an image by URL has no field in {api}: "
          "not sent"]
         if said
@@ -1289,8 +1311,9 @@ def test_a_system_message_after_the_conversation_began_is_said_moved() -> None:
         lost: list[str] = []
         body = b"".join(dialects.translate_request(request, to, lost=lost).body())  # type: ignore[attr-defined]
         assert lost == [
+            *_default(to),
             f"messages[3]: a system message after the conversation began joins {api}'s system "
-            "prompt: its place is not kept"
+            "prompt: its place is not kept",
         ]
         assert b"answer in French" in body
     lost = []
@@ -1358,6 +1381,7 @@ def test_a_participants_name_is_said_not_sent() -> None:
         lost: list[str] = []
         dialects.translate_request(request, to, lost=lost)
         assert lost == [
+            *_default(to),
             f"messages[0].name ('alice') has no field in {api}: not sent",
             f"messages[2].name ('bob') has no field in {api}: not sent",
         ], to
@@ -1387,7 +1411,7 @@ def test_a_gemini_thinking_budget_no_effort_stands_for(budget: int) -> None:
     assert sent.get("thinking") == (
         None if budget <= 0 else {"type": "enabled", "budget_tokens": 1024}
     )
-    assert lost == {
+    assert lost == [NO_MAX] + {
         0: [],
         -1: ["reasoning.budget_tokens -1 (as the model sees fit) has no field in the Messages API: "
              "not sent"],
@@ -1425,8 +1449,9 @@ def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
         lost: list[str] = []
         dialects.translate_request(request, to, lost=lost)
         assert lost == [
+            *_default(to),
             "messages[1]: an assistant's reasoning that no signature vouches for, which only a "
-            "Chat server takes back: not sent"
+            "Chat server takes back: not sent",
         ], to
     signed = _parsed("chat", {"model": "m", "messages": [  # attack 50b N4: all of it signed
         {"role": "user", "content": "hi"},
@@ -1442,7 +1467,7 @@ def test_an_assistants_unsigned_chat_reasoning_is_said_lost() -> None:
         "thinking": "they greet me",
         "signature": "S",
     }
-    assert lost == []
+    assert lost == [NO_MAX]
 
 
 def test_what_is_lost_of_a_message_names_it_as_the_client_wrote_it() -> None:
@@ -1499,7 +1524,7 @@ def test_an_llm_stream_clients_own_paths_are_not_read() -> None:
     }
     lost: list[str] = []
     dialects.translate_request(request, "messages", lost=lost)
-    assert lost == ["messages[0].name ('ann') has no field in the Messages API: not sent"]
+    assert lost == [NO_MAX, "messages[0].name ('ann') has no field in the Messages API: not sent"]
     plain = dialects.dialect("llm-stream").parse(json.dumps({**doc, "extensions": {}}).encode())
     assert dialects.dialect("llm-stream").to_hub(plain) is plain
     only = dialects.dialect("llm-stream").parse(
