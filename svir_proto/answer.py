@@ -51,9 +51,10 @@ from typing import Final
 import attrs
 
 from ._dialect import DEFAULT_MAX_RESULT_SIZE
+from ._json import canonical
 from ._pieces import Pieces
 from ._weights import BLOCK, CALL, RUN, VERDICT, verdict
-from .errors import AnswerTooLarge, Failure
+from .errors import AnswerTooLarge, Failure, FailureKind
 from .events import (
     AnswerSegment,
     Completion,
@@ -84,6 +85,7 @@ __all__ = [
     "AnswerPart",
     "finished_of",
     "no_value",
+    "not_an_object",
     "ordered_parts",
     "replay",
     "unsigned_reasoning",
@@ -466,3 +468,24 @@ def replay(result: Completion) -> Iterator[Event]:
     if result.error is not None:
         yield StreamFailed(error=result.error)
     yield StreamEnded(complete=result.complete, done=result.done)
+
+
+def not_an_object(call: ToolCall, must: str) -> Failure:
+    """The failure of an answer whose call a dialect cannot write, its arguments being no JSON
+    object (``must``: what the dialect's form needs them to be, ``a tool_use input``), with
+    the reason they did not read when they began as one (attack 47 H3: say why). Every
+    dialect that cannot write such a call ends with it, streamed or whole: a client would run
+    the call with arguments the model never gave (attack 62 F3)."""
+    text = call.arguments.strip()
+    why = ""
+    if text[:1] == "{":  # an object, but not one that reads
+        try:
+            canonical(text)
+        except (ValueError, RecursionError) as exc:
+            why = f" ({exc})"
+    return Failure(
+        kind=FailureKind.UNEXPECTED,
+        message=f"the upstream broke the protocol: the arguments of tool call {call.index} "
+        f"({call.name!r}) are not a JSON object, which {must} must be{why}",
+        code="invalid_tool_arguments",
+    )

@@ -74,6 +74,7 @@ from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import thinking_signature
 from ..answer import BLOCKED, no_value
+from ..answer import not_an_object as answer_not_an_object
 from ..errors import Failure, FailureKind
 from ..events import (
     Event,
@@ -720,16 +721,5 @@ def cut_by_length(call: ToolCall, *, written: bool) -> str:
 
 
 def not_an_object(call: ToolCall) -> Failure:
-    text = call.arguments.strip()
-    why = ""
-    if text[:1] == "{":  # an object, but not one that reads (attack 47 H3: say why)
-        try:
-            canonical(text)
-        except (ValueError, RecursionError) as exc:
-            why = f" ({exc})"
-    return Failure(
-        kind=FailureKind.UNEXPECTED,
-        message=f"the upstream broke the protocol: the arguments of tool call {call.index} "
-        f"({call.name!r}) are not a JSON object, which a tool_use input must be{why}",
-        code="invalid_tool_arguments",
-    )
+    """The failure of a ``tool_use`` whose input cannot be written (`svir_proto.answer`)."""
+    return answer_not_an_object(call, "a tool_use input")

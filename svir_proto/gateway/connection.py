@@ -161,6 +161,9 @@ _GENERATE: Final = re.compile(
     r"/v1[a-z0-9]*/(?:models|tunedModels)/[^:/]+:(?:streamGenerateContent|generateContent)"
 )
 """Gemini's path: the model and the method in it (`DialectSpec.route` reads them)."""
+_GEMINI_VERSIONS: Final = ("/v1beta/", "/v1alpha/")
+"""Where only Gemini's API is (OpenAI's is ``/v1/``): a refusal of another path there (its
+``countTokens``, the SDK's model listing: attack 62 F6) is in Gemini's shape too."""
 _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/v1/chat/completions": ("chat", ("POST",)),
     "/v1/messages": ("messages", ("POST",)),
@@ -870,10 +873,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _refusal(self, status: int, message: str, code: str, **extra: Any) -> bytes:
         """Rule 5: the error object of the gateway's own refusal, in the dialect of the path
-        the client asked (Anthropic's on ``/v1/messages``, Gemini's on its path, from their
-        first line on; OpenAI's, with ``code`` and ``extra`` such as ``param``, anywhere
-        else)."""
+        the client asked (Anthropic's on ``/v1/messages``, Gemini's on its path and on any
+        path of its versions, from their first line on; OpenAI's, with ``code`` and ``extra``
+        such as ``param``, anywhere else)."""
         vendor = _VENDORS.get(self._path_kind or "")
+        if vendor is None and self.target.startswith(_GEMINI_VERSIONS):  # (its countTokens...)
+            vendor = "gemini"
         if vendor is None or vendor == "responses":
             return error_json(message, code, **extra)
         # Anthropic's and Gemini's objects have no param: the messages of the refusals with one

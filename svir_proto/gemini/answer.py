@@ -46,8 +46,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .._json import canonical, dumps
-from ..answer import finished_of, ordered_parts
-from ..errors import Failure, FailureKind
+from ..answer import finished_of, not_an_object, ordered_parts
+from ..errors import Failure
 from ..events import (
     Completion,
     FinishReason,
@@ -59,7 +59,7 @@ from ..events import (
 )
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, SVIR_EXTENSION, usage_out
-from .encoder import _finish_value, _rfc3339
+from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339
 
 __all__ = ["generate_content_response"]
 
@@ -102,7 +102,7 @@ def generate_content_response(
         if value is not None:
             args[call] = value
         elif result.finish_reason is not FinishReason.LENGTH:
-            return _not_an_object(call)
+            return not_an_object(call, FUNCTION_ARGS)
         else:
             note(_cut_by_length(call))
     ids = {call.id for call in args}
@@ -237,23 +237,4 @@ def _cut_by_length(call: ToolCall) -> str:
     return (
         f"tool call {call.index} ({call.name!r}) was cut by the answer's length: its arguments "
         "are no object, and it is left out"
-    )
-
-
-def _not_an_object(call: ToolCall) -> Failure:
-    """The failure of an answer whose call cannot be written (Rule 3): the Messages answer's
-    (`svir_proto.anthropic.encoder.not_an_object`), with the reason the arguments did not
-    read, when they began as an object."""
-    text = call.arguments.strip()
-    why = ""
-    if text[:1] == "{":  # an object, but not one that reads: say why
-        try:
-            canonical(text)
-        except (ValueError, RecursionError) as exc:
-            why = f" ({exc})"
-    return Failure(
-        kind=FailureKind.UNEXPECTED,
-        message=f"the upstream broke the protocol: the arguments of tool call {call.index} "
-        f"({call.name!r}) are not a JSON object, which a functionCall's args must be{why}",
-        code="invalid_tool_arguments",
     )

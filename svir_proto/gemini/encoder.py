@@ -11,7 +11,11 @@ Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` 
     call's ``id``, ``name`` and ``args``. The `ToolCallDelta` pieces of a call are held until
     they make it whole (an id, a name, and arguments that parse as a JSON object); the call
     then goes out with the next event, in its place among the text, in index order (a call
-    whole before the one before it waits for that one). A call that only the decoder's whole
+    whole before the one before it waits for that one). A call whose arguments are no JSON
+    object (none are ``{}``) cannot be written: the stream ends with its failure (Rule 6), as
+    the Messages encoder's does (attack 62 F3: it went as ``{}``, a call the client would run
+    with arguments the model never gave, said only in ``lost``, which a Gemini client of a
+    gateway never reads). A call that only the decoder's whole
     `ToolCall` completes (LLM-Stream's, which has no pieces) goes out then. A call that never
     became whole is not sent (a client would execute it): listed. Holding a call costs memory
     with its arguments, which the format demands (Gemini has no argument deltas).
@@ -48,7 +52,7 @@ import datetime
 from typing import Any, Final
 
 from .._json import canonical, dumps
-from ..answer import BLOCKED
+from ..answer import BLOCKED, not_an_object
 from ..events import (
     Event,
     FilterVerdict,
@@ -70,6 +74,9 @@ from ._wire import BLOCK_REASONS, CARRIER, FINISH, FINISH_OF, SVIR_EXTENSION, us
 from .status import error_object
 
 __all__ = ["GeminiStreamEncoder"]
+
+FUNCTION_ARGS: Final = "a functionCall's args"
+"""What a call's arguments must be in Gemini's form (`svir_proto.answer.not_an_object`)."""
 
 _OTHER_FINISHES: Final = frozenset(
     {
@@ -275,7 +282,7 @@ class GeminiStreamEncoder:
         whole (so that a signature a decoder gives right after it still rides on it; one
         given before it is held already, Rule 3)."""
         out = []
-        while self._next in self._whole:
+        while self._next in self._whole and not self._over:  # (a call that failed ends it)
             out.append(self._call(self._whole.pop(self._next)))
             self._next += 1
         return b"".join(out)
@@ -283,10 +290,9 @@ class GeminiStreamEncoder:
     def _call(self, call: ToolCall) -> bytes:
         self._written.add(call.id)
         self._ids.discard(call.id)
-        args = _object(call.arguments)
-        if args is None:
-            self._note(f"tool call {call.id!r}: its arguments are not a JSON object; sent as {{}}")
-            args = {}
+        args = _object(call.arguments) if call.arguments.strip() else {}
+        if args is None:  # Rule 2: never a call with arguments the model did not give
+            return self._encode(StreamFailed(error=not_an_object(call, FUNCTION_ARGS)))
         part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": args}}
         signature = self._signatures.pop(call.id, None)
         if signature is not None:

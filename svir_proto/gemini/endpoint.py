@@ -11,7 +11,12 @@ Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` S
     (never in the query, where logs keep it).
 Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
     methods ``generateContent`` and ``streamGenerateContent`` (streaming), ``alt`` and, for
-    old clients, ``key`` from the query. Anything else is a `RequestError`.
+    old clients, ``key`` from the query. The id is one segment, decoded once: one that holds
+    ``/`` or ``\\`` once decoded (``cachedContents%2Fx`` names another collection, which a
+    gateway would send its key to: attack 62 F4), a ``%`` still (encoded twice: a proxy that
+    decodes again would see a separator), a ``;`` (a servlet container's path parameter:
+    ``..;x`` is ``..`` there), or is ``.`` or ``..``, is refused. Anything else is
+    a `RequestError`.
 
 No I/O here.
 """
@@ -104,7 +109,15 @@ def parse_target(target: str) -> GeminiTarget:
             ":streamGenerateContent",
         )
     version, resource, method = m.groups()
-    resource = urllib.parse.unquote(resource)
+    collection, _, id_ = resource.partition("/")
+    id_ = urllib.parse.unquote(id_)
+    if any(c in id_ for c in "/\\%;") or id_ in (".", ".."):
+        raise RequestError(
+            "target",
+            f"the model id {id_!r} must be one path segment (no '/', '\\', '%' or ';'; not "
+            "'.' or '..')",
+        )
+    resource = f"{collection}/{id_}"
     query = urllib.parse.parse_qs(split.query)
     alt = query.get("alt", [None])[-1]
     key = query.get("key", [None])[-1]

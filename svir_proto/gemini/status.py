@@ -19,6 +19,11 @@ Rule 4: a body may be the object, or a one-element JSON array of it (the non-SSE
     framing); anything else is read by `svir_proto.openai.body_outcome`'s rules (plain text,
     an empty body, a success that is not a stream).
 
+Rule 5 (written): `error_object` writes the failure's own HTTP status when it has one, and the
+    ``google.rpc.Code`` name Google gives that status (a 500 is ``INTERNAL``, a 503
+    ``UNAVAILABLE``: attack 62 F6, an upstream's 500 said ``UNAVAILABLE``, its kind's);
+    a status with no such name, or none, the kind's (`_wire.STATUS_OF`).
+
 Heads are decided by `svir_proto.openai.head_outcome` (401 and 403 from the head alone; a
 stream is ``text/event-stream``), which Gemini's responses follow. No I/O here.
 """
@@ -153,11 +158,20 @@ def body_outcome(
     )
 
 
+_RPC_OF_STATUS: Final = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL",
+    501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}  # fmt: skip
+"""The ``google.rpc.Code`` name of each HTTP status Google maps one to (google/rpc/code.proto)."""
+
+
 def error_object(failure: Failure) -> dict[str, Any]:
     """A failure as Gemini's ``{"error": {...}}``, with its kind and code in an ``ErrorInfo``
     of domain ``svir-proto`` (Rule 1), and its delay as ``RetryInfo``."""
     code, rpc = STATUS_OF[failure.kind]
     status = failure.status if failure.status is not None and 400 <= failure.status < 600 else code
+    rpc = _RPC_OF_STATUS.get(status, rpc) if status != code else rpc  # Rule 5
     details: list[dict[str, Any]] = [
         {
             "@type": ERROR_INFO,

@@ -175,6 +175,19 @@ def test_a_gemini_body_that_breaks_the_rules_names_where() -> None:
     assert (status, error["status"]) == (400, "INVALID_ARGUMENT")
 
 
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [("POST", "/v1beta/models/g:countTokens"), ("GET", "/v1beta/models"), ("GET", "/v1alpha/x")],
+)
+def test_another_path_of_geminis_versions_is_refused_in_geminis_shape(
+    method: str, target: str
+) -> None:
+    """Attack 62 F6: google-genai's ``countTokens`` and model listing got OpenAI's 404."""
+    status, error, _ = refusal(request(GEMINI, method=method, target=target), config=config())
+    assert (status, error["status"]) == (404, "NOT_FOUND")
+    assert target in error["message"]
+
+
 def test_the_gemini_path_takes_post_only() -> None:
     status, error, head = refusal(request(method="GET", target=STREAM), config=config())
     assert (status, head["allow"]) == (405, "POST")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from svir_proto.errors import Failure, FailureKind, FilterResult
 from svir_proto.events import (
     FilterVerdict,
@@ -145,7 +147,7 @@ def test_a_signature_before_its_call_rides_on_it_and_one_whose_call_never_comes_
 
 def test_whole_calls_without_pieces_and_calls_never_whole() -> None:
     out, encoder = encode(
-        ToolCall(index=0, id="x", name="f", arguments='"not an object"'),
+        ToolCall(index=0, id="x", name="f", arguments=" "),  # none: {}
         ToolCallDelta(index=1, id="p", name="g", arguments="{"),
         ToolCallDelta(index=2, id="q", name="h", arguments="{}"),  # waits for call 1
         ReasoningSignature(signature="s-p", carrier="thought", item_id="p"),
@@ -156,11 +158,34 @@ def test_whole_calls_without_pieces_and_calls_never_whole() -> None:
     assert parts(out[0]) == [{"functionCall": {"id": "x", "name": "f", "args": {}}}]
     assert parts(out[1]) == [{"text": "", "thoughtSignature": "s-p"}]
     assert encoder.lost == [
-        "tool call 'x': its arguments are not a JSON object; sent as {}",
         "tool call 1 never became whole: not sent",
         "tool call 3 never became whole: not sent",
         "tool call 2 waited for a call before it that never came: not sent",
     ]
+
+
+@pytest.mark.parametrize("arguments", ['"not an object"', "[1]", '{"a": '])
+def test_a_call_whose_arguments_are_no_object_ends_the_stream_with_the_failure(
+    arguments: str,
+) -> None:
+    """Attack 62 F3: it went out as ``{}`` with a STOP, said only in ``lost`` (which a Gemini
+    client of a gateway never reads): a client would run it with arguments the model never
+    gave. The stream ends with Gemini's error chunk, which the SDK raises, as the Messages
+    encoder's does; nothing after it is written."""
+    out, encoder = encode(
+        TextDelta(text="calling"),
+        ToolCall(index=0, id="x", name="f", arguments=arguments),
+        ToolCall(index=1, id="y", name="g", arguments="{}"),
+        Finished(reason=FinishReason.TOOL_CALLS, raw="tool_calls"),
+        END,
+    )
+    assert parts(out[0]) == [{"text": "calling"}]
+    (error,) = [c["error"] for c in out[1:]]
+    assert error["details"][0]["metadata"] == {"code": "invalid_tool_arguments"}
+    assert "tool call 0 ('f') are not a JSON object" in error["message"]
+    assert all("functionCall" not in p for c in out[:1] for p in parts(c))
+    assert len(out) == 2  # the text, then the error: nothing after it
+    assert not encoder.done
 
 
 def test_a_whole_call_its_pieces_never_made_whole_goes_out_in_its_turn() -> None:

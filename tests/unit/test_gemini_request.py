@@ -490,6 +490,18 @@ def test_the_server_side_reads_the_target() -> None:
         with pytest.raises(RequestError) as caught:
             parse_target(bad)
         assert caught.value.path == "target"
+    # attack 62 F4: an id that is more than one segment once decoded named another resource
+    # (cachedContents/abc, files/x), to which a gateway sent its key
+    for bad in (
+        "/v1beta/models/cachedContents%2Fabc:generateContent",
+        "/v1beta/models/%252F%252e%252e:generateContent",
+        "/v1beta/models/%5C..:generateContent",
+        "/v1beta/models/..;x:generateContent",
+        "/v1beta/models/%2E%2E:streamGenerateContent?alt=sse",
+    ):
+        with pytest.raises(RequestError, match="one path segment") as caught:
+            parse_target(bad)
+        assert caught.value.path == "target"
 
 
 def test_thoughts_and_bytes_in_a_body() -> None:

@@ -170,6 +170,9 @@ def test_an_http_body_that_is_not_geminis_is_read_by_the_shared_rules() -> None:
         (Failure(kind=FailureKind.OVERLOADED, message="m", status=529), 529, "UNAVAILABLE"),
         (Failure(kind=FailureKind.TRANSIENT, message="m", status=200), 503, "UNAVAILABLE"),
         (Failure(kind=FailureKind.UNEXPECTED, message="m"), 502, "UNKNOWN"),
+        # Rule 5 (attack 62 F6): an upstream's 500, retried as transient, is Google's INTERNAL
+        (Failure(kind=FailureKind.TRANSIENT, message="m", status=500), 500, "INTERNAL"),
+        (Failure(kind=FailureKind.REJECTED, message="m", status=404), 404, "NOT_FOUND"),
     ],
 )
 def test_the_error_a_gateway_writes_reads_back_as_the_same_failure(
