@@ -23,7 +23,7 @@ from . import _weights as weights
 from ._halves import MAX_MENDED, Halves
 from ._notes import Notes
 from ._pull import PullDecoder
-from ._signatures import CARRIED, uncarried
+from ._signatures import CARRIED, CARRIED_BASE64, uncarried, unwrapped
 from .errors import PeerProtocolError
 from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
@@ -441,9 +441,13 @@ class DialectDecoder(PullDecoder[Event]):
         its reasoning appends each piece to ``_block`` as well, and calls this for each
         `ReasoningSignature`, which is queued. Without ``keep_text`` the block's text is not
         kept: its `ReasoningBlock` has the signature and an empty text. A signature another
-        dialect carried (`svir_proto.hub.carried_signature`) is its own vendor's again."""
-        if signature.signature.startswith(CARRIED) and not signature.redacted:
-            own = uncarried(signature.signature)
+        dialect carried (`svir_proto.hub.carried_signature`, in base64 where the field is
+        bytes: `svir_proto._signatures.carried_in_base64`) is its own vendor's again."""
+        carried = signature.signature
+        if carried.startswith(CARRIED_BASE64):
+            carried = unwrapped(carried)
+        if carried.startswith(CARRIED) and not signature.redacted:
+            own = uncarried(carried)
             if own is not None:
                 signature = ReasoningSignature(
                     signature=own.signature,

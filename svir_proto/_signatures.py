@@ -14,11 +14,14 @@ from .events import REASONING_CARRIERS, ReasoningBlock
 
 __all__ = [
     "CARRIED",
+    "CARRIED_BASE64",
+    "carried_in_base64",
     "carried_signature",
     "from_thinking_block",
     "thinking_block",
     "thinking_signature",
     "uncarried",
+    "unwrapped",
 ]
 
 CARRIED: Final = "svir1."
@@ -27,6 +30,9 @@ REDACTED: Final = "+redacted"
 """After the carrier of a redacted block's data (Anthropic's ``redacted_thinking``), which goes
 back as such a block, never as a signature (audit 36: a signature of redacted data is refused)."""
 _TAG: Final = re.compile(r"[A-Za-z0-9_-]*")
+CARRIED_BASE64: Final = base64.b64encode(CARRIED.encode()).decode()
+"""How `carried_in_base64` begins (``c3ZpcjEu``: `CARRIED`'s six bytes are eight characters,
+the same in both alphabets)."""
 
 
 def carried_signature(
@@ -63,6 +69,31 @@ def uncarried(signature: str, text: str = "") -> ReasoningBlock | None:
         redacted=redacted,
         item_id=item or None,
     )
+
+
+def carried_in_base64(
+    signature: str, carrier: str, item_id: str | None, *, redacted: bool = False
+) -> str:
+    """`carried_signature` for a dialect whose signature field is bytes in base64 (Gemini's
+    ``thoughtSignature``: the google-genai SDK refuses an answer whose signature is not
+    base64, attack 62 F2, and sends it back in the URL-safe alphabet): the carried form's
+    UTF-8 in base64, read back by `unwrapped`."""
+    carried = carried_signature(signature, carrier, item_id, redacted=redacted)
+    return base64.b64encode(carried.encode()).decode()
+
+
+def unwrapped(signature: str) -> str:
+    """The `carried_signature` that `carried_in_base64` wrote, in either base64 alphabet, with
+    or without its padding; any other ``signature`` (a vendor's own) as it is."""
+    if not signature.startswith(CARRIED_BASE64):
+        return signature
+    try:
+        raw = base64.urlsafe_b64decode(
+            signature.replace("+", "-").replace("/", "_") + "=" * (-len(signature) % 4)
+        )
+        return raw.decode() if raw.startswith(CARRIED.encode()) else signature
+    except (binascii.Error, UnicodeDecodeError):  # (a ValueError: not base64, not UTF-8)
+        return signature
 
 
 def thinking_signature(signature: str, carrier: str, item_id: str | None) -> str:

@@ -10,13 +10,16 @@ Rule 1 (parts): candidate 0's ``content`` (role ``model``) has the answer's part
     the stream gave them (`svir_proto.answer.ordered_parts`). Text is a text part, and so is
     a refusal (Gemini has none: said in ``lost``), text next to text one part; reasoning is a
     ``{"text": ..., "thought": true}`` part, whatever its carrier (another's is said), thought
-    next to thought one part. A redacted block has no form (said).
+    next to thought one part. A redacted block's data is a signature of its own (Rule 2).
 Rule 2 (signatures): a signed block of Gemini's own reasoning whose ``item_id`` names a call
     the answer writes rides on that call's part as ``thoughtSignature``, wherever the block
     came (`svir_proto.gemini.parts.model_parts`), as Gemini sends it and wants it back; any
     other signature goes on the part of the run of text or thought it closes, or on an empty
-    text part where none is open (as Gemini streams one). One of another carrier goes as it
-    is (said). `GeminiStreamDecoder` reads each back as the block it was (stream Rule 3).
+    text part where none is open (as Gemini streams one). One of another carrier, or a
+    redacted block's data, goes in base64 as `svir_proto._signatures.carried_in_base64`
+    writes it (encoder Rule 3: the SDK refuses a signature that is not base64, and sends it
+    back to go to its vendor whole). `GeminiStreamDecoder` reads each back as the block it
+    was (stream Rule 3).
 Rule 3 (calls): a call is a ``functionCall`` part ``{"id", "name", "args"}``, ``args`` its
     arguments read as a JSON object (none: ``{}``). A call whose arguments are not a JSON
     object cannot be written: the answer is then a `Failure` (the stream encoder, which has
@@ -46,6 +49,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from .._signatures import carried_in_base64
 from ..answer import finished_of, not_an_object, ordered_parts
 from ..errors import Failure
 from ..events import (
@@ -65,7 +69,6 @@ __all__ = ["generate_content_response"]
 
 # what the stream encoder says it lost (`GeminiStreamEncoder.lost`), word for word
 _REFUSAL_AS_TEXT: Final = "a refusal: Gemini has none, it went out as text"
-_REDACTED: Final = "a redacted reasoning block: Gemini has no form for it"
 _OTHER_CATEGORIES: Final = "filter verdicts in categories Gemini has not: not sent"
 
 
@@ -141,16 +144,17 @@ def generate_content_response(
                 note(f"reasoning's carrier {part.carrier!r}: sent as thought parts")
             add(part.text, True)
         elif type(part) is ReasoningBlock:
-            if part.redacted:
-                note(_REDACTED)
-                continue
-            if part.carrier != CARRIER:
-                if part.text:
-                    note(f"reasoning's carrier {part.carrier!r}: sent as thought parts")
-                note(f"a signature of carrier {part.carrier!r}: sent as thoughtSignature")
+            if part.carrier != CARRIER and part.text:
+                note(f"reasoning's carrier {part.carrier!r}: sent as thought parts")
             if part.text:
                 add(part.text, True)
-            if not (_own(part) and part.item_id in ids):  # (else it rides on its call)
+            if not _own(part):  # another vendor's (or redacted data): carried (Rule 2)
+                close(
+                    carried_in_base64(
+                        part.signature, part.carrier, part.item_id, redacted=part.redacted
+                    )
+                )
+            elif part.item_id not in ids:  # (else it rides on its call)
                 close(part.signature)
         elif type(part) is ToolCall and part in args:  # (a call the length cut: left out)
             close()

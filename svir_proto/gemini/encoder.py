@@ -24,7 +24,11 @@ Rule 3: a `ReasoningSignature` of Gemini's whose ``item_id`` names a call not ye
     Gemini requires): `GeminiStreamDecoder` gives it right before the call's delta, and a
     decoder may give it right after, which is why a whole call waits for the next event; one
     whose call never comes goes out at the end. Any other is an empty text part carrying it,
-    as Gemini streams one.
+    as Gemini streams one; another vendor's (an Anthropic ``thinking`` block's, a redacted
+    block's data) in base64 as `svir_proto._signatures.carried_in_base64` writes it, so that
+    a client that sends it back sends it to its vendor whole (attack 62 F1: it went as it was,
+    came back from google-genai re-encoded, and was dropped as Gemini's; F2: the SDK refuses
+    an answer whose signature is not base64).
 Rule 4: `Finished` and `Usage` are held for the last chunk, which `StreamEnded` writes when
     the upstream's stream was complete: ``finishReason`` (the raw value when it is
     Gemini's own, else the normal form's) and ``usageMetadata`` with the thoughts taken out of
@@ -52,6 +56,7 @@ import datetime
 from typing import Any, Final
 
 from .._json import canonical, dumps
+from .._signatures import carried_in_base64
 from ..answer import BLOCKED, not_an_object
 from ..events import (
     Event,
@@ -216,14 +221,12 @@ class GeminiStreamEncoder:
                     return self._flush()
                 return self._call(event)
             case ReasoningSignature():
-                if event.redacted:
-                    self._note("a redacted reasoning block: Gemini has no form for it")
-                    return b""
-                if event.carrier != CARRIER:
-                    self._note(
-                        f"a signature of carrier {event.carrier!r}: sent as thoughtSignature"
+                signature = event.signature
+                if event.carrier != CARRIER or event.redacted:  # Rule 3: carried
+                    signature = carried_in_base64(
+                        signature, event.carrier, event.item_id, redacted=event.redacted
                     )
-                return self._parts([{"text": "", "thoughtSignature": event.signature}])
+                return self._parts([{"text": "", "thoughtSignature": signature}])
             case RefusalDelta():
                 self._note("a refusal: Gemini has none, it went out as text")
                 return self._text(event.text) if event.text else b""

@@ -60,6 +60,7 @@ from typing import Any, Final, cast
 import attrs
 
 from .._json import canonical
+from .._signatures import uncarried, unwrapped
 from ..answer import AnswerPart
 from ..events import ReasoningBlock, TextDelta, ToolCall
 from ..hub import (
@@ -488,8 +489,9 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
         if p.thought_signature is not None:  # as the decoder forms them (stream Rule 3)
             text = "".join(thoughts)
             thoughts.clear()
-            blocks.append(
-                ReasoningBlock(
+            blocks.append(  # another vendor's, carried in base64 (encoder Rule 3), is its own
+                uncarried(unwrapped(p.thought_signature), text)
+                or ReasoningBlock(
                     text=text, signature=p.thought_signature, carrier=CARRIER, item_id=item_id
                 )
             )

@@ -447,3 +447,42 @@ def test_the_gemini_sdk_of_each_upstream(
     finish = want.finish_raw if folder == "gemini" else finish_of(want)
     assert seen == ours(want, finish=finish, error=None)
     assert seen.text or seen.calls
+
+
+@pytest.mark.parametrize(
+    "name", ["anthropic-streaming-extended-thinking", "anthropic-redacted-thinking"]
+)
+def test_a_gemini_sdk_sends_anthropics_thinking_back_to_it_whole(
+    replay: ReplayServer, name: str
+) -> None:
+    """Attack 62 F1, F2: an Anthropic upstream's signature reached google-genai as it was (the
+    SDK refuses one that is not base64), and came back from it re-encoded, to be dropped as
+    Gemini's own: the next turn went to Anthropic without its thinking block, which the
+    Messages API refuses beside thinking. Carried in base64, it goes back whole."""
+    from google import genai
+    from google.genai import types
+
+    want = expected("anthropic", name)
+    assert want.reasoning_blocks
+    upstream = replay.base("replay", name, "chunked")
+    with gateway(upstream, upstream_dialect="messages") as (base, _):
+        client = genai.Client(
+            api_key="k", http_options=types.HttpOptions(base_url=base.removesuffix("/v1"))
+        )
+        said = list(client.models.generate_content_stream(model="claude", contents="think"))
+        parts = [p for c in said for p in (c.candidates[0].content.parts or ())]  # type: ignore[index, union-attr]
+        history = [
+            types.Content(role="user", parts=[types.Part(text="think")]),
+            types.Content(role="model", parts=parts),
+            types.Content(role="user", parts=[types.Part(text="go on")]),
+        ]
+        list(client.models.generate_content_stream(model="claude", contents=history))
+    sent = json.loads([r for r in replay.requests if r.method == "POST"][-1].body)
+    (turn,) = [m for m in sent["messages"] if m["role"] == "assistant"]
+    blocks = [b for b in turn["content"] if b["type"] in ("thinking", "redacted_thinking")]
+    assert [b.get("signature") or b.get("data") for b in blocks] == [
+        b.signature for b in want.reasoning_blocks
+    ]
+    assert [b["type"] for b in blocks] == [
+        "redacted_thinking" if b.redacted else "thinking" for b in want.reasoning_blocks
+    ]

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from svir_proto._signatures import carried_in_base64
 from svir_proto.answer import AnswerFold, finished_of
 from svir_proto.anthropic import MessagesStreamDecoder
 from svir_proto.errors import Failure, FailureKind, FilterResult
@@ -26,6 +27,7 @@ from svir_proto.events import (
     FilterVerdict,
     Finished,
     FinishReason,
+    ReasoningBlock,
     ReasoningCarrier,
     ReasoningDelta,
     ReasoningSignature,
@@ -344,7 +346,8 @@ def test_a_decoders_own_result_gives_its_parts_in_the_fields_order() -> None:
     ]
 
 
-def test_a_redacted_block_has_no_form() -> None:
+def test_a_redacted_blocks_data_is_carried_and_read_back_as_it_was() -> None:
+    """Attack 62 F1: it had no form, and an Anthropic client's turn went back without it."""
     result = fold(
         TextDelta(text="a"),
         ReasoningSignature(signature="data", carrier="thinking", redacted=True),
@@ -352,8 +355,14 @@ def test_a_redacted_block_has_no_form() -> None:
         STOP,
     )
     doc, lost = write(result)
-    assert parts_of(doc) == [{"text": "ab"}]
-    assert lost == ["a redacted reasoning block: Gemini has no form for it"]
+    carried = carried_in_base64("data", "thinking", None, redacted=True)
+    assert parts_of(doc) == [{"text": "a", "thoughtSignature": carried}, {"text": "b"}]
+    assert lost == []
+    back = read_back(json.dumps(doc).encode())[0].result
+    assert back.text == "ab"
+    assert back.reasoning_blocks == (
+        ReasoningBlock(text="", signature="data", carrier="thinking", redacted=True),
+    )
 
 
 def test_an_empty_answer_is_a_candidate_without_parts() -> None:
@@ -404,7 +413,8 @@ def test_a_signature_that_came_after_its_call_still_rides_on_it() -> None:
 
 def test_other_signatures_close_their_run_or_stand_alone() -> None:
     """A signature on no call goes on the thought or text it closes, or, with none open (right
-    after a call), on an empty text part; another carrier's goes as it is, said."""
+    after a call), on an empty text part; another carrier's goes carried in base64 (attack 62
+    F2: google-genai refuses one that is not base64), and reads back as its carrier's."""
     result = fold(
         ReasoningDelta(text="one", carrier="thought"),
         ReasoningSignature(signature="A", carrier="thought"),
@@ -422,18 +432,19 @@ def test_other_signatures_close_their_run_or_stand_alone() -> None:
         {"text": "text", "thoughtSignature": "B"},
         {"functionCall": {"id": "c", "name": "f", "args": {}}},
         {"text": "", "thoughtSignature": "C"},
-        {"text": "two", "thought": True, "thoughtSignature": "D"},
+        {
+            "text": "two",
+            "thought": True,
+            "thoughtSignature": carried_in_base64("D", "thinking", None),
+        },
     ]
-    assert sorted(lost) == [
-        "a signature of carrier 'thinking': sent as thoughtSignature",
-        "reasoning's carrier 'thinking': sent as thought parts",
-    ]
+    assert lost == ["reasoning's carrier 'thinking': sent as thought parts"]
     back = read_back(json.dumps(doc).encode())[0].result
-    assert [(b.text, b.signature) for b in back.reasoning_blocks] == [
-        ("one", "A"),
-        ("", "B"),
-        ("", "C"),
-        ("two", "D"),
+    assert [(b.text, b.signature, b.carrier) for b in back.reasoning_blocks] == [
+        ("one", "A", "thought"),
+        ("", "B", "thought"),
+        ("", "C", "thought"),
+        ("two", "D", "thinking"),
     ]
 
 
@@ -762,10 +773,9 @@ def test_any_answer_reads_back_as_its_events_said_and_as_its_stream_does(
     if reason in (FinishReason.STOP, FinishReason.TOOL_CALLS):
         reason = FinishReason.TOOL_CALLS if result.tool_calls else FinishReason.STOP
     assert back.finish_reason is reason
-    assert [(b.text, b.signature, b.item_id) for b in back.reasoning_blocks] == [
-        (b.text, b.signature, b.item_id if b.carrier == "thought" else None)
-        for b in result.reasoning_blocks
-    ]  # (another carrier's signature cannot go on a call: it closes its run)
+    assert [(b.text, b.signature, b.item_id, b.carrier) for b in back.reasoning_blocks] == [
+        (b.text, b.signature, b.item_id, b.carrier) for b in result.reasoning_blocks
+    ]  # (another carrier's closes its run, carried with what it signed: attack 62 F1)
 
     encoder = GeminiStreamEncoder(model="m", response_id="r")
     stream = b"".join(

@@ -3,11 +3,13 @@ them again; and the OpenAI encoder's finish for another dialect's raw value."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 import pytest
 
+from svir_proto._signatures import carried_in_base64
 from svir_proto.errors import Failure, FailureKind, FilterResult
 from svir_proto.events import (
     FilterVerdict,
@@ -200,18 +202,57 @@ def test_a_whole_call_its_pieces_never_made_whole_goes_out_in_its_turn() -> None
 
 
 def test_signatures_that_name_no_pending_call_are_empty_text_parts() -> None:
+    """Another vendor's signature, and a redacted block's data, go carried in base64 (attack
+    62 F1, F2: as they were, google-genai refused the answer, or sent the signature back
+    re-encoded to be dropped as Gemini's): our decoder reads each back as it was, and so
+    does the hub from the turn a client sends back in the SDK's URL-safe alphabet."""
     out, encoder = encode(
         ReasoningSignature(signature="s1", carrier="thought"),
-        ReasoningSignature(signature="s2", carrier="thinking", item_id="rs_1"),
+        ReasoningSignature(signature="s2+/=", carrier="thinking", item_id="rs_1"),
         ReasoningSignature(signature="enc", carrier="thinking", redacted=True),
     )
+    s2 = carried_in_base64("s2+/=", "thinking", "rs_1")
+    enc = carried_in_base64("enc", "thinking", None, redacted=True)
     assert [parts(c) for c in out] == [
         [{"text": "", "thoughtSignature": "s1"}],
-        [{"text": "", "thoughtSignature": "s2"}],
+        [{"text": "", "thoughtSignature": s2}],
+        [{"text": "", "thoughtSignature": enc}],
     ]
-    assert encoder.lost == [
-        "a signature of carrier 'thinking': sent as thoughtSignature",
-        "a redacted reasoning block: Gemini has no form for it",
+    assert base64.b64decode(s2, validate=True)  # strict base64, as the SDK reads it
+    assert encoder.lost == []
+    data = b"".join(b"data: " + json.dumps(c).encode() + b"\r\n\r\n" for c in out)
+    decoder = GeminiStreamDecoder()
+    decoder.feed(data)
+    decoder.close()
+    assert [
+        (b.signature, b.carrier, b.item_id, b.redacted) for b in decoder.result.reasoning_blocks
+    ] == [
+        ("s1", "thought", None, False),
+        ("s2+/=", "thinking", "rs_1", False),
+        ("enc", "thinking", None, True),
+    ]
+    # google-genai sends them back in the URL-safe alphabet, unpadded or not: the hub reads them
+    from svir_proto.gemini import GeminiRequest, to_hub
+    from svir_proto.hub import message_reasoning
+
+    urlsafe = base64.urlsafe_b64encode(base64.b64decode(s2)).decode()
+    turn = {
+        "role": "model",
+        "parts": [
+            {"text": "", "thoughtSignature": urlsafe},
+            {"text": "", "thoughtSignature": enc.rstrip("=")},
+        ],
+    }
+    request = GeminiRequest.parse(
+        json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}, turn,
+                                 {"role": "user", "parts": [{"text": "go on"}]}]}).encode(),
+        model="m",
+    )  # fmt: skip
+    (model_turn,) = [m for m in to_hub(request).messages if m.role == "assistant"]
+    blocks = message_reasoning(model_turn)
+    assert [(b.signature, b.carrier, b.redacted) for b in blocks] == [
+        ("s2+/=", "thinking", False),
+        ("enc", "thinking", True),
     ]
 
 
