@@ -102,6 +102,7 @@ from ..dialects import (
 )
 from ..errors import AnswerTooLarge, CallerProtocolError, Failure, FailureKind
 from ..events import (
+    Completion,
     RequestFailed,
     ResponseStarted,
     Retrying,
@@ -1042,7 +1043,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         result = fold.result()
         if result.error is not None:
             return self._failed(result.error, now)
-        if not result.done:
+        if not result.done or (not result.complete and _empty(result)):
+            # an answer that never began (an upstream that said only its end marker) is a
+            # status, as its stream is (`upstream`): not a 200 with nothing in it (attack 62)
             return self._failed(_CUT, now)
         spec = dialect(_WIRE[self.dialect or "openai"])
         assert spec.answer is not None
@@ -1374,6 +1377,11 @@ text again, is let go while the answer waits for its client."""
 
 MAX_LOST: Final = 16
 """`Svir-Lost` header fields an answer has at most (the last says how many more there were)."""
+
+
+def _empty(result: Completion) -> bool:
+    """Whether an answer has nothing a client reads: no text, reasoning, refusal or call."""
+    return not (result.text or result.reasoning or result.refusal or result.tool_calls)
 
 
 def _header_values(notes: list[str]) -> list[str]:

@@ -270,3 +270,25 @@ def test_a_gemini_request_parses_as_the_dialect_reads_it() -> None:
     assert parsed.tool_names == {"get_weather"}
     assert forward.request.tool_names == parsed.tool_names
     assert gw.dialect == "gemini"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        (STREAM, b"data: [DONE]\n\n"),
+        (WHOLE, b"data: [DONE]\n\n"),
+        (WHOLE, b'data: {"id":"c","choices":[]}\n\n'),  # (streamed: begun, then cut)
+    ],
+)
+def test_an_upstream_that_said_nothing_is_a_status_streamed_or_whole(
+    target: str, said: bytes
+) -> None:
+    """Attack 62: a Chat upstream that sent only its end marker was a 502 to a stream, and a
+    200 with no part and no finish to ``:generateContent``: both are the cut's 502 now."""
+    gw, (forward,) = events_of(gemini(target), config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(said) + exchange.end_of_body())
+    status, _, body = response(out)
+    assert status == 502
+    assert json.loads(body)["error"]["code"] == 502
