@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._json import canonical, dumps
+from .._json import dumps
 from .._signatures import carried_in_base64
 from ..answer import finished_of, not_an_object, ordered_parts
 from ..errors import Failure
@@ -63,7 +63,7 @@ from ..events import (
 )
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, SVIR_EXTENSION, usage_out
-from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339
+from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339, call_args
 
 __all__ = ["generate_content_response"]
 
@@ -101,7 +101,7 @@ def generate_content_response(
     # Rule 3: every call's args first, so that a failure writes nothing
     args: dict[ToolCall, dict[str, Any]] = {}
     for call in result.tool_calls:
-        value = _args(call.arguments)
+        value = call_args(call.arguments)
         if value is not None:
             args[call] = value
         elif result.finish_reason is not FinishReason.LENGTH:
@@ -221,19 +221,6 @@ def generate_content_response(
 def _own(block: ReasoningBlock) -> bool:
     """A signed block of Gemini's own reasoning: one that can ride on a call (Rule 2)."""
     return block.carrier == CARRIER and not block.redacted
-
-
-def _args(arguments: str) -> dict[str, Any] | None:
-    """A call's arguments as ``args``: a JSON object, ``{}`` for none; ``None`` when they are
-    no object (Rule 3)."""
-    text = arguments.strip()
-    if not text:
-        return {}
-    try:
-        value = canonical(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _cut_by_length(call: ToolCall) -> str:

@@ -293,7 +293,7 @@ class GeminiStreamEncoder:
     def _call(self, call: ToolCall) -> bytes:
         self._written.add(call.id)
         self._ids.discard(call.id)
-        args = _object(call.arguments) if call.arguments.strip() else {}
+        args = call_args(call.arguments)
         if args is None:  # Rule 2: never a call with arguments the model did not give
             return self._encode(StreamFailed(error=not_an_object(call, FUNCTION_ARGS)))
         part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": args}}
@@ -365,6 +365,12 @@ class GeminiStreamEncoder:
                 out.append(self._chunk(tail))
         self.done = end.complete
         return b"".join(out)
+
+
+def call_args(arguments: str) -> dict[str, Any] | None:
+    """A call's arguments as a ``functionCall``'s ``args``: a JSON object, ``{}`` for none;
+    ``None`` when they are no object (Rule 2)."""
+    return _object(arguments) if arguments.strip() else {}
 
 
 def _object(text: str) -> dict[str, Any] | None:
