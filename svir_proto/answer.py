@@ -83,6 +83,7 @@ __all__ = [
     "VERDICT",
     "AnswerFold",
     "AnswerPart",
+    "cut_by_length",
     "finished_of",
     "no_value",
     "not_an_object",
@@ -468,6 +469,15 @@ def replay(result: Completion) -> Iterator[Event]:
     if result.error is not None:
         yield StreamFailed(error=result.error)
     yield StreamEnded(complete=result.complete, done=result.done)
+
+
+def cut_by_length(call: ToolCall, *, written: bool) -> str:
+    """A call the answer's length cut, its arguments no object: said, as its dialect closed it
+    with what it had (as Anthropic's own ``max_tokens`` does) or left it out."""
+    return (
+        f"tool call {call.index} ({call.name!r}) was cut by the answer's length: its arguments "
+        "are no object, and " + ("its input is what came of them" if written else "it is left out")
+    )
 
 
 def not_an_object(call: ToolCall, must: str) -> Failure:

@@ -161,7 +161,7 @@ class PassThrough:
         if type(self.content_length) is not int or self.content_length < 0:
             raise ValueError(f"content_length must be an int >= 0, not {self.content_length!r}")
         if not self.target.startswith("/"):
-            raise ValueError(f"target must be a path below /v1, not {self.target!r}")
+            raise ValueError(f"target must be a path (below /v1, or the root), not {self.target!r}")
 
 
 Request = ChatRequest | LLMRequest | ModelsRequest | PassThrough | DialectRequest

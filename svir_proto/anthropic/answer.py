@@ -23,7 +23,7 @@ from typing import Any
 
 from .._json import canonical, dumps
 from .._signatures import thinking_block
-from ..answer import finished_of, ordered_parts
+from ..answer import cut_by_length, finished_of, ordered_parts
 from ..errors import Failure
 from ..events import (
     Completion,
@@ -39,7 +39,6 @@ from .encoder import (
     NO_VERDICTS,
     REFUSAL_AS_TEXT,
     an_object,
-    cut_by_length,
     not_an_object,
     stop_reason_of,
     unvalued,

@@ -73,7 +73,7 @@ from .._json import canonical, dumps
 from .._names import name_settled
 from .._pieces import Pieces
 from .._signatures import thinking_signature
-from ..answer import BLOCKED, no_value
+from ..answer import BLOCKED, cut_by_length, no_value
 from ..answer import not_an_object as answer_not_an_object
 from ..errors import Failure, FailureKind
 from ..events import (
@@ -709,15 +709,6 @@ def an_object(arguments: str, *, empty: bool = True) -> bool:
         return isinstance(canonical(text), dict)
     except (ValueError, RecursionError):
         return False
-
-
-def cut_by_length(call: ToolCall, *, written: bool) -> str:
-    """A call the answer's length cut, its arguments no object: said, as its block was
-    closed with what it had (as Anthropic's own ``max_tokens`` does) or it was left out."""
-    return (
-        f"tool call {call.index} ({call.name!r}) was cut by the answer's length: its arguments "
-        "are no object, and " + ("its input is what came of them" if written else "it is left out")
-    )
 
 
 def not_an_object(call: ToolCall) -> Failure:

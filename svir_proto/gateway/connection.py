@@ -558,9 +558,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )  # fmt: skip
             self._queue.append(Forward(request=relay, dialect="openai", body=b""))
             return None
-        return self._completion(kind, headers, req.target)
+        query = req.target.partition("?")[2]  # (the origin form's: review 63, one string)
+        return self._completion(kind, headers, f"{target}?{query}" if query else target)
 
     def _completion(self, kind: Kind, headers: dict[str, str], target: str) -> None:
+        """A request for a completion: admitted, or refused (``target``: its origin form, with
+        its query, which a Gemini path's read of the model and method takes)."""
         cfg = self.config
         length_field = headers.get("content-length")
         length = int(length_field) if length_field is not None else None  # h11 checked digits
@@ -1249,8 +1252,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._response(408, [("Content-Type", "application/json")], body, close=True)
 
     def keepalive(self) -> bytes:
-        """An SSE comment for a client that waits (`GatewayConfig.keepalive`), the stream's
-        head first if it was not sent; ``b""`` for an answer that is not a stream of ours."""
+        """An SSE comment for a client that waits (`GatewayConfig.keepalive`), or an empty line
+        for a dialect whose clients read no comment (`BLANK_LINE`), the stream's head first if
+        it was not sent; ``b""`` for an answer that is not a stream of ours."""
         if (
             self._mode == "answered"
             or self.request_kind not in _COMPLETIONS

@@ -22,11 +22,10 @@ Rule 2 (signatures): a signed block of Gemini's own reasoning whose ``item_id`` 
     was (stream Rule 3).
 Rule 3 (calls): a call is a ``functionCall`` part ``{"id", "name", "args"}``, ``args`` its
     arguments read as a JSON object (none: ``{}``). A call whose arguments are not a JSON
-    object cannot be written: the answer is then a `Failure` (the stream encoder, which has
-    sent what came before it, writes it with ``{}`` and says so; a whole answer has sent
-    nothing, and a client would run the call with arguments the model never gave); unless
+    object cannot be written: the answer is then a `Failure`, as the stream encoder's stream
+    ends with it (a client would run the call with arguments the model never gave); unless
     the answer was cut by its length, which cut the call: it is then left out, said in
-    ``lost``, and the rest of the answer goes (as the Messages answer does).
+    ``lost``, and the rest of the answer goes (as the Messages answer and the stream do).
 Rule 4 (the end): ``finishReason`` on the candidate when the result has a finish, as the
     stream writes it (``_finish_value``; the content filter's when a verdict blocked the
     answer), none when it has none; ``usageMetadata`` when the upstream counted (else none,
@@ -50,7 +49,7 @@ from typing import Any, Final
 
 from .._json import dumps
 from .._signatures import carried_in_base64
-from ..answer import finished_of, not_an_object, ordered_parts
+from ..answer import cut_by_length, finished_of, not_an_object, ordered_parts
 from ..errors import Failure
 from ..events import (
     Completion,
@@ -107,7 +106,7 @@ def generate_content_response(
         elif result.finish_reason is not FinishReason.LENGTH:
             return not_an_object(call, FUNCTION_ARGS)
         else:
-            note(_cut_by_length(call))
+            note(cut_by_length(call, written=False))
     ids = {call.id for call in args}
     on_call = {  # Rule 2
         block.item_id: block.signature
@@ -221,11 +220,3 @@ def generate_content_response(
 def _own(block: ReasoningBlock) -> bool:
     """A signed block of Gemini's own reasoning: one that can ride on a call (Rule 2)."""
     return block.carrier == CARRIER and not block.redacted
-
-
-def _cut_by_length(call: ToolCall) -> str:
-    # the Messages answer's sentence (`svir_proto.anthropic.encoder.cut_by_length`)
-    return (
-        f"tool call {call.index} ({call.name!r}) was cut by the answer's length: its arguments "
-        "are no object, and it is left out"
-    )

@@ -15,7 +15,9 @@ Rule 2: function calls go out whole, as Gemini sends them: one ``functionCall`` 
     object (none are ``{}``) cannot be written: the stream ends with its failure (Rule 6), as
     the Messages encoder's does (attack 62 F3: it went as ``{}``, a call the client would run
     with arguments the model never gave, said only in ``lost``, which a Gemini client of a
-    gateway never reads). A call that only the decoder's whole
+    gateway never reads); unless the answer's length cut it (a ``length`` finish, before or
+    after it: such a call waits for the finish), when it is left out and said in ``lost``,
+    as the whole answer leaves it out (review 63). A call that only the decoder's whole
     `ToolCall` completes (LLM-Stream's, which has no pieces) goes out then. A call that never
     became whole is not sent (a client would execute it): listed. Holding a call costs memory
     with its arguments, which the format demands (Gemini has no argument deltas).
@@ -57,7 +59,7 @@ from typing import Any, Final
 
 from .._json import canonical, dumps
 from .._signatures import carried_in_base64
-from ..answer import BLOCKED, not_an_object
+from ..answer import BLOCKED, cut_by_length, not_an_object
 from ..events import (
     Event,
     FilterVerdict,
@@ -138,6 +140,7 @@ class GeminiStreamEncoder:
         self._written: set[str] = set()  # the ids of the calls written
         self._ids: set[str] = set()  # the ids of the calls not yet written
         self._signatures: dict[str, str] = {}  # Rule 3: call id -> signature
+        self._unwritable: list[ToolCall] = []  # Rule 2: no object, till a finish says why
         self._finish: Finished | None = None
         self._filtered = False  # a verdict blocked the answer: its finish is `BLOCKED`
         self._usage: Usage | None = None
@@ -197,7 +200,8 @@ class GeminiStreamEncoder:
         ):  # Rule 3: it goes out with its call (held till the end if that never comes)
             self._signatures[event.item_id] = event.signature
             return self._flush()
-        return self._flush() + self._encode(event)
+        out = self._flush()
+        return out if self._over else out + self._encode(event)  # (a call that failed ends it)
 
     def _encode(self, event: Event) -> bytes:
         match event:
@@ -233,6 +237,7 @@ class GeminiStreamEncoder:
             case Finished():
                 if self._finish is None:
                     self._finish = event
+                    return self._unwritten()
             case Usage():
                 self._usage = event
             case FilterVerdict():
@@ -295,12 +300,26 @@ class GeminiStreamEncoder:
         self._ids.discard(call.id)
         args = call_args(call.arguments)
         if args is None:  # Rule 2: never a call with arguments the model did not give
-            return self._encode(StreamFailed(error=not_an_object(call, FUNCTION_ARGS)))
+            self._unwritable.append(call)
+            return self._unwritten() if self._finish is not None else b""
         part: dict[str, Any] = {"functionCall": {"id": call.id, "name": call.name, "args": args}}
         signature = self._signatures.pop(call.id, None)
         if signature is not None:
             part["thoughtSignature"] = signature
         return self._parts([part])
+
+    def _unwritten(self) -> bytes:
+        """Rule 2: the calls whose arguments are no object, once the finish came (or the end
+        without one): left out and said when the length cut them, else the stream's end."""
+        calls, self._unwritable = self._unwritable, []
+        if not calls:
+            return b""
+        finish = self._finish
+        if finish is not None and finish.reason is FinishReason.LENGTH:
+            for call in calls:
+                self._note(cut_by_length(call, written=False))
+            return b""
+        return self._encode(StreamFailed(error=not_an_object(calls[0], FUNCTION_ARGS)))
 
     def _verdict(self, verdict: FilterVerdict) -> bytes:
         ratings = _safety.ratings(verdict.results)
@@ -317,6 +336,8 @@ class GeminiStreamEncoder:
         return self._chunk({"candidates": [{"safetyRatings": ratings, "index": 0}]})
 
     def _ended(self, end: StreamEnded) -> bytes:
+        if self._unwritable:  # (no finish came to say the length cut them)
+            return self._unwritten()
         self._over = True
         for index in sorted(self._held):
             self._note(f"tool call {index} never became whole: not sent")

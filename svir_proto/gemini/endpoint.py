@@ -15,7 +15,8 @@ Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: 
     ``/`` or ``\\`` once decoded (``cachedContents%2Fx`` names another collection, which a
     gateway would send its key to: attack 62 F4), a ``%`` still (encoded twice: a proxy that
     decodes again would see a separator), a ``;`` (a servlet container's path parameter:
-    ``..;x`` is ``..`` there), or is ``.`` or ``..``, is refused. Anything else is
+    ``..;x`` is ``..`` there), or is ``.`` or ``..``, is refused, and so is one that is not
+    UTF-8 once decoded or holds a control character. Anything else is
     a `RequestError`.
 
 No I/O here.
@@ -100,7 +101,10 @@ def parse_target(target: str) -> GeminiTarget:
     Raises:
         RequestError: not a Gemini generate target; ``path`` is ``target``.
     """
-    split = urllib.parse.urlsplit(target)
+    try:
+        split = urllib.parse.urlsplit(target)
+    except ValueError as exc:  # an absolute form's host that is no host ("[::1")
+        raise RequestError("target", f"not a request target: {exc}") from None
     m = _PATH.fullmatch(split.path)
     if m is None:
         raise RequestError(
@@ -110,13 +114,18 @@ def parse_target(target: str) -> GeminiTarget:
         )
     version, resource, method = m.groups()
     collection, _, id_ = resource.partition("/")
-    id_ = urllib.parse.unquote(id_)
+    try:
+        id_ = urllib.parse.unquote(id_, errors="strict")
+    except UnicodeDecodeError:  # (replaced, it would name another model upstream: review 63)
+        raise RequestError("target", "the model id is not UTF-8 once decoded") from None
     if any(c in id_ for c in "/\\%;") or id_ in (".", ".."):
         raise RequestError(
             "target",
             f"the model id {id_!r} must be one path segment (no '/', '\\', '%' or ';'; not "
             "'.' or '..')",
         )
+    if any(c < " " or c == "\x7f" for c in id_):
+        raise RequestError("target", f"the model id {id_!r} holds a control character")
     resource = f"{collection}/{id_}"
     query = urllib.parse.parse_qs(split.query)
     alt = query.get("alt", [None])[-1]

@@ -154,6 +154,8 @@ def test_a_big_body_passed_through_to_a_gemini_upstream_keeps_the_paths_facts() 
             JSON, 400, "INVALID_ARGUMENT", "'..'",
         ),
         (STREAM, {"Content-Type": "text/plain"}, 415, None, "application/json"),
+        ("/v1beta/models/a%FFb:generateContent", JSON, 400, "INVALID_ARGUMENT", "UTF-8"),
+        ("/v1beta/models/a%0Db:generateContent", JSON, 400, "INVALID_ARGUMENT", "control"),
     ],
 )  # fmt: skip
 def test_what_the_gemini_path_refuses_is_said_in_geminis_error_object(
@@ -165,6 +167,17 @@ def test_what_the_gemini_path_refuses_is_said_in_geminis_error_object(
     if rpc is not None:
         assert error["status"] == rpc
     assert head["x-request-id"] if status == 400 else True
+
+
+def test_an_absolute_form_target_is_read_as_its_origin_form() -> None:
+    """Review 63: the Gemini path's read took the raw target, and an absolute form's host
+    that is no host (``[::1``) raised a ValueError out of `feed`; the origin form, with its
+    query, is what is read."""
+    target = "http://[::1/v1beta/models/m:streamGenerateContent?alt=sse"
+    gw, (forward,) = events_of(gemini(target), config=config())
+    assert isinstance(forward, Forward)
+    assert forward.request.model == "m"
+    assert gw.streaming_request
 
 
 def test_a_gemini_body_that_breaks_the_rules_names_where() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from svir_proto._signatures import carried_in_base64
+from svir_proto.answer import cut_by_length
 from svir_proto.errors import Failure, FailureKind, FilterResult
 from svir_proto.events import (
     FilterVerdict,
@@ -182,12 +183,55 @@ def test_a_call_whose_arguments_are_no_object_ends_the_stream_with_the_failure(
         END,
     )
     assert parts(out[0]) == [{"text": "calling"}]
-    (error,) = [c["error"] for c in out[1:]]
+    error = out[-1]["error"]  # (once the finish said the length did not cut it)
     assert error["details"][0]["metadata"] == {"code": "invalid_tool_arguments"}
     assert "tool call 0 ('f') are not a JSON object" in error["message"]
-    assert all("functionCall" not in p for c in out[:1] for p in parts(c))
-    assert len(out) == 2  # the text, then the error: nothing after it
+    names = [p["functionCall"]["name"] for c in out[:-1] for p in parts(c) if "functionCall" in p]
+    assert names == ["g"]  # (not f: it never goes)
+    assert "finishReason" not in json.dumps(out)  # the error is the end
     assert not encoder.done
+
+
+LENGTH = Finished(reason=FinishReason.LENGTH, raw="length")
+CUT = ToolCall(index=0, id="x", name="f", arguments='{"a": "xy')
+
+
+@pytest.mark.parametrize(
+    "events",
+    [[LENGTH, CUT], [CUT, LENGTH]],
+    ids=["finish-first", "call-first"],  # (Chat's decoder gives the finish first, Anthropic's
+)  # the call)
+def test_a_call_the_length_cut_is_left_out_and_said_as_the_whole_answer_does(
+    events: list[Any],
+) -> None:
+    """Review 63: a call cut by ``maxOutputTokens`` ended the stream as a broken protocol,
+    where ``:generateContent`` of the same answer is a MAX_TOKENS answer without it."""
+    out, encoder = encode(TextDelta(text="a"), *events, END)
+    assert parts(out[0]) == [{"text": "a"}]
+    assert [c["candidates"][0]["finishReason"] for c in out[1:]] == ["MAX_TOKENS"]
+    assert encoder.lost == [cut_by_length(CUT, written=False)]
+    assert encoder.done
+
+
+def test_a_call_no_finish_said_was_cut_ends_the_stream_at_its_end() -> None:
+    out, encoder = encode(TextDelta(text="a"), CUT, END)
+    assert [c.get("error", {}).get("code") for c in out] == [None, 502]
+    assert not encoder.done
+
+
+def test_nothing_is_written_after_a_held_call_fails() -> None:
+    """Review 63: the event after a call that failed as it left the queue went out after
+    the error chunk."""
+    out, _ = encode(
+        ToolCallDelta(index=0, id="a", name="f", arguments='{"x":'),
+        ToolCall(index=1, id="b", name="g", arguments="[1]"),
+        STOP,
+        ToolCallDelta(index=0, arguments="1}"),
+        TextDelta(text="after the error"),
+        END,
+    )
+    assert "error" in out[-1]
+    assert "after the error" not in json.dumps(out)
 
 
 def test_a_whole_call_its_pieces_never_made_whole_goes_out_in_its_turn() -> None:
