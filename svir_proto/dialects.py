@@ -208,10 +208,13 @@ class DialectSpec:
             return endpoint.prefix
         return _VERSION.sub("", endpoint.prefix.removesuffix("/v1"))
 
-    def headers(self, head: list[tuple[str, str]], api_key: str | None) -> list[tuple[str, str]]:
+    def headers(self, head: list[tuple[str, str]], endpoint: Endpoint) -> list[tuple[str, str]]:
         """``head`` (an `Endpoint`'s headers, which send the key as a bearer token) with the
-        key where this dialect sends it instead (Rule 3); a header the caller set stays."""
-        if api_key is None or self.auth is None:
+        endpoint's key where this dialect sends it instead (Rule 3), unless the endpoint sends
+        it as a bearer token whatever the dialect (`Endpoint.bearer`); a header the caller set
+        stays."""
+        api_key = endpoint.api_key
+        if api_key is None or self.auth is None or endpoint.bearer:
             return head
         bearer = ("Authorization", f"Bearer {api_key}")
         kept = [item for item in head if item != bearer]

@@ -370,7 +370,7 @@ class Exchange:
                 extra=[*request.headers, *request_headers(headers)] if headers else request.headers,
             )
             if self._spec is not None:  # the key where the dialect's API expects it
-                head = self._spec.headers(head, endpoint.api_key)
+                head = self._spec.headers(head, endpoint)
         else:
             spec = dialect_of(request)
             if spec is None:
@@ -390,7 +390,7 @@ class Exchange:
                     user_agent=user_agent,
                     extra=headers,
                 ),
-                endpoint.api_key,
+                endpoint,
             )
         self.headers: Final = head
         self.content_length: Final = (

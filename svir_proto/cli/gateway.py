@@ -55,6 +55,11 @@ def add_parser(sub: Any) -> None:
         help="the upstream's API key (default: $OPENAI_API_KEY; $ANTHROPIC_API_KEY for "
         "messages, $GEMINI_API_KEY for gemini)",
     )
+    g.add_argument(
+        "--upstream-key-as-bearer", action="store_true",
+        help="send the upstream's key as Authorization: Bearer whatever its dialect (an "
+        "Anthropic-compatible server that reads no x-api-key: vLLM's /v1/messages)",
+    )  # fmt: skip
     g.add_argument("--listen", default="127.0.0.1:8787", help="HOST:PORT")
     g.add_argument(
         "--token-file",
@@ -222,7 +227,7 @@ def config_of(args: Any, err: TextIO) -> tuple[GatewayConfig, str, int]:
     ValueError or OSError says which option is wrong."""
     spec = dialect(args.upstream_dialect)  # its package is installed
     key = args.upstream_key or os.environ.get(spec.key_variable) or None
-    upstream = Endpoint.parse(args.upstream, key)
+    upstream = Endpoint.parse(args.upstream, key, bearer=args.upstream_key_as_bearer)
     host, _, port = args.listen.rpartition(":")
     if not host or not (port.isascii() and port.isdigit()):
         raise ValueError(f"--listen {args.listen!r} must be HOST:PORT")

@@ -117,6 +117,12 @@ class Endpoint:
         scheme, host, port: where to connect.
         prefix: the path up to and including ``/v1``.
         api_key: sent as ``Authorization: Bearer``; ``None`` sends none (LM Studio's default).
+            Another dialect's request sends it where that API expects it
+            (`svir_proto.dialects.DialectSpec.headers`: ``x-api-key`` to Anthropic's), unless
+            ``bearer``.
+        bearer: send the key as ``Authorization: Bearer`` whatever the dialect: a server of
+            another vendor's dialect that reads only that (vLLM's ``/v1/messages``,
+            vllm-project/vllm#51572; Ollama Cloud's).
     """
 
     scheme: str
@@ -124,9 +130,10 @@ class Endpoint:
     port: int
     prefix: str
     api_key: str | None = attrs.field(default=None, repr=False)
+    bearer: bool = attrs.field(default=False, kw_only=True)
 
     @classmethod
-    def parse(cls, base_url: str, api_key: str | None = None) -> Endpoint:
+    def parse(cls, base_url: str, api_key: str | None = None, *, bearer: bool = False) -> Endpoint:
         """Raises ValueError naming what is wrong with ``base_url``."""
         parts = urlsplit(base_url.strip())
         if parts.scheme not in ("http", "https"):
@@ -148,7 +155,7 @@ class Endpoint:
             path += "/v1"
         if api_key is not None and ("\r" in api_key or "\n" in api_key or not api_key):
             raise ValueError("api_key must be a non-empty single line")
-        return cls(parts.scheme, parts.hostname, port, path, api_key)
+        return cls(parts.scheme, parts.hostname, port, path, api_key, bearer=bearer)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Endpoint:

@@ -233,6 +233,28 @@ def test_every_bound_and_deadline_of_the_gateway_is_an_option() -> None:
         config_of(refused, io.StringIO())
 
 
+def test_the_upstreams_key_may_go_as_a_bearer_token_whatever_its_dialect() -> None:
+    """vLLM's /v1/messages reads only ``Authorization: Bearer`` (vllm-project/vllm#51572):
+    ``--upstream-key-as-bearer`` sends the key so, where Anthropic's API takes ``x-api-key``."""
+    import io
+
+    from svir_proto.cli import parser
+    from svir_proto.cli.gateway import config_of
+    from svir_proto.exchange import Exchange, PassThrough
+
+    base = ["gateway", "--upstream", "http://127.0.0.1:9", "--upstream-dialect", "messages",
+            "--upstream-key", "sk-1"]  # fmt: skip
+    relay = PassThrough(content_length=2, dialect="messages", target="/messages")
+    for extra, want, unwanted in (
+        ([], ("x-api-key", "sk-1"), "authorization"),
+        (["--upstream-key-as-bearer"], ("authorization", "Bearer sk-1"), "x-api-key"),
+    ):
+        config, _, _ = config_of(parser().parse_args([*base, *extra]), io.StringIO())
+        sent = {k.lower(): v for k, v in Exchange(config.upstream, relay).headers}
+        assert sent[want[0]] == want[1]
+        assert unwanted not in sent
+
+
 def test_gateway_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
     """Every default worth saying once (a help that names its default is not told it again),
     and none for an option without one."""
