@@ -88,8 +88,10 @@ def unwrapped(signature: str) -> str:
     if not signature.startswith(CARRIED_BASE64):
         return signature
     try:
-        raw = base64.urlsafe_b64decode(
-            signature.replace("+", "-").replace("/", "_") + "=" * (-len(signature) % 4)
+        raw = base64.b64decode(  # (strictly: what is not base64 is a vendor's own)
+            signature.replace("+", "-").replace("/", "_") + "=" * (-len(signature) % 4),
+            altchars=b"-_",
+            validate=True,
         )
         return raw.decode() if raw.startswith(CARRIED.encode()) else signature
     except (binascii.Error, UnicodeDecodeError):  # (a ValueError: not base64, not UTF-8)

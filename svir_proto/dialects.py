@@ -437,13 +437,9 @@ def _read_gemini(body: bytes, routed: Routed | None = None) -> tuple[Any, bool]:
 
 def _route_gemini(target: str) -> Routed:
     from .gemini import endpoint
-    from .llmstream.request import RequestError
 
-    where = endpoint.parse_target(target)
-    try:
-        upstream = endpoint.target(where.model, stream=where.stream, version=where.version)
-    except ValueError as exc:  # a model whose path names another resource
-        raise RequestError("target", str(exc)) from None
+    where = endpoint.parse_target(target)  # (its model is one segment: `target` takes it)
+    upstream = endpoint.target(where.model, stream=where.stream, version=where.version)
     return Routed(model=where.model, stream=where.stream, sse=where.alt == "sse", target=upstream)
 
 

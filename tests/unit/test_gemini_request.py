@@ -502,6 +502,14 @@ def test_the_server_side_reads_the_target() -> None:
         with pytest.raises(RequestError, match="one path segment") as caught:
             parse_target(bad)
         assert caught.value.path == "target"
+    # review 63: an absolute form whose host is no host raised urlsplit's ValueError
+    for bad, says in (
+        ("http://[::1/v1beta/models/m:generateContent", "not a request target"),
+        ("/v1beta/models/a%FFb:generateContent", "not UTF-8"),
+        ("/v1beta/models/a%7Fb:generateContent", "control character"),
+    ):
+        with pytest.raises(RequestError, match=says):
+            parse_target(bad)
 
 
 def test_thoughts_and_bytes_in_a_body() -> None:

@@ -173,3 +173,39 @@ def test_a_redacted_block_of_another_carrier_comes_back_as_its_own() -> None:
     own = ReasoningBlock(text="", signature="DATA", carrier="thinking", redacted=True)
     assert thinking_block(own) == {"type": "redacted_thinking", "data": "DATA"}
     assert from_thinking_block("redacted_thinking", "", "DATA") == own
+
+
+@given(st.text(min_size=1), st.sampled_from(CARRIERS), st.none() | ID, st.booleans())
+def test_a_signature_carried_in_base64_comes_back_in_either_alphabet(
+    signature: str, carrier: str, item_id: str | None, redacted: bool
+) -> None:
+    """Gemini's ``thoughtSignature`` is base64 bytes: google-genai checks it, and sends it
+    back in the URL-safe alphabet, padded or not (attack 62 F1, F2)."""
+    import base64
+
+    from svir_proto._signatures import carried_in_base64, unwrapped
+
+    wrapped = carried_in_base64(signature, carrier, item_id, redacted=redacted)
+    assert base64.b64decode(wrapped, validate=True)
+    plain = carried_signature(signature, carrier, item_id, redacted=redacted)
+    urlsafe = base64.urlsafe_b64encode(base64.b64decode(wrapped)).decode()
+    for sent_back in (wrapped, urlsafe, urlsafe.rstrip("=")):
+        assert unwrapped(sent_back) == plain
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "c3ZpcjEu",  # the prefix alone: base64 of "svir1." and nothing after it
+        "c3ZpcjEu!!!!",  # not base64 past it
+        "c3ZpcjEu/w==",  # base64, but not UTF-8 past the prefix
+        "c3ZpcjEuYQ",  # unpadded and fine: read
+        "EqQBCkYIBx==",  # a vendor's own
+    ],
+)
+def test_what_only_looks_carried_in_base64_is_left_as_it_is(signature: str) -> None:
+    from svir_proto._signatures import unwrapped
+
+    got = unwrapped(signature)
+    assert got == ("svir1." if signature == "c3ZpcjEu" else "svir1.a" if "YQ" in signature
+                   else signature)  # fmt: skip
