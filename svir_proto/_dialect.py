@@ -23,7 +23,7 @@ from . import _weights as weights
 from ._halves import MAX_MENDED, Halves
 from ._notes import Notes
 from ._pull import PullDecoder
-from ._signatures import CARRIED, CARRIED_BASE64, uncarried, unwrapped
+from ._signatures import CARRIED, uncarried, unwrapped
 from .errors import PeerProtocolError
 from .events import Event, ReasoningBlock, ReasoningSignature, StreamEnded
 from .sse import DEFAULT_MAX_EVENT_SIZE, Errors, RawItem, SSEFramer
@@ -443,9 +443,7 @@ class DialectDecoder(PullDecoder[Event]):
         kept: its `ReasoningBlock` has the signature and an empty text. A signature another
         dialect carried (`svir_proto.hub.carried_signature`, in base64 where the field is
         bytes: `svir_proto._signatures.carried_in_base64`) is its own vendor's again."""
-        carried = signature.signature
-        if carried.startswith(CARRIED_BASE64):
-            carried = unwrapped(carried)
+        carried = unwrapped(signature.signature)  # (as it is, unless in base64)
         if carried.startswith(CARRIED) and not signature.redacted:
             own = uncarried(carried)
             if own is not None:

@@ -93,6 +93,7 @@ from ..answer import AnswerFold
 from ..body import RequestBody
 from ..dialects import (
     DialectName,
+    DialectSpec,
     DialectStreamEncoder,
     Routed,
     TranslationError,
@@ -770,7 +771,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         LLM-Stream answer, in ``Accept``: there is no whole one), before its answer, as a
         translated request is refused (`prepared`); attack 36, F3: it went upstream, and the
         upstream's whole answer was a 502 that blamed it. Whether it refused."""
-        if dialect(_WIRE[self.dialect or "openai"]).answer is not None:
+        if self._answered_in().answer is not None:
             return False
         self.request_id = self.request_id or self._header_id or self.state.new_id()
         message = 'the answer asked for is an LLM-Stream stream: send "stream": true'
@@ -787,6 +788,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.request_id = self.request_id or self._header_id or self.state.new_id()
         message = "n must be 1: more than one choice is not supported by this gateway"
         self._reject(400, message, _INVALID, param="$.n")
+
+    def _answered_in(self) -> DialectSpec:
+        """The dialect the client is answered in."""
+        return dialect(_WIRE[self.dialect or "openai"])
 
     def _streams(self, scanner: RequestScanner) -> bool:
         """Whether a relayed request asks for a stream: its ``stream``, or its path's."""
@@ -1012,7 +1017,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         them still (a chunk of their own would be an answer chunk with no text to its SDK)."""
         said = [*problems, *self._renamed, *getattr(self._out, "lost", ())]
         self.noted += len(said)
-        if not dialect(_WIRE[self.dialect or "openai"]).comments:  # (counted, not written)
+        if not self._answered_in().comments:  # (counted, not written)
             return b""
         return b"".join(b": svir-lost " + v.encode() + b"\n\n" for v in _header_values(said))
 
@@ -1050,7 +1055,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # an answer that never began (an upstream that said only its end marker) is a
             # status, as its stream is (`upstream`): not a 200 with nothing in it (attack 62)
             return self._failed(_CUT, now)
-        spec = dialect(_WIRE[self.dialect or "openai"])
+        spec = self._answered_in()
         assert spec.answer is not None
         rid = fold.response_id or self.request_id or ""
         lost: list[str] = []
@@ -1120,7 +1125,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _encoder(self, now: int) -> DialectStreamEncoder:
         if self._out is None:
-            spec = dialect(_WIRE[self.dialect or "openai"])
+            spec = self._answered_in()
             # the model asked for, until the upstream names its own (llama.cpp's Responses
             # stream names none: an OpenAI client's chunks said "")
             self._out = spec.encoder(
@@ -1184,7 +1189,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 code="upstream_authentication",
                 status=502,
             )
-        spec = dialect(_WIRE[self.dialect or "openai"])
+        spec = self._answered_in()
         headers = [("Content-Type", "application/json")]
         if failure.retry_after is not None:
             headers.append(("Retry-After", str(max(0, round(failure.retry_after)))))
@@ -1263,7 +1268,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         ):
             return b""
         head = b"" if self._head_sent else self._stream_head()
-        comments = dialect(_WIRE[self.dialect or "openai"]).comments
+        comments = self._answered_in().comments
         return head + self._chunk(KEEPALIVE if comments else BLANK_LINE)
 
     def _end_of_body(self) -> bytes:
