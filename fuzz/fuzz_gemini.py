@@ -6,11 +6,12 @@ Seeds: the conformance fixtures (tests/conformance/gemini), one file each.
 Invariants: the harness's (`_harness.check`: only `PeerProtocolError`, the same outcome whole
 and cut); and for a body that decodes, `GeminiStreamEncoder` writes its events as bytes that
 decode without error to the same text, reasoning and calls (up to a failure, the end of a
-Gemini stream).
+Gemini stream); and without ``alt=sse`` (``sse=False``) as one JSON array of the same chunks.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -44,6 +45,13 @@ def test_one_input(data: bytes) -> None:
     calls = tuple(e for e in before if isinstance(e, ToolCall))
     after = again.result
     assert (after.text, after.reasoning, after.tool_calls) == (text, reasoning, calls), after
+    sse, arrayed = GeminiStreamEncoder(), GeminiStreamEncoder(sse=False)
+    framed = b"".join(map(sse.encode, events))
+    chunks = [json.loads(c[6:]) for c in framed.split(b"\r\n\r\n") if c]
+    array = b"".join(map(arrayed.encode, events))
+    if not array.endswith(b"]"):  # (a stream that ended incomplete: its body is cut)
+        array += b"]" if chunks else b"[]"
+    assert json.loads(array) == chunks, array
 
 
 if __name__ == "__main__":

@@ -138,11 +138,13 @@ class DialectSpec:
             refuse, listed by its docstring).
         decoder: makes the stream decoder for a request (its declared tools) and the options.
         encoder: makes the stream encoder: ``encoder(model, response_id, created,
-            declared_tools=None, request=None)`` (the names of the tools the request declared:
-            an encoder that must name a streamed call before its arguments waits for a name
-            that is whole, `svir_proto._names`; the request of the encoder's own dialect being
-            answered, whose options an answer repeats: the Responses API's response object,
-            but for its instructions, a prompt the gateway would write four times more).
+            declared_tools=None, request=None, routed=None)`` (the names of the tools the
+            request declared: an encoder that must name a streamed call before its arguments
+            waits for a name that is whole, `svir_proto._names`; the request of the encoder's
+            own dialect being answered, whose options an answer repeats: the Responses API's
+            response object, but for its instructions, a prompt the gateway would write four
+            times more; what its path said (`route`): a Gemini stream asked without ``alt=sse``
+            is one JSON array).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None, lost=None)``, the
             dialect's one JSON object for a `Completion` (`svir_proto.answer.AnswerFold`
@@ -321,7 +323,7 @@ def _chat() -> DialectSpec:
         unread=translate.openai_unread,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
             encoder.ChatStreamEncoder(
                 tool_call_deltas=True,
                 model=model,
@@ -354,7 +356,7 @@ def _messages() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
             encoder.MessagesStreamEncoder(
                 model=model,
                 message_id=rid or "msg_svir",
@@ -392,7 +394,7 @@ def _responses() -> DialectSpec:
         carried=hub.carried,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
             encoder.ResponsesStreamEncoder(
                 model=model,
                 response_id=rid or "resp_svir",
@@ -458,8 +460,10 @@ def _gemini() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None: (
-            encoder.GeminiStreamEncoder(model=model, response_id=rid, created=created)
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
+            encoder.GeminiStreamEncoder(
+                model=model, response_id=rid, created=created, sse=routed is None or routed.sse
+            )
         ),
         answer=lambda result, model, rid, created, request=None, lost=None: (
             answer.generate_content_response(
@@ -529,7 +533,7 @@ def _llm_stream() -> DialectSpec:
         to_hub=_without_paths,
         from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None, request=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
             translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
         ),
         body_outcome=status.body_outcome,

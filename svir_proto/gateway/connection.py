@@ -13,7 +13,8 @@ upstream events (`upstream`), an answer relayed as the upstream sent it (`relay_
 
 Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each vendor's own
     (``POST /v1/messages``, ``/v1/responses``, Gemini's ``/v1beta/models/{model}:
-    streamGenerateContent?alt=sse`` and ``:generateContent``); ``GET /v1/models`` and
+    streamGenerateContent?alt=sse`` and ``:generateContent``; without ``alt=sse``, the stream
+    is one JSON array: `_array`); ``GET /v1/models`` and
     ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
     ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
     (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
@@ -185,6 +186,8 @@ _SSE_HEAD: Final = [
     ("Cache-Control", "no-cache"),
     ("X-Accel-Buffering", "no"),
 ]
+_ARRAY_HEAD: Final = [("Content-Type", "application/json"), *_SSE_HEAD[1:]]
+"""A stream that is one JSON array's (Gemini's without ``alt=sse``)."""
 # RFC 9110 7.6.1 and RFC 9112 9.6: these describe one connection, never relayed
 _HOP_BY_HOP: Final = frozenset(
     {
@@ -597,16 +600,12 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             except RequestError as exc:
                 self.request_id = self._header_id or self.state.new_id()
                 return self._reject(400, exc.message, _INVALID, close=True, param="target")
-            if self._routed.stream and not self._routed.sse:
-                self.request_id = self._header_id or self.state.new_id()
-                return self._reject(
-                    400, "this gateway streams Gemini answers as SSE only: add alt=sse to the "
-                    "query", _INVALID, close=True, param="alt",
-                )  # fmt: skip
         self._ingress = ingress
         self.dialect = answer
         upstream = cfg.upstream_dialect
-        self._translated = _WIRE[ingress] != upstream  # Rule 2: else relayed as it comes
+        # Rule 2: else relayed as it comes; but a stream asked as a JSON array is answered by
+        # the gateway's encoder whatever the upstream, which streams SSE (`_array`)
+        self._translated = _WIRE[ingress] != upstream or self._array
         held = self._translated or length is None or length <= cfg.hold_below
         # a body passed through takes its slot now, for its upstream request begins now; a
         # held one once it is whole, and is refused now only if none is free: a slow body
@@ -640,9 +639,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         assert self.request_id is not None
         wire = _WIRE[self._ingress or "openai"]
         routed = self._routed
-        return PassThrough(
-            content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
-            target=dialect(wire).path or "" if routed is None else routed.target,
+        if routed is None:
+            return PassThrough(
+                content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
+                target=dialect(wire).path or "", headers=(("X-Request-Id", self.request_id),),
+            )  # fmt: skip
+        return PassThrough(  # (its path says whether it streams: review 63)
+            content_length=length, relay=True, dialect=wire, target=routed.target,
+            accept="text/event-stream" if routed.stream else "application/json",
             headers=(("X-Request-Id", self.request_id),),
         )  # fmt: skip
 
@@ -746,7 +750,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             relay = self._relay(len(body))
             relay.declared_tools = self._declared
             relay.include_usage = facts.include_usage
-            relay.accept = "text/event-stream" if self.streaming_request else "application/json"
+            if self._routed is None:  # (a path that says whether it streams said it: `_relay`)
+                relay.accept = "text/event-stream" if stream else "application/json"
             self._unhold()
             self._queue.append(Forward(request=relay, dialect=self.dialect or "openai", body=body))
         elif self._mode == "pass":
@@ -788,6 +793,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.request_id = self.request_id or self._header_id or self.state.new_id()
         message = "n must be 1: more than one choice is not supported by this gateway"
         self._reject(400, message, _INVALID, param="$.n")
+
+    @property
+    def _array(self) -> bool:
+        """The stream is asked as one JSON array (Gemini's without ``alt=sse``): the gateway's
+        encoder writes it, from an upstream asked for SSE, even of Gemini's own dialect (the
+        request as it came, its answer re-encoded): a relay watches SSE events and writes its
+        errors and keep-alives as SSE, and an array has no place for either."""
+        routed = self._routed
+        return routed is not None and routed.stream and not routed.sse
 
     def _answered_in(self) -> DialectSpec:
         """The dialect the client is answered in."""
@@ -1129,8 +1143,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # the model asked for, until the upstream names its own (llama.cpp's Responses
             # stream names none: an OpenAI client's chunks said "")
             self._out = spec.encoder(
-                self._model, self.request_id or "", now, self._declared, request=self._asked
-            )
+                self._model, self.request_id or "", now, self._declared, request=self._asked,
+                routed=self._routed,
+            )  # fmt: skip
             if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
                 self._out.max_output_size = self.config.max_answer
         return self._out
@@ -1150,8 +1165,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self, status: int = 200, headers: list[tuple[str, str]] | None = None
     ) -> bytes:
         self._head_sent = True
-        if headers is None:  # the gateway's own stream
-            head = [*_SSE_HEAD, *self._ids()]
+        if headers is None:  # the gateway's own stream (a JSON array: `_array`)
+            head = [*(_ARRAY_HEAD if self._array else _SSE_HEAD), *self._ids()]
         else:  # a relayed answer: the upstream's own ids are among its headers
             head = [*headers, *self._ids()[:1]]
         out = self._side.head(status, reason(status), head)  # a relayed value's obs-text as is

@@ -1,9 +1,9 @@
-"""Events to Gemini ``streamGenerateContent?alt=sse`` chunks: the server side of the dialect,
-for a gateway that answers Gemini clients from any upstream.
+"""Events to Gemini ``streamGenerateContent`` chunks: the server side of the dialect, for a
+gateway that answers Gemini clients from any upstream.
 
 Each event that has a form is one whole ``GenerateContentResponse``, framed as Google frames it
-(``data: {...}`` and CRLF line ends), with ``modelVersion`` and ``responseId`` on every chunk
-as Gemini writes them:
+(``alt=sse``: ``data: {...}`` and CRLF line ends; without it, Rule 8), with ``modelVersion`` and
+``responseId`` on every chunk as Gemini writes them:
 
 Rule 1: `TextDelta` is a text part; `ReasoningDelta` a ``"thought": true`` part (whatever its
     carrier); `RefusalDelta` a text part too (Gemini has no refusal: listed in ``lost``).
@@ -48,6 +48,12 @@ Rule 6: `StreamFailed` is an ``{"error": {...}}`` chunk as Gemini sends one
     stream: what follows is not written (a Gemini client raises at the error).
 Rule 7: `FilterVerdict` is ``safetyRatings`` (on a candidate, or in ``promptFeedback``) for
     Gemini's own ``HARM_CATEGORY_*`` categories; other services' categories have no form.
+Rule 8: without ``alt=sse`` (``sse=False``) the stream is one JSON array, as Gemini streams it
+    then: ``[`` before the first chunk, ``,`` and a CRLF before each one after it, and ``]``
+    after the last, written once the stream ended complete or failed (its error chunk is the
+    array's last element); a stream that ended incomplete leaves it open, as the transport
+    cuts its body (Rule 5). No chunk holds a line end (JSON escapes them), so the chunks are
+    written as SSE and reframed.
 
 Every event whose content has no form here is listed in ``lost``, one sentence each, once.
 """
@@ -115,6 +121,7 @@ class GeminiStreamEncoder:
         created: seconds since the epoch (the caller's clock: the encoder reads none); when
             given, ``createTime`` (Vertex AI's field) on every chunk.
         crlf: CRLF line ends, as Google writes them (else LF).
+        sse: SSE chunks (``alt=sse``); else one JSON array (Rule 8).
 
     Attributes:
         lost: what could not be carried, one sentence each, for the gateway's log.
@@ -122,7 +129,13 @@ class GeminiStreamEncoder:
     """
 
     def __init__(
-        self, *, model: str = "", response_id: str = "", created: int = 0, crlf: bool = True
+        self,
+        *,
+        model: str = "",
+        response_id: str = "",
+        created: int = 0,
+        crlf: bool = True,
+        sse: bool = True,
     ) -> None:
         self.model = model
         self.response_id = response_id
@@ -149,6 +162,9 @@ class GeminiStreamEncoder:
         self._started = False  # a StreamStarted came
         self._sent = False  # a chunk with the identity was written
         self._over = False  # a failure or the end was written
+        self._failed = False  # a failure was written
+        self._lead: bytes | None = None if sse else b"["  # Rule 8: before the next chunk
+        # (b"" once the array is closed)
 
     def _note(self, sentence: str) -> None:
         if sentence not in self.lost:
@@ -189,6 +205,25 @@ class GeminiStreamEncoder:
 
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (``b""`` for what is held or has no form)."""
+        out = self._event(event)
+        return out if self._lead is None else self._in_array(out)
+
+    def _in_array(self, out: bytes) -> bytes:
+        """Rule 8: SSE chunks as the array's elements, and its end once the stream's came."""
+        lead = self._lead
+        assert lead is not None
+        framed = []
+        for chunk in out.split(self._end) if out else ():
+            if chunk:
+                framed.append(lead + chunk[6:])  # (after "data: ")
+                lead = b",\r\n"
+        if (self.done or self._failed) and lead:  # (the stream is over: once)
+            framed.append(b"[]" if lead == b"[" else b"\r\n]")  # ("[]": nothing came)
+            lead = b""
+        self._lead = lead
+        return b"".join(framed)
+
+    def _event(self, event: Event) -> bytes:
         if self._over:
             return b""
         if (
@@ -243,7 +278,7 @@ class GeminiStreamEncoder:
             case FilterVerdict():
                 return self._verdict(event)
             case StreamFailed():
-                self._over = True
+                self._over = self._failed = True
                 # a stream that began but said nothing yet: its identity first, as the
                 # upstream's first chunk gave it (else a client would not know it began)
                 began = b"data: {" + self._tail() if self._started and not self._sent else b""

@@ -16,8 +16,9 @@ Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: 
     gateway would send its key to: attack 62 F4), a ``%`` still (encoded twice: a proxy that
     decodes again would see a separator), a ``;`` (a servlet container's path parameter:
     ``..;x`` is ``..`` there), or is ``.`` or ``..``, is refused, and so is one that is not
-    UTF-8 once decoded or holds a control character. Anything else is
-    a `RequestError`.
+    UTF-8 once decoded or holds a control character. ``alt`` is ``sse`` or ``json`` (the
+    default: a stream that is one JSON array); Google's others (``proto``, ``media``) are
+    refused. Anything else is a `RequestError`.
 
 No I/O here.
 """
@@ -129,6 +130,8 @@ def parse_target(target: str) -> GeminiTarget:
     resource = f"{collection}/{id_}"
     query = urllib.parse.parse_qs(split.query)
     alt = query.get("alt", [None])[-1]
+    if alt not in (None, "json", "sse"):
+        raise RequestError("target", f"alt={alt} is not served: only alt=sse or alt=json")
     key = query.get("key", [None])[-1]
     model = resource.removeprefix("models/")
     return GeminiTarget(

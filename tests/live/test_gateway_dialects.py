@@ -8,6 +8,8 @@ report what it reports directly: the final text, the tool calls, the finish, the
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -288,6 +290,59 @@ def test_the_gemini_sdk_through_the_gateway(
     direct = _openai(llama, dialects.translate_request(request, "chat"))
     with gateway(llama, upstream_dialect=upstream) as (base, _):
         through = _gemini(base, request, whole=whole)
+    stop = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}[direct["stop"]]
+    if name == LLAMA_CUT and upstream == "responses":
+        stop = "STOP"  # (llama.cpp's quirk: `LLAMA_CUT`)
+    assert through == {**direct, "stop": stop}
+    assert direct["text"] or direct["calls"]
+
+
+def _array_read(elements: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a client that parses Gemini's JSON-array stream whole reads of it, by the API
+    reference's fields alone (not our decoder): the text of candidate 0's parts (no
+    thoughts), its function calls, its last finishReason, the last usageMetadata."""
+    text, calls, stop, usage = [], [], None, None
+    for element in elements:
+        assert "error" not in element, element
+        for candidate in element.get("candidates", ()):
+            for part in candidate.get("content", {}).get("parts", ()):
+                if "text" in part and not part.get("thought"):
+                    text.append(part["text"])
+                if "functionCall" in part:
+                    calls.append((part["functionCall"]["name"], part["functionCall"]["args"]))
+            stop = candidate.get("finishReason", stop)
+        if "usageMetadata" in element:
+            u = element["usageMetadata"]
+            usage = (u["promptTokenCount"], u.get("candidatesTokenCount", 0))
+    return {"text": "".join(text), "calls": calls, "stop": stop, "usage": usage}
+
+
+@pytest.mark.parametrize("upstream", UPSTREAMS)
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_curl_reads_a_gemini_stream_without_alt_sse_as_one_json_array(
+    llama: str, upstream: str, name: str
+) -> None:
+    """Gemini's stream without ``alt=sse`` is one JSON array (the API's default form; the
+    gateway refused it with a 400): curl reads it through the gateway to an upstream of each
+    dialect, and it says what the openai package reads from llama.cpp directly for the Chat
+    translation of the same request."""
+    curl = shutil.which("curl")
+    if curl is None:
+        pytest.skip("no curl on this machine")
+    request = dialects.translate_request(cases.STREAMS[name], "gemini")
+    direct = _openai(llama, dialects.translate_request(request, "chat"))
+    with gateway(llama, upstream_dialect=upstream) as (base, _):
+        url = f"{base.removesuffix('/v1')}/v1beta/models/{request.model}:streamGenerateContent"
+        done = subprocess.run(
+            [curl, "-sS", "-N", "-H", "Content-Type: application/json", "--data-binary", "@-",
+             "-D", "-", url],
+            input=request.body().read(), capture_output=True, timeout=600, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    head, _, body = done.stdout.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"\r\ncontent-type: application/json" in head.lower()
+    through = _array_read(json.loads(body))
     stop = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}[direct["stop"]]
     if name == LLAMA_CUT and upstream == "responses":
         stop = "STOP"  # (llama.cpp's quirk: `LLAMA_CUT`)

@@ -3,7 +3,8 @@ OpenAI upstream, the upstream's answer chunked at any points and read in any pie
 
 Whatever the chunks and reads, the client gets the same answer as from one read: for
 ``streamGenerateContent?alt=sse`` the same stream (and no SSE comment, which google-genai would
-read as JSON), for ``:generateContent`` the same status and whole answer.
+read as JSON), without ``alt=sse`` the same JSON array, for ``:generateContent`` the same status
+and whole answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BODY = json.dumps(
 TARGETS = {
     "stream": b"/v1beta/models/g:streamGenerateContent?alt=sse",
     "whole": b"/v1beta/models/g:generateContent",
+    "array": b"/v1beta/models/g:streamGenerateContent",  # (one JSON array: no alt=sse)
 }
 
 
@@ -56,15 +58,24 @@ def test_a_gemini_client_gets_the_same_answer_whatever_the_reads(
 @pytest.mark.parametrize("how", sorted(TARGETS))
 def test_the_gemini_answers_of_the_recordings_are_geminis(how: str) -> None:
     """The property above is not vacuous: every recording gives a Gemini answer (a stream of
-    ``data:`` lines and empty ones only, or one object) or Gemini's error object."""
+    ``data:`` lines and empty ones only, or one object, or one array of the stream's chunks,
+    closed unless cut) or Gemini's error object."""
     statuses = set()
     for path in FIXTURES:
         body = path.read_bytes()
-        status, answer, _ = seen(how, [HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)])
+        reads = [HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)]
+        status, answer, ended = seen(how, reads)
         statuses.add(status)
         if how == "stream" and status == 200:
             lines = answer.split(b"\r\n")
             assert all(not line or line.startswith(b"data: ") for line in lines), path.stem
+            continue
+        if how == "array" and status == 200:
+            stream = seen("stream", reads)[1].split(b"\r\n\r\n")
+            chunks = [json.loads(c.removeprefix(b"data: ")) for c in stream if c]
+            closed = answer.endswith(b"]")  # (an error closes it, though the body be cut)
+            assert closed or not ended, path.stem
+            assert json.loads(answer if closed else answer + b"]") == chunks, path.stem
             continue
         doc = json.loads(answer)
         assert ("error" in doc) == (status != 200), path.stem

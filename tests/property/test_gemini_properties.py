@@ -276,6 +276,21 @@ def test_the_encoder_writes_what_decodes_back_to_the_same_events(body: bytes) ->
     assert encoder.lost == []
 
 
+@given(gemini_streams())
+def test_the_encoders_array_holds_the_same_chunks_as_its_sse(body: bytes) -> None:
+    """Without ``alt=sse`` (encoder Rule 8): one JSON array of the SSE form's chunks, closed
+    when the stream ended complete or failed, open (its body cut) else."""
+    events, _result = decode(body)
+    sse, array = GeminiStreamEncoder(), GeminiStreamEncoder(sse=False)
+    framed = b"".join(sse.encode(e) for e in events)
+    chunks = [json.loads(c.removeprefix(b"data: ")) for c in framed.split(b"\r\n\r\n") if c]
+    out = b"".join(array.encode(e) for e in events)
+    closed = sse.done or any(isinstance(e, StreamFailed) for e in events)
+    assert out.endswith(b"]") == closed
+    assert json.loads(out if closed else out + b"]" if chunks else b"[]") == chunks
+    assert (array.done, array.lost) == (sse.done, sse.lost)
+
+
 # -- across the dialects -----------------------------------------------------------------------
 
 

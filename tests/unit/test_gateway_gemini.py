@@ -12,6 +12,7 @@ import pytest
 
 from svir_proto import ChatStreamDecoder, Exchange, Forward, PassThrough, Reply
 from svir_proto.anthropic import MessagesRequest
+from svir_proto.errors import FailureKind
 from svir_proto.gemini import GeminiRequest, GeminiStreamDecoder
 from svir_proto.openai import ChatRequest, Endpoint
 from tests.helpers import CONFORMANCE
@@ -147,8 +148,7 @@ def test_a_big_body_passed_through_to_a_gemini_upstream_keeps_the_paths_facts() 
 @pytest.mark.parametrize(
     ("target", "headers", "status", "rpc", "says"),
     [
-        (STREAM.removesuffix("?alt=sse"), JSON, 400, "INVALID_ARGUMENT", "alt=sse"),
-        (STREAM.replace("alt=sse", "alt=json"), JSON, 400, "INVALID_ARGUMENT", "alt=sse"),
+        (STREAM.replace("alt=sse", "alt=proto"), JSON, 400, "INVALID_ARGUMENT", "alt=proto"),
         (
             "/v1beta/models/a%2F..%2Fb:streamGenerateContent?alt=sse",
             JSON, 400, "INVALID_ARGUMENT", "'..'",
@@ -305,3 +305,79 @@ def test_an_upstream_that_said_nothing_is_a_status_streamed_or_whole(
     status, _, body = response(out)
     assert status == 502
     assert json.loads(body)["error"]["code"] == 502
+
+
+ARRAY = STREAM.removesuffix("?alt=sse")
+
+
+def array_elements(body: bytes) -> list[dict[str, Any]]:
+    """An array stream's elements, as a client that parses the whole body reads them."""
+    doc = json.loads(body)
+    assert isinstance(doc, list)
+    return doc
+
+
+def as_sse(elements: list[dict[str, Any]]) -> bytes:
+    """The same chunks framed as SSE, for `GeminiStreamDecoder` (which reads SSE only)."""
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\r\n\r\n" for e in elements)
+
+
+@pytest.mark.parametrize("upstream", ["chat", "gemini"])
+@pytest.mark.parametrize("target", [ARRAY, ARRAY + "?alt=json&key=k"])
+def test_a_stream_without_alt_sse_is_one_json_array(target: str, upstream: str) -> None:
+    """Gemini's stream without ``alt=sse`` is one JSON array (it was a 400): the gateway's
+    encoder writes it, from an upstream asked for SSE, a Gemini upstream too (a relay has no
+    place in an array for its errors and keep-alives); blank keep-alives are JSON's blanks."""
+    gw, (forward,) = events_of(gemini(target), config=config(upstream_dialect=upstream))
+    assert isinstance(forward, Forward)
+    assert not isinstance(forward.request, PassThrough)  # translated, even from Gemini
+    assert gw.streaming_request
+    exchange = Exchange(UPSTREAM, forward.request)
+    said = CALLS if upstream == "gemini" else TOOLS
+    if upstream == "gemini":
+        assert exchange.target.endswith(":streamGenerateContent?alt=sse")
+        assert forward.request == GeminiRequest.parse(GEMINI, model="gemini-2.5-flash")
+    out = gw.keepalive()  # the head, as JSON, and blanks before the array
+    out += gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(said[:40]))
+    out += gw.keepalive()
+    out += gw.upstream(exchange.receive_body(said[40:]) + exchange.end_of_body())
+    status, headers, body = response(out)
+    assert (status, headers["content-type"]) == (200, "application/json")
+    assert body.startswith(b"\r\n")
+    assert body.lstrip().startswith(b"[")
+    got = decoded(GeminiStreamDecoder(), as_sse(array_elements(body)))
+    decoder = GeminiStreamDecoder() if upstream == "gemini" else ChatStreamDecoder()
+    want = decoded(decoder, said)
+    assert got.complete
+    assert got.text == want.text
+    calls = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
+    assert calls == [(c.name, json.loads(c.arguments)) for c in want.tool_calls]
+    assert calls
+    assert gw.outcome == "ok"
+
+
+def test_an_array_stream_that_broke_ends_with_its_error_element() -> None:
+    gw, (forward,) = events_of(gemini(ARRAY), config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(TOOLS[: TOOLS.index(b"\n\n") + 2]))
+    out += gw.upstream_broken("the upstream stalled", kind=FailureKind.TIMEOUT)
+    status, _, body = response(out)
+    assert status == 200  # (the head went with the first chunk)
+    elements = array_elements(body)  # closed: the error is its last element
+    assert elements[-1]["error"]["message"] == "the upstream stalled"
+    assert gw.outcome == "failed"
+
+
+def test_a_relayed_whole_answer_asks_the_upstream_for_json() -> None:
+    """Review 63: a Gemini body passed through piece by piece asked ``:generateContent`` for
+    ``text/event-stream``."""
+    body = GEMINI.replace(b"What is the weather?", b"w" * 5000)
+    for target, accept in ((WHOLE, "application/json"), (STREAM, "text/event-stream")):
+        _, events = events_of(
+            gemini(target, body), config=config(upstream_dialect="gemini", hold_below=1024)
+        )
+        assert isinstance(events[0], Forward)
+        assert isinstance(events[0].request, PassThrough)
+        assert events[0].request.accept == accept

@@ -501,3 +501,52 @@ def test_fuzz_crash_incomplete_stream_finished_by_the_encoder() -> None:
     run(again, [b"".join(encoder.encode(e) for e in events)])
     assert (again.result.complete, again.result.tool_calls) == (False, ())
     assert again.result.finish_reason is None
+
+
+def array_of(*events: Any, **options: Any) -> tuple[bytes, GeminiStreamEncoder]:
+    encoder = GeminiStreamEncoder(sse=False, **options)
+    return b"".join(encoder.encode(e) for e in events), encoder
+
+
+def test_without_sse_the_stream_is_one_json_array_of_the_same_chunks() -> None:
+    """Rule 8: Gemini's stream without ``alt=sse``; the same chunks, each an element."""
+    events = (
+        StreamStarted(response_id="r1", model="m"),
+        TextDelta(text="a\r\n\r\nb"),  # (a line end in the text is escaped: one chunk still)
+        ToolCallDelta(index=0, id="c1", name="f", arguments='{"x": 1}'),
+        TextDelta(text="c"),
+        STOP,
+        Usage(prompt_tokens=2, completion_tokens=3),
+        END,
+    )
+    sse, _ = encode(*events)
+    body, encoder = array_of(*events)
+    assert body.startswith(b'[{"candidates"')
+    assert body.endswith(b"}\r\n]")
+    assert json.loads(body) == sse
+    assert len(sse) == 4
+    assert encoder.done
+    assert [parts(c) for c in sse[:3]] == [
+        [{"text": "a\r\n\r\nb"}],
+        [{"functionCall": {"id": "c1", "name": "f", "args": {"x": 1}}}],
+        [{"text": "c"}],
+    ]
+    assert encoder.encode(TextDelta(text="late")) == b""  # nothing after its end
+
+
+def test_an_array_stream_that_failed_ends_with_its_error_element() -> None:
+    failure = Failure(kind=FailureKind.OVERLOADED, message="busy")
+    body, _ = array_of(TextDelta(text="a"), StreamFailed(error=failure), END)
+    doc = json.loads(body)
+    assert doc[-1]["error"]["message"] == "busy"
+    assert len(doc) == 2
+    assert parts(doc[0]) == [{"text": "a"}]
+
+
+def test_an_array_stream_with_nothing_in_it_is_an_empty_array_and_a_cut_stays_open() -> None:
+    assert array_of(END)[0] == b"[]"
+    body, encoder = array_of(TextDelta(text="a"), StreamEnded(complete=False, done=False))
+    assert body.startswith(b"[{")
+    assert not body.endswith(b"]")
+    assert json.loads(body + b"]")[0]["candidates"][0]["content"]["parts"] == [{"text": "a"}]
+    assert not encoder.done

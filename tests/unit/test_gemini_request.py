@@ -480,6 +480,7 @@ def test_the_server_side_reads_the_target() -> None:
         "sse",
         "K",
     )
+    assert parse_target("/v1/models/m:streamGenerateContent?alt=json").alt == "json"
     t = parse_target("/v1/tunedModels/mine:generateContent")
     assert (t.model, t.stream, t.alt, t.key) == ("tunedModels/mine", False, None, None)
     for bad in (
@@ -507,6 +508,7 @@ def test_the_server_side_reads_the_target() -> None:
         ("http://[::1/v1beta/models/m:generateContent", "not a request target"),
         ("/v1beta/models/a%FFb:generateContent", "not UTF-8"),
         ("/v1beta/models/a%7Fb:generateContent", "control character"),
+        ("/v1beta/models/m:streamGenerateContent?alt=media", "alt=media is not served"),
     ):
         with pytest.raises(RequestError, match=says):
             parse_target(bad)
