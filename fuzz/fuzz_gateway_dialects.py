@@ -1,9 +1,10 @@
 """Atheris target for a translating gateway's request side: ``python
 fuzz/fuzz_gateway_dialects.py CORPUS fuzz/corpus/gateway_dialects``.
 
-The input's first byte picks the upstream's dialect (chat, messages, responses, gemini); the
-rest is what a client sends: any request on any route, so that Anthropic's, the Responses API's
-and OpenAI's bodies are parsed and translated through the hub to another dialect. Whatever
+The input's first byte picks the upstream's dialect (chat, messages, responses, gemini,
+llm-stream); the rest is what a client sends: any request on any route, so that Anthropic's,
+the Responses API's and OpenAI's bodies are parsed and translated through the hub to another
+dialect. Whatever
 comes, the gateway must not raise (a bad body is a 400 naming its JSON path, an unknown route a
 404), and the events must not depend on how the bytes were split. Seeds: a request of each
 ingress to each upstream, and the refusals.
@@ -21,7 +22,7 @@ from _harness import check, fuzz
 from svir_proto import GatewayConfig, GatewayConnection
 from svir_proto.openai import Endpoint
 
-UPSTREAMS = ("chat", "messages", "responses", "gemini")
+UPSTREAMS = ("chat", "messages", "responses", "gemini", "llm-stream")
 ENDPOINT = Endpoint.parse("http://upstream.invalid")
 
 

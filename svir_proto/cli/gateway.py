@@ -21,7 +21,7 @@ from ..openai.endpoint import Endpoint
 
 __all__ = ["add_parser", "config_of", "gateway"]
 
-UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini")
+UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini", "llm-stream")
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
 
 
@@ -47,8 +47,9 @@ def add_parser(sub: Any) -> None:
     g.add_argument(
         "--upstream-dialect", choices=UPSTREAM_DIALECTS, default="chat",
         help="what the upstream speaks: OpenAI's Chat Completions (chat), Anthropic's Messages "
-        "(messages), OpenAI's Responses (responses) or Gemini (gemini); clients of the other "
-        "dialects are translated",
+        "(messages), OpenAI's Responses (responses), Gemini (gemini) or the IETF LLM-Stream "
+        "draft (llm-stream: another svir gateway, say); clients of the other dialects are "
+        "translated",
     )  # fmt: skip
     g.add_argument(
         "--upstream-key",

@@ -72,7 +72,7 @@ class _Unread(Protocol):
         """Give up the hold (the client loses its connection soon): the bytes it held."""
 
 
-UpstreamDialect = Literal["chat", "messages", "responses", "gemini"]
+UpstreamDialect = Literal["chat", "messages", "responses", "gemini", "llm-stream"]
 
 
 @final

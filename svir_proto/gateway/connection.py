@@ -31,7 +31,10 @@ Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM
     one JSON object, sent once the stream has ended, with its Content-Length; at most
     ``max_answer`` characters of it are held. A failure, a cut, or an answer the dialect
     cannot write (a Messages ``tool_use`` whose arguments are no object) is then an HTTP
-    error (Rule 5), since nothing was sent before it.
+    error (Rule 5), since nothing was sent before it. A request of the upstream's own dialect
+    goes as it came and its answer is relayed, but for an LLM-Stream request (an LLM-Stream
+    upstream: the gateway checks its calls, draft 8.2, and numbers what it adds) and a Gemini
+    stream asked as one JSON array: these are parsed and answered as translated ones are.
 Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body over
     ``max_body`` or, held, ``max_buffered`` is 413 before a byte of it is read; a request past
     ``max_streams`` is 503 with ``Retry-After``, also before its body, and one whose body, as
@@ -603,9 +606,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._ingress = ingress
         self.dialect = answer
         upstream = cfg.upstream_dialect
-        # Rule 2: else relayed as it comes; but a stream asked as a JSON array is answered by
-        # the gateway's encoder whatever the upstream, which streams SSE (`_array`)
-        self._translated = _WIRE[ingress] != upstream or self._array
+        # Rule 2: else relayed as it comes (`_parsed`: what is parsed whatever the upstream)
+        self._translated = _WIRE[ingress] != upstream or self._parsed
         held = self._translated or length is None or length <= cfg.hold_below
         # a body passed through takes its slot now, for its upstream request begins now; a
         # held one once it is whole, and is refused now only if none is free: a slow body
@@ -633,20 +635,22 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._continue()
         return None
 
-    def _relay(self, length: int) -> PassThrough:
+    def _relay(self, length: int, stream: bool | None = None) -> PassThrough:
         """The request passed upstream as the client sent it, in the upstream's own dialect:
-        its answer is relayed, unless an OpenAI client asked for LLM-Stream's."""
+        its answer is relayed, unless an OpenAI client asked for LLM-Stream's (`_parsed`).
+        ``stream``: whether it asks for a
+        stream, once known (a held body's, a path that says it); not known yet (a body passed
+        through before its end), the dialect's stream is accepted."""
         assert self.request_id is not None
         wire = _WIRE[self._ingress or "openai"]
+        spec = dialect(wire)
         routed = self._routed
-        if routed is None:
-            return PassThrough(
-                content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
-                target=dialect(wire).path or "", headers=(("X-Request-Id", self.request_id),),
-            )  # fmt: skip
-        return PassThrough(  # (its path says whether it streams: review 63)
-            content_length=length, relay=True, dialect=wire, target=routed.target,
-            accept="text/event-stream" if routed.stream else "application/json",
+        if routed is not None:  # (its path says whether it streams: review 63)
+            stream = routed.stream
+        return PassThrough(
+            content_length=length, relay=self.dialect != "llm-stream", dialect=wire,
+            target=spec.path or "" if routed is None else routed.target,
+            accept="application/json" if stream is False else spec.accept,
             headers=(("X-Request-Id", self.request_id),),
         )  # fmt: skip
 
@@ -747,11 +751,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._learn(facts)
             self.streaming_request = stream
             self.request_id = request_id(facts.request_id) or self._header_id or self.state.new_id()
-            relay = self._relay(len(body))
+            relay = self._relay(len(body), stream)
             relay.declared_tools = self._declared
             relay.include_usage = facts.include_usage
-            if self._routed is None:  # (a path that says whether it streams said it: `_relay`)
-                relay.accept = "text/event-stream" if stream else "application/json"
             self._unhold()
             self._queue.append(Forward(request=relay, dialect=self.dialect or "openai", body=body))
         elif self._mode == "pass":
@@ -793,6 +795,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.request_id = self.request_id or self._header_id or self.state.new_id()
         message = "n must be 1: more than one choice is not supported by this gateway"
         self._reject(400, message, _INVALID, param="$.n")
+
+    @property
+    def _parsed(self) -> bool:
+        """The request is parsed and its answer encoded by the gateway, even to an upstream of
+        its own dialect: an LLM-Stream request (the gateway stops a call it did not declare,
+        draft 8.2, and numbers the events it adds, an error, the end, in the stream's
+        ``seq``), and a stream asked as a JSON array (`_array`)."""
+        return self._ingress == "llm-stream" or self._array
 
     @property
     def _array(self) -> bool:

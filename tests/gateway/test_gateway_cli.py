@@ -171,6 +171,7 @@ def test_without_a_token_a_foreign_host_is_refused(replay: ReplayServer) -> None
         ("messages", "http://up.test:8000/v1/messages"),
         ("responses", "http://up.test:8000/v1/responses"),
         ("gemini", "http://up.test:8000/v1beta/models/{model}:streamGenerateContent"),
+        ("llm-stream", "http://up.test:8000/v1/chat/completions"),
     ],
 )
 def test_the_start_line_names_the_endpoint_the_gateway_uses(

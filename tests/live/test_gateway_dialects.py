@@ -348,3 +348,26 @@ def test_curl_reads_a_gemini_stream_without_alt_sse_as_one_json_array(
         stop = "STOP"  # (llama.cpp's quirk: `LLAMA_CUT`)
     assert through == {**direct, "stop": stop}
     assert direct["text"] or direct["calls"]
+
+
+@pytest.mark.parametrize("client", ["openai", "anthropic"])
+@pytest.mark.parametrize("name", sorted(cases.STREAMS))
+def test_a_gateway_in_front_of_another_gateways_llm_stream(
+    llama: str, client: str, name: str
+) -> None:
+    """``--upstream-dialect llm-stream``: a gateway whose upstream is an LLM-Stream server,
+    another gateway in front of llama.cpp's Chat endpoint. Each SDK reads through both what
+    it reads from llama.cpp directly."""
+    if client == "openai":
+        request: Any = dialects.translate_request(cases.STREAMS[name], "chat")
+        ask: Any = _openai
+    else:
+        request, ask = cases.STREAMS[name], _anthropic
+    direct = ask(llama, request)
+    with (
+        gateway(llama) as (inner, _),
+        gateway(inner.removesuffix("/v1"), upstream_dialect="llm-stream") as (outer, _),
+    ):
+        through = ask(outer, request)
+    assert through == direct
+    assert direct["text"] or direct["calls"]

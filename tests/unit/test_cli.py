@@ -255,6 +255,19 @@ def test_the_upstreams_key_may_go_as_a_bearer_token_whatever_its_dialect() -> No
         assert unwanted not in sent
 
 
+def test_the_gateway_takes_an_llm_stream_upstream() -> None:
+    import io
+
+    from svir_proto.cli import parser
+    from svir_proto.cli.gateway import config_of
+
+    args = ["gateway", "--upstream", "http://127.0.0.1:9", "--upstream-dialect", "llm-stream"]
+    config, _, _ = config_of(parser().parse_args(args), io.StringIO())
+    assert config.upstream_dialect == "llm-stream"
+    with pytest.raises(SystemExit):
+        parser().parse_args([*args[:-1], "llm"])
+
+
 def test_gateway_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
     """Every default worth saying once (a help that names its default is not told it again),
     and none for an option without one."""
