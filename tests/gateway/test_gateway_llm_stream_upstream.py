@@ -62,7 +62,7 @@ def test_the_outer_gateway_asks_in_llm_streams_media_types(replay: ReplayServer)
     with gateway(recording, upstream_dialect="llm-stream") as (base, _):
         status, _, raw = raw_post(base, chat_body(()), {"Content-Type": "application/json"})
     assert status == 200
-    sent = replay.requests[-1]
+    sent = [r for r in replay.requests if r.method == "POST"][-1]  # (not a readiness probe)
     assert sent.target.endswith("/v1/chat/completions")
     assert sent.headers["content-type"] == MEDIA_TYPE
     assert 'profile="llm-stream-1.0"' in sent.headers["accept"]

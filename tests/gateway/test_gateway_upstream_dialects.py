@@ -230,10 +230,10 @@ def test_our_clients_of_a_vendor_upstream(replay: ReplayServer, folder: str, nam
         want.finish_reason,
     )
     if folder == "llmstream":  # relayed as it came, with the draft's media types (7.2)
-        sent = replay.requests[-1].headers
-        assert sent["content-type"] == "application/llm-request+json"
-        assert 'profile="llm-stream-1.0"' in sent["accept"]
-        assert json.loads(replay.requests[-1].body) == json.loads(hub(folder, name).body().read())
+        posted = [r for r in replay.requests if r.method == "POST"][-1]  # (not a probe)
+        assert posted.headers["content-type"] == "application/llm-request+json"
+        assert 'profile="llm-stream-1.0"' in posted.headers["accept"]
+        assert json.loads(posted.body) == json.loads(hub(folder, name).body().read())
 
 
 def test_the_sdks_see_the_gateways_refusals_as_their_vendors_would(replay: ReplayServer) -> None:
