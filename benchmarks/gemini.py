@@ -2,6 +2,7 @@
 side by side with the floor.
 
     python -m benchmarks.gemini [--chunks 20000] [--repeat 9] [--shape text,tools,thinking,safety]
+                                [--array]
 
 The shapes, generated from a seed, framed as Google frames them (``data: {...}`` with CRLF line
 ends, ``": "`` after keys, ``<>&`` escaped), each chunk a whole ``GenerateContentResponse`` with
@@ -22,6 +23,10 @@ Each is fed in 1460 B pieces, random 1..4096 B pieces and one event per read; sv
 orjson and with the standard library, against the floor: ``split(b"\\r\\n\\r\\n")`` and
 ``json.loads`` of each payload, nothing kept. Each cell is a time over the floor's, the median
 of the per-round ratios (`benchmarks._timing`). Target: 0.75x with orjson.
+
+``--array``: the same chunks as Gemini streams them without ``alt=sse``, one JSON array, each
+element indented and followed by a line with the comma (Google's layout); the floor splits on
+that line and parses each element.
 """
 
 from __future__ import annotations
@@ -197,32 +202,61 @@ def floor_with(loads: Callable[[bytes], object]) -> Callable[[list[bytes]], int]
     return run
 
 
-def check(body: bytes) -> None:
+ARRAY_SEP = b"\n,\r\n"
+"""What is between two elements of Gemini's array (``--array``)."""
+
+
+def as_array(body: bytes) -> list[bytes]:
+    """The SSE body's chunks as Gemini's array, one element (and what precedes it) a piece:
+    ``[`` and the first, then each after a line with the comma, then the end."""
+    chunks = [json.loads(b[6:]) for b in body.split(SEP) if b]
+    elements = [json.dumps(c, ensure_ascii=False, indent=2).encode() for c in chunks]
+    return [b"[" + elements[0], *(ARRAY_SEP + e for e in elements[1:]), b"\n]"]
+
+
+def floor_array_with(loads: Callable[[bytes], object]) -> Callable[[list[bytes]], int]:
+    def run(parts: list[bytes]) -> int:
+        n = 0
+        for element in b"".join(parts)[1:-2].split(ARRAY_SEP):
+            loads(element)  # nothing kept
+            n += 1
+        return n
+
+    return run
+
+
+def check(body: bytes, array: bool = False) -> None:
     """The answer is whole and the floor reads as many events, before anyone is timed."""
     result = svir([body])
     assert result.complete, result.problems
-    assert floor_with(json.loads)([body]) == body.count(SEP)
+    floor = floor_array_with(json.loads) if array else floor_with(json.loads)
+    assert floor([body]) == (body.count(ARRAY_SEP) + 1 if array else body.count(SEP))
 
 
-def run(chunks: int, repeat: int, shapes: list[str]) -> str:
+def run(chunks: int, repeat: int, shapes: list[str], array: bool = False) -> str:
     out: list[str] = []
     worst = 0.0
+    floor = floor_array_with if array else floor_with
     fns: dict[str, Callable[[list[bytes]], object]] = {
         "svir-proto (orjson)": svir_with("orjson") if _json.orjson else svir_with("json"),
         "svir-proto (json)": svir_with("json"),
-        FLOOR: floor_with(json.loads),
+        FLOOR: floor(json.loads),
     }
     if _json.orjson is not None:
-        fns["floor: split + orjson"] = floor_with(_json.orjson.loads)
+        fns["floor: split + orjson"] = floor(_json.orjson.loads)
     for name in shapes:
         label, generate, scale = SHAPES[name]
         body = generate(max(10, int(chunks * scale)))
-        check(body)
-        n = body.count(SEP)
+        elements = as_array(body) if array else []
+        if array:
+            body = b"".join(elements)
+            label += ", as one JSON array"
+        check(body, array)
+        n = len(elements) - 1 if array else body.count(SEP)
         cells: dict[str, list[str]] = {k: [] for k in fns}
         per_event: dict[str, list[str]] = {k: [] for k in fns}
-        for cut in PIECES.values():
-            parts = cut(body)
+        for what, cut in PIECES.items():
+            parts = elements if array and what == "one event per read" else cut(body)
             timings = interleaved(
                 repeat, {k: (lambda f=f, parts=parts: f(parts)) for k, f in fns.items()}
             )
@@ -251,8 +285,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--shape", default=",".join(SHAPES), help="comma-separated: " + ", ".join(SHAPES)
     )
+    ap.add_argument("--array", action="store_true", help="Gemini's stream without alt=sse")
     args = ap.parse_args(argv)
-    print(run(args.chunks, args.repeat, args.shape.split(",")))
+    print(run(args.chunks, args.repeat, args.shape.split(","), args.array))
 
 
 if __name__ == "__main__":

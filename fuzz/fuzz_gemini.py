@@ -1,7 +1,8 @@
 """Atheris target for `GeminiStreamDecoder`:
 ``python fuzz/fuzz_gemini.py CORPUS fuzz/corpus/gemini``.
 
-Seeds: the conformance fixtures (tests/conformance/gemini), one file each.
+Seeds: the conformance fixtures (tests/conformance/gemini), one file each, and two of them as
+the stream without ``alt=sse`` is, one JSON array (``array-*``: the decoder's Rule 10).
 
 Invariants: the harness's (`_harness.check`: only `PeerProtocolError`, the same outcome whole
 and cut); and for a body that decodes, `GeminiStreamEncoder` writes its events as bytes that

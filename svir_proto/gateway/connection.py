@@ -62,8 +62,10 @@ Rule 5 (failures in the client's dialect): a failure before the answer began is 
     not be reached or broke the protocol, 504 when it stalled, 503 when the gateway stops), with
     OpenAI's error object whose ``code`` is, for an LLM-Stream client, the draft's error code.
     A failure once the answer began is an LLM-Stream ``error`` with the draft's code and then
-    exactly one ``stream.end``, or OpenAI's error chunk and ``[DONE]``. A cut upstream stays a
-    cut for the client: no end marker.
+    exactly one ``stream.end``, or OpenAI's error chunk and ``[DONE]``, or the client dialect's
+    error event (Messages' ``error``, Gemini's error chunk, the last element of its array),
+    after which the body ends. A cut upstream stays a cut for the client: no end marker, and
+    the body cut.
 Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call of a tool the
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
@@ -365,8 +367,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.events_forwarded = 0
         self.head_only = False  # a HEAD request, or a relayed 205: the answer has no body
         self.streaming_request = False
-        """The request asked for a stream (``stream: true``, or any LLM-Stream request): the
-        client expects SSE, so keep-alive comments may go to it."""
+        """The request asked for a stream (``stream: true``, a Gemini stream's path, or any
+        LLM-Stream request): the client reads a stream, so keep-alives may go to it (comments,
+        or blank lines for a Gemini client, SSE or one JSON array)."""
         self._mode: Literal["idle", "local", "held", "pass", "forwarded", "answered"] = "idle"
         self._local = ""  # a request the server answers itself: its name
         self._ingress: ClientDialect | None = None
@@ -637,7 +640,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
 
     def _relay(self, length: int, stream: bool | None = None) -> PassThrough:
         """The request passed upstream as the client sent it, in the upstream's own dialect:
-        its answer is relayed, unless an OpenAI client asked for LLM-Stream's (`_parsed`).
+        its answer is relayed, unless an OpenAI client asked for LLM-Stream's (decoded and
+        encoded again; what is never relayed is parsed first: `_parsed`).
         ``stream``: whether it asks for a
         stream, once known (a held body's, a path that says it); not known yet (a body passed
         through before its end), the dialect's stream is accepted."""

@@ -50,10 +50,10 @@ Rule 7: `FilterVerdict` is ``safetyRatings`` (on a candidate, or in ``promptFeed
     Gemini's own ``HARM_CATEGORY_*`` categories; other services' categories have no form.
 Rule 8: without ``alt=sse`` (``sse=False``) the stream is one JSON array, as Gemini streams it
     then: ``[`` before the first chunk, ``,`` and a CRLF before each one after it, and ``]``
-    after the last, written once the stream ended complete or failed (its error chunk is the
-    array's last element); a stream that ended incomplete leaves it open, as the transport
-    cuts its body (Rule 5). No chunk holds a line end (JSON escapes them), so the chunks are
-    written as SSE and reframed.
+    after the last, written once the stream is `done` (complete, or failed: its error chunk
+    is the array's last element); a stream that ended incomplete leaves it open, as the
+    transport cuts its body (Rule 5). No chunk holds a line end (JSON escapes them), so the
+    chunks are written as SSE and reframed.
 
 Every event whose content has no form here is listed in ``lost``, one sentence each, once.
 """
@@ -125,7 +125,8 @@ class GeminiStreamEncoder:
 
     Attributes:
         lost: what could not be carried, one sentence each, for the gateway's log.
-        done: the last chunk, with the finish, was written: the upstream's stream was complete.
+        done: the stream's end was written: its last chunk, with the finish (the upstream's
+            stream was complete), or its error chunk (Rule 6); its body may end there.
     """
 
     def __init__(
@@ -162,7 +163,6 @@ class GeminiStreamEncoder:
         self._started = False  # a StreamStarted came
         self._sent = False  # a chunk with the identity was written
         self._over = False  # a failure or the end was written
-        self._failed = False  # a failure was written
         self._lead: bytes | None = None if sse else b"["  # Rule 8: before the next chunk
         # (b"" once the array is closed)
 
@@ -217,7 +217,7 @@ class GeminiStreamEncoder:
             if chunk:
                 framed.append(lead + chunk[6:])  # (after "data: ")
                 lead = b",\r\n"
-        if (self.done or self._failed) and lead:  # (the stream is over: once)
+        if self.done and lead:  # (the stream is over: once)
             framed.append(b"[]" if lead == b"[" else b"\r\n]")  # ("[]": nothing came)
             lead = b""
         self._lead = lead
@@ -278,7 +278,7 @@ class GeminiStreamEncoder:
             case FilterVerdict():
                 return self._verdict(event)
             case StreamFailed():
-                self._over = self._failed = True
+                self._over = self.done = True  # (its error chunk is the stream's end: Rule 6)
                 # a stream that began but said nothing yet: its identity first, as the
                 # upstream's first chunk gave it (else a client would not know it began)
                 began = b"data: {" + self._tail() if self._started and not self._sent else b""

@@ -1,9 +1,10 @@
-"""The Gemini stream (``streamGenerateContent?alt=sse``): response bytes to events and a
+"""The Gemini stream (``streamGenerateContent``): response bytes to events and a
 `Completion`.
 
 Each SSE event's data is one whole ``GenerateContentResponse`` (Gemini API reference,
 "generateContent" and "streamGenerateContent"); Google frames them ``data: {...}`` with CRLF
-line ends and sends no end marker.
+line ends (``alt=sse``) and sends no end marker; without ``alt=sse`` they are the elements of
+one JSON array (Rule 10).
 
 Rule 1 (identity): ``responseId`` and ``modelVersion`` (and Vertex AI's ``createTime``) of
     the first chunk that has them are `StreamStarted`; a later, different ``responseId`` is
@@ -59,6 +60,12 @@ Rule 9 (the end): there is no end marker. The stream is *done* when its body end
     the gateway was told a complete answer with the call empty, attack 28), or without a
     finish or an error, is a cut (``done`` false).
 
+Rule 10 (the array form): a body whose first byte but blanks is ``[`` is Gemini's stream
+    without ``alt=sse``, one JSON array of the same chunks, read by
+    `svir_proto.gemini._array.ElementFramer` (its grammar checked, each element bounded by
+    ``max_event_size``); each element is read as an SSE event's data is, and the body is done
+    (Rule 9) only if it ended after the array's ``]``. Anything else is read as SSE.
+
 A payload that is not a JSON object is a `PeerProtocolError` with its byte offset. No I/O.
 """
 
@@ -73,6 +80,7 @@ from typing import Any, Final
 from .. import _json
 from .. import _weights as weights
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._pull import PullDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
     Completion,
@@ -97,6 +105,7 @@ from ..openai._toolcalls import (
 )
 from ..sse import DEFAULT_MAX_EVENT_SIZE, Errors
 from . import _safety
+from ._array import ElementFramer
 from ._envelope import BUDGET, USAGE, Envelope, string_text
 from ._partial import PartialCall
 from ._wire import CARRIER, FINISH, usage_in
@@ -201,7 +210,9 @@ class GeminiStreamDecoder(DialectDecoder):
         self._streamed_id = ""
         self._rid: object = None  # the responseId of the last chunk, as it came
         self._started = False
-        self._array: bool | None = None  # the body begins as JSON (Gemini without alt=sse)
+        self._array: bool | None = None  # the body is one JSON array (Rule 10), once known
+        self._elements: ElementFramer | None = None  # its elements, then
+        self._blanks = 0  # bytes of blanks before the body's first other byte
         self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
         self._reasoning = self._kept()
         self._finish: Finished | None = None
@@ -278,21 +289,64 @@ class GeminiStreamDecoder(DialectDecoder):
 
     # -- one SSE event -----------------------------------------------------------------------
 
+    @property
+    def pending(self) -> int:
+        elements = self._elements
+        return self._framer.pending if elements is None else elements.pending
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
-        if self._array is None:
-            self._begins(data)
+        if self._array is None and data and not self._eof and not self._begins(data):
+            return []  # (blanks only: nothing to read yet)
+        if self._array:
+            return PullDecoder.feed(self, data)
         return DialectDecoder.feed(self, data)
 
     def _receive(self, data: bytes) -> None:
-        if self._array is None:  # `receive_data`'s way
-            self._begins(data)
-        DialectDecoder._receive(self, data)
+        if self._array is None and data and not self._begins(data):  # `receive_data`'s way
+            return
+        if self._elements is not None:
+            self._elements.receive(data)
+        else:
+            DialectDecoder._receive(self, data)
 
-    def _begins(self, data: bytes | bytearray | memoryview) -> None:
-        """Whether the body begins as JSON, once its first byte but blanks comes."""
+    def _begins(self, data: bytes | bytearray | memoryview) -> bool:
+        """Rule 10: whether the body is SSE or one JSON array, once its first byte but blanks
+        comes (``False`` until then: the blanks before it are counted, not read)."""
         first = bytes(data[:64]).lstrip()[:1] or bytes(data).lstrip()[:1]
-        if first:
-            self._array = first == b"["
+        if not first:
+            self._blanks += len(data)
+            return False
+        self._array = first == b"["
+        if self._array:
+            size = self._framer.max_event_size
+            self._elements = ElementFramer(max_element=size, offset=self._blanks)
+        elif self._blanks:
+            self._framer.skip(self._blanks)
+        return True
+
+    def _fill(self) -> None:
+        elements = self._elements
+        if elements is None:
+            DialectDecoder._fill(self)
+            return
+        if self._closed:  # (nothing is read after the body's end)
+            return
+        try:
+            elements.read(self._whole_chunk, self._chunk)
+            if elements.ended:
+                self._closed = True
+                self._cut = not elements.whole
+                self._on_body_end()
+        except PeerProtocolError as exc:  # delivered after what came before it
+            self._deferred = exc
+
+    def _whole_chunk(self, payload: bytes) -> object:
+        """Rule 10: ``payload``'s value if it is one whole JSON object, else ``None``."""
+        try:
+            value = self._loads(payload)
+        except (ValueError, RecursionError):
+            return None
+        return value if type(value) is dict else None
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":
@@ -734,13 +788,6 @@ class GeminiStreamDecoder(DialectDecoder):
     # -- Rule 9 --------------------------------------------------------------------------------
 
     def _on_body_end(self) -> None:
-        if self._array and not self._started:
-            self._deferred = PeerProtocolError(
-                "the body is a JSON array, not server-sent events: Gemini answers so when the "
-                "request's target has no alt=sse",
-                offset=0,
-            )
-            return
         if self._pending is not None:
             self._settle()
         finish = self._finish

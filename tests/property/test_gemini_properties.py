@@ -201,6 +201,54 @@ def test_a_broken_stream_breaks_the_same_way_however_split(
     assert outcome(broken, data.draw(splits(broken))) == outcome(broken, [broken])
 
 
+def as_array(body: bytes, layout: int) -> bytes:
+    """The SSE stream's chunks as Gemini's stream without ``alt=sse``, one JSON array: compact,
+    indented (Google's), or with blanks anywhere they may be."""
+    chunks = [
+        json.loads(c[5:])
+        for c in body.replace(b"\r\n", b"\n").split(b"\n\n")
+        if c.startswith(b"data:")
+    ]
+    if layout == 0:
+        return (
+            b"[" + b",".join(json.dumps(c, separators=(",", ":")).encode() for c in chunks) + b"]"
+        )
+    if layout == 1:
+        return b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + b"\n]"
+    return b" \r\n[ " + b" \t,\n ".join(json.dumps(c).encode() for c in chunks) + b" ]\r\n"
+
+
+@given(gemini_streams(), st.integers(0, 2), st.data())
+def test_the_array_form_reads_as_its_sse_however_split(
+    body: bytes, layout: int, data: st.DataObject
+) -> None:
+    """Rule 10: the same chunks in one JSON array give what their SSE gives (no comment in an
+    array: the keep-alives go), whatever the reads; and junk in it breaks it alike however
+    split."""
+    array = as_array(body, layout)
+    want = outcome(body, [body])
+    assert outcome(array, data.draw(splits(array))) == want
+    at = data.draw(st.integers(0, len(array)))
+    broken = array[:at] + data.draw(st.binary(min_size=1, max_size=4)) + array[at:]
+    assert every_event(broken, data.draw(splits(broken))) == every_event(broken, [broken])
+
+
+def every_event(body: bytes, pieces: list[bytes]) -> tuple[object, object]:
+    """`outcome`, with the events given before an error too: an element is given once it is
+    known whole, which junk after it may leave to the body's end (Rule 10)."""
+    d = GeminiStreamDecoder()
+    events: list[Any] = []
+    error = None
+    try:
+        for piece in pieces:
+            events += d.feed(piece)
+        events += d.close()
+    except PeerProtocolError as exc:
+        events += exc.pending_events
+        error = (type(exc), exc.offset, exc.limit)
+    return summary(events, d.result), error
+
+
 @st.composite
 def hot_streams(draw: st.DrawFn) -> list[bytes]:
     """The events of a stream the hot loop and its envelope read: chunks of one text or

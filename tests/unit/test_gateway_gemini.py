@@ -381,3 +381,25 @@ def test_a_relayed_whole_answer_asks_the_upstream_for_json() -> None:
         assert isinstance(events[0], Forward)
         assert isinstance(events[0].request, PassThrough)
         assert events[0].request.accept == accept
+
+
+@pytest.mark.parametrize("target", [STREAM, ARRAY])
+def test_an_upstreams_error_ends_a_gemini_streams_body(target: str) -> None:
+    """Review 64 F1: after the upstream's own error (a vLLM error chunk), the Gemini stream's
+    error chunk was written, the array closed, and the body cut: a client that reads the
+    whole body (urllib, curl) failed on the missing last chunk and never read the error. The
+    error chunk is the stream's end (encoder Rule 6): the body ends, the outcome is failed."""
+    said = (CONFORMANCE / "openai" / "vllm-error-chunk.sse").read_bytes()
+    gw, (forward,) = events_of(gemini(target), config=config())
+    exchange = Exchange(UPSTREAM, forward.request)
+    out = gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
+    out += gw.upstream(exchange.receive_body(said) + exchange.end_of_body())
+    assert out.endswith(b"\r\n0\r\n\r\n")  # the chunked body's end
+    _, _, body = response(out)
+    chunks = array_elements(body) if target == ARRAY else json_chunks(body)
+    assert "error" in chunks[-1]
+    assert gw.outcome == "failed"
+
+
+def json_chunks(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(c[6:]) for c in body.split(b"\r\n\r\n") if c.strip()]

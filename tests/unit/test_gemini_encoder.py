@@ -189,7 +189,7 @@ def test_a_call_whose_arguments_are_no_object_ends_the_stream_with_the_failure(
     names = [p["functionCall"]["name"] for c in out[:-1] for p in parts(c) if "functionCall" in p]
     assert names == ["g"]  # (not f: it never goes)
     assert "finishReason" not in json.dumps(out)  # the error is the end
-    assert not encoder.done
+    assert encoder.done  # (the stream's end: its body may end there)
 
 
 LENGTH = Finished(reason=FinishReason.LENGTH, raw="length")
@@ -216,7 +216,7 @@ def test_a_call_the_length_cut_is_left_out_and_said_as_the_whole_answer_does(
 def test_a_call_no_finish_said_was_cut_ends_the_stream_at_its_end() -> None:
     out, encoder = encode(TextDelta(text="a"), CUT, END)
     assert [c.get("error", {}).get("code") for c in out] == [None, 502]
-    assert not encoder.done
+    assert encoder.done  # (its error chunk is its end)
 
 
 def test_nothing_is_written_after_a_held_call_fails() -> None:
@@ -370,7 +370,7 @@ def test_a_failure_is_an_error_chunk_and_the_end() -> None:
         }
     }
     assert len(out) == 2
-    assert not encoder.done
+    assert encoder.done  # (its error chunk ends the stream: its body may end there)
 
 
 HATE = FilterResult(category="HARM_CATEGORY_HATE_SPEECH", filtered=False, severity="LOW")

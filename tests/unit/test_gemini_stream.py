@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from svir_proto.events import (
     Usage,
 )
 from svir_proto.gemini import GeminiStreamDecoder
-from tests.helpers import FEEDS, bytewise, feed_as, relayed, run
+from tests.helpers import CONFORMANCE, FEEDS, bytewise, feed_as, relayed, run
 
 
 def sse(*chunks: Any, end: bytes = b"\r\n\r\n") -> bytes:
@@ -701,17 +702,112 @@ def test_vertex_scores_that_change_with_the_same_verdict_are_repeats() -> None:
     )
 
 
+def as_array(body: bytes, style: str = "google") -> bytes:
+    """An SSE recording's chunks as Gemini's stream without ``alt=sse``: Google's own layout
+    (each element indented, then a line with the comma), or our encoder's (compact)."""
+    chunks = [json.loads(c[5:]) for c in body.replace(b"\r\n", b"\n").split(b"\n\n") if c]
+    if style == "google":
+        return b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + b"\n]"
+    return b"[" + b",\r\n".join(json.dumps(c).encode() for c in chunks) + b"]"
+
+
+def _arrayable(path: Path) -> bool:
+    try:
+        as_array(path.read_bytes())
+    except ValueError:  # a recording cut inside an event: no array to make of it
+        return False
+    return True
+
+
+ARRAYABLE = [p for p in sorted((CONFORMANCE / "gemini").glob("*.sse")) if _arrayable(p)]
+
+
+@pytest.mark.parametrize("style", ["google", "compact"])
 @pytest.mark.parametrize("mode", FEEDS)
-def test_a_json_array_body_is_an_error_that_says_so(mode: str) -> None:
-    """Without ``alt=sse`` Gemini answers with a JSON array: an error that names it, however
-    the body is cut (it was a stream cut inside an event, its text lost)."""
-    body = b"\n  " + json.dumps([chunk({"text": "hi"}, finish="STOP")]).encode()
-    d = GeminiStreamDecoder()
-    with pytest.raises(PeerProtocolError, match="JSON array, not server-sent events") as caught:
-        run(d, feed_as(mode, body))
-    assert caught.value.offset == 0
-    events, _ = decode(b"\n" + sse(chunk({"text": "[x]"}, finish="STOP")))
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["[x]"]
+@pytest.mark.parametrize("path", ARRAYABLE, ids=lambda p: p.stem)
+def test_a_json_array_body_reads_as_the_same_chunks_in_sse(
+    path: Path, mode: str, style: str
+) -> None:
+    """Rule 10: without ``alt=sse`` Gemini answers one JSON array of the same chunks (it was
+    an error): the same events and result, however the body is cut."""
+    body = path.read_bytes()
+    array = as_array(body, style)
+    want, d = decode(body)
+    got = GeminiStreamDecoder()
+    assert run(got, feed_as(mode, b"\r\n " + array + b"\n")) == want
+    assert got.result == d.result
+
+
+def test_an_array_cut_before_its_end_is_a_cut() -> None:
+    whole = as_array(sse(chunk({"text": "hi"}, finish="STOP")))
+    for body in (whole[:-1], whole[:-3], whole[:1], b"[" + whole[1:9]):
+        events, d = decode(body)
+        assert not d.result.done, body
+        assert not d.result.complete
+        assert isinstance(events[-1], StreamEnded)
+    events, d = decode(whole)
+    assert d.result.complete
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi"]
+
+
+@pytest.mark.parametrize(
+    ("body", "says", "at"),
+    [
+        (b"[1]", "must be a JSON object", 1),
+        (b"[{}, ]", "must be a JSON object", 5),
+        (b'[{"candidates": []}] x', "after the end of the stream's array", 21),
+        (b"[{} {}]", "followed by ',' or ']'", 4),
+        (b'\n [{"a": 1,}]', "not JSON", 11),  # (an element that is no JSON: where it breaks)
+        (b"[" + b"[" * 10, "must be a JSON object", 1),
+    ],
+)
+def test_what_breaks_the_arrays_grammar_says_what_and_where(
+    body: bytes, says: str, at: int | None
+) -> None:
+    error = error_of(body)
+    assert says in str(error)
+    assert error.offset == at
+
+
+def test_an_array_elements_bounds_hold_however_the_reads_cut_it() -> None:
+    """An element past ``max_event_size`` is refused whether it came whole or a byte at a
+    time, and one nested past what the parser takes once it is whole; one that ``}`` in its
+    strings keeps from being parsed at once is counted, a read at a time."""
+    big = b'[{"candidates": [{"content": {"parts": [{"text": "' + b"}" * 5000
+    for pieces in ([big], bytewise(big)):
+        d = GeminiStreamDecoder(max_event_size=4096)
+        with pytest.raises(PeerProtocolError, match="longer than 4096 bytes"):
+            run(d, pieces)
+    # fuzz/corpus/gemini/crash-array-element-past-the-bound-whole-or-cut: an element whole in
+    # one read, past the bound, was read (and broke as JSON elsewhere); a byte at a time it
+    # was refused: the bound holds on an element found whole too
+    whole = b'[{"x": "' + b"a}" * 3000 + b'", "y": 1}]'
+    for pieces in ([whole], bytewise(whole)):
+        with pytest.raises(PeerProtocolError, match="longer than 4096 bytes") as caught:
+            run(GeminiStreamDecoder(max_event_size=4096), pieces)
+        assert caught.value.offset == 1
+    # fuzz/corpus/gemini/crash-array-bound-before-the-tries-ran-out: a short element that no
+    # try could take (it is no JSON), the next ones after it a byte at a time: what was held
+    # passed the bound before its end was counted, and the error was the bound's, where
+    # whole it was the element's JSON: past the bound, the element is counted first
+    bad = b'[{"a": "\x00"}' + b',\r\n{"b": "' + b"c" * 5000 + b'"}]'
+    errors = []
+    for pieces in ([bad], bytewise(bad)):
+        with pytest.raises(PeerProtocolError) as caught:
+            run(GeminiStreamDecoder(max_event_size=4096), pieces)
+        errors.append((caught.value.offset, "not JSON" in str(caught.value)))
+    assert errors[0] == errors[1]
+    assert errors[0][1]
+    deep = b'[{"a": ' + b"[" * 1100 + b"]" * 1100 + b"}]"
+    with pytest.raises(PeerProtocolError, match="not JSON") as caught:  # (too deep: `_json`)
+        run(GeminiStreamDecoder(), [deep[:7], deep[7:]])
+    assert caught.value.offset is not None
+    text = 'a "}" {x} \\ \\" }'
+    body = as_array(sse(chunk({"text": text}), chunk({"text": "!"}, finish="STOP")), "compact")
+    for pieces in ([body], bytewise(body), [body[:30], body[30:]]):
+        d = GeminiStreamDecoder()
+        run(d, pieces)
+        assert (d.result.text, d.result.complete) == (text + "!", True)
 
 
 def test_chunks_whose_envelope_cannot_be_learned_are_tried_within_the_budget() -> None:
@@ -928,3 +1024,46 @@ def test_a_chunk_holds_max_entries_parts_and_candidates_at_most() -> None:
     assert "content.parts holds 512 entries: the event's lists hold more" in str(
         error_of(sse(nested))
     )
+
+
+def test_the_element_framer_reads_only_an_array() -> None:
+    """`ElementFramer` is given the body once its first byte but blanks is ``[`` (Rule 10);
+    given another, it says so, where."""
+    from svir_proto.gemini._array import ElementFramer
+
+    framer = ElementFramer(max_element=64, offset=5)
+    framer.receive(b" {}")
+    with pytest.raises(PeerProtocolError, match="neither server-sent events nor an array") as e:
+        framer.read(lambda payload: None, lambda payload, at, value: None)
+    assert e.value.offset == 6
+
+
+def test_blanks_before_the_body_are_counted_whatever_it_turns_out_to_be() -> None:
+    """Rule 10: the blanks before the first other byte decide nothing; they are counted, so
+    offsets are the body's, by `feed` or by `receive_data`; what is held is `pending`; an end
+    said again reads nothing again."""
+    array = b'[{"a": 1,}]'
+    d = GeminiStreamDecoder()
+    d.receive_data(b" \r\n")
+    d.receive_data(array[:4])
+    assert d.next_event() is NEED_DATA
+    assert d.pending == 3  # (the element begun, held: `{"a`)
+    d.receive_data(array[4:])
+    assert d.next_event() is NEED_DATA  # (one try failed: it may be an element not whole)
+    d.receive_data(b"")
+    with pytest.raises(PeerProtocolError) as caught:
+        d.next_event()
+    assert caught.value.offset == 3 + 1 + 8  # (blanks, "[", then where its JSON breaks)
+    body = sse(chunk({"text": "hi"}), b"{broken")
+    whole = error_of(b"\r\n\r\n" + body)
+    d = GeminiStreamDecoder()
+    assert d.feed(b"\r\n") == []
+    assert d.feed(b"\r\n") == []
+    with pytest.raises(PeerProtocolError) as caught:
+        run(d, [body])
+    assert caught.value.offset == whole.offset
+    assert d.pending == 0
+    d = GeminiStreamDecoder()
+    events = run(d, [as_array(sse(chunk({"text": "hi"}, finish="STOP")))])
+    assert isinstance(events[-1], StreamEnded)
+    assert d.feed(b"") == []  # (the end, said again: nothing, and no second end)

@@ -1,0 +1,226 @@
+"""Gemini's stream without ``alt=sse``: one JSON array of ``GenerateContentResponse`` objects,
+each element written as the model goes (``[{...}``, then ``,`` and the next, then ``]``).
+`ElementFramer` finds the elements, whole, as the bytes come, for `GeminiStreamDecoder`:
+
+Rule 1: an element is found without a parser when it can be: where the bytes new to it hold a
+    ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
+    layout; before ``,`` and a line that begins the next, an encoder's; before the end of
+    what came, a live stream's read), the element up to it is parsed (the one parse it needs
+    anyway); if that is one whole object, it is the element, taken with its value. After
+    `MAX_TRIES` such tries failed (a layout of another kind, a ``}`` where no element ends),
+    once what it holds is past the bound (Rule 3), or once the body ended, the element's
+    brackets are counted outside its strings instead, from where the count left off, a string
+    or a bracket at a time (C-level searches for quotes and brackets): each byte is parsed or
+    looked at a bounded number of times, however the reads cut it.
+Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
+    first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
+    object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
+    before it are given first.
+Rule 3: an element is at most ``max_element`` bytes (the decoder's ``max_event_size``): past
+    it, a `PeerProtocolError`. The framer holds the element not yet whole, and nothing else;
+    how deep it nests is the parser's to judge (`svir_proto._json`), once it is whole.
+Rule 4: the body is `whole` when it ended after the array's ``]``; one that ended before it
+    (inside an element, or between two) is cut.
+
+No I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from ..errors import PeerProtocolError
+
+__all__: list[str] = []
+
+MAX_TRIES: Final = 4
+"""Parses an element may be tried at (Rule 1) before its brackets are counted."""
+_ENDS: Final = re.compile(rb"\}(?=\r?\n[,\]]|,\r?\n\{|\][ \t\r\n]*\Z|[ \t\r\n]*\Z)")
+"""A ``}`` that may end an element (Rule 1): no line end is in a JSON string, and an indented
+element's own lines begin with blanks, so a line that begins with ``,``, ``]`` or ``{`` is
+the array's."""
+_BLANKS: Final = re.compile(rb"[ \t\r\n]*")
+_STRUCTURE: Final = re.compile(rb'["{}\[\]]')
+_OPEN, _FIRST, _NEXT, _ELEMENT, _CLOSED = range(5)
+"""Where the reading is between elements (Rule 2): before the ``[``; after it (an element or
+``]``); after an element (``,`` or ``]``); after a comma (an element); after the ``]``."""
+
+Parse = Callable[[bytes], object]
+"""The value of ``payload`` if it is one whole JSON object, else ``None`` (Rule 1)."""
+Element = Callable[[bytes, int, object], None]
+"""What takes each whole element: its bytes, the body's offset where it begins, its value if
+the framer's parse read it (else ``None``)."""
+
+
+class ElementFramer:
+    """Give it the body's bytes (`receive`; ``b""`` at its end), then `read` the elements that
+    are whole."""
+
+    __slots__ = (
+        "_base", "_buf", "_depth", "_escapes", "_fresh", "_in_string", "_pos", "_start",
+        "_state", "_tries", "ended", "max_element",
+    )  # fmt: skip
+
+    def __init__(self, *, max_element: int, offset: int = 0) -> None:
+        self.max_element = max_element
+        self.ended = False
+        self._buf = bytearray()
+        self._base = offset  # the body's offset of the buffer's first byte
+        self._state = _OPEN
+        self._start = -1  # where the element being read begins in the buffer (-1: none)
+        self._pos = 0  # where the reading goes on
+        self._fresh = 0  # where the bytes the last `read` did not see begin
+        self._tries = 0  # the element's parses tried (Rule 1)
+        self._depth = 0  # its brackets open, as far as they were counted
+        self._in_string = False
+        self._escapes = 0  # where a run of backslashes before a quote may begin
+
+    @property
+    def pending(self) -> int:
+        """Bytes it holds: of an element not whole yet, and what came after it."""
+        return len(self._buf)
+
+    @property
+    def whole(self) -> bool:
+        """The body ended after the array's ``]`` (Rule 4)."""
+        return self.ended and self._state == _CLOSED
+
+    def receive(self, data: bytes) -> None:
+        if data:
+            self._buf += data
+        else:
+            self.ended = True
+
+    def read(self, parse: Parse, element: Element) -> None:
+        """Give ``element`` each element now whole, in order.
+
+        Raises:
+            PeerProtocolError: Rules 2 and 3 (after the elements before it).
+        """
+        buf = self._buf
+        i = self._pos
+        while True:
+            if self._start < 0:
+                i = self._between(buf, i)
+                if i < 0:
+                    break
+                continue
+            start = self._start
+            stop = -1
+            if self.ended or len(buf) - start > self.max_element:
+                self._tries = MAX_TRIES  # (nothing more will come to end it, or it may be
+                # past the bound, which a try cannot tell: counted, Rule 1)
+            if self._tries < MAX_TRIES:
+                stop = self._try(buf, parse, element)
+            if stop < 0 and self._tries >= MAX_TRIES:
+                stop = self._scan(buf)
+                if stop >= 0:
+                    self._bound(stop - start)  # (whole at once, as held a read at a time)
+                    element(bytes(buf[start:stop]), self._base + start, None)
+            if stop < 0:  # not whole yet: Rule 3's bound on what it holds
+                self._bound(len(buf) - start)
+                break
+            self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
+        self._compact()
+
+    def _between(self, buf: bytearray, i: int) -> int:
+        """Rule 2, from ``i``: where reading goes on (an element begun: `_start`), or -1."""
+        i = _BLANKS.match(buf, i).end()  # type: ignore[union-attr]
+        self._pos = i
+        if i == len(buf):
+            return -1
+        byte, state = buf[i], self._state
+        if state == _OPEN:
+            self._expect(byte == 0x5B, "the body is neither server-sent events nor an array", i)
+            self._state = _FIRST
+        elif state == _CLOSED:
+            self._expect(False, "bytes after the end of the stream's array", i)
+        elif byte == 0x5D and state != _ELEMENT:
+            self._state = _CLOSED
+        elif state == _NEXT:
+            self._expect(byte == 0x2C, "an element is followed by ',' or ']'", i)
+            self._state = _ELEMENT
+        else:
+            self._expect(byte == 0x7B, "an element of the stream must be a JSON object", i)
+            self._start, self._tries, self._depth, self._in_string = i, 0, 0, False
+            return i
+        return i + 1
+
+    def _try(self, buf: bytearray, parse: Parse, element: Element) -> int:
+        """Rule 1: the element up to a ``}`` of the bytes new to it that may end it, if that
+        is one whole object (given to ``element``): its end; else -1."""
+        start = self._start
+        for found in _ENDS.finditer(buf, max(self._fresh, start + 1)):
+            end = found.end()
+            if end - start > self.max_element or self._tries == MAX_TRIES:
+                self._tries = MAX_TRIES  # (Rule 3 judges it; or counted from now)
+                return -1
+            self._tries += 1
+            payload = bytes(buf[start:end])
+            value = parse(payload)
+            if value is not None:
+                element(payload, self._base + start, value)
+                return end
+        return -1
+
+    def _scan(self, buf: bytearray) -> int:
+        """Rule 1: count the element's brackets outside its strings from where the count left
+        off: the element's end, or -1."""
+        i, end, depth = self._pos, len(buf), self._depth
+        search = _STRUCTURE.search
+        while True:
+            if self._in_string:
+                quote = buf.find(b'"', i)
+                if quote < 0:
+                    i = end
+                    break
+                run = buf[self._escapes : quote]  # (the backslashes right before it)
+                i = quote + 1
+                if (len(run) - len(run.rstrip(b"\\"))) % 2:  # escaped
+                    self._escapes = i
+                    continue
+                self._in_string = False
+            found = search(buf, i)
+            if found is None:
+                i = end
+                break
+            i = found.end()
+            byte = buf[i - 1]
+            if byte == 0x22:
+                self._in_string = True
+                self._escapes = i
+            elif byte == 0x7B or byte == 0x5B:
+                depth += 1
+            else:
+                depth -= 1
+                if depth <= 0:
+                    self._pos = i
+                    return i
+        self._pos, self._depth = i, depth
+        return -1
+
+    def _bound(self, size: int) -> None:
+        """Rule 3, on the element being read (``size`` bytes of it)."""
+        if size > self.max_element:
+            raise PeerProtocolError(
+                f"an element of the stream is longer than {self.max_element} bytes",
+                offset=self._base + self._start,
+            )
+
+    def _expect(self, ok: bool, message: str, at: int) -> None:
+        if not ok:
+            raise PeerProtocolError(message, offset=self._base + at)
+
+    def _compact(self) -> None:
+        """Let go of what was read: all of it, but the element not whole yet."""
+        cut = self._start if self._start >= 0 else self._pos
+        if cut:
+            del self._buf[:cut]
+            self._base += cut
+            self._pos -= cut
+            if self._start >= 0:
+                self._start -= cut
+                self._escapes = max(self._escapes - cut, 0)
+        self._fresh = len(self._buf)
