@@ -127,7 +127,7 @@ from ..llmstream.negotiate import (
     response_dialect,
     unsupported_media_type,
 )
-from ..llmstream.request import LLMRequest, RequestError
+from ..llmstream.request import MEDIA_TYPE, LLMRequest, RequestError
 from ..openai.status import error_json
 from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
@@ -803,9 +803,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     @property
     def _parsed(self) -> bool:
         """The request is parsed and its answer encoded by the gateway, even to an upstream of
-        its own dialect: an LLM-Stream request (the gateway stops a call it did not declare,
-        draft 8.2, and numbers the events it adds, an error, the end, in the stream's
-        ``seq``), and a stream asked as a JSON array (`_array`)."""
+        its own dialect (which gets the request's bytes as they came: `_prepare`): an
+        LLM-Stream request (the gateway stops a call it did not declare, draft 8.2, and
+        numbers the events it adds, an error, the end, in the stream's ``seq``), and a stream
+        asked as a JSON array (`_array`)."""
         return self._ingress == "llm-stream" or self._array
 
     @property
@@ -1525,6 +1526,10 @@ def _prepare(
         if job is not None and not job.wanted:
             return None
         asked = as_sent(request, to, neutral=hub)  # what the answer repeats (attack 46 G4)
+        if given == to:  # parsed to be checked, not changed: the client's bytes go (review 64
+            # F3: written again, an LLM-Stream request lost the fields its type does not keep)
+            media = MEDIA_TYPE if to == "llm-stream" else "application/json"
+            return hub, upstream, stream, asked, [], RequestBody([body], content_type=media)
         return hub, upstream, stream, asked, _header_values(lost), upstream.body()
     except RequestError as exc:
         return exc

@@ -91,3 +91,32 @@ def test_an_llm_stream_clients_undeclared_call_is_stopped_though_the_upstream_sp
     assert [e["type"] for e in events] == ["stream.start", "error", "stream.end"]
     assert events[1]["vendor:svir"]["code"] == "undeclared_tool"
     assert [e["seq"] for e in events] == [0, 1, 2]
+
+
+def test_an_llm_stream_request_reaches_an_llm_stream_upstream_as_it_came(
+    replay: ReplayServer,
+) -> None:
+    """Review 64 F3: parsed (to check its answer) and written again, an LLM-Stream request
+    lost what its type does not keep (a message's, a part's, a tool's unknown fields, its own)
+    without a word; it goes as its client sent it."""
+    doc = {
+        "version": "1.0", "stream": True, "model": "m", "acme:top": {"x": 1},
+        "messages": [
+            {"role": "system", "content": "be brief", "acme:message": True},
+            {"role": "user", "content": [{"type": "text", "text": "hi", "acme:part": 2}]},
+        ],
+        "tools": [{"name": "get_weather", "description": "", "parameters": {"type": "object"},
+                   "strict": True}],
+        "parameters": {"max_tokens": 9, "acme:p": "q"},
+    }  # fmt: skip
+    body = json.dumps(doc).encode()
+    recording = replay.base("replay", "draft-4.8-tool-flow-response-1", "chunked")
+    with gateway(recording, upstream_dialect="llm-stream") as (base, _):
+        status, _, raw = raw_post(base, body, {"Content-Type": MEDIA_TYPE})
+    assert status == 200
+    sent = [r for r in replay.requests if r.method == "POST"][-1]
+    assert sent.body == body
+    assert sent.headers["content-type"] == MEDIA_TYPE
+    violations, events = check(raw)
+    assert violations == []
+    assert [e["type"] for e in events if e["type"] == "tool.call"] == ["tool.call"]

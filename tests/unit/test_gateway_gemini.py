@@ -337,6 +337,8 @@ def test_a_stream_without_alt_sse_is_one_json_array(target: str, upstream: str) 
     if upstream == "gemini":
         assert exchange.target.endswith(":streamGenerateContent?alt=sse")
         assert forward.request == GeminiRequest.parse(GEMINI, model="gemini-2.5-flash")
+        assert forward.encoded is not None
+        assert b"".join(forward.encoded) == GEMINI  # (its bytes, as they came: review 64 F3)
     out = gw.keepalive()  # the head, as JSON, and blanks before the array
     out += gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
     out += gw.upstream(exchange.receive_body(said[:40]))
