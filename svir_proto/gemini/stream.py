@@ -295,6 +295,8 @@ class GeminiStreamDecoder(DialectDecoder):
         return self._framer.pending if elements is None else elements.pending
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        if self._array is False:  # (SSE: nearly every read)
+            return DialectDecoder.feed(self, data)
         if self._array is None and data and not self._eof and not self._begins(data):
             return []  # (blanks only: nothing to read yet)
         if self._array:
