@@ -550,3 +550,22 @@ def test_an_array_stream_with_nothing_in_it_is_an_empty_array_and_a_cut_stays_op
     assert not body.endswith(b"]")
     assert json.loads(body + b"]")[0]["candidates"][0]["content"]["parts"] == [{"text": "a"}]
     assert not encoder.done
+
+
+def test_what_the_answer_cost_goes_out_before_its_failure() -> None:
+    """Review 64 F6: the usage held for the last chunk was lost when the stream failed (a
+    Gemini client, whose every chunk says it, saw none); it goes before the error chunk."""
+    failure = Failure(kind=FailureKind.TIMEOUT, message="stalled")
+    usage = Usage(prompt_tokens=9, completion_tokens=4, total_tokens=13)
+    out, encoder = encode(TextDelta(text="a"), usage, StreamFailed(error=failure))
+    assert parts(out[0]) == [{"text": "a"}]
+    assert out[1]["usageMetadata"] == {
+        "promptTokenCount": 9, "candidatesTokenCount": 4, "totalTokenCount": 13
+    }  # fmt: skip
+    assert out[2]["error"]["message"] == "stalled"
+    assert encoder.done
+    again = GeminiStreamDecoder()
+    one = GeminiStreamEncoder()
+    run(again, [b"".join(map(one.encode, (usage, StreamFailed(error=failure))))])
+    assert again.result.usage is not None
+    assert (again.result.usage.prompt_tokens, again.result.usage.completion_tokens) == (9, 4)
