@@ -8,8 +8,8 @@ event loop if it is large), answer this yourself (`LocalRequest`: health, readin
 write these bytes (`Reply`: a whole answer the gateway made; `Interim`: ``100 Continue``), the
 client went away (`ClientClosed`). It writes the client's answers: an answer translated from
 upstream events (`upstream`), an answer relayed as the upstream sent it (`relay_head`,
-`relay_data`, `relay_end`), and the errors and keep-alives the gateway adds (`upstream_broken`,
-`keepalive`).
+`relay_data`, `relay_events`: without its comments for a Gemini client, `relay_end`), and the
+errors and keep-alives the gateway adds (`upstream_broken`, `keepalive`).
 
 Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each vendor's own
     (``POST /v1/messages``, ``/v1/responses``, Gemini's ``/v1beta/models/{model}:
@@ -400,6 +400,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.noted = 0
         """What the upstream's decoder noticed and the answer did not carry, counted."""
         self._relaying: Literal["", "stream", "raw", "late"] = ""
+        self._uncommented = False  # a relayed stream's comments are not passed on (`relay_events`)
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -1330,6 +1331,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # keep-alive that sent our head made it a stream's failure: review 49 3a)
             self.head_only, ok = True, False
         self._relaying = "stream" if stream and ok else "raw"
+        self._uncommented = self._relaying == "stream" and not self._answered_in().comments
         unreadable = ok and self.streaming_request and media not in _ANSWERS
         if self._head_sent or unreadable:
             # a keep-alive sent the stream's head (the stream goes on in it), or a stream was
@@ -1362,6 +1364,18 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self._side.data(data)
 
     _chunk = relay_data
+
+    def relay_events(self, data: bytes) -> bytes:
+        """`relay_data` for whole events of a relayed stream (or what is left of one at its
+        end): without the upstream's comment lines for a client of a dialect whose clients
+        read none (`DialectSpec.comments`: attack 62 F5, a Gemini upstream's ``: keep-alive``
+        reached google-genai, which reads any line but ``data:`` as JSON and raises). A
+        comment carries nothing: the events are the same."""
+        if self._uncommented and (data[:1] == b":" or b"\n:" in data or b"\r:" in data):
+            data = b"".join(
+                line for line in data.splitlines(keepends=True) if not line.startswith(b":")
+            )
+        return self.relay_data(data)
 
     def relay_end(self, *, complete: bool) -> bytes:
         """The relayed body ended: where its framing said (``complete``), or cut."""

@@ -964,7 +964,7 @@ class GatewaySession:
             self._partial[:] = data[cut:]
             self._body_at += cut
             if cut:
-                out.append(conn.relay_data(data if cut == len(data) else data[:cut]))
+                out.append(conn.relay_events(data if cut == len(data) else data[:cut]))
             if error is not None:  # what broke the protocol goes nowhere (`_broken` follows)
                 self._drop_partial()
             elif (self._partial or self._partial_held) and not self._hold_partial(now):
@@ -995,19 +995,19 @@ class GatewaySession:
             held += data[:cut]
             data, held[:] = bytes(held), data[cut:]
             if not self._hold_partial(now):  # the next event, begun in this read
-                return self.conn.relay_data(data) + self._too_long(now)
+                return self.conn.relay_events(data) + self._too_long(now)
         else:
             cut = _last_boundary(data)
             if cut < len(data):
                 held += data[cut:]
                 if not self._hold_partial(now):
-                    return self.conn.relay_data(data[:cut]) + self._too_long(now)
+                    return self.conn.relay_events(data[:cut]) + self._too_long(now)
                 if not cut:
                     return b""
                 data = data[:cut]
         self._body_at += len(data)
         self._sent = now
-        return self.conn.relay_data(data)
+        return self.conn.relay_events(data)
 
     def _hold_partial(self, now: float) -> bool:
         """Hold the relayed event that is not whole yet against ``max_partial``: its length,
@@ -1083,7 +1083,7 @@ class GatewaySession:
         self._trail_by = None
         tail = bytes(self._partial)
         self._drop_partial()
-        out = self.conn.relay_data(tail) if tail else b""
+        out = self.conn.relay_events(tail) if tail else b""
         return out + self.conn.relay_end(complete=complete) + self._finished(now, drain=False)
 
     def _finished(self, now: float, *, drain: bool = True) -> bytes:

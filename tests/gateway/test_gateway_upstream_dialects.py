@@ -497,3 +497,26 @@ def test_a_gemini_sdk_sends_anthropics_thinking_back_to_it_whole(
     assert [b["type"] for b in blocks] == [
         "redacted_thinking" if b.redacted else "thinking" for b in want.reasoning_blocks
     ]
+
+
+def test_a_gemini_upstreams_comments_do_not_reach_a_gemini_client() -> None:
+    """Attack 62 F5: a Gemini upstream's SSE comments (a keep-alive of a proxy in front of
+    Gemini, say) were relayed as they came, and google-genai, which reads any line but
+    ``data:`` as JSON, raised on them. A relayed Gemini stream goes without its comments,
+    alone or inside an event: the same events, read by the real SDK."""
+    from tests.interop.gemini_sdk import Replay, loopback, ours, through
+
+    body = (CONFORMANCE / "gemini" / "stream-text.sse").read_bytes()
+    noisy = b": keep-alive\r\n\r\n" + body.replace(b"\r\n\r\n", b"\r\n: ping\r\n\r\n", 1)
+    noisy = noisy.replace(b"data: ", b":x\r\ndata: ", 1) + b": bye\r\n"
+    want = expected("gemini", "stream-text")
+    server = loopback.__wrapped__()  # type: ignore[attr-defined]
+    upstream = next(server)
+    try:
+        Replay.answer = (200, "text/event-stream", noisy)
+        with gateway(upstream, upstream_dialect="gemini") as (base, _):
+            seen = through(base.removesuffix("/v1"), model="gemini-2.5-flash", contents="hi")
+    finally:
+        server.close()
+    assert seen == ours(want, finish=want.finish_raw, error=None)
+    assert seen.text

@@ -405,3 +405,16 @@ def test_an_upstreams_error_ends_a_gemini_streams_body(target: str) -> None:
 
 def json_chunks(body: bytes) -> list[dict[str, Any]]:
     return [json.loads(c[6:]) for c in body.split(b"\r\n\r\n") if c.strip()]
+
+
+def test_a_relayed_gemini_stream_goes_without_its_comments_and_others_keep_theirs() -> None:
+    """Attack 62 F5: only a dialect whose clients read no comment loses them (any line end);
+    a Chat client's relay keeps the upstream's bytes whole."""
+    target = "/v1beta/models/g:streamGenerateContent?alt=sse"
+    gw, _ = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+    gw.relay_head(200, (("content-type", "text/event-stream"),))
+    events = b': a\rdata: {"x": 1}\r: b\r\rdata: {"y": 2}\n:c\n\n'
+    assert gw.relay_events(events).endswith(b'\r\ndata: {"x": 1}\r\rdata: {"y": 2}\n\n\r\n')
+    chat, _ = events_of(request(b'{"model": "m", "stream": true}', headers=JSON), config=config())
+    chat.relay_head(200, (("content-type", "text/event-stream"),))
+    assert chat.relay_events(events) == b"%x\r\n%b\r\n" % (len(events), events)
