@@ -767,7 +767,10 @@ class Exchange:
         assert self.status is not None
         body = b"".join(self._held)
         self._held = []
-        outcome = body_outcome if self._spec is None else self._spec.body_outcome
+        spec = self._spec
+        if spec is None and isinstance(self.request, LLMRequest):  # (a svir peer's error body
+            spec = dialect("llm-stream")  # says its failure's own kind and code: review 64)
+        outcome = body_outcome if spec is None else spec.body_outcome
         self._fail(outcome(self.status, self._response_headers, body, now=self._now), out)
 
     def _fail(self, failed: RequestFailed, out: list[ExchangeEvent]) -> None:

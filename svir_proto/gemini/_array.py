@@ -6,12 +6,16 @@ Rule 1: an element is found without a parser when it can be: where the bytes new
     ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
     layout; before ``,`` and a line that begins the next, an encoder's; before the end of
     what came, a live stream's read), the element up to it is parsed (the one parse it needs
-    anyway); if that is one whole object, it is the element, taken with its value. After
-    `MAX_TRIES` such tries failed (a layout of another kind, a ``}`` where no element ends),
-    once what it holds is past the bound (Rule 3), or once the body ended, the element's
-    brackets are counted outside its strings instead, from where the count left off, a string
-    or a bracket at a time (C-level searches for quotes and brackets): each byte is parsed or
-    looked at a bounded number of times, however the reads cut it.
+    anyway); if that is one whole object, it is the element, taken with its value. The last
+    `LOOKBACK` bytes of the read before are looked at again, so that a ``}`` whose next bytes
+    came in the next read is one too. After `MAX_TRIES` such tries failed (a layout of
+    another kind, a ``}`` where no element ends), once what it holds is past the bound
+    (Rule 3), once the tries would parse more than twice the bytes received (review 65: an
+    element that none found, then many after it, each tried at one far ``}``, were parsed
+    again a read at a time), or once the body ended, the element's brackets are counted
+    outside its strings instead, from where the count left off, a string or a bracket at a
+    time (C-level searches for quotes and brackets): the tries parse at most twice the body,
+    and the count looks at each byte once, however the reads cut it.
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
     object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
@@ -37,6 +41,8 @@ __all__: list[str] = []
 
 MAX_TRIES: Final = 4
 """Parses an element may be tried at (Rule 1) before its brackets are counted."""
+LOOKBACK: Final = 4
+"""Bytes of the read before that `_ENDS` looks at again (``},\r\n{`` less its ``{``)."""
 _ENDS: Final = re.compile(rb"\}(?=\r?\n[,\]]|,\r?\n\{|\][ \t\r\n]*\Z|[ \t\r\n]*\Z)")
 """A ``}`` that may end an element (Rule 1): no line end is in a JSON string, and an indented
 element's own lines begin with blanks, so a line that begins with ``,``, ``]`` or ``{`` is
@@ -59,8 +65,8 @@ class ElementFramer:
     are whole."""
 
     __slots__ = (
-        "_base", "_buf", "_depth", "_escapes", "_fresh", "_in_string", "_pos", "_start",
-        "_state", "_tries", "ended", "max_element",
+        "_allowance", "_base", "_buf", "_depth", "_escapes", "_fresh", "_in_string", "_pos",
+        "_start", "_state", "_tries", "ended", "max_element",
     )  # fmt: skip
 
     def __init__(self, *, max_element: int, offset: int = 0) -> None:
@@ -73,6 +79,7 @@ class ElementFramer:
         self._pos = 0  # where the reading goes on
         self._fresh = 0  # where the bytes the last `read` did not see begin
         self._tries = 0  # the element's parses tried (Rule 1)
+        self._allowance = 0  # bytes the tries may still parse: twice those received (Rule 1)
         self._depth = 0  # its brackets open, as far as they were counted
         self._in_string = False
         self._escapes = 0  # where a run of backslashes before a quote may begin
@@ -90,6 +97,7 @@ class ElementFramer:
     def receive(self, data: bytes) -> None:
         if data:
             self._buf += data
+            self._allowance += 2 * len(data)
         else:
             self.ended = True
 
@@ -152,12 +160,14 @@ class ElementFramer:
         """Rule 1: the element up to a ``}`` of the bytes new to it that may end it, if that
         is one whole object (given to ``element``): its end; else -1."""
         start = self._start
-        for found in _ENDS.finditer(buf, max(self._fresh, start + 1)):
+        for found in _ENDS.finditer(buf, max(self._fresh - LOOKBACK, start + 1)):
             end = found.end()
-            if end - start > self.max_element or self._tries == MAX_TRIES:
-                self._tries = MAX_TRIES  # (Rule 3 judges it; or counted from now)
+            size = end - start
+            if size > self.max_element or size > self._allowance or self._tries == MAX_TRIES:
+                self._tries = MAX_TRIES  # (counted from now: Rules 1 and 3)
                 return -1
             self._tries += 1
+            self._allowance -= size
             payload = bytes(buf[start:end])
             value = parse(payload)
             if value is not None:
@@ -205,8 +215,11 @@ class ElementFramer:
         """Rule 3, on the element being read (``size`` bytes of it)."""
         if size > self.max_element:
             raise PeerProtocolError(
-                f"an element of the stream is longer than {self.max_element} bytes",
+                f"an element of the stream is longer than max_event_size ({self.max_element} "
+                "bytes)",
                 offset=self._base + self._start,
+                limit="max_event_size",
+                limit_value=self.max_element,
             )
 
     def _expect(self, ok: bool, message: str, at: int) -> None:

@@ -297,34 +297,44 @@ class GeminiStreamDecoder(DialectDecoder):
     def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
         if self._array is False:  # (SSE: nearly every read)
             return DialectDecoder.feed(self, data)
-        if self._array is None and data and not self._eof and not self._begins(data):
-            return []  # (blanks only: nothing to read yet)
+        if self._array is None and data and not self._eof:
+            data = self._begins(data)
+            if not data:
+                return []  # (blanks only: nothing to read yet)
         if self._array:
             return PullDecoder.feed(self, data)
         return DialectDecoder.feed(self, data)
 
     def _receive(self, data: bytes) -> None:
-        if self._array is None and data and not self._begins(data):  # `receive_data`'s way
-            return
+        if self._array is None and data:  # `receive_data`'s way
+            data = self._begins(data)
+            if not data:
+                return
         if self._elements is not None:
             self._elements.receive(data)
         else:
             DialectDecoder._receive(self, data)
 
-    def _begins(self, data: bytes | bytearray | memoryview) -> bool:
-        """Rule 10: whether the body is SSE or one JSON array, once its first byte but blanks
-        comes (``False`` until then: the blanks before it are counted, not read)."""
-        first = bytes(data[:64]).lstrip()[:1] or bytes(data).lstrip()[:1]
-        if not first:
-            self._blanks += len(data)
-            return False
-        self._array = first == b"["
+    def _begins(self, data: bytes | bytearray | memoryview) -> bytes:
+        """Rule 10: whether the body is SSE or one JSON array, once its first byte but JSON's
+        blanks comes; what of ``data`` is to be read (``b""`` until then). The blanks before
+        it are counted, not read, however the reads cut them (review 65: they were read when
+        they came with that byte, and Python's other blanks were skipped too): before SSE,
+        line ends are empty lines, which say nothing, and a space or a tab before the first
+        line is taken for nothing too (the SSE standard would read it as the beginning of a
+        field's name, which no server sends)."""
+        data = bytes(data)
+        rest = data.lstrip(b" \t\r\n")
+        self._blanks += len(data) - len(rest)
+        if not rest:
+            return b""
+        self._array = rest[0] == 0x5B  # "["
         if self._array:
             size = self._framer.max_event_size
             self._elements = ElementFramer(max_element=size, offset=self._blanks)
         elif self._blanks:
             self._framer.skip(self._blanks)
-        return True
+        return rest
 
     def _fill(self) -> None:
         elements = self._elements

@@ -120,3 +120,25 @@ def test_an_llm_stream_request_reaches_an_llm_stream_upstream_as_it_came(
     violations, events = check(raw)
     assert violations == []
     assert [e["type"] for e in events if e["type"] == "tool.call"] == ["tool.call"]
+
+
+@pytest.mark.parametrize(
+    "scenario", [("status", "429", "openai"), ("status", "400", "overflow")], ids="/".join
+)
+def test_an_upstream_failure_keeps_its_code_through_two_gateways(
+    replay: ReplayServer, scenario: tuple[str, ...]
+) -> None:
+    """Review 64: the inner gateway's error body for its LLM-Stream client (the outer) has the
+    draft's code, and the failure's own went nowhere: an OpenAI client of the outer read
+    ``rate_limited`` where one of the inner reads ``rate_limit_exceeded``. It travels under
+    ``vendor:svir``, as on an ``error`` event, and the outer reads it back."""
+    body = chat_body(())
+    json_ = {"Content-Type": "application/json"}
+    with gateway(replay.base(*scenario)) as (inner, _):
+        status, _, one = raw_post(inner, body, json_)
+        with gateway(inner.removesuffix("/v1"), upstream_dialect="llm-stream") as (outer, _):
+            status2, _, two = raw_post(outer, body, json_)
+    assert status2 == status >= 400
+    direct, through = json.loads(one)["error"], json.loads(two)["error"]
+    assert through["code"] == direct["code"]
+    assert through["code"] in ("rate_limit_exceeded", "context_length_exceeded")

@@ -1714,3 +1714,29 @@ def test_a_turn_of_another_vendors_thoughts_only_is_left_out_for_the_messages_ap
         "contents[1]: the assistant's turn holds nothing the Messages API takes, which "
         "refuses an empty one: left out"
     )
+
+
+def test_an_llm_stream_servers_error_body_gives_a_svir_peers_kind_and_code() -> None:
+    """Review 64: what `_llm_error_body` writes under ``vendor:svir`` (the failure's own kind
+    and code, which the draft's codes lose) is read back; anything else reads as OpenAI's."""
+    spec = dialects.dialect("llm-stream")
+    failure = Failure(kind=FailureKind.TIMEOUT, message="slow", code="timeout", status=504)
+    body = spec.error_body(failure)
+    assert json.loads(body)["error"]["code"] == "internal_error"  # the draft's
+    got = spec.body_outcome(504, [("content-type", "application/json")], body).failure
+    assert (got.kind, got.code, got.status, got.message) == (
+        FailureKind.TIMEOUT, "timeout", 504, "slow"
+    )  # fmt: skip
+    none = spec.error_body(Failure(kind=FailureKind.OVERLOADED, message="busy"))
+    assert spec.body_outcome(503, [], none).failure.code is None
+    for other in (
+        b"not json",
+        b'{"error": {"message": "x", "code": "y"}}',
+        b'{"error": {"message": "x", "vendor:svir": {"kind": "timeout", "code": 5}}}',
+        b'{"error": {"message": "x", "vendor:svir": {"kind": "nonsense", "code": "c"}}}',
+    ):
+        assert spec.body_outcome(500, [], other) == dialects.dialect("chat").body_outcome(
+            500, [], other
+        )
+    ok = spec.body_outcome(200, [("content-type", "application/json")], body).failure
+    assert ok.kind is FailureKind.NOT_A_STREAM  # (a success that is no stream stays one)

@@ -25,7 +25,7 @@ from svir_proto.events import (
     ToolCallDelta,
     Usage,
 )
-from svir_proto.gemini import GeminiStreamDecoder
+from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
 from tests.helpers import CONFORMANCE, FEEDS, bytewise, feed_as, relayed, run
 
 
@@ -776,16 +776,19 @@ def test_an_array_elements_bounds_hold_however_the_reads_cut_it() -> None:
     big = b'[{"candidates": [{"content": {"parts": [{"text": "' + b"}" * 5000
     for pieces in ([big], bytewise(big)):
         d = GeminiStreamDecoder(max_event_size=4096)
-        with pytest.raises(PeerProtocolError, match="longer than 4096 bytes"):
+        with pytest.raises(PeerProtocolError, match=r"longer than max_event_size \(4096 bytes\)"):
             run(d, pieces)
     # fuzz/corpus/gemini/crash-array-element-past-the-bound-whole-or-cut: an element whole in
     # one read, past the bound, was read (and broke as JSON elsewhere); a byte at a time it
     # was refused: the bound holds on an element found whole too
     whole = b'[{"x": "' + b"a}" * 3000 + b'", "y": 1}]'
     for pieces in ([whole], bytewise(whole)):
-        with pytest.raises(PeerProtocolError, match="longer than 4096 bytes") as caught:
+        with pytest.raises(
+            PeerProtocolError, match=r"longer than max_event_size \(4096 bytes\)"
+        ) as caught:
             run(GeminiStreamDecoder(max_event_size=4096), pieces)
         assert caught.value.offset == 1
+        assert (caught.value.limit, caught.value.limit_value) == ("max_event_size", 4096)
     # fuzz/corpus/gemini/crash-array-bound-before-the-tries-ran-out: a short element that no
     # try could take (it is no JSON), the next ones after it a byte at a time: what was held
     # passed the bound before its end was counted, and the error was the bound's, where
@@ -1067,3 +1070,72 @@ def test_blanks_before_the_body_are_counted_whatever_it_turns_out_to_be() -> Non
     events = run(d, [as_array(sse(chunk({"text": "hi"}, finish="STOP")))])
     assert isinstance(events[-1], StreamEnded)
     assert d.feed(b"") == []  # (the end, said again: nothing, and no second end)
+
+
+def test_an_element_is_given_by_the_read_that_ends_it_however_the_reads_fall() -> None:
+    """Review 65 F1: a read that ended with ``},`` left its ``}`` no try would see again, so
+    the element was held, then the next ones behind it, each tried at a ``}`` far on: the
+    decoder fell thousands of reads behind and parsed what it held again on every read.
+    The last bytes of a read are looked at again, and the tries parse at most twice what
+    came: nothing is held past the read after an element's end."""
+    encoder = GeminiStreamEncoder(sse=False)
+    reads = [encoder.encode(TextDelta(text=f"token {i} ")) for i in range(300)]
+    reads.append(encoder.encode(Finished(reason=FinishReason.STOP, raw="STOP")))
+    reads.append(encoder.encode(StreamEnded(complete=True, done=True)))
+    reads = [r for r in reads if r]  # (the finish is held for the last chunk)
+    body = b"".join(reads)
+    shifted = [*reads[:9], reads[9] + reads[10][:1], reads[10][1:], *reads[11:]]  # the
+    # tenth read ends with "},"
+    assert b"".join(shifted) == body
+    assert shifted[9].endswith(b"},")
+    d = GeminiStreamDecoder()
+    texts = 0
+    for i, piece in enumerate(shifted):
+        texts += sum(isinstance(e, TextDelta) for e in d.feed(piece))
+        assert texts >= min(i, 300) - 1  # at most the element the read began
+        assert d.pending <= len(piece) + 200
+    d.close()
+    assert (texts, d.result.complete) == (300, True)
+    # a compact layout with no line end (no try's ``}``), seven bytes a read: counted, and
+    # held no longer than its elements
+    compact = (
+        b"["
+        + b",".join(b'{"candidates":[{"content":{"parts":[{"text":"x}"}]}}]}' for _ in range(400))
+        + b"]"
+    )
+    d = GeminiStreamDecoder()
+    peak = 0
+    for piece in [compact[i : i + 7] for i in range(0, len(compact), 7)]:
+        d.feed(piece)
+        peak = max(peak, d.pending)
+    d.close()
+    assert d.result.text == "x}" * 400
+    assert peak < 600  # (a few elements: each waits for its tries, then is counted)
+
+
+def test_blanks_first_are_json_blanks_and_the_same_in_a_read_of_their_own() -> None:
+    """Review 65 F2: Python's blanks (a vertical tab, a form feed) were taken for JSON's, and
+    blanks that came with the first byte were read while blanks in a read of their own were
+    not: the same body gave another answer when cut after its first byte."""
+    body = sse(chunk({"text": "hi"}, finish="STOP"))
+    array = as_array(body)
+    for lead in (b" \t\r\n", b"\x0b", b"\x0c"):
+        for payload in (body, array):
+            whole = outcome(lead + payload, [lead + payload])
+            assert outcome(lead + payload, [lead[:1], lead[1:] + payload]) == whole
+            assert outcome(lead + payload, bytewise(lead + payload)) == whole
+            if lead == b" \t\r\n":
+                assert whole[0][-1] == "StreamEnded"  # (read, as without the blanks)
+
+
+def outcome(body: bytes, pieces: list[bytes]) -> tuple[list[str], object]:
+    d = GeminiStreamDecoder()
+    events: list[Any] = []
+    try:
+        for piece in pieces:
+            events += d.feed(piece)
+        events += d.close()
+    except PeerProtocolError as exc:
+        events += exc.pending_events
+        return [type(e).__name__ for e in events], (exc.offset, exc.limit)
+    return [type(e).__name__ for e in events], (d.result.done, d.result.text)
