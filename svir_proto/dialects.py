@@ -482,43 +482,6 @@ def _gemini() -> DialectSpec:
     )
 
 
-def _llm_error_body(failure: Failure) -> bytes:
-    """OpenAI's error object with the draft's error code (gateway Rule 5), and what the draft
-    has no code for under ``vendor:svir`` (the failure's own code), as on an ``error`` event
-    (`svir_proto.llmstream._wire`): a gateway in front of this one reads them back."""
-    from .llmstream._wire import SVIR_EXTENSION, error_code
-    from .openai.status import error_json
-
-    ours = {SVIR_EXTENSION: {"kind": failure.kind.value, "code": failure.code}}
-    return error_json(failure.message, error_code(failure.kind), kind=failure.kind.value, **ours)
-
-
-def _llm_body_outcome(
-    status: int, headers: Any, body: bytes, *, now: float | None = None
-) -> RequestFailed:
-    """OpenAI's reading of an LLM-Stream server's error body (the draft's is OpenAI's shape),
-    with a svir peer's ``vendor:svir`` kind and code when it gives them (`_llm_error_body`:
-    review 64, a Chat client's ``timeout`` came through two gateways as ``internal_error``)."""
-    from ._json import canonical
-    from .errors import FailureKind
-    from .events import RequestFailed
-    from .llmstream._wire import SVIR_EXTENSION
-    from .openai.status import MAX_ERROR_BODY, body_outcome
-
-    failed = body_outcome(status, headers, body, now=now)
-    if failed.failure.kind is FailureKind.NOT_A_STREAM:  # (a success that is no stream)
-        return failed
-    try:
-        ours = canonical(body[:MAX_ERROR_BODY])["error"][SVIR_EXTENSION]  # type: ignore[index]
-        kind = FailureKind(ours["kind"])
-        code = ours["code"]
-    except (ValueError, KeyError, TypeError, RecursionError):  # (no svir peer's: as it is)
-        return failed
-    if code is not None and not isinstance(code, str):
-        return failed
-    return RequestFailed(failure=attrs.evolve(failed.failure, kind=kind, code=code))
-
-
 def _as_llm_stream(request: Any, lost: list[str] | None = None) -> Any:
     """The neutral request as an LLM-Stream request: itself, unless a message gives an image
     by URL (the hub's ``linked``), which the draft cannot carry.
@@ -551,8 +514,8 @@ def _without_paths(request: LLMRequest) -> LLMRequest:
 
 def _llm_stream() -> DialectSpec:
     from . import translate
+    from .llmstream import _status as status
     from .llmstream import negotiate, request, stream
-    from .openai import status
 
     return DialectSpec(
         name="llm-stream",
@@ -566,8 +529,8 @@ def _llm_stream() -> DialectSpec:
         encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
             translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
         ),
-        body_outcome=_llm_body_outcome,
-        error_body=_llm_error_body,
+        body_outcome=status.body_outcome,
+        error_body=status.error_body,
         error_status=status.error_status,
         sniff=lambda head: head.startswith(b"event: stream.start"),
         accept=negotiate.ACCEPT_LLM_STREAM,

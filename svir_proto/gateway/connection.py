@@ -610,8 +610,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._ingress = ingress
         self.dialect = answer
         upstream = cfg.upstream_dialect
-        # Rule 2: else relayed as it comes (`_parsed`: what is parsed whatever the upstream)
-        self._translated = _WIRE[ingress] != upstream or self._parsed
+        # Rule 2: else relayed as it comes (`_reencoded`: what is parsed whatever the upstream)
+        self._translated = _WIRE[ingress] != upstream or self._reencoded
         held = self._translated or length is None or length <= cfg.hold_below
         # a body passed through takes its slot now, for its upstream request begins now; a
         # held one once it is whole, and is refused now only if none is free: a slow body
@@ -642,10 +642,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _relay(self, length: int, stream: bool | None = None) -> PassThrough:
         """The request passed upstream as the client sent it, in the upstream's own dialect:
         its answer is relayed, unless an OpenAI client asked for LLM-Stream's (decoded and
-        encoded again; what is never relayed is parsed first: `_parsed`).
-        ``stream``: whether it asks for a
-        stream, once known (a held body's, a path that says it); not known yet (a body passed
-        through before its end), the dialect's stream is accepted."""
+        encoded again; what is never relayed is parsed first: `_reencoded`). ``stream`` says
+        whether it asks for a stream once that is known (a held body's); a path that names
+        the method says it instead (Gemini's), and when neither has (a body passed through
+        before its end), the dialect's stream is accepted."""
         assert self.request_id is not None
         wire = _WIRE[self._ingress or "openai"]
         spec = dialect(wire)
@@ -802,7 +802,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._reject(400, message, _INVALID, param="$.n")
 
     @property
-    def _parsed(self) -> bool:
+    def _reencoded(self) -> bool:
         """The request is parsed and its answer encoded by the gateway, even to an upstream of
         its own dialect (which gets the request's bytes as they came: `_prepare`): an
         LLM-Stream request (the gateway stops a call it did not declare, draft 8.2, and

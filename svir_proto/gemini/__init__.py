@@ -1,4 +1,5 @@
-"""The Google Gemini dialect: ``streamGenerateContent?alt=sse`` requests and streams, both ways.
+"""The Google Gemini dialect: ``streamGenerateContent`` requests and streams (SSE, or one JSON
+array without ``alt=sse``), both ways.
 
 `GeminiRequest` (with `GeminiRequest.parse` for a server), `GeminiStreamDecoder` (a client),
 `GeminiStreamEncoder` (a gateway answering Gemini clients) and `generate_content_response` (its

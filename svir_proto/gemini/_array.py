@@ -8,13 +8,16 @@ Rule 1: an element is found without a parser when it can be: where the bytes new
     what came, a live stream's read), the element up to it is parsed (the one parse it needs
     anyway); if that is one whole object, it is the element, taken with its value. The last
     `LOOKBACK` bytes of the read before are looked at again, so that a ``}`` whose next bytes
-    came in the next read is one too. After `MAX_TRIES` such tries failed (a layout of
-    another kind, a ``}`` where no element ends), once what it holds is past the bound
-    (Rule 3), once the tries would parse more than twice the bytes received (review 65: an
-    element that none found, then many after it, each tried at one far ``}``, were parsed
-    again a read at a time), or once the body ended, the element's brackets are counted
-    outside its strings instead, from where the count left off, a string or a bracket at a
-    time (C-level searches for quotes and brackets): the tries parse at most twice the body,
+    came in the next read is one too. A read that brings a ``}`` but none of those counts as
+    a try that failed. After `MAX_TRIES` tries failed (a ``}`` where no element ends, a
+    layout of another kind), once what it holds is past the bound (Rule 3), once the tries
+    would parse more than twice the bytes received (review 65: an element that none found,
+    then many after it, each tried at one far ``}``, were parsed again a read at a time), or
+    once the body ended, the element's brackets are counted outside its strings instead, from
+    where the count left off, a string or a bracket at a time (C-level searches for quotes
+    and brackets); and once an element so counted ends where `_ENDS` sees no end (compact
+    ``},{``, an indented list: review 66, such elements waited for the body's end), every
+    element after it is counted from its first byte. The tries parse at most twice the body,
     and the count looks at each byte once, however the reads cut it.
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
@@ -65,8 +68,8 @@ class ElementFramer:
     are whole."""
 
     __slots__ = (
-        "_allowance", "_base", "_buf", "_depth", "_escapes", "_fresh", "_in_string", "_pos",
-        "_start", "_state", "_tries", "ended", "max_element",
+        "_allowance", "_base", "_buf", "_counted", "_depth", "_escapes", "_fresh",
+        "_in_string", "_pos", "_start", "_state", "_tries", "ended", "max_element",
     )  # fmt: skip
 
     def __init__(self, *, max_element: int, offset: int = 0) -> None:
@@ -80,6 +83,7 @@ class ElementFramer:
         self._fresh = 0  # where the bytes the last `read` did not see begin
         self._tries = 0  # the element's parses tried (Rule 1)
         self._allowance = 0  # bytes the tries may still parse: twice those received (Rule 1)
+        self._counted = False  # a layout `_ENDS` does not know: every element counted (Rule 1)
         self._depth = 0  # its brackets open, as far as they were counted
         self._in_string = False
         self._escapes = 0  # where a run of backslashes before a quote may begin
@@ -117,15 +121,16 @@ class ElementFramer:
                 continue
             start = self._start
             stop = -1
-            if self.ended or len(buf) - start > self.max_element:
-                self._tries = MAX_TRIES  # (nothing more will come to end it, or it may be
-                # past the bound, which a try cannot tell: counted, Rule 1)
+            if self.ended or len(buf) - start > self.max_element or self._counted:
+                self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
+                # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
             if self._tries < MAX_TRIES:
                 stop = self._try(buf, parse, element)
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
                     self._bound(stop - start)  # (whole at once, as held a read at a time)
+                    self._counted = self._counted or _ENDS.match(buf, stop - 1) is None
                     element(bytes(buf[start:stop]), self._base + start, None)
             if stop < 0:  # not whole yet: Rule 3's bound on what it holds
                 self._bound(len(buf) - start)
@@ -160,6 +165,7 @@ class ElementFramer:
         """Rule 1: the element up to a ``}`` of the bytes new to it that may end it, if that
         is one whole object (given to ``element``): its end; else -1."""
         start = self._start
+        tried = self._tries
         for found in _ENDS.finditer(buf, max(self._fresh - LOOKBACK, start + 1)):
             end = found.end()
             size = end - start
@@ -173,6 +179,8 @@ class ElementFramer:
             if value is not None:
                 element(payload, self._base + start, value)
                 return end
+        if self._tries == tried and buf.find(b"}", max(self._fresh, start + 1)) >= 0:
+            self._tries += 1  # (a } no try could take: a layout `_ENDS` may not know)
         return -1
 
     def _scan(self, buf: bytearray) -> int:

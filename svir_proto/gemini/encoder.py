@@ -55,7 +55,7 @@ Rule 8: without ``alt=sse`` (``sse=False``) the stream is one JSON array, as Gem
     after the last, written once the stream is `done` (complete, or failed: its error chunk
     is the array's last element); a stream that ended incomplete leaves it open, as the
     transport cuts its body (Rule 5). No chunk holds a line end (JSON escapes them), so the
-    chunks are written as SSE and reframed.
+    chunks are written as SSE and reframed; the separators are CRLF whatever ``crlf`` says.
 
 Every event whose content has no form here is listed in ``lost``, one sentence each, once.
 """
@@ -165,8 +165,8 @@ class GeminiStreamEncoder:
         self._started = False  # a StreamStarted came
         self._sent = False  # a chunk with the identity was written
         self._over = False  # a failure or the end was written
-        self._lead: bytes | None = None if sse else b"["  # Rule 8: before the next chunk
-        # (b"" once the array is closed)
+        # Rule 8: what goes before the next chunk of an array (b"" once it is closed)
+        self._lead: bytes | None = None if sse else b"["
 
     def _note(self, sentence: str) -> None:
         if sentence not in self.lost:

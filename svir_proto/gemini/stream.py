@@ -162,13 +162,15 @@ def _created(value: object) -> int | None:
 
 
 class GeminiStreamDecoder(DialectDecoder):
-    """Decode a ``streamGenerateContent?alt=sse`` response body (the bytes after the head).
+    """Decode a ``streamGenerateContent`` response body (the bytes after the head): SSE
+    (``alt=sse``), or one JSON array (Rule 10).
 
     Args:
         declared_tools: the names of the functions the request declared; a call of any other
             is flagged (``ToolCall.declared`` is ``False`` and a problem is noted). ``None``:
             not checked.
-        max_event_size: bytes one SSE event may take (see `SSEDecoder`).
+        max_event_size: bytes one SSE event may take (see `SSEDecoder`), or one element of
+            the array form.
         max_tool_calls: calls one response may make.
         max_result_size: characters the result may accumulate.
         keep_text: keep the text and the thoughts in ``result`` (``False``: the deltas are
@@ -811,7 +813,11 @@ class GeminiStreamDecoder(DialectDecoder):
         if self._usage_raw is not None and self._usage_raw is not self._usage_sent:
             self._send_usage()
         if self._cut:
-            self._note("the body ended inside an event")
+            self._note(
+                "the body ended before the array's end"
+                if self._array
+                else "the body ended inside an event"
+            )
         elif finish is None and self._failure is None:
             self._note("the body ended without a finishReason")
         if self._streamed is not None:

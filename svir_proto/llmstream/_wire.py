@@ -17,15 +17,17 @@ vocabulary                     on the wire
                                value (``stop_reason`` is then the nearest of the four)
 ``Usage`` extras               ``usage`` ``{"total_tokens": N, "reasoning_tokens": N,
                                "cached_tokens": N, "cache_creation_tokens": N}``, each if known
-``Failure`` kind and code      ``error`` ``{"kind": KIND, "code": CODE or null}``
+``Failure`` kind and code      ``error`` ``{"kind": KIND, "code": CODE or null}``; so too on an
+                               HTTP error's body (`svir_proto.llmstream._status`), in its object
 =============================  ==================================================================
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final
 
-from ..errors import FailureKind, FilterResult
+from ..errors import Failure, FailureKind, FilterResult
 from ..events import FilterOffsets, FilterVerdict, FinishReason
 
 __all__ = ["ERROR_CODES", "MAX_SEQ", "STOP_REASONS", "SVIR_EXTENSION"]
@@ -73,6 +75,24 @@ CODE_OF: Final = {
 def error_code(kind: FailureKind) -> str:
     """The draft's error code for a failure kind (``internal_error`` for the rest)."""
     return CODE_OF.get(kind, "internal_error")
+
+
+def failure_out(failure: Failure) -> dict[str, Any]:
+    """What the draft's code does not say of ``failure``, under `SVIR_EXTENSION` (the table)."""
+    return {"kind": failure.kind.value, "code": failure.code}
+
+
+def failure_in(ext: object, kind: FailureKind, code: str | None) -> tuple[FailureKind, str | None]:
+    """A failure's kind and code, read back from what `failure_out` wrote (``ext``): its kind
+    if it is one this library knows, else ``kind``; its code, null included, if it gives one,
+    else ``code`` (a peer that is not svir's gives neither)."""
+    if not isinstance(ext, dict):
+        return kind, code
+    with contextlib.suppress(ValueError, TypeError):  # (a kind this library does not know)
+        kind = FailureKind(ext.get("kind", kind.value))
+    if "code" in ext:
+        code = ext["code"] if isinstance(ext["code"], str) else None
+    return kind, code
 
 
 def verdict_out(v: FilterVerdict) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from ._wire import (
     SVIR_EXTENSION,
     VERSION,
     error_code,
+    failure_out,
     verdict_out,
 )
 
@@ -233,9 +234,7 @@ class LLMStreamEncoder:
                 )
             case StreamFailed():
                 f = event.error
-                return self.error(
-                    error_code(f.kind), f.message, ext={"kind": f.kind.value, "code": f.code}
-                )
+                return self.error(error_code(f.kind), f.message, ext=failure_out(f))
             case StreamEnded():
                 return self.end()
         return b""

@@ -75,6 +75,7 @@ from ._wire import (
     STOP_REASONS,
     SVIR_EXTENSION,
     VERSION,
+    failure_in,
     verdict_in,
 )
 
@@ -482,16 +483,11 @@ class LLMStreamDecoder(DialectDecoder):
     def _on_error(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         code = _field(obj, "code", str, at)
         message = _field(obj, "message", str, at)
-        kind = ERROR_CODES.get(code, FailureKind.SERVER_ERROR)
-        with contextlib.suppress(ValueError):  # a svir peer's finer kind, if it is one we know
-            kind = FailureKind(ext.get("kind", kind.value))
         if code not in ERROR_CODES:
             self._note(f"unknown error code {code!r}")
-        # a svir peer says which code the failure had, null included; others have only theirs
-        peer_code = ext.get("code", code)
-        failure = Failure(
-            kind=kind, message=message, code=peer_code if isinstance(peer_code, str) else None
-        )
+        # a svir peer's finer kind and its own code, null included; others have only theirs
+        kind, own = failure_in(ext, ERROR_CODES.get(code, FailureKind.SERVER_ERROR), code)
+        failure = Failure(kind=kind, message=message, code=own)
         self._failure = failure
         self._queue.append(StreamFailed(error=failure))
 

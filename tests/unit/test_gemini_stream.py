@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from svir_proto.events import (
     Usage,
 )
 from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
+from svir_proto.gemini._array import MAX_TRIES
 from tests.helpers import CONFORMANCE, FEEDS, bytewise, feed_as, relayed, run
 
 
@@ -1139,3 +1141,32 @@ def outcome(body: bytes, pieces: list[bytes]) -> tuple[list[str], object]:
         events += exc.pending_events
         return [type(e).__name__ for e in events], (exc.offset, exc.limit)
     return [type(e).__name__ for e in events], (d.result.done, d.result.text)
+
+
+@pytest.mark.parametrize("layout", ["compact", "indented"])
+def test_an_element_of_a_layout_no_try_knows_waits_a_few_reads_not_for_the_end(
+    layout: str,
+) -> None:
+    """Review 66: compact ``[{...},{...}]`` read as ``{...},`` a read, or a list indented by
+    ``json.dumps(indent=2)`` read an element a read: no try could find an end, and nothing
+    came out before the body's end (or 8 MiB). A read with a ``}`` and no end a try can take
+    counts as a failed try; once an element so counted ends where no try would have seen it,
+    the next ones are counted from their first byte: the first waits a few reads, then each
+    comes with the read that ends it."""
+    chunks = [chunk({"text": f"t{i}"}) for i in range(30)] + [chunk({"text": "."}, finish="STOP")]
+    if layout == "compact":
+        texts = [json.dumps(c, separators=(",", ":")).encode() for c in chunks]
+        reads = [b"[" + texts[0] + b","] + [t + b"," for t in texts[1:-1]] + [texts[-1] + b"]"]
+    else:
+        whole = json.dumps(chunks, indent=2).encode()
+        cuts = [m.start() for m in re.finditer(rb"\n  \{", whole)] + [len(whole)]
+        reads = [whole[a:b] for a, b in zip([0, *cuts[1:-1]], cuts[1:], strict=True)]
+    d = GeminiStreamDecoder()
+    given = 0
+    for i, piece in enumerate(reads):
+        given += sum(isinstance(e, TextDelta) for e in d.feed(piece))
+        if i >= MAX_TRIES + 1:
+            assert given >= i, (i, given)  # (the element the read ended, at most one behind)
+    d.close()
+    assert d.result.complete
+    assert d.result.text == "".join(f"t{i}" for i in range(30)) + "."
