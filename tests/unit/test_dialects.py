@@ -1730,7 +1730,12 @@ def test_an_llm_stream_servers_error_body_gives_a_svir_peers_kind_and_code() -> 
     none = spec.error_body(Failure(kind=FailureKind.OVERLOADED, message="busy"))
     assert spec.body_outcome(503, [], none).failure.code is None
     chat = dialects.dialect("chat")
-    for other in (b"not json", b'{"error": {"message": "x", "code": "y"}}', b"[1]"):
+    for other in (
+        b"not json",
+        b'{"error": {"message": "x", "code": "y"}}',
+        b"[1]",
+        b'{"error": {"message": "x", "code": "y", "vendor:svir": "not an object"}}',
+    ):
         assert spec.body_outcome(500, [], other) == chat.body_outcome(500, [], other)
     # field by field, as an error event's (`_wire.failure_in`): a kind not known keeps the
     # reading's, a code that is no string is none
