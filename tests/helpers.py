@@ -119,18 +119,26 @@ def case_body(case: dict[str, Any]) -> bytes:
     return str(case["input"]).encode("utf-8")
 
 
-def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
-    """What a relay watches of a Chat Completions stream (`ChatStreamWatcher`'s Rule 1): its
-    events but text and reasoning, its result but those, its error and where."""
-    events: list[object] = []
-    error = None
+def every_event(
+    decoder: Any, pieces: Sequence[bytes]
+) -> tuple[list[Any], SvirProtocolError | None]:
+    """Every event ``decoder`` gives for ``pieces`` and its ``close()``, those given before an
+    error too (its ``pending_events``), and the error, if one came."""
+    events: list[Any] = []
     try:
         for piece in pieces:
             events += decoder.feed(piece)
         events += decoder.close()
     except SvirProtocolError as exc:
-        events += exc.pending_events
-        error = str(exc), getattr(exc, "offset", None)
+        return events + list(exc.pending_events), exc
+    return events, None
+
+
+def seen_by_a_relay(decoder: Any, pieces: Sequence[bytes]) -> object:
+    """What a relay watches of a Chat Completions stream (`ChatStreamWatcher`'s Rule 1): its
+    events but text and reasoning, its result but those, its error and where."""
+    events, exc = every_event(decoder, pieces)
+    error = None if exc is None else (str(exc), getattr(exc, "offset", None))
     result = attrs.asdict(decoder.result)
     for key in ("text", "reasoning", "reasoning_carrier"):
         del result[key]

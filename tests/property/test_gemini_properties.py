@@ -36,7 +36,7 @@ from svir_proto.llmstream import LLMRequest, LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 from svir_proto.translate import OpenAIToLLMStream
 from tests.conformance.openai_results import summary
-from tests.helpers import CONFORMANCE, bytewise, run, splits, unkept
+from tests.helpers import CONFORMANCE, bytewise, every_event, run, splits, unkept
 
 FIXTURES = sorted((CONFORMANCE / "gemini").glob("*.sse"))
 OPENAI = sorted((CONFORMANCE / "openai").glob("*.sse")) + sorted(
@@ -230,22 +230,15 @@ def test_the_array_form_reads_as_its_sse_however_split(
     assert outcome(array, data.draw(splits(array))) == want
     at = data.draw(st.integers(0, len(array)))
     broken = array[:at] + data.draw(st.binary(min_size=1, max_size=4)) + array[at:]
-    assert every_event(broken, data.draw(splits(broken))) == every_event(broken, [broken])
+    assert outcome_of_all(broken, data.draw(splits(broken))) == outcome_of_all(broken, [broken])
 
 
-def every_event(body: bytes, pieces: list[bytes]) -> tuple[object, object]:
+def outcome_of_all(body: bytes, pieces: list[bytes]) -> tuple[object, object]:
     """`outcome`, with the events given before an error too: an element is given once it is
     known whole, which junk after it may leave to the body's end (Rule 10)."""
     d = GeminiStreamDecoder()
-    events: list[Any] = []
-    error = None
-    try:
-        for piece in pieces:
-            events += d.feed(piece)
-        events += d.close()
-    except PeerProtocolError as exc:
-        events += exc.pending_events
-        error = (type(exc), exc.offset, exc.limit)
+    events, exc = every_event(d, pieces)
+    error = None if exc is None else (type(exc), exc.offset, exc.limit)
     return summary(events, d.result), error
 
 

@@ -28,7 +28,7 @@ from svir_proto.events import (
 )
 from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
 from svir_proto.gemini._array import MAX_TRIES
-from tests.helpers import CONFORMANCE, FEEDS, bytewise, feed_as, relayed, run
+from tests.helpers import CONFORMANCE, FEEDS, bytewise, every_event, feed_as, relayed, run
 
 
 def sse(*chunks: Any, end: bytes = b"\r\n\r\n") -> bytes:
@@ -1143,15 +1143,9 @@ def test_blanks_first_are_json_blanks_and_the_same_in_a_read_of_their_own() -> N
 
 def outcome(body: bytes, pieces: list[bytes]) -> tuple[list[str], object]:
     d = GeminiStreamDecoder()
-    events: list[Any] = []
-    try:
-        for piece in pieces:
-            events += d.feed(piece)
-        events += d.close()
-    except PeerProtocolError as exc:
-        events += exc.pending_events
-        return [type(e).__name__ for e in events], (exc.offset, exc.limit)
-    return [type(e).__name__ for e in events], (d.result.done, d.result.text)
+    events, exc = every_event(d, pieces)
+    said = (d.result.done, d.result.text) if exc is None else (exc.offset, exc.limit)
+    return [type(e).__name__ for e in events], said
 
 
 @pytest.mark.parametrize("layout", ["compact", "indented"])
