@@ -5,8 +5,10 @@ each element written as the model goes (``[{...}``, then ``,`` and the next, the
 Rule 1: an element is found without a parser when it can be: where the bytes new to it hold a
     ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
     layout; before ``,`` and a line that begins the next, an encoder's; before the end of
-    what came, a live stream's read), the element up to it is parsed (the one parse it needs
-    anyway); if that is one whole object, it is the element, taken with its value. The last
+    what came, a live stream's read), the element up to it is offered to the decoder as one
+    that may not be whole (`Element`), which reads it as it reads any chunk (the one parse it
+    needs anyway, or none: a chunk that repeats the learned envelope is whole by its match);
+    if it is one whole object, it is the element, read. The last
     `LOOKBACK` bytes of the read before are looked at again, so that a ``}`` whose next bytes
     came in the next read is one too. A read that brings a ``}`` but none of those counts as
     a try that failed. After `MAX_TRIES` tries failed (a ``}`` where no element ends, a
@@ -18,7 +20,9 @@ Rule 1: an element is found without a parser when it can be: where the bytes new
     and brackets); and once an element so counted ends where `_ENDS` sees no end (compact
     ``},{``, an indented list: review 66, such elements waited for the body's end), every
     element after it is counted from its first byte. The tries parse at most twice the body,
-    and the count looks at each byte once, however the reads cut it.
+    and the count looks at each byte once, however the reads cut it. The common case (a
+    comma, then an element whole at the first ``}`` that may end it) is read at once, one
+    pattern for the gap and one search for the end an element (`ElementFramer._run`).
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
     object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
@@ -51,16 +55,17 @@ _ENDS: Final = re.compile(rb"\}(?=\r?\n[,\]]|,\r?\n\{|\][ \t\r\n]*\Z|[ \t\r\n]*\
 element's own lines begin with blanks, so a line that begins with ``,``, ``]`` or ``{`` is
 the array's."""
 _BLANKS: Final = re.compile(rb"[ \t\r\n]*")
+_GAP: Final = re.compile(rb"[ \t\r\n]*,[ \t\r\n]*\{").match
+"""What is between two elements, and the next one's ``{`` (Rule 2's common case)."""
 _STRUCTURE: Final = re.compile(rb'["{}\[\]]')
 _OPEN, _FIRST, _NEXT, _ELEMENT, _CLOSED = range(5)
 """Where the reading is between elements (Rule 2): before the ``[``; after it (an element or
 ``]``); after an element (``,`` or ``]``); after a comma (an element); after the ``]``."""
 
-Parse = Callable[[bytes], object]
-"""The value of ``payload`` if it is one whole JSON object, else ``None`` (Rule 1)."""
-Element = Callable[[bytes, int, object], None]
-"""What takes each whole element: its bytes, the body's offset where it begins, its value if
-the framer's parse read it (else ``None``)."""
+Element = Callable[[bytes, int, bool], bool]
+"""What reads each element: given its bytes, the body's offset where it begins and whether it
+may not be whole (Rule 1's tries), it reads it and says ``True``; or, only when it may not be
+whole, says ``False`` (it is not one whole JSON object) having read nothing of it."""
 
 
 class ElementFramer:
@@ -105,7 +110,7 @@ class ElementFramer:
         else:
             self.ended = True
 
-    def read(self, parse: Parse, element: Element) -> None:
+    def read(self, element: Element) -> None:
         """Give ``element`` each element now whole, in order.
 
         Raises:
@@ -114,29 +119,58 @@ class ElementFramer:
         buf = self._buf
         i = self._pos
         while True:
-            if self._start < 0:
+            start = self._start
+            if start < 0:
+                if self._state == _NEXT and not self._counted:
+                    i = self._run(buf, i, element)
+                    if self._start >= 0:
+                        continue
+                    if i == len(buf):
+                        break
                 i = self._between(buf, i)
                 if i < 0:
                     break
                 continue
-            start = self._start
             stop = -1
             if self.ended or len(buf) - start > self.max_element or self._counted:
                 self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
                 # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
             if self._tries < MAX_TRIES:
-                stop = self._try(buf, parse, element)
+                stop = self._try(buf, element)
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
                     self._bound(stop - start)  # (whole at once, as held a read at a time)
                     self._counted = self._counted or _ENDS.match(buf, stop - 1) is None
-                    element(bytes(buf[start:stop]), self._base + start, None)
+                    element(bytes(buf[start:stop]), self._base + start, False)
             if stop < 0:  # not whole yet: Rule 3's bound on what it holds
                 self._bound(len(buf) - start)
                 break
             self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
         self._compact()
+
+    def _run(self, buf: bytearray, i: int, element: Element) -> int:
+        """Rules 1 and 2 in their common case, from ``i``, after an element: a comma, then the
+        next element, whole up to the first ``}`` that may end it, and again; where reading
+        goes on. Anything else is left to the general way (`read`)."""
+        search = _ENDS.search
+        while (gap := _GAP(buf, i)) is not None:
+            start = gap.end() - 1
+            found = search(buf, start + 1)
+            if found is None:
+                break
+            end = found.end()
+            size = end - start
+            if size > self.max_element or size > self._allowance:
+                break
+            self._allowance -= size
+            if not element(bytes(buf[start:end]), self._base + start, True):
+                self._begin(start)  # (one try failed; the general way's go on after it)
+                self._tries, self._fresh = 1, end + LOOKBACK
+                return start
+            i = end
+        self._pos = i
+        return i
 
     def _between(self, buf: bytearray, i: int) -> int:
         """Rule 2, from ``i``: where reading goes on (an element begun: `_start`), or -1."""
@@ -157,16 +191,23 @@ class ElementFramer:
             self._state = _ELEMENT
         else:
             self._expect(byte == 0x7B, "an element of the stream must be a JSON object", i)
-            self._start, self._tries, self._depth, self._in_string = i, 0, 0, False
+            self._begin(i)
             return i
         return i + 1
 
-    def _try(self, buf: bytearray, parse: Parse, element: Element) -> int:
+    def _begin(self, i: int) -> None:
+        """An element begins at ``i`` (its ``{``)."""
+        self._start, self._pos, self._state = i, i, _ELEMENT
+        self._tries, self._depth, self._in_string = 0, 0, False
+
+    def _try(self, buf: bytearray, element: Element) -> int:
         """Rule 1: the element up to a ``}`` of the bytes new to it that may end it, if that
-        is one whole object (given to ``element``): its end; else -1."""
+        is one whole object (``element`` read it): its end; else -1."""
         start = self._start
         tried = self._tries
-        for found in _ENDS.finditer(buf, max(self._fresh - LOOKBACK, start + 1)):
+        search = _ENDS.search
+        found = search(buf, max(self._fresh - LOOKBACK, start + 1))
+        while found is not None:
             end = found.end()
             size = end - start
             if size > self.max_element or size > self._allowance or self._tries == MAX_TRIES:
@@ -174,11 +215,9 @@ class ElementFramer:
                 return -1
             self._tries += 1
             self._allowance -= size
-            payload = bytes(buf[start:end])
-            value = parse(payload)
-            if value is not None:
-                element(payload, self._base + start, value)
+            if element(bytes(buf[start:end]), self._base + start, True):
                 return end
+            found = search(buf, end)
         if self._tries == tried and buf.find(b"}", max(self._fresh, start + 1)) >= 0:
             self._tries += 1  # (a } no try could take: a layout `_ENDS` may not know)
         return -1

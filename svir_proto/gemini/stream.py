@@ -308,12 +308,17 @@ class GeminiStreamDecoder(DialectDecoder):
         return DialectDecoder.feed(self, data)
 
     def _receive(self, data: bytes) -> None:
+        elements = self._elements
+        if elements is not None:
+            elements.receive(data)
+            return
         if self._array is None and data:  # `receive_data`'s way
             data = self._begins(data)
             if not data:
                 return
-        if self._elements is not None:
-            self._elements.receive(data)
+            elements = self._elements
+        if elements is not None:
+            elements.receive(data)
         else:
             DialectDecoder._receive(self, data)
 
@@ -346,7 +351,7 @@ class GeminiStreamDecoder(DialectDecoder):
         if self._closed:  # (nothing is read after the body's end)
             return
         try:
-            elements.read(self._whole_chunk, self._chunk)
+            elements.read(self._element)
             if elements.ended:
                 self._closed = True
                 self._cut = not elements.whole
@@ -354,13 +359,15 @@ class GeminiStreamDecoder(DialectDecoder):
         except PeerProtocolError as exc:  # delivered after what came before it
             self._deferred = exc
 
-    def _whole_chunk(self, payload: bytes) -> object:
-        """Rule 10: ``payload``'s value if it is one whole JSON object, else ``None``."""
+    def _element(self, payload: bytes, at: int, maybe: bool) -> bool:
+        """Rule 10: one element of the array, read as an SSE event's data is (the hot loop's
+        way), if it is one whole JSON object; one that ``maybe`` is not (`ElementFramer`'s
+        tries) and is not, read nothing of, is ``False``."""
         try:
-            value = self._loads(payload)
-        except (ValueError, RecursionError):
-            return None
-        return value if type(value) is dict else None
+            self._on_batch(at - 6, (payload,), 0, maybe)
+        except _NotWhole:
+            return False
+        return True
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":
@@ -368,13 +375,17 @@ class GeminiStreamDecoder(DialectDecoder):
             return
         self._chunk(payload, at)
 
-    def _on_batch(self, at: int, payloads: Sequence[bytes | bytearray], gap: int) -> None:
+    def _on_batch(
+        self, at: int, payloads: Sequence[bytes | bytearray], gap: int, maybe: bool = False
+    ) -> None:
         """The hot loop, over a run of simple events: a chunk that is only one text or thought
         part of candidate 0 (nearly every chunk of an answer), or one more piece of a streamed
         string argument, is read here: without a parser when it repeats the envelope learned
         from the last such chunk (`svir_proto.gemini._envelope`), else its levels unpacked at
         once (a chunk of another shape fails to unpack, or fails a check after); any other
-        goes `_chunk`. All ways read a chunk alike (property tests hold them to it)."""
+        goes `_chunk`. All ways read a chunk alike (property tests hold them to it). With
+        ``maybe``, one payload that may not be whole (Rule 10): `_NotWhole` if it does not
+        parse, before anything is read of it."""
         loads = self._loads
         queue = self._queue
         texts = self._text
@@ -433,6 +444,8 @@ class GeminiStreamDecoder(DialectDecoder):
             try:
                 obj = loads(payload)
             except (ValueError, RecursionError):
+                if maybe:
+                    raise _NotWhole from None  # (or read the general way once known whole)
                 obj = None
             if (
                 fast
@@ -833,6 +846,10 @@ class GeminiStreamDecoder(DialectDecoder):
             for note in call_notes(self._tool_calls, finish, "finishReason", kind="function calls"):
                 self._note(note)
         self._terminate(done=self._done)
+
+
+class _NotWhole(Exception):
+    """An array element's try (Rule 10) was not one whole JSON object."""
 
 
 def _merged(parts: list[object]) -> list[object]:

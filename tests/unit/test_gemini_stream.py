@@ -814,6 +814,16 @@ def test_an_array_elements_bounds_hold_however_the_reads_cut_it() -> None:
         errors.append((caught.value.offset, "not JSON" in str(caught.value)))
     assert errors[0] == errors[1]
     assert errors[0][1]
+    # an element past the bound after a whole one, in the read that ends it: the first is
+    # given, the next refused where it begins (the framer's common case bounds it too)
+    first = b'[{"candidates": [{"content": {"parts": [{"text": "hi"}]}}]}'
+    after = first + b'\n,\r\n{"candidates": [{"content": {"parts": [{"text": "' + b"a" * 5000
+    after += b'"}]}}]}\n]'
+    d = GeminiStreamDecoder(max_event_size=4096)
+    events, error = every_event(d, [after])
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["hi"]
+    assert isinstance(error, PeerProtocolError)
+    assert (error.offset, error.limit) == (len(first) + 4, "max_event_size")
     deep = b'[{"a": ' + b"[" * 1100 + b"]" * 1100 + b"}]"
     with pytest.raises(PeerProtocolError, match="not JSON") as caught:  # (too deep: `_json`)
         run(GeminiStreamDecoder(), [deep[:7], deep[7:]])
@@ -1050,7 +1060,7 @@ def test_the_element_framer_reads_only_an_array() -> None:
     framer = ElementFramer(max_element=64, offset=5)
     framer.receive(b" {}")
     with pytest.raises(PeerProtocolError, match="neither server-sent events nor an array") as e:
-        framer.read(lambda payload: None, lambda payload, at, value: None)
+        framer.read(lambda payload, at, maybe: True)
     assert e.value.offset == 6
 
 
