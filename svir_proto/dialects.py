@@ -117,6 +117,8 @@ class Routed:
     target: str
     """The request's target as it goes to an upstream of the dialect: from the API's root,
     in its canonical form (a stream's as SSE), without the client's query (a key)."""
+    version: str = ""
+    """The API's version the path names (Gemini's ``v1beta``), which the request keeps."""
 
 
 @final
@@ -434,7 +436,10 @@ def _read_gemini(body: bytes, routed: Routed | None = None) -> tuple[Any, bool]:
 
     if routed is None:
         return _parse_gemini(body), True
-    return GeminiRequest.parse(body, model=routed.model, stream=routed.stream), routed.stream
+    request = GeminiRequest.parse(
+        body, model=routed.model, stream=routed.stream, version=routed.version
+    )
+    return request, routed.stream
 
 
 def _route_gemini(target: str) -> Routed:
@@ -442,7 +447,13 @@ def _route_gemini(target: str) -> Routed:
 
     where = endpoint.parse_target(target)  # (its model is one segment: `target` takes it)
     upstream = endpoint.target(where.model, stream=where.stream, version=where.version)
-    return Routed(model=where.model, stream=where.stream, sse=where.alt == "sse", target=upstream)
+    return Routed(
+        model=where.model,
+        stream=where.stream,
+        sse=where.alt == "sse",
+        target=upstream,
+        version=where.version,
+    )
 
 
 def _gemini() -> DialectSpec:

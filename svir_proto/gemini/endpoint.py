@@ -40,8 +40,11 @@ __all__ = [
 ]
 
 API_KEY_HEADER: Final = "x-goog-api-key"
+_VERSION: Final = re.compile(r"v[0-9][A-Za-z0-9]*")
+"""What an API version is (the path's first segment: ``v1beta``, ``v1``, ``v1alpha``)."""
 _PATH: Final = re.compile(
-    r"/(v[0-9][A-Za-z0-9]*)/((?:models|tunedModels)/[^:/]+):(generateContent|streamGenerateContent)"
+    rf"/({_VERSION.pattern})/((?:models|tunedModels)/[^:/]+):"
+    "(generateContent|streamGenerateContent)"
 )
 _SAFE: Final = "/-._~"
 
@@ -75,7 +78,13 @@ _DOT_SEGMENTS: Final = frozenset(("", ".", ".."))
 
 
 def target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:
-    """The request target for ``model`` (Rule 1): streaming with ``alt=sse``."""
+    """The request target for ``model`` (Rule 1): streaming with ``alt=sse``.
+
+    Raises:
+        ValueError: ``model`` or ``version`` would make a path that means another.
+    """
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise ValueError(f"version must be the API's (v1beta, v1, ...), not {version!r}")
     path = f"/{version}/{urllib.parse.quote(_resource(model), safe=_SAFE)}"
     return path + (":streamGenerateContent?alt=sse" if stream else ":generateContent")
 

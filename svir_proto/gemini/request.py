@@ -194,7 +194,9 @@ def _contents(value: Iterable[GeminiContent]) -> tuple[GeminiContent, ...]:
 @attrs.frozen(kw_only=True)
 class GeminiRequest:
     """A ``generateContent`` request for ``model`` (``gemini-2.5-flash``, or a resource name
-    such as ``tunedModels/x``), streamed unless ``stream`` is false.
+    such as ``tunedModels/x``), streamed unless ``stream`` is false, to the API's ``version``
+    (``v1beta``; ``v1``, ``v1alpha``: the path's first segment, as the model and the method
+    are path facts, not the body's).
 
     The module docstring gives the rules checked at construction (a `ValueError` naming the
     field's path) and by `parse`.
@@ -209,11 +211,12 @@ class GeminiRequest:
     safety_settings: tuple[Mapping[str, Any], ...] = attrs.field(default=(), converter=_tuple)
     stream: bool = True
     extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_mapping)
+    version: str = "v1beta"
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip("/"):
             raise ValueError("model must be a non-empty string (gemini-2.5-flash, models/...)")
-        target(self.model)  # raises for a model whose path a server would read otherwise
+        target(self.model, version=self.version)  # raises for a path that would mean another
         if not isinstance(self.stream, bool):
             raise TypeError(f"stream must be a bool, not {self.stream!r}")
         _typed(self)
@@ -227,10 +230,10 @@ class GeminiRequest:
         """The declared functions, to pass to `GeminiStreamDecoder(declared_tools=...)`."""
         return frozenset(d.name for t in self.tools for d in t.function_declarations)
 
-    def target(self, *, version: str = "v1beta") -> str:
+    def target(self) -> str:
         """The request target: ``/v1beta/models/MODEL:streamGenerateContent?alt=sse`` (or
-        ``:generateContent`` when not streaming)."""
-        return target(self.model, stream=self.stream, version=version)
+        ``:generateContent`` when not streaming; its `version`)."""
+        return target(self.model, stream=self.stream, version=self.version)
 
     def document(self, marks: Placeholders | None = None) -> dict[str, Any]:
         """The request as a JSON object. Inline data given as bytes or paths become
@@ -257,7 +260,12 @@ class GeminiRequest:
 
     @classmethod
     def parse(
-        cls, body: bytes | bytearray | str, *, model: str, stream: bool = True
+        cls,
+        body: bytes | bytearray | str,
+        *,
+        model: str,
+        stream: bool = True,
+        version: str = "v1beta",
     ) -> GeminiRequest:
         """Read a request body (the server side; the model and the method come from the path,
         `parse_target`).
@@ -292,6 +300,7 @@ class GeminiRequest:
             safety_settings=doc.get("safetySettings") or (),
             stream=stream,
             extra={k: v for k, v in doc.items() if k not in known},
+            version=version,
         )
 
 

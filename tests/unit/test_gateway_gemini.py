@@ -323,11 +323,15 @@ def as_sse(elements: list[dict[str, Any]]) -> bytes:
 
 
 @pytest.mark.parametrize("upstream", ["chat", "gemini"])
-@pytest.mark.parametrize("target", [ARRAY, ARRAY + "?alt=json&key=k"])
+@pytest.mark.parametrize(
+    "target", [ARRAY, ARRAY + "?alt=json&key=k", ARRAY.replace("/v1beta/", "/v1/")]
+)
 def test_a_stream_without_alt_sse_is_one_json_array(target: str, upstream: str) -> None:
     """Gemini's stream without ``alt=sse`` is one JSON array (it was a 400): the gateway's
     encoder writes it, from an upstream asked for SSE, a Gemini upstream too (a relay has no
-    place in an array for its errors and keep-alives); blank keep-alives are JSON's blanks."""
+    place in an array for its errors and keep-alives); blank keep-alives are JSON's blanks.
+    A Gemini upstream is asked the API version the client's path named (review 64 F2: the
+    request, parsed, went to the endpoint's ``v1beta``)."""
     gw, (forward,) = events_of(gemini(target), config=config(upstream_dialect=upstream))
     assert isinstance(forward, Forward)
     assert not isinstance(forward.request, PassThrough)  # translated, even from Gemini
@@ -335,8 +339,12 @@ def test_a_stream_without_alt_sse_is_one_json_array(target: str, upstream: str) 
     exchange = Exchange(UPSTREAM, forward.request)
     said = CALLS if upstream == "gemini" else TOOLS
     if upstream == "gemini":
+        version = target.split("/")[1]
         assert exchange.target.endswith(":streamGenerateContent?alt=sse")
-        assert forward.request == GeminiRequest.parse(GEMINI, model="gemini-2.5-flash")
+        assert exchange.target.startswith(f"/{version}/models/gemini-2.5-flash:")
+        assert forward.request == GeminiRequest.parse(
+            GEMINI, model="gemini-2.5-flash", version=version
+        )
         assert forward.encoded is not None
         assert b"".join(forward.encoded) == GEMINI  # (its bytes, as they came: review 64 F3)
     out = gw.keepalive()  # the head, as JSON, and blanks before the array

@@ -471,6 +471,19 @@ def test_targets_and_headers() -> None:
     assert headers(None) == [("content-type", "application/json")]
 
 
+@pytest.mark.parametrize("version", ["", "beta", "v1/../v2", "v1?alt=x", "v1 ", 1])
+def test_a_version_that_is_no_apis_is_refused(version: object) -> None:
+    """A request keeps its path's version (``v1``, ``v1beta``, ``v1alpha``); one that would
+    make another path, or none, is a `ValueError` naming it."""
+    with pytest.raises(ValueError, match="version must be the API's"):
+        target("m", version=version)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="version must be the API's"):
+        GeminiRequest(model="m", contents=HI, version=version)  # type: ignore[arg-type]
+    body = b'{"contents": [{"parts": [{"text": "hi"}]}]}'
+    request = GeminiRequest.parse(body, model="m", stream=False, version="v1")
+    assert request.target() == "/v1/models/m:generateContent"
+
+
 def test_the_server_side_reads_the_target() -> None:
     t = parse_target("/v1beta/models/gemini%2D2.5:streamGenerateContent?alt=sse&key=K")
     assert (t.version, t.model, t.stream, t.alt, t.key) == (
