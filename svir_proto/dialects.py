@@ -163,7 +163,8 @@ class DialectSpec:
             (`TranslationError`).
         route: for a dialect whose path names the model (``path`` ``None``: Gemini), a request
             target read (`Routed`), or a `RequestError` for one that is not the dialect's;
-            its ``read`` then takes the model and whether it streams: ``read(body, routed)``.
+            its ``read`` then takes the model and whether it streams: ``read(body, routed)``;
+            ``owns`` says whether a path (no query) is one ``route`` reads.
         comments: whether its clients skip SSE comments (``: keep-alive``); the google-genai
             SDK reads a line that is not ``data:`` as JSON, so a Gemini stream has none.
     """
@@ -192,6 +193,7 @@ class DialectSpec:
     """What the dialect's ``to_hub`` kept for its own API only (under its vendor key), a
     sentence each: lost on the way to another dialect but LLM-Stream, which carries it."""
     route: Callable[[str], Routed] | None = None
+    owns: Callable[[str], bool] | None = None
     comments: bool = True
     carried: Callable[[Any, Any], Any] | None = None
     """For a dialect whose answers repeat the request's options: a request without what
@@ -466,6 +468,7 @@ def _gemini() -> DialectSpec:
         parse=_parse_gemini,
         read=_read_gemini,
         route=_route_gemini,
+        owns=endpoint.is_target,
         comments=False,
         to_hub=hub.to_hub,
         unread=hub.unread,

@@ -85,7 +85,6 @@ It never does I/O and reads no clock: the server passes ``now`` where a timestam
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
 from urllib.parse import unquote
@@ -165,10 +164,6 @@ _VENDORS: Final[dict[str, ClientDialect]] = {
 _KEY_HEADERS: Final = {"messages": "x-api-key", "gemini": "x-goog-api-key"}
 """Where a vendor's SDK sends its key on its own path: the gateway's token, there too (the
 anthropic SDK's ``api_key``, google-genai's); ``Authorization: Bearer`` goes anywhere."""
-_GENERATE: Final = re.compile(
-    r"/v1[a-z0-9]*/(?:models|tunedModels)/[^:/]+:(?:streamGenerateContent|generateContent)"
-)
-"""Gemini's path: the model and the method in it (`DialectSpec.route` reads them)."""
 _GEMINI_VERSIONS: Final = ("/v1beta/", "/v1alpha/")
 """Where only Gemini's API is (OpenAI's is ``/v1/``): a refusal of another path there (its
 ``countTokens``, the SDK's model listing: attack 62 F6) is in Gemini's shape too."""
@@ -1467,7 +1462,9 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     known = _ROUTES.get(target)
     if known is not None:
         return known
-    if _GENERATE.fullmatch(target):  # (before a model's: ``/v1/models/M:generateContent``)
+    owns = dialect("gemini").owns
+    assert owns is not None
+    if owns(target):  # (before a model's: ``/v1/models/M:generateContent``)
         return "gemini", ("POST",)
     if target.startswith("/v1/models/") and _model_id(target[len("/v1/models/") :]):
         return "model", ("GET", "HEAD")

@@ -3,10 +3,10 @@ array without ``alt=sse``), both ways.
 
 `GeminiRequest` (with `GeminiRequest.parse` for a server), `GeminiStreamDecoder` (a client),
 `GeminiStreamEncoder` (a gateway answering Gemini clients) and `generate_content_response` (its
-whole answer, for ``:generateContent``), `headers`, `target` and
-`parse_target` (the model is in the path), the failures (`body_outcome`, `error_status`,
-`error_body`), and `to_hub`/`from_hub` (the neutral request). A vendor dialect's names stay in
-its package: ``from svir_proto.gemini import ...``.
+whole answer, for ``:generateContent``), `headers`, `target`, `is_target` and `parse_target`
+(the model is in the path), the failures (`body_outcome`, `error_status`, `error_body`), and
+`to_hub`/`from_hub` (the neutral request). A vendor dialect's names stay in its package:
+``from svir_proto.gemini import ...``.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ __all__ = [
     "API_KEY_HEADER",
     "GeminiTarget",
     "headers",
+    "is_target",
     "target",
     "parse_target",
 ]
@@ -103,6 +104,12 @@ def headers(api_key: str | None, *, content_length: int | None = None) -> list[t
             raise ValueError("api_key holds a line break")
         out.append((API_KEY_HEADER, api_key))
     return out
+
+
+def is_target(path: str) -> bool:
+    """Whether a request target's path (no query) is Gemini's generate path (Rule 3's
+    grammar), for a server that routes on it; `parse_target` reads it."""
+    return _PATH.fullmatch(path) is not None
 
 
 def parse_target(target: str) -> GeminiTarget:

@@ -15,6 +15,7 @@ from svir_proto import BodyChangedError, RequestError
 from svir_proto.events import Completion, ReasoningBlock, ToolCall
 from svir_proto.gemini import (
     API_KEY_HEADER,
+    is_target,
     GeminiContent,
     GeminiFileData,
     GeminiFunctionCall,
@@ -482,6 +483,26 @@ def test_a_version_that_is_no_apis_is_refused(version: object) -> None:
     body = b'{"contents": [{"parts": [{"text": "hi"}]}]}'
     request = GeminiRequest.parse(body, model="m", stream=False, version="v1")
     assert request.target() == "/v1/models/m:generateContent"
+
+
+@pytest.mark.parametrize(
+    ("path", "owned"),
+    [
+        ("/v1beta/models/gemini-2.5-flash:streamGenerateContent", True),
+        ("/v1/tunedModels/t%20x:generateContent", True),
+        ("/v1alpha/models/m:generateContent", True),
+        ("/v1beta/models/m:countTokens", False),
+        ("/v1beta/models/m", False),
+        ("/v1beta/models/a/b:generateContent", False),
+        ("/beta/models/m:generateContent", False),
+        ("/v1/chat/completions", False),
+    ],
+)
+def test_a_server_routes_on_the_generate_paths_grammar(path: str, owned: bool) -> None:
+    """`is_target` is `parse_target`'s grammar (one place: the gateway routes on it)."""
+    assert is_target(path) is owned
+    if owned:
+        assert parse_target(path).stream is path.endswith(":streamGenerateContent")
 
 
 def test_the_server_side_reads_the_target() -> None:
