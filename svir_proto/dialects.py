@@ -156,6 +156,7 @@ class DialectSpec:
         body_outcome: the `RequestFailed` of a response that is not a stream.
         error_body: the dialect's error body for a failure, and `error_status` its status.
         accept: the ``Accept`` header its requests send.
+        content_type: the media type of its request bodies.
         key_variable: the environment variable its API key is read from by convention.
         sniff: whether a recorded body's first bytes are this dialect's stream.
         fields: the hub's paths (``parameters.stop_sequences``) that this dialect's requests
@@ -187,6 +188,7 @@ class DialectSpec:
     """The headers that carry the key (Rule 3); ``None``: ``Authorization: Bearer``, as the
     `Endpoint` sends it."""
     accept: str = "text/event-stream"
+    content_type: str = "application/json"
     key_variable: str = "OPENAI_API_KEY"
     fields: Mapping[str, str] = attrs.field(factory=dict)
     unread: Callable[[LLMRequest], list[str]] = lambda request: []
@@ -548,6 +550,7 @@ def _llm_stream() -> DialectSpec:
         error_status=status.error_status,
         sniff=lambda head: head.startswith(b"event: stream.start"),
         accept=negotiate.ACCEPT_LLM_STREAM,
+        content_type=request.MEDIA_TYPE,
         fields={  # its request is the hub's
             f"parameters.{name}": f"parameters.{name}"
             for name in ("max_tokens", "temperature", "top_p", "stop_sequences")

@@ -126,7 +126,7 @@ from ..llmstream.negotiate import (
     response_dialect,
     unsupported_media_type,
 )
-from ..llmstream.request import MEDIA_TYPE, LLMRequest, RequestError
+from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
 from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
@@ -1539,8 +1539,8 @@ def _prepare(
         asked = as_sent(request, to, neutral=hub)  # what the answer repeats (attack 46 G4)
         if given == to:  # parsed to be checked, not changed: the client's bytes go (review 64
             # F3: written again, an LLM-Stream request lost the fields its type does not keep)
-            media = MEDIA_TYPE if to == "llm-stream" else "application/json"
-            return hub, upstream, stream, asked, [], RequestBody([body], content_type=media)
+            encoded = RequestBody([body], content_type=dialect(to).content_type)
+            return hub, upstream, stream, asked, [], encoded
         return hub, upstream, stream, asked, _header_values(lost), upstream.body()
     except RequestError as exc:
         return exc

@@ -159,6 +159,14 @@ def test_requests_translate_through_the_hub() -> None:
         dialects.translate_request({"model": "m"}, "chat")
 
 
+@pytest.mark.parametrize("name", dialects.DIALECTS)
+def test_a_dialects_content_type_is_its_request_bodies(name: dialects.DialectName) -> None:
+    """`DialectSpec.content_type` is what its typed requests' bodies say they are (a relay of
+    a client's own bytes sends it: the gateway's `_prepare`)."""
+    request = dialects.translate_request(MESSAGES, name)
+    assert request.body().content_type == dialects.dialect(name).content_type
+
+
 def test_a_request_as_a_server_of_another_dialect_is_asked_it() -> None:
     """Attack 46 G4: what ``unread`` names does not reach a server of another dialect, so an
     answer that repeats the request's options (a Responses response) leaves it out; LLM-Stream,
