@@ -15,7 +15,6 @@ from svir_proto import BodyChangedError, RequestError
 from svir_proto.events import Completion, ReasoningBlock, ToolCall
 from svir_proto.gemini import (
     API_KEY_HEADER,
-    is_target,
     GeminiContent,
     GeminiFileData,
     GeminiFunctionCall,
@@ -30,6 +29,7 @@ from svir_proto.gemini import (
     GeminiTool,
     GeminiToolConfig,
     headers,
+    is_target,
     parse_target,
     target,
 )
