@@ -146,7 +146,10 @@ class DialectSpec:
             own dialect being answered, whose options an answer repeats: the Responses API's
             response object, but for its instructions, a prompt the gateway would write four
             times more; what its path said (`route`): a Gemini stream asked without ``alt=sse``
-            is one JSON array).
+            is one JSON array). ``begun``: the stream was begun by another writer (a relay
+            that broke off), whose events this one's follow: the number the next event takes
+            in a dialect that numbers them (Responses'), else 0; such an encoder writes no
+            beginning of its own.
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None, lost=None)``, the
             dialect's one JSON object for a `Completion` (`svir_proto.answer.AnswerFold`
@@ -329,7 +332,7 @@ def _chat() -> DialectSpec:
         unread=translate.openai_unread,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, **_: (
             encoder.ChatStreamEncoder(
                 tool_call_deltas=True,
                 model=model,
@@ -362,13 +365,11 @@ def _messages() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
-            encoder.MessagesStreamEncoder(
-                model=model,
-                message_id=rid or "msg_svir",
-                created=created,
-                declared_tools=declared_tools,
-            )
+        encoder=lambda model, rid, created, declared_tools=None, **_: encoder.MessagesStreamEncoder(
+            model=model,
+            message_id=rid or "msg_svir",
+            created=created,
+            declared_tools=declared_tools,
         ),
         answer=lambda result, model, rid, created, request=None, lost=None: answer.message(
             result, message_id=rid or "msg_svir", model=model, lost=lost
@@ -400,13 +401,14 @@ def _responses() -> DialectSpec:
         carried=hub.carried,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, begun=None, **_: (
             encoder.ResponsesStreamEncoder(
                 model=model,
                 response_id=rid or "resp_svir",
                 created=created,
                 declared_tools=declared_tools,
                 request=request,
+                begun=begun,
                 repeat_instructions=False,  # a prompt, written again in every lifecycle event
             )
         ),
@@ -476,7 +478,7 @@ def _gemini() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
+        encoder=lambda model, rid, created, declared_tools=None, routed=None, **_: (
             encoder.GeminiStreamEncoder(
                 model=model, response_id=rid, created=created, sse=routed is None or routed.sse
             )
@@ -542,8 +544,8 @@ def _llm_stream() -> DialectSpec:
         to_hub=_without_paths,
         from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None: (
-            translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
+        encoder=lambda model, rid, created, *_, **__: translate.OpenAIToLLMStream(
+            model=model, request_id=rid or None, created=created
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

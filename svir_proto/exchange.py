@@ -468,6 +468,13 @@ class Exchange:
         return 0 if self._decoder is None else self._decoder.pending
 
     @property
+    def next_sequence(self) -> int | None:
+        """For a stream whose events are numbered (Responses'): the number its next event
+        takes, as far as its events were read whole (a gateway that ends a relay of it in its
+        place numbers on from there); ``None`` for another, or before its first."""
+        return getattr(self._decoder, "next_sequence", None)
+
+    @property
     def events_seen(self) -> int:
         """Events a relayed stream has carried so far (Rule 8: the watcher counts them)."""
         decoder = self._decoder

@@ -381,6 +381,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._slot = False  # this request holds a stream slot
         self._pass: PassThrough | None = None
         self._relayed_failure = False  # a relayed answer's status is an error's
+        self._begun: StreamStarted | None = None  # a relayed stream's start, as it went out
         self._scanner: RequestScanner | None = None
         self._header_id: str | None = None
         self._model = ""
@@ -1224,6 +1225,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         body = spec.error_body(failure)  # Rule 5: the client's dialect's error object
         return self._response(spec.error_status(failure), headers, body, close=False)
 
+    def relayed_start(self, started: StreamStarted) -> None:
+        """A relayed stream's start went out (the upstream's, as it came): an error the
+        gateway ends the stream with follows it, in the same response (`upstream_broken`)."""
+        self._begun = started
+
     def upstream_broken(
         self,
         reason: str,
@@ -1231,23 +1237,35 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         kind: FailureKind = FailureKind.TRANSIENT,
         now: int = 0,
         problems: tuple[str, ...] = (),
+        sequence: int | None = None,
     ) -> bytes:
         """The upstream stalled, dropped, broke the protocol or could not be reached, or the
         gateway is stopping: the client's last bytes, an error in its dialect (Rule 5), the
         answer marked partial. Call it only where an event ends (`relay_data` tells).
-        ``problems``: what the upstream's decoder noted so far, said as at a stream's end."""
+        ``problems``: what the upstream's decoder noted so far, said as at a stream's end;
+        ``sequence``: for a relayed stream whose events are numbered (Responses'), the number
+        its next event takes (the upstream decoder's ``next_sequence``)."""
         if self._mode == "answered":
             return b""  # the answer is whole already
         failure = Failure(kind=kind, message=reason, code=kind.value)
         if not self._head_sent:
             status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
             return self._failed(attrs.evolve(failure, status=status), now)
-        return self._in_stream(failure, now, problems)
+        return self._in_stream(failure, now, problems, sequence)
 
-    def _in_stream(self, failure: Failure, now: int, problems: tuple[str, ...] = ()) -> bytes:
+    def _in_stream(
+        self,
+        failure: Failure,
+        now: int,
+        problems: tuple[str, ...] = (),
+        sequence: int | None = None,
+    ) -> bytes:
         """A failure once the stream's head went out: its error and end marker (Rule 5), or a
         cut for an answer that is not a stream of ours, or that its client did not ask for (an
-        upstream that streamed to a request for JSON: the client reads no events)."""
+        upstream that streamed to a request for JSON: the client reads no events). In a
+        relayed stream that began, the error ends the upstream's response, not one of its own
+        (attack 67 F1: a Responses client got a second lifecycle, another id, numbered from
+        0 again)."""
         self.upstream_failure = failure.kind
         if (
             self.head_only
@@ -1260,7 +1278,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._side.failed()
             return b""
         self.events_forwarded += 1
-        encoder = self._encoder(now)
+        begun = self._begun if self._relaying else None
+        if begun is None:
+            encoder = self._encoder(now)
+        else:  # (the relay wrote no event of ours: this encoder is its only one)
+            encoder = self._answered_in().encoder(
+                begun.model or self._model, begun.response_id or self.request_id or "",
+                begun.created or now, self._declared, request=self._asked,
+                routed=self._routed, begun=sequence or 0,
+            )  # fmt: skip
         data = encoder.encode(StreamFailed(error=failure))
         data += encoder.encode(StreamEnded(complete=False, done=True))
         if not self._relaying:  # (review 43 M5: before its error, which ends it; a relayed

@@ -93,7 +93,7 @@ from .._progress import news
 from .._pull import NEED_DATA
 from ..connection import ClientConnection
 from ..errors import FailureKind, SvirProtocolError
-from ..events import RequestFailed, ResponseStarted, StreamEnded, Usage
+from ..events import RequestFailed, ResponseStarted, StreamEnded, StreamStarted, Usage
 from ..exchange import Exchange, ExchangeEvent, PassThrough
 from ..openai._toolcalls import ToolCallError
 from ..openai.status import MAX_ERROR_BODY, body_outcome
@@ -912,6 +912,8 @@ class GatewaySession:
                     self._watch = (exchange, exchange.watcher)
             elif type(event) is StreamEnded:
                 end = event
+            elif type(event) is StreamStarted:
+                conn.relayed_start(event)
         if (
             conn.head_only
             and started is not None
@@ -1182,7 +1184,10 @@ class GatewaySession:
         conn = self.conn
         exchange = None if self._up is None else self._up.exchange
         problems = () if exchange is None else exchange.result.problems  # (said: review 43 M5)
-        out = conn.upstream_broken(reason, kind=kind, now=self.state.wall(now), problems=problems)
+        sequence = None if exchange is None else exchange.next_sequence
+        out = conn.upstream_broken(
+            reason, kind=kind, now=self.state.wall(now), problems=problems, sequence=sequence
+        )
         self._release(reuse=False)
         self._done(now)
         if out:

@@ -181,6 +181,9 @@ class ResponsesStreamEncoder:
         repeat_instructions: whether the response object repeats the request's
             ``instructions``, as the API does: a prompt, written again in every lifecycle
             event (a gateway does not: what a body holds would be written four times more).
+        begun: the ``sequence_number`` the next event takes in a stream another writer began
+            (its ``response.created`` went out: a gateway whose relay of it broke off), which
+            this one ends: it writes no lifecycle of its own and numbers on from there.
 
     ``encode(event)`` returns the bytes for one event (often ``b""``: held, or not carried);
     ``response()`` is the final response object, for a client that asked for no stream.
@@ -197,6 +200,7 @@ class ResponsesStreamEncoder:
         hold_reasoning: bool = False,
         declared_tools: Collection[str] | None = None,
         repeat_instructions: bool = True,
+        begun: int | None = None,
     ) -> None:
         self.model = model
         self.declared_tools = declared_tools
@@ -215,6 +219,8 @@ class ResponsesStreamEncoder:
             if not repeat_instructions:
                 self._echo.pop("instructions", None)
         self._started = False
+        if begun is not None:  # another writer's stream, ended by this one: numbered on
+            self._started, self.seq = True, begun
         self._ended = False
         self._items: list[_Open | _Call] = []  # in output order
         self._open: _Open | None = None

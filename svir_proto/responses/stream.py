@@ -279,6 +279,13 @@ class ResponsesStreamDecoder(DialectDecoder):
     # -- the result ------------------------------------------------------------------------
 
     @property
+    def next_sequence(self) -> int | None:
+        """The ``sequence_number`` the stream's next event takes, as far as its events were
+        read whole (``None`` before the first numbered one): where a writer that ends the
+        stream in its place numbers on from (a gateway whose relay of it broke off)."""
+        return self._seq
+
+    @property
     def result(self) -> Completion:
         """Everything the stream has said so far; see `Completion`."""
         finish = self._finish
@@ -440,6 +447,16 @@ class ResponsesStreamDecoder(DialectDecoder):
         return out
 
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
+        """One event, the general way (`_read`); one that raises was not read whole, and
+        leaves `next_sequence` as it found it."""
+        seq = self._seq
+        try:
+            self._read(sse_type, data, at)
+        except BaseException:
+            self._seq = seq
+            raise
+
+    def _read(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         """One event, the general way: parsed, checked, dispatched on its type."""
         if self._ended:
             if data != _DONE:

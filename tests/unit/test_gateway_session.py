@@ -34,6 +34,7 @@ from svir_proto.gateway._serverside import ServerSide
 from svir_proto.gateway.config import MIN_TAKEN, PARTIAL_ALLOWANCE
 from svir_proto.llmstream import LLMStreamDecoder
 from svir_proto.openai import ChatStreamDecoder, Endpoint
+from svir_proto.responses import ResponsesStreamDecoder
 from tests.helpers import CONFORMANCE
 
 UPSTREAM = Endpoint.parse("http://upstream.test:8000")
@@ -371,6 +372,39 @@ def test_an_upstream_that_breaks_the_protocol_ends_with_an_error_in_the_stream()
     decoder.feed(got)
     decoder.close()
     assert decoder.result.text == "a"
+    assert decoder.result.error is not None
+    assert "protocol" in decoder.result.error.message
+
+
+@pytest.mark.parametrize("delta", [b'"\xc3\x28"', b"5"])  # (not UTF-8; not a string, once
+@pytest.mark.parametrize("at", [3, 6])  # its number was read)
+def test_a_relayed_responses_stream_that_breaks_ends_in_the_upstreams_response(
+    at: int, delta: bytes
+) -> None:
+    """Attack 67 F1: the error that ends a relayed Responses stream the upstream broke was a
+    second lifecycle (``response.created`` of another id, numbered from 0 again); it is the
+    upstream's response's end, numbered on from its last event the client got."""
+    events = (CONFORMANCE / "responses" / "openai-text.sse").read_bytes().split(b"\n\n")
+    broken = b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+    broken += b'"sequence_number":%d,"delta":%b}' % (at, delta)
+    body = b"\n\n".join([*events[:at], broken, *events[at:]])
+    d = Driver(upstream_dialect="responses")
+    d.send(post(json.dumps({"model": "m", "stream": True, "input": "hi"}).encode()).replace(
+        b"/v1/chat/completions", b"/v1/responses"))  # fmt: skip
+    d.connect()
+    d.answer(sse_response(body))
+    ((status, _, got, ended),) = read(d.client)
+    assert (status, ended) == (200, True)
+    assert got.startswith(b"\n\n".join(events[:at]) + b"\n\n")  # as they came
+    decoder = ResponsesStreamDecoder()
+    out = decoder.feed(got) + decoder.close()  # (no sequence gap: it would raise)
+    assert [type(e).__name__ for e in out].count("StreamStarted") == 1
+    tail = [json.loads(line[6:]) for line in got.splitlines() if line.startswith(b"data: ")]
+    assert [(e["type"], e["sequence_number"]) for e in tail[at:]] == [
+        ("error", at),
+        ("response.failed", at + 1),
+    ]
+    assert tail[-1]["response"]["id"] == tail[0]["response"]["id"]
     assert decoder.result.error is not None
     assert "protocol" in decoder.result.error.message
 
