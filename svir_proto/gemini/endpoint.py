@@ -4,9 +4,12 @@ https://generativelanguage.googleapis.com/v1beta/{model=models/*}:generateConten
 ``:streamGenerateContent``; the SSE form needs ``alt=sse``).
 
 Rule 1: a model without a collection (``gemini-2.5-flash``) is in ``models/``; a resource name
-    (``models/x``, ``tunedModels/x``) is used as it is. Its characters are percent-encoded
-    where a path needs it (not ``/``, ``-``, ``.``, ``_``, ``~``). A model with an empty,
-    ``.`` or ``..`` segment is refused: normalized, its path names another resource.
+    of the collections that generate (``models/x``, ``tunedModels/x``) is used as it is. Its
+    characters are percent-encoded where a path needs it (not ``/``, ``-``, ``.``, ``_``,
+    ``~``). A model of another collection (``cachedContents/x``: attack 67 F2, a translated
+    client's model sent the gateway's key there), or whose id is not what Rule 3 takes of a
+    path (one segment; no ``\\``, ``%``, ``;`` or control character; not ``.`` or ``..``),
+    is refused: a server, or a proxy in front of it, would read another resource.
 Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` SDK sends it
     (never in the query, where logs keep it).
 Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
@@ -65,17 +68,35 @@ def _resource(model: str) -> str:
     """The resource name of ``model`` (Rule 1).
 
     Raises:
-        ValueError: a segment of it is empty, ``.`` or ``..``: a path that a server, or a proxy
-            in front of it, would normalize to another resource than a model (sent with our
-            key).
+        ValueError: not a model of a collection that generates, or an id a server, or a
+            proxy in front of it, would read as another resource (sent with our key).
     """
-    model = model.strip("/")
-    if any(segment in _DOT_SEGMENTS for segment in model.split("/")):
-        raise ValueError(f"model {model!r}: a path segment is empty, '.' or '..'")
-    return model if "/" in model else f"models/{model}"
+    collection, _, id_ = model.strip("/").rpartition("/")
+    collection = collection or "models"
+    if collection not in _COLLECTIONS:
+        raise ValueError(
+            f"model {model!r}: a resource of {collection}/ does not generate (models/ and "
+            "tunedModels/ do)"
+        )
+    problem = _id_problem(id_)
+    if problem is not None:
+        raise ValueError(f"model {model!r}: {problem}")
+    return f"{collection}/{id_}"
 
 
-_DOT_SEGMENTS: Final = frozenset(("", ".", ".."))
+_COLLECTIONS: Final = frozenset(("models", "tunedModels"))
+
+
+def _id_problem(id_: str) -> str | None:
+    """What makes ``id_`` (decoded) no model id a path may carry (Rules 1 and 3), or ``None``."""
+    if any(c in id_ for c in "/\\%;") or id_ in ("", ".", ".."):
+        return (
+            f"the model id {id_!r} must be one path segment (no '/', '\\', '%' or ';'; not "
+            "empty, '.' or '..')"
+        )
+    if any(c < " " or c == "\x7f" for c in id_):
+        return f"the model id {id_!r} holds a control character"
+    return None
 
 
 def target(model: str, *, stream: bool = True, version: str = "v1beta") -> str:
@@ -135,14 +156,9 @@ def parse_target(target: str) -> GeminiTarget:
         id_ = urllib.parse.unquote(id_, errors="strict")
     except UnicodeDecodeError:  # (replaced, it would name another model upstream: review 63)
         raise RequestError("target", "the model id is not UTF-8 once decoded") from None
-    if any(c in id_ for c in "/\\%;") or id_ in (".", ".."):
-        raise RequestError(
-            "target",
-            f"the model id {id_!r} must be one path segment (no '/', '\\', '%' or ';'; not "
-            "'.' or '..')",
-        )
-    if any(c < " " or c == "\x7f" for c in id_):
-        raise RequestError("target", f"the model id {id_!r} holds a control character")
+    problem = _id_problem(id_)
+    if problem is not None:
+        raise RequestError("target", problem)
     resource = f"{collection}/{id_}"
     query = urllib.parse.parse_qs(split.query)
     alt = query.get("alt", [None])[-1]

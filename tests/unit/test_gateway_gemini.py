@@ -88,6 +88,21 @@ def test_a_gemini_client_of_a_chat_upstream_is_translated_with_its_paths_model()
     assert gw.outcome == "ok"
 
 
+@pytest.mark.parametrize("model", ["cachedContents/abc", "files/f", "models/..;x/..;x/a"])
+def test_a_translated_clients_model_names_only_a_model_upstream(model: str) -> None:
+    """Attack 67 F2: a Chat client's model went into the Gemini upstream's path as it was,
+    naming any resource of the API (``cachedContents/abc``), sent with the gateway's key, where
+    the Gemini path refuses the same. It is a 400 that names it, and nothing goes upstream."""
+    body = json.dumps(
+        {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    _, (reply,) = events_of(request(body, headers=JSON), config=config(upstream_dialect="gemini"))
+    assert isinstance(reply, Reply)
+    status, _, answer = response(reply.data)
+    assert status == 400
+    assert model in json.loads(answer)["error"]["message"]
+
+
 def test_a_tuned_model_and_an_encoded_name_are_read_from_the_path() -> None:
     target = "/v1beta/tunedModels/my%20model:streamGenerateContent?alt=sse&key=abc"
     _, (forward,) = events_of(gemini(target), config=config(upstream_dialect="messages"))

@@ -549,17 +549,37 @@ def test_a_foreign_assistant_turn_with_nothing_to_say() -> None:
 
 
 @pytest.mark.parametrize(
-    "model", ["x/../../../admin/secret", "models/../../team-b/v1beta/models/m", "a//b", "./m"]
+    "model",
+    [
+        "x/../../../admin/secret",
+        "models/../../team-b/v1beta/models/m",
+        "a//b",
+        "./m",
+        "models/..",
+        "tunedModels/a;b",
+        "models/a\\..",
+        "models/m%2F..",
+        "models/m\x00",
+        # attack 67 F2: a resource of a collection that does not generate, with our key
+        "cachedContents/abc",
+        "files/abc",
+        "corpora/c/documents/d",
+        "models/x/cachedContents/abc",
+    ],
 )
-def test_a_model_whose_path_a_server_would_normalize_is_refused(model: str) -> None:
+def test_a_model_whose_path_a_server_would_read_otherwise_is_refused(model: str) -> None:
     """Attack 27: a client's model became the Gemini upstream's path, dot segments and all,
     sent with the gateway's key; a server or a proxy that normalizes paths served another
-    resource. Such a model is a ValueError, which the gateway answers 400."""
+    resource. A model is one id, of ``models/`` (the default) or ``tunedModels/``, that
+    `parse_target` would take from a path; any other is a ValueError, which the gateway
+    answers 400."""
     request = LLMRequest(model=model, messages=[LLMMessage(role="user", content="q")])
-    with pytest.raises(ValueError, match="path segment"):
+    said = "path segment|does not generate|control character"
+    with pytest.raises(ValueError, match=said):
         from_hub(request)
-    with pytest.raises(ValueError, match="path segment"):
+    with pytest.raises(ValueError, match=said):
         target(model)
+    assert target("tunedModels/t-1") == "/v1beta/tunedModels/t-1:streamGenerateContent?alt=sse"
     assert from_hub(attrs.evolve(request, model="models/gemini-2.5-flash")).target() == (
         "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
