@@ -9,10 +9,14 @@ Rule 1 (framing, RFC 9112 6.1 and 6.3): a request with both ``Content-Length`` a
     says (no blank after a size unless an extension follows, a trailer within the head's
     bound) or refused. h11 refuses the rest (several differing lengths, a coding other than
     ``chunked``).
-Rule 2 (who may use it, issue 16 item 5): with no token, ``Host`` must name an allowed host
-    (the address listened on, a loopback name), else 421: a web page cannot reach a gateway on
-    loopback through DNS rebinding. With a token, ``Authorization`` must be exactly one header,
-    ``Bearer`` in any case, then the token (compared in constant time); two headers are 400.
+Rule 2 (who may use it, issue 16 item 5): a ``Host`` (or an absolute-form target's authority)
+    that is not ``uri-host [":" port]`` (RFC 9110 7.2, RFC 3986 3.2.2: userinfo included, which
+    RFC 9110 4.2.4 says to treat as an error) is 400 (RFC 9112 3.2; attack 67 F3:
+    ``127.0.0.1:1@evil.com`` was read as loopback). With no token, ``Host`` must name an
+    allowed host (the address listened on, a loopback name), else 421: a web page cannot
+    reach a gateway on loopback through DNS rebinding. With a token, ``Authorization`` must be
+    exactly one header, ``Bearer`` in any case, then the token (compared in constant time);
+    two headers are 400.
 Rule 3 (status lines): every status is sent with its reason phrase.
 Rule 4 (request ids): an id a client gives (``X-Request-Id``, ``metadata.request_id`` of
     either dialect) is used only if it can be a header line as it is: printable ASCII
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import hmac
 import http
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -54,6 +59,18 @@ def request_id(value: str | None) -> str | None:
     ):
         return None
     return value
+
+
+_HOST: Final = re.compile(
+    r"(?:\[[0-9A-Fa-f:.]+\]|\[[vV][0-9A-Fa-f]+\.[A-Za-z0-9._~!$&'()*+,;=:-]+\]"
+    r"|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?"
+)
+"""``uri-host [":" port]`` (RFC 3986 3.2.2: an IP literal in brackets, or a reg-name)."""
+
+
+def host_valid(value: str) -> bool:
+    """Rule 2: whether a ``Host`` value (or an authority) is a host and a port, nothing else."""
+    return _HOST.fullmatch(value.strip()) is not None
 
 
 def host_name(value: str) -> str:

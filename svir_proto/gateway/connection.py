@@ -130,7 +130,7 @@ from ..llmstream.request import LLMRequest, RequestError
 from ..openai.status import error_json
 from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
-from ._http import bearer, host_allowed, reason, request_id, token_matches
+from ._http import bearer, host_allowed, host_valid, reason, request_id, token_matches
 from ._serverside import END, ServerSide
 from .config import GatewayConfig, GatewayState
 
@@ -509,6 +509,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 _INVALID, close=True,
             )  # fmt: skip
         host = headers.get("host") if authority is None else authority
+        if host is not None and not host_valid(host):  # _http Rule 2
+            return self._reject(
+                400, f"the host {host[:200]!r} is not a host and a port (RFC 9110 7.2)",
+                _INVALID, close=True,
+            )  # fmt: skip
         if not host_allowed(host, cfg.allowed_hosts):  # Rule 4
             self.state.metrics.refused["host"] += 1
             return self._reject(

@@ -19,7 +19,7 @@ from svir_proto.gateway import (
     Reply,
 )
 from svir_proto.gateway._cost import BodyCost, parse_cost
-from svir_proto.gateway._http import bearer, host_allowed, host_name, reason
+from svir_proto.gateway._http import bearer, host_allowed, host_name, host_valid, reason
 from svir_proto.gateway.connection import _prepare
 from svir_proto.openai import Endpoint
 from tests.helpers import bytewise
@@ -114,7 +114,9 @@ def test_a_body_with_lines_that_begin_with_a_space_is_no_fold() -> None:
         ("HTTP://gw:8080/healthz?x=1", "other.example", 200),  # its authority, not Host
         ("http://gw", "gw", 404),  # the path "/"
         ("http://evil.example/healthz", "gw", 421),  # DNS rebinding through absolute form
-        ("https://user@gw/healthz", "gw", 421),
+        ("https://user@gw/healthz", "gw", 400),  # userinfo: an error (RFC 9110 4.2.4)
+        ("http://gw:8787@evil.example/healthz", "gw", 400),  # attack 67 F3: its host is evil's
+        ("http://gw:+1/healthz", "gw", 400),
         ("ftp://gw/healthz", "gw", 404),
     ],
 )
@@ -230,6 +232,9 @@ def test_without_a_token_only_allowed_hosts_are_answered() -> None:
     for host, status in (
         ("localhost:8787", 200), ("127.0.0.1", 200), ("[::1]:8787", 200),
         ("app.localhost", 200), ("evil.example:8787", 421), ("LOCALHOST", 200),
+        # attack 67 F3: read as loopback, what comes after the last colon unchecked
+        ("127.0.0.1:1@evil.example", 400), ("localhost:x.evil.example", 400),
+        ("127.0.0.1:+8787", 400), ("[::1]x", 400), ("[::1]:8787:1", 400), ("a b", 400),
     ):  # fmt: skip
         gw = conn(allowed_hosts=allowed)
         (event,) = gw.feed(raw("GET /healthz HTTP/1.1", f"Host: {host}"))
@@ -240,6 +245,17 @@ def test_without_a_token_only_allowed_hosts_are_answered() -> None:
     (refused,) = gw.feed(raw("GET /healthz HTTP/1.0"))
     assert isinstance(refused, Reply)
     assert response(refused.data)[0] == 421
+
+
+def test_a_host_that_is_no_host_and_port_is_400_whoever_is_allowed() -> None:
+    """RFC 9112 3.2: "a server MUST respond with a 400 ... to any request message that
+    contains ... a Host header field with an invalid field value", with a token too."""
+    for host in ("gw@evil.example", "gw:80:80", "gw/x", "[::1"):
+        (event,) = conn(token="t0k").feed(raw("GET /healthz HTTP/1.1", f"Host: {host}"))
+        assert isinstance(event, Reply)
+        assert response(event.data)[0] == 400, host
+    for host in ("gw", "gw:", "GW.example:8080", "[::1]:80", "[v1.x]", "10.0.0.1", "", "a%41"):
+        assert host_valid(host), host
 
 
 def test_host_names() -> None:
