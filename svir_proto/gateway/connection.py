@@ -63,8 +63,11 @@ Rule 5 (failures in the client's dialect): a failure before the answer began is 
     OpenAI's error object whose ``code`` is, for an LLM-Stream client, the draft's error code.
     A failure once the answer began is an LLM-Stream ``error`` with the draft's code and then
     exactly one ``stream.end``, or OpenAI's error chunk and ``[DONE]``, or the client dialect's
-    error event (Messages' ``error``, Gemini's error chunk, the last element of its array),
-    after which the body ends. A cut upstream stays a cut for the client: no end marker, and
+    error event (Messages' ``error``, Gemini's error chunk, the last element of its array;
+    the Responses API's ``error`` and ``response.failed``, those of the upstream's response
+    in a relayed stream it began, numbered on), after which the body ends. An answer that is
+    no stream to a request for one (JSON included: a server that ignored ``stream``) is such
+    a failure, relayed or not. A cut upstream stays a cut for the client: no end marker, and
     the body cut.
 Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call of a tool the
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
