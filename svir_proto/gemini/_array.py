@@ -168,7 +168,7 @@ class ElementFramer:
                 self._begin(start)  # (one try failed; the general way's go on after it)
                 self._tries, self._fresh = 1, end + LOOKBACK
                 return start
-            i = end
+            i = self._pos = end  # (read: an error in the next leaves it read, review 68 #1)
         self._pos = i
         return i
 

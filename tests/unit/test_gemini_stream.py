@@ -1052,6 +1052,34 @@ def test_a_chunk_holds_max_entries_parts_and_candidates_at_most() -> None:
     )
 
 
+def test_an_element_read_before_an_error_is_not_read_again() -> None:
+    """Review 68 #1: the framer's common case kept where reading went on only at a run's end,
+    so an element that broke the protocol after others of its read sent the next reading (a
+    caller that gave more bytes before taking every event) back to the run's first: its
+    elements were given twice."""
+
+    def text(t: str) -> bytes:
+        return as_array(sse(chunk({"text": t})))[1:-2]  # (Google's layout, one element)
+
+    d = GeminiStreamDecoder()
+    d.receive_data(b"[" + text("zero"))
+    while d.next_event() is not NEED_DATA:
+        pass
+    sep = b"\n,\r\n"
+    d.receive_data(sep + text("one") + sep + text("two") + sep + b'{"candidates": 5}' + sep)
+    got = [d.next_event()]
+    d.receive_data(b"  ")  # (more bytes before the queue was taken)
+
+    def rest() -> None:
+        while (event := d.next_event()) is not NEED_DATA:
+            got.append(event)
+
+    with pytest.raises(PeerProtocolError, match="'candidates' must be a list"):
+        rest()
+    assert [e.text for e in got if isinstance(e, TextDelta)] == ["one", "two"]
+    assert d.result.text == "zeroonetwo"
+
+
 def test_the_element_framer_reads_only_an_array() -> None:
     """`ElementFramer` is given the body once its first byte but blanks is ``[`` (Rule 10);
     given another, it says so, where."""
