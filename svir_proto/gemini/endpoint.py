@@ -4,12 +4,15 @@ https://generativelanguage.googleapis.com/v1beta/{model=models/*}:generateConten
 ``:streamGenerateContent``; the SSE form needs ``alt=sse``).
 
 Rule 1: a model without a collection (``gemini-2.5-flash``) is in ``models/``; a resource name
-    of the collections that generate (``models/x``, ``tunedModels/x``) is used as it is. Its
+    of the collections that generate (``models/x``, ``tunedModels/x``, Vertex AI's
+    ``projects/p/locations/l/publishers/google/models/x`` and ``.../endpoints/x``) is used as
+    it is. Its
     characters are percent-encoded where a path needs it (not ``/``, ``-``, ``.``, ``_``,
     ``~``). A model of another collection (``cachedContents/x``: attack 67 F2, a translated
     client's model sent the gateway's key there), or whose id is not what Rule 3 takes of a
     path (one segment; no ``\\``, ``%``, ``;`` or control character; not ``.`` or ``..``),
-    is refused: a server, or a proxy in front of it, would read another resource.
+    is refused (each id of a Vertex AI name alike): a server, or a proxy in front of it,
+    would read another resource.
 Rule 2: the key goes in the ``x-goog-api-key`` header, as the ``google-genai`` SDK sends it
     (never in the query, where logs keep it).
 Rule 3: `parse_target` reads ``/{version}/{collection}/{id}:{method}[?query]``: the
@@ -71,20 +74,31 @@ def _resource(model: str) -> str:
         ValueError: not a model of a collection that generates, or an id a server, or a
             proxy in front of it, would read as another resource (sent with our key).
     """
-    collection, _, id_ = model.strip("/").rpartition("/")
-    collection = collection or "models"
-    if collection not in _COLLECTIONS:
+    segments = model.strip("/").split("/")
+    if len(segments) == 1:
+        segments.insert(0, "models")
+    names = segments[-2::-2]  # the collections, from the last: the ids are between them
+    if tuple(reversed(names)) not in _COLLECTIONS or len(segments) != 2 * len(names):
         raise ValueError(
-            f"model {model!r}: a resource of {collection}/ does not generate (models/ and "
-            "tunedModels/ do)"
+            f"model {model!r}: not a resource that generates (models/ID, tunedModels/ID, "
+            "Vertex AI's projects/P/locations/L/publishers/P/models/ID or .../endpoints/ID)"
         )
-    problem = _id_problem(id_)
-    if problem is not None:
-        raise ValueError(f"model {model!r}: {problem}")
-    return f"{collection}/{id_}"
+    for id_ in segments[1::2]:
+        problem = _id_problem(id_)
+        if problem is not None:
+            raise ValueError(f"model {model!r}: {problem}")
+    return "/".join(segments)
 
 
-_COLLECTIONS: Final = frozenset(("models", "tunedModels"))
+_COLLECTIONS: Final = frozenset(
+    (
+        ("models",),
+        ("tunedModels",),
+        ("projects", "locations", "publishers", "models"),  # Vertex AI's
+        ("projects", "locations", "endpoints"),
+    )
+)
+"""The collections whose resources generate (Rule 1), as the path names them."""
 
 
 def _id_problem(id_: str) -> str | None:

@@ -574,7 +574,7 @@ def test_a_model_whose_path_a_server_would_read_otherwise_is_refused(model: str)
     `parse_target` would take from a path; any other is a ValueError, which the gateway
     answers 400."""
     request = LLMRequest(model=model, messages=[LLMMessage(role="user", content="q")])
-    said = "path segment|does not generate|control character"
+    said = "path segment|not a resource that generates|control character"
     with pytest.raises(ValueError, match=said):
         from_hub(request)
     with pytest.raises(ValueError, match=said):
@@ -583,3 +583,20 @@ def test_a_model_whose_path_a_server_would_read_otherwise_is_refused(model: str)
     assert from_hub(attrs.evolve(request, model="models/gemini-2.5-flash")).target() == (
         "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "projects/p/locations/us-central1/publishers/google/models/gemini-2.0-flash",
+        "projects/p/locations/l/endpoints/123",
+        "tunedModels/my-model.v2",
+        "models/gemini-1.5-flash-001",
+    ],
+)
+def test_a_resource_that_generates_is_its_own_path(model: str) -> None:
+    """Vertex AI's publisher models and endpoints generate too (review 68 #5: refused with
+    the other collections): each of their ids is checked as a model's."""
+    assert target(model, version="v1") == f"/v1/{model}:streamGenerateContent?alt=sse"
+    with pytest.raises(ValueError, match="path segment"):
+        target(model.rsplit("/", 1)[0] + "/..")
