@@ -117,7 +117,7 @@ class Routed:
     target: str
     """The request's target as it goes to an upstream of the dialect: from the API's root,
     in its canonical form (a stream's as SSE), without the client's query (a key)."""
-    version: str = ""
+    version: str = "v1beta"
     """The API's version the path names (Gemini's ``v1beta``), which the request keeps."""
 
 
@@ -140,16 +140,18 @@ class DialectSpec:
             refuse, listed by its docstring).
         decoder: makes the stream decoder for a request (its declared tools) and the options.
         encoder: makes the stream encoder: ``encoder(model, response_id, created,
-            declared_tools=None, request=None, routed=None)`` (the names of the tools the
-            request declared: an encoder that must name a streamed call before its arguments
-            waits for a name that is whole, `svir_proto._names`; the request of the encoder's
+            declared_tools=None, request=None, routed=None, *, begun=None)`` (the names of
+            the tools the request declared: an encoder that must name a streamed call before
+            its arguments waits for a name that is whole, `svir_proto._names`; the request of
+            the encoder's
             own dialect being answered, whose options an answer repeats: the Responses API's
             response object, but for its instructions, a prompt the gateway would write four
             times more; what its path said (`route`): a Gemini stream asked without ``alt=sse``
             is one JSON array). ``begun``: the stream was begun by another writer (a relay
             that broke off), whose events this one's follow: the number the next event takes
-            in a dialect that numbers them (Responses'), else 0; such an encoder writes no
-            beginning of its own.
+            in a dialect that numbers them (Responses', whose encoder then writes no
+            lifecycle of its own), else 0 (the others' take it and write as they would: their
+            failure needs no beginning).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None, lost=None)``, the
             dialect's one JSON object for a `Completion` (`svir_proto.answer.AnswerFold`
@@ -332,7 +334,7 @@ def _chat() -> DialectSpec:
         unread=translate.openai_unread,
         from_hub=translate.llm_to_openai,
         decoder=_without("max_tool_calls", stream.ChatStreamDecoder),
-        encoder=lambda model, rid, created, declared_tools=None, request=None, **_: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **_: (
             encoder.ChatStreamEncoder(
                 tool_call_deltas=True,
                 model=model,
@@ -365,11 +367,13 @@ def _messages() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.MessagesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, **_: encoder.MessagesStreamEncoder(
-            model=model,
-            message_id=rid or "msg_svir",
-            created=created,
-            declared_tools=declared_tools,
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **_: (
+            encoder.MessagesStreamEncoder(
+                model=model,
+                message_id=rid or "msg_svir",
+                created=created,
+                declared_tools=declared_tools,
+            )
         ),
         answer=lambda result, model, rid, created, request=None, lost=None: answer.message(
             result, message_id=rid or "msg_svir", model=model, lost=lost
@@ -401,14 +405,14 @@ def _responses() -> DialectSpec:
         carried=hub.carried,
         from_hub=hub.from_hub,
         decoder=stream.ResponsesStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None, begun=None, **_: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **kw: (
             encoder.ResponsesStreamEncoder(
                 model=model,
                 response_id=rid or "resp_svir",
                 created=created,
                 declared_tools=declared_tools,
                 request=request,
-                begun=begun,
+                begun=kw.get("begun"),
                 repeat_instructions=False,  # a prompt, written again in every lifecycle event
             )
         ),
@@ -478,7 +482,7 @@ def _gemini() -> DialectSpec:
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, routed=None, **_: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **_: (
             encoder.GeminiStreamEncoder(
                 model=model, response_id=rid, created=created, sse=routed is None or routed.sse
             )
@@ -544,8 +548,8 @@ def _llm_stream() -> DialectSpec:
         to_hub=_without_paths,
         from_hub=_as_llm_stream,
         decoder=_without("max_tool_calls", stream.LLMStreamDecoder),
-        encoder=lambda model, rid, created, *_, **__: translate.OpenAIToLLMStream(
-            model=model, request_id=rid or None, created=created
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **_: (
+            translate.OpenAIToLLMStream(model=model, request_id=rid or None, created=created)
         ),
         body_outcome=status.body_outcome,
         error_body=status.error_body,

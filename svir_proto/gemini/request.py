@@ -230,10 +230,10 @@ class GeminiRequest:
         """The declared functions, to pass to `GeminiStreamDecoder(declared_tools=...)`."""
         return frozenset(d.name for t in self.tools for d in t.function_declarations)
 
-    def target(self) -> str:
+    def target(self, *, version: str | None = None) -> str:
         """The request target: ``/v1beta/models/MODEL:streamGenerateContent?alt=sse`` (or
-        ``:generateContent`` when not streaming; its `version`)."""
-        return target(self.model, stream=self.stream, version=self.version)
+        ``:generateContent`` when not streaming), of its `version` unless ``version``."""
+        return target(self.model, stream=self.stream, version=version or self.version)
 
     def document(self, marks: Placeholders | None = None) -> dict[str, Any]:
         """The request as a JSON object. Inline data given as bytes or paths become

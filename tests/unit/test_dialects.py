@@ -160,6 +160,30 @@ def test_requests_translate_through_the_hub() -> None:
 
 
 @pytest.mark.parametrize("name", dialects.DIALECTS)
+def test_every_encoder_takes_its_arguments_in_the_documented_order(
+    name: dialects.DialectName,
+) -> None:
+    """Review 68 #4: ``encoder(model, response_id, created, declared_tools, request, routed,
+    *, begun)``: positional calls worked until each dialect took its own order."""
+    spec = dialects.dialect(name)
+    routed = dialects.Routed(model="m", stream=True, sse=True, target="/v1beta/models/m")
+    made = spec.encoder("m", "rid", 1, None, None, routed)
+    out = made.encode(TextDelta(text="hi"))
+    out += made.encode(StreamEnded(complete=False, done=False))
+    assert b"hi" in out
+    assert spec.encoder("m", "rid", 1, None, None, None, begun=3) is not None
+
+
+def test_a_routed_request_with_no_version_is_v1betas() -> None:
+    """Review 68 #3: `Routed.version` defaulted to no version, which the read refused."""
+    routed = dialects.Routed(model="m", stream=True, sse=True, target="/v1beta/models/m")
+    body = b'{"contents": [{"parts": [{"text": "hi"}]}]}'
+    request, stream = dialects.dialect("gemini").read(body, routed)
+    assert stream
+    assert request.target() == "/v1beta/models/m:streamGenerateContent?alt=sse"
+
+
+@pytest.mark.parametrize("name", dialects.DIALECTS)
 def test_a_dialects_content_type_is_its_request_bodies(name: dialects.DialectName) -> None:
     """`DialectSpec.content_type` is what its typed requests' bodies say they are (a relay of
     a client's own bytes sends it: the gateway's `_prepare`)."""

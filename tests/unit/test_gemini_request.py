@@ -483,6 +483,8 @@ def test_a_version_that_is_no_apis_is_refused(version: object) -> None:
     body = b'{"contents": [{"parts": [{"text": "hi"}]}]}'
     request = GeminiRequest.parse(body, model="m", stream=False, version="v1")
     assert request.target() == "/v1/models/m:generateContent"
+    # a caller's own version still goes first (review 68 #2: the keyword was removed)
+    assert request.target(version="v1alpha") == "/v1alpha/models/m:generateContent"
 
 
 @pytest.mark.parametrize(
