@@ -179,8 +179,11 @@ _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/readyz": ("local", ("GET", "HEAD")),
     "/metrics": ("local", ("GET", "HEAD")),
 }
+_ANSWERS: Final = frozenset({"text/event-stream", "application/json"})
 _INVALID: Final = "invalid_request_error"
 """The error type (and code) of the gateway's refusals of a request: OpenAI's word for it."""
+"""What a 2xx answer to a stream request may be to be relayed (JSON: a server that ignored
+``stream``); anything else is a failure (Rule 5)."""
 _SSE_HEAD: Final = [
     ("Content-Type", "text/event-stream"),
     ("Cache-Control", "no-cache"),
@@ -1358,12 +1361,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self.head_only, ok = True, False
         self._relaying = "stream" if stream and ok else "raw"
         self._uncommented = self._relaying == "stream" and not self._answered_in().comments
-        unreadable = ok and self.streaming_request and not stream
+        unreadable = ok and self.streaming_request and media not in _ANSWERS
         if self._head_sent or unreadable:
             # a keep-alive sent the stream's head (the stream goes on in it), or a stream was
-            # asked and this is none (a server that ignored ``stream``, whose JSON an SSE
-            # client reads as no event at all: attack 67 F4, where a translated client got
-            # a failure): a failure the server reads, then answers with (Rule 5)
+            # asked and this is neither a stream nor JSON (a server that ignored ``stream``):
+            # a failure the server reads, then answers with (Rule 5)
             if self._relaying == "raw":
                 self._relaying = "late"
             return b""
