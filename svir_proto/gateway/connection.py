@@ -66,9 +66,10 @@ Rule 5 (failures in the client's dialect): a failure before the answer began is 
     error event (Messages' ``error``, Gemini's error chunk, the last element of its array;
     the Responses API's ``error`` and ``response.failed``, those of the upstream's response
     in a relayed stream it began, numbered on), after which the body ends. An answer that is
-    no stream to a request for one (JSON included: a server that ignored ``stream``) is such
-    a failure, relayed or not. A cut upstream stays a cut for the client: no end marker, and
-    the body cut.
+    no stream to a request for one is such a failure, but a relayed JSON answer (a server
+    that ignored ``stream``, or could not read it: passed on as it came, the upstream's word,
+    where a translated client, whose dialect has no place for it, gets the failure). A cut
+    upstream stays a cut for the client: no end marker, and the body cut.
 Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call of a tool the
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
