@@ -9,7 +9,8 @@ raises the error on the next call, so no event is ever dropped.
 A subclass implements ``_receive(data)`` (store bytes; ``b""`` is end of body) and ``_fill()``,
 which appends every event it can now decode to ``self._queue`` and, once the body is over,
 appends the terminal event last and names it in ``self._terminal``. An error found while filling
-goes in ``self._deferred``: the events queued before it are delivered first.
+goes in ``self._deferred``: the events queued before it are delivered first, and nothing that
+comes after it is decoded (the body's end included: a cut would take the error's place).
 """
 
 from __future__ import annotations
@@ -206,9 +207,12 @@ class PullDecoder(Generic[E]):
     def _refill(self) -> bool:
         """Decode what has arrived into a fresh queue; ``False`` if nothing is ready.
 
-        Raises the deferred error (poisoning this decoder) once the queue is drained.
+        Raises the deferred error (poisoning this decoder) once the queue is drained; bytes
+        that came after it, the body's end included, are not decoded (a body that broke
+        the protocol ends there: they made a cut of it, whose terminal event took the
+        error's place, when they came before its events were taken).
         """
-        if self._dirty:
+        if self._dirty and self._deferred is None:
             self._dirty = False
             self._queue = []
             self._qpos = 0

@@ -187,12 +187,15 @@ def test_what_the_gemini_path_refuses_is_said_in_geminis_error_object(
 def test_an_absolute_form_target_is_read_as_its_origin_form() -> None:
     """Review 63: the Gemini path's read took the raw target, and an absolute form's host
     that is no host (``[::1``) raised a ValueError out of `feed`; the origin form, with its
-    query, is what is read."""
-    target = "http://[::1/v1beta/models/m:streamGenerateContent?alt=sse"
+    query, is what is read, and an authority that is no host is a 400 (attack 67 F3)."""
+    target = "http://[::1]:8787/v1beta/models/m:streamGenerateContent?alt=sse"
     gw, (forward,) = events_of(gemini(target), config=config())
     assert isinstance(forward, Forward)
     assert forward.request.model == "m"
     assert gw.streaming_request
+    status, error, _ = refusal(gemini(target.replace("]", "")), config=config())
+    assert status == 400
+    assert "is not a host and a port" in error["message"]
 
 
 def test_a_gemini_body_that_breaks_the_rules_names_where() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from svir_proto import NEED_DATA, PeerProtocolError
+from svir_proto.dialects import dialect
 from svir_proto.sse import EndOfStream, ServerSentEvent, SSEDecoder
 
 
@@ -39,6 +40,45 @@ def test_an_error_through_next_event_comes_after_the_events_before_it() -> None:
     with pytest.raises(PeerProtocolError) as again:
         d.feed(b"more")
     assert again.value is first.value
+
+
+BROKEN = {
+    "chat": b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    b'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\ndata: {bad\n\n',
+    "messages": b'event: message_start\ndata: {"type":"message_start","message":{"id":"m",'
+    b'"type":"message","role":"assistant","model":"x","content":[],"usage":{}}}\n\n'
+    b"event: ping\ndata: {bad\n\n",
+    "responses": b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
+    b'"response":{"id":"r","status":"in_progress","output":[]}}\n\ndata: {bad\n\n',
+    "gemini": b'data: {"candidates":[{"content":{"parts":[{"text":"a"}]},"index":0}]}\n\n'
+    b'data: {"candidates":[{"content":{"parts":[{"text":"b"}]},"index":0}]}\n\ndata: {bad\n\n',
+    "llm-stream": b'event: stream.start\ndata: {"v":"1.0","seq":0,"type":"stream.start",'
+    b'"model":"m","created":1}\n\ndata: {bad\n\n',
+}
+"""A body per dialect that breaks the protocol after an event or two."""
+
+
+@pytest.mark.parametrize("name", BROKEN)
+@pytest.mark.parametrize("after", [b"", b"data: {}\n\n"])
+def test_bytes_after_an_error_do_not_take_its_place(name: str, after: bytes) -> None:
+    """Found by a property test (review 68 #1's kind): bytes, or the body's end, given after
+    an error was found but before the events ahead of it were taken, were decoded: the end
+    made a cut of the body, whose terminal event took the error's place (and an array's run
+    was read again). The error comes after the events before it, whatever follows."""
+    decoder = dialect(name).decoder()
+    decoder.receive_data(BROKEN[name])
+    got = [decoder.next_event()]
+    decoder.receive_data(after)
+
+    def rest() -> None:
+        while (event := decoder.next_event()) is not NEED_DATA:
+            got.append(event)
+            if event is decoder.terminal:  # (it would come again at every call)
+                return
+
+    with pytest.raises(PeerProtocolError):
+        rest()
+    assert all(type(e).__name__ != "StreamEnded" for e in got), got
 
 
 def test_a_bug_poisons_the_decoder_too() -> None:
