@@ -1158,14 +1158,22 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             model=model if len(model) <= MAX_NAME else "",
         )
 
-    def _encoder(self, now: int) -> DialectStreamEncoder:
+    def _encoder(self, now: int, sequence: int | None = None) -> DialectStreamEncoder:
+        """The client's encoder, made once. In a relayed stream that began (the relay wrote
+        no event of ours: this encoder writes its end only), it goes on from the upstream's
+        start, numbered on from ``sequence`` (`upstream_broken`)."""
         if self._out is None:
             spec = self._answered_in()
             # the model asked for, until the upstream names its own (llama.cpp's Responses
             # stream names none: an OpenAI client's chunks said "")
+            model, rid, created, begun = self._model, self.request_id or "", now, None
+            started = self._begun if self._relaying else None
+            if started is not None:
+                model, rid = started.model or model, started.response_id or rid
+                created, begun = started.created or now, sequence or 0
             self._out = spec.encoder(
-                self._model, self.request_id or "", now, self._declared, request=self._asked,
-                routed=self._routed,
+                model, rid, created, self._declared, request=self._asked, routed=self._routed,
+                begun=begun,
             )  # fmt: skip
             if hasattr(self._out, "max_output_size"):  # an encoder that holds the answer
                 self._out.max_output_size = self.config.max_answer
@@ -1287,15 +1295,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._side.failed()
             return b""
         self.events_forwarded += 1
-        begun = self._begun if self._relaying else None
-        if begun is None:
-            encoder = self._encoder(now)
-        else:  # (the relay wrote no event of ours: this encoder is its only one)
-            encoder = self._answered_in().encoder(
-                begun.model or self._model, begun.response_id or self.request_id or "",
-                begun.created or now, self._declared, request=self._asked,
-                routed=self._routed, begun=sequence or 0,
-            )  # fmt: skip
+        encoder = self._encoder(now, sequence)
         data = encoder.encode(StreamFailed(error=failure))
         data += encoder.encode(StreamEnded(complete=False, done=True))
         if not self._relaying:  # (review 43 M5: before its error, which ends it; a relayed

@@ -22,7 +22,7 @@ Rule 1: an element is found without a parser when it can be: where the bytes new
     element after it is counted from its first byte. The tries parse at most twice the body,
     and the count looks at each byte once, however the reads cut it. The common case (a
     comma, then an element whole at the first ``}`` that may end it) is read at once, one
-    pattern for the gap and one search for the end an element (`ElementFramer._run`).
+    pattern for the gap and one search for the end of an element (`ElementFramer.read`).
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
     object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
@@ -120,23 +120,30 @@ class ElementFramer:
         i = self._pos
         while True:
             start = self._start
+            tried = False
             if start < 0:
-                if self._state == _NEXT and not self._counted:
-                    i = self._run(buf, i, element)
-                    if self._start >= 0:
-                        continue
-                    if i == len(buf):
-                        break
-                i = self._between(buf, i)
-                if i < 0:
+                if i == len(buf):
+                    self._pos = i
                     break
-                continue
+                if self._state == _NEXT and not self._counted and (gap := _GAP(buf, i)):
+                    start = gap.end() - 1  # (the common case at once: a comma, the next
+                    self._begin(start)  # element, and its first try)
+                    stop = self._try(buf, element, start + 1)
+                    tried = True
+                    if stop >= 0:
+                        self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
+                        continue
+                else:
+                    i = self._between(buf, i)
+                    if i < 0:
+                        break
+                    continue
             stop = -1
             if self.ended or len(buf) - start > self.max_element or self._counted:
                 self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
                 # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
-            if self._tries < MAX_TRIES:
-                stop = self._try(buf, element)
+            if self._tries < MAX_TRIES and not tried:
+                stop = self._try(buf, element, max(self._fresh - LOOKBACK, start + 1))
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
@@ -148,29 +155,6 @@ class ElementFramer:
                 break
             self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
         self._compact()
-
-    def _run(self, buf: bytearray, i: int, element: Element) -> int:
-        """Rules 1 and 2 in their common case, from ``i``, after an element: a comma, then the
-        next element, whole up to the first ``}`` that may end it, and again; where reading
-        goes on. Anything else is left to the general way (`read`)."""
-        search = _ENDS.search
-        while (gap := _GAP(buf, i)) is not None:
-            start = gap.end() - 1
-            found = search(buf, start + 1)
-            if found is None:
-                break
-            end = found.end()
-            size = end - start
-            if size > self.max_element or size > self._allowance:
-                break
-            self._allowance -= size
-            if not element(bytes(buf[start:end]), self._base + start, True):
-                self._begin(start)  # (one try failed; the general way's go on after it)
-                self._tries, self._fresh = 1, end + LOOKBACK
-                return start
-            i = self._pos = end  # (read: an error in the next leaves it read, review 68 #1)
-        self._pos = i
-        return i
 
     def _between(self, buf: bytearray, i: int) -> int:
         """Rule 2, from ``i``: where reading goes on (an element begun: `_start`), or -1."""
@@ -200,13 +184,13 @@ class ElementFramer:
         self._start, self._pos, self._state = i, i, _ELEMENT
         self._tries, self._depth, self._in_string = 0, 0, False
 
-    def _try(self, buf: bytearray, element: Element) -> int:
-        """Rule 1: the element up to a ``}`` of the bytes new to it that may end it, if that
-        is one whole object (``element`` read it): its end; else -1."""
+    def _try(self, buf: bytearray, element: Element, begin: int) -> int:
+        """Rule 1: the element up to a ``}`` from ``begin`` (of the bytes new to it) that may
+        end it, if that is one whole object (``element`` read it): its end; else -1."""
         start = self._start
         tried = self._tries
         search = _ENDS.search
-        found = search(buf, max(self._fresh - LOOKBACK, start + 1))
+        found = search(buf, begin)
         while found is not None:
             end = found.end()
             size = end - start

@@ -308,17 +308,12 @@ class GeminiStreamDecoder(DialectDecoder):
         return DialectDecoder.feed(self, data)
 
     def _receive(self, data: bytes) -> None:
-        elements = self._elements
-        if elements is not None:
-            elements.receive(data)
-            return
         if self._array is None and data:  # `receive_data`'s way
             data = self._begins(data)
             if not data:
                 return
-            elements = self._elements
-        if elements is not None:
-            elements.receive(data)
+        if self._elements is not None:
+            self._elements.receive(data)
         else:
             DialectDecoder._receive(self, data)
 
