@@ -1,8 +1,10 @@
 """Atheris target for `GeminiStreamDecoder`:
 ``python fuzz/fuzz_gemini.py CORPUS fuzz/corpus/gemini``.
 
-Seeds: the conformance fixtures (tests/conformance/gemini), one file each, and two of them as
-the stream without ``alt=sse`` is, one JSON array (``array-*``: the decoder's Rule 10).
+Seeds: the conformance fixtures (tests/conformance/gemini), one file each, and streams without
+``alt=sse``, one JSON array (``array-*``: the decoder's Rule 10), two of them fixtures so
+written and one Google's layout of chunks that repeat the learned envelope, which the decoder
+reads where the framer holds them (``array-envelope-repeats``).
 
 Invariants: the harness's (`_harness.check`: only `PeerProtocolError`, the same outcome whole
 and cut); and for a body that decodes, `GeminiStreamEncoder` writes its events as bytes that

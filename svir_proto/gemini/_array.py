@@ -2,7 +2,10 @@
 each element written as the model goes (``[{...}``, then ``,`` and the next, then ``]``).
 `ElementFramer` finds the elements, whole, as the bytes come, for `GeminiStreamDecoder`:
 
-Rule 1: an element is found without a parser when it can be: where the bytes new to it hold a
+Rule 1: an element is first offered where the framer holds it (`Held`): one that repeats the
+    decoder's learned envelope is whole by its match, and read there, with no search for its
+    end and no copy (where it begins after a comma, and at each end a try finds). Else it is
+    found without a parser when it can be: where the bytes new to it hold a
     ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
     layout; before ``,`` and a line that begins the next, an encoder's; before the end of
     what came, a live stream's read), the element up to it is offered to the decoder as one
@@ -21,8 +24,9 @@ Rule 1: an element is found without a parser when it can be: where the bytes new
     ``},{``, an indented list: review 66, such elements waited for the body's end), every
     element after it is counted from its first byte. The tries parse at most twice the body,
     and the count looks at each byte once, however the reads cut it. The common case (a
-    comma, then an element whole at the first ``}`` that may end it) is read at once, one
-    pattern for the gap and one search for the end of an element (`ElementFramer.read`).
+    comma, then an element that repeats the envelope, or else one whole at the first ``}``
+    that may end it) is read at once: one pattern for the gap, then the held read, or one
+    search for the end of an element (`ElementFramer.read`).
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
     object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
@@ -66,6 +70,11 @@ Element = Callable[[bytes, int, bool], bool]
 """What reads each element: given its bytes, the body's offset where it begins and whether it
 may not be whole (Rule 1's tries), it reads it and says ``True``; or, only when it may not be
 whole, says ``False`` (it is not one whole JSON object) having read nothing of it."""
+Held = Callable[[bytearray, int, int], int]
+"""What reads an element where the framer holds it, first (Rule 1): given the buffer, where
+the element begins in it and the end it may not pass, it reads the element and says where it
+ends, when it can tell, from its bytes alone, that the element is whole (the decoder's learned
+envelope, `svir_proto.gemini._envelope`); else it says -1, having read nothing of it."""
 
 
 class ElementFramer:
@@ -110,7 +119,7 @@ class ElementFramer:
         else:
             self.ended = True
 
-    def read(self, element: Element) -> None:
+    def read(self, element: Element, held: Held) -> None:
         """Give ``element`` each element now whole, in order.
 
         Raises:
@@ -127,8 +136,12 @@ class ElementFramer:
                     break
                 if self._state == _NEXT and not self._counted and (gap := _GAP(buf, i)):
                     start = gap.end() - 1  # (the common case at once: a comma, the next
+                    stop = held(buf, start, start + self.max_element)
+                    if stop >= 0:
+                        self._pos = i = stop
+                        continue
                     self._begin(start)  # element, and its first try)
-                    stop = self._try(buf, element, start + 1)
+                    stop = self._try(buf, element, held, start + 1)
                     tried = True
                     if stop >= 0:
                         self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
@@ -143,7 +156,7 @@ class ElementFramer:
                 self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
                 # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
             if self._tries < MAX_TRIES and not tried:
-                stop = self._try(buf, element, max(self._fresh - LOOKBACK, start + 1))
+                stop = self._try(buf, element, held, max(self._fresh - LOOKBACK, start + 1))
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
@@ -154,7 +167,13 @@ class ElementFramer:
                 self._bound(len(buf) - start)
                 break
             self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
-        self._compact()
+        if self._start < 0:  # (all of it read: what is left of an element is held)
+            self._base += self._pos
+            buf.clear()
+            self._pos = 0
+        elif self._start:
+            self._hold()
+        self._fresh = len(buf)
 
     def _between(self, buf: bytearray, i: int) -> int:
         """Rule 2, from ``i``: where reading goes on (an element begun: `_start`), or -1."""
@@ -184,7 +203,7 @@ class ElementFramer:
         self._start, self._pos, self._state = i, i, _ELEMENT
         self._tries, self._depth, self._in_string = 0, 0, False
 
-    def _try(self, buf: bytearray, element: Element, begin: int) -> int:
+    def _try(self, buf: bytearray, element: Element, held: Held, begin: int) -> int:
         """Rule 1: the element up to a ``}`` from ``begin`` (of the bytes new to it) that may
         end it, if that is one whole object (``element`` read it): its end; else -1."""
         start = self._start
@@ -199,6 +218,8 @@ class ElementFramer:
                 return -1
             self._tries += 1
             self._allowance -= size
+            if (stop := held(buf, start, end)) >= 0:
+                return stop
             if element(bytes(buf[start:end]), self._base + start, True):
                 return end
             found = search(buf, end)
@@ -257,14 +278,11 @@ class ElementFramer:
         if not ok:
             raise PeerProtocolError(message, offset=self._base + at)
 
-    def _compact(self) -> None:
-        """Let go of what was read: all of it, but the element not whole yet."""
-        cut = self._start if self._start >= 0 else self._pos
-        if cut:
-            del self._buf[:cut]
-            self._base += cut
-            self._pos -= cut
-            if self._start >= 0:
-                self._start -= cut
-                self._escapes = max(self._escapes - cut, 0)
-        self._fresh = len(self._buf)
+    def _hold(self) -> None:
+        """Let go of what was read before the element not whole yet."""
+        cut = self._start
+        del self._buf[:cut]
+        self._base += cut
+        self._pos -= cut
+        self._start = 0
+        self._escapes = max(self._escapes - cut, 0)

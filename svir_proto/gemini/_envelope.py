@@ -51,6 +51,7 @@ USAGE: Final = 2
 _RAW: Final = json.JSONDecoder()
 
 Match = Callable[[bytes | bytearray, int], "re.Match[bytes] | None"]
+Leading = Callable[[bytes | bytearray, int, int], "re.Match[bytes] | None"]
 Unpacked = tuple[bytes, int, Match, int, bytes, int, Match, str, bool]
 
 KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringValue":'}
@@ -60,7 +61,7 @@ KINDS: Final = {"text": b'"text":', "thought": b'"text":', "piece": b'"stringVal
 class Envelope:
     """The bytes around a stream's changing string and usage; see the module docstring."""
 
-    __slots__ = ("head", "hits", "kind", "rated", "unpacked")
+    __slots__ = ("head", "hits", "kind", "leading", "rated", "unpacked")
 
     def __init__(self, kind: str, head: bytes, after: bytes, rest: bytes, long_at: int) -> None:
         self.kind = kind  # "text", "thought" or "piece"
@@ -68,14 +69,19 @@ class Envelope:
         self.rated = False  # the chunk repeats the last quiet safety ratings: one more repeat
         self.hits = 0
         key, skip = from_end(after)
+        pattern = re.compile(_STRING + rest)
+        closing = re.compile(b"()" + rest)
+        self.leading: tuple[Leading, Leading] = (pattern.match, closing.match)
+        """The two patterns of `unpacked`, matched where a buffer holds a chunk and maybe more
+        after it (`svir_proto.gemini._array`'s elements): each ends where the chunk does."""
         self.unpacked: Unpacked = (
             head,
             len(head),
-            re.compile(_STRING + rest).fullmatch,
+            pattern.fullmatch,
             long_at,
             key,
             skip,
-            re.compile(b"()" + rest).fullmatch,
+            closing.fullmatch,
             kind,
             False,
         )

@@ -63,8 +63,10 @@ Rule 9 (the end): there is no end marker. The stream is *done* when its body end
 Rule 10 (the array form): a body whose first byte but blanks is ``[`` is Gemini's stream
     without ``alt=sse``, one JSON array of the same chunks, read by
     `svir_proto.gemini._array.ElementFramer` (its grammar checked, each element bounded by
-    ``max_event_size``); each element is read as an SSE event's data is, and the body is done
-    (Rule 9) only if it ended after the array's ``]``. Anything else is read as SSE.
+    ``max_event_size``); each element is read as an SSE event's data is (one that repeats
+    the learned envelope where the framer holds it, `GeminiStreamDecoder._read_held`), and
+    the body is done (Rule 9) only if it ended after the array's ``]``. Anything else is read
+    as SSE.
 
 A payload that is not a JSON object is a `PeerProtocolError` with its byte offset. No I/O.
 """
@@ -80,6 +82,7 @@ from typing import Any, Final
 from .. import _json
 from .. import _weights as weights
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
+from .._jsonbytes import LONG_HOLE
 from .._pull import PullDecoder
 from ..errors import Failure, FailureKind, FilterResult, PeerProtocolError
 from ..events import (
@@ -123,6 +126,11 @@ _UNCARRIED: Final = {
 """A candidate's metadata that no event carries, noted (Rule 5), with what it holds."""
 _UNCARRIED_KEYS: Final = frozenset(_UNCARRIED)
 _ABSENT: Final = object()
+_REACH: Final = 8192
+"""How far past a short chunk's length `GeminiStreamDecoder._read_held` looks for the end of an
+element's hole in the array's buffer: an element that begins as the envelope does but does not
+go on as it does costs a search of at most this, not one to the end of the buffer, however
+many such elements a read holds."""
 _RFC3339: Final = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.\d{1,9})?(?:([Zz])|([+-])(\d\d):(\d\d))"
 )
@@ -221,7 +229,9 @@ class GeminiStreamDecoder(DialectDecoder):
         self._usage_raw: dict[str, Any] | None = None
         self._usage_sent: dict[str, Any] | None = None
         self._usage: Usage | None = None  # built from _usage_raw when asked for
-        self._pending: dict[str, Any] | re.Match[bytes] | None = None  # the hot loop's usage
+        self._pending: dict[str, Any] | bytes | re.Match[bytes] | None = (
+            None  # the hot loop's usage
+        )
         self._envelope: Envelope | None = None  # the chunks the hot loop reads (`_envelope`)
         self._budget = BUDGET
         self._verdicts: list[FilterVerdict] = []
@@ -282,6 +292,10 @@ class GeminiStreamDecoder(DialectDecoder):
         self._pending = None
         if isinstance(pending, dict):
             self._usage_raw = pending
+        elif isinstance(pending, bytes):
+            usage = self._loads(pending)
+            assert isinstance(usage, dict)
+            self._usage_raw = usage
         else:
             assert pending is not None  # called when there is one
             usage = self._loads(pending.group(USAGE))  # the envelope's pattern: a JSON object
@@ -346,7 +360,7 @@ class GeminiStreamDecoder(DialectDecoder):
         if self._closed:  # (nothing is read after the body's end)
             return
         try:
-            elements.read(self._element)
+            elements.read(self._element, self._read_held)
             if elements.ended:
                 self._closed = True
                 self._cut = not elements.whole
@@ -363,6 +377,61 @@ class GeminiStreamDecoder(DialectDecoder):
         except _NotWhole:
             return False
         return True
+
+    def _read_held(self, buf: bytearray, start: int, end: int) -> int:
+        """Rule 10: the element at ``start`` of the framer's buffer, read at once when it
+        repeats the learned envelope before ``end`` (the hot loop's way, on the buffer, which
+        spares the framer its search for the element's end and a copy): where it ends; else
+        -1, having read nothing."""
+        envelope = self._envelope
+        if envelope is None:
+            return -1
+        head, opened, _, long_at, key, skip, _, kind, rated = envelope.unpacked
+        if not buf.startswith(head, start):
+            return -1
+        short, closing = envelope.leading
+        opened += start
+        end = min(end, start + long_at + _REACH)
+        closed = buf.find(key, opened, end) - skip  # (where a hole ends, if it does: Rule 2)
+        if closed < opened:
+            return -1
+        try:
+            if closed - opened < LONG_HOLE:  # one pattern, over as much as a short chunk takes
+                if (m := short(buf, opened, min(end, start + long_at))) is None:
+                    return -1
+                span = m[1]
+                hole = span.decode() if 0x5C not in span else string_text(buf, opened, m.end(1))
+            elif (m := closing(buf, closed, end)) is None:
+                return -1
+            else:
+                hole = string_text(buf, opened, closed)
+        except UnicodeDecodeError:  # the general way applies the policy
+            return -1
+        if hole is None:
+            return -1
+        if kind == "piece":  # (as the hot loop reads a hit)
+            call = self._streamed
+            assert call is not None  # only `_chunk` closes it, and forgets the envelope
+            path = call._raw
+            assert type(path) is str  # the envelope's, which it was when learned
+            call._pieces.append(hole)
+            self._size += len(path) + len(hole)
+        elif hole:
+            self._size += len(hole) * self._weight
+            if kind == "text":
+                self._text.append(hole)
+                self._queue.append(text_delta(hole))
+            else:
+                self._reasoning.append(hole)
+                self._block.append(hole)
+                self._queue.append(thought_delta(hole))
+        if self._size > self._max_result:
+            self._grow(0, self._elements._base + start)  # type: ignore[union-attr]  # raises
+        if rated:
+            self._repeats += 1
+        self._pending = m[USAGE]  # (bytes: the buffer changes, and a match reads it then)
+        envelope.hits += 1
+        return m.end()
 
     def _on_event(self, sse_type: str | None, payload: bytes | bytearray, at: int) -> None:
         if sse_type is not None and sse_type != "message":

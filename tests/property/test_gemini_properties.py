@@ -201,21 +201,29 @@ def test_a_broken_stream_breaks_the_same_way_however_split(
     assert outcome(broken, data.draw(splits(broken))) == outcome(broken, [broken])
 
 
-def as_array(body: bytes, layout: int) -> bytes:
-    """The SSE stream's chunks as Gemini's stream without ``alt=sse``, one JSON array: compact,
-    indented (Google's), or with blanks anywhere they may be."""
+LAYOUTS = [  # where the array begins, what is between two elements, its end; an element
+    (b"[", b",", b"]", lambda c: json.dumps(c, separators=(",", ":"))),  # compact
+    (b"[", b"\n,\r\n", b"\n]", lambda c: json.dumps(c, indent=2)),  # Google's
+    (b" \r\n[ ", b" \t,\n ", b" ]\r\n", json.dumps),  # blanks anywhere they may be
+]
+
+
+def array_reads(body: bytes, layout: int) -> list[bytes]:
+    """The SSE stream's chunks as Gemini's stream without ``alt=sse``, one JSON array in one
+    of `LAYOUTS`, one element a read (with what is before it), its end a read of its own."""
     chunks = [
         json.loads(c[5:])
         for c in body.replace(b"\r\n", b"\n").split(b"\n\n")
         if c.startswith(b"data:")
     ]
-    if layout == 0:
-        return (
-            b"[" + b",".join(json.dumps(c, separators=(",", ":")).encode() for c in chunks) + b"]"
-        )
-    if layout == 1:
-        return b"[" + b"\n,\r\n".join(json.dumps(c, indent=2).encode() for c in chunks) + b"\n]"
-    return b" \r\n[ " + b" \t,\n ".join(json.dumps(c).encode() for c in chunks) + b" ]\r\n"
+    first, between, end, dump = LAYOUTS[layout]
+    elements = [dump(c).encode() for c in chunks] or [b""]
+    return [first + elements[0], *(between + e for e in elements[1:]), end]
+
+
+def as_array(body: bytes, layout: int) -> bytes:
+    """`array_reads`, as one body."""
+    return b"".join(array_reads(body, layout))
 
 
 @given(gemini_streams(), st.integers(0, 2), st.data())
@@ -283,7 +291,7 @@ def outcome_of_all(body: bytes, pieces: list[bytes]) -> tuple[object, object]:
 
 
 @st.composite
-def hot_streams(draw: st.DrawFn) -> list[bytes]:
+def hot_streams(draw: st.DrawFn, texts: st.SearchStrategy[str] = TEXT) -> list[bytes]:
     """The events of a stream the hot loop and its envelope read: chunks of one text or
     thought part (text with every escape Google writes), the same quiet ratings on each or
     none, counts of any size (past 18 digits too), now and then a chunk of another shape."""
@@ -292,7 +300,7 @@ def hot_streams(draw: st.DrawFn) -> list[bytes]:
     rated = draw(st.booleans())
     out = []
     for _ in range(draw(st.integers(1, 12))):
-        part: dict[str, Any] = {"text": draw(TEXT)}
+        part: dict[str, Any] = {"text": draw(texts)}
         if draw(st.integers(0, 3)) == 0:
             part["thought"] = True
         if draw(st.integers(0, 7)) == 0:
@@ -327,6 +335,40 @@ def test_the_hot_loop_and_its_envelope_read_what_the_general_way_reads(
     events[k] = events[k][:cut] + junk + events[k][cut:]
     body = b"".join(events)
     assert outcome(body, events) == outcome(body, bytewise(body))
+
+
+LONG = st.text(alphabet='ab "\\\n\t\u00e9\U0001f600<', min_size=250, max_size=700)
+"""A text whose chunk is long (`svir_proto._jsonbytes.LONG_HOLE`), escapes in it."""
+
+
+def envelope_or_not(pieces: list[bytes], learn: bool) -> tuple[object, object]:
+    """`outcome_of_all`, by a decoder that learns no envelope when not ``learn`` (the general
+    way: every element parsed)."""
+    d = GeminiStreamDecoder()
+    if not learn:
+        d._budget = 0
+    events, exc = every_event(d, pieces)
+    error = None if exc is None else (type(exc), exc.offset, exc.limit, str(exc))
+    return summary(events, d.result), error
+
+
+@given(hot_streams(st.one_of(TEXT, LONG)), st.integers(0, 2), st.data())
+def test_the_arrays_elements_read_by_their_envelope_read_as_parsed(
+    events: list[bytes], layout: int, data: st.DataObject
+) -> None:
+    """Rule 10: an element read at once in the framer's buffer, as repeating the learned
+    envelope (`GeminiStreamDecoder._read_held`), one a read or in any reads, reads as it does
+    parsed; and so with junk in one element."""
+    reads = array_reads(b"".join(events), layout)
+    array = b"".join(reads)
+    assert envelope_or_not(reads, True) == envelope_or_not([array], False)
+    assert envelope_or_not(data.draw(splits(array)), True) == envelope_or_not([array], False)
+    k = data.draw(st.integers(0, len(reads) - 1))
+    cut = data.draw(st.integers(0, len(reads[k])))
+    junk = data.draw(st.sampled_from([b"x", b'"', b"\\", b"\xff", b"}", b"\n,\r\n{"]))
+    reads[k] = reads[k][:cut] + junk + reads[k][cut:]
+    broken = b"".join(reads)
+    assert envelope_or_not(reads, True) == envelope_or_not([broken], False)
 
 
 # -- the encoder --------------------------------------------------------------------------------

@@ -749,6 +749,79 @@ def test_a_json_array_body_reads_as_the_same_chunks_in_sse(
     assert got.result == d.result
 
 
+def test_an_arrays_elements_that_repeat_the_envelope_are_read_where_the_framer_holds_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rule 10: an element that repeats the learned envelope is read in the framer's buffer
+    (`GeminiStreamDecoder._read_held`), a streamed argument's piece, a thought and a long text too,
+    as the general way reads it (a decoder that learns no envelope parses each): one a read,
+    all in one, or each in two reads (read once the framer finds its end); a result past its
+    bound stops at the element that passes it; and a hole that is not UTF-8 or not one string
+    is the general way's to judge."""
+    u = {"promptTokenCount": 1, "candidatesTokenCount": 2}
+    arg = {"jsonPath": "$.s", "stringValue": "x", "willContinue": True}
+    call = {"name": "f", "id": "i", "willContinue": True, "partialArgs": [arg]}
+
+    def piece(text: str) -> dict[str, Any]:
+        fc = {"partialArgs": [{**arg, "stringValue": text}], "willContinue": True}
+        return chunk({"functionCall": fc}, usageMetadata=u)
+
+    chunks = [chunk({"functionCall": call}, usageMetadata=u)]
+    chunks += [piece(t) for t in ("a", "b\\", "c")]
+    chunks.append(chunk({"functionCall": {"partialArgs": []}}, usageMetadata=u))
+    chunks += [chunk({"text": t, "thought": True}, usageMetadata=u) for t in ("t", "", "h")]
+    chunks += [chunk({"text": t}, usageMetadata=u) for t in ("a", "b", "L" * 300 + '"', "c")]
+    chunks.append(chunk({"text": "M" * 300}, finish="STOP", usageMetadata=u))  # (a long hole)
+    array = as_array(sse(*chunks))
+    reads = [array[: array.index(b"\n,")]]
+    reads += [b"\n," + e for e in array[len(reads[0]) + 2 : -2].split(b"\n,")] + [b"\n]"]
+    assert b"".join(reads) == array
+
+    read_held = GeminiStreamDecoder._read_held
+    held_reads: list[int] = []
+
+    def counted(d: GeminiStreamDecoder, buf: bytearray, start: int, end: int) -> int:
+        held_reads.append(-2)  # (it raised, unless it returns)
+        held_reads[-1] = stop = read_held(d, buf, start, end)
+        return stop
+
+    monkeypatch.setattr(GeminiStreamDecoder, "_read_held", counted)
+
+    def read(pieces: list[bytes], learn: bool, **options: Any) -> Any:
+        d = GeminiStreamDecoder(**options)
+        if not learn:
+            d._budget = 0
+        held_reads.clear()
+        events, exc = every_event(d, pieces)
+        hits = sum(stop >= 0 for stop in held_reads)
+        return (events, d.result, exc and (exc.offset, exc.limit, str(exc))), hits
+
+    want, none = read([array], False)
+    assert none == 0
+    assert want[1].complete
+    assert want[1].tool_calls[0].arguments == '{"s":"xab\\\\c"}'
+    halves = [p for r in reads for p in (r[: len(r) // 2], r[len(r) // 2 :])]  # (ends found)
+    for pieces in (reads, [array], halves):
+        got, hits = read(pieces, True)
+        assert got == want
+        assert hits == 7  # two pieces, a thought (the empty one too) and three texts
+    raised_there = 0
+    for size in range(1, 24):
+        want, _ = read([array], False, max_result_size=size)
+        assert want[2] is not None
+        assert want[2][1] == "max_result_size"
+        assert read(reads, True, max_result_size=size)[0] == want
+        raised_there += held_reads[-1] == -2
+    assert raised_there
+    # a hole that is not UTF-8, or not one string, is left to the general way's policy
+    text = b'"text": "b"'
+    assert array.count(text) == 1
+    for bad, errors in [(b"\xff", "strict"), (b"\xff", "replace"), (b"\\q", "strict")]:
+        broken = [r.replace(text, b'"text": "' + bad + b'"') for r in reads]
+        want, _ = read([b"".join(broken)], False, errors=errors)
+        assert read(broken, True, errors=errors)[0] == want
+
+
 def test_an_array_cut_before_its_end_is_a_cut() -> None:
     whole = as_array(sse(chunk({"text": "hi"}, finish="STOP")))
     for body in (whole[:-1], whole[:-3], whole[:1], b"[" + whole[1:9]):
@@ -1088,7 +1161,7 @@ def test_the_element_framer_reads_only_an_array() -> None:
     framer = ElementFramer(max_element=64, offset=5)
     framer.receive(b" {}")
     with pytest.raises(PeerProtocolError, match="neither server-sent events nor an array") as e:
-        framer.read(lambda payload, at, maybe: True)
+        framer.read(lambda payload, at, maybe: True, lambda buf, start, end: -1)
     assert e.value.offset == 6
 
 
