@@ -4,7 +4,8 @@ each element written as the model goes (``[{...}``, then ``,`` and the next, the
 
 Rule 1: an element is first offered where the framer holds it (`Held`): one that repeats the
     decoder's learned envelope is whole by its match, and read there, with no search for its
-    end and no copy (where it begins after a comma, and at each end a try finds). Else it is
+    end and no copy (where it begins after a comma, once more when the next read comes to one
+    that was cut, and at each end a try finds). Else it is
     found without a parser when it can be: where the bytes new to it hold a
     ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
     layout; before ``,`` and a line that begins the next, an encoder's; before the end of
@@ -82,7 +83,7 @@ class ElementFramer:
     are whole."""
 
     __slots__ = (
-        "_allowance", "_base", "_buf", "_counted", "_depth", "_escapes", "_fresh",
+        "_again", "_allowance", "_base", "_buf", "_counted", "_depth", "_escapes", "_fresh",
         "_in_string", "_pos", "_start", "_state", "_tries", "ended", "max_element",
     )  # fmt: skip
 
@@ -101,6 +102,7 @@ class ElementFramer:
         self._depth = 0  # its brackets open, as far as they were counted
         self._in_string = False
         self._escapes = 0  # where a run of backslashes before a quote may begin
+        self._again = False  # the element begun is offered to the held read again
 
     @property
     def pending(self) -> int:
@@ -156,7 +158,11 @@ class ElementFramer:
                 self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
                 # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
             if self._tries < MAX_TRIES and not tried:
-                stop = self._try(buf, element, held, max(self._fresh - LOOKBACK, start + 1))
+                if self._again:  # (it was cut: once more bytes came, most likely whole)
+                    self._again = False
+                    stop = held(buf, start, start + self.max_element)
+                if stop < 0:
+                    stop = self._try(buf, element, held, max(self._fresh - LOOKBACK, start + 1))
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
@@ -202,6 +208,7 @@ class ElementFramer:
         """An element begins at ``i`` (its ``{``)."""
         self._start, self._pos, self._state = i, i, _ELEMENT
         self._tries, self._depth, self._in_string = 0, 0, False
+        self._again = True  # (the held read, once more, when more bytes come)
 
     def _try(self, buf: bytearray, element: Element, held: Held, begin: int) -> int:
         """Rule 1: the element up to a ``}`` from ``begin`` (of the bytes new to it) that may

@@ -755,7 +755,8 @@ def test_an_arrays_elements_that_repeat_the_envelope_are_read_where_the_framer_h
     """Rule 10: an element that repeats the learned envelope is read in the framer's buffer
     (`GeminiStreamDecoder._read_held`), a streamed argument's piece, a thought and a long text too,
     as the general way reads it (a decoder that learns no envelope parses each): one a read,
-    all in one, or each in two reads (read once the framer finds its end); a result past its
+    all in one, each in two reads (read when the second comes) or three (read once a try
+    finds its end); a result past its
     bound stops at the element that passes it; and a hole that is not UTF-8 or not one string
     is the general way's to judge."""
     u = {"promptTokenCount": 1, "candidatesTokenCount": 2}
@@ -800,8 +801,10 @@ def test_an_arrays_elements_that_repeat_the_envelope_are_read_where_the_framer_h
     assert none == 0
     assert want[1].complete
     assert want[1].tool_calls[0].arguments == '{"s":"xab\\\\c"}'
-    halves = [p for r in reads for p in (r[: len(r) // 2], r[len(r) // 2 :])]  # (ends found)
-    for pieces in (reads, [array], halves):
+    halves = [p for r in reads for p in (r[: len(r) // 2], r[len(r) // 2 :])]
+    thirds = [p for r in reads for p in (r[:9], r[9:-9], r[-9:]) if len(r) > 18]
+    thirds.append(reads[-1])  # (each element in three: its end found by a try)
+    for pieces in (reads, [array], halves, thirds):
         got, hits = read(pieces, True)
         assert got == want
         assert hits == 7  # two pieces, a thought (the empty one too) and three texts
