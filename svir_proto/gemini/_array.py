@@ -5,29 +5,28 @@ each element written as the model goes (``[{...}``, then ``,`` and the next, the
 Rule 1: an element is first offered where the framer holds it (`Held`): one that repeats the
     decoder's learned envelope is whole by its match, and read there, with no search for its
     end and no copy (where it begins after a comma, once more when the next read comes to one
-    that was cut, and at each end a try finds). Else it is
-    found without a parser when it can be: where the bytes new to it hold a
-    ``}`` that may end it (`_ENDS`: one before a line with the comma or the ``]``, Google's
-    layout; before ``,`` and a line that begins the next, an encoder's; before the end of
-    what came, a live stream's read), the element up to it is offered to the decoder as one
-    that may not be whole (`Element`), which reads it as it reads any chunk (the one parse it
-    needs anyway, or none: a chunk that repeats the learned envelope is whole by its match);
-    if it is one whole object, it is the element, read. The last
-    `LOOKBACK` bytes of the read before are looked at again, so that a ``}`` whose next bytes
-    came in the next read is one too. A read that brings a ``}`` but none of those counts as
-    a try that failed. After `MAX_TRIES` tries failed (a ``}`` where no element ends, a
+    that was cut, and at each end a try finds). Else it is found without a parser when it can
+    be: where the bytes new to it hold a ``}`` that may end it (`_ENDS`: one before a line with
+    the comma or the ``]``, Google's layout; before ``,`` and a line that begins the next, an
+    encoder's; before the end of what came, a live stream's read), the element up to it is
+    offered to the decoder as one that may not be whole (`Element`), which reads it as it reads
+    any chunk (the one parse it needs anyway, or none when the held read could not take it but
+    the envelope can: a long hole); if it is one whole object, it is the element, read. The
+    last `LOOKBACK` bytes of the read before are looked at again, so that a ``}`` whose next
+    bytes came in the next read is one too. A read that brings a ``}`` but none of those counts
+    as a try that failed. After `MAX_TRIES` tries failed (a ``}`` where no element ends, a
     layout of another kind), once what it holds is past the bound (Rule 3), once the tries
-    would parse more than twice the bytes received (review 65: an element that none found,
-    then many after it, each tried at one far ``}``, were parsed again a read at a time), or
-    once the body ended, the element's brackets are counted outside its strings instead, from
-    where the count left off, a string or a bracket at a time (C-level searches for quotes
-    and brackets); and once an element so counted ends where `_ENDS` sees no end (compact
-    ``},{``, an indented list: review 66, such elements waited for the body's end), every
-    element after it is counted from its first byte. The tries parse at most twice the body,
-    and the count looks at each byte once, however the reads cut it. The common case (a
-    comma, then an element that repeats the envelope, or else one whole at the first ``}``
-    that may end it) is read at once: one pattern for the gap, then the held read, or one
-    search for the end of an element (`ElementFramer.read`).
+    would parse more than twice the bytes received (review 65: an element that none found, then
+    many after it, each tried at one far ``}``, were parsed again a read at a time), or once
+    the body ended, the element's brackets are counted outside its strings instead, from where
+    the count left off, a string or a bracket at a time (C-level searches for quotes and
+    brackets); and once an element so counted ends where `_ENDS` sees no end (compact ``},{``,
+    an indented list: review 66, such elements waited for the body's end), every element after
+    it is counted from its first byte. The tries parse at most twice the body, and the count
+    looks at each byte once, however the reads cut it. The common case (a comma, then an
+    element that repeats the envelope, or else one whole at the first ``}`` that may end it) is
+    read at once: one pattern for the gap, then the held read, or one search for the end of an
+    element (`ElementFramer.read`).
 Rule 2: what the array holds besides its elements is its grammar, checked: blanks, ``[``
     first, ``,`` between elements, ``]`` last, and only blanks after it; an element is an
     object (``{``). Anything else is a `PeerProtocolError` with its byte offset; the elements
@@ -71,11 +70,12 @@ Element = Callable[[bytes, int, bool], bool]
 """What reads each element: given its bytes, the body's offset where it begins and whether it
 may not be whole (Rule 1's tries), it reads it and says ``True``; or, only when it may not be
 whole, says ``False`` (it is not one whole JSON object) having read nothing of it."""
-Held = Callable[[bytearray, int, int], int]
+Held = Callable[[bytearray, int, int, int], int]
 """What reads an element where the framer holds it, first (Rule 1): given the buffer, where
-the element begins in it and the end it may not pass, it reads the element and says where it
-ends, when it can tell, from its bytes alone, that the element is whole (the decoder's learned
-envelope, `svir_proto.gemini._envelope`); else it says -1, having read nothing of it."""
+the element begins in it, the end it may not pass and the body's offset where it begins, it
+reads the element and says where it ends, when it can tell from its bytes alone that the
+element is whole (the decoder's learned envelope, `svir_proto.gemini._envelope`); else it says
+-1, having read nothing of it, as it would at any end before that one."""
 
 
 class ElementFramer:
@@ -122,7 +122,8 @@ class ElementFramer:
             self.ended = True
 
     def read(self, element: Element, held: Held) -> None:
-        """Give ``element`` each element now whole, in order.
+        """Give each element now whole, in order, to ``held`` (Rule 1's first way), or else to
+        ``element``.
 
         Raises:
             PeerProtocolError: Rules 2 and 3 (after the elements before it).
@@ -138,12 +139,12 @@ class ElementFramer:
                     break
                 if self._state == _NEXT and not self._counted and (gap := _GAP(buf, i)):
                     start = gap.end() - 1  # (the common case at once: a comma, the next
-                    stop = held(buf, start, start + self.max_element)
+                    stop = held(buf, start, start + self.max_element, self._base + start)
                     if stop >= 0:
                         self._pos = i = stop
                         continue
                     self._begin(start)  # element, and its first try)
-                    stop = self._try(buf, element, held, start + 1)
+                    stop = self._try(buf, element, None, start + 1)
                     tried = True
                     if stop >= 0:
                         self._start, self._state, self._pos, i = -1, _NEXT, stop, stop
@@ -158,11 +159,13 @@ class ElementFramer:
                 self._tries = MAX_TRIES  # (nothing more will come to end it, it may be past
                 # the bound, which a try cannot tell, or no try finds ends: counted, Rule 1)
             if self._tries < MAX_TRIES and not tried:
+                offer: Held | None = held
                 if self._again:  # (it was cut: once more bytes came, most likely whole)
                     self._again = False
-                    stop = held(buf, start, start + self.max_element)
+                    stop = held(buf, start, start + self.max_element, self._base + start)
+                    offer = None  # (had it failed, it would at any end a try finds: `Held`)
                 if stop < 0:
-                    stop = self._try(buf, element, held, max(self._fresh - LOOKBACK, start + 1))
+                    stop = self._try(buf, element, offer, max(self._fresh - LOOKBACK, start + 1))
             if stop < 0 and self._tries >= MAX_TRIES:
                 stop = self._scan(buf)
                 if stop >= 0:
@@ -210,7 +213,7 @@ class ElementFramer:
         self._tries, self._depth, self._in_string = 0, 0, False
         self._again = True  # (the held read, once more, when more bytes come)
 
-    def _try(self, buf: bytearray, element: Element, held: Held, begin: int) -> int:
+    def _try(self, buf: bytearray, element: Element, held: Held | None, begin: int) -> int:
         """Rule 1: the element up to a ``}`` from ``begin`` (of the bytes new to it) that may
         end it, if that is one whole object (``element`` read it): its end; else -1."""
         start = self._start
@@ -225,7 +228,7 @@ class ElementFramer:
                 return -1
             self._tries += 1
             self._allowance -= size
-            if (stop := held(buf, start, end)) >= 0:
+            if held is not None and (stop := held(buf, start, end, self._base + start)) >= 0:
                 return stop
             if element(bytes(buf[start:end]), self._base + start, True):
                 return end

@@ -341,10 +341,10 @@ LONG = st.text(alphabet='ab "\\\n\t\u00e9\U0001f600<', min_size=250, max_size=70
 """A text whose chunk is long (`svir_proto._jsonbytes.LONG_HOLE`), escapes in it."""
 
 
-def envelope_or_not(pieces: list[bytes], learn: bool) -> tuple[object, object]:
+def envelope_or_not(pieces: list[bytes], learn: bool, **options: Any) -> tuple[object, object]:
     """`outcome_of_all`, by a decoder that learns no envelope when not ``learn`` (the general
     way: every element parsed)."""
-    d = GeminiStreamDecoder()
+    d = GeminiStreamDecoder(**options)
     if not learn:
         d._budget = 0
     events, exc = every_event(d, pieces)
@@ -358,11 +358,14 @@ def test_the_arrays_elements_read_by_their_envelope_read_as_parsed(
 ) -> None:
     """Rule 10: an element read at once in the framer's buffer, as repeating the learned
     envelope (`GeminiStreamDecoder._read_held`), one a read or in any reads, reads as it does
-    parsed; and so with junk in one element."""
+    parsed, under any bound on the result too; and so with junk in one element."""
     reads = array_reads(b"".join(events), layout)
     array = b"".join(reads)
     assert envelope_or_not(reads, True) == envelope_or_not([array], False)
     assert envelope_or_not(data.draw(splits(array)), True) == envelope_or_not([array], False)
+    size = data.draw(st.integers(1, 2 + sum(len(e) for e in events)))  # (review 70 F1)
+    bound = envelope_or_not([array], False, max_result_size=size)
+    assert envelope_or_not(reads, True, max_result_size=size) == bound
     k = data.draw(st.integers(0, len(reads) - 1))
     cut = data.draw(st.integers(0, len(reads[k])))
     junk = data.draw(st.sampled_from([b"x", b'"', b"\\", b"\xff", b"}", b"\n,\r\n{"]))
