@@ -25,6 +25,27 @@ UPSTREAM_DIALECTS: Final = ("chat", "messages", "responses", "gemini", "llm-stre
 _DEFAULTS = GatewayConfig(upstream=Endpoint.parse("http://upstream.invalid"))
 
 
+_MAX_LOG_RECORD: Final = 16384
+"""Characters one log record may take: what a peer can make the gateway write is bounded too
+(attack 69 F1: a request that ran a walk out of Python's stack logged a traceback of a
+thousand frames, some 190 KB for 12 KB sent)."""
+
+
+class _Bounded(logging.Formatter):
+    """A log record of at most `_MAX_LOG_RECORD` characters: its beginning and its end, with
+    how much was left out between them (a traceback's last frames and its error are at its
+    end)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        if len(text) <= _MAX_LOG_RECORD:
+            return text
+        half = _MAX_LOG_RECORD // 2
+        return (
+            f"{text[:half]}\n... ({len(text) - 2 * half} characters left out) ...\n{text[-half:]}"
+        )
+
+
 class _DefaultsShown(argparse.HelpFormatter):
     """Each option's default after its help, when it has one worth saying: not for an option
     without one (``None``, an empty list, a flag's ``False``) or whose help says it already."""
@@ -298,7 +319,9 @@ def gateway(args: Any, err: TextIO = sys.stderr) -> int:
         except ImportError as exc:
             err.write(f"svir: svir gateway --backend trio needs 'svir-proto[trio]' ({exc})\n")
             return 2
-    logging.basicConfig(level=logging.INFO, stream=err, format="%(asctime)s %(message)s")
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(_Bounded("%(asctime)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     server = GatewayServer(config, grace=args.grace)
     # what the process holds once it has started (modules, the dialects' tables) is never
     # garbage: the collector's full passes no longer walk it while streams are served

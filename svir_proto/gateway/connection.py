@@ -1583,6 +1583,11 @@ def _prepare(
         return exc
     except TypeError as exc:  # a value of a type no check foresaw: the request's fault still
         return ValueError(f"the request is not valid: {exc}")  # (attack round 32, F1)
+    except RecursionError:  # a walk of ours deeper than Python's stack: the request's nesting
+        return ValueError(  # (attack 69 F1: the connection closed with no answer)
+            "the request nests too deep to be translated (the parser takes 512 levels; "
+            "some of its fields are walked at two or more Python calls a level)"
+        )
 
 
 def _counter() -> Callable[[], str]:

@@ -58,23 +58,25 @@ Rule 5 (flow): the upstream is not read while the client's socket is full, nor t
     ``max_event`` in all).
 Rule 6 (upstream connections): a request whose body the gateway holds (or built) may use a
     kept-alive upstream connection, and is sent again once, on a new one, if that connection
-    turns out closed before any byte of the answer; a request whose body streams through from
-    its client always gets a new one. A kept-alive connection that sent bytes after its last
-    answer (an answer to no request, junk) is treated as a closed one: it is not pooled when
-    they came before it went back (`ClientConnection.reusable`), and the server does not take it
-    from the pool when they came while it was there. Bytes that come once the next request is on
-    it are read as that request's answer: bytes that are no answer fail, and the request is sent
-    again, unless they began as an answer does (a status line: the upstream had the request, and
-    a second would run it twice; attack 50 F1: a head too large, or framed wrong, sent it
-    again); a whole HTTP answer among them is taken for the request's (HTTP/1.1 cannot tell them
-    apart: every proxy that keeps connections alive shares this), and the answers on that
-    connection shift by one (attack 33). ``pool_size=0`` is for such an upstream. A connection
-    goes back to the pool only after a whole answer to a whole request; after a failure or a
-    cancel it is closed. A whole answer whose body has not ended yet (the upstream's last chunk
-    still to come) is read to its end, within ``drain_limit`` bytes and ``connect_timeout``
-    seconds, even after its client has gone (`draining`): a client that closes as soon as its
-    answer ends, as most do, leaves a connection to reuse. Drains are bounded in number too
-    (`_drain`): past the bound such a connection is closed.
+    turns out closed before any byte of the answer, within `_RETRY_WITHIN` of the request going
+    on it (an idle connection the upstream closed as the request crossed; later, the upstream
+    had it, and may have run it: the client gets a 502); a request whose body streams through
+    from its client always gets a new one. A kept-alive connection that sent bytes after its
+    last answer (an answer to no request, junk) is treated as a closed one: it is not pooled
+    when they came before it went back (`ClientConnection.reusable`), and the server does not
+    take it from the pool when they came while it was there. Bytes that come once the next
+    request is on it are read as that request's answer: bytes that are no answer fail, and the
+    request is sent again, unless they began as an answer does (a status line: the upstream had
+    the request, and a second would run it twice; attack 50 F1: a head too large, or framed
+    wrong, sent it again); a whole HTTP answer among them is taken for the request's (HTTP/1.1
+    cannot tell them apart: every proxy that keeps connections alive shares this), and the
+    answers on that connection shift by one (attack 33). ``pool_size=0`` is for such an
+    upstream. A connection goes back to the pool only after a whole answer to a whole request;
+    after a failure or a cancel it is closed. A whole answer whose body has not ended yet (the
+    upstream's last chunk still to come) is read to its end, within ``drain_limit`` bytes and
+    ``connect_timeout`` seconds, even after its client has gone (`draining`): a client that
+    closes as soon as its answer ends, as most do, leaves a connection to reuse. Drains are
+    bounded in number too (`_drain`): past the bound such a connection is closed.
 
 This module never does I/O and reads no clock.
 """
@@ -136,6 +138,12 @@ PIPELINED: Final = 16
 one go: the rest of what it pipelined waits for `More`, and for the client to take what it was
 given (attack 36, F1: 256 KiB of pipelined ``GET /healthz`` on each of 100 connections held
 the event loop for seconds, and every other client's stream with it)."""
+_RETRY_WITHIN: Final = 1.0
+"""Seconds after a request goes on a kept-alive upstream connection within which that
+connection's end, before any byte of an answer, is taken for the close of an idle connection
+crossing the request (Rule 6): later, the upstream had the request and may have run it, and it
+is not sent twice (RFC 9110 9.2.2: a POST; attack 69 F3, an upstream that worked 3 s on a
+request, then closed, was sent it again)."""
 _UNSENT_LIMIT: Final = 1024 * 1024
 """Bytes of a client's body held for an upstream connection still being opened: past it the
 client is not read until the connection is there (Rule 5)."""
@@ -298,6 +306,7 @@ class GatewaySession:
         "_partial_held",
         "_paused_since",
         "_pooled",
+        "_pooled_at",
         "_progress",
         "_queued_held",
         "_queued_mark",
@@ -353,6 +362,7 @@ class GatewaySession:
         self._unsent_end = False
         self._replay: Forward | None = None  # Rule 6: sent again once on a closed connection
         self._pooled = False  # the upstream connection came from the pool
+        self._pooled_at = 0.0  # when the request went on it
         self._answered = False  # a byte of the upstream's answer came
         self._progress = now
         self._usage: Usage | None = None  # the last usage the upstream gave (`_news`)
@@ -677,7 +687,7 @@ class GatewaySession:
         if self.closed or self._upstream != "connecting" or forward is None:
             self.actions.append(Release(connection=None))  # not wanted any more
             return b""
-        self._pooled = conn is not None
+        self._pooled, self._pooled_at = conn is not None, now
         if conn is not None:
             conn.start_next_cycle()
         up = (
@@ -847,8 +857,8 @@ class GatewaySession:
 
     def _retry(self, now: float) -> bool:
         """Rule 6: send the request once more, on a new connection, if it went on a kept-alive
-        one and may be sent again."""
-        if not self._pooled or self._replay is None:
+        one (`_RETRY_WITHIN` ago at most) and may be sent again."""
+        if not self._pooled or self._replay is None or now - self._pooled_at > _RETRY_WITHIN:
             return False
         self._forward, self._replay = self._replay, None
         self._release(reuse=False)

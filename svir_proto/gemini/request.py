@@ -606,11 +606,18 @@ def _camel_name(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest) if rest else name
 
 
+_CAMEL_DEPTH: Final = 8
+"""Levels of objects and lists Rule 6 looks into (a request's own fields are within 8); a
+list counts as a level too (attack 69 F1: lists nested 500 deep ran out of stack)."""
+
+
 def _camel(value: object, depth: int = 0) -> Any:
     """Snake-case keys as camel case, down through the request's own messages (Rule 6)."""
+    if depth > _CAMEL_DEPTH:
+        return value
     if isinstance(value, list):
-        return [_camel(v, depth) for v in value]
-    if not isinstance(value, dict) or depth > 8:
+        return [_camel(v, depth + 1) for v in value]
+    if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, v in value.items():
@@ -626,10 +633,12 @@ def _camel_request(doc: object) -> Any:
 
 
 def _keys(value: object, depth: int = 0) -> Iterable[str]:
+    if depth > _CAMEL_DEPTH:
+        return
     if isinstance(value, list):
         for v in value:
-            yield from _keys(v, depth)
-    elif isinstance(value, dict) and depth <= 8:
+            yield from _keys(v, depth + 1)
+    elif isinstance(value, dict):
         for k, v in value.items():  # JSON's keys are strings
             yield k
             if k not in _FREE:

@@ -283,3 +283,31 @@ def test_gateway_help_says_each_default_once(capsys: pytest.CaptureFixture[str])
     assert "(default: None)" not in text
     assert "(default: [])" not in text
     assert "(default: False)" not in text
+
+
+def test_a_gateway_log_record_is_bounded() -> None:
+    """Attack 69 F1: a walk out of Python's stack logged a traceback of a thousand frames, 190
+    KB for a 12 KB request; a record keeps its beginning and its end (the error), within the
+    bound, and says how much it left out."""
+    import logging
+
+    from svir_proto.cli.gateway import _MAX_LOG_RECORD, _Bounded
+
+    def down(n: int) -> int:  # (two functions: a traceback folds one repeated line)
+        return deeper(n + 1)
+
+    def deeper(n: int) -> int:
+        return down(n + 1)
+
+    try:
+        down(0)
+    except RecursionError:
+        record = logging.LogRecord("svir", logging.ERROR, __file__, 1, "failed: %s", ("x",), None)
+        record.exc_info = sys.exc_info()
+    text = _Bounded("%(message)s").format(record)
+    assert len(text) < _MAX_LOG_RECORD + 80
+    assert text.startswith("failed: x\nTraceback")
+    assert text.endswith("RecursionError: maximum recursion depth exceeded")
+    assert "characters left out" in text
+    short = logging.LogRecord("svir", logging.INFO, __file__, 1, "ok %d", (1,), None)
+    assert _Bounded("%(message)s").format(short) == "ok 1"

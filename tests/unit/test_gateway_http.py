@@ -658,3 +658,24 @@ def test_an_llm_stream_request_that_does_not_stream_names_the_field() -> None:
 def test_the_config_is_checked(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
         GatewayConfig(upstream=UPSTREAM, **{field: value})
+
+
+def test_a_walk_of_the_request_past_pythons_stack_is_a_400_not_a_silence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attack 69 F1: a RecursionError in any walk of a request (there: a Gemini tool schema 250
+    levels deep, the tools' fingerprint) closed the client's connection with no answer and
+    logged a traceback of a thousand frames; it is the request's nesting, refused."""
+
+    def deep(*args: object, **kwargs: object) -> object:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("svir_proto.gateway.connection.translate_request", deep)
+    refused = _prepare(_messages(1), "messages", "chat")
+    assert isinstance(refused, ValueError)
+    assert "nests too deep" in str(refused)
+    (reply,) = conn().feed(_post_messages(_messages(1)))
+    assert isinstance(reply, Reply)
+    status, _, body = response(reply.data)
+    assert status == 400
+    assert "nests too deep" in json.loads(body)["error"]["message"]

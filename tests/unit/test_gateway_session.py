@@ -1097,6 +1097,26 @@ def test_a_kept_alive_connection_the_upstream_closed_is_tried_once_more() -> Non
     assert read(d.client)[0][2] == TOOLS
 
 
+@pytest.mark.parametrize("late", [b"", b" GARBAGE\r\n\r\n"])
+def test_a_kept_alive_connection_that_ends_long_after_the_request_is_not_tried_again(
+    late: bytes,
+) -> None:
+    """Attack 69 F3: an upstream that worked 3 s on a request that came on a kept-alive
+    connection, then closed it without an answer, was sent the request again on a new one: a
+    POST run twice (RFC 9110 9.2.2). Only an end that comes within `_RETRY_WITHIN` of the
+    request is an idle connection's close crossing it; later, the client gets the failure."""
+    from svir_proto.gateway.session import _RETRY_WITHIN
+
+    d = Driver()
+    d.send(post(openai_body()))
+    d.connect(now=1.0, conn=kept_alive())
+    d.answer(late, now=1.0 + _RETRY_WITHIN + 0.01)
+    assert Connect(fresh=True) not in d.seen
+    ((status, _, _, ended),) = read(d.client)
+    assert (status, ended) == (502, True)
+    assert d.released == [None]
+
+
 def test_a_kept_alive_connection_that_spoke_out_of_turn_is_tried_once_more() -> None:
     """Attack (hostile battery ``trailing-garbage``: a whole answer, then junk on the
     kept-alive connection): the next request that took that connection from the pool read the

@@ -600,3 +600,18 @@ def test_a_resource_that_generates_is_its_own_path(model: str) -> None:
     assert target(model, version="v1") == f"/v1/{model}:streamGenerateContent?alt=sse"
     with pytest.raises(ValueError, match="path segment"):
         target(model.rsplit("/", 1)[0] + "/..")
+
+
+def test_a_schema_as_deep_as_a_request_may_nest_goes_through_the_hub() -> None:
+    """Attack 69 F1: a tool's schema 250 levels deep (about 500 of JSON, under the parser's
+    512) ran the tools' fingerprint out of Python's stack, and the gateway answered nothing;
+    it goes to another dialect and back, the fingerprint found again."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(250):
+        schema = {"type": "object", "properties": {"a": schema}}
+    tool = {"functionDeclarations": [{"name": "f", "parameters": schema, "behavior": "BLOCKING"}]}
+    doc = {"contents": [{"parts": [{"text": "x"}]}], "tools": [tool]}
+    request = GeminiRequest.parse(json.dumps(doc), model="m")
+    neutral = to_hub(request)
+    assert neutral.tools[0].parameters == schema
+    assert from_hub(neutral).tools == request.tools  # (its `behavior` kept by the fingerprint)
