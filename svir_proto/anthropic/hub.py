@@ -353,6 +353,7 @@ def to_hub(request: MessagesRequest) -> LLMRequest:
             strict_tools=[t.name for t in request.tools if t.extra.get("strict") is True],
             response_format=output,
             paths=paths,
+            stateful=("messages", _stateful(request)),
         ),
     )
     kept = {k: vendor[k] for k in ("tools", "tool_choice") if k in vendor}
@@ -809,18 +810,18 @@ def unread(request: LLMRequest) -> list[str]:
 
 
 _NOT_LINKED: Final = {
-    "file": "messages[].content (image by file): a file only the Messages API's server "
-    "keeps: not sent",
     "url": "messages[].content (image by url): an image by URL crosses dialects from a user's "
     "message only, by http(s): not sent",
 }
+"""What is said of an image whose source the hub's ``linked`` does not carry (one by file is
+refused: `_stateful`)."""
 
 
 def _linked(blocks: list[Mapping[str, Any]], users: set[int]) -> set[str]:
-    """The kinds of source (``url``, ``file``) of the images in ``blocks`` and in their tool
-    results that are not their bytes and that the hub's ``linked`` does not carry (a tool
-    result's, an assistant's, a file's; attack 41 F5: they went nowhere, unsaid); ``users``,
-    the ids of the blocks of user messages."""
+    """The kinds of source (``url``) of the images in ``blocks`` and in their tool results
+    that are not their bytes and that the hub's ``linked`` does not carry (a tool result's, an
+    assistant's; attack 41 F5: they went nowhere, unsaid); ``users``, the ids of the blocks of
+    user messages."""
     kinds: set[str] = set()
     for b in blocks:
         inner = b.get("content") if b.get("type") == "tool_result" else None
@@ -833,9 +834,39 @@ def _linked(blocks: list[Mapping[str, Any]], users: set[int]) -> set[str]:
             carried = (
                 image is b and id(b) in users and kind == "url" and isinstance(url, str)
             ) and web_url(url)
-            if kind in ("url", "file") and not carried:
+            if kind == "url" and not carried:
                 kinds.add(kind)
     return kinds
+
+
+def _stateful(request: MessagesRequest) -> list[str]:
+    """Where the prompt stands on a file only the Messages API's server keeps: an image or a
+    document by ``file_id`` (a ``file`` source), in a message or a tool's result. Another
+    dialect's upstream, asked without it, would answer another prompt (attack 69 F2: it was
+    only said lost): `svir_proto.dialects.translate_request` refuses it, as a Responses
+    request's file by id."""
+    paths = []
+    for i, m in enumerate(request.messages):
+        for j, b in enumerate(m.content if isinstance(m.content, tuple) else ()):
+            at = f"$.messages[{i}].content[{j}]"
+            inner = b.content if isinstance(b, ToolResultBlock) else None
+            paths += [f"{at}.source"] if _by_file(b) else []
+            paths += [
+                f"{at}.content[{k}].source"
+                for k, c in enumerate(inner if isinstance(inner, tuple) else ())
+                if _by_file(c)
+            ]
+    return paths
+
+
+def _by_file(b: object) -> bool:
+    """An image or a document block whose source is a file by its id."""
+    if isinstance(b, ImageBlock):
+        return b.file_id is not None
+    if isinstance(b, OtherBlock):
+        source = b.value.get("source")
+        return isinstance(source, Mapping) and source.get("type") == "file"
+    return False
 
 
 def _server_tool(tool: Tool) -> bool:

@@ -520,6 +520,33 @@ def _model_turn(c: GeminiContent, turn: int, ids: _Ids) -> list[LLMMessage]:
     return _kept(c, [message])
 
 
+def _stateful(request: GeminiRequest) -> list[str]:
+    """Where the request's prompt stands on what only Google's servers hold: a context they
+    cache (``cachedContent``), a file the Files API keeps or one in Cloud Storage (``gs://``).
+    Another dialect's upstream, asked without them, would answer another prompt (attack 69 F2:
+    they were only said lost): `svir_proto.dialects.translate_request` refuses them."""
+    paths = ["$.cachedContent"] if request.extra.get("cachedContent") is not None else []
+    turns = (
+        [("systemInstruction", request.system_instruction)] if request.system_instruction else []
+    )
+    turns += [(f"contents[{i}]", c) for i, c in enumerate(request.contents)]
+    for at, content in turns:
+        paths += [
+            f"$.{at}.parts[{j}].fileData"
+            for j, p in enumerate(content.parts)
+            if isinstance(p, GeminiFileData) and _kept_by_google(p.file_uri)
+        ]
+    return paths
+
+
+def _kept_by_google(uri: str) -> bool:
+    """A file of the Files API (``https://generativelanguage.googleapis.com/v1beta/files/ID``)
+    or of Cloud Storage."""
+    return uri.startswith("gs://") or (
+        uri.startswith("https://generativelanguage.googleapis.com/") and "/files/" in uri
+    )
+
+
 def _linkable(p: GeminiFileData) -> bool:
     """A ``fileData`` of an image at a web URL, with nothing besides (a ``displayName``, a
     signature: review 42 F10): the hub's ``linked`` carries it."""
@@ -783,7 +810,11 @@ def to_hub(request: GeminiRequest) -> LLMRequest:
     if not request.stream:
         vendor["stream"] = False
     extensions: dict[str, Any] = hub_options(
-        tool_choice=choice, reasoning=reasoning, response_format=_format_in(config), paths=paths
+        tool_choice=choice,
+        reasoning=reasoning,
+        stateful=("gemini", _stateful(request)),
+        response_format=_format_in(config),
+        paths=paths,
     )
     if vendor:
         extensions[VENDOR] = vendor

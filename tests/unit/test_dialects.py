@@ -664,7 +664,6 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "t", "content": [
-                        {"type": "image", "source": {"type": "file", "file_id": "file_1"}},
                         {"type": "image", "source": {"type": "url", "url": "https://x.test/t.png"}},
                         {"type": "text", "text": "see"},
                     ]},
@@ -676,8 +675,6 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
         moved = [_text_moved("messages[0]")] if to == "chat" else []  # (fidelity 51 N1)
         assert lost(linked, to) == [  # (an image by URL of the user's goes: the hub's linked)
             *moved,
-            "messages[].content (image by file): a file only the Messages API's server keeps: "
-            "not sent",
             "messages[].content (image by url): an image by URL crosses dialects from a user's "
             "message only, by http(s): not sent",
         ], to
@@ -691,7 +688,7 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
                 "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
                 "safetySettings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "OFF"}],
                 "generationConfig": {"candidateCount": 1, "seed": 3, "topK": 2},
-                "cachedContent": "c",
+                "labels": {"team": "a"},
             }
         ).encode(),
         model="m",
@@ -704,8 +701,8 @@ def test_what_only_the_clients_dialect_reads_is_listed_as_lost() -> None:
     assert lost(gemini, "messages") == [
         NO_MAX,
         "parameters.seed has no field in the Messages API: not sent",
-        "cachedContent: a field of the Gemini API only: not sent",
         "generationConfig.candidateCount: a field of the Gemini API only: not sent",
+        "labels: a field of the Gemini API only: not sent",
         "safetySettings: a field of the Gemini API only: not sent",
     ]
 
@@ -1124,14 +1121,92 @@ def test_an_image_by_url_goes_back_to_its_own_dialect_as_it_came() -> None:
     assert lost == ["contents[].parts (fileData): a field of the Gemini API only: not sent"]
 
 
+@pytest.mark.parametrize(
+    ("field", "where"),
+    [
+        ({"cachedContent": "cachedContents/abc"}, "$.cachedContent"),
+        (
+            {"systemInstruction": {"parts": [{"fileData": {"fileUri": "gs://b/rules.pdf"}}]}},
+            "$.systemInstruction.parts[0].fileData",
+        ),
+        (
+            {
+                "contents": [
+                    {"role": "user", "parts": [{"text": "sum up"}]},
+                    {"role": "model", "parts": [{"text": "what?"}]},
+                    {
+                        "role": "user",
+                        "parts": [
+                            {"text": "this"},
+                            {
+                                "fileData": {
+                                    "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/a",
+                                    "mimeType": "application/pdf",
+                                }
+                            },
+                        ],
+                    },
+                ]
+            },
+            "$.contents[2].parts[1].fileData",
+        ),
+    ],
+)
+def test_a_gemini_prompt_on_what_googles_servers_hold_is_refused_elsewhere(
+    field: dict[str, Any], where: str
+) -> None:
+    """Attack 69 F2: a cached context (``cachedContent``) or a file the Files API or Cloud
+    Storage keeps was dropped on its way to another dialect, only said lost, and the upstream
+    answered another prompt; they are refused, as a Responses ``previous_response_id`` is,
+    naming where; a Gemini upstream gets them as they came."""
+    doc = {"contents": [{"role": "user", "parts": [{"text": "sum up"}]}], **field}
+    request = _client_request("gemini", doc)
+    for to in ("chat", "messages", "responses", "llm-stream"):
+        with pytest.raises(ValueError, match="only a gemini server can read this") as caught:
+            dialects.translate_request(request, to)
+        assert str(caught.value).startswith(where + ":"), to
+    assert dialects.translate_request(request, "gemini") is request
+
+
+def test_a_messages_prompt_on_a_file_by_id_is_refused_elsewhere() -> None:
+    """Attack 69 F2: an image or a document by ``file_id`` (a file only the Messages API's
+    server keeps), in a message or a tool's result, was dropped on its way to another dialect,
+    only said lost; it is refused, naming each, as a Responses file by id is; a Messages
+    upstream gets it as it came."""
+    by_file = {"type": "file", "file_id": "file_1"}
+    doc = {
+        "model": "m",
+        "max_tokens": 5,
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": "sum up"},
+                {"type": "document", "source": by_file},
+            ]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": [
+                    {"type": "text", "text": "see"}, {"type": "image", "source": by_file},
+                ]},
+                {"type": "image", "source": by_file},
+            ]},
+        ],
+    }  # fmt: skip
+    request = _parsed("messages", doc)
+    for to in ("chat", "responses", "gemini", "llm-stream"):
+        with pytest.raises(ValueError, match="only a messages server can read this") as caught:
+            dialects.translate_request(request, to)
+        assert str(caught.value).startswith(
+            "$.messages[0].content[1].source, $.messages[2].content[0].content[1].source, "
+            "$.messages[2].content[1].source:"
+        ), to
+    assert dialects.translate_request(request, "messages") is request
+
+
 def test_a_gemini_parts_with_no_neutral_form_are_said_lost() -> None:
     """Found beside attack 41 F5: a Gemini client's ``fileData`` (a file the Files API keeps,
     a video), ``executableCode`` and a system instruction's inline data went nowhere, unsaid.
     A user's image at a web URL goes (the hub's ``linked``); a model's does not."""
-    pdf = {
-        "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/a",
-        "mimeType": "application/pdf",
-    }
+    pdf = {"fileUri": "https://example.test/a.pdf", "mimeType": "application/pdf"}
     doc = {
         "systemInstruction": {"parts": [{"text": "be brief"},
                                         {"inlineData": {"mimeType": "image/png",
