@@ -1182,7 +1182,9 @@ def test_a_messages_prompt_on_a_file_by_id_is_refused_elsewhere() -> None:
                 {"type": "text", "text": "sum up"},
                 {"type": "document", "source": by_file},
             ]},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+            ]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t", "content": [
                     {"type": "text", "text": "see"}, {"type": "image", "source": by_file},
