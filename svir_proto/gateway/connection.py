@@ -856,6 +856,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return
         assert isinstance(outcome, tuple)
         hub, upstream, stream, self._asked, self._lost, encoded = outcome
+        if self._array and self.config.upstream_dialect == "gemini":
+            self._lost = [*_header_values([_REENCODED]), *self._lost][:MAX_LOST]
         assert isinstance(hub, LLMRequest)
         if len(hub.model) > MAX_MODEL:  # (the answer's every event may repeat it)
             self._unhold()
@@ -1460,6 +1462,14 @@ text again, is let go while the answer waits for its client."""
 
 MAX_LOST: Final = 16
 """`Svir-Lost` header fields an answer has at most (the last says how many more there were)."""
+_REENCODED: Final = (
+    "the stream is written again as one JSON array: what no event carries of a Gemini answer "
+    "(a model's inlineData, executableCode and its result, grounding, citation and URL context "
+    "metadata, log probabilities) is not written, where it comes"
+)
+"""Said of every array stream from a Gemini upstream (`_array`: the answer, asked as SSE,
+decoded and encoded again), before anything of it is known: a stream's head goes before its
+parts (attack 69 F4: what the encoding lost went unsaid)."""
 
 
 def _empty(result: Completion) -> bool:
