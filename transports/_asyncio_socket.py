@@ -85,6 +85,23 @@ def reset_unsent(sock: socket.socket | None) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
 
 
+def unread(sock: socket.socket, limit: int = MAX_READ) -> bytes:
+    """What the peer sent on ``sock`` that the kernel holds and nobody read, ``limit`` bytes at
+    most: asyncio closes a transport whose write failed (the peer reset the connection) without
+    reading it, and an answer the peer sent before it reset went with it (attack 69 F5: an
+    upstream's early 400, refusing a body it did not read, was a 502 on asyncio, not on trio).
+    Linux gives the bytes queued before a reset, then the reset."""
+    got = bytearray()
+    with (
+        contextlib.suppress(OSError, ValueError),  # the reset, after them; or closed already
+        socket.fromfd(sock.fileno(), sock.family, sock.type) as own,  # (a descriptor of its
+    ):  # own: the transport's socket object reads nothing)
+        own.setblocking(False)
+        while len(got) < limit and (data := own.recv(limit - len(got))):
+            got += data
+    return bytes(got)
+
+
 _GONE: Final = (BlockingIOError, InterruptedError)
 
 

@@ -47,7 +47,7 @@ from ..gateway.session import (
     record,
     unsent,
 )
-from ._asyncio_socket import CAPACITY, queued, reset_unsent
+from ._asyncio_socket import CAPACITY, queued, reset_unsent, unread
 
 __all__: list[str] = []
 
@@ -123,6 +123,10 @@ class _Upstream(asyncio.Protocol):
             return
         try:
             if exc is not None:
+                assert self.transport is not None  # (made before it is lost)
+                answer = unread(self.transport.get_extra_info("socket"))
+                if answer:  # (what came before the reset: `unread`)
+                    owner.write(owner.session.upstream_data(answer, _now()))
                 reason = str(exc) or type(exc).__name__
                 owner.write(owner.session.upstream_failed(reason, _now()))
             else:

@@ -194,6 +194,38 @@ def test_asyncio_close_deadline_waits_while_the_client_takes_what_is_left() -> N
     assert asyncio.run(main()) == [0, 0, 1]
 
 
+def test_what_the_kernel_holds_that_nobody_read_is_read_after_a_reset() -> None:
+    """`unread` (attack 69 F5): what the peer sent before it reset is read, up to its limit,
+    then the reset; what it sent before it closed, then the end; a closed socket, nothing."""
+    import struct
+
+    from svir_proto.transports._asyncio_socket import unread
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        ours = socket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        try:
+            peer.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            ours.sendall(b"a body the peer never reads")
+            time.sleep(0.05)  # (it came)
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()  # a reset
+            time.sleep(0.05)
+            assert unread(ours, limit=9) == b"HTTP/1.1 "
+            assert unread(ours) == b"400 Bad Request\r\n\r\n"
+            assert unread(ours) == b""  # (the reset)
+        finally:
+            ours.close()
+        assert unread(ours) == b""  # closed
+        ours = socket.create_connection(listener.getsockname())
+        peer, _ = listener.accept()
+        with ours:
+            peer.sendall(b"all")
+            peer.close()  # an end
+            time.sleep(0.05)
+            assert unread(ours) == b"all"
+
+
 def test_what_the_kernel_holds_to_send_is_counted() -> None:
     """`queued`: what a client has not taken yet, in the kernel; 0 where there is no socket
     to ask, or it closed."""

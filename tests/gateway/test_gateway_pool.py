@@ -5,6 +5,7 @@ its body's end waits for the upstream's (session Rule 1)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -360,3 +361,56 @@ def test_an_unreachable_upstream_is_a_502_that_says_why(backend: str) -> None:
             assert b"the gateway cannot reach its upstream: [Errno 111] " in got, got
         finally:
             future.cancel()
+
+
+REFUSAL = b'{"error":{"message":"too long","type":"invalid_request_error"}}'
+
+
+class EarlyRefusal(Listener):
+    """An upstream that answers at the head of each request, its body unread (a front proxy's
+    413, a context too long), and closes: the unread body makes the kernel reset it."""
+
+    def _serve(self, sock: socket.socket, i: int) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head and (data := sock.recv(65536)):
+            head += data
+        sock.sendall(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close"
+            b"\r\nContent-Length: %d\r\n\r\n%s" % (len(REFUSAL), REFUSAL)
+        )
+        sock.close()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_an_answer_the_upstream_sent_before_it_reset_is_the_clients(backend: str) -> None:
+    """Attack 69 F5: an upstream that refused a large body at its head, then closed (a reset,
+    the body unread), was a 502 "connection reset" on asyncio 6 to 8 times in 10: its transport
+    closes at the write that fails without reading what came. The client gets the upstream's
+    answer, every time, on both servers."""
+    upstream = EarlyRefusal()
+    upstream.thread.start()
+    server = GatewayServer(Endpoint.parse(f"http://127.0.0.1:{upstream.port}"))
+    body = json.dumps({"model": "m", "stream": True, "messages": [
+        {"role": "user", "content": "x" * 3_000_000}]}).encode()  # fmt: skip
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    ) + body
+    try:
+        with anyio.from_thread.start_blocking_portal(backend=backend) as portal:
+            future, port = portal.start_task(server.serve, "127.0.0.1", 0)
+            try:
+                for _ in range(8):
+                    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+                        with contextlib.suppress(OSError):  # (it may stop reading the body)
+                            s.sendall(request)
+                        got = b""
+                        with contextlib.suppress(OSError):
+                            while data := s.recv(65536):
+                                got += data
+                    assert got.startswith(b"HTTP/1.1 400 "), got[:200]
+                    assert got.endswith(REFUSAL), got[-200:]
+            finally:
+                future.cancel()
+    finally:
+        upstream.close()
