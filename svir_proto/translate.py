@@ -411,10 +411,12 @@ def llm_to_openai(request: LLMRequest, *, lost: list[str] | None = None) -> Chat
                         parts.append(
                             TextFile.from_text(p.decoded().decode("utf-8"), name=f"document-{j}")
                         )
-                else:
+                else:  # (the hub's index of the part, in the hub's own path only: attack 69)
+                    at = f"{where}.content[{j}]" if where.startswith("messages[") else where
+                    article = "an" if p.type[:1] in ("a", "e", "i", "o", "u") else "a"
                     raise ValueError(
-                        f"{where}.content[{j}]: the OpenAI dialect cannot carry "
-                        f"a {p.type} part ({p.media_type})"
+                        f"{at}: the OpenAI dialect cannot carry {article} {p.type} part "
+                        f"({p.media_type})"
                     )
             image = _url_image(where, notes)
             placed = with_linked(parts, linked, image)

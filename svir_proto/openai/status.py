@@ -161,7 +161,7 @@ def body_outcome(
         parsed = canonical(text) if text[:1] in ("{", "[") else text
     except (ValueError, RecursionError):
         parsed = text
-    if not parsed:
+    if not text:  # (an empty object says nothing either, but is no empty body: attack 69)
         parsed = f"HTTP {status} with an empty body"
     failure = failure_from_error_object(parsed, status=status, default=default)
     kind = failure.kind

@@ -152,6 +152,9 @@ def test_lm_studio_plain_string_error_and_text_bodies() -> None:
     text = failure(502, b"<html>Bad Gateway</html>", [("content-type", "text/html")])
     assert text.failure.message == "<html>Bad Gateway</html>"
     assert failure(500, b"").failure.message == "HTTP 500 with an empty body"
+    assert failure(500, b" \r\n").failure.message == "HTTP 500 with an empty body"
+    # an empty object is a body, which says nothing (attack 69: "with an empty body")
+    assert failure(418, b"{}").failure.message == "the server reported an error without a message"
 
 
 def test_retry_after_seconds_date_and_ms() -> None:

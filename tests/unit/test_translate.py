@@ -101,9 +101,22 @@ def test_parts_the_openai_dialect_cannot_carry() -> None:
         ],
     )
     with pytest.raises(
-        ValueError, match=r"content\[1\]: the OpenAI dialect cannot carry a audio part"
+        ValueError, match=r"content\[1\]: the OpenAI dialect cannot carry an audio part"
     ):
         llm_to_openai(audio)
+    from svir_proto.gemini import GeminiRequest
+    from svir_proto.gemini.hub import to_hub
+
+    gemini = GeminiRequest.parse(  # a path of its own: the hub's index of a part is not its
+        b'{"contents": [{"role": "user", "parts": [{"text": "x"}, {"text": "y"}, '
+        b'{"inlineData": {"mimeType": "audio/wav", "data": "AAAA"}}]}]}',
+        model="m",
+    )
+    with pytest.raises(ValueError, match="an audio part") as caught:
+        llm_to_openai(to_hub(gemini))
+    assert str(caught.value) == (
+        "contents[0]: the OpenAI dialect cannot carry an audio part (audio/wav)"
+    )
     shot = LLMMediaPart(type="image", media_type="image/png", raw=b"\x89PNG")
     tool = LLMRequest(
         model="m",
