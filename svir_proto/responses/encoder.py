@@ -249,9 +249,9 @@ class ResponsesStreamEncoder:
         self._size += n
         if self._size > self.max_output_size:
             raise AnswerTooLarge(
-                f"the answer is larger than max_output_size ({self.max_output_size} characters"
-                f", {ITEM_COST} for each of its {len(self._items)} output items: the response "
-                "object the stream ends with holds them all)"
+                f"the answer is larger than max_output_size ({self.max_output_size} characters)"
+                f": it counts {ITEM_COST} for each output item too ({len(self._items)} so far), "
+                "which the response object the stream ends with holds"
             )
 
     def _note(self, what: str) -> None:
