@@ -160,11 +160,12 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _plain(value: object) -> object:
-    """A mapping of a value as JSON for a fingerprint (`_hash`; tuples are JSON's lists)."""
-    if isinstance(value, Mapping):
-        return {str(k): v for k, v in value.items()}
-    raise TypeError(f"no JSON for a fingerprint of {type(value).__name__}")
+def _plain(value: object) -> dict[str, Any]:
+    """A mapping that is no dict (a frozen one a caller built) as JSON's object, for `_hash`
+    (tuples are JSON's lists already)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{type(value).__name__} has no JSON for a fingerprint")
+    return {str(k): v for k, v in value.items()}
 
 
 def _hash(value: object) -> str:

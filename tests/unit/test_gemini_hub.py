@@ -615,3 +615,15 @@ def test_a_schema_as_deep_as_a_request_may_nest_goes_through_the_hub() -> None:
     neutral = to_hub(request)
     assert neutral.tools[0].parameters == schema
     assert from_hub(neutral).tools == request.tools  # (its `behavior` kept by the fingerprint)
+
+
+def test_a_fingerprint_reads_a_frozen_mapping_as_its_dict() -> None:
+    """The fingerprint of kept tools and turns (`_hash`): a mapping a caller froze is the
+    object it holds, a tuple the list; what JSON has no form for is a TypeError."""
+    from types import MappingProxyType
+
+    from svir_proto.gemini.hub import _hash
+
+    assert _hash(MappingProxyType({"a": (1, 2)})) == _hash({"a": [1, 2]})
+    with pytest.raises(TypeError, match="object has no JSON"):
+        _hash({"a": object()})
