@@ -455,8 +455,9 @@ def test_the_parser_reads_what_the_api_allows() -> None:
         far = far["aB"]
     assert "a_b" in far  # past the messages' own depth, the caller's own keys
     lists = "[" * 500 + '"a"' + "]" * 500  # (a list is a level: attack 69 F1, out of stack)
-    doc = '{"contents": [{"parts": [{"text": "a"}]}], "x_y": ' + lists + ', "z_z": ' + lists + "}"
-    assert GeminiRequest.parse(doc, model="m").extra["xY"] == json.loads(lists)
+    doc = '{"contents": [{"parts": [{"text": "a"}]}], "deep": ' + lists + ', "x_y": ' + lists
+    extra = GeminiRequest.parse(doc + "}", model="m").extra  # (the search for a snake_case key
+    assert extra["deep"] == extra["xY"] == json.loads(lists)  # walks "deep" first, then _camel)
 
 
 # -- the endpoint ---------------------------------------------------------------------------------
