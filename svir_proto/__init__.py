@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what a type checker sees: every name, as its own module giv
     from .openai.answer import *  # noqa: F403
     from .openai.encoder import *  # noqa: F403
     from .openai.endpoint import *  # noqa: F403
+    from .openai.models import *  # noqa: F403
     from .openai.parts import *  # noqa: F403
     from .openai.request import *  # noqa: F403
     from .openai.retry import *  # noqa: F403

@@ -14,6 +14,10 @@ Rule 3: the endpoint's key goes where the dialect's API expects it: ``Authorizat
     ``x-goog-api-key`` (Gemini).
 Rule 4: translating a request of dialect A to dialect B is ``B.from_hub(A.to_hub(request))``
     (`translate_request`); a request of the target's own dialect is never translated.
+Rule 5: each dialect's API lists its models in its own shape (`ModelsAPI`): OpenAI's for Chat
+    Completions, Responses and LLM-Stream (whose servers serve OpenAI's listing), Anthropic's
+    for Messages, Gemini's for Gemini; a listing is read into `ModelInfo` by one API's
+    ``read`` and written by another's ``write``.
 
 No I/O here.
 """
@@ -21,7 +25,7 @@ No I/O here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
@@ -33,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from .body import RequestBody
     from .errors import Failure
     from .events import Completion, Event, RequestFailed
-    from .openai.endpoint import Endpoint
+    from .openai.endpoint import Endpoint, ModelInfo
     from .sse import Errors
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "DialectName",
     "DialectRequest",
     "DialectSpec",
+    "ModelsAPI",
     "DialectStreamDecoder",
     "DialectStreamEncoder",
     "Routed",
@@ -119,6 +124,38 @@ class Routed:
     in its canonical form (a stream's as SSE), without the client's query (a key)."""
     version: str = "v1beta"
     """The API's version the path names (Gemini's ``v1beta``), which the request keeps."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ModelsAPI:
+    """The model listing of a dialect's API (Rule 5): ``GET /v1/models`` (OpenAI's, whose
+    every dialect and LLM-Stream's servers share it; Anthropic's) or ``GET /v1beta/models``
+    (Gemini's), and ``.../models/{id}`` for one model.
+
+    Attributes:
+        name: the API (dialects of one API share its listing).
+        read: ``read(body, one)``: the models of a listing (of one model's object with
+            ``one``) and whether the server has more than that answer holds, or a
+            `PeerProtocolError` that says what the body is not.
+        write: ``write(models, one)``: the listing's bytes (the one model's object with
+            ``one``) as the API's clients read them.
+        every: the query that asks for as many models as one answer holds.
+        paging: the query parameters that ask for a page of the listing.
+    """
+
+    name: Literal["openai", "anthropic", "gemini"]
+    read: Callable[[bytes, bool], tuple[tuple[ModelInfo, ...], bool]]
+    write: Callable[[Sequence[ModelInfo], bool], bytes]
+    every: str = ""
+    paging: tuple[str, ...] = ()
+
+    def path(self, model: str | None = None, version: str = "v1beta") -> str:
+        """The listing's path (one model's, its id as a path takes it: encoded as it
+        came), below the prefix of an endpoint (`DialectSpec.root` for Gemini's, whose path
+        names the API's ``version``)."""
+        head = f"/{version}/models" if self.name == "gemini" else "/models"
+        return head if model is None else f"{head}/{model}"
 
 
 @final
@@ -202,6 +239,8 @@ class DialectSpec:
     route: Callable[[str], Routed] | None = None
     owns: Callable[[str], bool] | None = None
     comments: bool = True
+    models: ModelsAPI | None = None
+    """Its API's model listing (Rule 5)."""
     carried: Callable[[Any, Any], Any] | None = None
     """For a dialect whose answers repeat the request's options: a request without what
     `unread` names, and, given the request a server of another dialect was asked read back
@@ -319,6 +358,23 @@ _PATH = re.compile(r"[A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*")
 """A path in `ChatRequest.from_openai`'s messages (``messages[0].content``)."""
 
 
+def _models(api: Literal["openai", "anthropic", "gemini"]) -> ModelsAPI:
+    """The listing of an API (Rule 5), from its package's ``models`` module."""
+    if api == "anthropic":
+        from .anthropic import models
+    elif api == "gemini":
+        from .gemini import models  # type: ignore[no-redef]
+    else:
+        from .openai import models  # type: ignore[no-redef]
+    return ModelsAPI(
+        name=api,
+        read=models.read_models,
+        write=models.models_json,
+        every=models.EVERY,
+        paging=models.PAGING,
+    )
+
+
 def _chat() -> DialectSpec:
     from . import translate
     from .openai import answer, encoder, request, status, stream
@@ -326,6 +382,7 @@ def _chat() -> DialectSpec:
     asked = request.ChatRequest  # the lambdas' own ``request`` is the client's request
     return DialectSpec(
         name="chat",
+        models=_models("openai"),
         request_type=request.ChatRequest,
         path="/chat/completions",
         parse=_parse_chat,
@@ -359,6 +416,7 @@ def _messages() -> DialectSpec:
 
     return DialectSpec(
         name="messages",
+        models=_models("anthropic"),
         request_type=request.MessagesRequest,
         path="/messages",
         parse=request.MessagesRequest.parse,
@@ -396,6 +454,7 @@ def _responses() -> DialectSpec:
 
     return DialectSpec(
         name="responses",
+        models=_models("openai"),
         request_type=request.ResponsesRequest,
         path="/responses",
         parse=request.ResponsesRequest.parse,
@@ -471,6 +530,7 @@ def _gemini() -> DialectSpec:
 
     return DialectSpec(
         name="gemini",
+        models=_models("gemini"),
         request_type=request.GeminiRequest,
         path=None,
         parse=_parse_gemini,
@@ -541,6 +601,7 @@ def _llm_stream() -> DialectSpec:
 
     return DialectSpec(
         name="llm-stream",
+        models=_models("openai"),
         request_type=request.LLMRequest,
         path="/chat/completions",
         parse=request.LLMRequest.parse,

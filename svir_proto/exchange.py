@@ -74,7 +74,6 @@ from .openai.endpoint import (
     Endpoint,
     HeaderItems,
     ModelInfo,
-    parse_models,
     request_headers,
 )
 from .openai.request import ChatRequest
@@ -112,17 +111,33 @@ DEFAULT_MAX_MODELS_BODY: Final = 4 * 1024 * 1024
 
 
 @final
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class ModelsRequest:
-    """``GET /v1/models`` (wire reference section 6)."""
+    """``GET /v1/models`` (wire reference section 6), or another dialect's API's listing
+    (`svir_proto.dialects.ModelsAPI`: Anthropic's, Gemini's ``GET /v1beta/models``, with the
+    query that asks for as many models as one answer holds), with the key where that API
+    takes it; ``model``: that one model (``GET /v1/models/{model}``; its id as a path takes
+    it: a caller encodes it).
+    """
+
+    dialect: DialectName = "chat"
+    model: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.model is not None and (
+            not self.model or any(c in self.model for c in "?#\\") or not self.model.isprintable()
+        ):
+            raise ValueError(f"model must be an id a path can carry, not {self.model!r}")
 
 
 @final
 @attrs.frozen(kw_only=True)
 class ModelsListed:
-    """The answer to a `ModelsRequest`: the models, in the server's order (see `ModelInfo`)."""
+    """The answer to a `ModelsRequest`: the models, in the server's order (see `ModelInfo`);
+    ``more``: the server said it has more than this answer holds (a page of them)."""
 
     models: tuple[ModelInfo, ...]
+    more: bool = False
 
 
 @final
@@ -337,9 +352,17 @@ class Exchange:
         self._spec: DialectSpec | None = None  # a dialect other than OpenAI's and LLM-Stream's
         if isinstance(request, ModelsRequest):
             self.method = "GET"
-            path = endpoint.models_path
+            listing = dialect(request.dialect)
+            if request.dialect != "chat":
+                self._spec = listing
+            api = listing.models
+            assert api is not None  # (every dialect's API lists its models)
+            path = listing.root(endpoint) + api.path(request.model)
+            if request.model is None:
+                path += api.every
             self.body = None
             head = endpoint.headers(accept="application/json", user_agent=user_agent, extra=headers)
+            head = listing.headers(head, endpoint)
         elif isinstance(request, (ChatRequest, LLMRequest)):
             self.method = "POST"
             path = endpoint.chat_completions_path
@@ -609,7 +632,12 @@ class Exchange:
             body = b"".join(self._held)
             self._held = []
             self._phase = "over"
-            listed = ModelsListed(models=parse_models(body))
+            request = self.request
+            assert isinstance(request, ModelsRequest)
+            api = dialect(request.dialect).models
+            assert api is not None
+            models, more = api.read(body, request.model is not None)
+            listed = ModelsListed(models=models, more=more)
             self._terminal = listed
             out.append(listed)
         elif phase == "probe":  # the body ended before its first event: let the decoder say so

@@ -248,7 +248,8 @@ class GatewayServer:
             await sleep(self.probe_interval)
 
     async def _probe(self) -> tuple[bool, str]:
-        """``GET /v1/models`` on a connection of its own: ready if the upstream lists."""
+        """The upstream's listing (``GET /v1/models``; Anthropic's with its key header,
+        Gemini's ``GET /v1beta/models``) on a connection of its own: ready if it lists."""
         ep = self.upstream
         timeout = self.probe_timeout
         deadline = time.monotonic() + timeout
@@ -258,7 +259,8 @@ class GatewayServer:
             return False, f"the upstream cannot be reached: {exc or 'timeout'}"
         conn = ClientConnection(ep)
         try:
-            writer(b"".join(conn.send(ModelsRequest())))
+            asked = ModelsRequest(dialect=self.config.upstream_dialect)
+            writer(b"".join(conn.send(asked)))
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:

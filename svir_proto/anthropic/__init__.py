@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from . import answer, encoder, hub, request, status, stream
+from . import answer, encoder, hub, models, request, status, stream
 from .answer import *  # noqa: F403
 from .encoder import *  # noqa: F403
 from .hub import *  # noqa: F403
+from .models import *  # noqa: F403
 from .request import *  # noqa: F403
 from .status import *  # noqa: F403
 from .stream import *  # noqa: F403
@@ -14,6 +15,7 @@ __all__ = [
     *answer.__all__,
     *encoder.__all__,
     *hub.__all__,
+    *models.__all__,
     *request.__all__,
     *status.__all__,
     *stream.__all__,

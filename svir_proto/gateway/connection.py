@@ -14,8 +14,10 @@ errors and keep-alives the gateway adds (`upstream_broken`, `keepalive`).
 Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each vendor's own
     (``POST /v1/messages``, ``/v1/responses``, Gemini's ``/v1beta/models/{model}:
     streamGenerateContent?alt=sse`` and ``:generateContent``; without ``alt=sse``, the stream
-    is one JSON array: `_array`); ``GET /v1/models`` and
-    ``GET /v1/models/{id}`` are relayed as the upstream answers them; ``GET /healthz``,
+    is one JSON array: `_array`); the model listing and one model (``GET /v1/models``,
+    ``/v1/models/{id}``; Gemini's ``/v1beta/models``...) are answered in the API of the client
+    that asks (`_vendor_of`), relayed as the upstream answers them when that is the upstream's
+    API's, else read and written again (`_listing`); ``GET /healthz``,
     ``/readyz`` and ``/metrics`` are the server's; ``HEAD`` is ``GET`` without the body
     (RFC 9110 9.3.2); a known path with another method is 405 with ``Allow``; anything else is
     404 in OpenAI's error shape. A target in absolute form (``http://host/path``) is its path,
@@ -91,7 +93,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlencode
 
 import attrs
 
@@ -123,7 +125,7 @@ from ..events import (
     TextRun,
     ToolCall,
 )
-from ..exchange import ExchangeEvent, ModelsListed, PassThrough
+from ..exchange import ExchangeEvent, ModelsListed, ModelsRequest, PassThrough
 from ..llmstream.negotiate import (
     parse_media_type,
     request_dialect,
@@ -171,11 +173,17 @@ anthropic SDK's ``api_key``, google-genai's); ``Authorization: Bearer`` goes any
 _GEMINI_VERSIONS: Final = ("/v1beta/", "/v1alpha/")
 """Where only Gemini's API is (OpenAI's is ``/v1/``): a refusal of another path there (its
 ``countTokens``, the SDK's model listing: attack 62 F6) is in Gemini's shape too."""
+_GEMINI_HEADERS: Final = frozenset({"x-goog-api-key", "x-goog-api-client"})
+"""What only a Gemini client sends (its key; the header google-genai names itself in)."""
+_GEMINI_NOT_ID: Final = frozenset("/:")
+"""What one of Gemini's model ids in a path has not (``:countTokens`` is a method of one)."""
 _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/v1/chat/completions": ("chat", ("POST",)),
     "/v1/messages": ("messages", ("POST",)),
     "/v1/responses": ("responses", ("POST",)),
     "/v1/models": ("models", ("GET", "HEAD")),
+    "/v1beta/models": ("models", ("GET", "HEAD")),  # Gemini's (its /v1/models is OpenAI's here)
+    "/v1alpha/models": ("models", ("GET", "HEAD")),
     "/healthz": ("local", ("GET", "HEAD")),
     "/readyz": ("local", ("GET", "HEAD")),
     "/metrics": ("local", ("GET", "HEAD")),
@@ -362,6 +370,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.dialect: ClientDialect | None = None  # the client's response dialect
         self.request_kind: Kind | None = None
         self._path_kind: Kind | None = None  # what the target names, once the head is read
+        self._vendor: ClientDialect | None = None  # whose API's path it is (`_vendor_of`)
         self.request_id: str | None = None
         self.events_forwarded = 0
         self.head_only = False  # a HEAD request, or a relayed 205: the answer has no body
@@ -507,6 +516,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )
         kind, allowed = _route(target)
         self._path_kind = kind
+        self._vendor = _vendor_of(kind, target, headers)
         if "content-length" in headers and "transfer-encoding" in headers:  # _http Rule 1
             return self._reject(
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
@@ -532,7 +542,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 headers=[("Allow", ", ".join(allowed))],
             )  # fmt: skip
         given = bearer(v for k, v in req.fields if k == "authorization")
-        key_header = _KEY_HEADERS.get(kind) if given is None else None
+        key_header = _KEY_HEADERS.get(self._vendor or "") if given is None else None
         if key_header is not None:  # (the vendor's SDK sends the token as its key)
             given = bearer(f"Bearer {v}" for k, v in req.fields if k == key_header)
         if given is False:
@@ -561,21 +571,38 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             self._mode = "local"
             self._local = target[1:]
             return None
-        if kind not in _COMPLETIONS:  # the model listing, or one model: relayed as it comes
-            self.dialect = "openai"
-            self.request_id = self._header_id or self.state.new_id()
-            self._mode = "forwarded"
-            # a HEAD goes up as a GET (vLLM's FastAPI answers HEAD 405, mlx-lm 501: review
-            # 44 M1), whose body the session drops (`GatewaySession._relay`); the request's
-            # empty body is "held", so that it ends and the connection can be kept
-            relay = PassThrough(
-                content_length=0, method="GET", target=target[3:], relay=True,
-                accept="application/json", headers=(("X-Request-Id", self.request_id),),
-            )  # fmt: skip
-            self._queue.append(Forward(request=relay, dialect="openai", body=b""))
-            return None
         query = req.target.partition("?")[2]  # (the origin form's: review 63, one string)
+        if kind not in _COMPLETIONS:  # the model listing, or one model
+            return self._listing(kind == "model", target, query)
         return self._completion(kind, headers, f"{target}?{query}" if query else target)
+
+    def _listing(self, one: bool, target: str, query: str) -> None:
+        """Rule 1's model listing (or one model: ``one``), in the API of the client's path
+        (`_vendor_of`): relayed as the upstream answers when the upstream's dialect lists
+        models in that API (with the client's query for a page of them), else read from the
+        upstream's API and written in the client's (`ModelsRequest`, `_listed`)."""
+        client = self.dialect = self._vendor or "openai"
+        self.request_id = rid = self._header_id or self.state.new_id()
+        self._mode = "forwarded"
+        upstream = self.config.upstream_dialect
+        api = dialect(upstream).models
+        assert api is not None  # (every dialect's API lists its models)
+        model = target.split("/models/", 1)[1] if one else None  # as it came: encoded
+        if api.name != self._answered_in().models.name:  # type: ignore[union-attr]
+            listing = ModelsRequest(dialect=upstream, model=model)
+            self._queue.append(Forward(request=listing, dialect=client, headers=_id_header(rid)))
+            return
+        version = target.split("/", 2)[1] if api.name == "gemini" else "v1beta"
+        pages = urlencode([(k, v) for k, v in parse_qsl(query) if k in api.paging])
+        # a HEAD goes up as a GET (vLLM's FastAPI answers HEAD 405, mlx-lm 501: review
+        # 44 M1), whose body the session drops (`GatewaySession._relay`); the request's
+        # empty body is "held", so that it ends and the connection can be kept
+        relay = PassThrough(
+            content_length=0, method="GET", relay=True, accept="application/json",
+            target=api.path(model, version) + (f"?{pages}" if pages else ""),
+            headers=_id_header(rid), dialect=upstream,
+        )  # fmt: skip
+        self._queue.append(Forward(request=relay, dialect=client, body=b""))
 
     def _completion(self, kind: Kind, headers: dict[str, str], target: str) -> None:
         """A request for a completion: admitted, or refused (``target``: its origin form, with
@@ -922,7 +949,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         the client asked (Anthropic's on ``/v1/messages``, Gemini's on its path and on any
         path of its versions, from their first line on; OpenAI's, with ``code`` and ``extra``
         such as ``param``, anywhere else)."""
-        vendor = _VENDORS.get(self._path_kind or "")
+        vendor = self._vendor
         if vendor is None and self.target.startswith(_GEMINI_VERSIONS):  # (its countTokens...)
             vendor = "gemini"
         if vendor is None or vendor == "responses":
@@ -1013,8 +1040,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                     continue
                 if isinstance(event, RequestFailed):
                     out.append(self._failed(event.failure, now))
-                elif isinstance(event, ModelsListed):  # pragma: no cover - listings are relayed
-                    continue
+                elif isinstance(event, ModelsListed):
+                    out.append(self._listed(event))
                 else:
                     if not self._head_sent:
                         if type(event) is StreamEnded and not event.complete:
@@ -1188,7 +1215,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self.request_id is None:
             return []
         ids = [("X-Request-Id", self.request_id)]
-        if self._path_kind == "messages":
+        if self._vendor == "messages":
             ids.append(("request-id", self.request_id))
         return ids + [("Svir-Lost", note) for note in self._lost]
 
@@ -1243,6 +1270,23 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             headers.append(("x-should-retry", "false"))  # SDKs read this (openai, anthropic)
         body = spec.error_body(failure)  # Rule 5: the client's dialect's error object
         return self._response(spec.error_status(failure), headers, body, close=False)
+
+    def _listed(self, listed: ModelsListed) -> bytes:
+        """A listing read from the upstream's API, written in the client's (`_listing`); that
+        the upstream had more models than its answer held is said (Rule 8)."""
+        self._mode = "answered"
+        self.outcome = "ok"
+        api = self._answered_in().models
+        assert api is not None
+        if listed.more:
+            self._lost = _header_values(
+                [
+                    f"the upstream has more models than one answer of its API holds: these are "
+                    f"its first {len(listed.models)}"
+                ]
+            )
+        body = api.write(listed.models, self.request_kind == "model")
+        return self._response(200, [("Content-Type", "application/json")], body, close=False)
 
     def relayed_start(self, started: StreamStarted) -> None:
         """A relayed stream's start went out (the upstream's, as it came): an error the
@@ -1513,7 +1557,32 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
         return "gemini", ("POST",)
     if target.startswith("/v1/models/") and _model_id(target[len("/v1/models/") :]):
         return "model", ("GET", "HEAD")
+    version, _, rest = target[1:].partition("/models/")
+    gemini = f"/{version}/" in _GEMINI_VERSIONS
+    if gemini and not _GEMINI_NOT_ID & set(unquote(rest)) and _model_id(rest):
+        return "model", ("GET", "HEAD")  # Gemini's: one segment, no method (`gemini.endpoint`)
     return None, ()
+
+
+def _vendor_of(kind: Kind | None, target: str, headers: dict[str, str]) -> ClientDialect | None:
+    """Whose API a path is, when it is a vendor's (its refusals are in that API's shape, its
+    SDK's key header is taken, Rule 4): a vendor's own completion path; the model listing's
+    under Gemini's versions; on ``/v1/models``, which Gemini's API has too, a request with
+    Gemini's key header or the header google-genai names itself in is Gemini's, one with
+    ``anthropic-version`` (the anthropic SDK sends it on every request) Anthropic's, any
+    other OpenAI's (``None``)."""
+    if kind in _COMPLETIONS:
+        return _VENDORS.get(kind)
+    if kind not in ("models", "model"):
+        return None
+    if target.startswith(_GEMINI_VERSIONS) or not _GEMINI_HEADERS.isdisjoint(headers):
+        return "gemini"
+    return "messages" if "anthropic-version" in headers else None
+
+
+def _id_header(request_id: str) -> tuple[tuple[str, str]]:
+    """The request id's header, sent upstream with a request (Rule 7)."""
+    return (("X-Request-Id", request_id),)
 
 
 def _model_id(id_: str) -> bool:

@@ -11,11 +11,12 @@ whole answer, for ``:generateContent``), `headers`, `target`, `is_target` and `p
 
 from __future__ import annotations
 
-from . import answer, encoder, endpoint, hub, parts, request, status, stream
+from . import answer, encoder, endpoint, hub, models, parts, request, status, stream
 from .answer import *  # noqa: F403
 from .encoder import *  # noqa: F403
 from .endpoint import *  # noqa: F403
 from .hub import *  # noqa: F403
+from .models import *  # noqa: F403
 from .parts import *  # noqa: F403
 from .request import *  # noqa: F403
 from .status import *  # noqa: F403
@@ -26,6 +27,7 @@ __all__ = [
     *encoder.__all__,
     *endpoint.__all__,
     *hub.__all__,
+    *models.__all__,
     *parts.__all__,
     *request.__all__,
     *status.__all__,

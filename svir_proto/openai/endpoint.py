@@ -25,9 +25,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._json import canonical
 from .._version import VERSION
-from ..errors import PeerProtocolError
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -266,9 +264,23 @@ def model_kind(model_id: str) -> ModelKind:
 @final
 @attrs.frozen(kw_only=True)
 class ModelInfo:
+    """One model of a listing, whatever API listed it (`svir_proto.openai.models`, Anthropic's
+    and Gemini's ``models`` modules read and write theirs).
+
+    Attributes:
+        id: what a request names it by (Gemini's ``models/x`` is ``x``).
+        name: what it is called for a person (``name``, ``display_name``, ``displayName``).
+        kind: what it is for, guessed from its id (`model_kind`).
+        created: when it was made, seconds since the epoch (OpenAI's ``created``,
+            Anthropic's ``created_at``); ``None`` where the listing does not say.
+        owned_by: who serves it (OpenAI's ``owned_by``).
+    """
+
     id: str
     name: str | None
     kind: ModelKind
+    created: int | None = None
+    owned_by: str | None = None
 
 
 def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
@@ -277,23 +289,6 @@ def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
     Raises:
         PeerProtocolError: the body is not that shape; the message says what was found.
     """
-    try:
-        doc = canonical(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise PeerProtocolError(f"the model list is not JSON: {exc}") from exc
-    data = doc.get("data") if isinstance(doc, dict) else None
-    if not isinstance(data, list):
-        raise PeerProtocolError("the model list has no 'data' array")
-    out = []
-    for i, item in enumerate(data):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-            raise PeerProtocolError(f"data[{i}] has no string 'id': {item!r}"[:200])
-        name = item.get("name")
-        out.append(
-            ModelInfo(
-                id=item["id"],
-                name=name if isinstance(name, str) else None,
-                kind=model_kind(item["id"]),
-            )
-        )
-    return tuple(out)
+    from .models import read_models
+
+    return read_models(body)[0]

@@ -58,8 +58,10 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def gateway(upstream: str, **options: Any) -> Iterator[tuple[str, GatewayServer]]:
-    server = GatewayServer(Endpoint.parse(upstream), **options)
+def gateway(upstream: str | Endpoint, **options: Any) -> Iterator[tuple[str, GatewayServer]]:
+    server = GatewayServer(
+        upstream if isinstance(upstream, Endpoint) else Endpoint.parse(upstream), **options
+    )
     with anyio.from_thread.start_blocking_portal(backend=BACKEND[0]) as portal:
         future, port = portal.start_task(server.serve, "127.0.0.1", 0)
         try:

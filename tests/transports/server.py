@@ -36,6 +36,11 @@ Scenarios (each replays the conformance recording named by its argument, unless 
 - ``echo-id``: a recording, with the request's ``X-Request-Id`` (or ``req-replay``) as the
   response's ``x-request-id``.
 
+- ``listing/<api>`` (``openai``, ``llama-cpp``, ``anthropic``, ``gemini``; ``-paged``: the
+  server says it has more): ``GET .../models`` answers that API's listing
+  (``tests/interop/recordings/<api>-models.json``) and ``GET .../models/<id>`` its model of
+  that id, or a 404 in the API's own error shape (`LISTING_ERRORS`).
+
 ``GET .../v1/models`` answers a listing in LM Studio's shape with a chat, an embedding and a
 speech model (only an embedding model under ``embeddings-only``, only a chat model under
 ``chat-only``; the error under ``status``). Every request is recorded (`requests`).
@@ -103,6 +108,33 @@ class Recorded(NamedTuple):
     target: str
     headers: dict[str, str]
     body: bytes
+
+
+LISTING_ERRORS: Final = {
+    "anthropic": {"type": "error", "error": {"type": "not_found_error", "message": "no %s"}},
+    "gemini": {"error": {"code": 404, "message": "no %s", "status": "NOT_FOUND"}},
+    "openai": {"error": {"message": "no %s", "type": "invalid_request_error", "code": None}},
+}
+"""The 404 of each API for a model it does not have (``%s``: the id)."""
+
+
+def listed(api: str, target: str) -> tuple[int, bytes]:
+    """What ``listing/<api>`` answers ``target`` (a listing, or one of its models)."""
+    name, paged = api.removesuffix("-paged"), api.endswith("-paged")
+    doc = json.loads(
+        (CONFORMANCE.parent / "interop" / "recordings" / f"{name}-models.json").read_bytes()
+    )
+    path = target.split("?", 1)[0]
+    if "/models/" not in path:
+        if paged:
+            doc.update({"has_more": True} if name == "anthropic" else {"nextPageToken": "p2"})
+        return 200, json.dumps(doc).encode()
+    wanted = path.rsplit("/models/", 1)[1]
+    for entry in doc.get("data") or doc.get("models"):
+        if wanted in (entry.get("id"), entry.get("name", "").removeprefix("models/")):
+            return 200, json.dumps(entry).encode()
+    error = json.dumps(LISTING_ERRORS.get(name, LISTING_ERRORS["openai"]))
+    return 404, error.replace("%s", wanted).encode()
 
 
 def fixture(name: str) -> bytes:
@@ -241,6 +273,9 @@ class ReplayServer:
         parts = r.target.strip("/").split("/")
         at_v1 = parts.index("v1") if "v1" in parts else len(parts)
         scenario, args = (parts[0], parts[1:at_v1]) if parts and parts[0] != "v1" else ("", [])
+        if scenario == "listing":
+            status, body = listed(args[0], r.target)
+            return self._send(sock, status, [("Content-Type", "application/json")], body)
         if r.target.endswith("/v1/models"):
             if scenario == "status":
                 return self._error(sock, int(args[0]), args[1])

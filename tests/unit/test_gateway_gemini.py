@@ -208,7 +208,12 @@ def test_a_gemini_body_that_breaks_the_rules_names_where() -> None:
 
 @pytest.mark.parametrize(
     ("method", "target"),
-    [("POST", "/v1beta/models/g:countTokens"), ("GET", "/v1beta/models"), ("GET", "/v1alpha/x")],
+    [
+        ("POST", "/v1beta/models/g:countTokens"),
+        ("GET", "/v1beta/models/g:countTokens"),
+        ("GET", "/v1beta/tunedModels"),
+        ("GET", "/v1alpha/x"),
+    ],
 )
 def test_another_path_of_geminis_versions_is_refused_in_geminis_shape(
     method: str, target: str

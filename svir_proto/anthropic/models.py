@@ -1,0 +1,108 @@
+"""Anthropic's model listing, read and written (Models API: ``GET /v1/models`` is ``{"data":
+[{"type": "model", "id", "display_name", "created_at"}], "has_more", "first_id", "last_id"}``,
+``GET /v1/models/{id}`` one such object; its pages are asked with ``limit``, ``after_id`` and
+``before_id``).
+
+Rule 1 (reading): an entry needs a string ``id``, not empty; ``display_name`` is its name and
+    ``created_at`` (RFC 3339) its ``created``, when they read; ``has_more`` says the server has
+    more models than the answer holds.
+Rule 2 (writing): every entry has the four fields the anthropic SDK reads: ``display_name`` is
+    the id where the listing read had no name, ``created_at`` the epoch where it had no time
+    (as a stream's ``created`` is 0 when its upstream gave none); one answer holds them all
+    (``has_more`` false).
+
+No I/O here.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Final
+
+from .._json import dumps
+from ..errors import PeerProtocolError
+from ..openai.endpoint import ModelInfo, model_kind
+from ..openai.models import entry_problem, listing_document
+
+__all__ = ["models_json", "read_models"]
+
+PAGING: Final = ("limit", "after_id", "before_id")
+"""The query parameters of its pages (a listing relayed as it came passes them on)."""
+EVERY: Final = "?limit=1000"
+"""The query that asks for the most one answer holds (1,000)."""
+_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def read_models(body: bytes, one: bool = False) -> tuple[tuple[ModelInfo, ...], bool]:
+    """A listing's models (Rule 1), or the one model of ``GET /v1/models/{id}`` (``one``),
+    and whether the server has more than the answer holds.
+
+    Raises:
+        PeerProtocolError: the body is not that shape; the message says what was found.
+    """
+    doc = listing_document(body, "the model" if one else "the model list")
+    if one:
+        return (_entry(doc, "the model"),), False
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise PeerProtocolError("the model list has no 'data' array")
+    models = tuple(_entry(item, f"data[{i}]") for i, item in enumerate(data))
+    return models, doc.get("has_more") is True
+
+
+def _entry(item: object, where: str) -> ModelInfo:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
+        raise entry_problem(where, item, "id")
+    name = item.get("display_name")
+    return ModelInfo(
+        id=item["id"],
+        name=name if isinstance(name, str) else None,
+        kind=model_kind(item["id"]),
+        created=_seconds(item.get("created_at")),
+    )
+
+
+def _seconds(value: object) -> int | None:
+    """RFC 3339 (``2025-02-19T00:00:00Z``) as seconds since the epoch, or ``None``."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    dot = text.find(".")
+    if dot > 0:  # (Python 3.10 reads 3 or 6 digits of a fraction only: the seconds are enough)
+        end = dot + 1
+        while end < len(text) and text[end].isdigit():
+            end += 1
+        text = text[:dot] + text[end:]
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int((when - _EPOCH).total_seconds())
+
+
+def models_json(models: Sequence[ModelInfo], one: bool = False) -> bytes:
+    """The listing of ``models`` (Rule 2), or its one model's object (``one``)."""
+    objects = [
+        {
+            "type": "model",
+            "id": m.id,
+            "display_name": m.name or m.id,
+            "created_at": (_EPOCH + datetime.timedelta(seconds=m.created or 0)).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            ),
+        }
+        for m in models
+    ]
+    if one:
+        return dumps(objects[0])
+    return dumps(
+        {
+            "data": objects,
+            "has_more": False,
+            "first_id": objects[0]["id"] if objects else None,
+            "last_id": objects[-1]["id"] if objects else None,
+        }
+    )

@@ -1,0 +1,150 @@
+"""The model listing of each API (`svir_proto.dialects.ModelsAPI`), read and written: what each
+reader takes and refuses, and the `ModelsRequest` an `Exchange` sends for each."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from svir_proto import Exchange, ModelsRequest, PeerProtocolError
+from svir_proto.anthropic import models as anthropic_models
+from svir_proto.dialects import dialect
+from svir_proto.gemini import models as gemini_models
+from svir_proto.openai import Endpoint, ModelInfo, ModelKind, parse_models
+from svir_proto.openai import models as openai_models
+
+EP = Endpoint.parse("https://api.example.com/v1", api_key="k")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("2025-02-19T00:00:00Z", 1739923200),
+        ("2025-02-19T00:00:00.123456789Z", 1739923200),
+        ("2025-02-19T01:00:00+01:00", 1739923200),
+        ("2025-02-19T00:00:00", 1739923200),  # no zone: UTC
+        ("2025-02-19T00:00:00.5z", 1739923200),
+        ("yesterday", None),
+        ("", None),
+        (17, None),
+        ("2025-02-19T00:00:00Z" + " " * 60, None),  # longer than any time
+    ],
+)
+def test_anthropic_times_read_as_seconds(value: object, seconds: int | None) -> None:
+    body = json.dumps({"id": "c", "created_at": value}).encode()
+    (model,), more = anthropic_models.read_models(body, True)
+    assert (model.created, more) == (seconds, False)
+
+
+def test_anthropic_writes_the_epoch_and_the_id_where_nothing_was_said() -> None:
+    model = ModelInfo(id="x", name=None, kind=ModelKind.CHAT)
+    assert json.loads(anthropic_models.models_json([model], True)) == {
+        "type": "model", "id": "x", "display_name": "x", "created_at": "1970-01-01T00:00:00Z",
+    }  # fmt: skip
+    assert json.loads(anthropic_models.models_json([], False)) == {
+        "data": [], "has_more": False, "first_id": None, "last_id": None,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("api", "body", "one", "problem"),
+    [
+        (openai_models, b"nope", False, "the model list is not JSON"),
+        (openai_models, b"{", True, "the model is not JSON"),
+        (openai_models, b"[]", False, "no 'data' array"),
+        (openai_models, b'{"data": [{"id": ""}]}', False, "data[0] has no string 'id'"),
+        (openai_models, b'{"object": "model"}', True, "the model has no string 'id'"),
+        (anthropic_models, b'{"models": []}', False, "no 'data' array"),
+        (anthropic_models, b'{"data": [7]}', False, "data[0] has no string 'id'"),
+        (anthropic_models, b'"x"', True, "the model has no string 'id'"),
+        (gemini_models, b"[]", False, "not a JSON object"),
+        (gemini_models, b'{"models": {}}', False, "'models' is not an array"),
+        (gemini_models, b'{"models": [{"id": "x"}]}', False, "models[0] has no string 'name'"),
+        (gemini_models, b'{"name": 3}', True, "the model has no string 'name'"),
+        (gemini_models, b"[" * 600 + b"]" * 600, False, "the model list is not JSON"),
+    ],
+)
+def test_a_body_of_another_shape_is_a_peer_error_that_says_what(
+    api: object, body: bytes, one: bool, problem: str
+) -> None:
+    with pytest.raises(PeerProtocolError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+        api.read_models(body, one)  # type: ignore[attr-defined]
+
+
+def test_gemini_reads_an_empty_listing_and_its_next_page() -> None:
+    assert gemini_models.read_models(b"{}", False) == ((), False)
+    models, more = gemini_models.read_models(
+        b'{"models": [{"name": "models/"}, {"name": "tunedModels/t"}], "nextPageToken": "x"}',
+        False,
+    )
+    assert ([m.id for m in models], more) == (["models/", "tunedModels/t"], True)
+    assert gemini_models.read_models(b'{"nextPageToken": ""}', False) == ((), False)
+
+
+def test_gemini_says_which_models_generate() -> None:
+    written = json.loads(
+        gemini_models.models_json(
+            [
+                ModelInfo(id="chat", name="Chat", kind=ModelKind.CHAT),
+                ModelInfo(id="bge-embed", name=None, kind=ModelKind.EMBEDDING),
+            ]
+        )
+    )
+    assert written == {
+        "models": [
+            {
+                "name": "models/chat",
+                "displayName": "Chat",
+                "supportedGenerationMethods": ["generateContent", "streamGenerateContent"],
+            },
+            {
+                "name": "models/bge-embed",
+                "displayName": "bge-embed",
+                "supportedGenerationMethods": [],
+            },
+        ]
+    }
+
+
+def test_openai_keeps_what_it_has_a_field_for() -> None:
+    body = b'{"data": [{"id": "m", "name": "M", "created": 5, "owned_by": "me", "root": "r"}]}'
+    (model,) = parse_models(body)
+    assert (model.id, model.name, model.created, model.owned_by) == ("m", "M", 5, "me")
+    assert json.loads(openai_models.models_json([model], True)) == {
+        "id": "m", "object": "model", "created": 5, "owned_by": "me", "name": "M",
+    }  # fmt: skip
+    plain = ModelInfo(id="p", name=None, kind=ModelKind.CHAT, created=None)
+    assert json.loads(openai_models.models_json([plain])) == {
+        "object": "list",
+        "data": [{"id": "p", "object": "model", "created": 0, "owned_by": "unknown"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_", "target", "key"),
+    [
+        (ModelsRequest(), "/v1/models", ("authorization", "Bearer k")),
+        (ModelsRequest(dialect="responses", model="org/m"), "/v1/models/org/m", None),
+        (ModelsRequest(dialect="messages"), "/v1/models?limit=1000", ("x-api-key", "k")),
+        (ModelsRequest(dialect="messages", model="c"), "/v1/models/c", ("x-api-key", "k")),
+        (ModelsRequest(dialect="gemini"), "/v1beta/models?pageSize=1000", ("x-goog-api-key", "k")),
+        (ModelsRequest(dialect="gemini", model="g"), "/v1beta/models/g", None),
+        (ModelsRequest(dialect="llm-stream"), "/v1/models", ("authorization", "Bearer k")),
+    ],
+)
+def test_each_api_is_asked_where_it_lists_with_its_key(
+    request_: ModelsRequest, target: str, key: tuple[str, str] | None
+) -> None:
+    exchange = Exchange(EP, request_)
+    assert (exchange.method, exchange.target) == ("GET", target)
+    if key is not None:
+        assert key in [(k.lower(), v) for k, v in exchange.headers]
+    spec = dialect(request_.dialect)
+    assert spec.models is not None
+
+
+@pytest.mark.parametrize("model", ["", "a?b", "a#b", "a\\b", "a\nb", "a\x7fb"])
+def test_a_model_no_path_can_carry_is_refused(model: str) -> None:
+    with pytest.raises(ValueError, match="model must be an id a path can carry"):
+        ModelsRequest(model=model)
