@@ -124,7 +124,7 @@ class _Upstream(asyncio.Protocol):
         try:
             if exc is not None:
                 assert self.transport is not None  # (made before it is lost)
-                answer = unread(self.transport.get_extra_info("socket"))
+                answer = _unread(self.transport)
                 if answer:  # (what came before the reset: `unread`)
                     owner.write(owner.session.upstream_data(answer, _now()))
                 reason = str(exc) or type(exc).__name__
@@ -640,6 +640,17 @@ def _reset(transport: asyncio.Transport) -> None:
     (`reset_unsent`)."""
     reset_unsent(transport.get_extra_info("socket"))
     transport.abort()
+
+
+def _unread(transport: asyncio.BaseTransport) -> bytes:
+    """What the upstream sent before it reset its connection (`unread`), on a plain one only:
+    a TLS transport has let go of its socket by then, and what the kernel holds of one is
+    records no one can read without its session (attack 71 F1: ``unread(None)`` raised, and
+    the client got no answer at all)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or transport.get_extra_info("sslcontext") is not None:
+        return b""
+    return unread(sock)
 
 
 def _now() -> float:

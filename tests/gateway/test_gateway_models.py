@@ -19,7 +19,7 @@ import pytest
 
 from svir_proto.dialects import dialect
 from svir_proto.openai.endpoint import Endpoint, ModelInfo
-from tests.gateway.test_gateway_server import gateway
+from tests.gateway.test_gateway_server import backend, gateway  # noqa: F401  (both servers)
 from tests.transports.server import ReplayServer, listed
 
 anthropic = pytest.importorskip("anthropic")
