@@ -45,6 +45,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
     record,
+    starved,
     unsent,
 )
 from ._asyncio_socket import CAPACITY, RETRY, queued, reset_unsent
@@ -317,7 +318,8 @@ class _Client:
         try:
             stream = await server.connect()
         except (OSError, anyio.BrokenResourceError, ssl.SSLError) as exc:
-            self.out.put(self.session.upstream_failed(str(exc) or type(exc).__name__, _mono()))
+            reason = str(exc) or type(exc).__name__
+            self.out.put(self.session.upstream_failed(reason, _mono(), starved=starved(exc)))
             self.act()
             return
         if self.session.closed:

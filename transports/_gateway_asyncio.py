@@ -45,6 +45,7 @@ from ..gateway.session import (
     ToUpstream,
     Work,
     record,
+    starved,
     unsent,
 )
 from ._asyncio_socket import CAPACITY, queued, reset_unsent, unread
@@ -378,7 +379,7 @@ class _Client(asyncio.Protocol):
             if not self.session.closed:
                 try:
                     reason = str(exc) or type(exc).__name__
-                    self.write(self.session.upstream_failed(reason, _now()))
+                    self.write(self.session.upstream_failed(reason, _now(), starved=starved(exc)))
                     self.act()
                 except Exception as error:
                     self.fail(error)

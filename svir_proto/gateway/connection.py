@@ -1310,7 +1310,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         its next event takes (the upstream decoder's ``next_sequence``)."""
         if self._mode == "answered":
             return b""  # the answer is whole already
-        failure = Failure(kind=kind, message=reason, code=kind.value)
+        wait = 1.0 if kind is FailureKind.OVERLOADED else None  # the gateway's own: soon again
+        failure = Failure(kind=kind, message=reason, code=kind.value, retry_after=wait)
         if not self._head_sent:
             status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
             return self._failed(attrs.evolve(failure, status=status), now)

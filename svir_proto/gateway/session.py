@@ -83,6 +83,7 @@ This module never does I/O and reads no clock.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 from collections.abc import Callable
@@ -129,6 +130,7 @@ __all__ = [
     "ToUpstream",
     "Work",
     "record",
+    "starved",
     "unsent",
 ]
 
@@ -251,6 +253,16 @@ def record(state: GatewayState, done: Done) -> None:
     """Count a request that ended, by its client's dialect and its outcome (`Done`): the
     server's, when it says it."""
     state.metrics.requests[(done.dialect if done.dialect != "-" else "none", done.outcome)] += 1
+
+
+_STARVED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def starved(exc: BaseException) -> bool:
+    """Whether a connect failed for want of the gateway's own resources (no descriptor left to
+    the process or the system, no buffer, no memory), not for anything of the upstream's:
+    `GatewaySession.upstream_failed`'s ``starved``."""
+    return isinstance(exc, OSError) and exc.errno in _STARVED
 
 
 def unsent(done: Done) -> Done:
@@ -735,14 +747,24 @@ class GatewaySession:
         if piece:
             self.actions.append(ToUpstream(piece))
 
-    def upstream_failed(self, reason: str, now: float) -> bytes:
-        """The upstream could not be reached, or its connection broke (a reset)."""
+    def upstream_failed(self, reason: str, now: float, *, starved: bool = False) -> bytes:
+        """The upstream could not be reached, or its connection broke (a reset). ``starved``:
+        the connect failed for want of the gateway's own resources (`starved`: descriptors,
+        buffers), not the upstream's: 503 with ``Retry-After``, as any overload of the
+        gateway's (attack 71 F2: it was 502, the upstream blamed)."""
         if self._upstream == "draining":
             self._release(reuse=False)
             return b""
         if self.closed or self._upstream == "none":
             return b""
         if self._upstream == "connecting":
+            if starved:
+                self.state.metrics.refused["starved"] += 1
+                return self._broken(
+                    f"the gateway is short of its own resources to reach its upstream ({reason})",
+                    now,
+                    kind=FailureKind.OVERLOADED,
+                )
             return self._broken(f"the gateway cannot reach its upstream: {reason}", now)
         return self._upstream_end(now, f"the upstream connection broke: {reason}")
 

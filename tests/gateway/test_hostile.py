@@ -1005,7 +1005,9 @@ def test_running_out_of_descriptors_mid_stream_is_survived(
     up: HostileUpstream, backend: str
 ) -> None:
     """Descriptors run out while streams need upstream connections: the streams that cannot
-    reach the upstream fail in their dialect; none wedges; afterwards all is well."""
+    reach the upstream fail in their dialect, with 503 and ``Retry-After`` (attack 71 F2: a
+    502 that blamed the upstream for what the gateway lacked); none wedges; afterwards all is
+    well."""
     with gateway(up.base, backend, nofile=80, head_timeout="30") as g:
         clients = []
         try:
@@ -1021,6 +1023,11 @@ def test_running_out_of_descriptors_mid_stream_is_survived(
         finally:
             for r in clients:
                 r.close()
+        answers = [r.got for r in clients]
+        assert not [a for a in answers if b"cannot reach its upstream" in a]
+        short = [a for a in answers if b"short of its own resources" in a]
+        assert short  # (80 descriptors: 60 clients and their upstreams cannot all have one)
+        assert all(a.startswith(b"HTTP/1.1 503 ") and b"\r\nRetry-After: 1\r\n" in a for a in short)
         assert g.alive()
         assert wait_until(lambda: _health_status(g) == 200, 30, every=0.5)
         healthy(g)

@@ -4,7 +4,9 @@ does what each action says) and h11 reads what the client would see."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from typing import Any, Final
 
 import h11
@@ -28,6 +30,7 @@ from svir_proto.gateway import (
     ResumeUpstream,
     ToUpstream,
     Work,
+    starved,
 )
 from svir_proto.gateway._cost import BodyCost
 from svir_proto.gateway._serverside import ServerSide
@@ -831,6 +834,31 @@ def test_an_upstream_that_cannot_be_reached_in_time() -> None:
     ((status, _, body, _),) = read(d2.client)
     assert status == 502
     assert "refused" in json.loads(body)["error"]["message"]
+
+
+@pytest.mark.parametrize("number", [errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM])
+def test_a_connect_the_gateway_had_no_resources_for_is_a_503(number: int) -> None:
+    """Attack 71 F2: out of descriptors, the gateway answered 502 "cannot reach its upstream"
+    (the upstream blamed, no ``Retry-After``): its own overload is a 503, as a full
+    ``max_streams`` is, and is counted."""
+    failed = OSError(number, os.strerror(number))
+    assert starved(failed)
+    d = Driver()
+    d.send(post(openai_body()))
+    d.run(d.session.upstream_failed(str(failed), 1.5, starved=starved(failed)))
+    ((status, headers, body, _),) = read(d.client)
+    assert (status, headers["retry-after"]) == (503, "1")
+    error = json.loads(body)["error"]
+    assert "short of its own resources" in error["message"]
+    assert error["code"] == "overloaded"
+    assert d.state.metrics.refused["starved"] == 1
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(errno.ECONNREFUSED, "refused"), OSError("no errno"), ValueError("x")]
+)
+def test_a_connect_that_failed_for_the_upstream_is_not_starved(error: BaseException) -> None:
+    assert not starved(error)
 
 
 def test_a_connection_that_comes_too_late_is_given_back() -> None:
