@@ -522,6 +522,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
                 400, "a request may not carry both Content-Length and Transfer-Encoding",
                 _INVALID, close=True,
             )  # fmt: skip
+        if req.version == "1.0" and "transfer-encoding" in headers:  # RFC 9112 6.1: faulty
+            return self._reject(
+                400, "an HTTP/1.0 request may not carry Transfer-Encoding (RFC 9112 6.1)",
+                _INVALID, close=True,
+            )  # fmt: skip
         host = headers.get("host") if authority is None else authority
         if host is not None and not host_valid(host):  # _http Rule 2
             return self._reject(

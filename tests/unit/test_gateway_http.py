@@ -134,6 +134,17 @@ def test_an_absolute_form_target(target: str, host: str, status: int) -> None:
         assert response(reply.data)[0] == status
 
 
+@pytest.mark.parametrize("coding", ["chunked", "CHUNKED"])
+def test_an_http_1_0_request_with_transfer_encoding_is_400(coding: str) -> None:
+    """RFC 9112 6.1 (attack 71 F3: it was read as chunked and served)."""
+    status, _, body, reply = answer(
+        raw("POST /v1/chat/completions HTTP/1.0", "Host: gw", f"Transfer-Encoding: {coding}")
+    )
+    assert status == 400
+    assert reply.close
+    assert "HTTP/1.0 request may not carry Transfer-Encoding" in body.decode()
+
+
 @pytest.mark.parametrize("version", ["1.2", "2.0", "9.9", "0.9"])
 def test_a_version_other_than_1_0_and_1_1_is_505(version: str) -> None:
     """Attack (hostile battery ``http-1.2``, ``http-2.0``): h11 reads any 1.x as 1.1."""
