@@ -28,6 +28,7 @@ __all__ = [
     "FilterOffsets",
     "FilterVerdict",
     "FinishReason",
+    "BlockStopped",
     "Finished",
     "ParsedArguments",
     "REASONING_CARRIERS",
@@ -203,6 +204,19 @@ class Finished:
 
 @final
 @attrs.frozen(kw_only=True)
+class BlockStopped:
+    """The end of a content block other than the answer's primary one (index 0), with its stop
+    reason: an LLM-Stream answer's ``content.stop`` for block ``index`` (the draft ends each
+    block so; every other dialect's answer is one block). The primary block's stop is the
+    answer's `Finished`; a client of a dialect with one text has no place for another's."""
+
+    index: int
+    reason: FinishReason
+    raw: str
+
+
+@final
+@attrs.frozen(kw_only=True)
 class Usage:
     """Token counts (the usage chunk, LLM-Stream ``usage``, Anthropic's ``message_start`` and
     ``message_delta``, the Responses API's ``response.completed``, Gemini's ``usageMetadata``).
@@ -321,6 +335,7 @@ Event = (
     | ToolCallDelta
     | ToolCall
     | Finished
+    | BlockStopped
     | Usage
     | FilterVerdict
     | StreamFailed

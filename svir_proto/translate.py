@@ -8,7 +8,8 @@ Rule 1: ``tool.call`` carries whole calls, so OpenAI tool-call pieces are not tr
     whole `ToolCall` events that the decoder emits at ``[DONE]`` are.
 Rule 2: ``content.stop`` comes after the block's tool calls (4.8), so the OpenAI finish (which
     comes before ``[DONE]``) is held until the end, and so is usage, which then follows it
-    (the draft's complete example, 5.5).
+    (the draft's complete example, 5.5); so is each other block's stop (`BlockStopped`, an
+    LLM-Stream upstream's), in the order they came.
 Rule 3: an in-stream failure becomes an ``error`` with the draft's code, then ``stream.end``;
     the draft allows one ``error``, so a second failure (an upstream that sends two error chunks)
     is not passed on.
@@ -53,6 +54,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeGuard, get_args
 
 from .events import (
+    BlockStopped,
     Event,
     Finished,
     StreamEnded,
@@ -547,7 +549,7 @@ class OpenAIToLLMStream:
         self._created = created
         self._started = False
         self._early: list[Event] = []
-        self._finish: Finished | None = None
+        self._stops: dict[int, Finished | BlockStopped] = {}  # each block's, as they came
         self._usage: Usage | None = None
         self._failed = False
 
@@ -587,8 +589,8 @@ class OpenAIToLLMStream:
             return b""
         if isinstance(event, ToolCallDelta):  # Rule 1
             return b""
-        if isinstance(event, Finished):  # Rule 2
-            self._finish = event
+        if isinstance(event, (Finished, BlockStopped)):  # Rule 2
+            self._stops[event.index if type(event) is BlockStopped else 0] = event
             return b""
         if isinstance(event, Usage):
             self._usage = event
@@ -601,8 +603,8 @@ class OpenAIToLLMStream:
         if isinstance(event, StreamEnded):
             out = b""
             if not self._failed:
-                if self._finish is not None:
-                    out += self.encoder.encode(self._finish)
+                for stop in self._stops.values():
+                    out += self.encoder.encode(stop)
                 if self._usage is not None:
                     out += self.encoder.encode(self._usage)
                 if not event.done:

@@ -18,6 +18,7 @@ from typing import Final
 from ..dialects import detect, dialect
 from ..errors import SvirProtocolError
 from ..events import (
+    BlockStopped,
     Completion,
     Event,
     FilterVerdict,
@@ -133,6 +134,8 @@ def _show(e: Event) -> str:
             return f"tool call #{e.index} {e.id} {e.name}({e.arguments}){flag}"
         case Finished():
             return f"finished  {e.reason.value} (raw {e.raw!r})"
+        case BlockStopped():
+            return f"block #{e.index} stopped {e.reason.value} (raw {e.raw!r})"
         case Usage():
             cached = f" cached={e.cached_tokens}" if e.cached_tokens is not None else ""
             return f"usage     prompt={e.prompt_tokens} completion={e.completion_tokens}{cached}"

@@ -114,6 +114,7 @@ from ..dialects import (
 )
 from ..errors import AnswerTooLarge, CallerProtocolError, Failure, FailureKind
 from ..events import (
+    BlockStopped,
     Completion,
     RequestFailed,
     ResponseStarted,
@@ -405,7 +406,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._whole: AnswerFold | None = None  # a translated answer sent whole, as it is folded
         self._asked: object = None  # the client's typed request, once translated
         self._lost: list[str] = []  # what its translation could not carry (`Svir-Lost`)
-        self._renamed: list[str] = []  # names the answer's encoder was not given (`_named`)
+        self._said: list[str] = []  # what the gateway did not pass on (`_named`, `_other_block`)
         self.noted = 0
         """What the upstream's decoder noticed and the answer did not carry, counted."""
         self._relaying: Literal["", "stream", "raw", "late"] = ""
@@ -1084,7 +1085,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         upstream's names the encoder was not given (`_named`). A client of a dialect whose
         clients read no comment (Gemini's: `DialectSpec.comments`) gets none: the log counts
         them still (a chunk of their own would be an answer chunk with no text to its SDK)."""
-        said = [*problems, *self._renamed, *getattr(self._out, "lost", ())]
+        said = [*problems, *self._said, *getattr(self._out, "lost", ())]
         self.noted += len(said)
         if not self._answered_in().comments:  # (counted, not written)
             return b""
@@ -1105,6 +1106,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if isinstance(event, (ResponseStarted, Retrying, ModelsListed)):
                 continue
             self.events_forwarded += event.count if type(event) is TextRun else 1
+            if type(event) is BlockStopped and self._other_block(event):
+                continue
             try:
                 fold.add(event)
             except AnswerTooLarge as exc:
@@ -1136,8 +1139,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return self._failed(attrs.evolve(body, status=502), now)
         self.outcome = "ok" if result.complete else "failed"
         self._mode = "answered"
-        said = [*problems, *lost]  # what the decoder did not carry, and the answer could not
-        if said:  # write: said with the translation's
+        said = [*problems, *self._said, *lost]  # what the decoder did not carry, the gateway
+        if said:  # did not pass on, and the answer could not write: said with the translation's
             self.noted += len(said)
             room = max(MAX_LOST - len(self._lost), 1)
             self._lost = self._lost + _header_values(said)[:room]
@@ -1157,6 +1160,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self.events_forwarded += 1
         if type(event) is StreamStarted:
             event = self._named(event)
+        elif type(event) is BlockStopped and self._other_block(event):
+            return b""
         undeclared = isinstance(event, ToolCall) and event.declared is False
         if undeclared and self.dialect == "llm-stream":  # Rule 6, draft 8.2
             assert isinstance(event, ToolCall)
@@ -1170,6 +1175,20 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             )
         return self._encoder(now).encode(event)  # type: ignore[arg-type]
 
+    def _other_block(self, event: BlockStopped) -> bool:
+        """Whether the end of a block of an LLM-Stream upstream's answer other than its primary
+        (0) is not for this client: one of a dialect with one text does not get it (the
+        block's text is in that one text, each dialect's decoder reads it so), but is told
+        (attack 69 F6: a Chat client got two ``finish_reason`` chunks, unsaid). An LLM-Stream
+        client gets every block's stop (`OpenAIToLLMStream`)."""
+        if self.dialect == "llm-stream":
+            return False
+        self._said.append(
+            f"the upstream's answer has a block {event.index} beside its primary one: its text "
+            f"is in the answer's one text, and its stop ({event.raw}) is not the answer's finish"
+        )
+        return True
+
     def _named(self, event: StreamStarted) -> StreamStarted:
         """The upstream's names as the answer's encoder is given them: one past `MAX_NAME`
         characters is not (the gateway's own id, the model the client asked for, go instead),
@@ -1182,7 +1201,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return event
         for what, name in (("response id", rid), ("model name", model)):
             if len(name) > MAX_NAME:
-                self._renamed.append(
+                self._said.append(
                     f"the upstream's {what} ({len(name)} characters, past {MAX_NAME}) is not "
                     "repeated in every event: the gateway's own goes instead"
                 )

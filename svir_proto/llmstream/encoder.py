@@ -17,6 +17,7 @@ from .._json import dumps
 from ..answer import no_value
 from ..errors import CallerProtocolError
 from ..events import (
+    BlockStopped,
     Event,
     FilterVerdict,
     Finished,
@@ -172,6 +173,20 @@ class LLMStreamEncoder:
         fields = {} if self.request_id is None else {"request_id": self.request_id}
         return self._event("stream.end", fields)
 
+    def _stop(self, reason: FinishReason, raw: str, index: int) -> bytes:
+        """The ``content.stop`` of block ``index`` for a finish reason of the vocabulary."""
+        stop = STOP_OF[reason]
+        if reason is FinishReason.OTHER:  # (fidelity 43 F03: not a plain end)
+            self.lost.append(
+                no_value(
+                    raw, "the draft's stop reasons", f"{stop!r}, itself under {SVIR_EXTENSION}"
+                )
+            )
+        # the extension only when the plain stop_reason would not give this back
+        plain = (STOP_REASONS[stop], DEFAULT_RAW[stop]) == (reason, raw)
+        ext = None if plain else {"finish": raw, "reason": reason.value}
+        return self.stop(stop, index=index, ext=ext)
+
     def encode(self, event: Event) -> bytes:
         """One vocabulary event as wire bytes (the table in `svir_proto.llmstream._wire`).
 
@@ -203,19 +218,9 @@ class LLMStreamEncoder:
                     id=event.id, name=event.name, arguments=event.arguments, index=event.index
                 )
             case Finished():
-                stop = STOP_OF[event.reason]
-                if event.reason is FinishReason.OTHER:  # (fidelity 43 F03: not a plain end)
-                    self.lost.append(
-                        no_value(
-                            event.raw,
-                            "the draft's stop reasons",
-                            f"{stop!r}, itself under {SVIR_EXTENSION}",
-                        )
-                    )
-                # the extension only when the plain stop_reason would not give this back
-                plain = (STOP_REASONS[stop], DEFAULT_RAW[stop]) == (event.reason, event.raw)
-                ext = None if plain else {"finish": event.raw, "reason": event.reason.value}
-                return self.stop(stop, ext=ext)
+                return self._stop(event.reason, event.raw, 0)
+            case BlockStopped():
+                return self._stop(event.reason, event.raw, event.index)
             case Usage():
                 extra = {
                     k: v

@@ -20,6 +20,10 @@ Rule 5: unknown fields and unknown extension namespaces are ignored (5.2). An un
     registry grows by Specification Required (10.2), and a 1.0 client must survive a newer
     server. ``tool.call`` is checked against the declared tools (8.2): an undeclared tool is
     flagged (``declared=False``, a problem noted), never passed off as a declared call.
+Rule 6: ``content.stop`` ends a block (4, "each content block is terminated by content.stop"):
+    the primary block's (index 0) is the answer's `Finished`; another's is a `BlockStopped`
+    with its index, and the answer's finish (``result``) only when the primary block has
+    none (attack 69 F6: each was a `Finished`, and a client of one text got two finishes).
 
 What the draft has no event for travels in the ``"vendor:svir"`` extension (the table is in
 `svir_proto.llmstream._wire`); `LLMStreamEncoder` (`svir_proto.llmstream.encoder`) writes it.
@@ -49,6 +53,7 @@ from .._template import BUDGET, Template, budget_after
 from ..errors import Failure, FailureKind, PeerProtocolError
 from ..events import (
     REASONING_CARRIERS,
+    BlockStopped,
     Completion,
     Event,
     FilterVerdict,
@@ -142,6 +147,7 @@ class LLMStreamDecoder(DialectDecoder):
         self._calls: list[ToolCall] = []
         self._ids: set[str] = set()
         self._finish: Finished | None = None
+        self._other = False  # its finish is another block's stop than the primary's (Rule 6)
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
         self._failure: Failure | None = None
@@ -442,8 +448,15 @@ class LLMStreamDecoder(DialectDecoder):
                 normal = FinishReason(ext.get("reason"))
         else:
             raw = DEFAULT_RAW.get(reason, reason)
+        if index:  # another block than the primary: its own stop (Rule 6)
+            self._queue.append(BlockStopped(index=index, reason=normal, raw=raw))
+            if self._finish is not None and not self._other:
+                return  # the answer's finish is its primary block's
+            self._other = True
+        else:
+            self._other = False
+            self._queue.append(Finished(reason=normal, raw=raw))
         self._finish = Finished(reason=normal, raw=raw)
-        self._queue.append(self._finish)
 
     def _on_tool(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         index = _field(obj, "index", int, at)

@@ -1,0 +1,155 @@
+"""An LLM-Stream answer in several content blocks (draft 4: "each content block is terminated
+by content.stop"): the primary block's stop is the answer's `Finished`, another's a
+`BlockStopped`; an LLM-Stream client of the gateway gets each block's stop as it came, a
+client of a dialect with one text the primary's, and is told of the others (attack 69 F6: one
+stop, block 0's with block 1's reason, reached the LLM-Stream client; two finish_reason chunks
+the Chat client)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from svir_proto.events import (
+    BlockStopped,
+    Finished,
+    FinishReason,
+    StreamEnded,
+    StreamStarted,
+    TextDelta,
+)
+from svir_proto.llmstream import LLMStreamDecoder, LLMStreamEncoder
+from svir_proto.translate import OpenAIToLLMStream
+from tests.unit.test_gateway_session import Driver, chunk, post, read
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def event(seq: int, type_: str, **fields: Any) -> bytes:
+    data = json.dumps({"v": "1.0", "seq": seq, "type": type_, **fields})
+    return f"event: {type_}\ndata: {data}\n\n".encode()
+
+
+def stream(*stops: tuple[int, str]) -> bytes:
+    """Blocks 0 and 1 interleaved ("a", "b", "c"), then ``stops`` (index, stop_reason)."""
+    out = [event(0, "stream.start", model="m", created=1)]
+    for i, text in ((0, "a"), (1, "b"), (0, "c")):
+        out.append(
+            event(len(out), "content.delta", index=i, role="assistant", delta={"text": text})
+        )
+    for index, reason in stops:
+        out.append(event(len(out), "content.stop", index=index, stop_reason=reason))
+    out.append(event(len(out), "stream.end"))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize(
+    ("stops", "finish"),
+    [
+        ([(0, "end_turn"), (1, "max_tokens")], FinishReason.STOP),
+        ([(1, "max_tokens"), (0, "end_turn")], FinishReason.STOP),
+        ([(1, "max_tokens")], FinishReason.LENGTH),  # no primary stop: the other's
+        ([(1, "max_tokens"), (2, "tool_use")], FinishReason.TOOL_CALLS),  # the last of them
+    ],
+)
+def test_the_primary_blocks_stop_is_the_answers_finish(
+    stops: list[tuple[int, str]], finish: FinishReason
+) -> None:
+    decoder = LLMStreamDecoder()
+    events = [*decoder.feed(stream(*stops)), *decoder.close()]
+    ends = [e for e in events if isinstance(e, (Finished, BlockStopped))]
+    assert [(getattr(e, "index", 0), type(e).__name__) for e in ends] == [
+        (i, "BlockStopped" if i else "Finished") for i, _ in stops
+    ]
+    assert decoder.result.finish_reason is finish
+    assert decoder.result.text == "abc"
+    assert decoder.result.complete
+
+
+def test_the_encoder_writes_each_blocks_stop() -> None:
+    encoder = LLMStreamEncoder()
+    encoder.start(model="m", created=1)
+    said = encoder.encode(BlockStopped(index=2, reason=FinishReason.OTHER, raw="recitation"))
+    doc = json.loads(said.split(b"data: ", 1)[1])
+    assert (doc["type"], doc["index"], doc["stop_reason"]) == ("content.stop", 2, "end_turn")
+    assert doc["vendor:svir"] == {"finish": "recitation", "reason": "other"}
+    assert encoder.lost  # (the draft has no such reason: said)
+
+
+def test_each_blocks_stop_goes_out_at_the_end_in_the_order_it_came() -> None:
+    out = OpenAIToLLMStream(model="m")
+    events = [
+        StreamStarted(response_id="", model="m"),
+        TextDelta(text="a"),
+        TextDelta(text="b", index=1),
+        BlockStopped(index=1, reason=FinishReason.LENGTH, raw="length"),
+        Finished(reason=FinishReason.STOP, raw="stop"),
+        StreamEnded(complete=True, done=True),
+    ]
+    written = b"".join(out.feed(e) for e in events)
+    lines = written.split(b"\n")
+    stops = [json.loads(x[6:]) for x in lines if x.startswith(b"data: ") and b"content.stop" in x]
+    assert [(s["index"], s["stop_reason"]) for s in stops] == [(1, "max_tokens"), (0, "end_turn")]
+
+
+def through(body: bytes, *, whole: bool = False, media: str = "application/json") -> Driver:
+    d = Driver(upstream_dialect="llm-stream")
+    doc = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": not whole}
+    if media != "application/json":
+        doc = {"version": "1.0", "model": "m", "messages": doc["messages"], "stream": True}
+    d.send(post(json.dumps(doc).encode(), media=media))
+    d.connect()
+    d.answer(HEAD + chunk(body) + b"0\r\n\r\n")
+    return d
+
+
+def test_an_llm_stream_client_gets_every_blocks_stop() -> None:
+    d = through(stream((0, "end_turn"), (1, "max_tokens")), media="application/llm-request+json")
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    events = [json.loads(line[6:]) for line in got.split(b"\n") if line.startswith(b"data: ")]
+    assert [(e["type"], e.get("index")) for e in events if e["type"].startswith("content")] == [
+        ("content.delta", 0),
+        ("content.delta", 1),
+        ("content.delta", 0),
+        ("content.stop", 0),
+        ("content.stop", 1),
+    ]
+    assert [e["stop_reason"] for e in events if e["type"] == "content.stop"] == [
+        "end_turn",
+        "max_tokens",
+    ]
+    assert b"svir-lost" not in got
+
+
+def test_a_chat_client_gets_one_finish_and_is_told_of_the_other_block() -> None:
+    d = through(stream((0, "end_turn"), (1, "max_tokens")))
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    chunks = [json.loads(line[6:]) for line in got.split(b"\n") if line.startswith(b"data: {")]
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+    assert [f for f in finishes if f] == ["stop"]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "abc"
+    assert b": svir-lost" in got
+    assert b"block 1 beside its primary one" in got
+
+
+def test_a_whole_answer_says_it_in_its_head() -> None:
+    d = through(stream((0, "end_turn"), (1, "max_tokens")), whole=True)
+    ((status, headers, got, _),) = read(d.client)
+    assert status == 200
+    answer = json.loads(got)
+    assert answer["choices"][0]["finish_reason"] == "stop"
+    assert answer["choices"][0]["message"]["content"] == "abc"
+    assert "block 1 beside its primary one" in headers["svir-lost"]
+
+
+def test_svir_decode_shows_each_blocks_stop() -> None:
+    from tests.unit.test_cli import svir
+
+    out = svir("decode", "-", stdin=stream((0, "end_turn"), (1, "max_tokens")))
+    assert out.returncode == 0, out.stderr
+    assert "finished  stop (raw 'stop')" in out.stdout
+    assert "block #1 stopped length (raw 'length')" in out.stdout
