@@ -1335,10 +1335,14 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._mode == "answered":
             return b""  # the answer is whole already
         wait = 1.0 if kind is FailureKind.OVERLOADED else None  # the gateway's own: soon again
-        failure = Failure(kind=kind, message=reason, code=kind.value, retry_after=wait)
+        # the same status in a stream's error as in a whole answer's (a Gemini client reads it
+        # in both: attack 69 F7, 503 in a stream where a whole answer said 502)
+        status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
+        failure = Failure(
+            kind=kind, message=reason, code=kind.value, retry_after=wait, status=status
+        )
         if not self._head_sent:
-            status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
-            return self._failed(attrs.evolve(failure, status=status), now)
+            return self._failed(failure, now)
         return self._in_stream(failure, now, problems, sequence)
 
     def _in_stream(

@@ -3041,3 +3041,24 @@ def test_a_205_after_a_keep_alive_sent_the_streams_head_is_the_streams_failure()
     assert b'"type": "not_a_stream"' in body
     assert body.rstrip().endswith(b"data: [DONE]")
     assert [x.outcome for x in d.done()] == ["failed"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_broken_upstream_is_the_same_status_in_a_stream_and_a_whole_answer(stream: bool) -> None:
+    """Attack 69 F7: a Gemini client, whose error chunk carries a status, got 503 for an
+    upstream that broke the protocol in a stream, where a whole answer said 502."""
+    d = Driver()
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
+    d.send(post(body).replace(b"/v1/chat/completions", f"/v1beta/models/m:{method}".encode()))
+    d.connect()
+    good = b'data: {"choices":[{"index":0,"delta":{"content":"ok"}}]}\n\n'
+    d.answer(HEAD + chunk(good + b"data: {not json\n\n"))
+    ((status, _, got, _),) = read(d.client)
+    if stream:
+        assert status == 200
+        error = json.loads(got.split(b"data: ")[-1])["error"]
+    else:
+        assert status == 502
+        error = json.loads(got)["error"]
+    assert (error["code"], error["status"]) == (502, "UNAVAILABLE")
