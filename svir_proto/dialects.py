@@ -25,7 +25,7 @@ No I/O here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
 
 import attrs
@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover - types only
     from .body import RequestBody
     from .errors import Failure
     from .events import Completion, Event, RequestFailed
-    from .openai.endpoint import Endpoint, ModelInfo
+    from .openai.endpoint import Endpoint
+    from .openai.models import ModelInfo
     from .sse import Errors
 
 __all__ = [
@@ -135,18 +136,18 @@ class ModelsAPI:
 
     Attributes:
         name: the API (dialects of one API share its listing).
-        read: ``read(body, one)``: the models of a listing (of one model's object with
-            ``one``) and whether the server has more than that answer holds, or a
+        read: ``read(body, one=False)``: the models of a listing (of one model's object
+            with ``one``) and whether the server has more than it reads, or a
             `PeerProtocolError` that says what the body is not.
-        write: ``write(models, one)``: the listing's bytes (the one model's object with
-            ``one``) as the API's clients read them.
+        write: ``write(models, one=False)``: the listing's bytes (the one model's object
+            with ``one``) as the API's clients read them.
         every: the query that asks for as many models as one answer holds.
         paging: the query parameters that ask for a page of the listing.
     """
 
     name: Literal["openai", "anthropic", "gemini"]
-    read: Callable[[bytes, bool], tuple[tuple[ModelInfo, ...], bool]]
-    write: Callable[[Sequence[ModelInfo], bool], bytes]
+    read: Callable[..., tuple[tuple[ModelInfo, ...], bool]]
+    write: Callable[..., bytes]
     every: str = ""
     paging: tuple[str, ...] = ()
 

@@ -45,6 +45,7 @@ from typing import Final, Literal, TypedDict, final
 
 import attrs
 
+from ._models import path_id
 from .body import RequestBody
 from .dialects import (
     DialectName,
@@ -69,13 +70,8 @@ from .llmstream.request import LLMRequest
 from .llmstream.stream import LLMStreamDecoder
 from .openai._runs import ChatStreamRuns
 from .openai._toolcalls import DEFAULT_MAX_TOOL_CALLS
-from .openai.endpoint import (
-    USER_AGENT,
-    Endpoint,
-    HeaderItems,
-    ModelInfo,
-    request_headers,
-)
+from .openai.endpoint import USER_AGENT, Endpoint, HeaderItems, request_headers
+from .openai.models import ModelInfo
 from .openai.request import ChatRequest
 from .openai.retry import plan_retry, retry_delay
 from .openai.status import MAX_ERROR_BODY, Headers, body_outcome, head_outcome
@@ -124,10 +120,11 @@ class ModelsRequest:
     model: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        if self.model is not None and (
-            not self.model or any(c in self.model for c in "?#\\") or not self.model.isprintable()
-        ):
-            raise ValueError(f"model must be an id a path can carry, not {self.model!r}")
+        if self.model is not None and not path_id(self.model, one=self.dialect == "gemini"):
+            raise ValueError(
+                f"model must be an id a path can carry (`svir_proto._models.path_id`: no "
+                f"'.' or '..' segment, no '?', '#', '\\', space or control), not {self.model!r}"
+            )
 
 
 @final
@@ -636,7 +633,7 @@ class Exchange:
             assert isinstance(request, ModelsRequest)
             api = dialect(request.dialect).models
             assert api is not None
-            models, more = api.read(body, request.model is not None)
+            models, more = api.read(body, one=request.model is not None)
             listed = ModelsListed(models=models, more=more)
             self._terminal = listed
             out.append(listed)

@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import ssl
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -98,6 +99,7 @@ class GatewayServer:
         )
         self._ssl = ssl_context
         self._stop: Callable[[], None] | None = None
+        self._probing = True  # until the server stops (`_probe_loop`)
         self._impl: Any = None
         self.port = 0
 
@@ -151,6 +153,7 @@ class GatewayServer:
         finally:
             listener.close()
             sweep.cancel()
+            self._probing = False
             probe.cancel()
             impl.abort_all()
             await asyncio.sleep(0)  # the transports' own closing callbacks run
@@ -239,7 +242,11 @@ class GatewayServer:
     # -- readiness -------------------------------------------------------------------------
 
     async def _probe_loop(self, sleep: Callable[[float], Any]) -> None:
-        while True:
+        """Probe until the server stops: cancelled, or, where a cancel was lost (asyncio's
+        ``wait_for`` before Python 3.12 can return a result that came as it was cancelled,
+        and the loop went on probing, which held the event loop's close for ever), at the
+        next turn."""
+        while self._probing:
             try:
                 ready, reason = await self._probe()
             except Exception as exc:
@@ -317,16 +324,26 @@ async def _open(
         send_anyio.stream = stream  # type: ignore[attr-defined]
         return receive_anyio, send_anyio
     sslctx = (context or ssl.create_default_context()) if ep.scheme == "https" else None
-    r, w = await asyncio.wait_for(asyncio.open_connection(ep.host, ep.port, ssl=sslctx), timeout)
+    r, w = await _within(asyncio.open_connection(ep.host, ep.port, ssl=sslctx), timeout)
 
     async def receive() -> bytes:
-        return await asyncio.wait_for(r.read(65536), timeout)
+        data: bytes = await _within(r.read(65536), timeout)
+        return data
 
     def send(data: bytes) -> None:
         w.write(data)
 
     send.writer = w  # type: ignore[attr-defined]
     return receive, send
+
+
+async def _within(awaitable: Any, timeout: float) -> Any:
+    """``await awaitable``, for at most ``timeout`` seconds (`TimeoutError`): with
+    `asyncio.timeout` where there is one (3.11), which never loses a cancel."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(timeout):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)  # pragma: no cover - Python 3.10
 
 
 async def _close(send: Callable[[bytes], None]) -> None:

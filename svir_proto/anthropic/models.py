@@ -1,15 +1,17 @@
 """Anthropic's model listing, read and written (Models API: ``GET /v1/models`` is ``{"data":
-[{"type": "model", "id", "display_name", "created_at"}], "has_more", "first_id", "last_id"}``,
-``GET /v1/models/{id}`` one such object; its pages are asked with ``limit``, ``after_id`` and
-``before_id``).
+[{"type": "model", "id", "display_name", "created_at", "lifecycle", "max_input_tokens",
+"max_tokens"}], "has_more", "first_id", "last_id"}``, ``GET /v1/models/{id}`` one such object;
+its pages are asked with ``limit``, ``after_id`` and ``before_id``).
 
-Rule 1 (reading): an entry needs a string ``id``, not empty; ``display_name`` is its name and
-    ``created_at`` (RFC 3339) its ``created``, when they read; ``has_more`` says the server has
-    more models than the answer holds.
-Rule 2 (writing): every entry has the four fields the anthropic SDK reads: ``display_name`` is
+Rule 1 (reading): an entry needs a string ``id``, not empty; ``display_name`` is its name,
+    ``created_at`` (RFC 3339) its ``created``, ``max_input_tokens`` and ``max_tokens`` its
+    limits, when they read (`svir_proto._models`); ``has_more`` says the server has more
+    models than the answer holds, and so does one past `svir_proto._models.MAX_MODELS`.
+Rule 2 (writing): every entry has the fields the anthropic SDK requires: ``display_name`` is
     the id where the listing read had no name, ``created_at`` the epoch where it had no time
-    (as a stream's ``created`` is 0 when its upstream gave none); one answer holds them all
-    (``has_more`` false).
+    (the API's own word for an unknown release date), ``lifecycle`` ``active`` (the upstream
+    lists it: it serves it); the limits where known. One answer holds them all (``has_more``
+    false).
 
 No I/O here.
 """
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from .._json import dumps
+from .._models import count, entries, entry_problem, listing_document, seconds
 from ..errors import PeerProtocolError
-from ..openai.endpoint import ModelInfo, model_kind
-from ..openai.models import entry_problem, listing_document
+from ..openai.models import ModelInfo, model_kind
 
 __all__ = ["models_json", "read_models"]
 
@@ -34,9 +36,9 @@ EVERY: Final = "?limit=1000"
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def read_models(body: bytes, one: bool = False) -> tuple[tuple[ModelInfo, ...], bool]:
+def read_models(body: bytes, *, one: bool = False) -> tuple[tuple[ModelInfo, ...], bool]:
     """A listing's models (Rule 1), or the one model of ``GET /v1/models/{id}`` (``one``),
-    and whether the server has more than the answer holds.
+    and whether the server has more than it reads.
 
     Raises:
         PeerProtocolError: the body is not that shape; the message says what was found.
@@ -47,8 +49,9 @@ def read_models(body: bytes, one: bool = False) -> tuple[tuple[ModelInfo, ...], 
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):
         raise PeerProtocolError("the model list has no 'data' array")
-    models = tuple(_entry(item, f"data[{i}]") for i, item in enumerate(data))
-    return models, doc.get("has_more") is True
+    read, more = entries(data)
+    models = tuple(_entry(item, f"data[{i}]") for i, item in enumerate(read))
+    return models, more or doc.get("has_more") is True
 
 
 def _entry(item: object, where: str) -> ModelInfo:
@@ -60,6 +63,8 @@ def _entry(item: object, where: str) -> ModelInfo:
         name=name if isinstance(name, str) else None,
         kind=model_kind(item["id"]),
         created=_seconds(item.get("created_at")),
+        input_limit=count(item.get("max_input_tokens")),
+        output_limit=count(item.get("max_tokens")),
     )
 
 
@@ -80,22 +85,12 @@ def _seconds(value: object) -> int | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    return int((when - _EPOCH).total_seconds())
+    return seconds(int((when - _EPOCH).total_seconds()))
 
 
-def models_json(models: Sequence[ModelInfo], one: bool = False) -> bytes:
+def models_json(models: Sequence[ModelInfo], *, one: bool = False) -> bytes:
     """The listing of ``models`` (Rule 2), or its one model's object (``one``)."""
-    objects = [
-        {
-            "type": "model",
-            "id": m.id,
-            "display_name": m.name or m.id,
-            "created_at": (_EPOCH + datetime.timedelta(seconds=m.created or 0)).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            ),
-        }
-        for m in models
-    ]
+    objects = [_object(m) for m in models]
     if one:
         return dumps(objects[0])
     return dumps(
@@ -106,3 +101,19 @@ def models_json(models: Sequence[ModelInfo], one: bool = False) -> bytes:
             "last_id": objects[-1]["id"] if objects else None,
         }
     )
+
+
+def _object(m: ModelInfo) -> dict[str, Any]:
+    created = _EPOCH + datetime.timedelta(seconds=m.created or 0)  # (within 9999: `seconds`)
+    out: dict[str, Any] = {
+        "type": "model",
+        "id": m.id,
+        "display_name": m.name or m.id,
+        "created_at": f"{created.year:04d}" + created.strftime("-%m-%dT%H:%M:%SZ"),
+        "lifecycle": "active",
+    }
+    if m.input_limit is not None:
+        out["max_input_tokens"] = m.input_limit
+    if m.output_limit is not None:
+        out["max_tokens"] = m.output_limit
+    return out

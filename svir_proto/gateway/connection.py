@@ -93,12 +93,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Final, Literal, final
-from urllib.parse import parse_qsl, unquote, urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import attrs
 
 from .._http1 import BadHead, RequestHead
 from .._jsonscan import RequestScanner, parsed_choices
+from .._models import path_id
 from .._pull import PullDecoder
 from ..answer import AnswerFold
 from ..body import RequestBody
@@ -176,8 +177,6 @@ _GEMINI_VERSIONS: Final = ("/v1beta/", "/v1alpha/")
 ``countTokens``, the SDK's model listing: attack 62 F6) is in Gemini's shape too."""
 _GEMINI_HEADERS: Final = frozenset({"x-goog-api-key", "x-goog-api-client"})
 """What only a Gemini client sends (its key; the header google-genai names itself in)."""
-_GEMINI_NOT_ID: Final = frozenset("/:")
-"""What one of Gemini's model ids in a path has not (``:countTokens`` is a method of one)."""
 _ROUTES: Final[dict[str, tuple[Kind, tuple[str, ...]]]] = {
     "/v1/chat/completions": ("chat", ("POST",)),
     "/v1/messages": ("messages", ("POST",)),
@@ -586,29 +585,36 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """Rule 1's model listing (or one model: ``one``), in the API of the client's path
         (`_vendor_of`): relayed as the upstream answers when the upstream's dialect lists
         models in that API (with the client's query for a page of them), else read from the
-        upstream's API and written in the client's (`ModelsRequest`, `_listed`)."""
+        upstream's API and written in the client's (`ModelsRequest`, `_listed`), which says
+        what it could not write. A model id goes to Gemini's API as one segment (review 72
+        8: ``/v1/models/x/operations`` reached another of its resources)."""
         client = self.dialect = self._vendor or "openai"
         self.request_id = rid = self._header_id or self.state.new_id()
-        self._mode = "forwarded"
         upstream = self.config.upstream_dialect
-        api = dialect(upstream).models
+        api, theirs = dialect(upstream).models, self._answered_in().models
         assert api is not None  # (every dialect's API lists its models)
+        assert theirs is not None
         model = target.split("/models/", 1)[1] if one else None  # as it came: encoded
-        if api.name != self._answered_in().models.name:  # type: ignore[union-attr]
+        if model is not None and api.name == "gemini" and not path_id(model, one=True):
+            return self._reject(404, f"no such path: {target}", "not_found", close=True)
+        self._mode = "forwarded"
+        asked = [(k, v) for k, v in parse_qsl(query) if k in theirs.paging]
+        if api.name != theirs.name:
+            self._lost = _header_values(_rewritten(api.name, theirs.name, asked))
             listing = ModelsRequest(dialect=upstream, model=model)
             self._queue.append(Forward(request=listing, dialect=client, headers=_id_header(rid)))
-            return
-        version = target.split("/", 2)[1] if api.name == "gemini" else "v1beta"
-        pages = urlencode([(k, v) for k, v in parse_qsl(query) if k in api.paging])
+            return None
+        path = api.path(model, target.split("/", 2)[1]) if api.name == "gemini" else api.path(model)
         # a HEAD goes up as a GET (vLLM's FastAPI answers HEAD 405, mlx-lm 501: review
         # 44 M1), whose body the session drops (`GatewaySession._relay`); the request's
         # empty body is "held", so that it ends and the connection can be kept
         relay = PassThrough(
             content_length=0, method="GET", relay=True, accept="application/json",
-            target=api.path(model, version) + (f"?{pages}" if pages else ""),
-            headers=_id_header(rid), dialect=upstream,
+            target=path + (f"?{urlencode(asked)}" if asked else ""), headers=_id_header(rid),
+            dialect=upstream,
         )  # fmt: skip
         self._queue.append(Forward(request=relay, dialect=client, body=b""))
+        return None
 
     def _completion(self, kind: Kind, headers: dict[str, str], target: str) -> None:
         """A request for a completion: admitted, or refused (``target``: its origin form, with
@@ -1303,13 +1309,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         api = self._answered_in().models
         assert api is not None
         if listed.more:
-            self._lost = _header_values(
-                [
-                    f"the upstream has more models than one answer of its API holds: these are "
-                    f"its first {len(listed.models)}"
-                ]
-            )
-        body = api.write(listed.models, self.request_kind == "model")
+            n = len(listed.models)
+            more = f"the upstream has more models than one answer of it holds: its first {n} are"
+            self._lost = [*self._lost, *_header_values([more])][:MAX_LOST]
+        body = api.write(listed.models, one=self.request_kind == "model")
         return self._response(200, [("Content-Type", "application/json")], body, close=False)
 
     def relayed_start(self, started: StreamStarted) -> None:
@@ -1584,11 +1587,10 @@ def _route(target: str) -> tuple[Kind | None, tuple[str, ...]]:
     assert owns is not None
     if owns(target):  # (before a model's: ``/v1/models/M:generateContent``)
         return "gemini", ("POST",)
-    if target.startswith("/v1/models/") and _model_id(target[len("/v1/models/") :]):
+    if target.startswith("/v1/models/") and path_id(target[len("/v1/models/") :]):
         return "model", ("GET", "HEAD")
     version, _, rest = target[1:].partition("/models/")
-    gemini = f"/{version}/" in _GEMINI_VERSIONS
-    if gemini and not _GEMINI_NOT_ID & set(unquote(rest)) and _model_id(rest):
+    if f"/{version}/" in _GEMINI_VERSIONS and path_id(rest, one=True):
         return "model", ("GET", "HEAD")  # Gemini's: one segment, no method (`gemini.endpoint`)
     return None, ()
 
@@ -1609,26 +1611,25 @@ def _vendor_of(kind: Kind | None, target: str, headers: dict[str, str]) -> Clien
     return "messages" if "anthropic-version" in headers else None
 
 
+def _rewritten(source: str, target: str, asked: list[tuple[str, str]]) -> list[str]:
+    """What a listing read in the ``source`` API and written in the ``target`` API loses
+    (`GatewayConnection._listing`), a sentence each (Rule 8)."""
+    out = [
+        f"the listing is {source}'s, written in {target}'s: what a model's entry says beyond "
+        "its id, name, creation time and token limits (a description, capabilities, methods, "
+        "owner, versions) is not written"
+    ]
+    if source == "gemini":
+        out.append("the upstream's API gives no creation times: 0 (1970) is written for each")
+    if asked:
+        names = ", ".join(sorted({k for k, _ in asked}))
+        out.append(f"the page asked ({names}) is not served: the answer lists every model")
+    return out
+
+
 def _id_header(request_id: str) -> tuple[tuple[str, str]]:
     """The request id's header, sent upstream with a request (Rule 7)."""
     return (("X-Request-Id", request_id),)
-
-
-def _model_id(id_: str) -> bool:
-    """Whether a model id may go upstream under ``/v1/models/`` (Rule 1): one none of whose
-    segments is ``.``, ``..`` or empty, as it came and decoded (an encoded ``/`` is a
-    separator then: ``org%2Fname`` is served). An upstream (or a proxy before it) that
-    normalises its path would take the others elsewhere in its API, with the gateway's key
-    (attack 26). A segment's ``;`` parameters are dropped first, as servlet containers do
-    before they normalise (``..;x`` is ``..`` there: attack 29)."""
-    for _ in range(3):  # decoded as often as a chain of proxies might
-        segments = (s.split(";", 1)[0] for s in id_.replace("\\", "/").split("/"))
-        if any(s in ("", ".", "..") for s in segments):
-            return False
-        id_, was = unquote(id_), id_
-        if id_ == was:
-            return True
-    return "%" not in id_  # encoded more deeply than anyone sends a model id
 
 
 class _Preparation:

@@ -17,7 +17,6 @@ No I/O: `Endpoint.from_env` reads the mapping it is given.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable, Mapping
 from typing import Final, final
@@ -26,16 +25,16 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._version import VERSION
+from .models import ModelInfo as ModelInfo  # (their home is `models`: imported here as before)
+from .models import ModelKind as ModelKind
+from .models import model_kind as model_kind
+from .models import parse_models as parse_models
 
 __all__ = [
     "DEFAULT_BASE_URL",
     "USER_AGENT",
     "Endpoint",
     "HeaderItems",
-    "ModelInfo",
-    "ModelKind",
-    "model_kind",
-    "parse_models",
     "merge_headers",
     "request_headers",
 ]
@@ -232,63 +231,3 @@ class Endpoint:
                 out = [(k, v) for k, v in out if k.lower() not in replaced]
             out += theirs
         return out
-
-
-@final
-class ModelKind(enum.Enum):
-    CHAT = "chat"
-    EMBEDDING = "embedding"
-    RERANKING = "reranking"
-    SPEECH = "speech"
-    IMAGE = "image"
-
-
-# wire reference section 6: there is no standard field, only the names
-_HINTS: Final = (
-    (ModelKind.EMBEDDING, ("embed", "bge", "clip")),
-    (ModelKind.RERANKING, ("rerank",)),
-    (ModelKind.SPEECH, ("whisper", "tts", "asr", "speech", "audio")),
-    (ModelKind.IMAGE, ("image", "flux", "sdxl", "diffusion")),
-)
-
-
-def model_kind(model_id: str) -> ModelKind:
-    """What a model is for, guessed from its id (section 6's name heuristic)."""
-    name = model_id.lower()
-    for kind, hints in _HINTS:
-        if any(h in name for h in hints):
-            return kind
-    return ModelKind.CHAT
-
-
-@final
-@attrs.frozen(kw_only=True)
-class ModelInfo:
-    """One model of a listing, whatever API listed it (`svir_proto.openai.models`, Anthropic's
-    and Gemini's ``models`` modules read and write theirs).
-
-    Attributes:
-        id: what a request names it by (Gemini's ``models/x`` is ``x``).
-        name: what it is called for a person (``name``, ``display_name``, ``displayName``).
-        kind: what it is for, guessed from its id (`model_kind`).
-        created: when it was made, seconds since the epoch (OpenAI's ``created``,
-            Anthropic's ``created_at``); ``None`` where the listing does not say.
-        owned_by: who serves it (OpenAI's ``owned_by``).
-    """
-
-    id: str
-    name: str | None
-    kind: ModelKind
-    created: int | None = None
-    owned_by: str | None = None
-
-
-def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
-    """``GET /v1/models``: ``{"data": [{"id": ..., "name": ...}]}``.
-
-    Raises:
-        PeerProtocolError: the body is not that shape; the message says what was found.
-    """
-    from .models import read_models
-
-    return read_models(body)[0]

@@ -1,11 +1,14 @@
-"""OpenAI's model listing, read and written (wire reference section 6): ``GET /v1/models`` is
-``{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}]}`` and ``GET
-/v1/models/{id}`` one such object. It is the listing of every dialect of OpenAI's API (Chat
-Completions, Responses) and of the LLM-Stream servers, which serve it beside their streams.
+"""Model listings: `ModelInfo`, one model of any API's listing, and OpenAI's listing read and
+written (wire reference section 6): ``GET /v1/models`` is ``{"object": "list", "data":
+[{"id", "object": "model", "created", "owned_by"}]}`` and ``GET /v1/models/{id}`` one such
+object. It is the listing of every dialect of OpenAI's API (Chat Completions, Responses) and
+of the LLM-Stream servers, which serve it beside their streams.
 
 Rule 1 (reading): an entry needs a string ``id``, not empty; ``name`` (LM Studio's, vLLM's
-    ``root`` is not one), ``created`` (an integer) and ``owned_by`` are kept when they are of
-    their type, and anything else is not read. OpenAI's listing has no pages.
+    ``root`` is not one), ``created`` and ``owned_by`` are kept when they are of their type
+    (`svir_proto._models`: a time within the calendar), and anything else is not read.
+    OpenAI's listing has no pages: one of more than `svir_proto._models.MAX_MODELS` entries is
+    read to there, and says it had more.
 Rule 2 (writing): every entry has the four fields openai-python reads; ``created`` is 0 and
     ``owned_by`` ``"unknown"`` where the listing read did not say (as the gateway writes a
     stream's ``created`` 0 when its upstream gave none).
@@ -15,14 +18,17 @@ No I/O here.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, final
 
-from .._json import canonical, dumps
+import attrs
+
+from .._json import dumps
+from .._models import entries, entry_problem, listing_document, seconds
 from ..errors import PeerProtocolError
-from .endpoint import ModelInfo, model_kind
 
-__all__ = ["models_json", "read_models"]
+__all__ = ["ModelInfo", "ModelKind", "model_kind", "models_json", "parse_models", "read_models"]
 
 PAGING: Final[tuple[str, ...]] = ()
 """The query parameters of its pages: none, it has none."""
@@ -30,26 +36,72 @@ EVERY: Final = ""
 """The query that asks for every model: none is needed."""
 
 
-def listing_document(body: bytes, what: str = "the model list") -> Any:
-    """A listing's body parsed (every API's: `read_models`, and Anthropic's and Gemini's).
+@final
+class ModelKind(enum.Enum):
+    CHAT = "chat"
+    EMBEDDING = "embedding"
+    RERANKING = "reranking"
+    SPEECH = "speech"
+    IMAGE = "image"
+
+
+# wire reference section 6: there is no standard field, only the names
+_HINTS: Final = (
+    (ModelKind.EMBEDDING, ("embed", "bge", "clip")),
+    (ModelKind.RERANKING, ("rerank",)),
+    (ModelKind.SPEECH, ("whisper", "tts", "asr", "speech", "audio", "transcribe")),
+    (ModelKind.IMAGE, ("image", "flux", "sdxl", "diffusion", "dall-e")),
+)
+
+
+def model_kind(model_id: str) -> ModelKind:
+    """What a model is for, guessed from its id (section 6's name heuristic)."""
+    name = model_id.lower()
+    for kind, hints in _HINTS:
+        if any(h in name for h in hints):
+            return kind
+    return ModelKind.CHAT
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ModelInfo:
+    """One model of a listing, whatever API listed it (OpenAI's here, Anthropic's and Gemini's
+    in their packages' ``models`` modules).
+
+    Attributes:
+        id: what a request names it by (Gemini's ``models/x`` is ``x``).
+        name: what it is called for a person (``name``, ``display_name``, ``displayName``).
+        kind: what it is for, guessed from its id (`model_kind`).
+        created: when it was made, seconds since the epoch (OpenAI's ``created``,
+            Anthropic's ``created_at``); ``None`` where the listing does not say.
+        owned_by: who serves it (OpenAI's ``owned_by``).
+        input_limit, output_limit: the tokens a request may take and an answer may give
+            (Anthropic's ``max_input_tokens`` and ``max_tokens``, Gemini's
+            ``inputTokenLimit`` and ``outputTokenLimit``), where the listing says.
+    """
+
+    id: str
+    name: str | None
+    kind: ModelKind
+    created: int | None = None
+    owned_by: str | None = None
+    input_limit: int | None = None
+    output_limit: int | None = None
+
+
+def parse_models(body: bytes) -> tuple[ModelInfo, ...]:
+    """``GET /v1/models``: ``{"data": [{"id": ..., "name": ...}]}`` (`read_models`).
 
     Raises:
-        PeerProtocolError: not JSON, or too deep for the rules of `svir_proto._json`.
+        PeerProtocolError: the body is not that shape; the message says what was found.
     """
-    try:
-        return canonical(body)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise PeerProtocolError(f"{what} is not JSON: {exc}") from exc
+    return read_models(body)[0]
 
 
-def entry_problem(where: str, item: object, key: str) -> PeerProtocolError:
-    """The error of an entry without its id (a string, not empty, under ``key``)."""
-    return PeerProtocolError(f"{where} has no string {key!r}: {item!r}"[:200])
-
-
-def read_models(body: bytes, one: bool = False) -> tuple[tuple[ModelInfo, ...], bool]:
+def read_models(body: bytes, *, one: bool = False) -> tuple[tuple[ModelInfo, ...], bool]:
     """A listing's models (Rule 1), or the one model of ``GET /v1/models/{id}`` (``one``),
-    and whether the server has more than the answer holds (never, here).
+    and whether the server has more than it reads.
 
     Raises:
         PeerProtocolError: the body is not that shape; the message says what was found.
@@ -60,25 +112,26 @@ def read_models(body: bytes, one: bool = False) -> tuple[tuple[ModelInfo, ...], 
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list):
         raise PeerProtocolError("the model list has no 'data' array")
-    return tuple(_entry(item, f"data[{i}]") for i, item in enumerate(data)), False
+    read, more = entries(data)
+    return tuple(_entry(item, f"data[{i}]") for i, item in enumerate(read)), more
 
 
 def _entry(item: object, where: str) -> ModelInfo:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
         raise entry_problem(where, item, "id")
-    name, created, owner = item.get("name"), item.get("created"), item.get("owned_by")
+    name, owner = item.get("name"), item.get("owned_by")
     return ModelInfo(
         id=item["id"],
         name=name if isinstance(name, str) else None,
         kind=model_kind(item["id"]),
-        created=created if type(created) is int else None,
+        created=seconds(item.get("created")),
         owned_by=owner if isinstance(owner, str) else None,
     )
 
 
-def models_json(models: Sequence[ModelInfo], one: bool = False) -> bytes:
+def models_json(models: Sequence[ModelInfo], *, one: bool = False) -> bytes:
     """The listing of ``models`` (Rule 2), or its one model's object (``one``)."""
-    objects = [
+    objects: list[dict[str, Any]] = [
         {
             "id": m.id,
             "object": "model",

@@ -41,7 +41,7 @@ def models_of(upstream: str, api: str) -> tuple[ModelInfo, ...]:
     """What the upstream's API's reader reads from its listing."""
     reader = dialect(upstream).models
     assert reader is not None
-    return reader.read(listed(api, "/models")[1], False)[0]
+    return reader.read(listed(api, "/models")[1])[0]
 
 
 @contextmanager
@@ -69,7 +69,10 @@ def head(root: str, method: str, path: str, **headers: str) -> tuple[int, dict[s
     try:
         conn.request(method, path, headers=headers)
         response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        fields: dict[str, str] = {}
+        for k, v in response.getheaders():  # (a repeated field's values joined: RFC 9110 5.3)
+            fields[k.lower()] = f"{fields[k.lower()]}, {v}" if k.lower() in fields else v
+        return response.status, fields, response.read()
     finally:
         conn.close()
 
@@ -253,3 +256,99 @@ def test_the_readiness_probe_asks_the_upstreams_own_listing(
             time.sleep(0.05)
     assert status == 200, body
     assert b"lists 2 models" in body
+
+
+def test_a_gemini_upstreams_answer_in_another_apis_shape_is_a_502(replay: ReplayServer) -> None:
+    """Review 72 3: an OpenAI listing from a server said to speak Gemini read as an empty one,
+    a 200 with no models; the readiness probe took it for a listing too."""
+    with (
+        through(replay, "gemini", "openai") as root,
+        openai.OpenAI(base_url=root + "/v1", api_key="k", max_retries=0) as oc,
+        pytest.raises(openai.APIStatusError, match="not Gemini's") as caught,
+    ):
+        oc.models.list()
+    assert caught.value.status_code == 502
+
+
+def test_times_no_calendar_has_are_no_times(replay: ReplayServer) -> None:
+    """Review 72 1: an upstream's ``created`` in milliseconds made the Anthropic listing raise,
+    and the anthropic SDK got no answer."""
+    with (
+        through(replay, "chat", "openai-ms") as root,
+        anthropic.Anthropic(base_url=root, api_key="k", max_retries=0) as ac,
+    ):
+        said = list(ac.models.list())
+    assert [m.id for m in said] == [m.id for m in models_of("chat", "openai")]
+    assert {m.created_at.year for m in said} == {1970}
+    assert {m.lifecycle for m in said} == {"active"}
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/v1/models/a\\b", {"anthropic-version": "2023-06-01"}),
+        ("/v1/models/a#b", {"x-goog-api-key": "k"}),
+        ("/v1/models/a%25252F..%25252F..%25252Fadmin", {}),
+        ("/v1beta/models/a%252F..", {}),
+        ("/v1beta/models/m:countTokens", {}),
+    ],
+)
+def test_a_model_id_no_path_may_carry_is_a_404_in_the_clients_shape(
+    replay: ReplayServer, path: str, headers: dict[str, str]
+) -> None:
+    """Review 72 2, 6: a translated listing's ``ModelsRequest`` refused ``\\`` and ``#`` with a
+    ValueError, and the client got no answer; an id encoded three times went upstream."""
+    with through(replay, "chat", "openai") as root:
+        before = len(replay.requests)
+        status, _, body = head(root, "GET", path, **headers)
+    assert status == 404, body
+    error = json.loads(body)
+    assert "not_found" in json.dumps(error) or error["error"]["status"] == "NOT_FOUND"
+    assert not [r for r in replay.requests[before:] if "/models/" in r.target]
+
+
+@pytest.mark.parametrize("path", ["/v1/models/veo/operations/op", "/v1/models/m:countTokens"])
+def test_an_id_goes_to_geminis_api_as_one_segment(replay: ReplayServer, path: str) -> None:
+    """Review 72 8: ``/v1/models/{id}`` relayed ``veo/operations/op`` to a Gemini upstream,
+    another of its resources, with the gateway's key."""
+    with through(replay, "gemini", "gemini") as root:
+        before = len(replay.requests)
+        status, _, body = head(root, "GET", path, **{"x-goog-api-key": "k"})
+    assert status == 404, body
+    assert json.loads(body)["error"]["status"] == "NOT_FOUND"
+    assert not [r for r in replay.requests[before:] if "/models/" in r.target]
+
+
+def test_a_translated_listing_says_what_it_could_not_write(replay: ReplayServer) -> None:
+    """Review 72 4, 7: what a translation drops, and a page it does not serve, are said."""
+    with through(replay, "gemini", "gemini") as root:
+        status, got, body = head(
+            root, "GET", "/v1/models?limit=1&after_id=x", **{"anthropic-version": "2023-06-01"}
+        )
+    assert status == 200
+    lost = got["svir-lost"]
+    assert "the listing is gemini's, written in anthropic's" in lost
+    assert "gives no creation times" in lost
+    assert "the page asked (after_id, limit) is not served" in lost
+    assert len(json.loads(body)["data"]) == 2
+
+
+def test_a_probe_loop_whose_cancel_was_lost_ends_at_its_next_turn() -> None:
+    """asyncio's ``wait_for`` before Python 3.12 can return a result that came as it was
+    cancelled: the probe loop then went on, and the event loop's close waited for it for ever
+    (a gateway stopped as its first probe was answered: this module's tests hung one run in
+    four). The loop ends at its next turn once the server stops."""
+    import asyncio
+
+    from svir_proto.transports.gateway import GatewayServer
+
+    server = GatewayServer(Endpoint.parse("http://127.0.0.1:9"), probe_timeout=1.0)
+    turns: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # the server stops while this turn's probe ran
+        turns.append(seconds)
+        server._probing = False
+
+    asyncio.run(server._probe_loop(sleep))
+    assert len(turns) == 1
+    assert server.state.readiness.ready is False

@@ -49,7 +49,7 @@ def test_any_framing_any_split_gives_the_apis_models(
     body = listed(api, "/models")[1]
     reader = dialect(upstream).models
     assert reader is not None
-    want = reader.read(body, False)
+    want = reader.read(body)
     conn = connection(upstream)
     events = run(conn, data.draw(splits(data.draw(responses(body)))))
     (last,) = [e for e in events if isinstance(e, ModelsListed)]
@@ -97,7 +97,7 @@ def test_a_listing_written_in_one_api_reads_back_in_another(
     one, two = dialect(first).models, dialect(then).models
     assert one is not None
     assert two is not None
-    back, more = two.read(two.write(one.read(one.write(models, False), False)[0], False), False)
+    back, more = two.read(two.write(one.read(one.write(models))[0]))
     assert more is False
     assert [m.id for m in back] == [m.id for m in models]
     if "gemini" not in (first, then):

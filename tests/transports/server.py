@@ -37,7 +37,8 @@ Scenarios (each replays the conformance recording named by its argument, unless 
   response's ``x-request-id``.
 
 - ``listing/<api>`` (``openai``, ``llama-cpp``, ``anthropic``, ``gemini``; ``-paged``: the
-  server says it has more): ``GET .../models`` answers that API's listing
+  server says it has more; ``openai-ms``: its times in milliseconds): ``GET .../models``
+  answers that API's listing
   (``tests/interop/recordings/<api>-models.json``) and ``GET .../models/<id>`` its model of
   that id, or a 404 in the API's own error shape (`LISTING_ERRORS`).
 
@@ -121,9 +122,13 @@ LISTING_ERRORS: Final = {
 def listed(api: str, target: str) -> tuple[int, bytes]:
     """What ``listing/<api>`` answers ``target`` (a listing, or one of its models)."""
     name, paged = api.removesuffix("-paged"), api.endswith("-paged")
+    name, milliseconds = name.removesuffix("-ms"), name.endswith("-ms")
     doc = json.loads(
         (CONFORMANCE.parent / "interop" / "recordings" / f"{name}-models.json").read_bytes()
     )
+    if milliseconds:  # (a server that writes its times in milliseconds)
+        for entry in doc["data"]:
+            entry["created"] *= 1000
     path = target.split("?", 1)[0]
     if "/models/" not in path:
         if paged:
