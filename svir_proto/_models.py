@@ -20,12 +20,14 @@ No I/O here.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote
 
 from ._json import canonical
 from .errors import PeerProtocolError
 
+T = TypeVar("T")
 MAX_MODELS: Final = 10_000
 """Entries a listing is read to (Rule 1): OpenRouter, the largest catalogue we know, lists
 about 400; LM Studio with a hundred models answers 60 KB. A 4 MiB body of tiny entries holds
@@ -55,6 +57,26 @@ def entry_problem(where: str, item: object, key: str) -> PeerProtocolError:
 def entries(data: list[Any]) -> tuple[list[Any], bool]:
     """A listing's entries as far as they are read (Rule 1), and whether there were more."""
     return data[:MAX_MODELS], len(data) > MAX_MODELS
+
+
+def read_data(
+    body: bytes, one: bool, entry: Callable[[object, str], T]
+) -> tuple[tuple[T, ...], bool, Any]:
+    """A listing whose models are its ``data`` array (OpenAI's, Anthropic's), or one model's
+    object (``one``), each read by ``entry(item, where)``: the models, whether there were
+    more than it reads (Rule 1), and the document (what else it says of its pages).
+
+    Raises:
+        PeerProtocolError: not JSON, or no such listing.
+    """
+    doc = listing_document(body, "the model" if one else "the model list")
+    if one:
+        return (entry(doc, "the model"),), False, doc
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        raise PeerProtocolError("the model list has no 'data' array")
+    read, more = entries(data)
+    return tuple(entry(item, f"data[{i}]") for i, item in enumerate(read)), more, doc
 
 
 def seconds(value: object) -> int | None:

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .._json import dumps
-from .._models import count, entries, entry_problem, listing_document, seconds
-from ..errors import PeerProtocolError
+from .._models import count, entry_problem, read_data, seconds
 from ..openai.models import ModelInfo, model_kind
 
 __all__ = ["models_json", "read_models"]
@@ -43,15 +42,8 @@ def read_models(body: bytes, *, one: bool = False) -> tuple[tuple[ModelInfo, ...
     Raises:
         PeerProtocolError: the body is not that shape; the message says what was found.
     """
-    doc = listing_document(body, "the model" if one else "the model list")
-    if one:
-        return (_entry(doc, "the model"),), False
-    data = doc.get("data") if isinstance(doc, dict) else None
-    if not isinstance(data, list):
-        raise PeerProtocolError("the model list has no 'data' array")
-    read, more = entries(data)
-    models = tuple(_entry(item, f"data[{i}]") for i, item in enumerate(read))
-    return models, more or doc.get("has_more") is True
+    models, more, doc = read_data(body, one, _entry)
+    return models, more or (not one and doc.get("has_more") is True)
 
 
 def _entry(item: object, where: str) -> ModelInfo:

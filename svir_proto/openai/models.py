@@ -25,8 +25,7 @@ from typing import Any, Final, final
 import attrs
 
 from .._json import dumps
-from .._models import entries, entry_problem, listing_document, seconds
-from ..errors import PeerProtocolError
+from .._models import entry_problem, read_data, seconds
 
 __all__ = ["ModelInfo", "ModelKind", "model_kind", "models_json", "parse_models", "read_models"]
 
@@ -106,14 +105,8 @@ def read_models(body: bytes, *, one: bool = False) -> tuple[tuple[ModelInfo, ...
     Raises:
         PeerProtocolError: the body is not that shape; the message says what was found.
     """
-    doc = listing_document(body, "the model" if one else "the model list")
-    if one:
-        return (_entry(doc, "the model"),), False
-    data = doc.get("data") if isinstance(doc, dict) else None
-    if not isinstance(data, list):
-        raise PeerProtocolError("the model list has no 'data' array")
-    read, more = entries(data)
-    return tuple(_entry(item, f"data[{i}]") for i, item in enumerate(read)), more
+    models, more, _ = read_data(body, one, _entry)
+    return models, more
 
 
 def _entry(item: object, where: str) -> ModelInfo:

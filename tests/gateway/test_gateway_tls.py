@@ -9,7 +9,6 @@ import json
 import socket
 import ssl
 import struct
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,22 +29,6 @@ EVENT = (
     b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
     b'"delta": {"type": "text_delta", "text": "Hello"}}\n\n'
 )
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 class Resetting:

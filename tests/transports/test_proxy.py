@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,22 +23,6 @@ REQUEST = ChatRequest(model="m", messages=[UserMessage(content="hi")])
 NAME = "wire-3.3-tool-calls"
 SOCKETS = ["blocking", "anyio-asyncio", "anyio-trio"]
 CREDENTIALS = "Basic " + base64.b64encode(b"me:s3cret").decode()
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 @pytest.fixture(scope="module")
