@@ -14,7 +14,8 @@ Rule 2 (writing): every entry has ``name`` (``models/`` and the id; a tuned mode
     ``tunedModels/`` name as it is), ``displayName`` (the id where the listing read had no
     name), the limits where known, and ``supportedGenerationMethods``, which google-genai
     reads: ``generateContent`` and ``streamGenerateContent`` for a model that chats
-    (`ModelKind`), none for the others; one answer holds them all (no ``nextPageToken``).
+    (`ModelKind`) and that a Gemini path can name (`_generates`), none for the others; one
+    answer holds them all (no ``nextPageToken``).
 
 No I/O here.
 """
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .._json import dumps
-from .._models import count, entries, entry_problem, listing_document
+from .._models import count, entries, entry_problem, listing_document, path_id
 from ..errors import PeerProtocolError
 from ..openai.models import ModelInfo, ModelKind, model_kind
 
@@ -96,5 +97,12 @@ def _object(m: ModelInfo) -> dict[str, Any]:
         out["inputTokenLimit"] = m.input_limit
     if m.output_limit is not None:
         out["outputTokenLimit"] = m.output_limit
-    out["supportedGenerationMethods"] = list(_METHODS) if m.kind is ModelKind.CHAT else []
+    out["supportedGenerationMethods"] = list(_METHODS) if _generates(m) else []
     return out
+
+
+def _generates(m: ModelInfo) -> bool:
+    """Whether a Gemini client can ask ``m`` for an answer (Rule 2): a model that chats, whose id
+    a Gemini path can name (one segment without ``:``: vLLM's ``org/name`` and Ollama's
+    ``name:tag`` cannot be, attack 73 F3)."""
+    return m.kind is ModelKind.CHAT and path_id(m.id, one=True)

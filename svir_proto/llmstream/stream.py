@@ -20,10 +20,13 @@ Rule 5: unknown fields and unknown extension namespaces are ignored (5.2). An un
     registry grows by Specification Required (10.2), and a 1.0 client must survive a newer
     server. ``tool.call`` is checked against the declared tools (8.2): an undeclared tool is
     flagged (``declared=False``, a problem noted), never passed off as a declared call.
-Rule 6: ``content.stop`` ends a block (4, "each content block is terminated by content.stop"):
-    the primary block's (index 0) is the answer's `Finished`; another's is a `BlockStopped`
-    with its index, and the answer's finish (``result``) only when the primary block has
-    none (attack 69 F6: each was a `Finished`, and a client of one text got two finishes).
+Rule 6: ``content.stop`` ends a block (4, "each content block is terminated by content.stop"),
+    once: a block's second stop is not read (noted; attack 73 F1, F2). The primary block's
+    (index 0) is the answer's `Finished`; another's is a `BlockStopped` with its index, and,
+    when the primary block had none by ``stream.end``, the last of them is the answer's
+    `Finished` then, before the end (attack 69 F6: each stop was a `Finished`, and a client
+    of one text got two finishes). Each stop is held (``max_result_size``), its raw reason
+    with it.
 
 What the draft has no event for travels in the ``"vendor:svir"`` extension (the table is in
 `svir_proto.llmstream._wire`); `LLMStreamEncoder` (`svir_proto.llmstream.encoder`) writes it.
@@ -147,7 +150,6 @@ class LLMStreamDecoder(DialectDecoder):
         self._calls: list[ToolCall] = []
         self._ids: set[str] = set()
         self._finish: Finished | None = None
-        self._other = False  # its finish is another block's stop than the primary's (Rule 6)
         self._usage: Usage | None = None
         self._verdicts: list[FilterVerdict] = []
         self._failure: Failure | None = None
@@ -435,10 +437,10 @@ class LLMStreamDecoder(DialectDecoder):
     def _on_stop(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         index = _field(obj, "index", int, at)
         reason = _field(obj, "stop_reason", str, at)
-        if index not in self._stopped:  # a block ends once (Rule 3): each is held
-            self._grow(weights.PART, at)
-            self._stopped.add(index)
         self._template = None  # a block's deltas may not follow its stop: each is checked
+        if index in self._stopped:  # a block ends once (Rule 6): the first stop is its
+            self._note(f"content.stop came again for block {index}: its first is kept")
+            return
         if reason not in STOP_REASONS:
             self._note(f"unknown stop_reason {reason!r}")
         normal = STOP_REASONS.get(reason, FinishReason.OTHER)
@@ -448,15 +450,15 @@ class LLMStreamDecoder(DialectDecoder):
                 normal = FinishReason(ext.get("reason"))
         else:
             raw = DEFAULT_RAW.get(reason, reason)
+        self._grow(weights.PART + len(raw), at)  # each block's stop is held (attack 73 F1)
+        self._stopped.add(index)
         if index:  # another block than the primary: its own stop (Rule 6)
             self._queue.append(BlockStopped(index=index, reason=normal, raw=raw))
-            if self._finish is not None and not self._other:
-                return  # the answer's finish is its primary block's
-            self._other = True
-        else:
-            self._other = False
-            self._queue.append(Finished(reason=normal, raw=raw))
+            if 0 not in self._stopped:
+                self._finish = Finished(reason=normal, raw=raw)  # the answer's, unless it comes
+            return
         self._finish = Finished(reason=normal, raw=raw)
+        self._queue.append(self._finish)
 
     def _on_tool(self, obj: dict[str, Any], ext: dict[str, Any], at: int) -> None:
         index = _field(obj, "index", int, at)
@@ -508,6 +510,10 @@ class LLMStreamDecoder(DialectDecoder):
         self._state = State.ENDED  # so that result and StreamEnded agree
         if self._finish is None and self._failure is None:
             self._note("stream.end came without a content.stop")
+        elif self._finish is not None and 0 not in self._stopped and self._failure is None:
+            # no primary stop came: the last block's is the answer's finish (Rule 6)
+            self._note("no content.stop came for block 0: the last block's stop is the finish")
+            self._queue.append(self._finish)
         self._terminate(done=True)
 
     def _on_body_end(self) -> None:

@@ -348,3 +348,17 @@ def test_a_probe_loop_whose_cancel_was_lost_ends_at_its_next_turn() -> None:
     asyncio.run(server._probe_loop(sleep))
     assert len(turns) == 1
     assert server.state.readiness.ready is False
+
+
+def test_a_gemini_client_is_told_which_models_its_paths_cannot_name(
+    replay: ReplayServer,
+) -> None:
+    """Attack 73 F3: a listed model google-genai cannot call is listed without methods, and
+    the listing says how many there are (``ft:gpt-4.1-mini:acme::Bx1`` of OpenAI's)."""
+    with through(replay, "chat", "openai") as root:
+        status, got, body = head(root, "GET", "/v1beta/models")
+    assert status == 200
+    assert "1 of the models have ids a Gemini path cannot name" in got["svir-lost"]
+    methods = {m["name"]: m["supportedGenerationMethods"] for m in json.loads(body)["models"]}
+    assert methods["models/ft:gpt-4.1-mini:acme::Bx1"] == []
+    assert methods["models/gpt-4.1-mini-2025-04-14"]

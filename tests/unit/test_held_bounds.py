@@ -184,7 +184,8 @@ def test_llm_stream_calls_and_blocks_are_counted_and_weighed() -> None:
         run(LLMStreamDecoder(keep_text=False, max_result_size=10_000), [start + stops])
     assert caught.value.limit == "max_result_size"
     again = b"".join(llm(i + 1, "content.stop", index=0, stop_reason="end_turn") for i in range(5))
-    stopped = LLMStreamDecoder(keep_text=False, max_result_size=PART)  # a block weighs once
+    # a block weighs once, with its raw reason ("stop"): a second stop is not read
+    stopped = LLMStreamDecoder(keep_text=False, max_result_size=PART + len("stop"))
     run(stopped, [start + again + llm(6, "stream.end")])
     assert stopped.result.complete
 

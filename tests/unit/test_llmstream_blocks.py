@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from svir_proto.errors import PeerProtocolError
 from svir_proto.events import (
     BlockStopped,
     Finished,
@@ -46,26 +47,54 @@ def stream(*stops: tuple[int, str]) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("stops", "finish"),
+    ("stops", "ends", "finish"),
     [
-        ([(0, "end_turn"), (1, "max_tokens")], FinishReason.STOP),
-        ([(1, "max_tokens"), (0, "end_turn")], FinishReason.STOP),
-        ([(1, "max_tokens")], FinishReason.LENGTH),  # no primary stop: the other's
-        ([(1, "max_tokens"), (2, "tool_use")], FinishReason.TOOL_CALLS),  # the last of them
+        ([(0, "end_turn"), (1, "max_tokens")], ["Finished", "BlockStopped 1"], FinishReason.STOP),
+        ([(1, "max_tokens"), (0, "end_turn")], ["BlockStopped 1", "Finished"], FinishReason.STOP),
+        # no primary stop: the last block's is the finish, at the end (attack 73 F2)
+        ([(1, "max_tokens")], ["BlockStopped 1", "Finished"], FinishReason.LENGTH),
+        (
+            [(1, "max_tokens"), (2, "tool_use")],
+            ["BlockStopped 1", "BlockStopped 2", "Finished"],
+            FinishReason.TOOL_CALLS,
+        ),
+        # a block's second stop is not read (attack 73 F2: two finish_reason chunks)
+        ([(0, "end_turn"), (0, "max_tokens")], ["Finished"], FinishReason.STOP),
+        ([(1, "end_turn"), (1, "max_tokens")], ["BlockStopped 1", "Finished"], FinishReason.STOP),
     ],
 )
 def test_the_primary_blocks_stop_is_the_answers_finish(
-    stops: list[tuple[int, str]], finish: FinishReason
+    stops: list[tuple[int, str]], ends: list[str], finish: FinishReason
 ) -> None:
     decoder = LLMStreamDecoder()
     events = [*decoder.feed(stream(*stops)), *decoder.close()]
-    ends = [e for e in events if isinstance(e, (Finished, BlockStopped))]
-    assert [(getattr(e, "index", 0), type(e).__name__) for e in ends] == [
-        (i, "BlockStopped" if i else "Finished") for i, _ in stops
+    said = [
+        "Finished" if type(e) is Finished else f"BlockStopped {e.index}"
+        for e in events
+        if isinstance(e, (Finished, BlockStopped))
     ]
-    assert decoder.result.finish_reason is finish
+    assert said == ends
+    last = [e for e in events if type(e) is Finished][-1]
+    assert last.reason is finish is decoder.result.finish_reason
     assert decoder.result.text == "abc"
     assert decoder.result.complete
+    again = [p for p in decoder.result.problems if "came again" in p]
+    assert len(again) == (len(stops) - len({i for i, _ in stops}))
+
+
+def test_what_each_stop_carries_is_held_against_the_bound() -> None:
+    """Attack 73 F1: 200 stops carrying 256 KiB each grew the gateway by 50 MB."""
+    out = [event(0, "stream.start", model="m", created=1)]
+    for i in range(1, 40):
+        ext = {"finish": "x" * 1000, "reason": "other"}
+        out.append(
+            event(len(out), "content.stop", index=i, stop_reason="end_turn", **{"vendor:svir": ext})
+        )
+    decoder = LLMStreamDecoder(max_result_size=20_000)
+    kept = decoder.feed(b"".join(out))  # (what came before the bound is given, then the error)
+    assert 1 < len(kept) < 25
+    with pytest.raises(PeerProtocolError, match="max_result_size"):
+        decoder.close()
 
 
 def test_the_encoder_writes_each_blocks_stop() -> None:
@@ -134,6 +163,23 @@ def test_a_chat_client_gets_one_finish_and_is_told_of_the_other_block() -> None:
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "abc"
     assert b": svir-lost" in got
     assert b"block 1 beside its primary one" in got
+
+
+@pytest.mark.parametrize(
+    ("stops", "finish"),
+    [([(1, "max_tokens")], "length"), ([(0, "end_turn"), (0, "max_tokens")], "stop")],
+)
+def test_a_chat_client_gets_one_finish_whatever_the_stops(
+    stops: list[tuple[int, str]], finish: str
+) -> None:
+    """Attack 73 F2: a block 0 stopped twice gave two finish_reason chunks; an answer whose
+    block 0 never stopped gave none."""
+    d = through(stream(*stops))
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    chunks = [json.loads(x[6:]) for x in got.split(b"\n") if x.startswith(b"data: {")]
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+    assert [f for f in finishes if f] == [finish]
 
 
 def test_a_whole_answer_says_it_in_its_head() -> None:

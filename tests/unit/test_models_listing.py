@@ -239,3 +239,14 @@ def test_what_a_path_may_carry_as_a_model_id(model: str, gemini: bool, ok: bool)
     else:
         with pytest.raises(ValueError, match="an id a path can carry"):
             ModelsRequest(dialect="gemini" if gemini else "chat", model=model)
+
+
+def test_a_gemini_listing_gives_no_methods_for_an_id_its_paths_cannot_name() -> None:
+    """Attack 73 F3: vLLM's ``org/name`` and Ollama's ``name:tag`` were listed as models that
+    generate, and every call of google-genai to them was a 404."""
+    models = [
+        ModelInfo(id=i, name=None, kind=ModelKind.CHAT)
+        for i in ("meta-llama/Llama-3.1-8B-Instruct", "llama3.2:latest", "qwen3")
+    ]
+    written = json.loads(gemini_models.models_json(models))["models"]
+    assert [bool(m["supportedGenerationMethods"]) for m in written] == [False, False, True]
