@@ -261,8 +261,12 @@ _STARVED: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 def starved(exc: BaseException) -> bool:
     """Whether a connect failed for want of the gateway's own resources (no descriptor left to
     the process or the system, no buffer, no memory), not for anything of the upstream's:
-    `GatewaySession.upstream_failed`'s ``starved``."""
-    return isinstance(exc, OSError) and exc.errno in _STARVED
+    `GatewaySession.upstream_failed`'s ``starved``. A connect that tried several addresses
+    (anyio's "All connection attempts failed") says why in its cause, or in its group's."""
+    if isinstance(exc, OSError) and exc.errno in _STARVED:
+        return True
+    inner = [*getattr(exc, "exceptions", ()), exc.__cause__]
+    return any(e is not None and e is not exc and starved(e) for e in inner)
 
 
 def unsent(done: Done) -> Done:

@@ -861,6 +861,21 @@ def test_a_connect_that_failed_for_the_upstream_is_not_starved(error: BaseExcept
     assert not starved(error)
 
 
+def test_a_connect_to_several_addresses_is_starved_by_its_cause() -> None:
+    """anyio's connect to a host of several addresses raises "All connection attempts failed"
+    from a group of each attempt's error (attack 73: read, a 502 still)."""
+
+    class Group(Exception):
+        def __init__(self, *errors: BaseException) -> None:
+            self.exceptions = errors
+
+    failed = OSError("All connection attempts failed")
+    failed.__cause__ = Group(OSError(errno.ECONNREFUSED, "refused"), OSError(errno.EMFILE, "x"))
+    assert starved(failed)
+    failed.__cause__ = Group(OSError(errno.ECONNREFUSED, "refused"))
+    assert not starved(failed)
+
+
 def test_a_connection_that_comes_too_late_is_given_back() -> None:
     d = Driver(connect_timeout=3.0)
     d.send(post(openai_body()))
