@@ -362,3 +362,13 @@ def test_a_gemini_client_is_told_which_models_its_paths_cannot_name(
     methods = {m["name"]: m["supportedGenerationMethods"] for m in json.loads(body)["models"]}
     assert methods["models/ft:gpt-4.1-mini:acme::Bx1"] == []
     assert methods["models/gpt-4.1-mini-2025-04-14"]
+
+
+@pytest.mark.parametrize("version", ["v1beta", "v1alpha"])
+def test_one_model_on_geminis_own_path_is_relayed(replay: ReplayServer, version: str) -> None:
+    with through(replay, "gemini", "gemini") as root:
+        status, got, body = head(root, "GET", f"/{version}/models/gemini-2.5-flash")
+    assert status == 200
+    assert body == listed("gemini", "/models/gemini-2.5-flash")[1]
+    (sent,) = asked_of(replay, got["x-request-id"])
+    assert sent.target.endswith(f"/{version}/models/gemini-2.5-flash")

@@ -199,3 +199,17 @@ def test_svir_decode_shows_each_blocks_stop() -> None:
     assert out.returncode == 0, out.stderr
     assert "finished  stop (raw 'stop')" in out.stdout
     assert "block #1 stopped length (raw 'length')" in out.stdout
+
+
+def test_what_is_said_of_other_blocks_has_a_bound() -> None:
+    """Attack 73 F1: a note for each block, each as long as its stop's raw reason."""
+    out = [event(0, "stream.start", model="m", created=1)]
+    for i in range(40):
+        out.append(event(len(out), "content.stop", index=i, stop_reason="end_turn"))
+    out.append(event(len(out), "stream.end"))
+    d = through(b"".join(out))
+    ((status, _, got, _),) = read(d.client)
+    assert status == 200
+    notes = [line for line in got.split(b"\n") if line.startswith(b": svir-lost")]
+    assert 1 < len(notes) <= 16
+    assert b"more" in notes[-1]
