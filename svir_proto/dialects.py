@@ -24,6 +24,7 @@ No I/O here.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, final
@@ -361,12 +362,7 @@ _PATH = re.compile(r"[A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*")
 
 def _models(api: Literal["openai", "anthropic", "gemini"]) -> ModelsAPI:
     """The listing of an API (Rule 5), from its package's ``models`` module."""
-    if api == "anthropic":
-        from .anthropic import models
-    elif api == "gemini":
-        from .gemini import models  # type: ignore[no-redef]
-    else:
-        from .openai import models  # type: ignore[no-redef]
+    models = importlib.import_module(f".{api}.models", __package__)
     return ModelsAPI(
         name=api,
         read=models.read_models,
