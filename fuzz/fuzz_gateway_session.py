@@ -9,7 +9,8 @@ script, only `SvirError` may escape a call, every call returns bytes, `deadline`
 (never NaN), the shared counters never go below zero, what waits in the client's socket is held
 within ``max_partial`` (or the client is aborted), and once the client has gone every stream
 slot, byte of the body budget, of ``max_partial`` and connection the session took is given
-back.
+back. A script whose first step is ``gemini-upstream`` drives a gateway of a Gemini upstream
+(whose clients may ask for the stream as one JSON array, relayed event by event).
 
 Each step is one byte ``op`` (its value modulo the number of ops) and, for the ops that carry
 bytes, a two-byte big-endian length and that many bytes (cut short by the input's end). `script`
@@ -21,6 +22,8 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+
+import attrs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -48,6 +51,7 @@ OPS = (
     "upstream-full",  # (last: `script`'s seeds keep their ops; the files the fuzzer found are
     "upstream-took",  # read modulo the number of ops: they are re-encoded, step by step, when
     # one is added)
+    "gemini-upstream",  # as the first step: the upstream is Gemini's (else nothing)
 )
 CARRY = frozenset({"client", "upstream", "advance", "neighbour", "upstream-full"})
 CONFIG = GatewayConfig(
@@ -69,6 +73,7 @@ CONFIG = GatewayConfig(
     drain_limit=1024,
     max_partial=65536,
 )
+GEMINI_CONFIG = attrs.evolve(CONFIG, upstream_dialect="gemini")
 
 
 def steps(data: bytes) -> list[tuple[str, bytes]]:
@@ -104,8 +109,8 @@ class Driver:
     (``neighbour``), which the session may take the budget back from, or it from the session
     (`GatewayState.evict_unread`); the server's sweep aborts it once it lost its hold."""
 
-    def __init__(self) -> None:
-        self.state = GatewayState(CONFIG, new_id=lambda: "req-1")
+    def __init__(self, config: GatewayConfig = CONFIG) -> None:
+        self.state = GatewayState(config, new_id=lambda: "req-1")
         self.now = 1000.0
         self.session = GatewaySession(self.state, self.now)
         self.connecting: Connect | None = None
@@ -274,8 +279,10 @@ class Driver:
 
 
 def test_one_input(data: bytes) -> None:
-    driver = Driver()
-    for op, payload in steps(data):
+    script_ = steps(data)
+    gemini = bool(script_) and script_[0][0] == "gemini-upstream"
+    driver = Driver(GEMINI_CONFIG if gemini else CONFIG)
+    for op, payload in script_:
         driver.step(op, payload)
     driver.finish()
 
@@ -321,6 +328,16 @@ SSE_END = SSE[len(SSE_HEAD) :]
 _LONG = b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % (b"a" * 60_000)
 LONG = b"%x\r\n%s\r\n" % (len(_LONG), _LONG)
 """An HTTP chunk of one whole event of about 60 KB."""
+_GEMINI = (
+    b'data: {"candidates":[{"content":{"parts":[{"text":"hi"}],"role":"model"},"index":0}],'
+    b'"modelVersion":"g"}\r\n\r\n'
+)
+GEM = SSE_HEAD + b"%x\r\n%s\r\n" % (len(_GEMINI), _GEMINI) * 2 + b"0\r\n\r\n"
+"""A Gemini upstream's stream of two events."""
+_ARRAY = _post(
+    b'{"contents":[{"parts":[{"text":"hi"}]}]}', path=b"/v1beta/models/g:streamGenerateContent"
+)
+"""A Gemini client's request for the stream as one JSON array (no ``alt=sse``)."""
 WHOLE = b'{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}'
 """A Messages request that asks for no stream: translated, answered whole."""
 SEEDS = {
@@ -467,6 +484,19 @@ SEEDS = {
             "upstream",
             b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}",
         ),
+    ),
+    "gemini-array": script("gemini-upstream", ("client", _ARRAY), "connected", ("upstream", GEM)),
+    "gemini-array-keepalive-then-broken": script(
+        "gemini-upstream",
+        ("client", _ARRAY),
+        "connected",
+        "tick",
+        ("upstream", GEM[: len(SSE_HEAD) + 40]),
+        ("upstream", GEM[len(SSE_HEAD) + 40 : -7]),
+        "upstream-failed",
+    ),
+    "gemini-array-cut": script(
+        "gemini-upstream", ("client", _ARRAY), "connected", ("upstream", GEM[:-30]), "upstream-eof"
     ),
 }
 

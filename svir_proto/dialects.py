@@ -51,6 +51,7 @@ __all__ = [
     "DialectStreamDecoder",
     "DialectStreamEncoder",
     "Routed",
+    "StreamReframer",
     "TranslationError",
     "as_sent",
     "dialect",
@@ -95,6 +96,18 @@ class DialectStreamEncoder(Protocol):
     def done(self) -> bool: ...
 
     def encode(self, event: Event) -> bytes: ...
+
+
+class StreamReframer(Protocol):
+    """Whole SSE events of a relayed stream, in the form its client asked for instead of SSE
+    (`DialectSpec.reframe`: Gemini's one JSON array), their content as it came."""
+
+    written: int
+    """What was written so far (an array's elements)."""
+
+    def events(self, data: bytes) -> bytes: ...
+
+    def end(self) -> bytes: ...
 
 
 class TranslationError(ValueError):
@@ -189,8 +202,8 @@ class DialectSpec:
             is one JSON array). ``begun``: the stream was begun by another writer (a relay
             that broke off), whose events this one's follow: the number the next event takes
             in a dialect that numbers them (Responses', whose encoder then writes no
-            lifecycle of its own), else 0 (the others' take it and write as they would: their
-            failure needs no beginning).
+            lifecycle of its own), the elements written of a Gemini array (`reframe`), else 0
+            (the others' take it and write as they would: their failure needs no beginning).
         answer: the whole answer, for a client that asked for no stream:
             ``answer(result, model, response_id, created, request=None, lost=None)``, the
             dialect's one JSON object for a `Completion` (`svir_proto.answer.AnswerFold`
@@ -243,6 +256,11 @@ class DialectSpec:
     comments: bool = True
     models: ModelsAPI | None = None
     """Its API's model listing (Rule 5)."""
+    reframe: Callable[[Routed], StreamReframer | None] | None = None
+    """For a dialect whose clients may ask for a stream in another form than the SSE an
+    upstream of the dialect is asked for (Gemini's array without ``alt=sse``: `Routed.sse`):
+    what a relay writes the upstream's whole events with, in the client's form, their content
+    as it came; ``None`` for a request answered in SSE."""
     carried: Callable[[Any, Any], Any] | None = None
     """For a dialect whose answers repeat the request's options: a request without what
     `unread` names, and, given the request a server of another dialect was asked read back
@@ -535,13 +553,18 @@ def _gemini() -> DialectSpec:
         route=_route_gemini,
         owns=endpoint.is_target,
         comments=False,
+        reframe=lambda routed: encoder.ArrayWriter() if routed.stream and not routed.sse else None,
         to_hub=hub.to_hub,
         unread=hub.unread,
         from_hub=hub.from_hub,
         decoder=stream.GeminiStreamDecoder,
-        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **_: (
+        encoder=lambda model, rid, created, declared_tools=None, request=None, routed=None, **kw: (
             encoder.GeminiStreamEncoder(
-                model=model, response_id=rid, created=created, sse=routed is None or routed.sse
+                model=model,
+                response_id=rid,
+                created=created,
+                sse=routed is None or routed.sse,
+                opened=kw.get("begun") or 0,
             )
         ),
         answer=lambda result, model, rid, created, request=None, lost=None: (

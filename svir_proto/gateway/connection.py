@@ -8,7 +8,8 @@ event loop if it is large), answer this yourself (`LocalRequest`: health, readin
 write these bytes (`Reply`: a whole answer the gateway made; `Interim`: ``100 Continue``), the
 client went away (`ClientClosed`). It writes the client's answers: an answer translated from
 upstream events (`upstream`), an answer relayed as the upstream sent it (`relay_head`,
-`relay_data`, `relay_events`: without its comments for a Gemini client, `relay_end`), and the
+`relay_data`, `relay_events`: without its comments for a Gemini client, as one JSON array for
+one that asked for it, `relay_end`), and the
 errors and keep-alives the gateway adds (`upstream_broken`, `keepalive`).
 
 Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each vendor's own
@@ -35,8 +36,11 @@ Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM
     cannot write (a Messages ``tool_use`` whose arguments are no object) is then an HTTP
     error (Rule 5), since nothing was sent before it. A request of the upstream's own dialect
     goes as it came and its answer is relayed, but for an LLM-Stream request (an LLM-Stream
-    upstream: the gateway checks its calls, draft 8.2, and numbers what it adds) and a Gemini
-    stream asked as one JSON array: these are parsed and answered as translated ones are.
+    upstream: the gateway checks its calls, draft 8.2, and numbers what it adds), which is
+    parsed and answered as translated ones are. A Gemini stream asked as one JSON array goes
+    upstream as SSE, whose whole events are relayed as the array's elements, their bytes as
+    they came (`DialectSpec.reframe`; attack 69 F4: decoded and encoded again, they lost
+    what no event carries, a model's images, code and grounding).
 Rule 3 (bounds, `GatewayConfig`): a head over ``max_head_size`` is 431; a body over
     ``max_body`` or, held, ``max_buffered`` is 413 before a byte of it is read; a request past
     ``max_streams`` is 503 with ``Retry-After``, also before its body, and one whose body, as
@@ -108,6 +112,7 @@ from ..dialects import (
     DialectSpec,
     DialectStreamEncoder,
     Routed,
+    StreamReframer,
     TranslationError,
     as_sent,
     dialect,
@@ -410,6 +415,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         """What the upstream's decoder noticed and the answer did not carry, counted."""
         self._relaying: Literal["", "stream", "raw", "late"] = ""
         self._uncommented = False  # a relayed stream's comments are not passed on (`relay_events`)
+        self._framer: StreamReframer | None = None  # a relayed stream's form, if not SSE
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -851,15 +857,17 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         its own dialect (which gets the request's bytes as they came: `_prepare`): an
         LLM-Stream request (the gateway stops a call it did not declare, draft 8.2, and
         numbers the events it adds, an error, the end, in the stream's ``seq``), and a stream
-        asked as a JSON array (`_array`)."""
-        return self._ingress == "llm-stream" or self._array
+        asked in a form a relay cannot write (`_array` of a dialect without `reframe`)."""
+        return self._ingress == "llm-stream" or (
+            self._array and self._answered_in().reframe is None
+        )
 
     @property
     def _array(self) -> bool:
-        """The stream is asked as one JSON array (Gemini's without ``alt=sse``): the gateway's
-        encoder writes it, from an upstream asked for SSE, even of Gemini's own dialect (the
-        request as it came, its answer re-encoded): a relay watches SSE events and writes its
-        errors and keep-alives as SSE, and an array has no place for either."""
+        """The stream is asked as one JSON array (Gemini's without ``alt=sse``): the upstream
+        is asked for SSE all the same; the gateway's encoder writes the array from another
+        dialect's events, a relay from its own dialect's (`relay_events`), and the gateway's
+        keep-alives are blanks between its elements and its error the last of them."""
         routed = self._routed
         return routed is not None and routed.stream and not routed.sse
 
@@ -895,8 +903,6 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             return
         assert isinstance(outcome, tuple)
         hub, upstream, stream, self._asked, self._lost, encoded = outcome
-        if self._array and self.config.upstream_dialect == "gemini":
-            self._lost = [*_header_values([_REENCODED]), *self._lost][:MAX_LOST]
         assert isinstance(hub, LLMRequest)
         if len(hub.model) > MAX_MODEL:  # (the answer's every event may repeat it)
             self._unhold()
@@ -1232,6 +1238,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             if started is not None:
                 model, rid = started.model or model, started.response_id or rid
                 created, begun = started.created or now, sequence or 0
+            if self._framer is not None:  # the relay's elements, which its failure's follow
+                begun = self._framer.written
             self._out = spec.encoder(
                 model, rid, created, self._declared, request=self._asked, routed=self._routed,
                 begun=begun,
@@ -1447,7 +1455,11 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # keep-alive that sent our head made it a stream's failure: review 49 3a)
             self.head_only, ok = True, False
         self._relaying = "stream" if stream and ok else "raw"
-        self._uncommented = self._relaying == "stream" and not self._answered_in().comments
+        spec = self._answered_in()
+        self._uncommented = self._relaying == "stream" and not spec.comments
+        routed = self._routed
+        if self._relaying == "stream" and spec.reframe is not None and routed is not None:
+            self._framer = spec.reframe(routed)  # (the client's form, if not SSE)
         unreadable = ok and self.streaming_request and media not in _ANSWERS
         if self._head_sent or unreadable:
             # a keep-alive sent the stream's head (the stream goes on in it), or a stream was
@@ -1460,6 +1472,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if named:  # RFC 9110 7.6.1: the fields Connection names are this hop's
             drop = drop.union(named)
         keep = [(k, v) for k, v in headers if k not in drop]
+        if self._framer is not None:  # the form the client asked for, not the upstream's
+            keep = [_ARRAY_HEAD[0], *(item for item in keep if item[0] != "content-type")]
         if stream:
             keep += _SSE_HEAD[1:]
         # RFC 9112 6.3: Transfer-Encoding wins, and "an intermediary ... MUST first remove the
@@ -1486,7 +1500,10 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         end): without the upstream's comment lines for a client of a dialect whose clients
         read none (`DialectSpec.comments`: attack 62 F5, a Gemini upstream's ``: keep-alive``
         reached google-genai, which reads any line but ``data:`` as JSON and raises). A
-        comment carries nothing: the events are the same."""
+        comment carries nothing: the events are the same. A client that asked for them in
+        another form than SSE gets that form (`DialectSpec.reframe`: Gemini's JSON array)."""
+        if self._framer is not None:
+            return self.relay_data(self._framer.events(data))
         if self._uncommented and (data[:1] == b":" or b"\n:" in data or b"\r:" in data):
             data = b"".join(
                 line for line in data.splitlines(keepends=True) if not line.startswith(b":")
@@ -1500,7 +1517,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._mode = "answered"
         if complete:
             self.outcome = self.outcome or ("failed" if self._relayed_failure else "ok")
-            return self._end_of_body()
+            end = b"" if self._framer is None else self.relay_data(self._framer.end())
+            return end + self._end_of_body()
         self.outcome = "cut"
         self._side.failed()
         return b""
@@ -1546,14 +1564,6 @@ text again, is let go while the answer waits for its client."""
 
 MAX_LOST: Final = 16
 """`Svir-Lost` header fields an answer has at most (the last says how many more there were)."""
-_REENCODED: Final = (
-    "the stream is written again as one JSON array: what no event carries of a Gemini answer "
-    "(a model's inlineData, executableCode and its result, grounding, citation and URL context "
-    "metadata, log probabilities) is not written, where it comes"
-)
-"""Said of every array stream from a Gemini upstream (`_array`: the answer, asked as SSE,
-decoded and encoded again), before anything of it is known: a stream's head goes before its
-parts (attack 69 F4: what the encoding lost went unsaid)."""
 
 
 def _empty(result: Completion) -> bool:

@@ -55,7 +55,9 @@ Rule 8: without ``alt=sse`` (``sse=False``) the stream is one JSON array, as Gem
     after the last, written once the stream is `done` (complete, or failed: its error chunk
     is the array's last element); a stream that ended incomplete leaves it open, as the
     transport cuts its body (Rule 5). No chunk holds a line end (JSON escapes them), so the
-    chunks are written as SSE and reframed; the separators are CRLF whatever ``crlf`` says.
+    chunks are written as SSE and reframed (`ArrayWriter`, which a relay of a Gemini
+    upstream's SSE to a client that asked for the array uses too, nothing decoded); the
+    separators are CRLF whatever ``crlf`` says.
 
 Every event whose content has no form here is listed in ``lost``, one sentence each, once.
 """
@@ -88,7 +90,7 @@ from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, FINISH, FINISH_OF, SVIR_EXTENSION, usage_out
 from .status import error_object
 
-__all__ = ["GeminiStreamEncoder"]
+__all__ = ["ArrayWriter", "GeminiStreamEncoder"]
 
 FUNCTION_ARGS: Final = "a functionCall's args"
 """What a call's arguments must be in Gemini's form (`svir_proto.answer.not_an_object`)."""
@@ -109,6 +111,52 @@ _OTHER_FINISHES: Final = frozenset(
 )
 
 
+class ArrayWriter:
+    """Whole SSE events of a Gemini stream as the elements of the one JSON array a client asks
+    for without ``alt=sse`` (Rule 8): each event's data as it came (its ``data:`` lines joined
+    by a line feed, SSE's rule), nothing decoded; ``[`` before the first element, ``,`` and a
+    CRLF before each one after it, and at the `end` ``\r\n]`` (``[]`` when none came). An
+    event with no data, or only blanks, has no element; an event's other fields and the
+    comments are SSE's framing, not its content. `events` takes whole events (each ends with
+    its blank line): what follows the last blank line is an event the stream's end cut, which
+    SSE discards, and so does this.
+
+    ``written``: the elements written so far (a writer that goes on from another's: its count).
+    """
+
+    __slots__ = ("_ended", "written")
+
+    def __init__(self, written: int = 0) -> None:
+        self.written = written
+        self._ended = False
+
+    def events(self, data: bytes) -> bytes:
+        """The array's next elements, for these whole events (``b""`` once it ended)."""
+        if self._ended:
+            return b""
+        out: list[bytes] = []
+        lead = b",\r\n" if self.written else b"["
+        lines: list[bytes] = []
+        for line in data.splitlines():
+            if line[:5] == b"data:":
+                lines.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line and lines:
+                element = lines[0] if len(lines) == 1 else b"\n".join(lines)
+                lines = []
+                if element and not element.isspace():
+                    out += (lead, element)
+                    lead = b",\r\n"
+                    self.written += 1
+        return b"".join(out)
+
+    def end(self) -> bytes:
+        """The array's end, once (``b""`` after)."""
+        if self._ended:
+            return b""
+        self._ended = True
+        return b"\r\n]" if self.written else b"[]"
+
+
 def _rfc3339(seconds: int) -> str:
     when = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -124,6 +172,8 @@ class GeminiStreamEncoder:
             given, ``createTime`` (Vertex AI's field) on every chunk.
         crlf: CRLF line ends, as Google writes them (else LF).
         sse: SSE chunks (``alt=sse``); else one JSON array (Rule 8).
+        opened: for an array another writer began (a relay that broke off: `ArrayWriter`),
+            the elements it wrote; this encoder's follow them.
 
     Attributes:
         lost: what could not be carried, one sentence each, for the gateway's log.
@@ -139,6 +189,7 @@ class GeminiStreamEncoder:
         created: int = 0,
         crlf: bool = True,
         sse: bool = True,
+        opened: int = 0,
     ) -> None:
         self.model = model
         self.response_id = response_id
@@ -165,8 +216,8 @@ class GeminiStreamEncoder:
         self._started = False  # a StreamStarted came
         self._sent = False  # a chunk with the identity was written
         self._over = False  # a failure or the end was written
-        # Rule 8: what goes before the next chunk of an array (b"" once it is closed)
-        self._lead: bytes | None = None if sse else b"["
+        # Rule 8: the array's writer (``opened``: the elements another writer wrote of it)
+        self._array: ArrayWriter | None = None if sse else ArrayWriter(opened)
 
     def _note(self, sentence: str) -> None:
         if sentence not in self.lost:
@@ -208,22 +259,11 @@ class GeminiStreamEncoder:
     def encode(self, event: Event) -> bytes:
         """The bytes for one event (``b""`` for what is held or has no form)."""
         out = self._event(event)
-        return out if self._lead is None else self._in_array(out)
-
-    def _in_array(self, out: bytes) -> bytes:
-        """Rule 8: SSE chunks as the array's elements, and its end once the stream's came."""
-        lead = self._lead
-        assert lead is not None
-        framed = []
-        for chunk in out.split(self._end) if out else ():
-            if chunk:
-                framed.append(lead + chunk[6:])  # (after "data: ")
-                lead = b",\r\n"
-        if self.done and lead:  # (the stream is over: once)
-            framed.append(b"[]" if lead == b"[" else b"\r\n]")  # ("[]": nothing came)
-            lead = b""
-        self._lead = lead
-        return b"".join(framed)
+        array = self._array
+        if array is None:
+            return out
+        framed = array.events(out) if out else b""  # Rule 8
+        return framed + array.end() if self.done else framed
 
     def _event(self, event: Event) -> bytes:
         if self._over:

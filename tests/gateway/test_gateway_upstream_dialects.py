@@ -5,6 +5,7 @@ client) report the answer our decoder of the upstream's dialect reads from the s
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -17,7 +18,7 @@ from svir_proto.llmstream import LLMMessage, LLMRequest, LLMTool
 from svir_proto.transports.blocking import stream_chat
 from tests.gateway.test_gateway_server import gateway
 from tests.helpers import CONFORMANCE
-from tests.transports.server import ReplayServer
+from tests.transports.server import ReplayServer, fixture
 
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
@@ -520,3 +521,68 @@ def test_a_gemini_upstreams_comments_do_not_reach_a_gemini_client() -> None:
         server.close()
     assert seen == ours(want, finish=want.finish_raw, error=None)
     assert seen.text
+
+
+def sse_data(body: bytes) -> list[bytes]:
+    """What a WHATWG reader dispatches of an SSE body: each event's data, as text's bytes."""
+    from svir_proto.sse import ServerSentEvent, SSEDecoder
+
+    decoder = SSEDecoder()
+    items = [*decoder.feed(body)]
+    with contextlib.suppress(Exception):  # (an event the body's end cut is discarded)
+        items += decoder.close()
+    return [i.data.encode() for i in items if isinstance(i, ServerSentEvent) and i.data.strip()]
+
+
+def post_raw(base: str, target: str, body: bytes) -> tuple[int, dict[str, str], bytes, bool]:
+    """A POST's status, head, body, and whether the body was whole (its chunked end came)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base)
+    conn = http.client.HTTPConnection(where.hostname or "", where.port, timeout=60)
+    try:
+        conn.request("POST", target, body, {"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        try:
+            data, whole = answer.read(), True
+        except http.client.IncompleteRead as cut:
+            data, whole = cut.partial, False
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, data, whole
+    finally:
+        conn.close()
+
+
+ARRAYED = sorted(  # (the replay server's: a name another folder has first is its)
+    p.stem for p in (CONFORMANCE / "gemini").glob("*.sse") if fixture(p.stem) == p.read_bytes()
+)
+
+
+@pytest.mark.parametrize("name", ARRAYED)
+def test_a_gemini_upstreams_stream_reaches_an_array_client_as_it_came(
+    replay: ReplayServer, name: str
+) -> None:
+    """Attack 69 F4: a Gemini client that asks for the stream as one JSON array (no
+    ``alt=sse``) of a Gemini upstream got it decoded and encoded again, without what no event
+    carries (a model's image, its code and the code's result, grounding and citations). The
+    upstream is asked for SSE, and each event's data goes out as it came, an element of the
+    array: the same bytes, nothing said lost."""
+    said = (CONFORMANCE / "gemini" / f"{name}.sse").read_bytes()
+    data = sse_data(said)
+    upstream = replay.base("replay", name, "chunked")
+    request = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}'
+    with gateway(upstream, upstream_dialect="gemini") as (base, _):
+        status, head, body, whole = post_raw(
+            base, "/v1beta/models/gemini-2.5-flash:streamGenerateContent", request
+        )
+        _, _, sse, _ = post_raw(
+            base, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", request
+        )
+    got = [r for r in replay.requests if r.method == "POST"][-2]
+    assert got.target.endswith("/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
+    assert (status, head["content-type"]) == (200, "application/json")
+    assert "svir-lost" not in head
+    assert sse_data(sse) == data  # (the SSE client's relay: the same events)
+    assert whole  # (each recording's body ends; an event it cut short is no element)
+    assert body.strip() == b"[" + b",\r\n".join(data) + (b"\r\n]" if data else b"]")
+    assert [json.loads(e) for e in data] == json.loads(body)

@@ -1,10 +1,12 @@
 """Hypothesis: a `GatewaySession` answering a Gemini client (on Gemini's own path) from an
-OpenAI upstream, the upstream's answer chunked at any points and read in any pieces.
+OpenAI upstream, and from a Gemini one, the upstream's answer chunked at any points and read in
+any pieces.
 
 Whatever the chunks and reads, the client gets the same answer as from one read: for
 ``streamGenerateContent?alt=sse`` the same stream (and no SSE comment, which google-genai would
 read as JSON), without ``alt=sse`` the same JSON array, for ``:generateContent`` the same status
-and whole answer.
+and whole answer. A Gemini upstream's stream, relayed as one JSON array, is its events' data,
+each as it came.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from svir_proto.sse import ServerSentEvent, SSEDecoder
 from tests.helpers import CONFORMANCE
 from tests.property.test_gateway_relay_properties import HEAD, answers, client_view, served
 
@@ -38,8 +41,8 @@ def request(how: str) -> bytes:
     )
 
 
-def seen(how: str, reads: list[bytes]) -> tuple[int, bytes, bool]:
-    out = served(request(how), reads)
+def seen(how: str, reads: list[bytes], upstream: str = "chat") -> tuple[int, bytes, bool]:
+    out = served(request(how), reads, upstream)
     body, ended, _ = client_view(out)
     return int(out.split(b" ", 2)[1]), body, ended
 
@@ -82,3 +85,28 @@ def test_the_gemini_answers_of_the_recordings_are_geminis(how: str) -> None:
         if status == 200:
             assert "candidates" in doc or "promptFeedback" in doc
     assert 200 in statuses
+
+
+GEMINI = [p for p in sorted((CONFORMANCE / "gemini").glob("*.sse")) if p.stem != "errors"]
+
+
+@pytest.mark.parametrize("path", GEMINI, ids=lambda p: p.stem)
+@given(data=st.data())
+def test_a_gemini_upstreams_array_is_its_events_data_whatever_the_reads(
+    path: Path, data: st.DataObject
+) -> None:
+    """Attack 69 F4: the array a Gemini client asks for of a Gemini upstream is relayed, not
+    decoded and encoded again: its elements are the SSE events' data, as they came, and the
+    array ends where the upstream's body ended (an event it cut short is no element, as SSE
+    discards it)."""
+    body = path.read_bytes()
+    one = [HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)]
+    want = seen("array", one, "gemini")
+    assert seen("array", data.draw(answers(body)), "gemini") == want
+    status, array, ended = want
+    sse = seen("stream", one, "gemini")[1]
+    items = SSEDecoder().feed(sse)  # (what the SSE client reads: an event cut short, not)
+    events = [i.data.encode() for i in items if isinstance(i, ServerSentEvent) and i.data.strip()]
+    assert (status, ended) == (200, True)  # (each recording's body ends: its chunked end)
+    assert array == b"[" + b",\r\n".join(events) + (b"\r\n]" if events else b"]")
+    assert json.loads(array) == [json.loads(e) for e in events]

@@ -48,10 +48,12 @@ def client_view(data: bytes) -> tuple[bytes, bool, list[bytes]]:
             return b"".join(pieces), False, pieces
 
 
-def served(request: bytes, reads: list[bytes]) -> bytes:
-    """What a session writes to the client of ``request`` while the upstream's answer comes
-    in these reads (then closes, if the answer did not end)."""
-    config = GatewayConfig(upstream=Endpoint.parse("http://upstream.test:8000"))
+def served(request: bytes, reads: list[bytes], upstream_dialect: str = "chat") -> bytes:
+    """What a session writes to the client of ``request`` while the upstream (of that
+    dialect) answers in these reads (then closes, if the answer did not end)."""
+    config = GatewayConfig(
+        upstream=Endpoint.parse("http://upstream.test:8000"), upstream_dialect=upstream_dialect
+    )
     state = GatewayState(config, new_id=lambda: "id-1", wall=lambda t: 1000)
     session = GatewaySession(state, 0.0)
     out = bytearray(session.client_data(request, 1.0))

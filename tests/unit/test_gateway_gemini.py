@@ -345,52 +345,96 @@ def as_sse(elements: list[dict[str, Any]]) -> bytes:
     return b"".join(b"data: " + json.dumps(e).encode() + b"\r\n\r\n" for e in elements)
 
 
-@pytest.mark.parametrize("upstream", ["chat", "gemini"])
 @pytest.mark.parametrize(
     "target", [ARRAY, ARRAY + "?alt=json&key=k", ARRAY.replace("/v1beta/", "/v1/")]
 )
-def test_a_stream_without_alt_sse_is_one_json_array(target: str, upstream: str) -> None:
+def test_a_stream_without_alt_sse_is_one_json_array(target: str) -> None:
     """Gemini's stream without ``alt=sse`` is one JSON array (it was a 400): the gateway's
-    encoder writes it, from an upstream asked for SSE, a Gemini upstream too (a relay has no
-    place in an array for its errors and keep-alives); blank keep-alives are JSON's blanks.
-    A Gemini upstream is asked the API version the client's path named (review 64 F2: the
-    request, parsed, went to the endpoint's ``v1beta``), and the head says that what no event
-    carries of its answer is not written (attack 69 F4)."""
-    gw, (forward,) = events_of(gemini(target), config=config(upstream_dialect=upstream))
+    encoder writes it from another dialect's upstream, asked for a stream; blank keep-alives
+    are JSON's blanks."""
+    gw, (forward,) = events_of(gemini(target), config=config())
     assert isinstance(forward, Forward)
-    assert not isinstance(forward.request, PassThrough)  # translated, even from Gemini
+    assert not isinstance(forward.request, PassThrough)  # translated
     assert gw.streaming_request
     exchange = Exchange(UPSTREAM, forward.request)
-    said = CALLS if upstream == "gemini" else TOOLS
-    if upstream == "gemini":
-        version = target.split("/")[1]
-        assert exchange.target.endswith(":streamGenerateContent?alt=sse")
-        assert exchange.target.startswith(f"/{version}/models/gemini-2.5-flash:")
-        assert forward.request == GeminiRequest.parse(
-            GEMINI, model="gemini-2.5-flash", version=version
-        )
-        assert forward.encoded is not None
-        assert b"".join(forward.encoded) == GEMINI  # (its bytes, as they came: review 64 F3)
     out = gw.keepalive()  # the head, as JSON, and blanks before the array
     out += gw.upstream(exchange.receive_head(200, [("content-type", "text/event-stream")]))
-    out += gw.upstream(exchange.receive_body(said[:40]))
+    out += gw.upstream(exchange.receive_body(TOOLS[:40]))
     out += gw.keepalive()
-    out += gw.upstream(exchange.receive_body(said[40:]) + exchange.end_of_body())
+    out += gw.upstream(exchange.receive_body(TOOLS[40:]) + exchange.end_of_body())
     status, headers, body = response(out)
     assert (status, headers["content-type"]) == (200, "application/json")
     assert body.startswith(b"\r\n")
     assert body.lstrip().startswith(b"[")
-    if upstream == "gemini":  # (attack 69 F4: what the encoding loses went unsaid)
-        assert headers["svir-lost"].startswith('"the stream is written again as one JSON array')
     got = decoded(GeminiStreamDecoder(), as_sse(array_elements(body)))
-    decoder = GeminiStreamDecoder() if upstream == "gemini" else ChatStreamDecoder()
-    want = decoded(decoder, said)
+    want = decoded(ChatStreamDecoder(), TOOLS)
     assert got.complete
     assert got.text == want.text
     calls = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
     assert calls == [(c.name, json.loads(c.arguments)) for c in want.tool_calls]
     assert calls
     assert gw.outcome == "ok"
+
+
+@pytest.mark.parametrize(
+    "target", [ARRAY, ARRAY + "?alt=json&key=k", ARRAY.replace("/v1beta/", "/v1/")]
+)
+def test_a_gemini_upstreams_stream_is_relayed_as_the_array_asked_for(target: str) -> None:
+    """Attack 69 F4: an array stream of a Gemini upstream was decoded and encoded again, and
+    lost what no event carries. The request goes as it came, asking for SSE, to the API version
+    the client's path named (review 64 F2); each whole event's data is an element, its bytes as
+    they came (comments and other fields are SSE's framing); a keep-alive before the upstream's
+    head sends the array's head, and blanks."""
+    gw, (forward,) = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+    assert isinstance(forward, Forward)
+    assert isinstance(forward.request, PassThrough)
+    version = target.split("/")[1]
+    exchange = Exchange(UPSTREAM, forward.request)
+    where = f"/{version}/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert exchange.target.endswith(where)
+    elements = [json.loads(d[6:]) for d in CALLS.split(b"\r\n\r\n") if d]
+    noisy = b": ping\r\n\r\n" + CALLS.replace(b"data: ", b"id: 1\r\n:c\r\ndata:", 1)
+    out = gw.keepalive()
+    out += gw.relay_head(200, (("content-type", "text/event-stream"), ("x-goog-id", "g")))
+    out += gw.relay_events(noisy[:17]) + gw.keepalive() + gw.relay_events(noisy[17:])
+    out += gw.relay_end(complete=True)
+    status, headers, body = response(out)
+    assert (status, headers["content-type"]) == (200, "application/json")
+    assert "svir-lost" not in headers
+    assert json.loads(body) == elements
+    assert CALLS.split(b"\r\n\r\n")[0][6:] in body  # (its bytes)
+    assert gw.outcome == "ok"
+    gw, _ = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"), ("x-goog-id", "g")))
+    out += gw.relay_events(b": nothing\r\n\r\ndata: \r\n\r\n")  # (no element)
+    _, headers, body = response(out + gw.relay_end(complete=True))
+    assert (headers["content-type"], headers["x-goog-id"]) == ("application/json", "g")
+    assert body == b"[]"  # (an empty stream is an empty array)
+    assert gw.relay_end(complete=True) == b""
+    gw, _ = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(CALLS) + gw.relay_end(complete=False)  # a cut stays a cut
+    assert not out.endswith(b"]\r\n0\r\n\r\n")
+    assert out.endswith((b"}", b"}\r\n"))
+    assert gw.outcome == "cut"
+
+
+@pytest.mark.parametrize("elements", [0, 2])
+def test_a_relayed_array_that_broke_ends_with_the_gateways_error_element(elements: int) -> None:
+    """The gateway's error follows the elements the relay wrote (or opens the array, when none
+    went), the array's last: a client that reads the whole body reads it."""
+    gw, _ = events_of(gemini(ARRAY), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    events = CALLS.split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+    for _ in range(elements):
+        out += gw.relay_events(events)
+    out += gw.upstream_broken("the upstream stalled", kind=FailureKind.TIMEOUT)
+    _, _, body = response(out)
+    got = array_elements(body)
+    assert len(got) == elements + 1
+    assert got[-1]["error"]["message"] == "the upstream stalled"
+    assert got[-1]["error"]["code"] == 504
+    assert gw.outcome == "failed"
 
 
 def test_an_array_stream_that_broke_ends_with_its_error_element() -> None:

@@ -28,7 +28,7 @@ from svir_proto.events import (
     ToolCallDelta,
     Usage,
 )
-from svir_proto.gemini import GeminiStreamDecoder, GeminiStreamEncoder
+from svir_proto.gemini import ArrayWriter, GeminiStreamDecoder, GeminiStreamEncoder
 from svir_proto.openai import ChatStreamDecoder, ChatStreamEncoder
 from tests.helpers import ROOT, run
 
@@ -550,6 +550,34 @@ def test_an_array_stream_with_nothing_in_it_is_an_empty_array_and_a_cut_stays_op
     assert not body.endswith(b"]")
     assert json.loads(body + b"]")[0]["candidates"][0]["content"]["parts"] == [{"text": "a"}]
     assert not encoder.done
+
+
+def test_the_array_writer_takes_each_whole_events_data_as_it_came() -> None:
+    """`ArrayWriter` (Rule 8, and a relay's): each event's data, its lines joined by a line
+    feed, whatever the line ends; comments, other fields and events with no data or blank
+    data are no element; an event the end cut short is discarded, as SSE does."""
+    writer = ArrayWriter()
+    out = writer.events(b'data: {"a": 1}\r\n\r\n: c\r\n\r\nid: 7\ndata:{"b":\ndata: 2}\n\n')
+    out += writer.events(b"data: \r\rdata:   \r\r\r\n")
+    out += writer.events(b'data: {"c": 3}\r\rdata: {"cut": ')
+    assert out == b'[{"a": 1},\r\n{"b":\n2},\r\n{"c": 3}'
+    assert writer.written == 3
+    assert writer.end() == b"\r\n]"
+    assert json.loads(out + b"\r\n]") == [{"a": 1}, {"b": 2}, {"c": 3}]
+    assert (writer.end(), writer.events(b"data: {}\n\n")) == (b"", b"")  # (ended once)
+    assert ArrayWriter().end() == b"[]"
+    assert ArrayWriter(written=2).events(b"data: {}\n\n") == b",\r\n{}"
+
+
+def test_an_array_encoder_goes_on_from_the_elements_another_writer_wrote() -> None:
+    """A relay that broke off wrote the array's first elements: the encoder's failure follows
+    them (``opened``), the array's last."""
+    failure = Failure(kind=FailureKind.TIMEOUT, message="stalled")
+    body, _ = array_of(StreamFailed(error=failure), opened=2)
+    assert body.startswith(b",\r\n{")
+    doc = json.loads(b"[{},\r\n{}" + body)
+    assert len(doc) == 3
+    assert doc[-1]["error"]["message"] == "stalled"
 
 
 def test_what_the_answer_cost_goes_out_before_its_failure() -> None:
