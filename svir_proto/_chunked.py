@@ -8,7 +8,8 @@ a chunked body with the rules h11 0.16 applies, and reads a run of plain chunks 
 Rule 1 (h11's chunk header): ``1*20HEXDIG [ ";" ext ] *( SP / HTAB ) CRLF``, the line ending at
     the first CRLF; ``ext`` is anything but LF. Size 0 is the last chunk. With ``strict`` (a
     server reading a request, RFC 9112 7.1.1): ``1*20HEXDIG [ BWS ";" ext ] CRLF``, blank only
-    before the ``;`` and no CR or LF in ``ext``: what a proxy in front might read otherwise;
+    before the ``;`` and no CR or LF in ``ext``: what a proxy in front might read otherwise
+    (a line that an LF alone ends is refused at that LF, whatever follows it);
     and all the body's extensions within ``max_line`` bytes, as a head's fields are bounded
     (they carry no data, so nothing else bounds the bytes a client sends with them).
 Rule 2 (h11 0.16, the chunk-footer fix of CVE-2025-43859): chunk data is followed by exactly
@@ -122,7 +123,7 @@ class ChunkedReader:
         if self._held:  # Rule 4: joined once a piece may bring the end
             tail = self._tail + data
             ends = (
-                b"\r\n" in tail  # a chunk header's CRLF
+                b"\r\n" in tail or (self._strict and b"\n" in data)  # a chunk header's end
                 if self._state == HEADER
                 else self._held_size <= 2 or _BLANK.search(tail) is not None  # a trailer's end
             )
@@ -240,6 +241,14 @@ class ChunkedReader:
     def _header(self, data: bytes, pos: int) -> int:
         """Rule 1: the chunk header at ``pos``; -1 when it is not whole yet (held)."""
         end = data.find(b"\r\n", pos)
+        if self._strict and (lf := data.find(b"\n", pos, end if end >= 0 else len(data))) >= 0:
+            # a line that ends in LF alone is refused at that LF, not when a CRLF comes, if
+            # one does (attack 74 F1: a body of LF line ends waited for --body-timeout)
+            line = data[pos : lf + 1]
+            raise PeerProtocolError(
+                f"bad HTTP from the {self._peer}: a chunk header ends in LF without CR "
+                f"(RFC 9112 7.1): {line[:64]!r}"
+            )
         if end < 0:
             self._hold(data, pos, "a chunk header")
             return -1

@@ -296,3 +296,29 @@ def test_a_strict_reader_bounds_a_body_s_extensions_in_all() -> None:
     assert lenient.feed(body * 100) == b"X" * 100
     spaced = ChunkedReader(max_line=1024, strict=True)
     assert spaced.feed(b"1 ;a\r\nX\r\n" * 300 + b"1\r\nY\r\n" * 10) == b"X" * 300 + b"Y" * 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "body", [b"4\nabcd\n0\n\n", b"4;x=1\nabcd\r\n0\r\n\r\n", b"1\r\nz\r\n4\n", b"\n"]
+)
+def test_a_strict_reader_refuses_a_chunk_header_that_lf_alone_ends_at_that_lf(
+    mode: str, body: bytes
+) -> None:
+    """Rule 1 with ``strict`` (attack 74 F1): a request body whose chunk lines end in LF alone
+    was held until a CRLF came, if one did: a body written with LF line ends got a 408 once
+    ``--body-timeout`` passed, the same body with a CRLF later a 400 at once. It is refused at
+    its first such LF, whatever follows, however the reads cut it; what came whole before it
+    is given first. The lenient reader (an upstream's, h11's rules) still waits for a CRLF."""
+    pieces = [body] if mode == "whole" else bytewise(body)
+    strict = ChunkedReader(max_line=1024, strict=True)
+    got = b""
+    with pytest.raises(PeerProtocolError, match="a chunk header ends in LF without CR"):
+        for piece in pieces:
+            got += strict.feed(piece)
+            if strict.error is not None:
+                raise strict.error
+    assert got == (b"z" if body.startswith(b"1\r\nz") else b"")
+    lenient = ChunkedReader(max_line=1024)
+    if b"\r\n" not in body:
+        assert (lenient.feed(body), lenient.error, lenient.done) == (b"", None, False)
