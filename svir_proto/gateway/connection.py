@@ -140,7 +140,7 @@ from ..llmstream.negotiate import (
     unsupported_media_type,
 )
 from ..llmstream.request import LLMRequest, RequestError
-from ..openai.status import error_json
+from ..openai.status import error_json, error_status
 from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
 from ._http import bearer, host_allowed, host_valid, reason, request_id, token_matches
@@ -1133,8 +1133,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
     def _answer(self, fold: AnswerFold, now: int, problems: tuple[str, ...]) -> bytes:
         """The whole answer of a stream that ended (Rule 2), or its failure (Rule 5)."""
         result = fold.result()
-        if result.error is not None:
-            return self._failed(result.error, now)
+        if result.error is not None:  # one status for its kind whatever the client's dialect
+            # (attack 74 F2: a server error in the stream was 502 to an OpenAI client, 500, the
+            # gateway's own failure, to an Anthropic or Gemini one): Rule 5's, a stream's too
+            error = result.error
+            if error.status is None:
+                error = attrs.evolve(error, status=error_status(error))
+            return self._failed(error, now)
         if not result.done or (not result.complete and _empty(result)):
             # an answer that never began (an upstream that said only its end marker) is a
             # status, as its stream is (`upstream`): not a 200 with nothing in it (attack 62)

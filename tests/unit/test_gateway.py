@@ -915,3 +915,33 @@ def test_a_responses_client_gets_its_options_in_the_response_object(stream: bool
         "lookup",
         "lookup",
     ]
+
+
+WHOLE_RESPONSES = b'{"model": "m", "input": "hi"}'
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [("server_error", 502), ("rate_limit_exceeded", 429), ("overloaded", 503), ("", 502)],
+)
+def test_a_failure_inside_the_stream_has_one_status_whatever_the_clients_dialect(
+    error: str, status: int
+) -> None:
+    """Attack 74 F2: a server error inside the upstream's stream was 502 to a Chat or
+    Responses client that asked for the whole answer, and 500 (the gateway's own failure) to
+    a Messages or Gemini one: a status is the failure's kind's (Rule 5), in every dialect."""
+    sse = b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}\n\n'
+    sse += b'data: {"error": {"message": "boom", "type": "%s"}}\n\n' % error.encode()
+    clients = [  # (a Chat client of a Chat upstream is relayed: the upstream's word)
+        (WHOLE_MESSAGES, "/v1/messages"),
+        (WHOLE_RESPONSES, "/v1/responses"),
+        (b'{"contents": [{"parts": [{"text": "hi"}]}]}', "/v1beta/models/m:generateContent"),
+    ]
+    seen = set()
+    for body, target in clients:
+        gw, out = whole_answer(body, sse, target=target)
+        got, _, answer = response(out)
+        seen.add(got)
+        assert "error" in json.loads(answer), target
+        assert gw.outcome == "failed"
+    assert seen == {status}
