@@ -62,7 +62,7 @@ from ..events import (
 )
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, SVIR_EXTENSION, usage_out
-from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339, call_args
+from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339, call_args, unvalued
 
 __all__ = ["generate_content_response"]
 
@@ -192,6 +192,8 @@ def generate_content_response(
         candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
         if finished is not None:
             candidate["finishReason"] = _finish_value(finished)
+            for sentence in unvalued(finished):
+                note(sentence)
         ratings = [] if answer is None else _safety.ratings(answer.results)
         if ratings:
             candidate["safetyRatings"] = ratings

@@ -69,7 +69,7 @@ from typing import Any, Final
 
 from .._json import canonical, dumps
 from .._signatures import carried_in_base64
-from ..answer import BLOCKED, cut_by_length, not_an_object
+from ..answer import BLOCKED, cut_by_length, no_value, not_an_object
 from ..events import (
     Event,
     FilterVerdict,
@@ -460,6 +460,8 @@ class GeminiStreamEncoder:
             if ratings:
                 out.append(self._chunk({"promptFeedback": {"safetyRatings": ratings}}))
             if finish is not None:
+                for sentence in unvalued(finish):
+                    self._note(sentence)
                 candidate = {
                     "content": {"parts": [{"text": ""}], "role": "model"},
                     "finishReason": _finish_value(finish),
@@ -484,6 +486,20 @@ def _object(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def unvalued(finish: Finished) -> list[str]:
+    """A finish that Gemini has no value for, and goes as ``OTHER``, said (fidelity 43 F03;
+    attack 74 F3: Anthropic's ``pause_turn``, a turn to go on with, went out unsaid)."""
+    raw = finish.raw
+    if (
+        finish.reason is not FinishReason.OTHER
+        or not raw
+        or raw in FINISH
+        or raw in _OTHER_FINISHES
+    ):
+        return []
+    return [no_value(raw, "Gemini's finish reasons", _finish_value(finish))]
 
 
 def _finish_value(finish: Finished) -> str:

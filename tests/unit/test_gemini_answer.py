@@ -787,3 +787,28 @@ def test_any_answer_reads_back_as_its_events_said_and_as_its_stream_does(
     for field in ("text", "reasoning", "reasoning_blocks", "tool_calls", "finish_raw", "usage"):
         assert getattr(back, field) == getattr(streamed.result, field), field
     assert sorted(lost) == sorted(encoder.lost)
+
+
+@pytest.mark.parametrize(
+    ("finish", "sent", "said"),
+    [
+        (Finished(reason=FinishReason.OTHER, raw="pause_turn"), "OTHER", True),
+        (Finished(reason=FinishReason.OTHER, raw="LANGUAGE"), "LANGUAGE", False),  # (Gemini's)
+        (Finished(reason=FinishReason.TOOL_CALLS, raw="tool_use"), "STOP", False),  # (the same)
+        (STOP, "STOP", False),
+    ],
+)
+def test_a_finish_gemini_has_no_value_for_is_said_in_the_answer_and_the_stream(
+    finish: Finished, sent: str, said: bool
+) -> None:
+    """Attack 74 F3: Anthropic's ``pause_turn`` (the turn is to go on) reached a Gemini client
+    as ``OTHER`` with nothing said, where every other dialect's client was told; the whole
+    answer and the stream now say it, in the words of the others."""
+    doc, lost = write(fold(TextDelta(text="a"), finish))
+    note = f"finish {finish.raw!r} is none of Gemini's finish reasons: sent as OTHER"
+    assert (note in lost) is said
+    assert doc["candidates"][0]["finishReason"] == sent
+    encoder = GeminiStreamEncoder()
+    for event in (StreamStarted(response_id="r", model="m"), TextDelta(text="a"), finish, END):
+        encoder.encode(event)
+    assert encoder.lost == ([note] if said else [])
