@@ -228,6 +228,7 @@ class GeminiStreamDecoder(DialectDecoder):
         self._text = self._kept()  # without keep_text, nothing: `DialectDecoder._kept`
         self._reasoning = self._kept()
         self._finish: Finished | None = None
+        self._by_prompt = False  # the finish is the prompt's blockReason
         self._usage_raw: dict[str, Any] | None = None
         self._usage_sent: dict[str, Any] | None = None
         self._usage: Usage | None = None  # built from _usage_raw when asked for
@@ -830,12 +831,19 @@ class GeminiStreamDecoder(DialectDecoder):
 
     # -- Rules 5 to 8 --------------------------------------------------------------------------
 
-    def _on_finish(self, reason: FinishReason, raw: str) -> None:
-        if self._finish is not None:
-            self._note(f"a second finishReason {raw!r} after {self._finish.raw!r}")
-            return
-        self._finish = Finished(reason=reason, raw=raw)
-        self._queue.append(self._finish)
+    def _on_finish(self, reason: FinishReason, raw: str, *, prompt: bool = False) -> None:
+        """The answer's finish, once (``prompt``: the prompt's ``blockReason``, which a
+        candidate's ``finishReason`` of the same meaning repeats, adding nothing: attack 74
+        saw it said to be a second finishReason)."""
+        first = self._finish
+        if first is None:
+            self._finish = Finished(reason=reason, raw=raw)
+            self._by_prompt = prompt
+            self._queue.append(self._finish)
+        elif not self._by_prompt:
+            self._note(f"a second finishReason {raw!r} after {first.raw!r}")
+        elif reason is not first.reason:
+            self._note(f"a finishReason {raw!r} after the prompt's blockReason {first.raw!r}")
 
     def _send_usage(self) -> None:
         self._usage_sent = self._usage_raw
@@ -855,7 +863,7 @@ class GeminiStreamDecoder(DialectDecoder):
                 self._start()
             self._verdict(_safety.verdict("prompt", found, block is not None))
         if block is not None:
-            self._on_finish(FinishReason.CONTENT_FILTER, block)
+            self._on_finish(FinishReason.CONTENT_FILTER, block, prompt=True)
 
     def _completion_verdict(self, ratings: object) -> None:
         """Rule 6: the repeat rule of `FilterVerdict`."""

@@ -388,6 +388,19 @@ def test_finish_reasons_map_and_a_second_is_noted() -> None:
     assert d.result.problems == ("a second finishReason 'OTHER' after 'STOP'",)
 
 
+def test_a_candidate_that_repeats_the_prompts_block_is_no_second_finish() -> None:
+    """Attack 74: a chunk with the prompt's ``blockReason`` and a candidate whose
+    ``finishReason`` means the same was said to have a second finishReason; it adds nothing.
+    One that means another thing is said, as what it follows."""
+    blocked = {"promptFeedback": {"blockReason": "SAFETY"}}
+    _, d = decode(sse(chunk(finish="SAFETY", **blocked)))
+    assert (d.result.finish_reason, d.result.finish_raw) == (FinishReason.CONTENT_FILTER, "SAFETY")
+    assert d.result.problems == ()
+    _, d = decode(sse(chunk(finish="STOP", **blocked)))
+    assert d.result.finish_raw == "SAFETY"
+    assert d.result.problems == ("a finishReason 'STOP' after the prompt's blockReason 'SAFETY'",)
+
+
 def test_candidates_other_than_zero_are_ignored_once() -> None:
     other = {"content": {"parts": [{"text": "no"}]}, "index": 1}
     body = sse(
