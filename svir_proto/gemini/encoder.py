@@ -113,33 +113,41 @@ _OTHER_FINISHES: Final = frozenset(
 
 class ArrayWriter:
     """Whole SSE events of a Gemini stream as the elements of the one JSON array a client asks
-    for without ``alt=sse`` (Rule 8): each event's data as it came (its ``data:`` lines joined
-    by a line feed, SSE's rule), nothing decoded; ``[`` before the first element, ``,`` and a
-    CRLF before each one after it, and at the `end` ``\r\n]`` (``[]`` when none came). An
-    event with no data, or only blanks, has no element; an event's other fields and the
-    comments are SSE's framing, not its content. `events` takes whole events (each ends with
-    its blank line): what follows the last blank line is an event the stream's end cut, which
-    SSE discards, and so does this.
+    for without ``alt=sse`` (Rule 8): each event's data as it came (its ``data`` fields joined
+    by a line feed, WHATWG's rules: a ``data`` line without a colon is an empty one, one space
+    after the colon is not the value's, a byte order mark that begins the stream is not the
+    stream's), nothing decoded; ``[`` before the first element, ``,`` and a CRLF before each
+    one after it, and at the `end` ``\r\n]`` (``[]`` when none came). An event with no data,
+    or only blanks, has no element; an event's other fields and the comments are SSE's
+    framing, not its content. `events` takes whole events (each ends with its blank line):
+    what follows the last blank line is an event the stream's end cut, which SSE discards,
+    and so does this.
 
     ``written``: the elements written so far (a writer that goes on from another's: its count).
     """
 
-    __slots__ = ("_ended", "written")
+    __slots__ = ("_begun", "_ended", "written")
 
     def __init__(self, written: int = 0) -> None:
         self.written = written
+        self._begun = written > 0  # bytes of the stream came (a byte order mark goes first)
         self._ended = False
 
     def events(self, data: bytes) -> bytes:
         """The array's next elements, for these whole events (``b""`` once it ended)."""
-        if self._ended:
+        if self._ended or not data:
             return b""
+        if not self._begun:
+            self._begun = True
+            data = data.removeprefix(b"\xef\xbb\xbf")
         out: list[bytes] = []
         lead = b",\r\n" if self.written else b"["
         lines: list[bytes] = []
         for line in data.splitlines():
             if line[:5] == b"data:":
                 lines.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif line == b"data":
+                lines.append(b"")
             elif not line and lines:
                 element = lines[0] if len(lines) == 1 else b"\n".join(lines)
                 lines = []

@@ -567,6 +567,10 @@ def test_the_array_writer_takes_each_whole_events_data_as_it_came() -> None:
     assert (writer.end(), writer.events(b"data: {}\n\n")) == (b"", b"")  # (ended once)
     assert ArrayWriter().end() == b"[]"
     assert ArrayWriter(written=2).events(b"data: {}\n\n") == b",\r\n{}"
+    bom = ArrayWriter()  # (WHATWG: a mark that begins the stream; "data" alone is empty data)
+    assert bom.events(b"") == b""
+    assert bom.events(b'\xef\xbb\xbfdata: {"a":\ndata\ndata: 1}\r\n\r\n') == b'[{"a":\n\n1}'
+    assert bom.events(b"\xef\xbb\xbfdata: 2\n\n") == b""  # (no longer the stream's start)
 
 
 def test_an_array_encoder_goes_on_from_the_elements_another_writer_wrote() -> None:
