@@ -206,6 +206,26 @@ class FailureKind(enum.Enum):
     SERVER_ERROR = "server_error"
     UNEXPECTED = "unexpected"
 
+    @property
+    def status(self) -> int:
+        """The HTTP status a failure of this kind stands for when it came with none (one
+        inside a stream): a rate limit is 429, which the SDKs retry; a context too long, a
+        rejection or a filter 400, which they do not (fidelity 43 F07); an overload 503, a
+        timeout 504, the credentials 401; 502 else (what a gateway says of its upstream's
+        failure). One table for every dialect (attack 74 F2: a gateway's client got 502 or
+        500 for the same failure, as its dialect's table said)."""
+        return _STATUS_OF_KIND.get(self, 502)
+
+
+_STATUS_OF_KIND: Final = {
+    FailureKind.AUTHENTICATION: 401,
+    FailureKind.RATE_LIMITED: 429,
+    FailureKind.REJECTED: 400,
+    FailureKind.CONTEXT_OVERFLOW: 400,
+    FailureKind.CONTENT_FILTER: 400,
+    FailureKind.OVERLOADED: 503,
+    FailureKind.TIMEOUT: 504,
+}
 
 _RETRYABLE: Final = frozenset(
     {FailureKind.RATE_LIMITED, FailureKind.TIMEOUT, FailureKind.TRANSIENT, FailureKind.OVERLOADED}

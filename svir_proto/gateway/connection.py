@@ -75,7 +75,10 @@ Rule 5 (failures in the client's dialect): a failure before the answer began is 
     no stream to a request for one is such a failure, but a relayed JSON answer (a server
     that ignored ``stream``, or could not read it: passed on as it came, the upstream's word,
     where a translated client, whose dialect has no place for it, gets the failure). A cut
-    upstream stays a cut for the client: no end marker, and the body cut.
+    upstream stays a cut for the client: no end marker, and the body cut. A failure that came
+    without a status (one inside the stream: of a client that asked for the whole answer, or
+    the gateway's own) has its kind's (`FailureKind.status`: 429, 400, 503, 504, else 502),
+    whatever the client's dialect.
 Rule 6 (draft 8.1 and 8.2): nothing here logs a prompt or an answer; a tool call of a tool the
     request did not declare is not passed to an LLM-Stream client (an ``error`` instead).
 Rule 7 (request ids): ``metadata.request_id`` of the request, else its ``X-Request-Id``, else
@@ -140,7 +143,7 @@ from ..llmstream.negotiate import (
     unsupported_media_type,
 )
 from ..llmstream.request import LLMRequest, RequestError
-from ..openai.status import error_json, error_status
+from ..openai.status import error_json
 from ..translate import OpenAIToLLMStream
 from ._cost import BodyCost
 from ._http import bearer, host_allowed, host_valid, reason, request_id, token_matches
@@ -1138,7 +1141,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # gateway's own failure, to an Anthropic or Gemini one): Rule 5's, a stream's too
             error = result.error
             if error.status is None:
-                error = attrs.evolve(error, status=error_status(error))
+                error = attrs.evolve(error, status=error.kind.status)
             return self._failed(error, now)
         if not result.done or (not result.complete and _empty(result)):
             # an answer that never began (an upstream that said only its end marker) is a
@@ -1361,9 +1364,8 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         wait = 1.0 if kind is FailureKind.OVERLOADED else None  # the gateway's own: soon again
         # the same status in a stream's error as in a whole answer's (a Gemini client reads it
         # in both: attack 69 F7, 503 in a stream where a whole answer said 502)
-        status = {FailureKind.TIMEOUT: 504, FailureKind.OVERLOADED: 503}.get(kind, 502)
         failure = Failure(
-            kind=kind, message=reason, code=kind.value, retry_after=wait, status=status
+            kind=kind, message=reason, code=kind.value, retry_after=wait, status=kind.status
         )
         if not self._head_sent:
             return self._failed(failure, now)

@@ -244,16 +244,4 @@ def error_status(failure: Failure) -> int:
     status = failure.status
     if status is not None and 400 <= status < 600:
         return status
-    return _STATUS_OF.get(failure.kind, 502)
-
-
-_STATUS_OF: Final = {
-    FailureKind.AUTHENTICATION: 401,
-    FailureKind.RATE_LIMITED: 429,
-    FailureKind.REJECTED: 400,
-    FailureKind.CONTEXT_OVERFLOW: 400,
-    FailureKind.CONTENT_FILTER: 400,
-    FailureKind.OVERLOADED: 503,
-    FailureKind.TIMEOUT: 504,
-}
-"""The status of a failure of each kind that came with none (`error_status`)."""
+    return failure.kind.status  # (`FailureKind.status`: the table every dialect shares)
