@@ -832,18 +832,20 @@ class GeminiStreamDecoder(DialectDecoder):
     # -- Rules 5 to 8 --------------------------------------------------------------------------
 
     def _on_finish(self, reason: FinishReason, raw: str, *, prompt: bool = False) -> None:
-        """The answer's finish, once (``prompt``: the prompt's ``blockReason``, which a
-        candidate's ``finishReason`` of the same meaning repeats, adding nothing: attack 74
-        saw it said to be a second finishReason)."""
+        """The answer's finish, once (``prompt``: the prompt's ``blockReason``). The prompt's
+        block and a candidate's ``finishReason`` that means the same, in either order, are
+        one finish said twice, nothing more (attack 74 saw it said to be a second one)."""
         first = self._finish
         if first is None:
             self._finish = Finished(reason=reason, raw=raw)
             self._by_prompt = prompt
             self._queue.append(self._finish)
-        elif not self._by_prompt:
+        elif prompt is not self._by_prompt:  # one of each
+            if reason is not first.reason:
+                block, finish = (raw, first.raw) if prompt else (first.raw, raw)
+                self._note(f"the prompt's blockReason {block!r} and a finishReason {finish!r}")
+        else:
             self._note(f"a second finishReason {raw!r} after {first.raw!r}")
-        elif reason is not first.reason:
-            self._note(f"a finishReason {raw!r} after the prompt's blockReason {first.raw!r}")
 
     def _send_usage(self) -> None:
         self._usage_sent = self._usage_raw

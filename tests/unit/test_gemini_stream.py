@@ -398,7 +398,11 @@ def test_a_candidate_that_repeats_the_prompts_block_is_no_second_finish() -> Non
     assert d.result.problems == ()
     _, d = decode(sse(chunk(finish="STOP", **blocked)))
     assert d.result.finish_raw == "SAFETY"
-    assert d.result.problems == ("a finishReason 'STOP' after the prompt's blockReason 'SAFETY'",)
+    assert d.result.problems == ("the prompt's blockReason 'SAFETY' and a finishReason 'STOP'",)
+    _, d = decode(sse(chunk(finish="SAFETY"), {"promptFeedback": {"blockReason": "SAFETY"}}))
+    assert (d.result.finish_raw, d.result.problems) == ("SAFETY", ())  # (the other order)
+    _, d = decode(sse(chunk(finish="STOP"), {"promptFeedback": {"blockReason": "OTHER"}}))
+    assert d.result.problems == ("the prompt's blockReason 'OTHER' and a finishReason 'STOP'",)
 
 
 def test_candidates_other_than_zero_are_ignored_once() -> None:
