@@ -104,6 +104,8 @@ class StreamReframer(Protocol):
 
     written: int
     """What was written so far (an array's elements)."""
+    cut: bool
+    """The `end` came inside an event: the form is left unfinished, the client's body cut."""
 
     def events(self, data: bytes) -> bytes: ...
 

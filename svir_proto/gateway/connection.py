@@ -1518,13 +1518,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         return self.relay_data(data)
 
     def relay_end(self, *, complete: bool) -> bytes:
-        """The relayed body ended: where its framing said (``complete``), or cut."""
+        """The relayed body ended: where its framing said (``complete``), or cut; or, in the
+        client's other form than SSE, inside an event (its framer's `cut`): a cut too."""
         if self._mode == "answered":
             return b""
         self._mode = "answered"
-        if complete:
+        framer = self._framer
+        end = b"" if framer is None or not complete else self.relay_data(framer.end())
+        if complete and not (framer is not None and framer.cut):  # (`StreamReframer.cut`)
             self.outcome = self.outcome or ("failed" if self._relayed_failure else "ok")
-            end = b"" if self._framer is None else self.relay_data(self._framer.end())
             return end + self._end_of_body()
         self.outcome = "cut"
         self._side.failed()

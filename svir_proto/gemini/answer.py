@@ -62,7 +62,7 @@ from ..events import (
 )
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, SVIR_EXTENSION, usage_out
-from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339, call_args, unvalued
+from .encoder import FUNCTION_ARGS, _finish_value, _rfc3339, _unvalued, call_args
 
 __all__ = ["generate_content_response"]
 
@@ -192,7 +192,7 @@ def generate_content_response(
         candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
         if finished is not None:
             candidate["finishReason"] = _finish_value(finished)
-            for sentence in unvalued(finished):
+            for sentence in _unvalued(finished):
                 note(sentence)
         ratings = [] if answer is None else _safety.ratings(answer.results)
         if ratings:

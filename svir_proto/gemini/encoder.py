@@ -65,6 +65,7 @@ Every event whose content has no form here is listed in ``lost``, one sentence e
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .._json import canonical, dumps
@@ -86,6 +87,7 @@ from ..events import (
     ToolCallDelta,
     Usage,
 )
+from ..sse.framer import RawItem, SSEFramer
 from . import _safety
 from ._wire import BLOCK_REASONS, CARRIER, FINISH, FINISH_OF, SVIR_EXTENSION, usage_out
 from .status import error_object
@@ -112,57 +114,92 @@ _OTHER_FINISHES: Final = frozenset(
 
 
 class ArrayWriter:
-    """Whole SSE events of a Gemini stream as the elements of the one JSON array a client asks
-    for without ``alt=sse`` (Rule 8): each event's data as it came (its ``data`` fields joined
-    by a line feed, WHATWG's rules: a ``data`` line without a colon is an empty one, one space
-    after the colon is not the value's, a byte order mark that begins the stream is not the
-    stream's), nothing decoded; ``[`` before the first element, ``,`` and a CRLF before each
-    one after it, and at the `end` ``\r\n]`` (``[]`` when none came). An event with no data,
-    or only blanks, has no element; an event's other fields and the comments are SSE's
-    framing, not its content. `events` takes whole events (each ends with its blank line):
-    what follows the last blank line is an event the stream's end cut, which SSE discards,
-    and so does this.
+    r"""Whole SSE events of a Gemini stream as the elements of the one JSON array a client asks
+    for without ``alt=sse`` (Rule 8): the data of each event the Gemini decoder reads, as it
+    came, nothing decoded; ``[`` before the first element, ``,`` and a CRLF before each one
+    after it, and at the `end` ``\r\n]`` (``[]`` when none came).
+
+    The events are read by the one SSE framer every decoder shares (`SSEFramer`: the WHATWG
+    rules, a byte order mark, line ends, ``data`` fields joined by a line feed), with the
+    Gemini decoder's own reading of them: blanks before the stream's first line are nothing
+    (its Rule 10), an event of another type than ``message`` is not the stream's (so never an
+    element: review 76 and attack 75 F1, whose ``data: ]`` closed the array), nor one with no
+    data or blank data. A body that begins ``[`` is an array already (an upstream that named
+    it SSE, which the decoder reads as the array it is): it goes as it came, its end its own.
+    `events` takes whole events (each ends with its blank line), but at the stream's end:
+    what follows the last blank line then is an event the end cut, which SSE discards, and
+    so does this; the `end` is then no ``]``, and the stream is `cut` (attack 75 F3: a closed
+    array said that an answer whose last chunk was lost had ended), as the decoder says.
 
     ``written``: the elements written so far (a writer that goes on from another's: its count).
+    ``cut``: the `end` came inside an event (the framer's Rule 6): the array stays open.
     """
 
-    __slots__ = ("_begun", "_ended", "written")
+    __slots__ = ("_ended", "_framer", "_whole", "cut", "written")
 
     def __init__(self, written: int = 0) -> None:
         self.written = written
-        self._begun = written > 0  # bytes of the stream came (a byte order mark goes first)
+        self.cut = False
+        self._framer: SSEFramer | None = None  # made at the stream's first byte but blanks
+        self._whole = False  # the body is an array already
         self._ended = False
 
     def events(self, data: bytes) -> bytes:
         """The array's next elements, for these whole events (``b""`` once it ended)."""
         if self._ended or not data:
             return b""
-        if not self._begun:
-            self._begun = True
-            data = data.removeprefix(b"\xef\xbb\xbf")
-        out: list[bytes] = []
+        framer = self._framer
+        if framer is None:  # the stream begins: the decoder's Rule 10
+            data = data.lstrip(b" \t\r\n")
+            if not data:
+                return b""
+            self._whole = data[0] == 0x5B  # "["
+            framer = self._framer = SSEFramer(max_event_size=_UNBOUNDED, errors="replace")
+            framer.quiet = True
+        if self._whole:
+            return data
+        framer.receive(data)
+        items: list[RawItem] = []
+        framer.frame(items)  # (nothing to raise: no bound it can pass, text replaced)
+        out: list[bytes | bytearray] = []
         lead = b",\r\n" if self.written else b"["
-        lines: list[bytes] = []
-        for line in data.splitlines():
-            if line[:5] == b"data:":
-                lines.append(line[6:] if line[5:6] == b" " else line[5:])
-            elif line == b"data":
-                lines.append(b"")
-            elif not line and lines:
-                element = lines[0] if len(lines) == 1 else b"\n".join(lines)
-                lines = []
-                if element and not element.isspace():
-                    out += (lead, element)
+        for item in items:
+            payloads: Sequence[bytes | bytearray]
+            if len(item) == 4:  # a run of events of type message: `RawBatch`
+                payloads = item[1]
+            elif len(item) == 5:  # typed events: `RawTyped`
+                _, types, typed, _, _ = item
+                payloads = [p for t, p in zip(types, typed, strict=True) if t == "message"]
+            elif len(item) == 6 and item[0] in (None, "message"):  # `RawEvent`
+                payloads = [item[1]]
+            else:  # a comment, or an event of another type (`_dialect`'s `_on_event`)
+                continue
+            for payload in payloads:
+                if payload and not payload.isspace():
+                    out += (lead, payload)
                     lead = b",\r\n"
                     self.written += 1
         return b"".join(out)
 
     def end(self) -> bytes:
-        """The array's end, once (``b""`` after)."""
-        if self._ended:
+        """The array's end, once (``b""`` after, for a body that was an array already, and for
+        a stream that ended inside an event: `cut`)."""
+        if self._ended or self._whole:
+            self._ended = True
             return b""
         self._ended = True
+        framer = self._framer
+        if framer is not None:
+            framer.receive(b"")  # (the end of the body: Rule 6 says what it cut)
+            framer.frame([])
+            self.cut = framer.end is not None and framer.end.incomplete
+            if self.cut:
+                return b""
         return b"\r\n]" if self.written else b"[]"
+
+
+_UNBOUNDED: Final = 1 << 62
+"""`ArrayWriter`'s framer's bound: none (the gateway bounds what a relay holds of an event)."""
 
 
 def _rfc3339(seconds: int) -> str:
@@ -468,7 +505,7 @@ class GeminiStreamEncoder:
             if ratings:
                 out.append(self._chunk({"promptFeedback": {"safetyRatings": ratings}}))
             if finish is not None:
-                for sentence in unvalued(finish):
+                for sentence in _unvalued(finish):
                     self._note(sentence)
                 candidate = {
                     "content": {"parts": [{"text": ""}], "role": "model"},
@@ -496,18 +533,15 @@ def _object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def unvalued(finish: Finished) -> list[str]:
-    """A finish that Gemini has no value for, and goes as ``OTHER``, said (fidelity 43 F03;
-    attack 74 F3: Anthropic's ``pause_turn``, a turn to go on with, went out unsaid)."""
+def _unvalued(finish: Finished) -> list[str]:
+    """A finish that none of Gemini's values means, which goes as ``OTHER``, said (fidelity 43
+    F03; attack 74 F3: Anthropic's ``pause_turn``, a turn to go on with, went out unsaid;
+    attack 75 F4: so did a Chat server's ``STOP``, spelled as Gemini's but not its meaning)."""
     raw = finish.raw
-    if (
-        finish.reason is not FinishReason.OTHER
-        or not raw
-        or raw in FINISH
-        or raw in _OTHER_FINISHES
-    ):
+    if finish.reason is not FinishReason.OTHER or not raw:
         return []
-    return [no_value(raw, "Gemini's finish reasons", _finish_value(finish))]
+    value = _finish_value(finish)
+    return [] if value == raw else [no_value(raw, "Gemini's finish reasons", value)]
 
 
 def _finish_value(finish: Finished) -> str:

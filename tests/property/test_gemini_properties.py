@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from svir_proto import NEED_DATA, PeerProtocolError
 from svir_proto.events import Completion, FinishReason, StreamEnded, StreamFailed, Usage
 from svir_proto.gemini import (
+    ArrayWriter,
     GeminiContent,
     GeminiFileData,
     GeminiFunctionCall,
@@ -669,3 +670,69 @@ def test_a_request_through_the_hub_and_the_llm_stream_wire_comes_back(
     hub = to_hub(request)
     again = LLMRequest.parse(hub.body().read())
     assert from_hub(again) == _bytes(request)
+
+
+# -- a relay's array: ArrayWriter beside the decoder that watches the same SSE ----------------
+
+EOL = st.sampled_from([b"\n", b"\r\n", b"\r"])
+
+
+@st.composite
+def sse_with_noise(draw: st.DrawFn) -> tuple[list[bytes], list[dict[str, Any]]]:
+    """A Gemini stream's whole events (each ends with its blank line) with what SSE allows
+    around them: a byte order mark and blanks first, comments, ``id`` and ``retry`` fields,
+    ``event: message`` or no type, events of other types with any data (``]``, no JSON),
+    ``data`` lines without a colon, any line end; and the chunks a reader of it finds."""
+    pieces, chunks = [], []
+    head = draw(st.sampled_from([b"", b"\xef\xbb\xbf", b"\r\n \t", b"\n\n"]))
+    for _ in range(draw(st.integers(0, 6))):
+        eol = draw(EOL)
+        kind = draw(st.sampled_from(["chunk", "typed", "comment", "fields"]))
+        if kind == "chunk":
+            chunk = {
+                "candidates": [
+                    {"content": {"parts": [{"text": draw(TEXT)}], "role": "model"}, "index": 0}
+                ]
+            }
+            chunks.append(chunk)
+            lines = [b"data: " + json.dumps(chunk).encode()]
+            if draw(st.booleans()):
+                lines.insert(0, b"event: message" if draw(st.booleans()) else b"id: 7")
+            if draw(st.booleans()):
+                lines.append(b"data")  # (an empty data line: a line feed more, JSON's blank)
+        elif kind == "typed":
+            data = draw(st.sampled_from([b"]", b"not json", b"[{}", b'{"x": 1}']))
+            lines = [b"event: " + draw(WORD).encode(), b"data: " + data]
+        elif kind == "comment":
+            lines = [b": " + draw(WORD).encode()]
+        else:
+            lines = [b"retry: 10", b"id: 3"]  # (no data: no event)
+        pieces.append(eol.join(lines) + eol + eol)
+    if pieces:
+        pieces[0] = head + pieces[0]
+    return pieces, chunks
+
+
+@given(sse_with_noise(), st.data())
+def test_a_relays_array_holds_what_the_gemini_decoder_reads(
+    stream: tuple[list[bytes], list[dict[str, Any]]], data: st.DataObject
+) -> None:
+    """Review 76: `ArrayWriter` is the gateway's relay of a Gemini upstream's SSE to a client
+    that asked for the array, and the Gemini decoder watches the same bytes: the array must
+    hold every chunk the decoder reads, as it came, and nothing else (an event of another type
+    wrote ``]`` into it), whatever whole events each call is given."""
+    pieces, chunks = stream
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(len(pieces) - 1, 1)), max_size=4)))
+    calls = [b"".join(pieces[a:b]) for a, b in zip([0, *cuts], [*cuts, len(pieces)], strict=True)]
+    writer = ArrayWriter()
+    array = b"".join(writer.events(call) for call in calls) + writer.end()
+    assert json.loads(array) == chunks
+    assert writer.written == len(chunks)
+    body = b"".join(pieces)
+    watched, _ = decode(body)
+    again, _ = decode(
+        b"".join(b"data: %s\r\n\r\n" % json.dumps(c).encode() for c in json.loads(array))
+    )
+    assert [e for e in again if not isinstance(e, StreamEnded)] == [
+        e for e in watched if not isinstance(e, StreamEnded)
+    ]

@@ -793,6 +793,7 @@ def test_any_answer_reads_back_as_its_events_said_and_as_its_stream_does(
     ("finish", "sent", "said"),
     [
         (Finished(reason=FinishReason.OTHER, raw="pause_turn"), "OTHER", True),
+        (Finished(reason=FinishReason.OTHER, raw="STOP"), "OTHER", True),  # (a Chat server's)
         (Finished(reason=FinishReason.OTHER, raw="LANGUAGE"), "LANGUAGE", False),  # (Gemini's)
         (Finished(reason=FinishReason.TOOL_CALLS, raw="tool_use"), "STOP", False),  # (the same)
         (STOP, "STOP", False),
@@ -803,7 +804,8 @@ def test_a_finish_gemini_has_no_value_for_is_said_in_the_answer_and_the_stream(
 ) -> None:
     """Attack 74 F3: Anthropic's ``pause_turn`` (the turn is to go on) reached a Gemini client
     as ``OTHER`` with nothing said, where every other dialect's client was told; the whole
-    answer and the stream now say it, in the words of the others."""
+    answer and the stream now say it, in the words of the others; attack 75 F4: so is a value
+    spelled as one of Gemini's that does not mean it (a Chat server's ``STOP``)."""
     doc, lost = write(fold(TextDelta(text="a"), finish))
     note = f"finish {finish.raw!r} is none of Gemini's finish reasons: sent as OTHER"
     assert (note in lost) is said

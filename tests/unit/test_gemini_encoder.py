@@ -555,22 +555,49 @@ def test_an_array_stream_with_nothing_in_it_is_an_empty_array_and_a_cut_stays_op
 def test_the_array_writer_takes_each_whole_events_data_as_it_came() -> None:
     """`ArrayWriter` (Rule 8, and a relay's): each event's data, its lines joined by a line
     feed, whatever the line ends; comments, other fields and events with no data or blank
-    data are no element; an event the end cut short is discarded, as SSE does."""
+    data are no element; an event the end cut short is discarded, as SSE does, and the
+    array left open: the stream was cut (attack 75 F3)."""
     writer = ArrayWriter()
     out = writer.events(b'data: {"a": 1}\r\n\r\n: c\r\n\r\nid: 7\ndata:{"b":\ndata: 2}\n\n')
     out += writer.events(b"data: \r\rdata:   \r\r\r\n")
-    out += writer.events(b'data: {"c": 3}\r\rdata: {"cut": ')
+    out += writer.events(b'data: {"c": 3}\r\r')
     assert out == b'[{"a": 1},\r\n{"b":\n2},\r\n{"c": 3}'
     assert writer.written == 3
-    assert writer.end() == b"\r\n]"
+    assert (writer.end(), writer.cut) == (b"\r\n]", False)
     assert json.loads(out + b"\r\n]") == [{"a": 1}, {"b": 2}, {"c": 3}]
     assert (writer.end(), writer.events(b"data: {}\n\n")) == (b"", b"")  # (ended once)
+    cut = ArrayWriter()
+    assert cut.events(b'data: {"c": 3}\r\rdata: {"cut": ') == b'[{"c": 3}'
+    assert (cut.end(), cut.cut) == (b"", True)
+    ended = ArrayWriter()  # (a comment, a field, a lone line end: no event begun)
+    assert ended.events(b'data: {"c": 3}\n\n: bye\nid: 9\n\r') == b'[{"c": 3}'
+    assert (ended.end(), ended.cut) == (b"\r\n]", False)
     assert ArrayWriter().end() == b"[]"
     assert ArrayWriter(written=2).events(b"data: {}\n\n") == b",\r\n{}"
     bom = ArrayWriter()  # (WHATWG: a mark that begins the stream; "data" alone is empty data)
     assert bom.events(b"") == b""
     assert bom.events(b'\xef\xbb\xbfdata: {"a":\ndata\ndata: 1}\r\n\r\n') == b'[{"a":\n\n1}'
     assert bom.events(b"\xef\xbb\xbfdata: 2\n\n") == b""  # (no longer the stream's start)
+
+
+def test_the_array_writer_writes_only_what_the_gemini_decoder_reads() -> None:
+    """Review 76 H1: an event of another type than ``message``, which the Gemini decoder
+    skips unread, went into the array as it came: ``data: ]`` closed it, ``data: not json``
+    spoiled it. Blanks before the stream's first line are nothing, as to the decoder (its
+    Rule 10); a body that is an array already (an upstream that called it SSE) goes as it
+    came, its end its own."""
+    writer = ArrayWriter()
+    assert writer.events(b"\r\n \t") == b""
+    events = (
+        b'event: ping\ndata: ]\n\nevent: message\ndata: {"a": 1}\n\nevent: x\r\ndata: no\r\n\r\n'
+    )
+    assert writer.events(events) == b'[{"a": 1}'
+    assert writer.events(b"event: y\ndata: [{}\n\n") == b""
+    assert writer.end() == b"\r\n]"
+    whole = ArrayWriter()
+    body = b'[{"candidates": []}\n,\r\n{"candidates": []}\n]'
+    assert whole.events(b"\n" + body[:9]) + whole.events(body[9:]) == body
+    assert (whole.end(), whole.written) == (b"", 0)
 
 
 def test_an_array_encoder_goes_on_from_the_elements_another_writer_wrote() -> None:
