@@ -5,7 +5,6 @@ client) report the answer our decoder of the upstream's dialect reads from the s
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -528,9 +527,7 @@ def sse_data(body: bytes) -> list[bytes]:
     from svir_proto.sse import ServerSentEvent, SSEDecoder
 
     decoder = SSEDecoder()
-    items = [*decoder.feed(body)]
-    with contextlib.suppress(Exception):  # (an event the body's end cut is discarded)
-        items += decoder.close()
+    items = [*decoder.feed(body), *decoder.close()]  # (an event the end cut: discarded)
     return [i.data.encode() for i in items if isinstance(i, ServerSentEvent) and i.data.strip()]
 
 

@@ -396,7 +396,7 @@ def test_a_gemini_upstreams_stream_is_relayed_as_the_array_asked_for(target: str
     noisy = b": ping\r\n\r\n" + CALLS.replace(b"data: ", b"id: 1\r\n:c\r\ndata:", 1)
     out = gw.keepalive()
     out += gw.relay_head(200, (("content-type", "text/event-stream"), ("x-goog-id", "g")))
-    out += gw.relay_events(noisy[:17]) + gw.keepalive() + gw.relay_events(noisy[17:])
+    out += gw.relay_events(noisy[:10]) + gw.keepalive() + gw.relay_events(noisy[10:])
     out += gw.relay_end(complete=True)
     status, headers, body = response(out)
     assert (status, headers["content-type"]) == (200, "application/json")
