@@ -1140,9 +1140,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
             # (attack 74 F2: a server error in the stream was 502 to an OpenAI client, 500, the
             # gateway's own failure, to an Anthropic or Gemini one): Rule 5's, a stream's too
             error = result.error
-            if error.status is None:
-                error = attrs.evolve(error, status=error.kind.status)
-            return self._failed(error, now)
+            return self._failed(attrs.evolve(error, status=error.status or error.kind.status), now)
         if not result.done or (not result.complete and _empty(result)):
             # an answer that never began (an upstream that said only its end marker) is a
             # status, as its stream is (`upstream`): not a 200 with nothing in it (attack 62)

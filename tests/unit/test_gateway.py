@@ -945,3 +945,19 @@ def test_a_failure_inside_the_stream_has_one_status_whatever_the_clients_dialect
         assert "error" in json.loads(answer), target
         assert gw.outcome == "failed"
     assert seen == {status}
+
+
+def test_a_gemini_upstreams_error_chunk_is_its_codes_status_to_every_whole_client() -> None:
+    """Review 76 L4: Gemini's error chunk says its code (429: a rate limit), which every client
+    that asked for the whole answer gets as its status, a Chat client's too."""
+    sse = b'data: {"error": {"code": 429, "message": "slow", "status": "RESOURCE_EXHAUSTED"}}\n\n'
+    clients = [
+        (WHOLE_OPENAI, "/v1/chat/completions"),
+        (WHOLE_MESSAGES, "/v1/messages"),
+        (WHOLE_RESPONSES, "/v1/responses"),
+    ]
+    for body, target in clients:
+        gw, out = whole_answer(body, sse, target=target, upstream="gemini")
+        status, _, answer = response(out)
+        assert (status, gw.outcome) == (429, "failed"), target
+        assert "error" in json.loads(answer)
