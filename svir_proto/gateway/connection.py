@@ -419,6 +419,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._relaying: Literal["", "stream", "raw", "late"] = ""
         self._uncommented = False  # a relayed stream's comments are not passed on (`relay_events`)
         self._framer: StreamReframer | None = None  # a relayed stream's form, if not SSE
+        self._fresh = False  # nothing of a relayed stream's body went out yet
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -1462,6 +1463,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._relaying = "stream" if stream and ok else "raw"
         spec = self._answered_in()
         self._uncommented = self._relaying == "stream" and not spec.comments
+        self._fresh = self._relaying == "stream"  # (`relay_events`: its byte order mark)
         routed = self._routed
         if self._relaying == "stream" and spec.reframe is not None and routed is not None:
             self._framer = spec.reframe(routed)  # (the client's form, if not SSE)
@@ -1506,7 +1508,13 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         read none (`DialectSpec.comments`: attack 62 F5, a Gemini upstream's ``: keep-alive``
         reached google-genai, which reads any line but ``data:`` as JSON and raises). A
         comment carries nothing: the events are the same. A client that asked for them in
-        another form than SSE gets that form (`DialectSpec.reframe`: Gemini's JSON array)."""
+        another form than SSE gets that form (`DialectSpec.reframe`: Gemini's JSON array). A
+        byte order mark that begins the body is no content (WHATWG), and is not passed on: a
+        keep-alive of ours may have gone first, after which a reader takes it for the first
+        line's (attack 77 F2: the first event was lost)."""
+        if self._fresh:
+            self._fresh = False
+            data = data.removeprefix(b"\xef\xbb\xbf")
         if self._framer is not None:
             return self.relay_data(self._framer.events(data))
         if self._uncommented and (data[:1] == b":" or b"\n:" in data or b"\r:" in data):

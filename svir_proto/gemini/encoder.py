@@ -124,8 +124,11 @@ class ArrayWriter:
     Gemini decoder's own reading of them: blanks before the stream's first line are nothing
     (its Rule 10), an event of another type than ``message`` is not the stream's (so never an
     element: review 76 and attack 75 F1, whose ``data: ]`` closed the array), nor one with no
-    data or blank data. A body that begins ``[`` is an array already (an upstream that named
-    it SSE, which the decoder reads as the array it is): it goes as it came, its end its own.
+    data or blank data. A body that begins ``[`` is no SSE (an upstream that ignored
+    ``alt=sse`` and named its array SSE: the decoder reads the array it is): nothing of it is
+    written and its end is a cut (attack 77 F1: passed as it came, a truncated array ended
+    whole, and the gateway's error after it began a second array); an error the gateway ends
+    it with is then the array's one element.
     `events` takes whole events (each ends with its blank line), but at the stream's end:
     what follows the last blank line then is an event the end cut, which SSE discards, and
     so does this; the `end` is then no ``]``, and the stream is `cut` (attack 75 F3: a closed
@@ -141,7 +144,7 @@ class ArrayWriter:
         self.written = written
         self.cut = False
         self._framer: SSEFramer | None = None  # made at the stream's first byte but blanks
-        self._whole = False  # the body is an array already
+        self._whole = False  # the body is an array, not SSE: nothing is written of it
         self._ended = False
 
     def events(self, data: bytes) -> bytes:
@@ -157,7 +160,7 @@ class ArrayWriter:
             framer = self._framer = SSEFramer(max_event_size=_UNBOUNDED, errors="replace")
             framer.quiet = True
         if self._whole:
-            return data
+            return b""
         framer.receive(data)
         items: list[RawItem] = []
         framer.frame(items)  # (nothing to raise: no bound it can pass, text replaced)
@@ -182,19 +185,20 @@ class ArrayWriter:
         return b"".join(out)
 
     def end(self) -> bytes:
-        """The array's end, once (``b""`` after, for a body that was an array already, and for
-        a stream that ended inside an event: `cut`)."""
-        if self._ended or self._whole:
-            self._ended = True
+        """The array's end, once (``b""`` after, and for a stream that ended inside an event or
+        was no SSE: `cut`)."""
+        if self._ended:
             return b""
         self._ended = True
         framer = self._framer
-        if framer is not None:
+        if self._whole:
+            self.cut = True
+        elif framer is not None:
             framer.receive(b"")  # (the end of the body: Rule 6 says what it cut)
             framer.frame([])
             self.cut = framer.end is not None and framer.end.incomplete
-            if self.cut:
-                return b""
+        if self.cut:
+            return b""
         return b"\r\n]" if self.written else b"[]"
 
 

@@ -496,3 +496,34 @@ def test_a_relayed_gemini_stream_goes_without_its_comments_and_others_keep_their
     chat, _ = events_of(request(b'{"model": "m", "stream": true}', headers=JSON), config=config())
     chat.relay_head(200, (("content-type", "text/event-stream"),))
     assert chat.relay_events(events) == b"%x\r\n%b\r\n" % (len(events), events)
+
+
+def test_a_relayed_streams_byte_order_mark_does_not_follow_a_keep_alive() -> None:
+    """Attack 77 F2: a keep-alive of ours went before an upstream whose body began with a byte
+    order mark, which a reader then took for the first line's: its first event was lost. The
+    mark is no content: it is not passed on."""
+    event = CALLS.split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+    gw, _ = events_of(gemini(STREAM), config=config(upstream_dialect="gemini"))
+    out = gw.keepalive()
+    out += gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(b"\xef\xbb\xbf" + event) + gw.relay_events(b"\xef\xbb\xbf" + event)
+    _, _, body = response(out + gw.relay_end(complete=True))
+    assert body == b"\r\n" + event + b"\xef\xbb\xbf" + event  # (the first only: the body's)
+
+
+def test_an_array_body_named_sse_is_no_stream_to_relay_as_an_array() -> None:
+    """Attack 77 F1: an upstream that ignored ``alt=sse`` and named its array SSE was passed
+    as it came: a truncated array ended whole, and the gateway's error began a second array.
+    Nothing of it is written: its end is a cut, and an error the gateway ends it with is the
+    array's one element."""
+    array = b'[{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}]'
+    gw, _ = events_of(gemini(ARRAY), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(array) + gw.relay_end(complete=True)
+    assert not out.endswith(b"0\r\n\r\n")
+    assert gw.outcome == "cut"
+    gw, _ = events_of(gemini(ARRAY), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(array[:20]) + gw.upstream_broken("the upstream broke the protocol")
+    _, _, body = response(out)
+    assert [e["error"]["code"] for e in json.loads(body)] == [502]

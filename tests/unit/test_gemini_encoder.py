@@ -584,8 +584,8 @@ def test_the_array_writer_writes_only_what_the_gemini_decoder_reads() -> None:
     """Review 76 H1: an event of another type than ``message``, which the Gemini decoder
     skips unread, went into the array as it came: ``data: ]`` closed it, ``data: not json``
     spoiled it. Blanks before the stream's first line are nothing, as to the decoder (its
-    Rule 10); a body that is an array already (an upstream that called it SSE) goes as it
-    came, its end its own."""
+    Rule 10); a body that is an array, no SSE (an upstream that called it SSE), is not
+    written, and its end is a cut."""
     writer = ArrayWriter()
     assert writer.events(b"\r\n \t") == b""
     events = (
@@ -594,10 +594,10 @@ def test_the_array_writer_writes_only_what_the_gemini_decoder_reads() -> None:
     assert writer.events(events) == b'[{"a": 1}'
     assert writer.events(b"event: y\ndata: [{}\n\n") == b""
     assert writer.end() == b"\r\n]"
-    whole = ArrayWriter()
+    whole = ArrayWriter()  # (attack 77 F1: no SSE, nothing written, a cut)
     body = b'[{"candidates": []}\n,\r\n{"candidates": []}\n]'
-    assert whole.events(b"\n" + body[:9]) + whole.events(body[9:]) == body
-    assert (whole.end(), whole.written) == (b"", 0)
+    assert whole.events(b"\n" + body[:9]) + whole.events(body[9:]) == b""
+    assert (whole.end(), whole.cut, whole.written) == (b"", True, 0)
 
 
 def test_an_array_encoder_goes_on_from_the_elements_another_writer_wrote() -> None:
