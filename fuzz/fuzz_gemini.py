@@ -73,7 +73,7 @@ def relayed(data: bytes, events: list[object]) -> None:
         assert not array.endswith(b"]") or not writer.written, array
         array += b"\r\n]" if writer.written else b"[]"
     if array[:1] != b"[" or data.lstrip(b" \t\r\n")[:1] == b"[":
-        return  # (nothing began, or the body was an array already: it goes as it came)
+        return  # (nothing began, or the body was an array, no SSE: nothing of it is written)
     elements = json.loads(array)
     assert len(elements) == writer.written, array
     again = GeminiStreamDecoder(max_event_size=1 << 20, max_tool_calls=8, max_result_size=4096)

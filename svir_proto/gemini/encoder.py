@@ -65,7 +65,7 @@ Every event whose content has no form here is listed in ``lost``, one sentence e
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any, Final
 
 from .._json import canonical, dumps
@@ -164,24 +164,29 @@ class ArrayWriter:
         framer.receive(data)
         items: list[RawItem] = []
         framer.frame(items)  # (nothing to raise: no bound it can pass, text replaced)
-        out: list[bytes | bytearray] = []
-        lead = b",\r\n" if self.written else b"["
+        payloads: list[bytes | bytearray] = []
         for item in items:
-            payloads: Sequence[bytes | bytearray]
             if len(item) == 4:  # a run of events of type message: `RawBatch`
-                payloads = item[1]
+                payloads += item[1]
             elif len(item) == 5:  # typed events: `RawTyped`
                 _, types, typed, _, _ = item
-                payloads = [p for t, p in zip(types, typed, strict=True) if t == "message"]
+                payloads += (p for t, p in zip(types, typed, strict=True) if t == "message")
             elif len(item) == 6 and item[0] in (None, "message"):  # `RawEvent`
-                payloads = [item[1]]
-            else:  # a comment, or an event of another type (`_dialect`'s `_on_event`)
-                continue
-            for payload in payloads:
-                if payload and not payload.isspace():
-                    out += (lead, payload)
-                    lead = b",\r\n"
-                    self.written += 1
+                payloads.append(item[1])
+            # (else a comment, or an event of another type: `_dialect`'s `_on_event`)
+        return self.elements(payloads)
+
+    def elements(self, payloads: Iterable[bytes | bytearray]) -> bytes:
+        """The array's next elements, for these events' data: what `events` writes once it
+        framed them, and what an encoder that knows its own events' data writes without
+        framing them again (nothing comes after the `end` of either)."""
+        out: list[bytes | bytearray] = []
+        lead = b",\r\n" if self.written else b"["
+        for payload in payloads:
+            if payload and not payload.isspace():
+                out += (lead, payload)
+                lead = b",\r\n"
+                self.written += 1
         return b"".join(out)
 
     def end(self) -> bytes:
@@ -311,7 +316,8 @@ class GeminiStreamEncoder:
         array = self._array
         if array is None:
             return out
-        framed = array.events(out) if out else b""  # Rule 8
+        # Rule 8: its own chunks, each one "data: " and its JSON, need no framing to be read
+        framed = array.elements(c[6:] for c in out.split(self._end) if c) if out else b""
         return framed + array.end() if self.done else framed
 
     def _event(self, event: Event) -> bytes:
