@@ -83,8 +83,9 @@ class DialectDecoder(PullDecoder[Event]):
         self._framer.quiet = True  # a dialect reads no comment
         self._loads = _json.loads
         self._deep = DEEP if _json.BACKEND == "orjson" else sys.maxsize
-        """How long a payload must be for the depth check after ``_loads``: orjson nests
-        deeper than `_json` Rule 5 allows; the standard library's reading checks it itself."""
+        """How long a payload must be to be parsed by `_long`: orjson nests deeper than
+        `_json` Rule 5 allows, and holds as many containers as come (Rule 6); the standard
+        library's reading (`_json.canonical`) checks both itself."""
         self._errors: Errors = errors
         self._raw: list[RawItem] = []
         self._max_result = max_result_size
@@ -379,6 +380,17 @@ class DialectDecoder(PullDecoder[Event]):
         """An error in what followed the end marker: ``True`` if the dialect noted it (the
         stream stays as it was), ``False`` to raise it."""
         return False
+
+    def _long(self, payload: bytes | bytearray, at: int, what: str) -> object:
+        """A payload longer than ``_deep`` parsed: bounded first (`_json` Rule 6, which
+        `_canonical` reports), then checked for depth (Rule 5), which orjson does not."""
+        if _json.too_many(payload):
+            return self._canonical(payload, at, what)  # (raises)
+        try:
+            obj = self._loads(payload)
+        except (ValueError, RecursionError):
+            return self._canonical(payload, at, what)
+        return self._canonical(payload, at, what) if _json.too_deep(payload, obj) else obj
 
     def _canonical(self, payload: bytes | bytearray, at: int, what: str) -> object:
         """A payload the fast parser refused or found too deep, by the one policy of `_json`:

@@ -18,6 +18,10 @@ Rule 4: a lone surrogate, escaped (``"\\ud800"``) or encoded, is an error with i
     halves of a pair a server cut between two payloads (`LoneSurrogateError`, `_halves`).
 Rule 5: nesting deeper than `MAX_DEPTH` (512) is an error. (The standard library's limit
     depends on the Python stack, orjson's is 1024.)
+Rule 6: a payload longer than `LONG` holds at most `MAX_CONTAINERS` arrays and objects,
+    counted outside its strings before it is parsed (`too_many`): parsing costs a third of a
+    microsecond a container, and 8 MiB of ``[],`` took 1.8 s of a gateway's event loop (attack
+    80 F1). (Neither parser has a bound.)
 Duplicate keys agree already: the last one wins in both.
 
 `loads` is the fast parser as it is, for the hot path: it follows every rule but Rule 5 on its
@@ -41,6 +45,8 @@ from typing import Any, Final, Literal, cast
 
 __all__ = [
     "BACKEND",
+    "LONG",
+    "MAX_CONTAINERS",
     "MAX_DEPTH",
     "SURROGATE",
     "LoneSurrogateError",
@@ -49,6 +55,7 @@ __all__ = [
     "loads",
     "string_at",
     "string_body",
+    "too_many",
     "use",
 ]
 
@@ -58,6 +65,14 @@ Loads = Callable[[bytes | bytearray | str], object]
 MAX_DEPTH: Final = 512
 """Nesting a JSON value may have (Rule 5): far beyond any chunk or request (a dozen levels),
 and below the standard library's own limit wherever the decoder is called from."""
+
+MAX_CONTAINERS: Final = 1 << 18
+"""Arrays and objects a payload may hold (Rule 6): 262,144, some 0.1 s of parsing here. An
+event holds a few dozen; a Responses answer's last event, with each token's 20 most likely
+alternatives (``top_logprobs``), some 43 a token: 6,000 tokens."""
+LONG: Final = 2 * MAX_CONTAINERS
+"""Payloads longer than this may break Rule 6 (a container is two characters at least): only
+they are counted."""
 
 orjson: ModuleType | None
 try:
@@ -196,6 +211,19 @@ def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
     return max(accumulate(map(_STEP.__getitem__, outside))) > MAX_DEPTH
 
 
+def too_many(data: bytes | bytearray | str) -> bool:
+    """Rule 6: more than `MAX_CONTAINERS` arrays and objects, outside strings. Counted in C,
+    and for a payload whose brackets are that many, counted again outside its strings (a text
+    of code holds thousands that are no container)."""
+    if len(data) <= LONG:
+        return False
+    raw = data.encode() if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= MAX_CONTAINERS:
+        return False
+    outside = _outside_strings(raw, False)
+    return outside.count(b"[") + outside.count(b"{") > MAX_CONTAINERS
+
+
 def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None:
     """Whether ``value``, parsed from ``raw``, which holds ``brackets`` brackets, nests deeper
     than `MAX_DEPTH`: its containers walked a level at a time, the brackets of its strings
@@ -282,6 +310,8 @@ def canonical(
         UnicodeDecodeError: the bytes are not UTF-8 (strict).
         json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
     """
+    if too_many(data):  # Rule 6, before anything is parsed: whatever else is wrong with it
+        raise JSONPolicyError(f"holds more than {MAX_CONTAINERS} arrays and objects", 0)
     codec = "replace" if errors == "replace" else "strict"  # ("surrogates": strict for bytes)
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", codec)  # Rule 3
     plain = len(data) > _SHORT and not isinstance(data, str) and _plain_numbers(data)

@@ -247,14 +247,12 @@ class MessagesStreamDecoder(DialectDecoder):
                 if piece:
                     self._carrier(envelope)(piece, at)
                 return
-        try:
-            obj = self._loads(data)
-        except (ValueError, RecursionError):
-            obj = self._canonical(data, at, "an event's data")
+        if len(data) > self._deep:  # orjson nests deeper, and bounds nothing
+            obj = self._long(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(
-                data, obj
-            ):  # orjson nests deeper: _json Rule 5
+            try:
+                obj = self._loads(data)
+            except (ValueError, RecursionError):
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError("an event's data must be a JSON object", offset=at)

@@ -79,7 +79,6 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any, Final
 
-from .. import _json
 from .. import _weights as weights
 from .._dialect import DEEP, DEFAULT_MAX_RESULT_SIZE, DialectDecoder
 from .._jsonbytes import LONG_HOLE
@@ -460,6 +459,7 @@ class GeminiStreamDecoder(DialectDecoder):
         ``maybe``, one payload that may not be whole (Rule 10): `_NotWhole` if it does not
         parse, before anything is read of it."""
         loads = self._loads
+        deep = self._deep
         queue = self._queue
         texts = self._text
         weight = self._weight  # 0 without keep_text: the text counts for nothing
@@ -515,10 +515,12 @@ class GeminiStreamDecoder(DialectDecoder):
                     at += len(payload) + gap
                     continue
             try:
-                obj = loads(payload)
-            except (ValueError, RecursionError):
+                obj = loads(payload) if len(payload) <= deep else self._long(payload, at, "a chunk")
+            except (ValueError, RecursionError, PeerProtocolError) as exc:
                 if maybe:
                     raise _NotWhole from None  # (or read the general way once known whole)
+                if isinstance(exc, PeerProtocolError):
+                    raise
                 obj = None
             if (
                 fast
@@ -626,13 +628,14 @@ class GeminiStreamDecoder(DialectDecoder):
         self._envelope = None  # what it changes, the envelope's reading took as settled
         if self._pending is not None:
             self._settle()
-        if obj is None:
-            try:
-                obj = self._loads(payload)
-            except (ValueError, RecursionError):
-                obj = self._canonical(payload, at, "a chunk")
-        if len(payload) > self._deep and _json.too_deep(payload, obj):  # orjson nests deeper
-            obj = self._canonical(payload, at, "a chunk")
+        if obj is None:  # (the hot loop's reading is checked: `_on_batch`)
+            if len(payload) > self._deep:  # orjson nests deeper, and bounds nothing
+                obj = self._long(payload, at, "a chunk")
+            else:
+                try:
+                    obj = self._loads(payload)
+                except (ValueError, RecursionError):
+                    obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
             raise PeerProtocolError(
                 f"a chunk must be a JSON object, not {type(obj).__name__}", offset=at

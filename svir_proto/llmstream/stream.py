@@ -47,7 +47,6 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
-from .. import _json
 from .. import _weights as weights
 from .._deprecated import renamed
 from .._dialect import DEFAULT_MAX_RESULT_SIZE, DialectDecoder
@@ -290,12 +289,12 @@ class LLMStreamDecoder(DialectDecoder):
     def _general(self, sse_type: str | None, data: bytes | bytearray, at: int) -> None:
         if sse_type == _USAGE and self._counts is not None and self._counted(data):
             return
-        try:
-            obj = self._loads(data)
-        except (ValueError, RecursionError):
-            obj = self._canonical(data, at, "an event's data")
+        if len(data) > self._deep:  # orjson nests deeper, and bounds nothing
+            obj = self._long(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(data, obj):  # orjson nests deeper: Rule 5
+            try:
+                obj = self._loads(data)
+            except (ValueError, RecursionError):
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:  # Rule 1
             raise PeerProtocolError("an event's data must be one JSON object", offset=at)

@@ -223,14 +223,12 @@ class ChatStreamDecoder(DialectDecoder):
         if payload == _DONE:
             self._on_done()
             return
-        try:
-            obj = self._loads(payload)
-        except (ValueError, RecursionError):
-            obj = self._canonical(payload, at, "a chunk")
+        if len(payload) > self._deep:  # orjson nests deeper, and bounds nothing
+            obj = self._long(payload, at, "a chunk")
         else:
-            if len(payload) > self._deep and _json.too_deep(
-                payload, obj
-            ):  # orjson nests deeper: Rule 5
+            try:
+                obj = self._loads(payload)
+            except (ValueError, RecursionError):
                 obj = self._canonical(payload, at, "a chunk")
         if type(obj) is not dict:
             raise PeerProtocolError(

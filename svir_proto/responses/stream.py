@@ -462,15 +462,15 @@ class ResponsesStreamDecoder(DialectDecoder):
             if data != _DONE:
                 self._ignored += 1  # Rule 5
             return
-        try:
-            obj = self._loads(data)
-        except (ValueError, RecursionError):
-            if data == _DONE:  # Rule 5: Chat Completions' marker, not this dialect's
-                self._note("a [DONE] marker came before the end of the response: ignored")
-                return
-            obj = self._canonical(data, at, "an event's data")
+        if len(data) > self._deep:  # orjson nests deeper, and bounds nothing
+            obj = self._long(data, at, "an event's data")
         else:
-            if len(data) > self._deep and _json.too_deep(data, obj):  # orjson nests deeper: Rule 5
+            try:
+                obj = self._loads(data)
+            except (ValueError, RecursionError):
+                if data == _DONE:  # Rule 5: Chat Completions' marker, not this dialect's
+                    self._note("a [DONE] marker came before the end of the response: ignored")
+                    return
                 obj = self._canonical(data, at, "an event's data")
         if type(obj) is not dict:
             raise PeerProtocolError(

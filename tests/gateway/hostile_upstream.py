@@ -83,7 +83,7 @@ KNOWN: Final = frozenset(
         "json", "continue", "switch", "both-framing", "trailing-garbage", "invalid-utf8",
         "done-then-more", "html", "no-done", "stall-forever", "big-json", "head-only-close",
         "both-framing-json", "short-json", "big-text", "fin-after", "early", "partial-event",
-        "big-events",
+        "big-events", "many-containers",
     }
 )  # fmt: skip
 
@@ -593,6 +593,22 @@ class _Conn:
         one = chunk(b"data: " + piece + b"\n\n")
         self.send(SSE_HEAD + chunk(events[0]))
         for _ in range(int(args[1])):
+            self.send(one)
+        for e in events[-3:]:
+            self.send(chunk(e))
+        self.send(b"0\r\n\r\n")
+        return True
+
+    def _many_containers(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
+        """After the first event, ``args[0]`` chunks of ``args[1]`` empty arrays each, within
+        ``--max-event`` (attack 80 F1: 8 MiB of them took the gateway's loop seconds)."""
+        piece = (
+            b'{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
+            b'"x":[' + b",".join([b"[]"] * int(args[1])) + b"]}"
+        )
+        one = chunk(b"data: " + piece + b"\n\n")
+        self.send(SSE_HEAD + chunk(events[0]))
+        for _ in range(int(args[0])):
             self.send(one)
         for e in events[-3:]:
             self.send(chunk(e))
