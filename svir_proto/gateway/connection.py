@@ -26,7 +26,9 @@ Rule 1 (routes): ``POST /v1/chat/completions`` goes upstream, and so do each ven
 Rule 2 (dialects, draft 7.2 and 7.3): ``application/llm-request+json`` is an LLM-Stream request
     and gets an LLM-Stream response; ``application/json`` is an OpenAI request, answered in
     OpenAI's dialect, or in LLM-Stream's when ``Accept`` carries ``profile="llm-stream-1.0"``;
-    any other media type is 415 with ``Accept-Post``. An LLM-Stream request must stream (the
+    any other media type is 415 with ``Accept-Post``, and a body in a content coding (a
+    ``Content-Encoding`` but ``identity``) 415 with ``Accept-Encoding: identity`` (RFC 9110
+    15.5.16). An LLM-Stream request must stream (the
     draft has no other mode): ``"stream": false`` is 400 naming ``$.stream``. A request that
     is translated and asks for no stream (Chat's ``stream`` false or absent, Messages' and
     Responses' false or absent) goes upstream as a stream all the same, and its answer is
@@ -420,6 +422,7 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._uncommented = False  # a relayed stream's comments are not passed on (`relay_events`)
         self._framer: StreamReframer | None = None  # a relayed stream's form, if not SSE
         self._fresh = False  # nothing of a relayed stream's body went out yet
+        self._stripped_cut = False  # a relayed body ended inside a comment not passed on
 
     # -- where the connection is ------------------------------------------------------------
 
@@ -635,6 +638,15 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._length = length
         if length is not None and length > cfg.max_body:
             return self._too_large()
+        coding = headers.get("content-encoding")
+        if coding is not None and any(
+            c.strip().lower() not in ("", "identity") for c in coding.split(",")
+        ):  # Rule 2: a body is read as it came (attack 80 F3: gzip went upstream uncoded)
+            return self._reject(
+                415, f"Content-Encoding: {coding[:100]} is not read here; send the body as it "
+                "is", "unsupported_content_encoding", close=True,
+                headers=[("Accept-Encoding", "identity")],
+            )  # fmt: skip
         ingress: ClientDialect | None
         answer: ClientDialect | None
         if kind == "chat":
@@ -1518,9 +1530,21 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         if self._framer is not None:
             return self.relay_data(self._framer.events(data))
         if self._uncommented and (data[:1] == b":" or b"\n:" in data or b"\r:" in data):
-            data = b"".join(
-                line for line in data.splitlines(keepends=True) if not line.startswith(b":")
-            )
+            lines = data.splitlines(keepends=True)
+            # a comment the body ended inside (its last bytes, at its end) is a cut the client
+            # would not see once the comment is gone (attack 77: its body looked whole)
+            self._stripped_cut = lines[-1][:1] == b":" and lines[-1][-1:] not in b"\r\n"
+            kept: list[bytes] = []
+            for line in lines:
+                if line[:1] == b":":
+                    continue
+                if line == b"\n" and kept and kept[-1][-1:] == b"\r":
+                    # a CR, a comment, then a blank line's LF: without the comment, the CR and
+                    # the LF were one line end, and the blank line ending an event was gone
+                    # (attack 80 F2: two events reached the client as one)
+                    line = b"\r"
+                kept.append(line)
+            data = b"".join(kept)
         return self.relay_data(data)
 
     def relay_end(self, *, complete: bool) -> bytes:
@@ -1531,7 +1555,9 @@ class GatewayConnection(PullDecoder[GatewayEvent]):
         self._mode = "answered"
         framer = self._framer
         end = b"" if framer is None or not complete else self.relay_data(framer.end())
-        if complete and not (framer is not None and framer.cut):  # (`StreamReframer.cut`)
+        if self._stripped_cut or (framer is not None and framer.cut):
+            complete = False  # (`StreamReframer.cut`, `relay_events`)
+        if complete:
             self.outcome = self.outcome or ("failed" if self._relayed_failure else "ok")
             return end + self._end_of_body()
         self.outcome = "cut"

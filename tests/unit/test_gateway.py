@@ -3,6 +3,7 @@ client bytes out (read back with h11 and our own decoders)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 
@@ -143,6 +144,31 @@ def test_routes_and_refusals(mode: str) -> None:
     assert error_of(allow)[2]["allow"] == "POST"
     _, (media,) = events_of(request(b"{}", headers={"Content-Type": "text/plain"}))
     assert "application/llm-request+json" in error_of(media)[2]["accept-post"]
+
+
+@pytest.mark.parametrize(
+    ("target", "coded"),
+    [("/v1/chat/completions", True), ("/v1/messages", True), ("/v1/chat/completions", False)],
+)
+def test_a_body_in_a_content_coding_is_415(target: str, coded: bool) -> None:
+    """Attack 80 F3: a gzip body went upstream without its Content-Encoding on a relay, and
+    was a 400 "not JSON" translated. The gateway reads each body as it came: a coding it
+    would have to undo is 415 with ``Accept-Encoding`` (RFC 9110 15.5.16); ``identity`` is
+    none."""
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}'
+    coding = "gzip, identity" if coded else "identity"
+    sent = gzip.compress(body) if coded else body
+    json_ = {"Content-Type": "application/json", "Content-Encoding": coding}
+    data = request(sent, target=target, headers=json_)
+    _, (out,) = events_of(data, config=config(upstream_dialect="chat"))
+    if not coded:
+        assert isinstance(out, Forward)
+        return
+    assert isinstance(out, Reply)
+    status, headers, said = response(out.data)
+    assert (status, headers["accept-encoding"]) == (415, "identity")
+    assert b"Content-Encoding: gzip, identity is not read here" in said
+    assert out.close
 
 
 def test_a_head_too_large_is_431_and_bad_http_is_400() -> None:

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from svir_proto import ChatStreamDecoder, Exchange, Forward, PassThrough, Reply
+from svir_proto import (
+    ChatStreamDecoder,
+    Exchange,
+    Forward,
+    PassThrough,
+    Reply,
+    ServerSentEvent,
+    SSEDecoder,
+)
 from svir_proto.anthropic import MessagesRequest
 from svir_proto.errors import FailureKind
 from svir_proto.gemini import GeminiRequest, GeminiStreamDecoder
@@ -496,6 +504,49 @@ def test_a_relayed_gemini_stream_goes_without_its_comments_and_others_keep_their
     chat, _ = events_of(request(b'{"model": "m", "stream": true}', headers=JSON), config=config())
     chat.relay_head(200, (("content-type", "text/event-stream"),))
     assert chat.relay_events(events) == b"%x\r\n%b\r\n" % (len(events), events)
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        b'data: {"x": 1}\r:c\n\ndata: {"y": 2}\n\n',
+        b'data: {"x": 1}\r:c\n: d\r\n\ndata: {"y": 2}\r\r',
+        b'data: {"x": 1}\r\r:c\n\ndata: {"y": 2}\r:c\r\n\n',
+    ],
+)
+def test_a_comment_taken_out_joins_no_line_ends(events: bytes) -> None:
+    """Attack 80 F2: a CR ending a line, a comment, then a blank line's LF: without the
+    comment, the CR and the LF read as one line end, and the client got the two events as one
+    whose data was no JSON. The client reads the events the upstream sent."""
+    gw, _ = events_of(gemini(STREAM), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(events) + gw.relay_end(complete=True)
+    _, _, body = response(out)
+    assert not any(line.startswith(b":") for line in body.splitlines())
+    assert [e.data for e in SSEDecoder().feed(body) if isinstance(e, ServerSentEvent)] == [
+        e.data for e in SSEDecoder().feed(events) if isinstance(e, ServerSentEvent)
+    ]
+    assert len([e for e in SSEDecoder().feed(body) if isinstance(e, ServerSentEvent)]) == 2
+
+
+@pytest.mark.parametrize("tail", [b": unfini", b":", b": a\r\n: unfini"])
+def test_a_body_that_ended_inside_a_comment_not_passed_on_stays_cut(tail: bytes) -> None:
+    """Attack 77: after its last event, an upstream's body ended inside a comment line; the
+    array client's body was cut, as the decoder judges, but the SSE client's, without the
+    comment, looked whole. Both are cut; a comment that ended ends nothing."""
+    event = CALLS.split(b"\r\n\r\n")[0] + b"\r\n\r\n"
+    for target in (STREAM, ARRAY):
+        gw, _ = events_of(gemini(target), config=config(upstream_dialect="gemini"))
+        out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+        out += gw.relay_events(event) + gw.relay_events(tail) + gw.relay_end(complete=True)
+        assert not out.endswith(b"0\r\n\r\n")
+        assert b"unfini" not in out
+        assert gw.outcome == "cut"
+    gw, _ = events_of(gemini(STREAM), config=config(upstream_dialect="gemini"))
+    out = gw.relay_head(200, (("content-type", "text/event-stream"),))
+    out += gw.relay_events(event + tail + b"\n") + gw.relay_end(complete=True)
+    assert out.endswith(b"0\r\n\r\n")
+    assert gw.outcome == "ok"
 
 
 def test_a_relayed_streams_byte_order_mark_does_not_follow_a_keep_alive() -> None:
