@@ -384,13 +384,16 @@ class DialectDecoder(PullDecoder[Event]):
     def _long(self, payload: bytes | bytearray, at: int, what: str) -> object:
         """A payload longer than ``_deep`` parsed: bounded first (`_json` Rule 6, which
         `_canonical` reports), then checked for depth (Rule 5), which orjson does not."""
-        if _json.too_many(payload):
+        brackets = _json.brackets(payload)  # (counted once for both)
+        if _json.too_many(payload, brackets):
             return self._canonical(payload, at, what)  # (raises)
         try:
             obj = self._loads(payload)
         except (ValueError, RecursionError):
             return self._canonical(payload, at, what)
-        return self._canonical(payload, at, what) if _json.too_deep(payload, obj) else obj
+        if _json.too_deep(payload, obj, brackets):
+            return self._canonical(payload, at, what)
+        return obj
 
     def _canonical(self, payload: bytes | bytearray, at: int, what: str) -> object:
         """A payload the fast parser refused or found too deep, by the one policy of `_json`:

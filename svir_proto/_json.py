@@ -50,6 +50,7 @@ __all__ = [
     "MAX_DEPTH",
     "SURROGATE",
     "LoneSurrogateError",
+    "brackets",
     "dumps",
     "has_surrogate",
     "loads",
@@ -187,7 +188,9 @@ _scanstring: Final[Callable[[str, int], tuple[str, int]]] = json.decoder.scanstr
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*").match  # json.decoder's
 
 
-def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
+def too_deep(
+    data: bytes | bytearray | str, value: object = _UNPARSED, brackets: int | None = None
+) -> bool:
     """Rule 5 for a payload: nested deeper than `MAX_DEPTH`. Cheap for short payloads (no
     value shorter than 2 * MAX_DEPTH characters can break it), and for long ones: the brackets
     are counted in C, and only if there are more than `MAX_DEPTH` (a call's arguments, a JSON
@@ -198,7 +201,8 @@ def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
     if len(data) <= 2 * MAX_DEPTH:
         return False
     raw = data.encode() if isinstance(data, str) else data
-    brackets = raw.count(b"[") + raw.count(b"{")
+    if brackets is None:
+        brackets = raw.count(b"[") + raw.count(b"{")
     if brackets <= MAX_DEPTH:
         return False
     if value is not _UNPARSED:
@@ -211,14 +215,21 @@ def too_deep(data: bytes | bytearray | str, value: object = _UNPARSED) -> bool:
     return max(accumulate(map(_STEP.__getitem__, outside))) > MAX_DEPTH
 
 
-def too_many(data: bytes | bytearray | str) -> bool:
-    """Rule 6: more than `MAX_CONTAINERS` arrays and objects, outside strings. Counted in C,
-    and for a payload whose brackets are that many, counted again outside its strings (a text
-    of code holds thousands that are no container)."""
+def brackets(raw: bytes | bytearray) -> int:
+    """The opening brackets of ``raw``, in strings or not: counted in C, for `too_many` and
+    `too_deep` (``brackets``), which then count them only if there are enough."""
+    return raw.count(b"[") + raw.count(b"{")
+
+
+def too_many(data: bytes | bytearray | str, brackets: int | None = None) -> bool:
+    """Rule 6: more than `MAX_CONTAINERS` arrays and objects, outside strings. Counted in C
+    (unless ``brackets`` says how many there are), and for a payload whose brackets are that
+    many, counted again outside its strings (a text of code holds thousands that are no
+    container)."""
     if len(data) <= LONG:
         return False
     raw = data.encode() if isinstance(data, str) else data
-    if raw.count(b"[") + raw.count(b"{") <= MAX_CONTAINERS:
+    if (raw.count(b"[") + raw.count(b"{") if brackets is None else brackets) <= MAX_CONTAINERS:
         return False
     outside = _outside_strings(raw, False)
     return outside.count(b"[") + outside.count(b"{") > MAX_CONTAINERS
