@@ -40,7 +40,8 @@ Scenarios (``ARG`` in seconds unless said):
 - ``html``: 200 ``text/html``. ``no-done``: the stream without ``[DONE]``.
 - ``big-json:MIB``: a non-stream answer of that many MiB; ``big-text:MIB``: a stream of that
   many MiB of text, 64 KiB an event. ``big-events:KIB:N``: a stream of ``N`` events of
-  ``KIB`` KiB of text each, as fast as the socket takes them.
+  ``KIB`` KiB of text each, as fast as the socket takes them. ``many-containers:N:K``: ``N``
+  events of ``K`` empty arrays each.
 - ``fin-after``: a whole answer on a kept-alive connection, then a close (FIN) 50 ms later, as
   a server whose keep-alive timeout is short does: a gateway that pools it must not fail the
   next request.
@@ -590,9 +591,13 @@ class _Conn:
              "choices": [{"index": 0, "delta": {"content": "t" * (int(args[0]) * 1024)},
                           "finish_reason": None}]}
         ).encode()  # fmt: skip
+        return self._between(events, piece, int(args[1]))
+
+    def _between(self, events: list[bytes], piece: bytes, n: int) -> bool:
+        """The first event, ``n`` events of ``piece``, then the last three events."""
         one = chunk(b"data: " + piece + b"\n\n")
         self.send(SSE_HEAD + chunk(events[0]))
-        for _ in range(int(args[1])):
+        for _ in range(n):
             self.send(one)
         for e in events[-3:]:
             self.send(chunk(e))
@@ -606,14 +611,7 @@ class _Conn:
             b'{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],'
             b'"x":[' + b",".join([b"[]"] * int(args[1])) + b"]}"
         )
-        one = chunk(b"data: " + piece + b"\n\n")
-        self.send(SSE_HEAD + chunk(events[0]))
-        for _ in range(int(args[0])):
-            self.send(one)
-        for e in events[-3:]:
-            self.send(chunk(e))
-        self.send(b"0\r\n\r\n")
-        return True
+        return self._between(events, piece, int(args[0]))
 
     def _fin_after(self, seen: Seen, args: list[str], events: list[bytes]) -> bool:
         self._stream(events)
