@@ -18,10 +18,13 @@ Rule 4: a lone surrogate, escaped (``"\\ud800"``) or encoded, is an error with i
     halves of a pair a server cut between two payloads (`LoneSurrogateError`, `_halves`).
 Rule 5: nesting deeper than `MAX_DEPTH` (512) is an error. (The standard library's limit
     depends on the Python stack, orjson's is 1024.)
-Rule 6: a payload longer than `LONG` holds at most `MAX_CONTAINERS` arrays and objects,
-    counted outside its strings before it is parsed (`too_many`): parsing costs a third of a
-    microsecond a container, and 8 MiB of ``[],`` took 1.8 s of a gateway's event loop (attack
-    80 F1). (Neither parser has a bound.)
+Rule 6: a payload longer than `LONG` holds at most `MAX_VALUES` values, counted before it is
+    parsed as its commas, colons and opening brackets outside its strings (`too_many`): each
+    value but the first in its container follows a comma or a colon, and each container is
+    one. Parsing costs a third of a microsecond a container with orjson, and a microsecond or
+    more a value on the standard library's path (a hook a number, a walk for a lone
+    surrogate): 8 MiB of ``[],`` took 1.8 s of a gateway's event loop (attack 80 F1), 8 MiB of
+    ``1,`` with one lone surrogate 4 s (attack 81 F1). (Neither parser has a bound.)
 Duplicate keys agree already: the last one wins in both.
 
 `loads` is the fast parser as it is, for the hot path: it follows every rule but Rule 5 on its
@@ -46,7 +49,7 @@ from typing import Any, Final, Literal, cast
 __all__ = [
     "BACKEND",
     "LONG",
-    "MAX_CONTAINERS",
+    "MAX_VALUES",
     "MAX_DEPTH",
     "SURROGATE",
     "LoneSurrogateError",
@@ -67,13 +70,13 @@ MAX_DEPTH: Final = 512
 """Nesting a JSON value may have (Rule 5): far beyond any chunk or request (a dozen levels),
 and below the standard library's own limit wherever the decoder is called from."""
 
-MAX_CONTAINERS: Final = 1 << 18
-"""Arrays and objects a payload may hold (Rule 6): 262,144, some 0.1 s of parsing here. An
-event holds a few dozen; a Responses answer's last event, with each token's 20 most likely
-alternatives (``top_logprobs``), some 43 a token: 6,000 tokens."""
-LONG: Final = 2 * MAX_CONTAINERS
-"""Payloads longer than this may break Rule 6 (a container is two characters at least): only
-they are counted."""
+MAX_VALUES: Final = 1 << 17
+"""Values a payload may hold (Rule 6): 131,072, at most some 0.2 s of parsing here on the
+slowest path. An event holds a few dozen; a Responses answer's last event, with each token's
+20 most likely alternatives (``top_logprobs``), some 110 a token: 1,200 tokens."""
+LONG: Final = MAX_VALUES
+"""Payloads longer than this may break Rule 6 (what it counts are characters): only they are
+counted."""
 
 orjson: ModuleType | None
 try:
@@ -222,17 +225,18 @@ def brackets(raw: bytes | bytearray) -> int:
 
 
 def too_many(data: bytes | bytearray | str, brackets: int | None = None) -> bool:
-    """Rule 6: more than `MAX_CONTAINERS` arrays and objects, outside strings. Counted in C
-    (unless ``brackets`` says how many there are), and for a payload whose brackets are that
-    many, counted again outside its strings (a text of code holds thousands that are no
-    container)."""
+    """Rule 6: more than `MAX_VALUES` values. Counted in C (the opening brackets given as
+    ``brackets``, if they were counted), and for a payload whose commas, colons and brackets
+    are that many, counted again outside its strings (a text holds thousands of commas that
+    separate no values)."""
     if len(data) <= LONG:
         return False
-    raw = data.encode() if isinstance(data, str) else data
-    if (raw.count(b"[") + raw.count(b"{") if brackets is None else brackets) <= MAX_CONTAINERS:
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if brackets is None:
+        brackets = raw.count(b"[") + raw.count(b"{")
+    if brackets + raw.count(b",") + raw.count(b":") <= MAX_VALUES:
         return False
-    outside = _outside_strings(raw, False)
-    return outside.count(b"[") + outside.count(b"{") > MAX_CONTAINERS
+    return len(_outside_strings(raw, False, values=True)) > MAX_VALUES
 
 
 def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None:
@@ -277,6 +281,8 @@ _WALKED: Final = 4096
 """Containers `_deeper` walks at most."""
 _NOT_STRUCTURE: Final = bytes(b for b in range(256) if b not in b'"[]{}')
 _NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_VALUE_STRUCTURE: Final = bytes(b for b in range(256) if b not in b'"[{,:')
+_NOT_VALUES: Final = bytes(b for b in range(256) if b not in b"[{,:")
 _SLICE: Final = 1 << 20
 
 
@@ -287,7 +293,7 @@ escape: for a payload of at most `_FEW_ESCAPES` (`_outside_strings`)."""
 _FEW_ESCAPES: Final = 4096
 
 
-def _outside_strings(raw: bytes | bytearray, parsed: bool) -> bytes:
+def _outside_strings(raw: bytes | bytearray, parsed: bool, *, values: bool = False) -> bytes:
     """The brackets of ``raw`` that are outside its strings, in order, for `too_deep`. For
     JSON that was ``parsed``, or with more than `_FEW_ESCAPES` backslashes, no pattern: one
     that matched a string's escapes kept a frame for each (570 MB for a payload of 5 million,
@@ -295,11 +301,12 @@ def _outside_strings(raw: bytes | bytearray, parsed: bool) -> bytes:
     passes below (attack 41 F3), so its escaped backslashes and quotes are taken out, then all
     but quotes and brackets, then what is between a quote and the next, a slice at a time
     (the same brackets, but where a backslash stands outside a string: no JSON, and so only
-    where the parse succeeded or the pattern would cost too much)."""
+    where the parse succeeded or the pattern would cost too much). With ``values``, the
+    opening brackets, commas and colons instead, in no order (`too_many`)."""
     if not parsed and raw.count(b"\\") <= _FEW_ESCAPES:
-        return _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+        return _STRING.sub(b"", raw).translate(None, _NOT_VALUES if values else _NOT_BRACKETS)
     plain = bytes(raw).replace(b"\\\\", b"").replace(b'\\"', b"")
-    skeleton = plain.translate(None, _NOT_STRUCTURE)
+    skeleton = plain.translate(None, _NOT_VALUE_STRUCTURE if values else _NOT_STRUCTURE)
     out = []
     inside = False
     for start in range(0, len(skeleton), _SLICE):
@@ -322,10 +329,14 @@ def canonical(
         json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
     """
     if too_many(data):  # Rule 6, before anything is parsed: whatever else is wrong with it
-        raise JSONPolicyError(f"holds more than {MAX_CONTAINERS} arrays and objects", 0)
+        raise JSONPolicyError(f"holds more than {MAX_VALUES} values", 0)
     codec = "replace" if errors == "replace" else "strict"  # ("surrogates": strict for bytes)
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", codec)  # Rule 3
-    plain = len(data) > _SHORT and not isinstance(data, str) and _plain_numbers(data)
+    # (a text's numbers are looked at as its bytes: a hook for each number of a long
+    # payload costs a microsecond a number, attack 81 F2, F3)
+    plain = len(data) > _SHORT and _plain_numbers(
+        data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    )
     # Rule 5 first: a payload too deep is that error, whatever else is wrong with it; read
     # from the value when there is one (its containers), from the bytes only when the parse
     # failed (a pattern over every string: a long answer's text costs it milliseconds)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from svir_proto._json import MAX_CONTAINERS
+from svir_proto._json import MAX_VALUES
 from tests.gateway.battery import (
     BACKENDS,
     anomaly_fixture,
@@ -1710,16 +1710,16 @@ def test_an_upstream_event_of_too_many_containers_ends_its_stream(
 ) -> None:
     """Attack 80 F1: events of hundreds of thousands of empty arrays (1.4 to 2.7 s of parsing
     each at 8 MiB, on the loop every stream shares) are refused unparsed past
-    `_json.MAX_CONTAINERS`, the stream ending with an error and its end marker; events of
-    fewer are read."""
-    few, many = MAX_CONTAINERS // 2, MAX_CONTAINERS + 1
+    `_json.MAX_VALUES` (each array a value, each comma between them another), the stream
+    ending with an error and its end marker; events of fewer are read."""
+    few, many = MAX_VALUES // 4, MAX_VALUES // 2 + 1
     r, _ = ask(gw, f"many-containers:2:{few}", dialect, seconds=60)
     assert (r.status, r.complete) == (200, True)
     result = openai_result(r.body) if dialect == "openai" else llm_result(r.body)
     assert result.error is None, r.body[-600:]
     r, _ = ask(gw, f"many-containers:40:{many}", dialect, seconds=60)
     failed_in_dialect(r, dialect)
-    assert f"more than {MAX_CONTAINERS} arrays and objects".encode() in r.body, r.body[-600:]
+    assert f"more than {MAX_VALUES} values".encode() in r.body, r.body[-600:]
     healthy(gw)
 
 

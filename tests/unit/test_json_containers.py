@@ -1,6 +1,7 @@
-"""`_json` Rule 6: a payload holds at most `MAX_CONTAINERS` arrays and objects, whatever parser
-is installed, in every dialect's decoder (attack 80 F1: 8 MiB of ``[],`` in one upstream event
-took 1.4 to 2.7 s of a gateway's event loop to parse, every other stream stalled)."""
+"""`_json` Rule 6: a payload holds at most `MAX_VALUES` values, whatever parser is installed,
+in every dialect's decoder (attack 80 F1: 8 MiB of ``[],`` in one upstream event took 1.4 to
+2.7 s of a gateway's event loop to parse, every other stream stalled; attack 81 F1: 8 MiB of
+``1,`` and one lone surrogate, 4 s on the standard library's path)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from svir_proto import PeerProtocolError, _json, dialects
-from svir_proto._json import LONG, MAX_CONTAINERS, JSONPolicyError, canonical, too_many
+from svir_proto._json import LONG, MAX_VALUES, JSONPolicyError, canonical, too_many
 from svir_proto.events import StreamStarted
 from svir_proto.gemini import GeminiStreamDecoder
 
@@ -28,25 +29,28 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def many(n: int, member: str = "x") -> str:
-    """An object whose member holds ``n - 2`` empty arrays: ``n`` containers in all."""
-    return '{"' + member + '":[' + ",".join(["[]"] * (n - 2)) + "]}"
+    """An object whose member holds ``n - 2`` numbers: ``n`` values as Rule 6 counts them (its
+    brackets, its colon, and the commas between the numbers)."""
+    return '{"' + member + '":[' + ",".join(["1"] * (n - 2)) + "]}"
 
 
-def test_rule_6_counts_containers_outside_strings() -> None:
+def test_rule_6_counts_values_outside_strings() -> None:
     assert not too_many("[]" * 10)  # (short: not counted)
-    assert not too_many(many(MAX_CONTAINERS))
-    assert too_many(many(MAX_CONTAINERS + 1))
-    assert too_many(many(MAX_CONTAINERS + 1).encode())
-    code = json.dumps({"text": "[{" * (LONG // 2)})  # code: brackets that are no container
-    assert code.count("[") + code.count("{") > MAX_CONTAINERS
+    assert not too_many(("[" + "1," * LONG)[:LONG])  # (only a longer payload is counted)
+    assert not too_many(many(MAX_VALUES))
+    assert too_many(many(MAX_VALUES + 1))
+    assert too_many(many(MAX_VALUES + 1).encode())
+    assert too_many(many(MAX_VALUES // 2 + 8, "a\ud800b") + "," + many(MAX_VALUES // 2)[1:])
+    code = json.dumps({"text": "[{,:" * (LONG // 4)})  # code: what separates no value
+    assert sum(map(code.count, "[{,:")) > MAX_VALUES
     assert not too_many(code)
     assert json.loads(code) == canonical(code)
 
 
 def test_rule_6_is_the_reference_parsers_error_before_any_other(backend: str) -> None:
-    with pytest.raises(JSONPolicyError, match=f"more than {MAX_CONTAINERS} arrays and objects"):
-        canonical(many(MAX_CONTAINERS + 1) + " trailing")  # (and not JSON either)
-    assert len(canonical(many(MAX_CONTAINERS))["x"]) == MAX_CONTAINERS - 2  # type: ignore[index]
+    with pytest.raises(JSONPolicyError, match=f"more than {MAX_VALUES} values"):
+        canonical(many(MAX_VALUES + 1) + " trailing")  # (and not JSON either)
+    assert len(canonical(many(MAX_VALUES))["x"]) == MAX_VALUES - 2  # type: ignore[index]
 
 
 def event_of(dialect: str, extra: str) -> bytes:
@@ -71,13 +75,13 @@ def test_every_decoder_refuses_an_event_of_too_many_containers(backend: str, dia
     spec = dialects.dialect(dialect)
     options = {"max_result_size": 1 << 26, "max_tool_calls": 128, "errors": "strict"}
     head = b"event: stream.start\n" if dialect == "llm-stream" else b""
-    ok = head + b"data: " + event_of(dialect, many(MAX_CONTAINERS - 64)) + b"\n\n"
+    ok = head + b"data: " + event_of(dialect, many(MAX_VALUES // 2)) + b"\n\n"
     decoder = spec.new_decoder(None, max_event_size=1 << 23, **options)  # type: ignore[arg-type]
     assert any(isinstance(e, StreamStarted) for e in decoder.feed(ok))
-    bad = head + b"data: " + event_of(dialect, many(MAX_CONTAINERS + 1)) + b"\n\n"
+    bad = head + b"data: " + event_of(dialect, many(MAX_VALUES + 1)) + b"\n\n"
     decoder = spec.new_decoder(None, max_event_size=1 << 23, **options)  # type: ignore[arg-type]
     assert decoder.feed(bad[: len(bad) // 2]) == []
-    with pytest.raises(PeerProtocolError, match=f"more than {MAX_CONTAINERS} arrays") as caught:
+    with pytest.raises(PeerProtocolError, match=f"more than {MAX_VALUES} values") as caught:
         decoder.feed(bad[len(bad) // 2 :])
     assert caught.value.offset == len(head) + 6
 
@@ -88,9 +92,9 @@ def test_a_gemini_array_element_of_too_many_containers_is_refused(
 ) -> None:
     """Gemini's hot loop parses every chunk itself (and, in an array, tries one that may not
     be whole yet): it is bounded too."""
-    chunk = event_of("gemini", many(MAX_CONTAINERS + 1))
+    chunk = event_of("gemini", many(MAX_VALUES + 1))
     body = b"data: " + chunk + b"\r\n\r\n" if alt_sse else b"[" + chunk + b"]"
-    with pytest.raises(PeerProtocolError, match=f"more than {MAX_CONTAINERS} arrays"):
+    with pytest.raises(PeerProtocolError, match=f"more than {MAX_VALUES} values"):
         read_all(GeminiStreamDecoder(), body)
 
 
