@@ -254,7 +254,7 @@ class GeminiStreamEncoder:
         self._ident = b""  # the identity every chunk ends with
         self._text_head = b'data: {"candidates":[{"content":{"parts":[{"text":'
         # Rule 2: the calls by the index of their pieces
-        self._held: dict[int, list[Any]] = {}  # not yet whole: [id, name, [arguments]]
+        self._held: dict[int, _Held] = {}  # not yet whole
         self._whole: dict[int, ToolCall] = {}  # whole, waiting for their turn
         self._next = 0  # the index whose turn it is
         self._index_of: dict[str, int] = {}  # the index of a call not yet whole, by its id
@@ -404,21 +404,26 @@ class GeminiStreamEncoder:
             if piece.arguments:
                 self._note(f"tool call {index}: arguments after it was whole, not sent")
             return
-        held = self._held.setdefault(index, [None, "", []])
+        held = self._held.get(index)
+        if held is None:
+            held = self._held[index] = _Held()
         if piece.id:
-            held[0] = piece.id
+            held.id = piece.id
             self._ids.add(piece.id)
             self._index_of[piece.id] = index
         if piece.name:
-            held[1] += piece.name
+            held.name += piece.name
         if piece.arguments:
-            held[2] = ["".join(held[2]) + piece.arguments]
-        call_id, name, arguments = held
-        if call_id and name and arguments and _object(arguments[0]) is not None:
+            held.pieces.append(piece.arguments)
+            held.size += len(piece.arguments)
+            if tail := piece.arguments.rstrip():
+                held.closed = tail[-1] == "}"
+        arguments = held.whole()
+        if held.id and held.name and arguments is not None:
             del self._held[index]
-            self._index_of.pop(call_id, None)
+            self._index_of.pop(held.id, None)
             self._whole[index] = ToolCall(
-                index=index, id=call_id, name=name, arguments=arguments[0]
+                index=index, id=held.id, name=held.name, arguments=arguments
             )
 
     def _flush(self) -> bytes:
@@ -527,6 +532,38 @@ class GeminiStreamEncoder:
                 out.append(self._chunk(tail))
         self.done = end.complete
         return b"".join(out)
+
+
+CHECK_COST: Final = 8
+"""Characters parsed, at most, for each of a call's arguments to see whether they are whole
+(Rule 2): a piece ending with ``}`` in every delta of a long string would parse them all each
+time (attack 81 F2: 0.5 MB of arguments in pieces stalled the loop 5 s); past it, the call
+waits for its whole `ToolCall`, which every decoder gives at the end."""
+
+
+class _Held:
+    """A call's pieces, not whole yet (Rule 2)."""
+
+    __slots__ = ("checked", "closed", "id", "name", "pieces", "size")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.pieces: list[str] = []
+        self.size = 0  # characters of arguments
+        self.closed = False  # their last that is not blank is a ``}``
+        self.checked = 0  # characters parsed to see whether they are whole (`CHECK_COST`)
+
+    def whole(self) -> str | None:
+        """The arguments, when they are a JSON object: asked only when they end with ``}``,
+        within `CHECK_COST` times their length."""
+        size = self.size
+        if not self.closed or self.checked + size > CHECK_COST * size:
+            return None
+        self.checked += size
+        arguments = "".join(self.pieces)
+        self.pieces[:] = [arguments]
+        return arguments if _object(arguments) is not None else None
 
 
 def call_args(arguments: str) -> dict[str, Any] | None:

@@ -119,6 +119,43 @@ def test_openai_pieces_make_whole_calls_in_index_order() -> None:
     assert encoder.lost == ["tool call 0: arguments after it was whole, not sent"]
 
 
+def test_a_calls_pieces_are_parsed_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack 81 F2: every piece of a call's arguments parsed all of them so far (0.5 MB in
+    two-byte pieces stalled a gateway's loop 5 s). They are parsed only when they end with
+    ``}``, at most `CHECK_COST` times their length in all; past it, the whole `ToolCall` the
+    decoder gives at the end makes the call."""
+    from svir_proto.gemini import encoder as module
+
+    parsed: list[int] = []
+    real = module._object
+
+    def counting(text: str) -> dict[str, Any] | None:
+        parsed.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(module, "_object", counting)
+    pieces = ['{"code": "', *["}"] * 2000, '"}']
+    arguments = "".join(pieces)
+    out, _ = encode(
+        *(ToolCallDelta(index=0, id="a" if not i else None, name="f" if not i else None,
+                        arguments=p) for i, p in enumerate(pieces)),
+        ToolCallDelta(index=0, arguments=" "),
+        STOP,
+        ToolCall(index=0, id="a", name="f", arguments=arguments),
+        END,
+    )  # fmt: skip
+    calls = [p["functionCall"] for c in out for p in parts(c) if "functionCall" in p]
+    assert calls == [{"id": "a", "name": "f", "args": {"code": "}" * 2000}}]
+    assert sum(parsed) <= (module.CHECK_COST + 1) * len(arguments)  # (+1: the call written)
+    parsed.clear()
+    out, _ = encode(ToolCallDelta(index=0, id="a", name="f", arguments='{"x": '),
+                    ToolCallDelta(index=0, arguments="1}"), STOP)  # fmt: skip
+    assert [p["functionCall"] for c in out for p in parts(c) if "functionCall" in p] == [
+        {"id": "a", "name": "f", "args": {"x": 1}}
+    ]  # (whole at once, before the stream's end)
+    assert parsed == [len('{"x": 1}')] * 2  # (once to know it whole, once written)
+
+
 def test_a_signature_that_follows_its_call_rides_on_it() -> None:
     out, _ = encode(
         ToolCallDelta(index=0, id="a", name="f", arguments="{}"),
