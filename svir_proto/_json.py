@@ -49,6 +49,7 @@ from typing import Any, Final, Literal, cast
 __all__ = [
     "BACKEND",
     "LONG",
+    "MAX_REQUEST_VALUES",
     "MAX_VALUES",
     "MAX_DEPTH",
     "SURROGATE",
@@ -74,6 +75,11 @@ MAX_VALUES: Final = 1 << 17
 """Values a payload may hold (Rule 6): 131,072, at most some 0.2 s of parsing here on the
 slowest path. An event holds a few dozen; a Responses answer's last event, with each token's
 20 most likely alternatives (``top_logprobs``), some 110 a token: 1,200 tokens."""
+MAX_REQUEST_VALUES: Final = 1 << 20
+"""Values a request may hold (Rule 6, ``max_values`` of the request parsers): 1,048,576. A
+long request is parsed off the event loop (the gateway's worker threads), where the C scanner
+holds the GIL some 80 ms for as many; an agent's request of thousands of messages and tools
+holds a few hundred thousand."""
 LONG: Final = MAX_VALUES
 """Payloads longer than this may break Rule 6 (what it counts are characters): only they are
 counted."""
@@ -224,19 +230,21 @@ def brackets(raw: bytes | bytearray) -> int:
     return raw.count(b"[") + raw.count(b"{")
 
 
-def too_many(data: bytes | bytearray | str, brackets: int | None = None) -> bool:
-    """Rule 6: more than `MAX_VALUES` values. Counted in C (the opening brackets given as
+def too_many(
+    data: bytes | bytearray | str, brackets: int | None = None, limit: int = MAX_VALUES
+) -> bool:
+    """Rule 6: more than ``limit`` values. Counted in C (the opening brackets given as
     ``brackets``, if they were counted), and for a payload whose commas, colons and brackets
     are that many, counted again outside its strings (a text holds thousands of commas that
     separate no values)."""
-    if len(data) <= LONG:
+    if len(data) <= limit:  # (`LONG`)
         return False
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if brackets is None:
         brackets = raw.count(b"[") + raw.count(b"{")
-    if brackets + raw.count(b",") + raw.count(b":") <= MAX_VALUES:
+    if brackets + raw.count(b",") + raw.count(b":") <= limit:
         return False
-    return len(_outside_strings(raw, False, values=True)) > MAX_VALUES
+    return len(_outside_strings(raw, False, values=True)) > limit
 
 
 def _deeper(value: object, brackets: int, raw: bytes | bytearray) -> bool | None:
@@ -320,16 +328,20 @@ _STEP: Final = [1 if b in b"[{" else -1 if b in b"]}" else 0 for b in range(256)
 
 
 def canonical(
-    data: bytes | bytearray | str, *, errors: Literal["strict", "replace", "surrogates"] = "strict"
+    data: bytes | bytearray | str,
+    *,
+    errors: Literal["strict", "replace", "surrogates"] = "strict",
+    max_values: int = MAX_VALUES,
 ) -> object:
-    """Parse by the rules with the standard library: the reference both backends follow.
+    """Parse by the rules with the standard library: the reference both backends follow
+    (``max_values``: Rule 6's bound, `MAX_REQUEST_VALUES` for a request).
 
     Raises:
         UnicodeDecodeError: the bytes are not UTF-8 (strict).
         json.JSONDecodeError, JSONPolicyError, ValueError: not JSON by the rules; ``pos`` where.
     """
-    if too_many(data):  # Rule 6, before anything is parsed: whatever else is wrong with it
-        raise JSONPolicyError(f"holds more than {MAX_VALUES} values", 0)
+    if too_many(data, limit=max_values):  # Rule 6, before anything is parsed: whatever else
+        raise JSONPolicyError(f"holds more than {max_values} values", 0)  # is wrong with it
     codec = "replace" if errors == "replace" else "strict"  # ("surrogates": strict for bytes)
     text = data if isinstance(data, str) else bytes(data).decode("utf-8", codec)  # Rule 3
     # (a text's numbers are looked at as its bytes: a hook for each number of a long

@@ -43,7 +43,7 @@ from itertools import accumulate, count
 from operator import sub
 from typing import Final
 
-from ._json import canonical
+from ._json import MAX_REQUEST_VALUES, canonical
 
 __all__: list[str] = []
 
@@ -502,7 +502,7 @@ def parsed_choices(body: bytes) -> bool:
     (`svir_proto._json.canonical`); ``False`` for a body that is not JSON (the upstream's to
     refuse)."""
     try:
-        doc = canonical(body[3:] if body.startswith(_BOM) else body)
+        doc = canonical(body[3:] if body.startswith(_BOM) else body, max_values=MAX_REQUEST_VALUES)
     except (ValueError, RecursionError):
         return False
     return _choices(doc.get("n")) if type(doc) is dict else False

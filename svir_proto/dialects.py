@@ -348,12 +348,12 @@ def _read_chat(body: bytes, *, stream_only: bool = False) -> tuple[Any, bool]:
     """A Chat request and whether it streams: a `ChatRequest` always does, so ``stream``
     (false, or absent: OpenAI's default) is read here and taken out of it; ``stream_only``:
     refuse a request that does not stream (`DialectSpec.parse`)."""
-    from ._json import canonical
+    from ._json import MAX_REQUEST_VALUES, canonical
     from .llmstream.request import RequestError
     from .openai.request import ChatRequest
 
     try:
-        doc = canonical(body)
+        doc = canonical(body, max_values=MAX_REQUEST_VALUES)
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise RequestError("$", f"the body is not JSON: {exc}") from None
     if not isinstance(doc, dict):

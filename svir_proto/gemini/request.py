@@ -49,7 +49,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from .._json import canonical
+from .._json import MAX_REQUEST_VALUES, canonical
 from ..body import (
     DEFAULT_PIECE_SIZE,
     Base64Bytes,
@@ -274,7 +274,9 @@ class GeminiRequest:
             RequestError: the body is not JSON or breaks the rules; ``path`` says where.
         """
         try:
-            doc: Any = canonical(body)  # the one JSON policy (svir_proto._json)
+            doc: Any = canonical(
+                body, max_values=MAX_REQUEST_VALUES
+            )  # the one JSON policy (svir_proto._json)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
         doc = _camel_request(doc)  # Rule 6

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
-from .._json import canonical
+from .._json import MAX_REQUEST_VALUES, canonical
 from ..body import (
     DEFAULT_PIECE_SIZE,
     Base64Bytes,
@@ -251,7 +251,9 @@ class LLMRequest:
             RequestError: the body is not JSON or breaks the draft; ``path`` says where.
         """
         try:
-            doc: Any = canonical(body)  # the one JSON policy (svir_proto._json)
+            doc: Any = canonical(
+                body, max_values=MAX_REQUEST_VALUES
+            )  # the one JSON policy (svir_proto._json)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
         _check(doc, "$")

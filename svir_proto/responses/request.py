@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
-from .._json import canonical
+from .._json import MAX_REQUEST_VALUES, canonical
 from ..body import DEFAULT_PIECE_SIZE, Base64File, Placeholders, RequestBody, encode_document
 from ..llmstream.request import RequestError
 from ..openai.endpoint import Endpoint
@@ -580,7 +580,9 @@ class ResponsesRequest:
                 says where.
         """
         try:
-            doc: Any = canonical(body)  # the one JSON policy (svir_proto._json)
+            doc: Any = canonical(
+                body, max_values=MAX_REQUEST_VALUES
+            )  # the one JSON policy (svir_proto._json)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise RequestError("$", f"not JSON: {exc}") from exc
         check_request(doc, "$")

@@ -100,3 +100,22 @@ def test_a_gemini_array_element_of_too_many_containers_is_refused(
 
 def read_all(decoder: GeminiStreamDecoder, body: bytes) -> list[object]:
     return [*decoder.feed(body), *decoder.close()]
+
+
+def test_a_request_may_hold_more_values_than_an_event() -> None:
+    """A request is parsed off the loop when it is long (the gateway's worker threads): an
+    agent's thousands of messages hold hundreds of thousands of values; past
+    `MAX_REQUEST_VALUES` it is refused as an event is past `MAX_VALUES`."""
+    from svir_proto._json import MAX_REQUEST_VALUES
+    from svir_proto.anthropic import MessagesRequest
+    from svir_proto.llmstream.request import RequestError
+
+    one = {"role": "user", "content": [{"type": "text", "text": "x"}]}
+    body = {"model": "m", "max_tokens": 8, "messages": [one] * 20_000}  # 200,000 values
+    text = json.dumps(body)
+    assert too_many(text)
+    assert not too_many(text, limit=MAX_REQUEST_VALUES)
+    assert len(MessagesRequest.parse(text.encode()).messages) == 20_000
+    body["messages"] = [one] * 110_000  # 1.1 million
+    with pytest.raises(RequestError, match=f"more than {MAX_REQUEST_VALUES} values"):
+        MessagesRequest.parse(json.dumps(body).encode())
